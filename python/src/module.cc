@@ -1,0 +1,2 @@
+#include <nanobind/nanobind.h>
+NB_MODULE(_volley, m) {}

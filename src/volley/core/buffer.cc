@@ -1,0 +1,332 @@
+#include "volley/core/buffer.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "volley/core/error.h"
+#include "volley/core/internal/cuda_memory.h"
+
+namespace volley {
+
+std::string_view location_name(Location location) {
+  switch (location) {
+    case Location::kHost:
+      return "host";
+    case Location::kSharedMemory:
+      return "shared_memory";
+    case Location::kMappedFile:
+      return "mapped_file";
+    case Location::kPinnedHost:
+      return "pinned_host";
+    case Location::kCuda:
+      return "cuda";
+    case Location::kExternal:
+      return "external";
+  }
+  return "unknown";
+}
+
+namespace internal {
+
+class Storage {
+ public:
+  Storage(std::byte* data, size_t size, Location location)
+      : data(data), size(size), location(location) {}
+  virtual ~Storage() = default;
+  std::byte* data;
+  size_t size;
+  Location location;
+  bool writable = true;
+  int device = -1;
+  std::string name;
+};
+
+namespace {
+
+class HostStorage final : public Storage {
+ public:
+  explicit HostStorage(size_t bytes) : Storage(nullptr, bytes, Location::kHost) {
+    if (bytes == 0) return;
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    data = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
+    VOLLEY_REQUIRE(data != nullptr, RuntimeError, "out of memory allocating {} bytes", bytes);
+  }
+  ~HostStorage() override { std::free(data); }
+};
+
+// Shared-memory segment layout: a 64-byte header (magic, owner count, payload size), then the
+// payload. The owner count lives in the segment so that the last owner in any process unlinks it.
+struct SharedHeader {
+  uint64_t magic;
+  std::atomic<int64_t> owners;
+  uint64_t payload_bytes;
+};
+constexpr uint64_t kSharedMagic = 0x564f4c4c45595348ULL;  // "VOLLEYSH"
+constexpr size_t kSharedHeaderBytes = 64;
+static_assert(sizeof(SharedHeader) <= kSharedHeaderBytes);
+static_assert(std::atomic<int64_t>::is_always_lock_free);
+
+class SharedStorage final : public Storage {
+ public:
+  SharedStorage(std::string segment_name, void* mapping, size_t mapped_bytes)
+      : Storage(static_cast<std::byte*>(mapping) + kSharedHeaderBytes,
+                mapped_bytes - kSharedHeaderBytes, Location::kSharedMemory),
+        mapping_(mapping),
+        mapped_bytes_(mapped_bytes) {
+    name = std::move(segment_name);
+  }
+  ~SharedStorage() override {
+    auto* header = static_cast<SharedHeader*>(mapping_);
+    if (header->owners.fetch_sub(1) == 1) shm_unlink(name.c_str());
+    munmap(mapping_, mapped_bytes_);
+  }
+
+ private:
+  void* mapping_;
+  size_t mapped_bytes_;
+};
+
+class MappedStorage final : public Storage {
+ public:
+  MappedStorage(void* mapping, size_t mapped_bytes, size_t skip, size_t length)
+      : Storage(static_cast<std::byte*>(mapping) + skip, length, Location::kMappedFile),
+        mapping_(mapping),
+        mapped_bytes_(mapped_bytes) {
+    writable = false;
+  }
+  ~MappedStorage() override {
+    if (mapping_ != nullptr) munmap(mapping_, mapped_bytes_);
+  }
+
+ private:
+  void* mapping_;
+  size_t mapped_bytes_;
+};
+
+class ExternalStorage final : public Storage {
+ public:
+  ExternalStorage(void* ptr, size_t bytes, std::shared_ptr<void> keep_alive, Location where)
+      : Storage(static_cast<std::byte*>(ptr), bytes, where), keep_alive_(std::move(keep_alive)) {}
+
+ private:
+  std::shared_ptr<void> keep_alive_;
+};
+
+class CudaStorage final : public Storage {
+ public:
+  CudaStorage(size_t bytes, Location where, int device_ordinal) : Storage(nullptr, bytes, where) {
+    device = device_ordinal;
+    if (bytes == 0) return;
+    data = static_cast<std::byte*>(where == Location::kPinnedHost
+                                       ? cuda_allocate_pinned(bytes)
+                                       : cuda_allocate_device(bytes, device));
+  }
+  ~CudaStorage() override {
+    if (data == nullptr) return;
+    if (location == Location::kPinnedHost) {
+      cuda_free_pinned(data);
+    } else {
+      cuda_free_device(data, device);
+    }
+  }
+};
+
+std::string unique_segment_name() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  return fmt::format("/volley-{}-{}-{:x}", getpid(), counter.fetch_add(1), salt & 0xffffffffULL);
+}
+
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+}  // namespace internal
+
+Buffer Buffer::allocate(size_t bytes) {
+  Buffer buffer;
+  buffer.storage_ = std::make_shared<internal::HostStorage>(bytes);
+  buffer.data_ = buffer.storage_->data;
+  buffer.size_ = bytes;
+  return buffer;
+}
+
+Buffer Buffer::zeros(size_t bytes) {
+  Buffer buffer = allocate(bytes);
+  if (bytes > 0) std::memset(buffer.data(), 0, bytes);
+  return buffer;
+}
+
+Buffer Buffer::create_shared(size_t bytes, const std::string& name) {
+  const std::string segment = name.empty() ? internal::unique_segment_name() : name;
+  VOLLEY_REQUIRE(segment.size() >= 2 && segment[0] == '/' &&
+                     segment.find('/', 1) == std::string::npos && segment.size() < 250,
+                 ValueError, "shared-memory name '{}' must start with '/' and contain no other '/'",
+                 segment);
+  internal::FileDescriptor fd(shm_open(segment.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600));
+  VOLLEY_REQUIRE(fd.get() >= 0, IoError, "cannot create shared-memory segment '{}': {}", segment,
+                 internal::errno_text(errno));
+  const size_t mapped_bytes = internal::kSharedHeaderBytes + bytes;
+  if (ftruncate(fd.get(), static_cast<off_t>(mapped_bytes)) != 0) {
+    const int error_number = errno;
+    shm_unlink(segment.c_str());
+    throw IoError(fmt::format("cannot size shared-memory segment '{}' to {} bytes: {}", segment,
+                              mapped_bytes, internal::errno_text(error_number)));
+  }
+  void* mapping = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (mapping == MAP_FAILED) {
+    const int error_number = errno;
+    shm_unlink(segment.c_str());
+    throw IoError(fmt::format("cannot map shared-memory segment '{}' ({} bytes): {}", segment,
+                              mapped_bytes, internal::errno_text(error_number)));
+  }
+  auto* header = new (mapping) internal::SharedHeader{};
+  header->payload_bytes = bytes;
+  header->owners.store(1);
+  header->magic = internal::kSharedMagic;
+  Buffer buffer;
+  buffer.storage_ = std::make_shared<internal::SharedStorage>(segment, mapping, mapped_bytes);
+  buffer.data_ = buffer.storage_->data;
+  buffer.size_ = bytes;
+  return buffer;
+}
+
+Buffer Buffer::attach_shared(const std::string& name) {
+  internal::FileDescriptor fd(shm_open(name.c_str(), O_RDWR, 0600));
+  VOLLEY_REQUIRE(fd.get() >= 0, IoError, "cannot attach shared-memory segment '{}': {}", name,
+                 internal::errno_text(errno));
+  struct stat info {};
+  VOLLEY_REQUIRE(fstat(fd.get(), &info) == 0, IoError, "cannot stat shared-memory segment '{}': {}",
+                 name, internal::errno_text(errno));
+  const auto mapped_bytes = static_cast<size_t>(info.st_size);
+  VOLLEY_REQUIRE(mapped_bytes >= internal::kSharedHeaderBytes, IoError,
+                 "shared-memory segment '{}' is not a Volley segment ({} bytes, no header)", name,
+                 mapped_bytes);
+  void* mapping = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  VOLLEY_REQUIRE(mapping != MAP_FAILED, IoError, "cannot map shared-memory segment '{}': {}", name,
+                 internal::errno_text(errno));
+  auto* header = static_cast<internal::SharedHeader*>(mapping);
+  const bool valid = header->magic == internal::kSharedMagic &&
+                     header->payload_bytes + internal::kSharedHeaderBytes == mapped_bytes;
+  // Join the owners only while the segment is alive (owners > 0): a count of zero means its last
+  // owner is unlinking it right now.
+  int64_t owners = valid ? header->owners.load() : 0;
+  while (owners > 0 && !header->owners.compare_exchange_weak(owners, owners + 1)) {
+  }
+  if (!valid || owners <= 0) {
+    munmap(mapping, mapped_bytes);
+    throw IoError(fmt::format("shared-memory segment '{}' is {}", name,
+                              valid ? "being released by its last owner" : "not a Volley segment"));
+  }
+  Buffer buffer;
+  buffer.storage_ = std::make_shared<internal::SharedStorage>(name, mapping, mapped_bytes);
+  buffer.data_ = buffer.storage_->data;
+  buffer.size_ = buffer.storage_->size;
+  return buffer;
+}
+
+Buffer Buffer::map_file(const std::string& path, size_t offset, size_t length) {
+  internal::FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  VOLLEY_REQUIRE(fd.get() >= 0, IoError, "cannot open '{}': {}", path, internal::errno_text(errno));
+  struct stat info {};
+  VOLLEY_REQUIRE(fstat(fd.get(), &info) == 0, IoError, "cannot stat '{}': {}", path,
+                 internal::errno_text(errno));
+  const auto file_bytes = static_cast<size_t>(info.st_size);
+  VOLLEY_REQUIRE(offset <= file_bytes, IoError,
+                 "'{}': offset {} is past the end of the file ({} bytes)", path, offset,
+                 file_bytes);
+  if (length == npos) length = file_bytes - offset;
+  VOLLEY_REQUIRE(length <= file_bytes - offset, IoError,
+                 "'{}': truncated: expected {} bytes from offset {}, the file has {} bytes", path,
+                 length, offset, file_bytes);
+  Buffer buffer;
+  if (length == 0) {
+    buffer.storage_ = std::make_shared<internal::MappedStorage>(nullptr, 0, 0, 0);
+    return buffer;
+  }
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t aligned_offset = offset / page * page;
+  const size_t skip = offset - aligned_offset;
+  const size_t mapped_bytes = skip + length;
+  void* mapping = mmap(nullptr, mapped_bytes, PROT_READ, MAP_SHARED, fd.get(),
+                       static_cast<off_t>(aligned_offset));
+  VOLLEY_REQUIRE(mapping != MAP_FAILED, IoError, "cannot map '{}': {}", path,
+                 internal::errno_text(errno));
+  buffer.storage_ = std::make_shared<internal::MappedStorage>(mapping, mapped_bytes, skip, length);
+  buffer.data_ = buffer.storage_->data;
+  buffer.size_ = length;
+  return buffer;
+}
+
+Buffer Buffer::allocate_pinned(size_t bytes) {
+  Buffer buffer;
+  buffer.storage_ = std::make_shared<internal::CudaStorage>(bytes, Location::kPinnedHost, -1);
+  buffer.data_ = buffer.storage_->data;
+  buffer.size_ = bytes;
+  return buffer;
+}
+
+Buffer Buffer::allocate_device(size_t bytes, int device) {
+  VOLLEY_REQUIRE(device >= 0, ValueError, "CUDA device ordinal must be >= 0, got {}", device);
+  Buffer buffer;
+  buffer.storage_ = std::make_shared<internal::CudaStorage>(bytes, Location::kCuda, device);
+  buffer.data_ = buffer.storage_->data;
+  buffer.size_ = bytes;
+  return buffer;
+}
+
+Buffer Buffer::borrow(void* data, size_t bytes, std::shared_ptr<void> keep_alive, bool writable,
+                      Location location, int device) {
+  VOLLEY_REQUIRE(data != nullptr || bytes == 0, ValueError,
+                 "cannot borrow {} bytes from a null pointer", bytes);
+  Buffer buffer;
+  auto storage =
+      std::make_shared<internal::ExternalStorage>(data, bytes, std::move(keep_alive), location);
+  storage->writable = writable;
+  storage->device = device;
+  buffer.storage_ = std::move(storage);
+  buffer.data_ = static_cast<std::byte*>(data);
+  buffer.size_ = bytes;
+  return buffer;
+}
+
+Location Buffer::location() const { return storage_ ? storage_->location : Location::kHost; }
+
+int Buffer::device() const { return storage_ ? storage_->device : -1; }
+
+bool Buffer::writable() const { return storage_ ? storage_->writable : true; }
+
+bool Buffer::host_accessible() const { return location() != Location::kCuda; }
+
+const std::string& Buffer::shared_name() const {
+  static const std::string kEmpty;
+  return storage_ ? storage_->name : kEmpty;
+}
+
+Buffer Buffer::slice(size_t offset, size_t length) const {
+  VOLLEY_REQUIRE(offset <= size_ && length <= size_ - offset, IndexError,
+                 "slice [{}, {}) out of range for a buffer of {} bytes", offset, offset + length,
+                 size_);
+  Buffer view = *this;
+  view.data_ = data_ + offset;
+  view.size_ = length;
+  return view;
+}
+
+}  // namespace volley
