@@ -1,1 +1,34 @@
-int main() { return 0; }
+// volley — the command-line tool: info, convert, generate, bench.
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "volley/core/error.h"
+#include "volley/core/parallel.h"
+#include "volley/core/progress.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Volley: fast graph data paths for GNN training"};
+  app.require_subcommand(1);
+  volley::cli::GlobalOptions global;
+  app.add_flag("-q,--quiet", global.quiet, "No progress bars");
+  app.add_option("-t,--threads", global.threads, "Worker threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.parse_complete_callback([&] {
+    volley::set_progress_enabled(!global.quiet);
+    if (global.threads > 0) volley::set_num_threads(global.threads);
+  });
+  volley::cli::add_info_command(app, global);
+  volley::cli::add_convert_command(app, global);
+  volley::cli::add_generate_command(app, global);
+  volley::cli::add_bench_command(app, global);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "volley: error: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

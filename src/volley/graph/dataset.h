@@ -1,0 +1,110 @@
+// volley/graph/dataset.h — a graph with its node data, and the dataset directory format.
+//
+// A dataset directory (ARCHITECTURE.md, "On-disk formats") holds `volley.json` plus one `.npy`
+// file per array:
+//   indptr.npy    int64 [N + 1]         indices.npy  int32|int64 [E]
+//   edge_ids.npy  int64 [E] (optional)  weights.npy  float32 [E] (optional)
+//   features.npy  [N, D] any dtype (optional)       labels.npy  int64 [N] (optional)
+//   train_idx.npy / val_idx.npy / test_idx.npy  int64 [*] (optional)
+// `volley.json`:
+//   {"format": "volley-dataset", "version": 1, "name": "cora", "num_nodes": N, "num_edges": E,
+//    "num_classes": C, "orientation": "in",
+//    "arrays": {"indptr": {"file": "indptr.npy", "dtype": "int64", "shape": [N + 1],
+//                          "crc32": "1a2b3c4d"}, ...}}
+// The crc32 is zlib's CRC-32 of the array's data bytes (not the .npy header), as 8 hex digits.
+//
+//   Dataset cora = load_dataset("data/cora");      // arrays memory-mapped, nothing copied
+//   save_dataset(cora, "/tmp/cora-copy");
+//
+// load_dataset validates the manifest against each file (dtype, shape, size) and the graph
+// (Csr::from_arrays with validation), and with `verify_checksums` the CRCs too; every problem is
+// an IoError / ValueError naming the file, the field, what was expected and what was found.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "volley/core/array.h"
+#include "volley/graph/csr.h"
+
+namespace volley {
+
+struct Dataset {
+  std::string name;
+  Csr graph;
+  std::optional<Array> features;  // [N, D]
+  std::optional<Array> labels;    // int64 [N]
+  std::optional<Array> train_idx;  // int64 node ids
+  std::optional<Array> val_idx;
+  std::optional<Array> test_idx;
+  int64_t num_classes = 0;  // 0 when there are no labels
+};
+
+struct DatasetLoadOptions {
+  // Map arrays read-only (true) or read them into heap memory (false).
+  bool memory_map = true;
+  // Check every array's CRC-32 against the manifest (reads all bytes once).
+  bool verify_checksums = false;
+  // Validate the graph (indptr monotone, ids in range): O(E), on by default.
+  bool validate_graph = true;
+};
+
+// Reads a dataset directory. Throws IoError (missing/truncated/corrupt file, bad manifest) or
+// ValueError (inconsistent arrays), naming the file and field.
+Dataset load_dataset(const std::string& directory, const DatasetLoadOptions& options = {});
+
+// Writes `dataset` as a dataset directory (created if missing; existing Volley files replaced).
+// Throws IoError when the directory or a file cannot be written, ValueError when arrays disagree
+// with the graph (e.g. features with a row count other than num_nodes).
+void save_dataset(const Dataset& dataset, const std::string& directory);
+
+// The result of verify_dataset: one line per problem found (empty when all is well).
+struct DatasetCheck {
+  std::vector<std::string> problems;
+  bool ok() const { return problems.empty(); }
+};
+// Checks every file of a dataset directory against its manifest, checksums included, and
+// reports all problems rather than stopping at the first.
+DatasetCheck verify_dataset(const std::string& directory);
+
+// Writes a dataset directory array by array, for producers that cannot hold everything in memory
+// (the generators stream features through NpyWriter). save_dataset is built on it.
+//
+//   DatasetWriter writer(dir, "powerlaw");
+//   writer.add_array("indptr", indptr);                      // writes indptr.npy, records its CRC
+//   NpyWriter features(writer.path_of("features"), DType::kFloat32, {n, d});
+//   ... features.write(...) ...; features.close();
+//   writer.add_written("features", DType::kFloat32, {n, d}, features.crc32());
+//   writer.finish(n, e, num_classes, Orientation::kIn);     // writes volley.json last
+//
+// Until finish() the directory has no (new) volley.json, so a crash never leaves a directory
+// that looks complete. Fields are the array names of the format above; unknown names are a
+// ValueError.
+class DatasetWriter {
+ public:
+  DatasetWriter(std::string directory, std::string name);
+  // "<directory>/<field>.npy"
+  std::string path_of(const std::string& field) const;
+  void add_array(const std::string& field, const Array& array);
+  void add_written(const std::string& field, DType dtype, std::vector<int64_t> shape,
+                   uint32_t crc32);
+  void finish(int64_t num_nodes, int64_t num_edges, int64_t num_classes, Orientation orientation);
+
+ private:
+  struct Entry {
+    std::string field;
+    DType dtype;
+    std::vector<int64_t> shape;
+    uint32_t crc32;
+  };
+  std::string directory_;
+  std::string name_;
+  std::vector<Entry> entries_;
+};
+
+// Whether `path` is a dataset directory (has a volley.json).
+bool is_dataset_directory(const std::string& path);
+
+}  // namespace volley

@@ -1,0 +1,22 @@
+// tools/volley/commands.h — each `volley` subcommand registers itself on the CLI11 app.
+//
+// A command's callback throws volley::Error (or CLI11 errors) on failure; main() prints one line
+// "volley: error: ..." to stderr and exits non-zero. Commands print results to stdout.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace volley::cli {
+
+// Options every command sees.
+struct GlobalOptions {
+  bool quiet = false;  // no progress bars
+  int threads = 0;     // 0: all hardware threads
+};
+
+void add_info_command(CLI::App& app, GlobalOptions& global);
+void add_convert_command(CLI::App& app, GlobalOptions& global);
+void add_generate_command(CLI::App& app, GlobalOptions& global);
+void add_bench_command(CLI::App& app, GlobalOptions& global);
+
+}  // namespace volley::cli
