@@ -1,0 +1,29 @@
+// volley/feature/gather.h — copy selected rows of a row-major table, converting dtype on the way.
+//
+//   gather_rows(features, ids, DType::kFloat32, out);   // out[i, :] = float(features[ids[i], :])
+//
+// `table` is [N, D] (or [N], treated as D = 1), host-accessible, any dtype. `out` is host memory
+// for ids.size() × D elements of `out_dtype`. Conversions: same dtype (a plain copy), any
+// integer or float dtype → float32 (exact for uint8/int8/int16/float16/bfloat16), any integer →
+// int64. Throws IndexError naming the first out-of-range id and its position (nothing is read
+// out of bounds), ValueError for an unsupported conversion. Single-threaded: callers parallelise
+// across batches (the loader) or across chunks of ids (gather_rows_parallel).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "volley/core/array.h"
+
+namespace volley {
+
+void gather_rows(const Array& table, std::span<const int64_t> ids, DType out_dtype, std::byte* out);
+
+// Same, split over the default thread pool.
+void gather_rows_parallel(const Array& table, std::span<const int64_t> ids, DType out_dtype,
+                          std::byte* out);
+
+// Whether gather_rows supports storing `from` as `to`.
+bool gather_supports(DType from, DType to);
+
+}  // namespace volley

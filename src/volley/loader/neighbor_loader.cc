@@ -1,0 +1,256 @@
+#include "volley/loader/neighbor_loader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "volley/core/philox.h"
+#include "volley/feature/gather.h"
+
+namespace volley {
+
+struct NeighborLoader::Shared {
+  Csr graph;
+  std::optional<Array> features;
+  std::optional<Array> labels;
+  Array input_nodes;
+};
+
+namespace {
+
+// SplitMix64 finaliser: mixes (seed, epoch) into an independent-looking 64-bit seed.
+uint64_t mix(uint64_t seed, uint64_t value) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (value + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
+Array seeded_permutation(int64_t n, uint64_t seed) {
+  Array permutation = Array::empty(DType::kInt64, {n});
+  int64_t* p = permutation.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) p[i] = i;
+  PhiloxStream rng(seed, {{0, 0x5eed, 0, 0}});
+  for (int64_t i = n - 1; i > 0; --i) {
+    const auto j = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(i + 1)));
+    std::swap(p[i], p[j]);
+  }
+  return permutation;
+}
+
+NeighborLoader::NeighborLoader(Csr graph, std::optional<Array> features,
+                               std::optional<Array> labels, std::optional<Array> input_nodes,
+                               LoaderOptions options)
+    : options_(std::move(options)) {
+  VOLLEY_REQUIRE(options_.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
+                 options_.batch_size);
+  VOLLEY_REQUIRE(options_.num_threads >= 0, ValueError, "num_threads must be >= 0, got {}",
+                 options_.num_threads);
+  VOLLEY_REQUIRE(options_.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
+                 options_.prefetch);
+  validate_sampler_options(graph, options_.sampler);
+  const int64_t n = graph.num_nodes();
+  if (features) {
+    VOLLEY_REQUIRE(features->ndim() == 2 && features->dim(0) == n, ValueError,
+                   "features must be [num_nodes = {}, D], got {}", n, features->describe());
+    VOLLEY_REQUIRE(gather_supports(features->dtype(), options_.feature_dtype), ValueError,
+                   "features of dtype {} cannot be delivered as {}", dtype_name(features->dtype()),
+                   dtype_name(options_.feature_dtype));
+  }
+  if (labels) {
+    VOLLEY_REQUIRE(labels->ndim() == 1 && labels->dim(0) == n &&
+                       (is_integer(labels->dtype()) || labels->dtype() == DType::kBool),
+                   ValueError, "labels must be an integer array [num_nodes = {}], got {}", n,
+                   labels->describe());
+  }
+  Array inputs;
+  if (input_nodes && input_nodes->numel() > 0) {
+    VOLLEY_REQUIRE(input_nodes->ndim() == 1 && input_nodes->dtype() == DType::kInt64, ValueError,
+                   "input_nodes must be a 1-d int64 array, got {}", input_nodes->describe());
+    const int64_t* ids = input_nodes->data<int64_t>();
+    std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
+    for (int64_t i = 0; i < input_nodes->numel(); ++i) {
+      VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
+                     "input node {} at position {} out of range for a graph with {} nodes", ids[i],
+                     i, n);
+      VOLLEY_REQUIRE(!seen[static_cast<size_t>(ids[i])], ValueError,
+                     "input node {} appears twice (second time at position {}); input nodes must "
+                     "be distinct",
+                     ids[i], i);
+      seen[static_cast<size_t>(ids[i])] = 1;
+    }
+    inputs = *input_nodes;
+  } else {
+    inputs = Array::empty(DType::kInt64, {n});
+    int64_t* ids = inputs.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) ids[i] = i;
+  }
+  input_nodes_ = inputs;
+  auto shared = std::make_shared<Shared>();
+  shared->graph = std::move(graph);
+  shared->features = std::move(features);
+  shared->labels = std::move(labels);
+  shared->input_nodes = std::move(inputs);
+  shared_ = std::move(shared);
+}
+
+int64_t NeighborLoader::num_batches() const {
+  const int64_t n = input_nodes_.numel();
+  return options_.drop_last ? n / options_.batch_size
+                            : (n + options_.batch_size - 1) / options_.batch_size;
+}
+
+std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
+  const auto epoch_key = static_cast<uint64_t>(epoch_index);
+  Array order;
+  if (options_.shuffle) {
+    order = seeded_permutation(input_nodes_.numel(), mix(options_.seed, epoch_key));
+  } else {
+    order = Array::empty(DType::kInt64, {input_nodes_.numel()});
+    int64_t* p = order.data<int64_t>();
+    for (int64_t i = 0; i < input_nodes_.numel(); ++i) p[i] = i;
+  }
+  // Different epochs sample differently; the same epoch always samples the same.
+  const uint64_t sampler_seed = mix(options_.seed ^ 0xa5a5a5a5a5a5a5a5ULL, epoch_key);
+  return std::unique_ptr<Epoch>(new Epoch(shared_, std::move(order), options_, sampler_seed));
+}
+
+Epoch::Epoch(std::shared_ptr<const NeighborLoader::Shared> shared, Array order,
+             LoaderOptions options, uint64_t sampler_seed)
+    : shared_(std::move(shared)),
+      order_(std::move(order)),
+      options_(std::move(options)),
+      sampler_seed_(sampler_seed) {
+  const int64_t n = order_.numel();
+  num_batches_ = options_.drop_last ? n / options_.batch_size
+                                    : (n + options_.batch_size - 1) / options_.batch_size;
+  const int threads = static_cast<int>(
+      std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, num_batches_)));
+  if (options_.prefetch == 0) options_.prefetch = 2 * threads;
+  options_.prefetch = std::max(options_.prefetch, 1);
+  workers_.reserve(static_cast<size_t>(threads));
+  for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { worker_loop(); });
+}
+
+Epoch::~Epoch() { stop(); }
+
+void Epoch::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  space_changed_.notify_all();
+  ready_changed_.notify_all();
+  for (auto& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+}
+
+void Epoch::worker_loop() {
+  SamplerScratch scratch;
+  SampledSubgraph subgraph;
+  while (true) {
+    int64_t index;
+    {
+      std::unique_lock lock(mutex_);
+      space_changed_.wait(lock, [&] {
+        return stopping_ || next_to_claim_ >= num_batches_ ||
+               next_to_claim_ < next_to_deliver_ + options_.prefetch;
+      });
+      if (stopping_ || next_to_claim_ >= num_batches_) return;
+      index = next_to_claim_++;
+    }
+    std::optional<Batch> batch;
+    std::exception_ptr error;
+    try {
+      batch = make_batch(index, scratch, subgraph);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (error) {
+        failed_[index] = error;
+      } else {
+        ready_.emplace(index, std::move(*batch));
+      }
+    }
+    ready_changed_.notify_all();
+  }
+}
+
+Batch Epoch::make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph& subgraph) const {
+  if (options_.on_batch_start) options_.on_batch_start(index);
+  const int64_t begin = index * options_.batch_size;
+  const int64_t end = std::min(order_.numel(), begin + options_.batch_size);
+  const int64_t count = end - begin;
+  Batch batch;
+  batch.index = index;
+  batch.batch_size = count;
+  batch.input_ids = Array::empty(DType::kInt64, {count});
+  std::vector<int64_t> seeds(static_cast<size_t>(count));
+  const int64_t* order = order_.data<int64_t>();
+  const int64_t* inputs = shared_->input_nodes.data<int64_t>();
+  int64_t* input_ids = batch.input_ids.data<int64_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    input_ids[i] = order[begin + i];
+    seeds[static_cast<size_t>(i)] = inputs[order[begin + i]];
+  }
+  NeighborSamplerOptions sampler = options_.sampler;
+  sampler.seed = sampler_seed_;
+  subgraph =
+      sample_neighbors(shared_->graph, seeds, sampler, static_cast<uint64_t>(index), &scratch);
+
+  const auto num_nodes = static_cast<int64_t>(subgraph.nodes.size());
+  const auto num_edges = static_cast<int64_t>(subgraph.rows.size());
+  batch.nodes = Array::from_vector(subgraph.nodes);
+  batch.edge_index = Array::empty(DType::kInt64, {2, num_edges});
+  int64_t* edge_index = batch.edge_index.data<int64_t>();
+  std::memcpy(edge_index, subgraph.cols.data(), static_cast<size_t>(num_edges) * sizeof(int64_t));
+  std::memcpy(edge_index + num_edges, subgraph.rows.data(),
+              static_cast<size_t>(num_edges) * sizeof(int64_t));
+  batch.edge_ids = Array::from_vector(subgraph.edge_ids);
+  batch.nodes_per_hop = subgraph.nodes_per_hop;
+  batch.edges_per_hop = subgraph.edges_per_hop;
+  const std::span<const int64_t> nodes(subgraph.nodes);
+  if (shared_->features) {
+    const int64_t width = shared_->features->dim(1);
+    batch.x = Array::empty(options_.feature_dtype, {num_nodes, width});
+    gather_rows(*shared_->features, nodes, options_.feature_dtype, batch.x.raw_data());
+  }
+  if (shared_->labels) {
+    batch.y = Array::empty(DType::kInt64, {num_nodes});
+    gather_rows(*shared_->labels, nodes, DType::kInt64, batch.y.raw_data());
+  }
+  return batch;
+}
+
+std::optional<Batch> Epoch::next() {
+  std::unique_lock lock(mutex_);
+  if (next_to_deliver_ >= num_batches_) return std::nullopt;
+  ready_changed_.wait(lock, [&] {
+    return stopping_ || ready_.count(next_to_deliver_) || failed_.count(next_to_deliver_);
+  });
+  if (stopping_) return std::nullopt;
+  if (auto failed = failed_.find(next_to_deliver_); failed != failed_.end()) {
+    const std::exception_ptr error = failed->second;
+    next_to_deliver_ = num_batches_;  // the epoch is over
+    lock.unlock();
+    stop();
+    std::rethrow_exception(error);
+  }
+  auto node = ready_.extract(next_to_deliver_);
+  ++next_to_deliver_;
+  lock.unlock();
+  space_changed_.notify_all();
+  return std::move(node.mapped());
+}
+
+}  // namespace volley

@@ -1,0 +1,208 @@
+#include "volley/sampling/cpu/neighbor_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "volley/core/error.h"
+
+namespace volley::cpu {
+namespace {
+
+constexpr int64_t kSmallFanout = 64;  // Floyd's membership test by linear scan up to here
+
+// Positions (relative to the row start) of the neighbors to take, into `picked`.
+// Uniform without replacement, 0 < k < degree: Floyd's algorithm, result sorted.
+void pick_uniform_without_replacement(int64_t degree, int64_t k, PhiloxStream& rng,
+                                      NeighborScratch& scratch) {
+  auto& picked = scratch.picked;
+  picked.clear();
+  if (k <= kSmallFanout) {
+    for (int64_t j = degree - k; j < degree; ++j) {
+      int64_t t = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(j + 1)));
+      if (std::find(picked.begin(), picked.end(), t) != picked.end()) t = j;
+      picked.push_back(t);
+    }
+  } else {
+    auto& bitmap = scratch.bitmap;
+    bitmap.assign(static_cast<size_t>(degree / 64 + 1), 0);
+    for (int64_t j = degree - k; j < degree; ++j) {
+      int64_t t = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(j + 1)));
+      if (bitmap[static_cast<size_t>(t / 64)] >> (t % 64) & 1) t = j;
+      bitmap[static_cast<size_t>(t / 64)] |= uint64_t{1} << (t % 64);
+      picked.push_back(t);
+    }
+  }
+  std::sort(picked.begin(), picked.end());
+}
+
+void pick_uniform_with_replacement(int64_t degree, int64_t k, PhiloxStream& rng,
+                                   NeighborScratch& scratch) {
+  auto& picked = scratch.picked;
+  picked.clear();
+  for (int64_t j = 0; j < k; ++j) {
+    picked.push_back(static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(degree))));
+  }
+}
+
+// Efraimidis–Spirakis: key_i = log(u_i) / w_i; the k largest keys win. One uniform per neighbor
+// in CSR order, drawn whether or not its weight is positive (keeps streams aligned).
+void pick_weighted_without_replacement(const float* weights, int64_t degree, int64_t k,
+                                       PhiloxStream& rng, NeighborScratch& scratch) {
+  auto& picked = scratch.picked;
+  auto& keys = scratch.keys;
+  picked.clear();
+  keys.resize(static_cast<size_t>(degree));
+  int64_t positive = 0;
+  for (int64_t i = 0; i < degree; ++i) {
+    const double u = 1.0 - rng.uniform_double();  // (0, 1]
+    if (weights[i] > 0.0f) {
+      keys[static_cast<size_t>(i)] = std::log(u) / static_cast<double>(weights[i]);
+      picked.push_back(i);
+      ++positive;
+    }
+  }
+  if (positive > k) {
+    // Largest key first; ties broken by position so the choice is deterministic.
+    std::nth_element(picked.begin(), picked.begin() + k, picked.end(), [&](int64_t a, int64_t b) {
+      const double ka = keys[static_cast<size_t>(a)], kb = keys[static_cast<size_t>(b)];
+      return ka > kb || (ka == kb && a < b);
+    });
+    picked.resize(static_cast<size_t>(k));
+  }
+  std::sort(picked.begin(), picked.end());
+}
+
+// Inverse-CDF draws over the row's weights.
+void pick_weighted_with_replacement(const float* weights, int64_t degree, int64_t k,
+                                    PhiloxStream& rng, NeighborScratch& scratch) {
+  auto& picked = scratch.picked;
+  auto& cumulative = scratch.keys;
+  picked.clear();
+  cumulative.resize(static_cast<size_t>(degree));
+  double total = 0.0;
+  for (int64_t i = 0; i < degree; ++i) {
+    total += static_cast<double>(weights[i]);
+    cumulative[static_cast<size_t>(i)] = total;
+  }
+  if (!(total > 0.0)) return;
+  for (int64_t j = 0; j < k; ++j) {
+    const double target = rng.uniform_double() * total;
+    auto it = std::upper_bound(cumulative.begin(), cumulative.end(), target);
+    int64_t position = std::min<int64_t>(it - cumulative.begin(), degree - 1);
+    // Never land on a zero-weight neighbor (possible only through rounding at the top end).
+    while (position > 0 && weights[position] == 0.0f) --position;
+    picked.push_back(position);
+  }
+}
+
+template <typename Index>
+void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+            uint64_t batch_index, NeighborScratch& scratch, SampledSubgraph& out) {
+  const int64_t num_nodes = graph.num_nodes();
+  const int64_t* indptr = graph.indptr().data<int64_t>();
+  const Index* indices = graph.indices().template data<Index>();
+  const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
+  const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
+
+  if (scratch.slots.size() != static_cast<size_t>(num_nodes)) {
+    scratch.slots.assign(static_cast<size_t>(num_nodes), {0, 0});
+    scratch.generation = 0;
+  }
+  if (++scratch.generation == 0) {  // wrapped: clear stale stamps
+    std::fill(scratch.slots.begin(), scratch.slots.end(), NeighborScratch::Slot{0, 0});
+    scratch.generation = 1;
+  }
+  const uint32_t generation = scratch.generation;
+  auto* slots = scratch.slots.data();
+
+  auto& nodes = out.nodes;
+  nodes.clear();
+  nodes.reserve(seeds.size() * 8);
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const int64_t seed = seeds[i];
+    VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
+                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
+                   num_nodes);
+    auto& slot = slots[seed];
+    VOLLEY_REQUIRE(slot.stamp != generation, ValueError,
+                   "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
+                   slot.local, i);
+    slot = {generation, static_cast<int32_t>(i)};
+    nodes.push_back(seed);
+  }
+  out.num_seeds = static_cast<int64_t>(seeds.size());
+  out.rows.clear();
+  out.cols.clear();
+  out.edge_ids.clear();
+  out.nodes_per_hop.assign(1, out.num_seeds);
+  out.edges_per_hop.clear();
+
+  size_t frontier_begin = 0;
+  for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
+    const int64_t fanout = options.fanouts[hop];
+    const size_t frontier_end = nodes.size();
+    const size_t edges_before = out.rows.size();
+    if (fanout != 0) {
+      for (size_t i = frontier_begin; i < frontier_end; ++i) {
+        const int64_t target = nodes[i];
+        const int64_t row_begin = indptr[target];
+        const int64_t degree = indptr[target + 1] - row_begin;
+        if (i + 4 < frontier_end) __builtin_prefetch(indptr + nodes[i + 4]);
+        if (degree == 0) continue;
+        auto emit = [&](int64_t position) {
+          const int64_t k = row_begin + position;
+          const int64_t neighbor = static_cast<int64_t>(indices[k]);
+          auto& slot = slots[neighbor];
+          if (slot.stamp != generation) {
+            slot = {generation, static_cast<int32_t>(nodes.size())};
+            nodes.push_back(neighbor);
+          }
+          out.rows.push_back(static_cast<int64_t>(i));
+          out.cols.push_back(slot.local);
+          out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
+        };
+        const bool take_all = fanout == -1 || (!options.replace && degree <= fanout);
+        if (take_all) {
+          for (int64_t position = 0; position < degree; ++position) emit(position);
+          continue;
+        }
+        PhiloxStream rng(options.seed,
+                         neighbor_stream_counter(target, static_cast<int>(hop), batch_index));
+        if (weights != nullptr) {
+          if (options.replace) {
+            pick_weighted_with_replacement(weights + row_begin, degree, fanout, rng, scratch);
+          } else {
+            pick_weighted_without_replacement(weights + row_begin, degree, fanout, rng, scratch);
+          }
+        } else if (options.replace) {
+          pick_uniform_with_replacement(degree, fanout, rng, scratch);
+        } else {
+          pick_uniform_without_replacement(degree, fanout, rng, scratch);
+        }
+        for (int64_t position : scratch.picked) emit(position);
+      }
+    }
+    out.edges_per_hop.push_back(static_cast<int64_t>(out.rows.size() - edges_before));
+    out.nodes_per_hop.push_back(static_cast<int64_t>(nodes.size() - frontier_end));
+    frontier_begin = frontier_end;
+  }
+  VOLLEY_REQUIRE(nodes.size() < (size_t{1} << 31), ValueError,
+                 "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds "
+                 "or smaller fanouts",
+                 nodes.size());
+}
+
+}  // namespace
+
+void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
+                          const NeighborSamplerOptions& options, uint64_t batch_index,
+                          NeighborScratch& scratch, SampledSubgraph& out) {
+  if (graph.index_dtype() == DType::kInt32) {
+    sample<int32_t>(graph, seeds, options, batch_index, scratch, out);
+  } else {
+    sample<int64_t>(graph, seeds, options, batch_index, scratch, out);
+  }
+}
+
+}  // namespace volley::cpu

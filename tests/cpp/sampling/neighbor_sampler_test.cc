@@ -1,0 +1,310 @@
+#include "volley/sampling/neighbor_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "volley/core/parallel.h"
+
+namespace volley {
+namespace {
+
+Csr random_graph(int64_t n, int64_t m, uint64_t seed, bool with_weights = false) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> src(m), dst(m);
+  std::vector<float> w(m);
+  for (int64_t i = 0; i < m; ++i) {
+    // Skewed targets give hubs above the fanouts and many degree-0 nodes.
+    src[i] = static_cast<int64_t>(rng() % n);
+    dst[i] = static_cast<int64_t>((rng() % n) * (rng() % n) / n);
+    w[i] = static_cast<float>(rng() % 5);  // zero weights included
+  }
+  std::optional<Array> weights;
+  if (with_weights) weights = Array::from_vector(w);
+  return build_csr(Array::from_vector(src), Array::from_vector(dst), weights, {.num_nodes = n});
+}
+
+// Every structural promise of neighbor_sampler.h on one result.
+void check_structure(const Csr& graph, const std::vector<int64_t>& seeds,
+                     const NeighborSamplerOptions& options, const SampledSubgraph& s) {
+  ASSERT_EQ(s.num_seeds, static_cast<int64_t>(seeds.size()));
+  ASSERT_TRUE(std::equal(seeds.begin(), seeds.end(), s.nodes.begin()));
+  std::set<int64_t> unique(s.nodes.begin(), s.nodes.end());
+  ASSERT_EQ(unique.size(), s.nodes.size()) << "node list has duplicates";
+  ASSERT_EQ(s.nodes_per_hop.size(), options.fanouts.size() + 1);
+  ASSERT_EQ(s.edges_per_hop.size(), options.fanouts.size());
+  int64_t total_nodes = 0, total_edges = 0;
+  for (int64_t count : s.nodes_per_hop) total_nodes += count;
+  for (int64_t count : s.edges_per_hop) total_edges += count;
+  ASSERT_EQ(total_nodes, static_cast<int64_t>(s.nodes.size()));
+  ASSERT_EQ(total_edges, static_cast<int64_t>(s.rows.size()));
+  ASSERT_EQ(s.cols.size(), s.rows.size());
+  ASSERT_EQ(s.edge_ids.size(), s.rows.size());
+
+  // Map edge id -> (row, neighbor) of the graph.
+  std::map<int64_t, std::pair<int64_t, int64_t>> by_id;
+  for (int64_t v = 0; v < graph.num_nodes(); ++v) {
+    for (int64_t k = graph.begin(v); k < graph.end(v); ++k)
+      by_id[graph.edge_id(k)] = {v, graph.neighbor(k)};
+  }
+  int64_t edge = 0, frontier_begin = 0;
+  for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
+    const int64_t frontier_end = frontier_begin + s.nodes_per_hop[hop];
+    std::map<int64_t, int64_t> per_target;
+    for (int64_t j = 0; j < s.edges_per_hop[hop]; ++j, ++edge) {
+      const int64_t row = s.rows[edge], col = s.cols[edge];
+      ASSERT_GE(row, frontier_begin) << "hop " << hop << " edge into a node not in its frontier";
+      ASSERT_LT(row, frontier_end);
+      ASSERT_GE(col, 0);
+      ASSERT_LT(col, static_cast<int64_t>(s.nodes.size()));
+      const auto found = by_id.find(s.edge_ids[edge]);
+      ASSERT_NE(found, by_id.end()) << "edge id " << s.edge_ids[edge] << " not in graph";
+      EXPECT_EQ(found->second.first, s.nodes[row]);
+      EXPECT_EQ(found->second.second, s.nodes[col]);
+      ++per_target[row];
+    }
+    for (auto [row, count] : per_target) {
+      const int64_t degree = graph.degree(s.nodes[row]);
+      const int64_t fanout = options.fanouts[hop];
+      if (fanout == -1) {
+        EXPECT_EQ(count, degree);
+      } else if (options.replace) {
+        EXPECT_LE(count, fanout);
+      } else {
+        EXPECT_LE(count, std::min(fanout, degree));
+        if (!options.weighted) EXPECT_EQ(count, std::min(fanout, degree));
+      }
+    }
+    // Unsampled frontier nodes must have had nothing to give (or fanout 0).
+    for (int64_t row = frontier_begin; row < frontier_end; ++row) {
+      if (!per_target.count(row) && !options.weighted && options.fanouts[hop] != 0) {
+        EXPECT_EQ(graph.degree(s.nodes[row]), 0);
+      }
+    }
+    // New nodes of this hop appear as neighbors in first-appearance order.
+    int64_t expected_next = frontier_end;
+    for (int64_t j = edge - s.edges_per_hop[hop]; j < edge; ++j) {
+      if (s.cols[j] >= frontier_end) {
+        ASSERT_LE(s.cols[j], expected_next);
+        if (s.cols[j] == expected_next) ++expected_next;
+      }
+    }
+    EXPECT_EQ(expected_next, frontier_end + s.nodes_per_hop[hop + 1]);
+    frontier_begin = frontier_end;
+  }
+}
+
+TEST(NeighborSampler, StructureOnRandomGraphs) {
+  const Csr graph = random_graph(300, 3000, 1, /*with_weights=*/true);
+  std::mt19937_64 rng(2);
+  const std::vector<std::vector<int64_t>> fanout_sets = {
+      {5, 3}, {-1}, {2, -1, 1}, {0, 4}, {10, 10, 10}};
+  int combination = 0;
+  for (const auto& fanouts : fanout_sets) {
+    for (bool replace : {false, true}) {
+      for (bool weighted : {false, true}) {
+        std::vector<int64_t> all(300);
+        std::iota(all.begin(), all.end(), 0);
+        std::shuffle(all.begin(), all.end(), rng);
+        std::vector<int64_t> seeds(all.begin(), all.begin() + 17);
+        NeighborSamplerOptions options{fanouts, replace, weighted, 99};
+        const auto s = sample_neighbors(graph, seeds, options, combination++);
+        SCOPED_TRACE(testing::Message() << "replace=" << replace << " weighted=" << weighted);
+        check_structure(graph, seeds, options, s);
+      }
+    }
+  }
+}
+
+TEST(NeighborSampler, PureFunctionOfSeedAndBatch) {
+  const Csr graph = random_graph(2000, 30000, 3);
+  std::vector<int64_t> seeds = {5, 17, 1999, 0, 42};
+  NeighborSamplerOptions options{{4, 3}, false, false, 7};
+  const auto a = sample_neighbors(graph, seeds, options, 11);
+  SamplerScratch scratch;
+  sample_neighbors(graph, {{1, 2, 3}}, options, 0, &scratch);  // dirty the scratch first
+  const auto b = sample_neighbors(graph, seeds, options, 11, &scratch);
+  EXPECT_EQ(a.nodes, b.nodes);
+  EXPECT_EQ(a.edge_ids, b.edge_ids);
+  const auto other_batch = sample_neighbors(graph, seeds, options, 12);
+  const auto other_seed = sample_neighbors(graph, seeds, {{4, 3}, false, false, 8}, 11);
+  EXPECT_NE(a.edge_ids, other_batch.edge_ids);
+  EXPECT_NE(a.edge_ids, other_seed.edge_ids);
+}
+
+TEST(NeighborSampler, IdenticalForAnyThreadCount) {
+  const Csr graph = random_graph(5000, 80000, 4);
+  constexpr int kBatches = 24;
+  auto run = [&](int threads) {
+    std::vector<SampledSubgraph> results(kBatches);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        SamplerScratch scratch;
+        for (int b = t; b < kBatches; b += threads) {
+          std::vector<int64_t> seeds;
+          for (int64_t i = 0; i < 64; ++i) seeds.push_back((b * 64 + i) % 5000);
+          results[b] = sample_neighbors(graph, seeds, {{10, 5}, false, false, 3}, b, &scratch);
+        }
+      });
+    }
+    for (auto& worker : workers) worker.join();
+    return results;
+  };
+  const auto one = run(1);
+  for (int threads : {2, 8}) {
+    const auto many = run(threads);
+    for (int b = 0; b < kBatches; ++b) {
+      ASSERT_EQ(many[b].nodes, one[b].nodes) << threads << " threads, batch " << b;
+      ASSERT_EQ(many[b].rows, one[b].rows);
+      ASSERT_EQ(many[b].cols, one[b].cols);
+      ASSERT_EQ(many[b].edge_ids, one[b].edge_ids);
+    }
+  }
+}
+
+// A star: node 0 has in-neighbors 1..degree.
+Csr star(int64_t degree, std::optional<std::vector<float>> weights = std::nullopt) {
+  std::vector<int64_t> src, dst;
+  for (int64_t i = 1; i <= degree; ++i) {
+    src.push_back(i);
+    dst.push_back(0);
+  }
+  std::optional<Array> w;
+  if (weights) w = Array::from_vector(*weights);
+  return build_csr(Array::from_vector(src), Array::from_vector(dst), w, {.num_nodes = degree + 1});
+}
+
+double chi_square(const std::map<std::vector<int64_t>, int>& counts, double expected, int cells) {
+  double chi2 = 0;
+  for (const auto& [key, count] : counts)
+    chi2 += (count - expected) * (count - expected) / expected;
+  chi2 += (cells - static_cast<int>(counts.size())) * expected;  // unseen cells
+  return chi2;
+}
+
+TEST(NeighborSampler, UniformWithoutReplacementChiSquareOnKSubsets) {
+  // C(6, 3) = 20 subsets, each with probability 1/20.
+  const Csr graph = star(6);
+  constexpr int kTrials = 20000;
+  std::map<std::vector<int64_t>, int> counts;
+  for (int t = 0; t < kTrials; ++t) {
+    const auto s = sample_neighbors(graph, {{0}}, {{3}, false, false, 5}, t);
+    std::vector<int64_t> subset(s.nodes.begin() + 1, s.nodes.end());
+    std::sort(subset.begin(), subset.end());
+    ASSERT_EQ(subset.size(), 3u);
+    ++counts[subset];
+  }
+  EXPECT_EQ(counts.size(), 20u);
+  // 19 degrees of freedom: the 0.999 quantile is 43.82.
+  EXPECT_LT(chi_square(counts, kTrials / 20.0, 20), 43.82);
+}
+
+TEST(NeighborSampler, UniformWithReplacementChiSquareOnNeighbors) {
+  const Csr graph = star(7);
+  constexpr int kTrials = 7000;
+  std::map<std::vector<int64_t>, int> counts;
+  for (int t = 0; t < kTrials; ++t) {
+    const auto s = sample_neighbors(graph, {{0}}, {{4}, true, false, 6}, t);
+    ASSERT_EQ(s.edge_ids.size(), 4u);
+    for (int64_t col : s.cols) ++counts[{s.nodes[col]}];
+  }
+  // 6 degrees of freedom: the 0.999 quantile is 22.46.
+  EXPECT_LT(chi_square(counts, kTrials * 4 / 7.0, 7), 22.46);
+}
+
+TEST(NeighborSampler, WeightedFrequenciesFollowWeights) {
+  const std::vector<float> weights = {1, 2, 3, 4, 0, 10};
+  const Csr graph = star(6, weights);
+  constexpr int kTrials = 20000;
+  std::vector<int> with(7, 0);
+  for (int t = 0; t < kTrials; ++t) {
+    const auto s = sample_neighbors(graph, {{0}}, {{1}, true, true, 8}, t);
+    ASSERT_EQ(s.cols.size(), 1u);
+    ++with[s.nodes[s.cols[0]]];
+  }
+  EXPECT_EQ(with[5], 0) << "zero-weight neighbor drawn";
+  double chi2 = 0;
+  for (int i = 1; i <= 6; ++i) {
+    if (weights[i - 1] == 0) continue;
+    const double expected = kTrials * weights[i - 1] / 20.0;
+    chi2 += (with[i] - expected) * (with[i] - expected) / expected;
+  }
+  EXPECT_LT(chi2, 20.52);  // 5 degrees of freedom, 0.999 quantile
+
+  // Without replacement, k = 1 is a single draw ∝ weight too.
+  std::vector<int> without(7, 0);
+  for (int t = 0; t < kTrials; ++t) {
+    const auto s = sample_neighbors(graph, {{0}}, {{1}, false, true, 9}, t);
+    ASSERT_EQ(s.cols.size(), 1u);
+    ++without[s.nodes[s.cols[0]]];
+  }
+  EXPECT_EQ(without[5], 0);
+  chi2 = 0;
+  for (int i = 1; i <= 6; ++i) {
+    if (weights[i - 1] == 0) continue;
+    const double expected = kTrials * weights[i - 1] / 20.0;
+    chi2 += (without[i] - expected) * (without[i] - expected) / expected;
+  }
+  EXPECT_LT(chi2, 20.52);
+  // k = 5 without replacement: only the five positive-weight neighbors, all distinct.
+  const auto s = sample_neighbors(graph, {{0}}, {{5}, false, true, 1}, 0);
+  std::set<int64_t> chosen;
+  for (int64_t col : s.cols) chosen.insert(s.nodes[col]);
+  EXPECT_EQ(chosen, (std::set<int64_t>{1, 2, 3, 4, 6}));
+}
+
+TEST(NeighborSampler, LargeFanoutWithoutReplacementIsDistinctAndSorted) {
+  const Csr graph = star(1000);
+  const auto s = sample_neighbors(graph, {{0}}, {{300}, false, false, 2}, 0);
+  ASSERT_EQ(s.edge_ids.size(), 300u);
+  EXPECT_TRUE(std::is_sorted(s.edge_ids.begin(), s.edge_ids.end()));
+  EXPECT_EQ(std::set<int64_t>(s.edge_ids.begin(), s.edge_ids.end()).size(), 300u);
+}
+
+template <typename E, typename F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& error) {
+    return error.what();
+  }
+  return "<no exception>";
+}
+
+TEST(NeighborSampler, ErrorsAndEdgeCases) {
+  const Csr graph = star(5);
+  EXPECT_EQ(message_of<IndexError>([&] {
+              sample_neighbors(graph, {{0, 6}}, {{2}}, 0);
+            }),
+            "seed id 6 at position 1 out of range for a graph with 6 nodes");
+  EXPECT_EQ(message_of<IndexError>([&] { sample_neighbors(graph, {{-1}}, {{2}}, 0); }),
+            "seed id -1 at position 0 out of range for a graph with 6 nodes");
+  EXPECT_EQ(message_of<ValueError>([&] {
+              sample_neighbors(graph, {{3, 1, 3}}, {{2}}, 0);
+            }),
+            "duplicate seed id 3 at positions 0 and 2; seeds must be distinct");
+  EXPECT_EQ(message_of<ValueError>([&] {
+              sample_neighbors(graph, {{0}}, {{2, -2}}, 0);
+            }),
+            "fanout -2 at hop 1 is invalid: use a count >= 0, or -1 for all neighbors");
+  EXPECT_THROW(sample_neighbors(graph, {{0}}, {{}}, 0), ValueError);
+  EXPECT_EQ(message_of<ValueError>([&] {
+              sample_neighbors(graph, {{0}}, {{2}, false, true}, 0);
+            }),
+            "weighted sampling needs edge weights, but the graph has none");
+  const auto empty = sample_neighbors(graph, {}, {{2, 2}}, 0);
+  EXPECT_TRUE(empty.nodes.empty());
+  EXPECT_EQ(empty.nodes_per_hop, (std::vector<int64_t>{0, 0, 0}));
+  const auto zero = sample_neighbors(graph, {{0}}, {{0, 3}}, 0);
+  EXPECT_EQ(zero.nodes, (std::vector<int64_t>{0}));
+  EXPECT_EQ(zero.edges_per_hop, (std::vector<int64_t>{0, 0}));
+}
+
+}  // namespace
+}  // namespace volley
