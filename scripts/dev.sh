@@ -60,9 +60,12 @@ install_python() {
 # One CMake build (driven by scikit-build-core through pip) gives the Python package, the volley
 # CLI (installed into .venv/bin) and the C++ test binaries (left in $build_dir).
 build() {
-  local args=(-Cbuild-dir="$build_dir" -Ccmake.define.VOLLEY_TESTS=ON -Ccmake.build-type=Release
-              -Cbuild.tool-args=-j"$jobs")
-  for define in ${VOLLEY_CMAKE_ARGS:-}; do args+=(-Ccmake.args="$define"); done
+  # (Debian's pip 23.0 knows only the long --config-settings spelling.)
+  local args=(--config-settings=build-dir="$build_dir"
+              --config-settings=cmake.define.VOLLEY_TESTS=ON
+              --config-settings=cmake.build-type=Release
+              --config-settings=build.tool-args=-j"$jobs")
+  for define in ${VOLLEY_CMAKE_ARGS:-}; do args+=(--config-settings=cmake.args="$define"); done
   local log_file="$root/build/pip-install.log"
   mkdir -p "$root/build"
   if ! "$python" -m pip install -v --no-build-isolation --no-deps --disable-pip-version-check \

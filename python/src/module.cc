@@ -1,2 +1,11 @@
-#include <nanobind/nanobind.h>
-NB_MODULE(_volley, m) {}
+// python/src/module.cc — the `_volley` extension module: one bind_<concept>() per concept.
+// python/volley/__init__.py re-exports what users need; `_volley` itself is private.
+#include "bindings.h"
+
+NB_MODULE(_volley, m) {
+  m.doc() = "Volley's native core (private: use the `volley` package).";
+  volley::python::bind_core(m);
+  volley::python::bind_graph(m);
+  volley::python::bind_dataset(m);
+  volley::python::bind_sampling(m);
+}

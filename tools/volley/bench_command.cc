@@ -1,10 +1,236 @@
+// `volley bench`: throughput measurements, one JSON line per measurement (ARCHITECTURE.md,
+// "What is measured, and how"). Figures that are compared are measured in the same run.
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <numeric>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
+#include "volley/core/parallel.h"
+#include "volley/feature/gather.h"
+#include "volley/graph/dataset.h"
+#include "volley/loader/neighbor_loader.h"
+#include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<int64_t> parse_fanouts(const std::string& text) {
+  std::vector<int64_t> fanouts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    try {
+      size_t used = 0;
+      fanouts.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw ValueError(fmt::format("--fanout '{}': '{}' is not an integer", text, item));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return fanouts;
+}
+
+struct SampleSettings {
+  std::string dataset;
+  std::string fanout = "15,10,5";
+  int64_t batch_size = 1024;
+  int threads = 1;
+  int64_t batches = 50;
+  bool replace = false;
+  uint64_t seed = 0;
+  bool with_features = false;
+};
+
+// The seeds: the dataset's training nodes when it has them, else all nodes; seeded shuffle.
+std::vector<int64_t> bench_seeds(const Dataset& dataset, uint64_t seed) {
+  std::vector<int64_t> pool;
+  if (dataset.train_idx && dataset.train_idx->numel() > 0) {
+    pool = dataset.train_idx->to_vector<int64_t>();
+  } else {
+    pool.resize(static_cast<size_t>(dataset.graph.num_nodes()));
+    std::iota(pool.begin(), pool.end(), 0);
+  }
+  const Array order = seeded_permutation(static_cast<int64_t>(pool.size()), seed);
+  std::vector<int64_t> seeds(pool.size());
+  for (size_t i = 0; i < pool.size(); ++i)
+    seeds[i] = pool[static_cast<size_t>(order.data<int64_t>()[i])];
+  return seeds;
+}
+
+// Touches every page of the graph so the first timed batches do not pay for page faults.
+void warm(const Csr& graph) {
+  volatile uint64_t sink = 0;
+  for (const Array* array : {&graph.indptr(), &graph.indices()}) {
+    const auto* bytes = array->raw_data();
+    uint64_t local = 0;
+    for (size_t i = 0; i < array->nbytes(); i += 4096) local += static_cast<uint8_t>(bytes[i]);
+    sink = sink + local;
+  }
+}
+
+struct SampleFigures {
+  int64_t edges = 0;
+  int64_t nodes = 0;
+  double seconds = 0;
+};
+
+// Sampling only: `threads` threads, each taking whole batches.
+SampleFigures run_sampling(const Csr& graph, const std::vector<int64_t>& seeds,
+                           const SampleSettings& settings, const NeighborSamplerOptions& options) {
+  const int64_t available = static_cast<int64_t>(seeds.size()) / settings.batch_size;
+  VOLLEY_REQUIRE(available >= 1, ValueError, "--batch-size {} exceeds the {} seeds available",
+                 settings.batch_size, seeds.size());
+  std::atomic<int64_t> next{0}, edges{0}, nodes{0};
+  auto work = [&] {
+    SamplerScratch scratch;
+    int64_t my_edges = 0, my_nodes = 0;
+    for (int64_t b = next++; b < settings.batches; b = next++) {
+      const int64_t slot = b % available;
+      std::span<const int64_t> batch(seeds.data() + slot * settings.batch_size,
+                                     static_cast<size_t>(settings.batch_size));
+      const auto result =
+          sample_neighbors(graph, batch, options, static_cast<uint64_t>(b), &scratch);
+      my_edges += static_cast<int64_t>(result.rows.size());
+      my_nodes += static_cast<int64_t>(result.nodes.size());
+    }
+    edges += my_edges;
+    nodes += my_nodes;
+  };
+  const auto start = Clock::now();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < settings.threads; ++t) workers.emplace_back(work);
+  for (auto& worker : workers) worker.join();
+  return {edges.load(), nodes.load(), seconds_since(start)};
+}
+
+nlohmann::json figures_json(const char* bench, const SampleSettings& settings,
+                            const SampleFigures& figures) {
+  return {{"bench", bench},
+          {"threads", settings.threads},
+          {"batches", settings.batches},
+          {"batch_size", settings.batch_size},
+          {"fanout", settings.fanout},
+          {"sampled_edges", figures.edges},
+          {"sampled_nodes", figures.nodes},
+          {"seconds", figures.seconds},
+          {"seps", static_cast<double>(figures.edges) / figures.seconds},
+          {"nodes_per_second", static_cast<double>(figures.nodes) / figures.seconds}};
+}
+
+void add_sample(CLI::App& bench, SampleSettings& settings) {
+  auto* command =
+      bench.add_subcommand("sample", "Sampled edges per second (SEPS) of the CPU neighbor sampler");
+  command->add_option("--dataset", settings.dataset, "Dataset directory")->required();
+  command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
+  command->add_option("--batch-size", settings.batch_size, "Seeds per batch")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--threads", settings.threads, "Sampling threads")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--batches", settings.batches, "Batches to sample")
+      ->check(CLI::PositiveNumber);
+  command->add_flag("--replace", settings.replace, "Sample with replacement");
+  command->add_option("--seed", settings.seed, "Random seed");
+  command->callback([&settings] {
+    const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
+    warm(dataset.graph);
+    const auto seeds = bench_seeds(dataset, settings.seed);
+    const NeighborSamplerOptions options{parse_fanouts(settings.fanout), settings.replace, false,
+                                         settings.seed};
+    run_sampling(dataset.graph, seeds,
+                 {.batch_size = settings.batch_size, .threads = 1, .batches = 2}, options);
+    const auto figures = run_sampling(dataset.graph, seeds, settings, options);
+    auto line = figures_json("sample", settings, figures);
+    line["dataset"] = dataset.name;
+    std::cout << line.dump() << std::endl;
+  });
+}
+
+// The loader with features and labels against sampling alone at the same thread count.
+void add_loader(CLI::App& bench, SampleSettings& settings) {
+  auto* command = bench.add_subcommand(
+      "loader",
+      "Batches per second of the full pipeline (sample + gather features and labels), "
+      "against sampling alone in the same run");
+  command->add_option("--dataset", settings.dataset, "Dataset directory")->required();
+  command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
+  command->add_option("--batch-size", settings.batch_size, "Seeds per batch")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--threads", settings.threads, "Worker threads")->check(CLI::PositiveNumber);
+  command->add_option("--batches", settings.batches, "Batches to run")->check(CLI::PositiveNumber);
+  command->add_option("--seed", settings.seed, "Random seed");
+  command->callback([&settings] {
+    const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
+    warm(dataset.graph);
+    VOLLEY_REQUIRE(dataset.features.has_value(), ValueError, "dataset '{}' has no features to load",
+                   settings.dataset);
+    const auto seeds = bench_seeds(dataset, settings.seed);
+    const int64_t count = std::min<int64_t>(static_cast<int64_t>(seeds.size()),
+                                            settings.batches * settings.batch_size);
+    std::vector<int64_t> inputs(seeds.begin(), seeds.begin() + count);
+    const NeighborSamplerOptions sampler{parse_fanouts(settings.fanout), false, false,
+                                         settings.seed};
+    NeighborLoader loader(dataset.graph, dataset.features, dataset.labels,
+                          Array::from_vector(inputs),
+                          {.batch_size = settings.batch_size,
+                           .drop_last = true,
+                           .num_threads = settings.threads,
+                           .seed = settings.seed,
+                           .sampler = sampler});
+    auto run_epoch = [&](int64_t epoch_index) {
+      SampleFigures figures;
+      const auto start = Clock::now();
+      auto epoch = loader.start_epoch(epoch_index);
+      while (auto batch = epoch->next()) {
+        figures.edges += batch->edge_ids.numel();
+        figures.nodes += batch->nodes.numel();
+      }
+      figures.seconds = seconds_since(start);
+      return figures;
+    };
+    run_epoch(1000);  // warm: pages of the feature matrix, allocator
+    const auto sampled = run_sampling(dataset.graph, inputs,
+                                      {.batch_size = settings.batch_size,
+                                       .threads = settings.threads,
+                                       .batches = count / settings.batch_size},
+                                      sampler);
+    const auto loaded = run_epoch(0);
+    SampleSettings shown = settings;
+    shown.batches = count / settings.batch_size;
+    auto line = figures_json("loader", shown, loaded);
+    line["batches_per_second"] = static_cast<double>(shown.batches) / loaded.seconds;
+    line["sampling_only_seps"] = static_cast<double>(sampled.edges) / sampled.seconds;
+    line["ratio_to_sampling_only"] = (static_cast<double>(loaded.edges) / loaded.seconds) /
+                                     (static_cast<double>(sampled.edges) / sampled.seconds);
+    line["feature_dim"] = dataset.features->dim(1);
+    line["dataset"] = dataset.name;
+    std::cout << line.dump() << std::endl;
+  });
+}
+
+}  // namespace
 
 void add_bench_command(CLI::App& app, GlobalOptions& /*global*/) {
-  auto* command = app.add_subcommand("bench", "(being written)");
-  command->callback([] { throw CLI::RuntimeError("'bench' is not written yet", 2); });
+  auto* bench = app.add_subcommand("bench", "Measure throughput (one JSON line per figure)");
+  bench->require_subcommand(1);
+  static SampleSettings sample_settings;
+  static SampleSettings loader_settings;
+  add_sample(*bench, sample_settings);
+  add_loader(*bench, loader_settings);
 }
 
 }  // namespace volley::cli

@@ -1,10 +1,250 @@
+// `volley convert INPUT OUTPUT [--format edgelist|npz|npy] [--undirected] [--num-nodes N]
+//                 [--split none|planetoid|random] [--seed S]
+//                 [--feature-dtype float32|uint8|float16] [--name NAME] ...`
+// Reads a graph (text edge list, .npz, or an int [2, E] / [E, 2] .npy edge array), builds the
+// in-neighbor Csr and writes a dataset directory (volley/graph/dataset.h). Prints one summary
+// line to stdout.
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+
 #include "commands.h"
+#include "volley/core/progress.h"
+#include "volley/graph/csr.h"
+#include "volley/graph/dataset.h"
+#include "volley/graph/io/edge_list.h"
+#include "volley/graph/io/npy.h"
+#include "volley/graph/io/npz.h"
+#include "volley/graph/split.h"
 
 namespace volley::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Arguments {
+  std::string input;
+  std::string output;
+  std::string format;  // empty: from the extension
+  bool undirected = false;
+  bool drop_self_loops = false;
+  bool keep_edge_ids = false;
+  std::string header = "auto";
+  std::optional<int64_t> num_nodes;
+  std::string split = "none";
+  uint64_t seed = 0;
+  double train_fraction = 0.6;
+  double val_fraction = 0.2;
+  std::string feature_dtype;  // empty: as read
+  std::string name;
+};
+
+// 2708 -> "2,708".
+std::string grouped(int64_t value) {
+  const std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string text;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) text.push_back(',');
+    text.push_back(digits[i]);
+  }
+  return value < 0 ? "-" + text : text;
+}
+
+std::string format_of(const Arguments& arguments) {
+  if (!arguments.format.empty()) return arguments.format;
+  const std::string extension = fs::path(arguments.input).extension().string();
+  if (extension == ".npz") return "npz";
+  if (extension == ".npy") return "npy";
+  return "edgelist";
+}
+
+// The graph as read, before it becomes a Csr.
+struct Input {
+  EdgeList edges;
+  std::optional<int64_t> num_nodes;
+  std::optional<Array> features;
+  std::optional<Array> labels;
+};
+
+Input read_input(const Arguments& arguments) {
+  const std::string format = format_of(arguments);
+  Input input;
+  if (format == "npz") {
+    NpzGraph graph = read_npz_graph(arguments.input);
+    input = {std::move(graph.edges), graph.num_nodes, std::move(graph.features),
+             std::move(graph.labels)};
+  } else if (format == "npy") {
+    input.edges = edge_list_from_array(read_npy(arguments.input), arguments.input);
+  } else {
+    EdgeListOptions options;
+    if (arguments.header != "auto") options.has_header = arguments.header == "yes";
+    options.num_nodes = arguments.num_nodes;
+    input.edges = read_edge_list(arguments.input, options);
+  }
+  if (arguments.num_nodes.has_value()) {
+    const int64_t n = *arguments.num_nodes;
+    VOLLEY_REQUIRE(!input.num_nodes || *input.num_nodes == n, ValueError,
+                   "--num-nodes {} disagrees with {}, which has {} nodes", n, arguments.input,
+                   input.num_nodes.value_or(0));
+    input.num_nodes = n;
+  }
+  return input;
+}
+
+// Features in the requested dtype. uint8 must be exact: every value an integer in [0, 255]
+// (binary bag-of-words features are; anything else would silently change the data).
+Array convert_features(const Array& features, const std::string& dtype_text) {
+  if (dtype_text.empty()) return features;
+  const DType dtype = dtype_from_name(dtype_text);
+  if (dtype == features.dtype()) return features;
+  if (dtype != DType::kUInt8) return features.cast(dtype);
+  const Array source =
+      features.dtype() == DType::kFloat32 ? features : features.cast(DType::kFloat32);
+  Array result = Array::empty(DType::kUInt8, features.shape());
+  const float* in = source.data<float>();
+  uint8_t* out = result.data<uint8_t>();
+  const int64_t width = features.ndim() == 2 ? features.dim(1) : 1;
+  for (int64_t i = 0; i < features.numel(); ++i) {
+    const float value = in[i];
+    VOLLEY_REQUIRE(value >= 0.0f && value <= 255.0f && std::floor(value) == value, ValueError,
+                   "feature [{}, {}] = {} is not an integer in [0, 255], so it cannot be stored "
+                   "as uint8 exactly (use --feature-dtype float32 or float16)",
+                   i / width, i % width, value);
+    out[i] = static_cast<uint8_t>(value);
+  }
+  return result;
+}
+
+// Refuses to write into something that is neither absent, empty, nor a Volley dataset.
+void check_output(const std::string& output) {
+  std::error_code error;
+  if (!fs::exists(output, error)) return;
+  VOLLEY_REQUIRE(fs::is_directory(output, error), IoError,
+                 "{}: exists and is a file; the output must be a (new) dataset directory", output);
+  const bool empty = fs::is_empty(output, error);
+  VOLLEY_REQUIRE(empty || is_dataset_directory(output), IoError,
+                 "{}: exists and is not a Volley dataset directory; refusing to write into it",
+                 output);
+}
+
+void run_convert(const Arguments& arguments) {
+  check_output(arguments.output);
+  // Stages: read, build the graph, node data and split, write.
+  ProgressBar progress("convert", 4);
+  Input input = read_input(arguments);
+  progress.advance();
+
+  CsrBuildOptions build;
+  build.num_nodes = input.num_nodes;
+  build.orientation = Orientation::kIn;
+  build.symmetrize = arguments.undirected;
+  build.drop_duplicates = arguments.undirected;
+  build.drop_self_loops = arguments.drop_self_loops;
+  build.keep_edge_ids = arguments.keep_edge_ids;
+  Dataset dataset;
+  dataset.name =
+      arguments.name.empty() ? fs::path(arguments.input).stem().string() : arguments.name;
+  dataset.graph = build_csr(input.edges.src, input.edges.dst, input.edges.weights, build);
+  progress.advance();
+
+  const int64_t n = dataset.graph.num_nodes();
+  if (input.features) {
+    VOLLEY_REQUIRE(input.features->dim(0) == n, ValueError,
+                   "{}: features have {} rows, but the graph has {} nodes", arguments.input,
+                   input.features->dim(0), n);
+    dataset.features = convert_features(*input.features, arguments.feature_dtype);
+  }
+  if (input.labels) {
+    VOLLEY_REQUIRE(input.labels->numel() == n, ValueError,
+                   "{}: labels have {} entries, but the graph has {} nodes", arguments.input,
+                   input.labels->numel(), n);
+    const int64_t* label = input.labels->data<int64_t>();
+    int64_t max_label = -1;
+    for (int64_t i = 0; i < n; ++i) max_label = std::max(max_label, label[i]);
+    dataset.labels = input.labels;
+    dataset.num_classes = max_label + 1;
+  }
+  if (arguments.split == "planetoid") {
+    VOLLEY_REQUIRE(dataset.labels.has_value(), ValueError,
+                   "--split planetoid needs labels, and {} has none (use --split random)",
+                   arguments.input);
+    Split split = planetoid_split(*dataset.labels, dataset.num_classes, {.seed = arguments.seed});
+    dataset.train_idx = split.train;
+    dataset.val_idx = split.val;
+    dataset.test_idx = split.test;
+  } else if (arguments.split == "random") {
+    Split split = random_split(n, {.train_fraction = arguments.train_fraction,
+                                   .val_fraction = arguments.val_fraction,
+                                   .seed = arguments.seed});
+    dataset.train_idx = split.train;
+    dataset.val_idx = split.val;
+    dataset.test_idx = split.test;
+  }
+  progress.advance();
+
+  save_dataset(dataset, arguments.output);
+  progress.advance();
+  progress.finish();
+
+  std::string summary =
+      fmt::format("wrote {} -> {}: {} nodes, {} edges", dataset.name, arguments.output, grouped(n),
+                  grouped(dataset.graph.num_edges()));
+  if (dataset.features) {
+    summary += fmt::format(", {} {} features", grouped(dataset.features->dim(1)),
+                           dtype_name(dataset.features->dtype()));
+  }
+  if (dataset.labels) summary += fmt::format(", {} classes", dataset.num_classes);
+  if (dataset.train_idx) {
+    summary += fmt::format(", split {}/{}/{}", grouped(dataset.train_idx->numel()),
+                           grouped(dataset.val_idx->numel()), grouped(dataset.test_idx->numel()));
+  }
+  std::printf("%s\n", summary.c_str());
+}
+
+}  // namespace
 
 void add_convert_command(CLI::App& app, GlobalOptions& /*global*/) {
-  auto* command = app.add_subcommand("convert", "(being written)");
-  command->callback([] { throw CLI::RuntimeError("'convert' is not written yet", 2); });
+  auto arguments = std::make_shared<Arguments>();
+  auto* command = app.add_subcommand(
+      "convert", "Convert an edge list, .npz or .npy edge array into a dataset directory");
+  command->add_option("input", arguments->input, "Input file")->required();
+  command->add_option("output", arguments->output, "Dataset directory to write")->required();
+  command
+      ->add_option("--format", arguments->format,
+                   "Input format (default: from the extension: .npz, .npy, else edgelist)")
+      ->check(CLI::IsMember({"edgelist", "npz", "npy"}));
+  command->add_flag("--undirected", arguments->undirected,
+                    "Store every edge both ways and drop duplicate edges");
+  command->add_flag("--drop-self-loops", arguments->drop_self_loops, "Drop edges v -> v");
+  command->add_flag("--edge-ids", arguments->keep_edge_ids,
+                    "Store each edge's position in the input (for edge features)");
+  command
+      ->add_option("--header", arguments->header,
+                   "Edge lists: whether the first line is a header (auto: when not numeric)")
+      ->check(CLI::IsMember({"auto", "yes", "no"}))
+      ->capture_default_str();
+  command
+      ->add_option("--num-nodes", arguments->num_nodes,
+                   "Number of nodes (default: from the input, or max id + 1)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--split", arguments->split, "Train/val/test split to store")
+      ->check(CLI::IsMember({"none", "planetoid", "random"}))
+      ->capture_default_str();
+  command->add_option("--seed", arguments->seed, "Seed of the split")->capture_default_str();
+  command->add_option("--train-fraction", arguments->train_fraction, "--split random: train share")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  command->add_option("--val-fraction", arguments->val_fraction, "--split random: val share")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  command
+      ->add_option("--feature-dtype", arguments->feature_dtype,
+                   "Element type of stored features (default: as read; uint8 must be exact)")
+      ->check(CLI::IsMember({"float32", "uint8", "float16"}));
+  command->add_option("--name", arguments->name, "Dataset name (default: the input's stem)");
+  command->callback([arguments] { run_convert(*arguments); });
 }
 
 }  // namespace volley::cli

@@ -1,10 +1,277 @@
+// `volley info PATH [--json] [--verify]`
+// Describes a dataset directory (counts, dtypes, split, degree statistics), an .npz archive (its
+// members) or an .npy file (its header). --json prints one JSON object instead of text;
+// --verify checks a dataset's files and checksums and exits non-zero listing the problems.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "commands.h"
+#include "volley/core/buffer.h"
+#include "volley/graph/dataset.h"
+#include "volley/graph/io/npy.h"
+#include "volley/graph/io/npz.h"
 
 namespace volley::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+// 2708 -> "2,708".
+std::string grouped(int64_t value) {
+  const std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string text;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) text.push_back(',');
+    text.push_back(digits[i]);
+  }
+  return value < 0 ? "-" + text : text;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::vector<std::string> parts;
+  for (int64_t extent : shape) parts.push_back(grouped(extent));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+struct DegreeStats {
+  int64_t min = 0;
+  double mean = 0.0;
+  int64_t max = 0;
+};
+
+DegreeStats stats_of(const std::vector<int64_t>& degrees, int64_t num_edges) {
+  DegreeStats stats;
+  if (degrees.empty()) return stats;
+  const auto [low, high] = std::minmax_element(degrees.begin(), degrees.end());
+  stats.min = *low;
+  stats.max = *high;
+  stats.mean = static_cast<double>(num_edges) / static_cast<double>(degrees.size());
+  return stats;
+}
+
+// In- and out-degrees: one is the row length, the other is counted over `indices`.
+std::pair<DegreeStats, DegreeStats> degree_stats(const Csr& graph) {
+  const int64_t n = graph.num_nodes();
+  std::vector<int64_t> row_degree(static_cast<size_t>(n));
+  std::vector<int64_t> column_degree(static_cast<size_t>(n), 0);
+  for (int64_t v = 0; v < n; ++v) row_degree[static_cast<size_t>(v)] = graph.degree(v);
+  for (int64_t k = 0; k < graph.num_edges(); ++k) {
+    ++column_degree[static_cast<size_t>(graph.neighbor(k))];
+  }
+  const DegreeStats rows = stats_of(row_degree, graph.num_edges());
+  const DegreeStats columns = stats_of(column_degree, graph.num_edges());
+  if (graph.orientation() == Orientation::kIn) return {rows, columns};
+  return {columns, rows};
+}
+
+Json degree_json(const DegreeStats& stats) {
+  return {{"min", stats.min}, {"mean", stats.mean}, {"max", stats.max}};
+}
+
+std::string degree_text(const DegreeStats& stats) {
+  return fmt::format("min {}, mean {:.2f}, max {}", grouped(stats.min), stats.mean,
+                     grouped(stats.max));
+}
+
+void print_json(const Json& json) { std::printf("%s\n", json.dump().c_str()); }
+
+void describe_dataset(const std::string& path, bool as_json, bool verify) {
+  Json json = {{"path", path}, {"kind", "dataset"}};
+  if (verify) {
+    const DatasetCheck check = verify_dataset(path);
+    if (!check.ok()) {
+      if (as_json) {
+        json["verify"] = {{"ok", false}, {"problems", check.problems}};
+        print_json(json);
+      } else {
+        std::printf("verify: %zu problem%s\n", check.problems.size(),
+                    check.problems.size() == 1 ? "" : "s");
+        for (const auto& problem : check.problems) std::printf("  %s\n", problem.c_str());
+      }
+      std::fflush(stdout);
+      throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
+                                check.problems.size(), check.problems.size() == 1 ? "" : "s",
+                                check.problems.front()));
+    }
+  }
+
+  const Dataset dataset = load_dataset(path);
+  const Csr& graph = dataset.graph;
+  const auto [in_degree, out_degree] = degree_stats(graph);
+  const bool has_split = dataset.train_idx || dataset.val_idx || dataset.test_idx;
+  auto split_size = [](const std::optional<Array>& ids) { return ids ? ids->numel() : 0; };
+
+  if (as_json) {
+    json["name"] = dataset.name;
+    json["num_nodes"] = graph.num_nodes();
+    json["num_edges"] = graph.num_edges();
+    json["orientation"] = orientation_name(graph.orientation());
+    json["index_dtype"] = dtype_name(graph.index_dtype());
+    json["edge_ids"] = graph.has_edge_ids();
+    json["weights"] = graph.has_weights();
+    if (dataset.features) {
+      json["features"] = {{"rows", dataset.features->dim(0)},
+                          {"width", dataset.features->dim(1)},
+                          {"dtype", dtype_name(dataset.features->dtype())}};
+    } else {
+      json["features"] = nullptr;
+    }
+    json["num_classes"] = dataset.num_classes;
+    json["labels"] = dataset.labels.has_value();
+    if (has_split) {
+      json["split"] = {{"train", split_size(dataset.train_idx)},
+                       {"val", split_size(dataset.val_idx)},
+                       {"test", split_size(dataset.test_idx)}};
+    } else {
+      json["split"] = nullptr;
+    }
+    json["in_degree"] = degree_json(in_degree);
+    json["out_degree"] = degree_json(out_degree);
+    if (verify) json["verify"] = {{"ok", true}, {"problems", Json::array()}};
+    print_json(json);
+    return;
+  }
+
+  std::printf("dataset: %s (%s)\n", dataset.name.c_str(), path.c_str());
+  std::printf("nodes: %s\n", grouped(graph.num_nodes()).c_str());
+  std::printf("edges: %s\n", grouped(graph.num_edges()).c_str());
+  std::printf("orientation: %s (row v lists the %s)\n",
+              std::string(orientation_name(graph.orientation())).c_str(),
+              graph.orientation() == Orientation::kIn ? "sources of edges into v"
+                                                      : "targets of edges out of v");
+  std::printf("index dtype: %s\n", std::string(dtype_name(graph.index_dtype())).c_str());
+  std::printf("edge ids: %s\n", graph.has_edge_ids() ? "yes" : "no (CSR positions)");
+  std::printf("weights: %s\n", graph.has_weights() ? "yes (float32)" : "no");
+  if (dataset.features) {
+    std::printf("features: %s x %s %s\n", grouped(dataset.features->dim(0)).c_str(),
+                grouped(dataset.features->dim(1)).c_str(),
+                std::string(dtype_name(dataset.features->dtype())).c_str());
+  } else {
+    std::printf("features: none\n");
+  }
+  std::printf("classes: %s%s\n", grouped(dataset.num_classes).c_str(),
+              dataset.labels ? "" : " (no labels)");
+  if (has_split) {
+    std::printf("split: train %s, val %s, test %s\n",
+                grouped(split_size(dataset.train_idx)).c_str(),
+                grouped(split_size(dataset.val_idx)).c_str(),
+                grouped(split_size(dataset.test_idx)).c_str());
+  } else {
+    std::printf("split: none\n");
+  }
+  std::printf("in-degree: %s\n", degree_text(in_degree).c_str());
+  std::printf("out-degree: %s\n", degree_text(out_degree).c_str());
+  if (verify) std::printf("verify: ok (every file matches volley.json, checksums included)\n");
+}
+
+// "float32" for a readable descr, else the descr itself ("<U7").
+std::string dtype_of_descr(const NpyHeaderFields& fields, bool* readable) {
+  const auto dtype = dtype_from_npy_descr(fields.descr);
+  *readable = dtype.has_value() && !fields.fortran_order && !fields.structured;
+  return dtype ? std::string(dtype_name(*dtype)) : fields.descr;
+}
+
+void describe_npz(const std::string& path, bool as_json) {
+  const NpzFile npz = NpzFile::open(path);
+  Json members = Json::array();
+  std::vector<std::string> lines;
+  size_t width = 0;
+  for (const auto& member : npz.members()) width = std::max(width, member.name.size());
+  for (const auto& member : npz.members()) {
+    const NpyHeaderFields fields = npz.header_fields(member.file_name);
+    bool readable = false;
+    const std::string dtype = dtype_of_descr(fields, &readable);
+    members.push_back({{"name", member.name},
+                       {"dtype", dtype},
+                       {"shape", fields.shape},
+                       {"readable", readable},
+                       {"compression", member.deflated ? "deflated" : "stored"},
+                       {"bytes", member.size},
+                       {"compressed_bytes", member.compressed_size}});
+    lines.push_back(fmt::format("  {:<{}}  {:<8} {:<16} {} {} bytes{}", member.name, width, dtype,
+                                shape_text(fields.shape), member.deflated ? "deflated" : "stored",
+                                grouped(static_cast<int64_t>(member.size)),
+                                readable ? "" : " (not readable by Volley)"));
+  }
+  if (as_json) {
+    print_json({{"path", path}, {"kind", "npz"}, {"members", members}});
+    return;
+  }
+  std::printf("npz: %s (%zu arrays)\n", path.c_str(), npz.members().size());
+  for (const auto& line : lines) std::printf("%s\n", line.c_str());
+}
+
+void describe_npy(const std::string& path, bool as_json) {
+  const Buffer file = Buffer::map_file(path);
+  size_t data_offset = 0;
+  const NpyHeaderFields fields =
+      parse_npy_header_fields(file.data(), file.size(), &data_offset, path);
+  bool readable = false;
+  const std::string dtype = dtype_of_descr(fields, &readable);
+  const auto data_bytes = static_cast<int64_t>(file.size() - data_offset);
+  if (as_json) {
+    print_json({{"path", path},
+                {"kind", "npy"},
+                {"dtype", dtype},
+                {"shape", fields.shape},
+                {"fortran_order", fields.fortran_order},
+                {"readable", readable},
+                {"data_bytes", data_bytes}});
+    return;
+  }
+  std::printf("npy: %s\n", path.c_str());
+  std::printf("dtype: %s%s\n", dtype.c_str(), readable ? "" : " (not readable by Volley)");
+  std::printf("shape: %s\n", shape_text(fields.shape).c_str());
+  std::printf("data bytes: %s\n", grouped(data_bytes).c_str());
+}
+
+}  // namespace
 
 void add_info_command(CLI::App& app, GlobalOptions& /*global*/) {
-  auto* command = app.add_subcommand("info", "(being written)");
-  command->callback([] { throw CLI::RuntimeError("'info' is not written yet", 2); });
+  struct Arguments {
+    std::string path;
+    bool json = false;
+    bool verify = false;
+  };
+  auto arguments = std::make_shared<Arguments>();
+  auto* command =
+      app.add_subcommand("info", "Describe a dataset directory, an .npz archive or an .npy file");
+  command->add_option("path", arguments->path, "Dataset directory, .npz or .npy file")->required();
+  command->add_flag("--json", arguments->json, "Print one JSON object instead of text");
+  command->add_flag("--verify", arguments->verify,
+                    "Check every file and checksum of a dataset; exit non-zero on a problem");
+  command->callback([arguments] {
+    const std::string& path = arguments->path;
+    std::error_code error;
+    if (!fs::exists(path, error)) {
+      throw IoError(fmt::format("{}: no such file or directory", path));
+    }
+    if (fs::is_directory(path, error)) {
+      if (!is_dataset_directory(path)) {
+        throw IoError(
+            fmt::format("{}: not a Volley dataset directory (it has no volley.json)", path));
+      }
+      describe_dataset(path, arguments->json, arguments->verify);
+      return;
+    }
+    VOLLEY_REQUIRE(!arguments->verify, ValueError,
+                   "--verify checks dataset directories; '{}' is a file", path);
+    if (path.ends_with(".npz")) {
+      describe_npz(path, arguments->json);
+    } else if (path.ends_with(".npy")) {
+      describe_npy(path, arguments->json);
+    } else {
+      throw ValueError(fmt::format(
+          "{}: expected a dataset directory, an .npz or an .npy file (by extension)", path));
+    }
+  });
 }
 
 }  // namespace volley::cli

@@ -264,7 +264,9 @@ Buffer Buffer::map_file(const std::string& path, size_t offset, size_t length) {
   const size_t aligned_offset = offset / page * page;
   const size_t skip = offset - aligned_offset;
   const size_t mapped_bytes = skip + length;
-  void* mapping = mmap(nullptr, mapped_bytes, PROT_READ, MAP_SHARED, fd.get(),
+  // Private copy-on-write pages: a stray write (e.g. an in-place op on a torch tensor viewing
+  // the file) stays in this process instead of crashing it; the file is never modified.
+  void* mapping = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(),
                        static_cast<off_t>(aligned_offset));
   VOLLEY_REQUIRE(mapping != MAP_FAILED, IoError, "cannot map '{}': {}", path,
                  internal::errno_text(errno));

@@ -5,7 +5,8 @@
 //   kHost          pageable heap memory, 64-byte aligned;
 //   kSharedMemory  a POSIX shared-memory segment (/dev/shm) with a name that another process can
 //                  attach to; the segment is unlinked when the last owner in any process lets go;
-//   kMappedFile    a read-only memory map of a file region (never copied into RAM up front);
+//   kMappedFile    a memory map of a file region (never copied into RAM up front); reported
+//                  read-only; pages are private copy-on-write, so the file is never modified;
 //   kPinnedHost    page-locked host memory a GPU reads directly (CUDA builds only);
 //   kCuda          device memory on CUDA device `device()` (CUDA builds only);
 //   kExternal      memory owned by someone else (a numpy array, a torch tensor), kept alive by a

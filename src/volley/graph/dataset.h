@@ -11,14 +11,19 @@
 //    "num_classes": C, "orientation": "in",
 //    "arrays": {"indptr": {"file": "indptr.npy", "dtype": "int64", "shape": [N + 1],
 //                          "crc32": "1a2b3c4d"}, ...}}
-// The crc32 is zlib's CRC-32 of the array's data bytes (not the .npy header), as 8 hex digits.
+// The crc32 is zlib's CRC-32 of the array's data bytes (not the .npy header), as 8 lowercase hex
+// digits. Label values lie in [0, num_classes), or are -1 for an unlabelled node; split ids lie
+// in [0, N). "name", "num_classes" (default 0) and "orientation" (default "in") may be absent;
+// the other fields and the indptr / indices arrays are required.
 //
 //   Dataset cora = load_dataset("data/cora");      // arrays memory-mapped, nothing copied
 //   save_dataset(cora, "/tmp/cora-copy");
 //
 // load_dataset validates the manifest against each file (dtype, shape, size) and the graph
-// (Csr::from_arrays with validation), and with `verify_checksums` the CRCs too; every problem is
-// an IoError / ValueError naming the file, the field, what was expected and what was found.
+// (Csr::from_arrays with validation), label and split values, and with `verify_checksums` the
+// CRCs too; every problem is an IoError / ValueError naming the file, the field, what was
+// expected and what was found, e.g.
+//   "cora/labels.npy: shape: expected [2708] (as volley.json says), found [2707]"
 #pragma once
 
 #include <cstdint>
@@ -34,8 +39,8 @@ namespace volley {
 struct Dataset {
   std::string name;
   Csr graph;
-  std::optional<Array> features;  // [N, D]
-  std::optional<Array> labels;    // int64 [N]
+  std::optional<Array> features;   // [N, D]
+  std::optional<Array> labels;     // int64 [N]
   std::optional<Array> train_idx;  // int64 node ids
   std::optional<Array> val_idx;
   std::optional<Array> test_idx;
@@ -52,7 +57,7 @@ struct DatasetLoadOptions {
 };
 
 // Reads a dataset directory. Throws IoError (missing/truncated/corrupt file, bad manifest) or
-// ValueError (inconsistent arrays), naming the file and field.
+// ValueError / IndexError (inconsistent arrays, ids out of range), naming the file and field.
 Dataset load_dataset(const std::string& directory, const DatasetLoadOptions& options = {});
 
 // Writes `dataset` as a dataset directory (created if missing; existing Volley files replaced).
@@ -80,8 +85,10 @@ DatasetCheck verify_dataset(const std::string& directory);
 //   writer.finish(n, e, num_classes, Orientation::kIn);     // writes volley.json last
 //
 // Until finish() the directory has no (new) volley.json, so a crash never leaves a directory
-// that looks complete. Fields are the array names of the format above; unknown names are a
-// ValueError.
+// that looks complete: the constructor removes an old manifest, finish() checks every shape and
+// dtype against the counts (ValueError), removes array files of the format that were not added
+// (left over from an earlier dataset) and writes volley.json atomically (write, then rename).
+// Fields are the array names of the format above; unknown or repeated names are a ValueError.
 class DatasetWriter {
  public:
   DatasetWriter(std::string directory, std::string name);

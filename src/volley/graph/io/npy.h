@@ -26,14 +26,34 @@ struct NpyHeader {
   size_t data_offset;  // bytes from the start of the file to the first element
 };
 
-// Parses the header of an .npy image held in memory (`size` bytes from `data`). `source` names
-// the file in error messages.
+// Parses the header of an .npy image held in memory (`size` bytes from `data`; the data itself
+// need not be there). `source` names the file in error messages.
 NpyHeader parse_npy_header(const std::byte* data, size_t size, const std::string& source);
 
+// The header dict as written, before its dtype is checked: lets tools describe arrays Volley
+// cannot read (numpy's '<U7' strings in an .npz, big-endian data).
+struct NpyHeaderFields {
+  std::string descr;  // e.g. "<f4", "<U7"; for a structured dtype, its list as text
+  bool structured = false;
+  bool fortran_order = false;
+  std::vector<int64_t> shape;
+};
+// Checks magic, version and header syntax only; stores the data offset in `*data_offset` when
+// not null. Throws IoError like parse_npy_header.
+NpyHeaderFields parse_npy_header_fields(const std::byte* data, size_t size, size_t* data_offset,
+                                        const std::string& source);
+
+// Bytes of data the header's dtype and shape need; IoError when that overflows 64 bits.
+size_t npy_data_bytes(const NpyHeader& header, const std::string& source);
+
 // Reads an .npy file: memory-mapped read-only when `memory_map`, else copied into heap memory.
+// The file must hold exactly the data bytes its header declares. (A mapped file whose data
+// offset is not a multiple of the item size — never the case for numpy's 64-byte-aligned
+// headers — is copied, so that elements are aligned.)
 Array read_npy(const std::string& path, bool memory_map = true);
 
-// Parses an .npy image held in memory (e.g. a stored .npz member); copies the data.
+// Parses an .npy image held in memory (e.g. a stored .npz member); copies the data. The image
+// must hold exactly the data bytes its header declares.
 Array parse_npy(const std::byte* data, size_t size, const std::string& source);
 
 // Writes `array` (host-accessible) as a version 1.0 .npy file (2.0 if the header needs it).

@@ -1,0 +1,59 @@
+// python/src/bindings.h — the pieces of the `_volley` extension module and what they share.
+//
+// Bindings are organised per concept: each bind_<concept>() adds that concept's classes and
+// functions to the module (module.cc calls them in dependency order). A new concept adds a
+// bind_<concept>.cc beside these and one line to module.cc.
+//
+// Arrays cross the boundary zero-copy in both directions:
+//   * volley::Array → Python (array_to_python): an ndarray over the Array's bytes whose owner
+//     capsule holds a copy of the Array's Buffer, so the bytes live as long as any Python view.
+//     Host arrays come out as numpy arrays (buffer protocol) — read-only when the Buffer is not
+//     writable (memory-mapped files), i.e. numpy's `writeable` flag is False. Device arrays and
+//     bfloat16 arrays, which numpy cannot represent, come out as nanobind ndarray objects that
+//     speak DLPack (`torch.from_dlpack` takes them).
+//   * Python → volley::Array (array_from_python): any C-contiguous array object nanobind accepts
+//     (numpy via the buffer protocol, torch and others via DLPack) is wrapped with Buffer::borrow;
+//     the Buffer keeps the Python object alive (its release takes the GIL). Borrowed arrays are
+//     marked read-only: Volley never writes into memory it borrowed. Non-contiguous inputs are
+//     made contiguous by their framework first (a copy).
+// The module never links libtorch: torch is reached through DLPack and the buffer protocol only.
+//
+// Errors: volley::Error kinds become Python exceptions (see bind_core): VolleyValueError
+// (ValueError), VolleyIndexError (IndexError), VolleyOSError (OSError), VolleyRuntimeError
+// (RuntimeError) and VolleyInternalError (a VolleyRuntimeError), all subclasses of VolleyError.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include "volley/core/array.h"
+#include "volley/core/error.h"
+
+namespace volley::python {
+
+namespace nb = nanobind;
+
+// Any array-like a binding accepts as input: any dtype, device and shape, C-contiguous. `ro`
+// lets read-only numpy arrays (e.g. np.load(..., mmap_mode="r")) through without a copy.
+using InputArray = nb::ndarray<nb::ro, nb::c_contig>;
+
+// A zero-copy Python view of `array` (None when the array is undefined). Needs the GIL.
+nb::object array_to_python(const Array& array);
+nb::object array_to_python(const std::optional<Array>& array);
+
+// A zero-copy Array over `input`, keeping the Python object alive. `what` names the argument in
+// errors ("edge weights"). Throws volley::ValueError for dtypes Volley has no DType for (complex,
+// uint16/32/64). Needs the GIL.
+Array array_from_python(const InputArray& input, std::string_view what);
+std::optional<Array> array_from_python(const std::optional<InputArray>& input,
+                                       std::string_view what);
+
+void bind_core(nb::module_& m);
+void bind_graph(nb::module_& m);
+void bind_dataset(nb::module_& m);
+void bind_sampling(nb::module_& m);
+
+}  // namespace volley::python

@@ -1,0 +1,60 @@
+"""Shared fixtures of the Python tests.
+
+Run from a development checkout with ``PYTHONPATH=python``, or against an installed volley.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import volley
+import volley._tensor
+
+
+def torch_or_none():
+    """The torch module, or None when it is not importable."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+@pytest.fixture
+def numpy_only(monkeypatch):
+    """Makes volley behave as if torch were not installed: outputs are numpy arrays."""
+    monkeypatch.setattr(volley._tensor, "_torch", None)
+    assert not volley._tensor.using_torch()
+
+
+@pytest.fixture(params=["torch", "numpy"])
+def backend(request, monkeypatch):
+    """Runs a test once with torch outputs (when torch is importable) and once with numpy."""
+    if request.param == "numpy":
+        monkeypatch.setattr(volley._tensor, "_torch", None)
+    elif torch_or_none() is None:
+        pytest.skip("torch is not importable")
+    return request.param
+
+
+def as_numpy(array):
+    """A numpy view of a volley output (torch tensor or numpy array)."""
+    if array is None:
+        return None
+    if isinstance(array, np.ndarray):
+        return array
+    return array.detach().cpu().numpy()
+
+
+def data_pointer(array) -> int:
+    """Address of the first element of a numpy array or torch tensor."""
+    if isinstance(array, np.ndarray):
+        return array.__array_interface__["data"][0]
+    return array.data_ptr()
+
+
+@pytest.fixture(scope="session")
+def cora_dir():
+    """The bundled Cora dataset directory."""
+    return volley.datasets.bundled_dir("cora")

@@ -1,0 +1,63 @@
+"""Volley: a fast data path for GNN training (graph storage, sampling, feature collection).
+
+The native core is torch-independent; arrays cross into Python zero-copy and come out as torch
+tensors when torch is importable, numpy arrays otherwise.
+
+Example:
+    >>> import volley
+    >>> cora = volley.datasets.cora()
+    >>> g = volley.Graph.from_edge_index(edge_index, num_nodes=100, undirected=True)
+
+Errors Volley raises on purpose derive from ``VolleyError`` and from the matching builtin:
+``VolleyValueError`` (ValueError), ``VolleyIndexError`` (IndexError), ``VolleyOSError``
+(OSError), ``VolleyRuntimeError`` (RuntimeError) and ``VolleyInternalError`` (a bug).
+"""
+
+from ._volley import (
+    VolleyError,
+    VolleyIndexError,
+    VolleyInternalError,
+    VolleyOSError,
+    VolleyRuntimeError,
+    VolleyValueError,
+    get_num_threads,
+    set_num_threads,
+)
+from . import datasets
+from .dataset import (
+    Dataset,
+    Split,
+    load_dataset,
+    planetoid_split,
+    random_split,
+    save_dataset,
+    verify_dataset,
+)
+from .graph import Graph
+from .sampler import Adj, NeighborSampler
+from . import loader
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Adj",
+    "Dataset",
+    "Graph",
+    "Split",
+    "VolleyError",
+    "VolleyIndexError",
+    "VolleyInternalError",
+    "VolleyOSError",
+    "VolleyRuntimeError",
+    "VolleyValueError",
+    "datasets",
+    "get_num_threads",
+    "load_dataset",
+    "loader",
+    "NeighborSampler",
+    "planetoid_split",
+    "random_split",
+    "save_dataset",
+    "set_num_threads",
+    "verify_dataset",
+]

@@ -1,0 +1,134 @@
+"""Array plumbing between Volley's native arrays and Python frameworks.
+
+Volley hands out its arrays zero-copy: as ``torch.Tensor`` when torch is importable, as
+``numpy.ndarray`` otherwise. Inputs may be torch tensors, numpy arrays or anything
+``numpy.asarray`` accepts; contiguous CPU inputs are not copied.
+
+Read-only memory. Arrays Volley holds read-only — memory-mapped dataset files
+(``load_dataset(..., mmap=True)``, the default) and arrays borrowed from Python — come out of
+the native module as numpy arrays whose ``writeable`` flag is False, so numpy refuses writes.
+torch has no read-only tensors: such arrays still reach torch zero-copy (copying a memory-mapped
+feature matrix would defeat the mapping), and torch's one-time "The given NumPy array is not
+writable" UserWarning is silenced because the behaviour is intended and documented here:
+**do not write into tensors of a memory-mapped dataset in place** (``x.add_(1)``, ``x[0] = 0``);
+the mapping is read-only and such a write faults. Use ``tensor.clone()``, or load with
+``mmap=False`` to get private, writable heap arrays.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Optional
+
+import numpy as np
+
+_UNSET = object()
+# The torch module once imported, None when torch is absent; tests set it to None to exercise
+# the numpy fallback.
+_torch: Any = _UNSET
+
+_NOT_WRITABLE_WARNING = "The given NumPy array is not writable"
+
+
+def torch_module() -> Optional[Any]:
+    """Returns the ``torch`` module, or None when torch cannot be imported (checked once)."""
+    global _torch
+    if _torch is _UNSET:
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        _torch = torch
+    return _torch
+
+
+def using_torch() -> bool:
+    """Whether Volley returns torch tensors (True) or numpy arrays (False)."""
+    return torch_module() is not None
+
+
+def to_output(array: Any) -> Any:
+    """Turns an array from the native module into the output framework, zero-copy.
+
+    Args:
+        array: a numpy array, a DLPack-capable nanobind array (bfloat16 or device memory), or
+            None.
+
+    Returns:
+        A ``torch.Tensor`` sharing the memory when torch is importable, else a
+        ``numpy.ndarray``; None for None.
+
+    Raises:
+        TypeError: the array cannot be represented without torch (bfloat16, device memory).
+    """
+    if array is None:
+        return None
+    torch = torch_module()
+    if torch is None:
+        if isinstance(array, np.ndarray):
+            return array
+        raise TypeError(
+            "this Volley array (bfloat16 or device memory) cannot be represented in numpy; "
+            "install torch to receive it as a tensor"
+        )
+    if isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            return torch.from_numpy(array)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_NOT_WRITABLE_WARNING)
+            return torch.from_numpy(array)
+    if isinstance(array, torch.Tensor):
+        return array
+    return torch.utils.dlpack.from_dlpack(array)
+
+
+def to_input(value: Any) -> Any:
+    """Prepares a user-supplied array for the native module (no copy when possible).
+
+    Args:
+        value: a torch tensor (any device; moved to the CPU when elsewhere, detached), a numpy
+            array, or anything ``numpy.asarray`` accepts (lists, tuples). None passes through.
+
+    Returns:
+        An object the native module accepts: a CPU torch tensor or a numpy array.
+    """
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        return value
+    torch = torch_module()
+    if torch is not None and isinstance(value, torch.Tensor):
+        value = value.detach()
+        if value.device.type != "cpu":
+            value = value.cpu()
+        return value
+    return np.asarray(value)
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    """A numpy view of an array (torch CPU tensors share memory; others copy to the CPU).
+
+    Args:
+        value: a torch tensor, numpy array, or anything ``numpy.asarray`` accepts.
+
+    Returns:
+        A ``numpy.ndarray``.
+    """
+    torch = torch_module()
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def dtype_name(value: Any) -> str:
+    """The element type of a torch tensor or numpy array as Volley names it ("int64")."""
+    torch = torch_module()
+    if torch is not None and isinstance(value, torch.Tensor):
+        return str(value.dtype).replace("torch.", "")
+    return str(np.asarray(value).dtype)
+
+
+def shape_of(value: Any) -> tuple:
+    """The shape of a torch tensor or numpy array as a tuple of ints."""
+    return tuple(int(n) for n in value.shape)
+

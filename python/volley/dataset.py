@@ -1,0 +1,367 @@
+"""Datasets: a graph with node features, labels and splits, and their directory format.
+
+A dataset directory holds ``volley.json`` plus one ``.npy`` file per array (see
+ARCHITECTURE.md, "On-disk formats"); ``numpy.load(path, mmap_mode="r")`` reads every array too.
+
+Example:
+    >>> ds = volley.load_dataset("data/cora")          # arrays memory-mapped, nothing copied
+    >>> ds.x.shape, ds.num_classes
+    (torch.Size([2708, 1433]), 7)
+    >>> data = ds.to_pyg()                             # torch_geometric.data.Data
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List, NamedTuple, Optional, Union
+
+import numpy as np
+
+from . import _tensor
+from ._volley import Dataset as _NativeDataset
+from ._volley import VolleyValueError
+from ._volley import load_dataset as _load_dataset
+from ._volley import planetoid_split as _planetoid_split
+from ._volley import random_split as _random_split
+from ._volley import save_dataset as _save_dataset
+from ._volley import verify_dataset as _verify_dataset
+from .graph import Graph
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Dataset:
+    """A graph with its node data.
+
+    Array attributes are zero-copy views (torch tensors when torch is importable, numpy arrays
+    otherwise). A dataset loaded with ``mmap=True`` views read-only memory-mapped files: do not
+    write into its arrays in place (see ``volley._tensor``).
+
+    Attributes:
+        graph: the ``Graph`` (N nodes, E edges).
+        x: node features [N, D] in the dtype stored on disk, or None.
+        y: int64 [N] labels, or None.
+        train_idx, val_idx, test_idx: int64 node ids of each split, or None.
+        num_classes: number of label classes (0 without labels).
+        name: the dataset's name ("cora").
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        x: Any = None,
+        y: Any = None,
+        *,
+        train_idx: Any = None,
+        val_idx: Any = None,
+        test_idx: Any = None,
+        num_classes: Optional[int] = None,
+        name: str = "",
+    ):
+        """Assembles a dataset from a graph and arrays (zero-copy for contiguous CPU arrays).
+
+        Args:
+            graph: the ``Graph``.
+            x: features [N, D] (any Volley dtype: float32/16, bfloat16, int8, uint8, ...).
+            y: int64 [N] labels (other integer dtypes are converted).
+            train_idx, val_idx, test_idx: int64 node ids (other integer dtypes are converted).
+            num_classes: number of classes; default ``y.max() + 1`` when ``y`` is given, else 0.
+            name: a name, stored in ``volley.json`` when saved.
+
+        Raises:
+            TypeError: ``graph`` is not a ``Graph``.
+            VolleyValueError: an array with an unsupported dtype.
+        """
+        if not isinstance(graph, Graph):
+            raise TypeError(f"graph must be a volley.Graph, got {type(graph).__name__}")
+        native = _NativeDataset()
+        native.name = name
+        native.graph = graph._csr
+        native.features = _tensor.to_input(x)
+        native.labels = _as_int64(y)
+        native.train_idx = _as_int64(train_idx)
+        native.val_idx = _as_int64(val_idx)
+        native.test_idx = _as_int64(test_idx)
+        if num_classes is None:
+            labels = native.labels
+            num_classes = int(labels.max()) + 1 if labels is not None and labels.size else 0
+        native.num_classes = int(num_classes)
+        self._native = native
+
+    @classmethod
+    def _from_native(cls, native: _NativeDataset) -> "Dataset":
+        dataset = cls.__new__(cls)
+        dataset._native = native
+        return dataset
+
+    @property
+    def name(self) -> str:
+        """The dataset's name."""
+        return self._native.name
+
+    @property
+    def graph(self) -> Graph:
+        """The ``Graph``."""
+        return Graph(self._native.graph)
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes N."""
+        return self._native.graph.num_nodes
+
+    @property
+    def num_edges(self) -> int:
+        """Number of edges E."""
+        return self._native.graph.num_edges
+
+    @property
+    def num_classes(self) -> int:
+        """Number of label classes (0 without labels)."""
+        return self._native.num_classes
+
+    @property
+    def num_features(self) -> int:
+        """Feature dimension D (0 without features)."""
+        features = self._native.features
+        return int(features.shape[1]) if features is not None and features.ndim == 2 else 0
+
+    @property
+    def x(self) -> Any:
+        """Node features [N, D] as stored (zero-copy), or None."""
+        return _tensor.to_output(self._native.features)
+
+    @property
+    def y(self) -> Any:
+        """int64 [N] node labels (zero-copy), or None."""
+        return _tensor.to_output(self._native.labels)
+
+    @property
+    def train_idx(self) -> Any:
+        """int64 training node ids (zero-copy), or None."""
+        return _tensor.to_output(self._native.train_idx)
+
+    @property
+    def val_idx(self) -> Any:
+        """int64 validation node ids (zero-copy), or None."""
+        return _tensor.to_output(self._native.val_idx)
+
+    @property
+    def test_idx(self) -> Any:
+        """int64 test node ids (zero-copy), or None."""
+        return _tensor.to_output(self._native.test_idx)
+
+    @property
+    def train_mask(self) -> Any:
+        """bool [N], True at ``train_idx`` (a new array), or None without a split."""
+        return self._mask(self._native.train_idx)
+
+    @property
+    def val_mask(self) -> Any:
+        """bool [N], True at ``val_idx`` (a new array), or None without a split."""
+        return self._mask(self._native.val_idx)
+
+    @property
+    def test_mask(self) -> Any:
+        """bool [N], True at ``test_idx`` (a new array), or None without a split."""
+        return self._mask(self._native.test_idx)
+
+    def _mask(self, ids: Optional[np.ndarray]) -> Any:
+        if ids is None:
+            return None
+        mask = np.zeros(self.num_nodes, dtype=np.bool_)
+        mask[ids] = True
+        return _tensor.to_output(mask)
+
+    def save(self, path: PathLike) -> None:
+        """Writes the dataset as a dataset directory (see ``save_dataset``)."""
+        save_dataset(self, path)
+
+    def to_pyg(self) -> Any:
+        """The dataset as a PyG ``torch_geometric.data.Data``.
+
+        Fields: ``x`` (float32 [N, D]; zero-copy when stored as float32, else converted),
+        ``edge_index`` (int64 [2, E]; for the default ``"in"`` graph row v's neighbors are the
+        sources, so column k is ``[neighbor, v]``), ``y`` (int64 [N]), ``train_mask``,
+        ``val_mask``, ``test_mask`` (bool [N]), ``edge_weight`` (float32 [E]) when the graph is
+        weighted, and ``num_nodes``. Fields the dataset lacks are left out.
+
+        Returns:
+            A ``torch_geometric.data.Data``.
+
+        Raises:
+            ImportError: torch or torch_geometric is not importable.
+        """
+        torch = _tensor.torch_module()
+        if torch is None:
+            raise ImportError("Dataset.to_pyg() needs torch (and torch_geometric)")
+        try:
+            from torch_geometric.data import Data
+        except ImportError as error:
+            raise ImportError(
+                "Dataset.to_pyg() needs torch_geometric (pip install torch_geometric)"
+            ) from error
+        graph = self.graph
+        fields = {"edge_index": graph.to_edge_index(), "num_nodes": self.num_nodes}
+        x = self.x
+        if x is not None:
+            fields["x"] = x if x.dtype == torch.float32 else x.float()
+        for name in ("y", "train_mask", "val_mask", "test_mask"):
+            value = getattr(self, name)
+            if value is not None:
+                fields[name] = value
+        if self._native.graph.weights is not None:
+            fields["edge_weight"] = graph.weights
+        return Data(**fields)
+
+    def __repr__(self) -> str:
+        features = self._native.features
+        x = f"{features.dtype}{list(features.shape)}" if features is not None else None
+        splits = ", ".join(
+            f"{name}={len(ids)}"
+            for name, ids in (
+                ("train", self._native.train_idx),
+                ("val", self._native.val_idx),
+                ("test", self._native.test_idx),
+            )
+            if ids is not None
+        )
+        return (
+            f"Dataset(name={self.name!r}, num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
+            f"x={x}, num_classes={self.num_classes}" + (f", {splits}" if splits else "") + ")"
+        )
+
+
+def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> Dataset:
+    """Reads a dataset directory.
+
+    Args:
+        path: the directory (holding ``volley.json``).
+        mmap: map the arrays read-only instead of reading them into memory (nothing copied;
+            the arrays must not be written in place). ``False`` reads private, writable copies.
+        verify: also check every array's CRC-32 against the manifest (reads all bytes once).
+
+    Returns:
+        The ``Dataset``. The graph is validated (O(E)). Loading runs without the GIL.
+
+    Raises:
+        VolleyOSError: a missing, truncated or corrupt file, or a bad manifest (the message
+            names the file and field).
+        VolleyValueError: arrays that disagree with each other.
+    """
+    native = _load_dataset(os.fspath(path), memory_map=mmap, verify_checksums=verify)
+    return Dataset._from_native(native)
+
+
+def save_dataset(dataset: Dataset, path: PathLike) -> None:
+    """Writes ``dataset`` as a dataset directory (created if missing; Volley's files replaced).
+
+    Args:
+        dataset: the ``Dataset``.
+        path: the target directory.
+
+    Raises:
+        VolleyOSError: the directory or a file cannot be written.
+        VolleyValueError: arrays disagree with the graph (e.g. feature rows != num_nodes), or a
+            dtype ``.npy`` cannot hold (bfloat16).
+    """
+    if not isinstance(dataset, Dataset):
+        raise TypeError(f"save_dataset() takes a volley.Dataset, got {type(dataset).__name__}")
+    _save_dataset(dataset._native, os.fspath(path))
+
+
+def verify_dataset(path: PathLike) -> List[str]:
+    """Checks every file of a dataset directory against its manifest, checksums included.
+
+    Args:
+        path: the dataset directory.
+
+    Returns:
+        One line per problem found; empty when the dataset is intact.
+    """
+    return list(_verify_dataset(os.fspath(path)))
+
+
+class Split(NamedTuple):
+    """Node ids of a train / validation / test split: int64, sorted, disjoint."""
+
+    train: Any
+    val: Any
+    test: Any
+
+
+def planetoid_split(
+    labels: Any,
+    num_classes: Optional[int] = None,
+    *,
+    per_class: int = 20,
+    num_val: int = 500,
+    num_test: int = 1000,
+    seed: int = 0,
+) -> Split:
+    """The split of Kipf & Welling (PyG's ``Planetoid(split="random")``), seeded.
+
+    ``per_class`` random nodes of each class train; then ``num_val`` and ``num_test`` random
+    nodes of the remaining labelled ones. The same seed gives the same split on every platform
+    and thread count.
+
+    Args:
+        labels: integer [N] labels; -1 marks an unlabelled node (never chosen).
+        num_classes: number of classes; default ``labels.max() + 1``.
+        per_class: training nodes per class (all of a class when it has fewer).
+        num_val: validation nodes.
+        num_test: test nodes.
+        seed: random seed.
+
+    Returns:
+        A ``Split`` of int64 node-id arrays.
+
+    Raises:
+        VolleyValueError: a label outside [-1, num_classes) (naming the node), or too few
+            labelled nodes left for ``num_val + num_test``.
+    """
+    labels = _tensor.to_input(labels)
+    if num_classes is None:
+        label_values = _tensor.to_numpy(labels)
+        num_classes = int(label_values.max()) + 1 if label_values.size else 0
+    train, val, test = _planetoid_split(
+        labels, num_classes, per_class=per_class, num_val=num_val, num_test=num_test, seed=seed
+    )
+    return Split(*(_tensor.to_output(ids) for ids in (train, val, test)))
+
+
+def random_split(
+    num_nodes: int, *, train_fraction: float = 0.6, val_fraction: float = 0.2, seed: int = 0
+) -> Split:
+    """A uniform random split of nodes [0, num_nodes), seeded.
+
+    Args:
+        num_nodes: number of nodes N.
+        train_fraction: floor(train_fraction * N) nodes train.
+        val_fraction: floor(val_fraction * N) nodes validate; the rest test.
+        seed: random seed.
+
+    Returns:
+        A ``Split`` of int64 node-id arrays.
+
+    Raises:
+        VolleyValueError: a fraction outside [0, 1], or fractions summing to more than 1.
+    """
+    train, val, test = _random_split(
+        num_nodes, train_fraction=train_fraction, val_fraction=val_fraction, seed=seed
+    )
+    return Split(*(_tensor.to_output(ids) for ids in (train, val, test)))
+
+
+def _as_int64(values: Any) -> Any:
+    """``values`` (ids or labels) for the native module, as int64 (no copy when it already is)."""
+    values = _tensor.to_input(values)
+    if values is None:
+        return None
+    torch = _tensor.torch_module()
+    if torch is not None and isinstance(values, torch.Tensor):
+        if values.dtype.is_floating_point or values.dtype == torch.bool:
+            raise VolleyValueError(f"expected integer ids or labels, got {values.dtype}")
+        return values if values.dtype == torch.int64 else values.long()
+    if not np.issubdtype(values.dtype, np.integer):
+        raise VolleyValueError(f"expected integer ids or labels, got {values.dtype}")
+    return values.astype(np.int64, copy=False)

@@ -1,0 +1,219 @@
+"""The graph: compressed sparse rows with optional edge ids and weights.
+
+Row ``v`` lists ``v``'s neighbors. With the default orientation ``"in"`` they are the *sources*
+of the edges into ``v`` — what PyG's message passing aggregates; ``"out"`` lists the targets of
+``v``'s out-edges.
+
+Example:
+    >>> import volley
+    >>> g = volley.Graph.from_edge_index([[0, 1, 2], [1, 2, 0]])
+    >>> g.num_nodes, g.num_edges, g.orientation
+    (3, 3, 'in')
+    >>> g.indices                  # row v: the sources of v's in-edges
+    tensor([2, 0, 1], dtype=torch.int32)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _tensor
+from ._volley import Csr, VolleyValueError, build_csr
+
+_INDEX_DTYPES = ("int32", "int64")
+
+
+class Graph:
+    """An immutable graph in CSR form, built and stored by Volley's native core.
+
+    Array properties are zero-copy views of the graph's memory (torch tensors when torch is
+    importable, numpy arrays otherwise) and keep that memory alive on their own. Graphs loaded
+    from a memory-mapped dataset are read-only: see ``volley._tensor`` for what that means for
+    torch tensors.
+
+    Build one with ``Graph.from_edge_index`` or ``Graph.from_csr``; ``Dataset.graph`` holds one.
+    """
+
+    def __init__(self, csr: Csr):
+        """Wraps a native ``_volley.Csr`` (use the ``from_*`` constructors instead)."""
+        if not isinstance(csr, Csr):
+            raise TypeError(f"Graph wraps a volley._volley.Csr, got {type(csr).__name__}")
+        self._csr = csr
+
+    @classmethod
+    def from_edge_index(
+        cls,
+        edge_index: Any,
+        num_nodes: Optional[int] = None,
+        *,
+        undirected: bool = False,
+        drop_self_loops: bool = False,
+        drop_duplicates: bool = False,
+        orientation: str = "in",
+        edge_weight: Any = None,
+    ) -> "Graph":
+        """Builds a graph from a COO edge list in PyG's layout.
+
+        Edge ``i`` goes from ``edge_index[0, i]`` to ``edge_index[1, i]``. Each row's neighbors
+        come out sorted; edge ids record each edge's position ``i`` so edge features stay
+        addressable. The build is parallel and runs without the GIL.
+
+        Args:
+            edge_index: int32 or int64 array of shape [2, E] (torch tensor on any device, numpy
+                array, or nested lists). Contiguous CPU rows are read without copying.
+            num_nodes: number of nodes; default ``edge_index.max() + 1`` (0 without edges).
+            undirected: also add every edge reversed (the reverse keeps its edge's id).
+            drop_self_loops: leave out edges ``v -> v``.
+            drop_duplicates: keep one edge per (row, neighbor), the one with the smallest id.
+            orientation: ``"in"`` (row v = sources of edges into v, PyG's convention) or
+                ``"out"`` (row v = targets of edges out of v).
+            edge_weight: optional float array of shape [E], finite and >= 0; cast to float32.
+
+        Returns:
+            The new ``Graph``.
+
+        Raises:
+            VolleyValueError: ``edge_index`` is not [2, E] of int32/int64, ``edge_weight`` has
+                the wrong length or a negative/non-finite value, or a bad ``orientation``.
+            VolleyIndexError: an id is negative or >= ``num_nodes`` (the message names the edge
+                position and the id).
+        """
+        edge_index = _tensor.to_input(edge_index)
+        shape = _tensor.shape_of(edge_index)
+        if len(shape) != 2 or shape[0] != 2:
+            raise VolleyValueError(f"edge_index must have shape [2, E], got {list(shape)}")
+        dtype = _tensor.dtype_name(edge_index)
+        if dtype not in _INDEX_DTYPES:
+            raise VolleyValueError(f"edge_index must hold int32 or int64 node ids, got {dtype}")
+        weights = None
+        if edge_weight is not None:
+            weights = _as_float32(_tensor.to_input(edge_weight))
+        csr = build_csr(
+            edge_index[0],
+            edge_index[1],
+            weights,
+            num_nodes=num_nodes,
+            orientation=orientation,
+            symmetrize=undirected,
+            drop_self_loops=drop_self_loops,
+            drop_duplicates=drop_duplicates,
+        )
+        return cls(csr)
+
+    @classmethod
+    def from_csr(
+        cls,
+        indptr: Any,
+        indices: Any,
+        edge_ids: Any = None,
+        weights: Any = None,
+        orientation: str = "in",
+    ) -> "Graph":
+        """Wraps existing CSR arrays without copying them, after validating them.
+
+        Args:
+            indptr: int64 [N + 1], ``indptr[0] == 0``, non-decreasing, ``indptr[N] == E``.
+            indices: int32 or int64 [E], each in [0, N); row v's neighbors are
+                ``indices[indptr[v]:indptr[v + 1]]``.
+            edge_ids: optional int64 [E], the id of the edge at each CSR position.
+            weights: optional float32 [E], finite and >= 0.
+            orientation: ``"in"`` or ``"out"`` (see the module docstring).
+
+        Returns:
+            A ``Graph`` viewing the given arrays (they are kept alive by the graph and treated as
+            read-only: do not modify them afterwards).
+
+        Raises:
+            VolleyValueError: a wrong dtype or length, a non-monotone ``indptr``, a bad weight.
+            VolleyIndexError: a neighbor id outside [0, N) (position and value in the message).
+        """
+        csr = Csr.from_arrays(
+            _tensor.to_input(indptr),
+            _tensor.to_input(indices),
+            _tensor.to_input(edge_ids),
+            _tensor.to_input(weights),
+            orientation=orientation,
+            validate=True,
+        )
+        return cls(csr)
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes N."""
+        return self._csr.num_nodes
+
+    @property
+    def num_edges(self) -> int:
+        """Number of edges E (stored CSR entries)."""
+        return self._csr.num_edges
+
+    @property
+    def orientation(self) -> str:
+        """``"in"`` (row v holds the sources of edges into v) or ``"out"``."""
+        return self._csr.orientation
+
+    @property
+    def indptr(self) -> Any:
+        """int64 [N + 1]: row v spans ``indices[indptr[v]:indptr[v + 1]]`` (zero-copy)."""
+        return _tensor.to_output(self._csr.indptr)
+
+    @property
+    def indices(self) -> Any:
+        """int32 (N < 2^31) or int64 [E]: neighbor ids, sorted within each row (zero-copy)."""
+        return _tensor.to_output(self._csr.indices)
+
+    @property
+    def edge_ids(self) -> Any:
+        """int64 [E] input-edge position of each CSR entry, or None (identity) (zero-copy)."""
+        return _tensor.to_output(self._csr.edge_ids)
+
+    @property
+    def weights(self) -> Any:
+        """float32 [E] edge weights in CSR order, or None (zero-copy)."""
+        return _tensor.to_output(self._csr.weights)
+
+    def degree(self) -> Any:
+        """Number of neighbors of each node (in-degree for ``"in"`` graphs).
+
+        Returns:
+            int64 [N] (a new array).
+        """
+        return _tensor.to_output(np.diff(self._csr.indptr))
+
+    def transposed(self) -> "Graph":
+        """The same edges in the other orientation (a new graph; edge ids and weights follow
+        their edges; each row's neighbors sorted). Runs without the GIL."""
+        return Graph(self._csr.transposed())
+
+    def to_edge_index(self) -> Any:
+        """The edges as a COO ``edge_index`` in PyG's layout, in CSR order.
+
+        Column k is the edge at CSR position k: for an ``"in"`` graph it is
+        ``[indices[k], row(k)]`` (source, target), for ``"out"`` ``[row(k), indices[k]]``.
+        ``edge_ids`` maps each column back to the input edge.
+
+        Returns:
+            int64 [2, E] (a new array).
+        """
+        indptr = self._csr.indptr
+        rows = np.repeat(np.arange(self.num_nodes, dtype=np.int64), np.diff(indptr))
+        neighbors = self._csr.indices.astype(np.int64, copy=False)
+        pair = (neighbors, rows) if self.orientation == "in" else (rows, neighbors)
+        return _tensor.to_output(np.stack(pair))
+
+    def __repr__(self) -> str:
+        return (
+            f"Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
+            f"orientation={self.orientation!r}, index_dtype={self._csr.index_dtype}, "
+            f"edge_ids={self._csr.edge_ids is not None}, weights={self._csr.weights is not None})"
+        )
+
+
+def _as_float32(values: Any) -> Any:
+    """``values`` as float32 (no copy when it already is)."""
+    torch = _tensor.torch_module()
+    if torch is not None and isinstance(values, torch.Tensor):
+        return values if values.dtype == torch.float32 else values.float()
+    return np.asarray(values, dtype=np.float32)

@@ -1,0 +1,165 @@
+"""Quiver / PyG ``NeighborSampler``-style sampling: ``(n_id, batch_size, adjs)``.
+
+    sampler = volley.NeighborSampler(graph, [15, 10], seed=0)
+    n_id, batch_size, adjs = sampler.sample(seeds)
+    for i, (edge_index, e_id, size) in enumerate(adjs):   # outermost hop first
+        x_target = x[: size[1]]
+        x = convs[i]((x, x_target), edge_index)
+
+Sampling is a pure function of (graph, seeds, fanouts, seed, batch index): the same call gives the
+same result on any thread count (and, later, on the GPU).
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _tensor
+from ._volley import sample_neighbors as _sample_neighbors
+from .graph import Graph
+
+
+class Adj(NamedTuple):
+    """One layer's bipartite adjacency, as PyG's ``NeighborSampler`` yields it.
+
+    Attributes:
+        edge_index: int64 [2, E] local ids; row 0 indexes the layer's sources (the first
+            ``size[0]`` nodes of ``n_id``), row 1 its targets (the first ``size[1]`` nodes).
+        e_id: int64 [E] ids of the sampled edges in the graph (position in the input COO).
+        size: ``(num_sources, num_targets)``.
+    """
+
+    edge_index: Any
+    e_id: Any
+    size: Tuple[int, int]
+
+
+class SampledSubgraph(NamedTuple):
+    """One batch as the native sampler returns it (see ``NeighborSampler.sample_subgraph``)."""
+
+    n_id: Any
+    row: Any
+    col: Any
+    e_id: Any
+    num_sampled_nodes: List[int]
+    num_sampled_edges: List[int]
+
+
+class NeighborSampler:
+    """Multi-hop neighbor sampler over a ``volley.Graph`` (CPU).
+
+    A drop-in for PyG's old ``torch_geometric.loader.NeighborSampler`` and Quiver's
+    ``GraphSageSampler`` outputs: ``sample(seeds)`` returns ``(n_id, batch_size, adjs)``.
+
+    Semantics differ from PyG's old sampler in one way, the one PyG's own ``NeighborLoader`` has:
+    each node is expanded once, at the hop where it is first reached, and layer ``h``'s adjacency
+    is the union of the edges sampled in hops ``0..h``.
+
+    Args:
+        graph: a ``volley.Graph``, or an ``edge_index`` [2, E] tensor/array (built into a graph
+            with in-neighbor rows).
+        sizes: fanout per hop, innermost first (``[15, 10]``: 15 neighbors of each seed, then 10
+            of each of those); ``-1`` takes all neighbors.
+        replace: sample with replacement.
+        weighted: sample proportionally to edge weights (the graph must have weights).
+        seed: random seed; with ``batch_index`` it fixes the result.
+
+    Raises:
+        ValueError: empty ``sizes``, a size below -1, or ``weighted`` without weights.
+    """
+
+    def __init__(
+        self,
+        graph: Any,
+        sizes: Sequence[int],
+        *,
+        replace: bool = False,
+        weighted: bool = False,
+        seed: int = 0,
+    ):
+        if not isinstance(graph, Graph):
+            graph = Graph.from_edge_index(graph)
+        self.graph = graph
+        self.sizes = [int(size) for size in sizes]
+        if not self.sizes:
+            raise ValueError("sizes must list at least one hop, e.g. [15, 10]")
+        for hop, size in enumerate(self.sizes):
+            if size < -1:
+                raise ValueError(f"size {size} at hop {hop} is invalid: use >= 0, or -1 for all")
+        if weighted and graph.weights is None:
+            raise ValueError("weighted sampling needs edge weights, but the graph has none")
+        self.replace = bool(replace)
+        self.weighted = bool(weighted)
+        self.seed = int(seed)
+        self._calls = 0
+
+    def sample_subgraph(self, seeds: Any, batch_index: Optional[int] = None) -> SampledSubgraph:
+        """Samples one batch and returns the raw result (zero-copy arrays).
+
+        Args:
+            seeds: int64 node ids (tensor, array or list), distinct.
+            batch_index: counter mixed into the randomness; defaults to the number of earlier
+                calls, so repeated calls differ but a fresh sampler repeats them.
+
+        Returns:
+            ``SampledSubgraph``: ``n_id`` (seeds first, then new nodes in order of first
+            appearance), ``row``/``col`` (local target/source of each edge), ``e_id``, and per-hop
+            counts.
+
+        Raises:
+            IndexError: a seed out of range. ValueError: a duplicate seed.
+        """
+        if batch_index is None:
+            batch_index = self._calls
+        self._calls += 1
+        ids = np.ascontiguousarray(_tensor.to_numpy(seeds), dtype=np.int64).reshape(-1)
+        out = _sample_neighbors(
+            self.graph._csr, ids, self.sizes, self.replace, self.weighted, self.seed, batch_index
+        )
+        return SampledSubgraph(
+            _tensor.to_output(out["n_id"]),
+            _tensor.to_output(out["row"]),
+            _tensor.to_output(out["col"]),
+            _tensor.to_output(out["e_id"]),
+            list(out["num_sampled_nodes"]),
+            list(out["num_sampled_edges"]),
+        )
+
+    def sample(self, seeds: Any, batch_index: Optional[int] = None) -> Tuple[Any, int, List[Adj]]:
+        """Samples one batch in PyG ``NeighborSampler`` format.
+
+        Returns:
+            ``(n_id, batch_size, adjs)``: ``adjs`` lists one ``Adj`` per hop from the outermost
+            hop in (the order GraphSAGE layers consume them).
+        """
+        sub = self.sample_subgraph(seeds, batch_index)
+        node_counts = np.cumsum(sub.num_sampled_nodes)
+        edge_counts = np.cumsum(sub.num_sampled_edges)
+        stack = _stack
+        edge_index = stack(sub.col, sub.row)
+        adjs = []
+        for hop in range(len(self.sizes)):
+            end = int(edge_counts[hop])
+            adjs.append(
+                Adj(
+                    edge_index[:, :end],
+                    sub.e_id[:end],
+                    (int(node_counts[hop + 1]), int(node_counts[hop])),
+                )
+            )
+        return sub.n_id, int(sub.num_sampled_nodes[0]), adjs[::-1]
+
+    def __repr__(self) -> str:
+        return (
+            f"NeighborSampler(sizes={self.sizes}, replace={self.replace}, "
+            f"weighted={self.weighted}, seed={self.seed}, graph={self.graph!r})"
+        )
+
+
+def _stack(first: Any, second: Any) -> Any:
+    torch = _tensor.torch_module()
+    if torch is not None and isinstance(first, torch.Tensor):
+        return torch.stack([first, second])
+    return np.stack([first, second])

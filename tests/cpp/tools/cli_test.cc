@@ -1,0 +1,147 @@
+// Runs the `volley` binary (VOLLEY_CLI_PATH) as a user would.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/volley-cli-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+
+  static std::string slurp(const std::string& file) {
+    std::ifstream stream(file);
+    std::stringstream text;
+    text << stream.rdbuf();
+    return text.str();
+  }
+
+  Result run(const std::string& arguments) const {
+    const std::string command =
+        fmt::format("VOLLEY_PROGRESS=0 '{}' {} >'{}' 2>'{}'", VOLLEY_CLI_PATH, arguments,
+                    path("stdout"), path("stderr"));
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path("stdout")),
+            slurp(path("stderr"))};
+  }
+
+  std::string dir_;
+};
+
+const std::string kCora = std::string(VOLLEY_SOURCE_DIR) + "/data/cora";
+
+TEST_F(CliTest, InfoDescribesCora) {
+  const Result result = run("info " + kCora);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("nodes: 2,708"));
+  EXPECT_THAT(result.out, HasSubstr("edges: 10,556"));
+  EXPECT_THAT(result.out, HasSubstr("features: 2,708 x 1,433 uint8"));
+  EXPECT_THAT(result.out, HasSubstr("classes: 7"));
+  EXPECT_THAT(result.out, HasSubstr("split: train 140, val 500, test 1,000"));
+  EXPECT_EQ(result.err, "");
+}
+
+TEST_F(CliTest, InfoJsonIsOneObject) {
+  const Result result = run("info --json --verify " + kCora);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["num_nodes"], 2708);
+  EXPECT_EQ(json["num_edges"], 10556);
+  EXPECT_EQ(json["features"]["width"], 1433);
+  EXPECT_EQ(json["num_classes"], 7);
+  EXPECT_EQ(json["split"]["train"], 140);
+  EXPECT_EQ(json["verify"]["ok"], true);
+}
+
+TEST_F(CliTest, ConvertFailsCleanlyOnABadFile) {
+  std::ofstream(path("bad.txt")) << "0 1\n1 2\nthree four\n";
+  const Result result = run(fmt::format("convert '{}' '{}'", path("bad.txt"), path("out")));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_EQ(result.err, fmt::format("volley: error: {}:3: expected 2 numeric columns (as on line "
+                                    "1), found 'three four'\n",
+                                    path("bad.txt")));
+  EXPECT_FALSE(fs::exists(path("out/volley.json")));
+
+  const Result missing = run(fmt::format("convert '{}' '{}'", path("none.npz"), path("out")));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.err, HasSubstr("No such file or directory"));
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1);
+}
+
+TEST_F(CliTest, ConvertThenInfo) {
+  std::ofstream(path("tiny.csv")) << "# a tiny graph\nsrc,dst\n0,1\n1,2\n2,0\n2,1\n";
+  const Result convert = run(fmt::format("convert '{}' '{}' --undirected --split random --seed 3",
+                                         path("tiny.csv"), path("tiny")));
+  ASSERT_EQ(convert.exit_code, 0) << convert.err;
+  EXPECT_THAT(convert.out, HasSubstr("3 nodes, 6 edges"));
+
+  const Result info = run(fmt::format("info --json '{}'", path("tiny")));
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const auto json = nlohmann::json::parse(info.out);
+  EXPECT_EQ(json["name"], "tiny");
+  EXPECT_EQ(json["num_nodes"], 3);
+  EXPECT_EQ(json["num_edges"], 6);  // 3 undirected edges (2,1 duplicates 1,2) both ways
+  EXPECT_EQ(json["in_degree"]["min"], 2);
+  EXPECT_EQ(json["features"], nullptr);
+  EXPECT_EQ(json["split"]["train"].get<int>() + json["split"]["val"].get<int>() +
+                json["split"]["test"].get<int>(),
+            3);
+
+  // Writing over a directory that is not a dataset is refused.
+  fs::create_directories(path("precious"));
+  std::ofstream(path("precious/notes.txt")) << "keep me";
+  const Result refused = run(fmt::format("convert '{}' '{}'", path("tiny.csv"), path("precious")));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_THAT(refused.err, HasSubstr("is not a Volley dataset directory; refusing"));
+}
+
+TEST_F(CliTest, InfoVerifyFailsOnACorruptDataset) {
+  fs::copy(kCora, path("cora"));
+  {
+    std::fstream stream(path("cora/labels.npy"), std::ios::in | std::ios::out | std::ios::binary);
+    stream.seekp(200);
+    stream.put('\x7f');  // labels are 0..6: this byte changes
+  }
+  const Result result = run(fmt::format("info --verify '{}'", path("cora")));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.out, HasSubstr("labels.npy: crc32: expected"));
+  EXPECT_THAT(result.err, HasSubstr("verification failed: 1 problem"));
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1);
+}
+
+TEST_F(CliTest, InfoDescribesNpyFiles) {
+  const Result npy = run(fmt::format("info '{}/indptr.npy'", kCora));
+  ASSERT_EQ(npy.exit_code, 0) << npy.err;
+  EXPECT_THAT(npy.out, HasSubstr("dtype: int64"));
+  EXPECT_THAT(npy.out, HasSubstr("shape: [2,709]"));
+  const Result missing = run(fmt::format("info '{}'", path("absent")));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.err, HasSubstr("no such file or directory"));
+}
+
+}  // namespace
