@@ -76,6 +76,10 @@ class Buffer {
   // Name of the shared-memory segment ("" unless kSharedMemory).
   const std::string& shared_name() const;
 
+  // How many Buffer handles (views included) share these bytes; 0 for an empty buffer. A pool
+  // may recycle a buffer whose count shows it holds the only handle.
+  long use_count() const { return storage_.use_count(); }
+
   // A view of [offset, offset + length) sharing ownership with this buffer.
   Buffer slice(size_t offset, size_t length) const;
 

@@ -186,7 +186,31 @@ void Epoch::worker_loop() {
   }
 }
 
-Batch Epoch::make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph& subgraph) const {
+Buffer Epoch::acquire_feature_buffer(size_t bytes) {
+  const size_t capacity = 2 * workers_.size() + static_cast<size_t>(options_.prefetch) + 2;
+  std::lock_guard lock(pool_mutex_);
+  // The smallest free buffer that fits; failing that, replace a free one that is too small.
+  Buffer* best = nullptr;
+  Buffer* free_small = nullptr;
+  for (Buffer& buffer : pool_) {
+    if (buffer.use_count() != 1) continue;  // a batch (or a user's tensor) still holds it
+    if (buffer.size() >= bytes) {
+      if (best == nullptr || buffer.size() < best->size()) best = &buffer;
+    } else {
+      free_small = &buffer;
+    }
+  }
+  if (best != nullptr) return best->slice(0, bytes);
+  Buffer fresh = Buffer::allocate(bytes + bytes / 4);  // headroom: batch sizes vary
+  if (free_small != nullptr) {
+    *free_small = fresh;
+  } else if (pool_.size() < capacity) {
+    pool_.push_back(fresh);
+  }
+  return fresh.slice(0, bytes);
+}
+
+Batch Epoch::make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph& subgraph) {
   if (options_.on_batch_start) options_.on_batch_start(index);
   const int64_t begin = index * options_.batch_size;
   const int64_t end = std::min(order_.numel(), begin + options_.batch_size);
@@ -222,7 +246,9 @@ Batch Epoch::make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph&
   const std::span<const int64_t> nodes(subgraph.nodes);
   if (shared_->features) {
     const int64_t width = shared_->features->dim(1);
-    batch.x = Array::empty(options_.feature_dtype, {num_nodes, width});
+    const size_t bytes =
+        static_cast<size_t>(num_nodes * width) * dtype_size(options_.feature_dtype);
+    batch.x = Array(acquire_feature_buffer(bytes), options_.feature_dtype, {num_nodes, width});
     gather_rows(*shared_->features, nodes, options_.feature_dtype, batch.x.raw_data());
   }
   if (shared_->labels) {

@@ -112,7 +112,7 @@ class Epoch {
   Epoch(std::shared_ptr<const NeighborLoader::Shared> shared, Array order, LoaderOptions options,
         uint64_t sampler_seed);
   void worker_loop();
-  Batch make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph& subgraph) const;
+  Batch make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph& subgraph);
 
   std::shared_ptr<const NeighborLoader::Shared> shared_;
   Array order_;  // int64: input positions in epoch order
@@ -127,6 +127,11 @@ class Epoch {
   int64_t next_to_deliver_ = 0;
   std::map<int64_t, Batch> ready_;
   std::map<int64_t, std::exception_ptr> failed_;
+  // Feature buffers of delivered batches, recycled once no one else holds them (large batches
+  // would otherwise pay for fresh pages — faults and zeroing — every time).
+  Buffer acquire_feature_buffer(size_t bytes);
+  std::mutex pool_mutex_;
+  std::vector<Buffer> pool_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

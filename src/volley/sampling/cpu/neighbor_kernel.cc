@@ -138,28 +138,32 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamp
   out.nodes_per_hop.assign(1, out.num_seeds);
   out.edges_per_hop.clear();
 
+  // Each hop runs in two passes so that independent memory accesses overlap (the graph is far
+  // larger than the caches): pass 1 picks the edges of every frontier node, writing targets,
+  // edge ids and the neighbors' global ids, with the CSR rows of later targets prefetched;
+  // pass 2 maps the neighbors to local ids in the same order, with their map slots prefetched.
+  // The order of everything is exactly that of a single pass.
+  constexpr size_t kAhead = 16;
+  auto& neighbors = scratch.neighbors;
   size_t frontier_begin = 0;
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     const int64_t fanout = options.fanouts[hop];
     const size_t frontier_end = nodes.size();
     const size_t edges_before = out.rows.size();
+    neighbors.clear();
     if (fanout != 0) {
       for (size_t i = frontier_begin; i < frontier_end; ++i) {
+        if (i + kAhead < frontier_end) __builtin_prefetch(indptr + nodes[i + kAhead]);
+        if (i + kAhead / 2 < frontier_end)
+          __builtin_prefetch(indices + indptr[nodes[i + kAhead / 2]]);
         const int64_t target = nodes[i];
         const int64_t row_begin = indptr[target];
         const int64_t degree = indptr[target + 1] - row_begin;
-        if (i + 4 < frontier_end) __builtin_prefetch(indptr + nodes[i + 4]);
         if (degree == 0) continue;
         auto emit = [&](int64_t position) {
           const int64_t k = row_begin + position;
-          const int64_t neighbor = static_cast<int64_t>(indices[k]);
-          auto& slot = slots[neighbor];
-          if (slot.stamp != generation) {
-            slot = {generation, static_cast<int32_t>(nodes.size())};
-            nodes.push_back(neighbor);
-          }
+          neighbors.push_back(static_cast<int64_t>(indices[k]));
           out.rows.push_back(static_cast<int64_t>(i));
-          out.cols.push_back(slot.local);
           out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
         };
         const bool take_all = fanout == -1 || (!options.replace && degree <= fanout);
@@ -182,6 +186,19 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamp
         }
         for (int64_t position : scratch.picked) emit(position);
       }
+    }
+    const size_t count = neighbors.size();
+    out.cols.resize(edges_before + count);
+    int64_t* cols = out.cols.data() + edges_before;
+    for (size_t j = 0; j < count; ++j) {
+      if (j + kAhead < count) __builtin_prefetch(slots + neighbors[j + kAhead]);
+      const int64_t neighbor = neighbors[j];
+      auto& slot = slots[neighbor];
+      if (slot.stamp != generation) {
+        slot = {generation, static_cast<int32_t>(nodes.size())};
+        nodes.push_back(neighbor);
+      }
+      cols[j] = slot.local;
     }
     out.edges_per_hop.push_back(static_cast<int64_t>(out.rows.size() - edges_before));
     out.nodes_per_hop.push_back(static_cast<int64_t>(nodes.size() - frontier_end));

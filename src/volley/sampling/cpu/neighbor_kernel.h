@@ -32,6 +32,7 @@ struct NeighborScratch {
   std::vector<Slot> slots;
   uint32_t generation = 0;
   std::vector<int64_t> picked;
+  std::vector<int64_t> neighbors;  // global ids of one hop's sampled neighbors
   std::vector<uint64_t> bitmap;
   std::vector<double> keys;
 };
