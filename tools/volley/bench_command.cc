@@ -231,6 +231,7 @@ void add_bench_command(CLI::App& app, GlobalOptions& /*global*/) {
   static SampleSettings loader_settings;
   add_sample(*bench, sample_settings);
   add_loader(*bench, loader_settings);
+  add_bench_gather(*bench);
 }
 
 }  // namespace volley::cli

@@ -18,5 +18,8 @@ void add_info_command(CLI::App& app, GlobalOptions& global);
 void add_convert_command(CLI::App& app, GlobalOptions& global);
 void add_generate_command(CLI::App& app, GlobalOptions& global);
 void add_bench_command(CLI::App& app, GlobalOptions& global);
+void add_partition_command(CLI::App& app, GlobalOptions& global);
+// `volley bench gather` (feature store), registered by add_bench_command.
+void add_bench_gather(CLI::App& bench);
 
 }  // namespace volley::cli
