@@ -37,6 +37,10 @@ std::string escape_bytes(const std::byte* data, size_t size) {
   return text;
 }
 
+std::string escape_text(std::string_view text) {
+  return escape_bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
+}
+
 uint32_t read_le(const std::byte* data, size_t bytes) {
   uint32_t value = 0;
   for (size_t i = 0; i < bytes; ++i) value |= static_cast<uint32_t>(data[i]) << (8 * i);
@@ -77,7 +81,7 @@ class HeaderParser {
         seen_shape = true;
       } else {
         fail("header", "keys 'descr', 'fortran_order' and 'shape'",
-             fmt::format("'{}'", escape(key)));
+             fmt::format("'{}'", escape_text(key)));
       }
       skip_space();
       if (peek() == ',') {
@@ -101,16 +105,10 @@ class HeaderParser {
     throw IoError(fmt::format("{}: {}: expected {}, found {}", source_, field, expected, found));
   }
 
-  static std::string escape(std::string_view text) {
-    return escape_bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
-  }
-
   std::string found_here() const {
     if (position_ >= text_.size()) return "the end of the header";
     const std::string_view next = text_.substr(position_, 12);
-    return fmt::format("'{}' at header offset {}",
-                       escape_bytes(reinterpret_cast<const std::byte*>(next.data()), next.size()),
-                       position_);
+    return fmt::format("'{}' at header offset {}", escape_text(next), position_);
   }
 
   char peek() const { return position_ < text_.size() ? text_[position_] : '\0'; }
@@ -328,7 +326,7 @@ NpyHeader parse_npy_header(const std::byte* data, size_t size, const std::string
   NpyHeaderFields fields = parse_npy_header_fields(data, size, &data_offset, source);
   if (fields.structured) {
     throw IoError(fmt::format("{}: descr: expected a simple numeric dtype, found a {}", source,
-                              fields.descr));
+                              escape_text(fields.descr)));
   }
   if (!fields.descr.empty() && fields.descr[0] == '>') {
     const auto swapped = dtype_from_npy_descr("<" + fields.descr.substr(1));
@@ -343,7 +341,7 @@ NpyHeader parse_npy_header(const std::byte* data, size_t size, const std::string
   if (!dtype.has_value()) {
     throw IoError(
         fmt::format("{}: descr: expected one of |b1 |i1 |u1 <i2 <i4 <i8 <f2 <f4 <f8, found '{}'",
-                    source, fields.descr));
+                    source, escape_text(fields.descr)));
   }
   if (fields.fortran_order) {
     throw IoError(

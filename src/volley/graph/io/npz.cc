@@ -48,9 +48,56 @@ std::string strip_npy(const std::string& name) {
 
 [[noreturn]] void zip64_unsupported(const std::string& path) {
   throw IoError(fmt::format(
-      "{}: zip64 archive (a member or the archive is over 4 GiB, or it was written with "
-      "force_zip64): not supported; save the arrays as separate .npy files instead",
+      "{}: zip64 archive (a member or the archive is over 4 GiB): not supported; save the "
+      "arrays as separate .npy files instead",
       path));
+}
+
+// Inflates the raw deflate stream `in` into `out`. With `to_the_end` the stream must fill `out`
+// and end exactly there; otherwise at most its first `out_size` bytes are wanted, and the count
+// inflated is returned (fewer when the stream is short or corrupt further on).
+uint64_t inflate_raw(const std::byte* in, uint64_t in_size, std::byte* out, uint64_t out_size,
+                     bool to_the_end, const std::string& source) {
+  constexpr uint64_t kStep = uint64_t{1} << 30;  // zlib counts in 32-bit uInt
+  z_stream stream{};
+  VOLLEY_REQUIRE(inflateInit2(&stream, -MAX_WBITS) == Z_OK, RuntimeError,
+                 "{}: zlib inflateInit2 failed", source);
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in));
+  stream.next_out = reinterpret_cast<Bytef*>(out);
+  Bytef spare;  // room for one byte too many: a stream longer than declared is corrupt
+  uint64_t in_left = in_size;
+  uint64_t out_left = out_size;
+  bool too_long = false;
+  int status = Z_OK;
+  while (status == Z_OK && !too_long && (out_left > 0 || to_the_end)) {
+    const auto in_chunk = static_cast<uInt>(std::min(in_left, kStep));
+    const auto out_chunk = static_cast<uInt>(out_left > 0 ? std::min(out_left, kStep) : 1);
+    if (out_left == 0) stream.next_out = &spare;
+    stream.avail_in = in_chunk;
+    stream.avail_out = out_chunk;
+    status = inflate(&stream, Z_NO_FLUSH);
+    in_left -= in_chunk - stream.avail_in;
+    const uInt produced = out_chunk - stream.avail_out;
+    if (out_left == 0 && produced > 0) too_long = true;
+    out_left -= out_left == 0 ? 0 : produced;
+    // Z_BUF_ERROR means "no progress in this call": go on while input remains; without input,
+    // the stream was cut short.
+    if (status == Z_BUF_ERROR && in_left > 0) status = Z_OK;
+  }
+  const std::string message = stream.msg != nullptr ? stream.msg : "";
+  inflateEnd(&stream);
+  if (too_long) {
+    throw IoError(fmt::format("{}: deflated data: expected {} bytes, found more (corrupt archive)",
+                              source, out_size));
+  }
+  if (!to_the_end) return out_size - out_left;
+  if (out_left > 0 || status != Z_STREAM_END) {
+    throw IoError(
+        fmt::format("{}: deflated data: expected {} bytes, found {} ({})", source, out_size,
+                    out_size - out_left,
+                    status == Z_DATA_ERROR ? "corrupt data: " + message : "the stream ends early"));
+  }
+  return out_size;
 }
 
 }  // namespace
@@ -200,49 +247,23 @@ const NpzMember& NpzFile::member(const std::string& name) const {
   throw IoError(
       fmt::format("{}: member '{}': expected one of the archive's members ({}), found "
                   "none by that name",
-                  path_, name, fmt::join(names(), ", ")));
+                  path_, printable(name), printable(fmt::format("{}", fmt::join(names(), ", ")))));
 }
 
 Buffer NpzFile::member_bytes(const NpzMember& member, uint64_t limit) const {
   const std::string source = fmt::format("{}:{}", path_, printable(member.file_name));
-  const bool whole = limit >= member.size;
+  // Reading to the end (limit == npos) checks the size and CRC; a prefix is read for a header.
+  const bool whole = limit == kWholeMember;
+  const uint64_t wanted = whole ? member.size : std::min(limit, member.size);
   Buffer bytes;
   if (!member.deflated) {
-    bytes = file_.slice(member.data_offset, whole ? member.size : limit);
+    bytes = file_.slice(member.data_offset, wanted);
   } else {
-    const size_t wanted = whole ? member.size : limit;
     bytes = Buffer::allocate(wanted);
-    z_stream stream{};
-    VOLLEY_REQUIRE(inflateInit2(&stream, -MAX_WBITS) == Z_OK, RuntimeError,
-                   "{}: zlib inflateInit2 failed", source);
-    stream.next_in = reinterpret_cast<Bytef*>(file_.data() + member.data_offset);
-    stream.next_out = reinterpret_cast<Bytef*>(bytes.data());
-    uint64_t in_left = member.compressed_size;
-    uint64_t out_left = wanted;
-    int status = Z_OK;
-    while (status == Z_OK && out_left > 0) {
-      const uInt in_chunk = static_cast<uInt>(std::min<uint64_t>(in_left, 1u << 30));
-      const uInt out_chunk = static_cast<uInt>(std::min<uint64_t>(out_left, 1u << 30));
-      stream.avail_in = in_chunk;
-      stream.avail_out = out_chunk;
-      status = inflate(&stream, Z_NO_FLUSH);
-      in_left -= in_chunk - stream.avail_in;
-      out_left -= out_chunk - stream.avail_out;
-      if (status == Z_BUF_ERROR && in_left == 0) break;  // input ended early
-      if (status == Z_BUF_ERROR) status = Z_OK;
-    }
-    const std::string message = stream.msg != nullptr ? stream.msg : "";
-    inflateEnd(&stream);
-    if (whole && status != Z_STREAM_END) {
-      throw IoError(fmt::format(
-          "{}: deflated data: expected {} bytes, found {} ({})", source, member.size,
-          member.size - out_left,
-          status == Z_DATA_ERROR ? "corrupt data: " + message : "the stream ends early"));
-    }
-    if (out_left != 0) {
-      throw IoError(fmt::format("{}: deflated data: expected {} bytes, found {}", source, wanted,
-                                wanted - out_left));
-    }
+    const uint64_t inflated = inflate_raw(file_.data() + member.data_offset, member.compressed_size,
+                                          bytes.data(), bytes.size(),
+                                          /*to_the_end=*/whole, source);
+    bytes = bytes.slice(0, inflated);
   }
   if (whole) {
     const uint32_t crc = crc32_of(bytes.data(), bytes.size());
@@ -257,7 +278,7 @@ Buffer NpzFile::member_bytes(const NpzMember& member, uint64_t limit) const {
 Array NpzFile::read(const std::string& name) const {
   const NpzMember& entry = member(name);
   const std::string source = fmt::format("{}:{}", path_, printable(entry.file_name));
-  Buffer bytes = member_bytes(entry, entry.size);
+  Buffer bytes = member_bytes(entry, kWholeMember);
   const NpyHeader header = parse_npy_header(bytes.data(), bytes.size(), source);
   const size_t needed = npy_data_bytes(header, source);
   const size_t available = bytes.size() - header.data_offset;
@@ -278,7 +299,7 @@ Array NpzFile::read(const std::string& name) const {
 NpyHeaderFields NpzFile::header_fields(const std::string& name) const {
   const NpzMember& entry = member(name);
   // numpy's headers are a few hundred bytes; 64 KiB covers any version 1.0 header.
-  const Buffer bytes = member_bytes(entry, std::min<uint64_t>(entry.size, 65536 + 12));
+  const Buffer bytes = member_bytes(entry, 65536 + 12);
   return parse_npy_header_fields(bytes.data(), bytes.size(), nullptr,
                                  fmt::format("{}:{}", path_, printable(entry.file_name)));
 }
@@ -457,7 +478,7 @@ NpzGraph read_npz_graph(const std::string& path) {
     throw IoError(fmt::format(
         "{}: expected a graph (adj_indptr/adj_indices/adj_data/adj_shape, edge_index, or src and "
         "dst), found members {}",
-        path, fmt::join(npz.names(), ", ")));
+        path, printable(fmt::format("{}", fmt::join(npz.names(), ", ")))));
   }
   read_node_data(npz, graph);
   const int64_t n = graph.num_nodes.value_or(std::numeric_limits<int64_t>::max());

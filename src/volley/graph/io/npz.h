@@ -8,9 +8,10 @@
 //
 // Members may be stored (np.savez) or deflated (np.savez_compressed). Zip64 archives (members or
 // archives over 4 GiB), encrypted members and other compression methods are rejected with an
-// IoError saying so. Every member's CRC-32 is checked when it is read. Members whose dtype Volley
-// has no use for (numpy's fixed-width unicode '<U7', objects) are listed, and header_fields()
-// describes them, but read() refuses them.
+// IoError saying so; the zip64 extras numpy puts in local headers (force_zip64) are fine, since
+// sizes and offsets come from the central directory. Every member's CRC-32 is checked when it is
+// read. Members whose dtype Volley has no use for (numpy's fixed-width unicode '<U7', objects) are
+// listed, and header_fields() describes them, but read() refuses them.
 //
 // Thread safety: a NpzFile is immutable after open(); read() may be called from many threads.
 #pragma once
@@ -60,7 +61,9 @@ class NpzFile {
 
  private:
   const NpzMember& member(const std::string& name) const;
-  // The member's uncompressed bytes (at most `limit` of them; then the CRC is not checked).
+  static constexpr uint64_t kWholeMember = ~uint64_t{0};
+  // The member's uncompressed bytes: all of them, size and CRC checked (limit == kWholeMember),
+  // or the first `limit` (fewer when the member is shorter), unchecked.
   Buffer member_bytes(const NpzMember& member, uint64_t limit) const;
 
   std::string path_;

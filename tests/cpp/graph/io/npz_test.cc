@@ -40,10 +40,16 @@ std::string raw_deflate(const std::string& input) {
 // A minimal zip writer (what numpy's savez / savez_compressed produce, minus timestamps).
 class ZipBuilder {
  public:
-  void add(const std::string& name, const std::string& content, bool deflated) {
+  // `declared_size` (when not 0) replaces the true size in the headers; `cut` drops bytes from
+  // the end of the stored data — both to make corrupt archives.
+  void add(const std::string& name, const std::string& content, bool deflated,
+           uint32_t declared_size = 0, size_t cut = 0) {
     const auto crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(content.data()),
                                                  static_cast<uInt>(content.size())));
-    const std::string stored = deflated ? raw_deflate(content) : content;
+    std::string stored = deflated ? raw_deflate(content) : content;
+    stored.resize(stored.size() - cut);
+    const uint32_t size =
+        declared_size != 0 ? declared_size : static_cast<uint32_t>(content.size());
     const auto offset = static_cast<uint32_t>(body_.size());
     std::string local;
     put32(local, 0x04034b50);
@@ -53,7 +59,7 @@ class ZipBuilder {
     put32(local, 0);  // time, date
     put32(local, crc);
     put32(local, static_cast<uint32_t>(stored.size()));
-    put32(local, static_cast<uint32_t>(content.size()));
+    put32(local, size);
     put16(local, static_cast<uint32_t>(name.size()));
     put16(local, 0);
     body_ += local + name + stored;
@@ -66,7 +72,7 @@ class ZipBuilder {
     put32(entry, 0);
     put32(entry, crc);
     put32(entry, static_cast<uint32_t>(stored.size()));
-    put32(entry, static_cast<uint32_t>(content.size()));
+    put32(entry, size);
     put16(entry, static_cast<uint32_t>(name.size()));
     put16(entry, 0);
     put16(entry, 0);
@@ -197,6 +203,21 @@ TEST_F(NpzTest, DetectsCorruption) {
               ThrowsMessage<IoError>(HasSubstr(
                   "damaged.npz:b.npy: deflated data: expected 4128 bytes, found 0 (corrupt data: "
                   "invalid block type)")));
+}
+
+TEST_F(NpzTest, DeflatedMembersMustHaveTheirDeclaredSize) {
+  const std::string image = npy_of<int32_t>(std::vector<int32_t>(1000, 7));
+  ZipBuilder zip;
+  zip.add("long.npy", image, true, /*declared_size=*/static_cast<uint32_t>(image.size() - 8));
+  zip.add("cut.npy", image, true, 0, /*cut=*/4);
+  const NpzFile npz = NpzFile::open(write("sizes.npz", zip.finish()));
+  EXPECT_THAT([&] { npz.read("long"); },
+              ThrowsMessage<IoError>(
+                  HasSubstr("sizes.npz:long.npy: deflated data: expected 4120 bytes, found more")));
+  EXPECT_THAT([&] { npz.read("cut"); },
+              ThrowsMessage<IoError>(HasSubstr("sizes.npz:cut.npy: deflated data: expected 4128 "
+                                               "bytes, found")));
+  EXPECT_EQ(npz.header_fields("cut").descr, "<i4") << "a header is readable from a cut stream";
 }
 
 TEST_F(NpzTest, RejectsWhatItCannotRead) {
