@@ -11,6 +11,7 @@
 #include <string>
 
 #include "commands.h"
+#include "text.h"
 #include "volley/core/progress.h"
 #include "volley/graph/csr.h"
 #include "volley/graph/dataset.h"
@@ -40,17 +41,6 @@ struct Arguments {
   std::string feature_dtype;  // empty: as read
   std::string name;
 };
-
-// 2708 -> "2,708".
-std::string grouped(int64_t value) {
-  const std::string digits = std::to_string(value < 0 ? -value : value);
-  std::string text;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) text.push_back(',');
-    text.push_back(digits[i]);
-  }
-  return value < 0 ? "-" + text : text;
-}
 
 std::string format_of(const Arguments& arguments) {
   if (!arguments.format.empty()) return arguments.format;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "text.h"
 #include "volley/core/buffer.h"
 #include "volley/graph/dataset.h"
 #include "volley/graph/io/npy.h"
@@ -22,17 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-
-// 2708 -> "2,708".
-std::string grouped(int64_t value) {
-  const std::string digits = std::to_string(value < 0 ? -value : value);
-  std::string text;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) text.push_back(',');
-    text.push_back(digits[i]);
-  }
-  return value < 0 ? "-" + text : text;
-}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::vector<std::string> parts;
@@ -249,6 +239,7 @@ void add_info_command(CLI::App& app, GlobalOptions& /*global*/) {
                     "Check every file and checksum of a dataset; exit non-zero on a problem");
   command->callback([arguments] {
     const std::string& path = arguments->path;
+    if (describe_partitioned(path, arguments->json, arguments->verify)) return;
     std::error_code error;
     if (!fs::exists(path, error)) {
       throw IoError(fmt::format("{}: no such file or directory", path));

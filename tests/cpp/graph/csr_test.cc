@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <algorithm>
 #include <map>
 #include <random>
@@ -125,16 +127,6 @@ TEST(Csr, InfersNumNodesAndTransposes) {
   EXPECT_EQ(listed(back), listed(csr));
   const Csr empty = build_csr(Array::from_vector<int64_t>({}), Array::from_vector<int64_t>({}));
   EXPECT_EQ(empty.num_nodes(), 0);
-}
-
-template <typename E, typename F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& error) {
-    return error.what();
-  }
-  return "<no exception>";
 }
 
 TEST(Csr, RejectsBadInputWithPreciseMessages) {

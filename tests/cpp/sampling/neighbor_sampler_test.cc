@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -265,16 +267,6 @@ TEST(NeighborSampler, LargeFanoutWithoutReplacementIsDistinctAndSorted) {
   ASSERT_EQ(s.edge_ids.size(), 300u);
   EXPECT_TRUE(std::is_sorted(s.edge_ids.begin(), s.edge_ids.end()));
   EXPECT_EQ(std::set<int64_t>(s.edge_ids.begin(), s.edge_ids.end()).size(), 300u);
-}
-
-template <typename E, typename F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& error) {
-    return error.what();
-  }
-  return "<no exception>";
 }
 
 TEST(NeighborSampler, ErrorsAndEdgeCases) {
