@@ -21,5 +21,9 @@ void add_bench_command(CLI::App& app, GlobalOptions& global);
 void add_partition_command(CLI::App& app, GlobalOptions& global);
 // `volley bench gather` (feature store), registered by add_bench_command.
 void add_bench_gather(CLI::App& bench);
+// `volley info` on a partitioned dataset directory or one of its part-P directories (defined in
+// partition_command.cc): prints the description and returns true, or returns false when `path`
+// is neither.
+bool describe_partitioned(const std::string& path, bool as_json, bool verify);
 
 }  // namespace volley::cli

@@ -1,0 +1,294 @@
+"""Partitioning: cut a dataset into K partitions, and load one partition without the rest.
+
+Methods: ``"random"`` (balanced random), ``"metis"`` (k-way METIS on the symmetrised graph,
+balancing nodes, in-edges and training nodes), ``"hotness"`` (METIS, then each node moves to the
+partition that reads it most in a simulated epoch; plus a per-partition cache of hot remote
+feature rows) and ``"stream"`` (Fennel, one pass over the CSR in chunks, bounded memory).
+
+Nodes are renumbered so partition ``p`` owns the new ids ``[offsets[p], offsets[p + 1])``; a
+``PartitionBook`` answers ``owner_of`` from those offsets alone. Each partition directory is a
+dataset directory whose rows are its owned nodes and whose neighbor ids are *new global* ids;
+``train_idx``/``val_idx``/``test_idx`` hold local rows (add ``first_node`` for global ids).
+
+Example:
+    >>> result = volley.partition("data/cora", "/tmp/cora-4", 4, method="metis")
+    >>> result.quality["edge_cut_fraction"]
+    0.066...
+    >>> part = volley.load_partition("/tmp/cora-4", 2)
+    >>> part.book.owner_of(part.first_node)
+    2
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _tensor
+from ._volley import Partition as _NativePartition
+from ._volley import PartitionBook as _NativeBook
+from ._volley import invert_node_map as _invert_node_map
+from ._volley import load_node_map as _load_node_map
+from ._volley import load_partition as _load_partition
+from ._volley import partition_dataset as _partition_dataset
+from ._volley import partition_dataset_in_memory as _partition_dataset_in_memory
+from ._volley import partition_manifest_json as _partition_manifest_json
+from ._volley import verify_partitioned_dataset as _verify_partitioned_dataset
+from .dataset import Dataset
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+METHODS = ("random", "metis", "hotness", "stream")
+
+
+class PartitionBook:
+    """Which partition owns a new node id: K + 1 offsets, not an array sized to the graph.
+
+    Args:
+        offsets: K + 1 non-decreasing integers starting at 0; partition ``p`` owns
+            ``[offsets[p], offsets[p + 1])``.
+
+    Raises:
+        VolleyValueError: offsets that do not start at 0 or decrease.
+    """
+
+    def __init__(self, offsets: Sequence[int]):
+        self._native = offsets if isinstance(offsets, _NativeBook) else _NativeBook(list(offsets))
+
+    @property
+    def num_parts(self) -> int:
+        """Number of partitions K."""
+        return self._native.num_parts
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes of the whole graph."""
+        return self._native.num_nodes
+
+    @property
+    def offsets(self) -> List[int]:
+        """The K + 1 offsets."""
+        return list(self._native.offsets)
+
+    def range(self, part: int) -> range:
+        """The new ids owned by ``part``."""
+        return range(self._native.begin(part), self._native.end(part))
+
+    def owner_of(self, nodes: Any) -> Any:
+        """The partition of a new id (an int) or of each id of an integer array.
+
+        Args:
+            nodes: an int, or an integer array / tensor / list of new ids.
+
+        Returns:
+            An int for an int; an int64 array (tensor when torch is importable) otherwise.
+
+        Raises:
+            VolleyIndexError: an id outside ``[0, num_nodes)`` (the message names it).
+        """
+        if isinstance(nodes, (int, np.integer)):
+            return self._native.owner_of(int(nodes))
+        values = _tensor.to_input(nodes)
+        if isinstance(values, list):
+            values = np.asarray(values, dtype=np.int64)
+        return _tensor.to_output(self._native.owner_of_array(values))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PartitionBook) and self.offsets == other.offsets
+
+    def __repr__(self) -> str:
+        return f"PartitionBook(offsets={self.offsets})"
+
+
+@dataclass
+class PartitionResult:
+    """What ``partition`` did: the book, per-partition counts, quality figures and timings.
+
+    ``quality`` holds ``edge_cut_fraction``, ``cut_edges``, ``node_balance``, ``edge_balance``,
+    ``train_balance`` (largest / mean part) and, when an epoch was simulated,
+    ``remote_access_fraction`` (``_cached``: counting the cache as local) and, for hotness,
+    ``metis_remote_access_fraction`` and ``random_remote_access_fraction``.
+    """
+
+    book: PartitionBook
+    part_nodes: List[int]
+    part_edges: List[int]
+    part_train: List[int]
+    part_cached: List[int]
+    quality: Dict[str, Optional[float]]
+    seconds: float
+    assign_seconds: float
+    path: str = ""
+
+
+def partition(
+    dataset: Union[PathLike, Dataset],
+    output: PathLike,
+    num_parts: int,
+    *,
+    method: str = "metis",
+    balance_tolerance: float = 0.05,
+    seed: int = 0,
+    fanouts: Sequence[int] = (15, 10, 5),
+    batch_size: int = 1024,
+    cache_bytes: int = 0,
+    simulate_epoch: bool = False,
+) -> PartitionResult:
+    """Partitions a dataset and writes a partitioned dataset directory at ``output``.
+
+    Runs without the GIL. Features are copied partition by partition in one streaming pass;
+    ``"stream"`` also reads the graph in chunks (bounded memory).
+
+    Args:
+        dataset: a dataset directory (read memory-mapped) or a ``volley.Dataset``.
+        output: the directory to write (created; a previous partition.json there is replaced).
+        num_parts: number of partitions K >= 1.
+        method: ``"random"``, ``"metis"``, ``"hotness"`` or ``"stream"``.
+        balance_tolerance: allowed imbalance of nodes, in-edges and training nodes per partition
+            (0.05: at most 5% above the mean).
+        seed: random seed (shuffles, METIS, the simulated epoch).
+        fanouts: neighbor-sampler fanouts of the simulated epoch (hotness, ``simulate_epoch``).
+        batch_size: seeds per batch of the simulated epoch.
+        cache_bytes: per-partition byte budget for cached hot remote feature rows (hotness).
+        simulate_epoch: also report remote reads for random / metis / stream.
+
+    Returns:
+        A ``PartitionResult``.
+
+    Raises:
+        VolleyValueError: a bad option (named in the message), or a dataset without training
+            nodes for hotness.
+        VolleyOSError: the dataset cannot be read or the output cannot be written.
+    """
+    if method not in METHODS:
+        from ._volley import VolleyValueError
+
+        raise VolleyValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    options = dict(
+        method=method,
+        balance_tolerance=float(balance_tolerance),
+        seed=int(seed),
+        fanouts=[int(f) for f in fanouts],
+        batch_size=int(batch_size),
+        cache_bytes=int(cache_bytes),
+        simulate_epoch=bool(simulate_epoch),
+    )
+    if isinstance(dataset, Dataset):
+        raw = _partition_dataset_in_memory(
+            dataset._native, os.fspath(output), int(num_parts), **options
+        )
+    else:
+        raw = _partition_dataset(os.fspath(dataset), os.fspath(output), int(num_parts), **options)
+    return PartitionResult(
+        book=PartitionBook(raw["offsets"]),
+        part_nodes=list(raw["part_nodes"]),
+        part_edges=list(raw["part_edges"]),
+        part_train=list(raw["part_train"]),
+        part_cached=list(raw["part_cached"]),
+        quality=dict(raw["quality"]),
+        seconds=raw["seconds"],
+        assign_seconds=raw["assign_seconds"],
+        path=os.fspath(output),
+    )
+
+
+class Partition:
+    """One partition of a partitioned dataset.
+
+    Attributes:
+        part: its index.
+        book: the ``PartitionBook`` of the whole partitioned dataset.
+        dataset: a ``volley.Dataset`` of the owned nodes: row r is new id ``first_node + r``;
+            ``dataset.graph`` rows list neighbor ids in the new global numbering (use its
+            ``indptr``/``indices`` arrays; they may exceed the row count); features, labels and
+            split ids (local rows) as stored.
+        first_node: the first new id it owns.
+        cache_ids: int64 new ids of cached remote nodes (hottest first), or None.
+        cache_features: their feature rows [C, D], or None.
+    """
+
+    def __init__(self, native: _NativePartition):
+        self._native = native
+        self.part: int = native.part
+        self.book = PartitionBook(native.book)
+        self.dataset = Dataset._from_native(native.data)
+        self.first_node: int = native.first_node
+
+    @property
+    def num_nodes(self) -> int:
+        """Owned nodes."""
+        return self.book.range(self.part).stop - self.first_node
+
+    @property
+    def node_ids(self) -> Any:
+        """int64 new global ids of the owned nodes, in row order (a new array)."""
+        return _tensor.to_output(
+            np.arange(self.first_node, self.first_node + self.num_nodes, dtype=np.int64)
+        )
+
+    @property
+    def cache_ids(self) -> Any:
+        """int64 new ids of the cached remote nodes, or None."""
+        return _tensor.to_output(self._native.cache_ids)
+
+    @property
+    def cache_features(self) -> Any:
+        """Feature rows of the cached nodes [C, D], or None."""
+        return _tensor.to_output(self._native.cache_features)
+
+    def __repr__(self) -> str:
+        return (
+            f"Partition(part={self.part}/{self.book.num_parts}, nodes=[{self.first_node}, "
+            f"{self.first_node + self.num_nodes}), edges={self.dataset.num_edges})"
+        )
+
+
+def load_partition(
+    path: PathLike, part: int, *, mmap: bool = True, verify: bool = False, validate: bool = True
+) -> Partition:
+    """Loads partition ``part`` without reading the rest of the graph.
+
+    Args:
+        path: the partitioned dataset directory (holding ``partition.json``).
+        part: the partition index in ``[0, K)``.
+        mmap: map the arrays read-only (nothing copied) instead of reading them.
+        verify: check every array's CRC-32 (manifests are always checked).
+        validate: check indptr and that neighbor / edge ids are in range (O(edges of the part)).
+
+    Returns:
+        The ``Partition``.
+
+    Raises:
+        VolleyIndexError: ``part`` out of range.
+        VolleyOSError: a missing, corrupt or mismatched file (e.g. a part directory from another
+            run), naming the file, the field, the expected and the found value.
+    """
+    native = _load_partition(
+        os.fspath(path), int(part), memory_map=mmap, verify_checksums=verify,
+        validate_graph=validate,
+    )
+    return Partition(native)
+
+
+def read_partition_manifest(path: PathLike) -> Dict[str, Any]:
+    """``partition.json`` of a partitioned dataset (checked first), as a dict."""
+    return json.loads(_partition_manifest_json(os.fspath(path)))
+
+
+def load_node_map(path: PathLike, *, verify: bool = False) -> Any:
+    """int64 [N]: the new id of each old node id."""
+    return _tensor.to_output(_load_node_map(os.fspath(path), verify_checksums=verify))
+
+
+def invert_node_map(node_map: Any) -> Any:
+    """int64 [N]: the old id of each new id (the inverse permutation)."""
+    return _tensor.to_output(_invert_node_map(_tensor.to_input(node_map)))
+
+
+def verify_partitioned_dataset(path: PathLike) -> List[str]:
+    """Checks every file of a partitioned dataset, checksums included; one line per problem."""
+    return list(_verify_partitioned_dataset(os.fspath(path)))

@@ -1,0 +1,104 @@
+// volley/partition/internal/partitioners.h — the assignment strategies behind partition.h.
+//
+// Each strategy maps a Dataset (arrays possibly memory-mapped) to an int32 [N] assignment. The
+// front end (partition.cc) validates options and dispatches; nothing here checks user input
+// beyond what only the strategy knows (e.g. METIS's own failures).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "volley/core/array.h"
+#include "volley/graph/dataset.h"
+#include "volley/partition/partition.h"
+
+namespace volley::internal {
+
+// Three balance constraints per node: 1, its in-degree (the edges its partition stores), and
+// whether it is a training node.
+constexpr int kNumConstraints = 3;
+
+struct BalanceCaps {
+  std::array<int64_t, kNumConstraints> total{};
+  std::array<double, kNumConstraints> cap{};  // max((1 + tolerance) * total / K, ceil(total / K))
+};
+BalanceCaps balance_caps(const std::array<int64_t, kNumConstraints>& total, int64_t num_parts,
+                         double tolerance);
+
+// One byte per node: 1 for training nodes (dataset.train_idx), 0 otherwise.
+std::vector<uint8_t> training_flags(const Dataset& dataset);
+
+// Places nodes one at a time under hard caps; shared by random, hotness and stream.
+class BalancedPlacer {
+ public:
+  BalancedPlacer(const BalanceCaps& caps, int64_t num_parts);
+  // Whether node weights (1, degree, train) still fit into `part`.
+  bool fits(int64_t part, int64_t degree, bool train) const;
+  void place(int64_t part, int64_t degree, bool train);
+  void remove(int64_t part, int64_t degree, bool train);
+  // The partition with the lowest largest relative load after adding the node (always one).
+  int64_t least_loaded(int64_t degree, bool train) const;
+  int64_t nodes(int64_t part) const { return load_[static_cast<size_t>(part)][0]; }
+  // Whether adding the node keeps the partition's relative loads (load / mean, per constraint)
+  // within `max_spread` of each other, or at least no further apart than they are.
+  bool keeps_even(int64_t part, int64_t degree, bool train, double max_spread) const;
+  // The partition's heaviest load relative to the mean (1 = exactly its share).
+  double relative_load(int64_t part) const;
+
+ private:
+  double relative_after(int64_t part, int64_t degree, bool train) const;
+  BalanceCaps caps_;
+  std::vector<std::array<int64_t, kNumConstraints>> load_;
+};
+
+Array assign_random(const Dataset& dataset, const PartitionOptions& options,
+                    const std::vector<uint8_t>& train);
+Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
+                   const std::vector<uint8_t>& train);
+Array assign_stream(const Dataset& dataset, const PartitionOptions& options,
+                    const std::vector<uint8_t>& train);
+
+// One simulated epoch per partition: the training nodes it owns, shuffled (Philox, options.seed,
+// partition), in batches of options.batch_size, each sampled with options.fanouts. `on_part`
+// receives the number of times each node (old id) appeared in that partition's batches.
+void simulate_epoch(
+    const Dataset& dataset, const Array& assignment, const PartitionOptions& options,
+    const std::function<void(int64_t part, std::span<const uint32_t> reads)>& on_part);
+
+struct AccessFigures {
+  int64_t reads = 0;
+  int64_t remote_reads = 0;
+  int64_t remote_reads_after_cache = 0;
+  // Per partition: old ids of the cached remote nodes, hottest first (empty without a budget).
+  std::vector<std::vector<int64_t>> cached;
+  double remote_fraction() const {
+    return reads ? static_cast<double>(remote_reads) / static_cast<double>(reads) : 0.0;
+  }
+  double remote_fraction_cached() const {
+    return reads ? static_cast<double>(remote_reads_after_cache) / static_cast<double>(reads) : 0.0;
+  }
+};
+// Simulates an epoch of `assignment` and counts remote reads; each partition caches up to
+// `cache_rows` of its most-read remote nodes. With `reads_per_part`, also keeps every
+// partition's counts (K x N, row-major).
+AccessFigures measure_accesses(const Dataset& dataset, const Array& assignment,
+                               const PartitionOptions& options, int64_t cache_rows,
+                               std::vector<uint32_t>* reads_per_part = nullptr);
+
+// Starting from `initial`, moves each node (hottest first) to the partition that reads it most
+// when that partition has room under the caps; unread nodes and training nodes (the seeds) stay,
+// so `reads_per_part` stays exact and remote reads only go down. Caps that held for `initial`
+// keep holding.
+Array refine_by_hotness(const Dataset& dataset, const Array& initial,
+                        const PartitionOptions& options, const std::vector<uint8_t>& train,
+                        const std::vector<uint32_t>& reads_per_part);
+
+// Drops the pages of a memory-mapped array's bytes [first, end) from this process (they are
+// re-read from the file if touched again): keeps the resident memory of a streaming pass
+// bounded. No-op for arrays that are not mapped files.
+void release_mapped_pages(const Array& array, size_t first_byte, size_t end_byte);
+
+}  // namespace volley::internal

@@ -1,0 +1,111 @@
+// `volley partition` and `volley info` on partitioned datasets, run as a user would.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+struct Result {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+class PartitionCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/volley-partition-cli-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+  static std::string slurp(const std::string& file) {
+    std::ifstream stream(file);
+    std::stringstream text;
+    text << stream.rdbuf();
+    return text.str();
+  }
+  Result run(const std::string& arguments) const {
+    const std::string command =
+        fmt::format("VOLLEY_PROGRESS=0 '{}' {} >'{}' 2>'{}'", VOLLEY_CLI_PATH, arguments,
+                    path("stdout"), path("stderr"));
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path("stdout")),
+            slurp(path("stderr"))};
+  }
+  std::string dir_;
+};
+
+const std::string kCora = std::string(VOLLEY_SOURCE_DIR) + "/data/cora";
+
+TEST_F(PartitionCliTest, PartitionsAndDescribes) {
+  Result result =
+      run(fmt::format("partition {} {} --parts 3 --method hotness --fanout 5,5 "
+                      "--cache-bytes 14K",
+                      kCora, path("out")));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("into 3 parts with hotness"));
+  EXPECT_THAT(result.out, HasSubstr("edge cut: "));
+  EXPECT_THAT(result.out, HasSubstr("remote reads in a simulated epoch"));
+  EXPECT_THAT(result.out, HasSubstr("metis"));
+
+  result = run("info " + path("out"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("method: hotness, 3 partitions"));
+  result = run("info --verify " + path("out"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("verify: ok"));
+
+  result = run("info --json " + path("out/part-2"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto json = nlohmann::json::parse(result.out);
+  EXPECT_EQ(json["kind"], "partition");
+  EXPECT_EQ(json["part"], 2);
+  EXPECT_EQ(json["cached"], 10);  // 14 KiB / 1,433 bytes per uint8 row
+
+  result =
+      run(fmt::format("partition {} {} --parts 2 --method stream --json", kCora, path("stream")));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto summary = nlohmann::json::parse(result.out);
+  EXPECT_EQ(summary["offsets"].back(), 2708);
+  EXPECT_LE(summary["quality"]["node_balance"].get<double>(), 1.05 + 1e-9);
+}
+
+TEST_F(PartitionCliTest, VerifyFindsCorruption) {
+  ASSERT_EQ(run(fmt::format("partition {} {} -k 2 -m random", kCora, path("out"))).exit_code, 0);
+  {
+    std::fstream file(path("out/part-0/labels.npy"),
+                      std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-1, std::ios::end);
+    file.put('\x7f');
+  }
+  const Result result = run("info --verify " + path("out"));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("part-0/labels.npy: crc32: expected"));
+}
+
+TEST_F(PartitionCliTest, RefusesBadArguments) {
+  Result result =
+      run(fmt::format("partition {} {} -k 2 -m metis --cache-bytes 1M", kCora, path("out")));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("needs the hotness method"));
+  result =
+      run(fmt::format("partition {} {} -k 2 -m hotness --cache-bytes 12Q", kCora, path("out")));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("unknown unit 'Q'"));
+}
+
+}  // namespace
