@@ -97,6 +97,8 @@ void bind_partition(nb::module_& m) {
         return array_to_python(partition.cache_features);
       });
 
+  m.def("metis_available", &metis_available,
+        "Whether this build has METIS (the metis and hotness methods need it).");
   m.def(
       "partition_dataset",
       [](const std::string& input, const std::string& output, int64_t num_parts,

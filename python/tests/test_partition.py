@@ -18,7 +18,15 @@ from volley.partition import (
 )
 from conftest import as_numpy
 
-METHODS = ["random", "metis", "hotness", "stream"]
+needs_metis = pytest.mark.skipif(
+    not volley._volley.metis_available(), reason="built without METIS (libmetis-dev)"
+)
+METHODS = [
+    "random",
+    pytest.param("metis", marks=needs_metis),
+    pytest.param("hotness", marks=needs_metis),
+    "stream",
+]
 
 
 def _edges(indptr, indices, edge_ids, rows=None, neighbor_map=None):
@@ -96,6 +104,7 @@ def test_partitions_are_faithful(tmp_path, cora_dir, cora, method):
     assert verify_partitioned_dataset(out) == []
 
 
+@needs_metis
 def test_hotness_reports_remote_reads_against_metis_and_random(tmp_path, cora_dir):
     result = volley.partition(cora_dir, tmp_path / "hot", 4, method="hotness", fanouts=[10, 5])
     q = result.quality
@@ -111,6 +120,7 @@ def test_hotness_reports_remote_reads_against_metis_and_random(tmp_path, cora_di
     )
 
 
+@needs_metis
 def test_in_memory_dataset(tmp_path):
     edge_index = np.array([[0, 1, 2, 3, 4, 5], [1, 2, 0, 4, 5, 3]])
     graph = volley.Graph.from_edge_index(edge_index, num_nodes=6, undirected=True)
@@ -145,6 +155,7 @@ def test_bad_arguments(tmp_path, cora_dir):
         volley.partition(cora_dir, tmp_path / "x", 2, method="random", cache_bytes=100)
 
 
+@needs_metis
 def test_corrupt_and_mismatched_partitions_are_refused(tmp_path, cora_dir):
     out = tmp_path / "p"
     other = tmp_path / "q"

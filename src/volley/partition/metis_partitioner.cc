@@ -4,7 +4,9 @@
 // 4 bytes per directed adjacency entry (at most 2E) plus 4 per node and 4 per node and
 // constraint — and the source's mapped pages are dropped before METIS runs; METIS then holds
 // its coarsened copies (a few times the input at most).
+#ifdef VOLLEY_WITH_METIS
 #include <metis.h>
+#endif
 
 #include <algorithm>
 #include <limits>
@@ -12,6 +14,19 @@
 #include "volley/core/parallel.h"
 #include "volley/partition/internal/partitioners.h"
 
+namespace volley {
+
+bool metis_available() {
+#ifdef VOLLEY_WITH_METIS
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace volley
+
+#ifdef VOLLEY_WITH_METIS
 namespace volley::internal {
 namespace {
 
@@ -123,3 +138,14 @@ Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
 }
 
 }  // namespace volley::internal
+#else
+namespace volley::internal {
+
+Array assign_metis(const Dataset&, const PartitionOptions&, const std::vector<uint8_t>&) {
+  throw RuntimeError(
+      "the metis and hotness methods need METIS, but this Volley was built without it "
+      "(apt install libmetis-dev and rebuild); use --method stream or random");
+}
+
+}  // namespace volley::internal
+#endif

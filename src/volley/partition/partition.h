@@ -101,6 +101,10 @@ struct PartitionOptions {
 // Throws ValueError naming the first bad option.
 void validate_partition_options(const PartitionOptions& options);
 
+// Whether this build has METIS (needed by the metis and hotness methods, which otherwise throw
+// RuntimeError).
+bool metis_available();
+
 // Quality of an assignment. Balance figures are max part load / mean part load (1 = perfect).
 struct PartitionQuality {
   int64_t cut_edges = 0;  // input edges whose endpoints lie in different partitions

@@ -1,6 +1,8 @@
 // `volley partition` and `volley info` on partitioned datasets, run as a user would.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "volley/partition/partition.h"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +54,7 @@ class PartitionCliTest : public ::testing::Test {
 const std::string kCora = std::string(VOLLEY_SOURCE_DIR) + "/data/cora";
 
 TEST_F(PartitionCliTest, PartitionsAndDescribes) {
+  if (!volley::metis_available()) GTEST_SKIP() << "built without METIS (libmetis-dev)";
   Result result =
       run(fmt::format("partition {} {} --parts 3 --method hotness --fanout 5,5 "
                       "--cache-bytes 14K",
@@ -85,6 +88,7 @@ TEST_F(PartitionCliTest, PartitionsAndDescribes) {
 }
 
 TEST_F(PartitionCliTest, VerifyFindsCorruption) {
+  if (!volley::metis_available()) GTEST_SKIP() << "built without METIS (libmetis-dev)";
   ASSERT_EQ(run(fmt::format("partition {} {} -k 2 -m random", kCora, path("out"))).exit_code, 0);
   {
     std::fstream file(path("out/part-0/labels.npy"),
@@ -98,6 +102,7 @@ TEST_F(PartitionCliTest, VerifyFindsCorruption) {
 }
 
 TEST_F(PartitionCliTest, RefusesBadArguments) {
+  if (!volley::metis_available()) GTEST_SKIP() << "built without METIS (libmetis-dev)";
   Result result =
       run(fmt::format("partition {} {} -k 2 -m metis --cache-bytes 1M", kCora, path("out")));
   EXPECT_NE(result.exit_code, 0);

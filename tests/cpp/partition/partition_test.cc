@@ -152,6 +152,7 @@ void expect_faithful(const std::string& source_dir, const std::string& output, i
 }
 
 TEST_F(PartitionTest, EveryMethodIsFaithfulAndBalanced) {
+  if (!volley::metis_available()) GTEST_SKIP() << "built without METIS (libmetis-dev)";
   for (PartitionMethod method : {PartitionMethod::kRandom, PartitionMethod::kMetis,
                                  PartitionMethod::kHotness, PartitionMethod::kStream}) {
     SCOPED_TRACE(std::string(partition_method_name(method)));
@@ -207,6 +208,7 @@ TEST_F(PartitionTest, StreamReadsInChunksWithTheSameResult) {
 }
 
 TEST_F(PartitionTest, AssignmentsAreDeterministic) {
+  if (!volley::metis_available()) GTEST_SKIP() << "built without METIS (libmetis-dev)";
   const Dataset dataset = load_dataset(source());
   for (PartitionMethod method : {PartitionMethod::kRandom, PartitionMethod::kMetis}) {
     const PartitionOptions options{.method = method, .num_parts = 4, .seed = 3};
@@ -216,6 +218,7 @@ TEST_F(PartitionTest, AssignmentsAreDeterministic) {
 }
 
 TEST_F(PartitionTest, SinglePartitionKeepsTheGraph) {
+  if (!volley::metis_available()) GTEST_SKIP() << "built without METIS (libmetis-dev)";
   partition_dataset(source(), out("one"), {.method = PartitionMethod::kMetis, .num_parts = 1});
   expect_faithful(source(), out("one"), 1);
   EXPECT_EQ(read_partition_manifest(out("one")).quality.cut_edges, 0);
@@ -262,6 +265,7 @@ std::string load_error(const std::string& directory, int64_t part, bool verify =
 }
 
 TEST_F(PartitionTest, CorruptOrMismatchedFilesAreRefusedPrecisely) {
+  if (!volley::metis_available()) GTEST_SKIP() << "built without METIS (libmetis-dev)";
   const PartitionOptions options{.method = PartitionMethod::kRandom, .num_parts = 3};
   const std::string good = out("damage");
   partition_dataset(source(), good, options);
@@ -363,6 +367,7 @@ Dataset read_metis_graph(const std::string& path) {
 }
 
 TEST(MetisMeshTest, CutFarBelowRandom) {
+  if (!volley::metis_available()) GTEST_SKIP() << "built without METIS (libmetis-dev)";
   const Dataset mesh =
       read_metis_graph(std::string(VOLLEY_SOURCE_DIR) + "/tests/data/4elt.graph.gz");
   ASSERT_EQ(mesh.graph.num_nodes(), 7434);
