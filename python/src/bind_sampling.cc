@@ -3,12 +3,14 @@
 // Results cross zero-copy: a sampled subgraph's vectors are moved into a shared holder that the
 // returned arrays keep alive; a loader batch's Arrays are handed over as they are.
 #include <memory>
+#include <variant>
 #include <vector>
 
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
@@ -33,6 +35,16 @@ Array seeds_array(const InputArray& seeds) {
                  "seeds must be in host memory for the CPU sampler, got {} memory",
                  location_name(array.buffer().location()));
   return array;
+}
+
+// Features or labels handed to the loader: a FeatureStore as it is, or an array (zero-copy).
+using RowsInput = std::variant<FeatureStore, InputArray>;
+
+std::optional<FeatureStore> rows_from_python(const std::optional<RowsInput>& input,
+                                             std::string_view what) {
+  if (!input) return std::nullopt;
+  if (const auto* store = std::get_if<FeatureStore>(&*input)) return *store;
+  return FeatureStore(array_from_python(std::get<InputArray>(*input), what));
 }
 
 nb::dict batch_to_python(Batch& batch) {
@@ -98,8 +110,8 @@ void bind_sampling(nb::module_& m) {
   nb::class_<NeighborLoader>(m, "NeighborLoader", "The C++ batch pipeline.")
       .def(
           "__init__",
-          [](NeighborLoader* self, const Csr& graph, const std::optional<InputArray>& features,
-             const std::optional<InputArray>& labels, const std::optional<InputArray>& input_nodes,
+          [](NeighborLoader* self, const Csr& graph, const std::optional<RowsInput>& features,
+             const std::optional<RowsInput>& labels, const std::optional<InputArray>& input_nodes,
              std::vector<int64_t> fanouts, int64_t batch_size, bool shuffle, bool drop_last,
              int num_threads, int prefetch, uint64_t seed, bool replace, bool weighted,
              const std::string& feature_dtype, std::optional<nb::callable> on_batch_start) {
@@ -123,8 +135,8 @@ void bind_sampling(nb::module_& m) {
                 }
               };
             }
-            auto feature_array = array_from_python(features, "features");
-            auto label_array = array_from_python(labels, "labels");
+            auto feature_array = rows_from_python(features, "features");
+            auto label_array = rows_from_python(labels, "labels");
             auto input_array = array_from_python(input_nodes, "input_nodes");
             nb::gil_scoped_release release;
             new (self) NeighborLoader(graph, std::move(feature_array), std::move(label_array),

@@ -55,5 +55,8 @@ void bind_core(nb::module_& m);
 void bind_graph(nb::module_& m);
 void bind_dataset(nb::module_& m);
 void bind_sampling(nb::module_& m);
+void bind_partition(nb::module_& m);
+void bind_feature(nb::module_& m);
+void bind_share(nb::module_& m);
 
 }  // namespace volley::python

@@ -7,5 +7,8 @@ NB_MODULE(_volley, m) {
   volley::python::bind_core(m);
   volley::python::bind_graph(m);
   volley::python::bind_dataset(m);
+  volley::python::bind_feature(m);
   volley::python::bind_sampling(m);
+  volley::python::bind_partition(m);
+  volley::python::bind_share(m);
 }

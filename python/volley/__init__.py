@@ -33,7 +33,9 @@ from .dataset import (
     save_dataset,
     verify_dataset,
 )
+from .feature import Feature, hotness_by_degree, hotness_by_sampling
 from .graph import Graph
+from .partition import PartitionBook, load_partition, partition
 from .sampler import Adj, NeighborSampler
 from . import loader
 
@@ -42,6 +44,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Adj",
     "Dataset",
+    "Feature",
     "Graph",
     "Split",
     "VolleyError",
@@ -52,9 +55,14 @@ __all__ = [
     "VolleyValueError",
     "datasets",
     "get_num_threads",
+    "hotness_by_degree",
+    "hotness_by_sampling",
     "load_dataset",
+    "load_partition",
     "loader",
     "NeighborSampler",
+    "partition",
+    "PartitionBook",
     "planetoid_split",
     "random_split",
     "save_dataset",

@@ -17,8 +17,9 @@ from typing import Any, List, NamedTuple, Optional, Union
 
 import numpy as np
 
-from . import _tensor
+from . import _share, _tensor
 from ._volley import Dataset as _NativeDataset
+from ._volley import dataset_store as _dataset_store
 from ._volley import VolleyValueError
 from ._volley import load_dataset as _load_dataset
 from ._volley import planetoid_split as _planetoid_split
@@ -41,6 +42,7 @@ class Dataset:
         graph: the ``Graph`` (N nodes, E edges).
         x: node features [N, D] in the dtype stored on disk, or None.
         y: int64 [N] labels, or None.
+        feature, label: ``x`` and ``y`` as ``volley.Feature`` stores (gather by id), or None.
         train_idx, val_idx, test_idx: int64 node ids of each split, or None.
         num_classes: number of label classes (0 without labels).
         name: the dataset's name ("cora").
@@ -136,6 +138,23 @@ class Dataset:
         return _tensor.to_output(self._native.labels)
 
     @property
+    def feature(self) -> Any:
+        """The features as a ``volley.Feature`` (zero-copy over ``x``; a mapped dataset stays
+        mapped), or None. ``dataset.feature[n_id]`` gathers rows with the C++ kernel."""
+        from .feature import Feature
+
+        store = _dataset_store(self._native, "features")
+        return None if store is None else Feature._from_store(store)
+
+    @property
+    def label(self) -> Any:
+        """The labels as a ``volley.Feature`` over ``y`` (a vector store), or None."""
+        from .feature import Feature
+
+        store = _dataset_store(self._native, "labels")
+        return None if store is None else Feature._from_store(store)
+
+    @property
     def train_idx(self) -> Any:
         """int64 training node ids (zero-copy), or None."""
         return _tensor.to_output(self._native.train_idx)
@@ -171,6 +190,33 @@ class Dataset:
         mask = np.zeros(self.num_nodes, dtype=np.bool_)
         mask[ids] = True
         return _tensor.to_output(mask)
+
+    def share_memory_(self) -> "Dataset":
+        """Moves the graph and every array into shared memory, once, and returns self.
+
+        Arrays already in shared memory are kept (idempotent); memory-mapped arrays are copied
+        into shared memory too (one copy for all processes). Afterwards pickling the dataset
+        sends handles and the receiving process attaches to the same memory — zero-copy;
+        ``dataset.graph``, ``.x``, ``.feature`` and the loaders built on it use the shared
+        arrays. Pickling an unshared dataset shares it first. Views taken before the call keep
+        the old memory. See ``volley._share`` for lifetime rules (nothing leaks, even after
+        ``kill -9``).
+
+        Returns:
+            self.
+        """
+        self._native = _share.share_dataset(self._native)
+        return self
+
+    @property
+    def is_shared(self) -> bool:
+        """Whether the graph and every array are in shared memory."""
+        from ._volley import dataset_is_shared
+
+        return dataset_is_shared(self._native)
+
+    def __reduce__(self) -> tuple:
+        return _share.reduce_dataset(self)
 
     def save(self, path: PathLike) -> None:
         """Writes the dataset as a dataset directory (see ``save_dataset``)."""

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import _tensor
+from . import _share, _tensor
 from ._volley import Csr, VolleyValueError, build_csr
 
 _INDEX_DTYPES = ("int32", "int64")
@@ -202,6 +202,31 @@ class Graph:
         neighbors = self._csr.indices.astype(np.int64, copy=False)
         pair = (neighbors, rows) if self.orientation == "in" else (rows, neighbors)
         return _tensor.to_output(np.stack(pair))
+
+    def share_memory_(self) -> "Graph":
+        """Moves the graph's arrays into shared memory, once, and returns self.
+
+        Arrays already in shared memory are kept (idempotent). Afterwards pickling the graph
+        (``torch.multiprocessing.spawn`` arguments, queues, ``broadcast_object_list``) sends
+        handles, and the receiving process attaches to the same memory instead of copying it.
+        Pickling an unshared graph shares it first. See ``volley._share`` for lifetime rules:
+        the memory is freed when the last process lets go, even after ``kill -9``.
+
+        Returns:
+            self.
+        """
+        self._csr = _share.share_csr(self._csr)
+        return self
+
+    @property
+    def is_shared(self) -> bool:
+        """Whether every array of the graph is in shared memory."""
+        from ._volley import csr_is_shared
+
+        return csr_is_shared(self._csr)
+
+    def __reduce__(self) -> tuple:
+        return _share.reduce_graph(self)
 
     def __repr__(self) -> str:
         return (

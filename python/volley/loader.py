@@ -12,18 +12,23 @@ Change one import::
 
 Worker *threads* in C++ sample and gather whole batches ahead of the training loop (no worker
 processes, no pickling); the GIL is released while they work.
+
+Under DistributedDataParallel each rank's loader takes a disjoint, equally sized share of the
+input nodes every epoch (``rank`` / ``world_size``, read from ``torch.distributed`` when it is
+initialised), like ``torch.utils.data.DistributedSampler``.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _tensor
 from ._volley import NeighborLoader as _NativeLoader
 from .dataset import Dataset
+from .feature import Feature
 from .graph import Graph
 
 
@@ -58,6 +63,16 @@ class Batch:
         return f"Batch({', '.join(parts)})"
 
 
+def _rows_input(rows: Any) -> Any:
+    """Features or labels for the native loader: a ``volley.Feature``'s store as it is (tiered,
+    shared or mapped), any other array zero-copy."""
+    if rows is None:
+        return None
+    if isinstance(rows, Feature):
+        return rows._native()
+    return _tensor.to_input(rows)
+
+
 def _pyg_data_class() -> Optional[type]:
     try:
         from torch_geometric.data import Data
@@ -90,7 +105,8 @@ class NeighborLoader:
 
     Args:
         data: a PyG ``Data`` (``edge_index``, optional ``x``, ``y``, ``edge_weight``) or a
-            ``volley.Dataset``.
+            ``volley.Dataset``. ``x`` and ``y`` may be ``volley.Feature`` stores (tiered, shared
+            or memory-mapped); rows are gathered from them in C++.
         num_neighbors: fanout per hop, innermost first; ``-1`` takes all neighbors.
         batch_size: seeds per batch.
         input_nodes: seed ids (tensor/array/list), a boolean mask over nodes, or None for all.
@@ -100,11 +116,24 @@ class NeighborLoader:
             ``torch.manual_seed`` makes runs repeatable) or numpy when torch is absent.
         replace: sample with replacement.
         weighted: sample proportionally to edge weights (``data.edge_weight``).
-        drop_last: drop the last incomplete batch.
+        drop_last: drop the last incomplete batch. With several ranks it also drops the
+            ``len(input_nodes) % world_size`` input nodes left over by the even split (without
+            it, the split is padded instead; see ``rank``).
         prefetch: batches prepared ahead of the consumer; default 2 × workers.
         copy: hand out copies instead of views of the pipeline's batch memory. Views are safe
             (the memory is never reused while referenced), so this is rarely needed.
         transform: optional callable applied to each batch.
+        rank, world_size: this process's share of the input nodes in data-parallel training.
+            Default: ``torch.distributed``'s rank and world size when a process group is
+            initialised, else a single process (0, 1). With ``world_size > 1`` every epoch
+            shuffles the whole input list with the epoch's seed (the same on every rank; no
+            shuffle with ``shuffle=False``), pads it by repeating its first nodes to a multiple
+            of ``world_size`` (``DistributedSampler``'s default; with ``drop_last`` the tail is
+            dropped instead) and gives rank r the positions r, r + world_size, ... — so ranks
+            are disjoint up to the at most ``world_size - 1`` padded nodes, all have the same
+            number of batches (DDP never waits for a missing batch), and together cover every
+            input node each epoch. Sampling randomness differs per rank and per epoch and is
+            reproducible from ``seed``. ``input_id`` still indexes the full ``input_nodes``.
 
     Each batch is a PyG ``Data`` when PyG is importable, else a ``volley.loader.Batch``; both
     carry ``x``, ``y``, ``edge_index``, ``n_id``, ``e_id``, ``input_id``, ``batch_size``,
@@ -132,6 +161,8 @@ class NeighborLoader:
         copy: bool = False,
         transform: Optional[Callable[[Any], Any]] = None,
         feature_dtype: str = "float32",
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
         _on_batch_start: Optional[Callable[[int], None]] = None,
     ):
         graph, x, y = self._unpack(data, weighted)
@@ -147,22 +178,79 @@ class NeighborLoader:
         self.input_nodes = _as_input_nodes(input_nodes, graph.num_nodes)
         self._epoch = 0
         self._data_class = _pyg_data_class()
-        self._native = _NativeLoader(
-            graph._csr,
-            None if x is None else _tensor.to_input(x),
-            None if y is None else _tensor.to_input(y),
-            self.input_nodes,
-            self.num_neighbors,
+        self.rank, self.world_size = _rank_and_world_size(rank, world_size)
+        self.drop_last = bool(drop_last)
+        rows = (graph._csr, _rows_input(x), _rows_input(y))
+        options = dict(
             batch_size=self.batch_size,
-            shuffle=self.shuffle,
-            drop_last=bool(drop_last),
+            drop_last=self.drop_last,
             num_threads=self.num_workers,
             prefetch=int(prefetch or 0),
-            seed=self.seed,
             replace=bool(replace),
             weighted=bool(weighted),
             feature_dtype=feature_dtype,
             on_batch_start=_on_batch_start,
+        )
+        if self.world_size == 1:
+            self._native = _NativeLoader(
+                *rows,
+                self.input_nodes,
+                self.num_neighbors,
+                shuffle=self.shuffle,
+                seed=self.seed,
+                **options,
+            )
+            return
+        # Several ranks: a native loader per epoch over this rank's share, in the order the
+        # shared epoch shuffle gave it (so the native loader does not shuffle again), sampling
+        # with a seed of its own for the rank (the native loader mixes in the epoch).
+        inputs = self.input_nodes
+        if inputs is None:
+            inputs = np.arange(graph.num_nodes, dtype=np.int64)
+        self._all_inputs = inputs
+        count = len(inputs)
+        self._per_rank = count // self.world_size if self.drop_last else -(-count // self.world_size)
+        if self._per_rank == 0:
+            raise ValueError(
+                f"{count} input nodes cannot be split over {self.world_size} ranks"
+                + (" with drop_last" if self.drop_last and count else "")
+            )
+        self._rows, self._options = rows, options
+        self._rank_seed = _mix_seed(self.seed, self.rank)
+        self._native_epoch = -1
+        self._positions = self.rank_positions(0)
+        self._native = self._native_for(self._positions)
+
+    def rank_positions(self, epoch: int) -> np.ndarray:
+        """Positions in ``input_nodes`` that this rank takes in ``epoch`` (int64, in batch order).
+
+        The same on every rank for a given ``seed`` and epoch up to the rank: the ranks' position
+        lists are disjoint except for padding, equally long, and cover every input node.
+        """
+        if self.world_size == 1:
+            count = self.graph.num_nodes if self.input_nodes is None else len(self.input_nodes)
+            return np.arange(count, dtype=np.int64)
+        count = len(self._all_inputs)
+        if self.shuffle:
+            key = [self.seed & 0xFFFFFFFFFFFFFFFF, int(epoch)]
+            order = np.random.default_rng(key).permutation(count)
+        else:
+            order = np.arange(count, dtype=np.int64)
+        total = self._per_rank * self.world_size
+        order = np.resize(order, total)  # pads by repeating from the start, or drops the tail
+        return np.ascontiguousarray(order[self.rank :: self.world_size], dtype=np.int64)
+
+    def _native_for(self, positions: np.ndarray) -> Any:
+        graph, x, y = self._rows
+        return _NativeLoader(
+            graph,
+            x,
+            y,
+            self._all_inputs[positions],
+            self.num_neighbors,
+            shuffle=False,
+            seed=self._rank_seed,
+            **self._options,
         )
 
     @staticmethod
@@ -194,12 +282,25 @@ class NeighborLoader:
     def __len__(self) -> int:
         return self._native.num_batches
 
+    def set_epoch(self, epoch: int) -> None:
+        """Sets the epoch the next iteration runs (``DistributedSampler.set_epoch``); iterating
+        also advances it by one, so calling this is optional."""
+        self._epoch = int(epoch)
+
     def __iter__(self) -> Iterator[Any]:
+        positions = None
+        if self.world_size > 1:
+            if self._native_epoch != self._epoch:
+                positions = self.rank_positions(self._epoch)
+                if self._native_epoch != -1 or not np.array_equal(positions, self._positions):
+                    self._native = self._native_for(positions)
+                self._positions, self._native_epoch = positions, self._epoch
+            positions = self._positions
         epoch = self._native.start_epoch(self._epoch)
         self._epoch += 1
-        return _EpochIterator(self, epoch)
+        return _EpochIterator(self, epoch, positions)
 
-    def _to_batch(self, raw: dict) -> Any:
+    def _to_batch(self, raw: dict, positions: Optional[np.ndarray] = None) -> Any:
         def out(key: str) -> Any:
             value = _tensor.to_output(raw[key])
             if value is not None and self.copy:
@@ -212,7 +313,9 @@ class NeighborLoader:
             edge_index=out("edge_index"),
             n_id=out("n_id"),
             e_id=out("e_id"),
-            input_id=out("input_id"),
+            input_id=out("input_id") if positions is None else _tensor.to_output(
+                positions[_tensor.to_numpy(raw["input_id"])]
+            ),
             batch_size=int(raw["batch_size"]),
             num_sampled_nodes=list(raw["num_sampled_nodes"]),
             num_sampled_edges=list(raw["num_sampled_edges"]),
@@ -230,14 +333,17 @@ class NeighborLoader:
     def __repr__(self) -> str:
         return (
             f"NeighborLoader(num_neighbors={self.num_neighbors}, batch_size={self.batch_size}, "
-            f"batches={len(self)}, shuffle={self.shuffle}, num_workers={self.num_workers})"
+            f"batches={len(self)}, shuffle={self.shuffle}, num_workers={self.num_workers}"
+            + (f", rank={self.rank}/{self.world_size}" if self.world_size > 1 else "")
+            + ")"
         )
 
 
 class _EpochIterator:
-    def __init__(self, loader: NeighborLoader, epoch: Any):
+    def __init__(self, loader: NeighborLoader, epoch: Any, positions: Optional[np.ndarray]):
         self._loader = loader
         self._epoch = epoch
+        self._positions = positions
 
     def __iter__(self) -> "_EpochIterator":
         return self
@@ -253,7 +359,7 @@ class _EpochIterator:
         if raw is None:
             self.close()
             raise StopIteration
-        return self._loader._to_batch(raw)
+        return self._loader._to_batch(raw, self._positions)
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -276,3 +382,28 @@ def _default_seed() -> int:
     if torch is not None:
         return int(torch.initial_seed()) & 0x7FFFFFFFFFFFFFFF
     return int(np.random.SeedSequence().entropy) & 0x7FFFFFFFFFFFFFFF
+
+
+def _rank_and_world_size(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
+    """(rank, world_size): as given, else from an initialised torch.distributed, else (0, 1)."""
+    if rank is None and world_size is None:
+        torch = _tensor.torch_module()
+        distributed = getattr(torch, "distributed", None) if torch is not None else None
+        if distributed is not None and distributed.is_available() and distributed.is_initialized():
+            return int(distributed.get_rank()), int(distributed.get_world_size())
+        return 0, 1
+    if rank is None or world_size is None:
+        raise ValueError("pass both rank and world_size, or neither (torch.distributed decides)")
+    rank, world_size = int(rank), int(world_size)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+    return rank, world_size
+
+
+def _mix_seed(seed: int, rank: int) -> int:
+    """A 63-bit seed for ``rank`` derived from ``seed`` (splitmix64), distinct per rank."""
+    mask = (1 << 64) - 1
+    z = (int(seed) * 0x9E3779B97F4A7C15 + (int(rank) + 1) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFF

@@ -16,7 +16,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _tensor
+from . import _share, _tensor
 from ._volley import sample_neighbors as _sample_neighbors
 from .graph import Graph
 
@@ -150,6 +150,27 @@ class NeighborSampler:
                 )
             )
         return sub.n_id, int(sub.num_sampled_nodes[0]), adjs[::-1]
+
+    def share_memory_(self) -> "NeighborSampler":
+        """Moves the graph into shared memory (``Graph.share_memory_``) and returns self.
+
+        Pickling the sampler sends its graph by handle plus its options (and its call count, so
+        the copy continues the same sequence of default batch indices); a child process then
+        samples exactly what this one would, from the same memory. Pickling shares the graph
+        first when it is not shared yet.
+        """
+        self.graph.share_memory_()
+        return self
+
+    def __reduce__(self) -> tuple:
+        options = dict(
+            sizes=list(self.sizes),
+            replace=self.replace,
+            weighted=self.weighted,
+            seed=self.seed,
+            calls=self._calls,
+        )
+        return _share.rebuild_sampler, (self.graph, options)
 
     def __repr__(self) -> str:
         return (

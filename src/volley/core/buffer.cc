@@ -6,9 +6,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "volley/core/error.h"
 #include "volley/core/internal/cuda_memory.h"
@@ -93,6 +95,39 @@ class SharedStorage final : public Storage {
   size_t mapped_bytes_;
 };
 
+// Memfd segment layout: a 64-byte header (magic, token, payload size), then the payload. The
+// kernel counts owners (descriptors and mappings), so the header only lets attach_shared check
+// that the descriptor it opened is the segment the handle names (a pid or descriptor number can
+// be reused by an unrelated file once its holder is gone).
+struct MemfdHeader {
+  uint64_t magic;
+  uint64_t token;
+  uint64_t payload_bytes;
+};
+constexpr uint64_t kMemfdMagic = 0x564f4c4c45594d46ULL;  // "VOLLEYMF"
+static_assert(sizeof(MemfdHeader) <= kSharedHeaderBytes);
+
+class MemfdStorage final : public Storage {
+ public:
+  MemfdStorage(int fd, void* mapping, size_t mapped_bytes, uint64_t token)
+      : Storage(static_cast<std::byte*>(mapping) + kSharedHeaderBytes,
+                mapped_bytes - kSharedHeaderBytes, Location::kSharedMemory),
+        fd_(fd),
+        mapping_(mapping),
+        mapped_bytes_(mapped_bytes) {
+    name = fmt::format("memfd:{}:{}:{}:{:x}", getpid(), fd, size, token);
+  }
+  ~MemfdStorage() override {
+    munmap(mapping_, mapped_bytes_);
+    close(fd_);
+  }
+
+ private:
+  int fd_;
+  void* mapping_;
+  size_t mapped_bytes_;
+};
+
 class MappedStorage final : public Storage {
  public:
   MappedStorage(void* mapping, size_t mapped_bytes, size_t skip, size_t length)
@@ -150,11 +185,52 @@ class FileDescriptor {
   ~FileDescriptor() {
     if (fd_ >= 0) close(fd_);
   }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
 };
+
+// The parts of a memfd handle "memfd:<pid>:<fd>:<bytes>:<token hex>".
+struct MemfdHandle {
+  long pid = 0;
+  int fd = -1;
+  size_t bytes = 0;
+  uint64_t token = 0;
+};
+
+MemfdHandle parse_memfd_handle(const std::string& name) {
+  MemfdHandle handle;
+  const char* cursor = name.data() + 6;  // past "memfd:"
+  const char* end = name.data() + name.size();
+  const auto field = [&](auto& value, int base) {
+    const auto [next, error] = std::from_chars(cursor, end, value, base);
+    const bool ok = error == std::errc() && next != cursor;
+    cursor = next;
+    return ok;
+  };
+  const auto colon = [&] { return cursor < end && *cursor++ == ':'; };
+  const bool ok = field(handle.pid, 10) && colon() && field(handle.fd, 10) && colon() &&
+                  field(handle.bytes, 10) && colon() && field(handle.token, 16) && cursor == end;
+  VOLLEY_REQUIRE(ok && handle.pid > 0 && handle.fd >= 0, ValueError,
+                 "'{}' is not a shared-memory handle (expected memfd:<pid>:<fd>:<bytes>:<token>)",
+                 name);
+  return handle;
+}
+
+uint64_t random_token() {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt =
+      (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  // splitmix64 of (salt + counter): distinct per segment, unpredictable across processes.
+  uint64_t z = salt + 0x9e3779b97f4a7c15ULL * (counter.fetch_add(1) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
 
 }  // namespace
 }  // namespace internal
@@ -207,7 +283,80 @@ Buffer Buffer::create_shared(size_t bytes, const std::string& name) {
   return buffer;
 }
 
+Buffer Buffer::create_shareable(size_t bytes) {
+  const int raw_fd = memfd_create("volley", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  VOLLEY_REQUIRE(raw_fd >= 0, IoError, "cannot create a shared-memory segment (memfd_create): {}",
+                 internal::errno_text(errno));
+  internal::FileDescriptor fd(raw_fd);
+  const size_t mapped_bytes = internal::kSharedHeaderBytes + bytes;
+  VOLLEY_REQUIRE(ftruncate(fd.get(), static_cast<off_t>(mapped_bytes)) == 0, IoError,
+                 "cannot size a shared-memory segment to {} bytes: {}", mapped_bytes,
+                 internal::errno_text(errno));
+  // Nobody may resize it later: a shrink would turn every reader's access into SIGBUS.
+  VOLLEY_REQUIRE(fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0,
+                 IoError, "cannot seal a shared-memory segment: {}", internal::errno_text(errno));
+  void* mapping = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  VOLLEY_REQUIRE(mapping != MAP_FAILED, IoError,
+                 "cannot map a shared-memory segment ({} bytes): {}", mapped_bytes,
+                 internal::errno_text(errno));
+  const uint64_t token = internal::random_token();
+  auto* header = new (mapping) internal::MemfdHeader{};
+  header->magic = internal::kMemfdMagic;
+  header->token = token;
+  header->payload_bytes = bytes;
+  Buffer buffer;
+  buffer.storage_ =
+      std::make_shared<internal::MemfdStorage>(fd.release(), mapping, mapped_bytes, token);
+  buffer.data_ = buffer.storage_->data;
+  buffer.size_ = bytes;
+  return buffer;
+}
+
+Buffer Buffer::attach_memfd(const std::string& name) {
+  using namespace internal;  // NOLINT(google-build-using-namespace): this file's helpers
+  const MemfdHandle handle = parse_memfd_handle(name);
+  const std::string path = fmt::format("/proc/{}/fd/{}", handle.pid, handle.fd);
+  FileDescriptor fd(open(path.c_str(), O_RDWR | O_CLOEXEC));
+  if (fd.get() < 0) {
+    const int error_number = errno;
+    throw IoError(fmt::format(
+        "cannot attach shared-memory segment '{}': {} ({}); the process holding the handle must "
+        "be alive, run as the same user, and still hold the buffer",
+        name,
+        error_number == ENOENT ? fmt::format("process {} is gone or no longer holds it", handle.pid)
+                               : fmt::format("cannot open {}", path),
+        errno_text(error_number)));
+  }
+  struct stat info {};
+  VOLLEY_REQUIRE(fstat(fd.get(), &info) == 0, IoError, "cannot stat shared-memory segment '{}': {}",
+                 name, errno_text(errno));
+  const size_t mapped_bytes = kSharedHeaderBytes + handle.bytes;
+  VOLLEY_REQUIRE(S_ISREG(info.st_mode) && static_cast<size_t>(info.st_size) == mapped_bytes,
+                 IoError,
+                 "shared-memory segment '{}' is gone: descriptor {} of process {} is now another "
+                 "file",
+                 name, handle.fd, handle.pid);
+  void* mapping = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  VOLLEY_REQUIRE(mapping != MAP_FAILED, IoError, "cannot map shared-memory segment '{}': {}", name,
+                 errno_text(errno));
+  const auto* header = static_cast<const MemfdHeader*>(mapping);
+  if (header->magic != kMemfdMagic || header->token != handle.token ||
+      header->payload_bytes != handle.bytes) {
+    munmap(mapping, mapped_bytes);
+    throw IoError(fmt::format(
+        "shared-memory segment '{}' is gone: descriptor {} of process {} is now another segment",
+        name, handle.fd, handle.pid));
+  }
+  Buffer buffer;
+  buffer.storage_ =
+      std::make_shared<MemfdStorage>(fd.release(), mapping, mapped_bytes, handle.token);
+  buffer.data_ = buffer.storage_->data;
+  buffer.size_ = handle.bytes;
+  return buffer;
+}
+
 Buffer Buffer::attach_shared(const std::string& name) {
+  if (name.rfind("memfd:", 0) == 0) return attach_memfd(name);
   internal::FileDescriptor fd(shm_open(name.c_str(), O_RDWR, 0600));
   VOLLEY_REQUIRE(fd.get() >= 0, IoError, "cannot attach shared-memory segment '{}': {}", name,
                  internal::errno_text(errno));
@@ -315,6 +464,10 @@ int Buffer::device() const { return storage_ ? storage_->device : -1; }
 bool Buffer::writable() const { return storage_ ? storage_->writable : true; }
 
 bool Buffer::host_accessible() const { return location() != Location::kCuda; }
+
+size_t Buffer::offset() const {
+  return storage_ && storage_->data != nullptr ? static_cast<size_t>(data_ - storage_->data) : 0;
+}
 
 const std::string& Buffer::shared_name() const {
   static const std::string kEmpty;

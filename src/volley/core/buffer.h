@@ -3,8 +3,12 @@
 // A Buffer is a cheap, copyable handle (shared ownership) to a block of bytes in one of these
 // locations:
 //   kHost          pageable heap memory, 64-byte aligned;
-//   kSharedMemory  a POSIX shared-memory segment (/dev/shm) with a name that another process can
-//                  attach to; the segment is unlinked when the last owner in any process lets go;
+//   kSharedMemory  memory another process can attach to by name, either
+//                  - an anonymous memfd segment (create_shareable; preferred): no name in
+//                    /dev/shm at all, so nothing can leak even when every process holding it is
+//                    killed — the kernel frees it with the last descriptor and mapping; or
+//                  - a POSIX shared-memory segment (create_shared) in /dev/shm, unlinked when the
+//                    last owner in any process lets go (leaks if every owner is killed);
 //   kMappedFile    a memory map of a file region (never copied into RAM up front); reported
 //                  read-only; pages are private copy-on-write, so the file is never modified;
 //   kPinnedHost    page-locked host memory a GPU reads directly (CUDA builds only);
@@ -15,6 +19,8 @@
 //   Buffer a = Buffer::allocate(1 << 20);
 //   Buffer s = Buffer::create_shared(1 << 20);         // s.shared_name() == "/volley-..."
 //   Buffer t = Buffer::attach_shared(s.shared_name());  // in another process: same bytes
+//   Buffer m = Buffer::create_shareable(1 << 20);      // m.shared_name() == "memfd:<pid>:..."
+//   Buffer u = Buffer::attach_shared(m.shared_name());  // another process of the same user
 //
 // Thread safety: handles may be copied and destroyed concurrently; the bytes themselves are not
 // synchronised. Errors: IoError for failing system calls (with errno text), ValueError for bad
@@ -48,7 +54,19 @@ class Buffer {
   // A new shared-memory segment of `bytes` (zero-filled). `name` must start with '/' and contain
   // no other '/'; empty picks a unique "/volley-<pid>-<n>-<random>".
   static Buffer create_shared(size_t bytes, const std::string& name = "");
-  // Attaches to a segment made by create_shared (in this or another process) while it is alive.
+  // A new anonymous shared segment of `bytes` (zero-filled, pages committed on first touch),
+  // backed by memfd_create: nothing appears in /dev/shm, and the memory is freed when the last
+  // process holding a descriptor or mapping lets go — normal exit, exception or kill -9 alike.
+  // shared_name() is a handle "memfd:<pid>:<fd>:<bytes>:<token>" naming this process's
+  // descriptor; attach_shared() opens it through /proc/<pid>/fd/<fd>, which works from any
+  // process of the same user while process <pid> still holds the buffer.
+  static Buffer create_shareable(size_t bytes);
+  // Attaches to a segment made by create_shared or create_shareable (in this or another process)
+  // while it is alive; `name` is the creator's shared_name(). A buffer attached to a memfd handle
+  // keeps its own descriptor, and its shared_name() names the attaching process, so it can be
+  // handed on after the creator is gone. Throws IoError naming the handle when the segment is
+  // gone (for memfd: the process that held the handle exited), is not a Volley segment, or
+  // cannot be mapped; ValueError for a malformed memfd handle.
   static Buffer attach_shared(const std::string& name);
   // Maps `length` bytes of `path` from `offset` read-only (length == npos: to the end of file).
   static Buffer map_file(const std::string& path, size_t offset = 0, size_t length = npos);
@@ -73,8 +91,12 @@ class Buffer {
   bool writable() const;
   // Whether the CPU can dereference data() (false only for kCuda).
   bool host_accessible() const;
-  // Name of the shared-memory segment ("" unless kSharedMemory).
+  // Name of the shared-memory segment ("" unless kSharedMemory): a /dev/shm name ("/volley-...")
+  // or a memfd handle ("memfd:..."); either one is what attach_shared() takes.
   const std::string& shared_name() const;
+  // Byte offset of data() from the start of the underlying allocation (non-zero for slices):
+  // with shared_name(), it locates a view inside a shared segment.
+  size_t offset() const;
 
   // How many Buffer handles (views included) share these bytes; 0 for an empty buffer. A pool
   // may recycle a buffer whose count shows it holds the only handle.
@@ -84,6 +106,8 @@ class Buffer {
   Buffer slice(size_t offset, size_t length) const;
 
  private:
+  static Buffer attach_memfd(const std::string& name);
+
   std::shared_ptr<internal::Storage> storage_;
   std::byte* data_ = nullptr;
   size_t size_ = 0;

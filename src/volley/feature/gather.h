@@ -2,12 +2,16 @@
 //
 //   gather_rows(features, ids, DType::kFloat32, out);   // out[i, :] = float(features[ids[i], :])
 //
+// The low-level kernel under FeatureStore (feature_store.h), for a table held in one Array.
 // `table` is [N, D] (or [N], treated as D = 1), host-accessible, any dtype. `out` is host memory
 // for ids.size() × D elements of `out_dtype`. Conversions: same dtype (a plain copy), any
 // integer or float dtype → float32 (exact for uint8/int8/int16/float16/bfloat16), any integer →
-// int64. Throws IndexError naming the first out-of-range id and its position (nothing is read
-// out of bounds), ValueError for an unsupported conversion. Single-threaded: callers parallelise
-// across batches (the loader) or across chunks of ids (gather_rows_parallel).
+// int64, float32 → float16 / bfloat16 (round to nearest even, as numpy and torch); signaling
+// NaNs may come out quieted, payload and sign kept (the hardware conversion does so). Throws
+// IndexError naming the first out-of-range id and its position (nothing is read out of bounds),
+// ValueError for an unsupported conversion. gather_rows runs on the calling thread: callers
+// parallelise across batches (the loader) or across chunks of ids (gather_rows_parallel).
+// Outputs of 8 MiB or more are written with non-temporal stores (see cpu/gather_kernel.h).
 #pragma once
 
 #include <cstdint>

@@ -5,15 +5,18 @@
 #include <thread>
 
 #include "volley/core/philox.h"
-#include "volley/feature/gather.h"
+#include "volley/feature/gather.h"  // gather_supports
 
 namespace volley {
 
 struct NeighborLoader::Shared {
   Csr graph;
-  std::optional<Array> features;
-  std::optional<Array> labels;
+  std::optional<FeatureStore> features;
+  std::optional<FeatureStore> labels;
   Array input_nodes;
+  // Recycled batch feature buffers, shared by every epoch of the loader.
+  mutable std::mutex pool_mutex;
+  mutable std::vector<Buffer> pool;
 };
 
 namespace {
@@ -45,8 +48,8 @@ Array seeded_permutation(int64_t n, uint64_t seed) {
   return permutation;
 }
 
-NeighborLoader::NeighborLoader(Csr graph, std::optional<Array> features,
-                               std::optional<Array> labels, std::optional<Array> input_nodes,
+NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
+                               std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                                LoaderOptions options)
     : options_(std::move(options)) {
   VOLLEY_REQUIRE(options_.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
@@ -58,14 +61,15 @@ NeighborLoader::NeighborLoader(Csr graph, std::optional<Array> features,
   validate_sampler_options(graph, options_.sampler);
   const int64_t n = graph.num_nodes();
   if (features) {
-    VOLLEY_REQUIRE(features->ndim() == 2 && features->dim(0) == n, ValueError,
-                   "features must be [num_nodes = {}, D], got {}", n, features->describe());
+    VOLLEY_REQUIRE(features->defined() && features->ndim() == 2 && features->num_rows() == n,
+                   ValueError, "features must be [num_nodes = {}, D], got {}", n,
+                   features->describe());
     VOLLEY_REQUIRE(gather_supports(features->dtype(), options_.feature_dtype), ValueError,
                    "features of dtype {} cannot be delivered as {}", dtype_name(features->dtype()),
                    dtype_name(options_.feature_dtype));
   }
   if (labels) {
-    VOLLEY_REQUIRE(labels->ndim() == 1 && labels->dim(0) == n &&
+    VOLLEY_REQUIRE(labels->defined() && labels->ndim() == 1 && labels->num_rows() == n &&
                        (is_integer(labels->dtype()) || labels->dtype() == DType::kBool),
                    ValueError, "labels must be an integer array [num_nodes = {}], got {}", n,
                    labels->describe());
@@ -188,11 +192,12 @@ void Epoch::worker_loop() {
 
 Buffer Epoch::acquire_feature_buffer(size_t bytes) {
   const size_t capacity = 2 * workers_.size() + static_cast<size_t>(options_.prefetch) + 2;
-  std::lock_guard lock(pool_mutex_);
+  std::lock_guard lock(shared_->pool_mutex);
+  std::vector<Buffer>& pool = shared_->pool;
   // The smallest free buffer that fits; failing that, replace a free one that is too small.
   Buffer* best = nullptr;
   Buffer* free_small = nullptr;
-  for (Buffer& buffer : pool_) {
+  for (Buffer& buffer : pool) {
     if (buffer.use_count() != 1) continue;  // a batch (or a user's tensor) still holds it
     if (buffer.size() >= bytes) {
       if (best == nullptr || buffer.size() < best->size()) best = &buffer;
@@ -201,11 +206,11 @@ Buffer Epoch::acquire_feature_buffer(size_t bytes) {
     }
   }
   if (best != nullptr) return best->slice(0, bytes);
-  Buffer fresh = Buffer::allocate(bytes + bytes / 4);  // headroom: batch sizes vary
+  Buffer fresh = allocate_gather_buffer(bytes + bytes / 4);  // headroom: batch sizes vary
   if (free_small != nullptr) {
     *free_small = fresh;
-  } else if (pool_.size() < capacity) {
-    pool_.push_back(fresh);
+  } else if (pool.size() < capacity) {
+    pool.push_back(fresh);
   }
   return fresh.slice(0, bytes);
 }
@@ -245,15 +250,22 @@ Batch Epoch::make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph&
   batch.edges_per_hop = subgraph.edges_per_hop;
   const std::span<const int64_t> nodes(subgraph.nodes);
   if (shared_->features) {
-    const int64_t width = shared_->features->dim(1);
+    // Batch-level parallelism: each worker gathers its own batch on its own thread.
+    const int64_t width = shared_->features->width();
     const size_t bytes =
         static_cast<size_t>(num_nodes * width) * dtype_size(options_.feature_dtype);
     batch.x = Array(acquire_feature_buffer(bytes), options_.feature_dtype, {num_nodes, width});
-    gather_rows(*shared_->features, nodes, options_.feature_dtype, batch.x.raw_data());
+    GatherOptions gather;
+    gather.out_dtype = options_.feature_dtype;
+    gather.threads = 1;
+    shared_->features->gather(nodes, batch.x.raw_data(), gather);
   }
   if (shared_->labels) {
     batch.y = Array::empty(DType::kInt64, {num_nodes});
-    gather_rows(*shared_->labels, nodes, DType::kInt64, batch.y.raw_data());
+    GatherOptions gather;
+    gather.out_dtype = DType::kInt64;
+    gather.threads = 1;
+    shared_->labels->gather(nodes, batch.y.raw_data(), gather);
   }
   return batch;
 }

@@ -15,8 +15,8 @@
 // Determinism: batch b of epoch e is a pure function of (inputs, options, e, b): the shuffle is
 // keyed by (seed, e) and sampling by (mix(seed, e), b), whatever the thread count.
 // Memory: each batch owns its arrays (shared, reference-counted Buffers). The pipeline recycles
-// a batch's memory for a later batch only once nobody else holds it, so arrays handed out stay
-// valid as long as they are referenced.
+// a batch's feature memory for a later batch (of this or a later epoch) only once nobody else
+// holds it, so arrays handed out stay valid as long as they are referenced.
 // Failure: an exception in a worker (e.g. a bad id) is rethrown by next() for the batch where it
 // happened, after which the epoch is finished. Destroying the epoch (or stop()) early stops the
 // workers and joins them; a worker mid-batch finishes that batch first.
@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "volley/core/array.h"
+#include "volley/feature/feature_store.h"
 #include "volley/graph/csr.h"
 #include "volley/sampling/neighbor_sampler.h"
 
@@ -74,10 +75,13 @@ class Epoch;
 class NeighborLoader {
  public:
   // `features` [N, D] and `labels` [N] (int64 or any integer dtype) are optional and must have
-  // N = graph.num_nodes() rows. `input_nodes` (int64) lists the seed nodes; empty means all
-  // nodes. Throws ValueError / IndexError for inconsistent arguments, naming them.
-  NeighborLoader(Csr graph, std::optional<Array> features, std::optional<Array> labels,
-                 std::optional<Array> input_nodes, LoaderOptions options);
+  // N = graph.num_nodes() rows; each is a FeatureStore (tiered, shared, mapped) or an Array,
+  // which converts to a single-tier store without a copy. `input_nodes` (int64) lists the seed
+  // nodes; empty means all nodes. Throws ValueError / IndexError for inconsistent arguments,
+  // naming them.
+  NeighborLoader(Csr graph, std::optional<FeatureStore> features,
+                 std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
+                 LoaderOptions options);
 
   int64_t num_batches() const;
   int64_t num_inputs() const { return input_nodes_.numel(); }
@@ -128,10 +132,9 @@ class Epoch {
   std::map<int64_t, Batch> ready_;
   std::map<int64_t, std::exception_ptr> failed_;
   // Feature buffers of delivered batches, recycled once no one else holds them (large batches
-  // would otherwise pay for fresh pages — faults and zeroing — every time).
+  // would otherwise pay for fresh pages — faults and zeroing — every time). The pool belongs to
+  // the loader, so later epochs reuse the buffers of earlier ones.
   Buffer acquire_feature_buffer(size_t bytes);
-  std::mutex pool_mutex_;
-  std::vector<Buffer> pool_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

@@ -1,0 +1,242 @@
+// python/src/bind_feature.cc — FeatureStore and hotness orders (python/volley/feature.py wraps
+// them as volley.Feature).
+//
+// Inputs are borrowed zero-copy (the store keeps the Python object alive); gathered rows come
+// back as new arrays, or are written into a caller's writable C-contiguous CPU array (`out=`).
+// Every gather and build runs without the GIL.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "volley/feature/feature_store.h"
+#include "volley/feature/hotness.h"
+#include "volley/graph/dataset.h"
+
+namespace volley::python {
+namespace {
+
+using OutputArray = nb::ndarray<nb::c_contig>;
+
+Array ids_array(const InputArray& ids) {
+  Array array = array_from_python(ids, "ids");
+  VOLLEY_REQUIRE(array.ndim() == 1 && array.dtype() == DType::kInt64, ValueError,
+                 "ids must be a 1-d int64 array, got {}", array.describe());
+  VOLLEY_REQUIRE(array.buffer().host_accessible(), ValueError,
+                 "ids must be in host memory for the CPU gather, got {} memory",
+                 location_name(array.buffer().location()));
+  return array;
+}
+
+// Whether a DLPack dtype is `dtype`.
+bool same_dtype(nb::dlpack::dtype given, DType dtype) {
+  using Code = nb::dlpack::dtype_code;
+  const auto code = static_cast<Code>(given.code);
+  if (given.lanes != 1 || given.bits != dtype_size(dtype) * 8) return false;
+  switch (dtype) {
+    case DType::kBool:
+      return code == Code::Bool;
+    case DType::kUInt8:
+      return code == Code::UInt;
+    case DType::kInt8:
+    case DType::kInt16:
+    case DType::kInt32:
+    case DType::kInt64:
+      return code == Code::Int;
+    case DType::kFloat16:
+    case DType::kFloat32:
+    case DType::kFloat64:
+      return code == Code::Float;
+    case DType::kBFloat16:
+      return code == Code::Bfloat;
+  }
+  return false;
+}
+
+Location parse_location(const std::string& name) {
+  if (name == "host") return Location::kHost;
+  if (name == "shared" || name == "shared_memory") return Location::kSharedMemory;
+  throw ValueError(
+      fmt::format("a cache tier lives in \"host\" or \"shared\" memory, got \"{}\"", name));
+}
+
+FeatureStoreOptions store_options(const std::vector<std::pair<std::string, int64_t>>& tiers,
+                                  const std::optional<InputArray>& hot_order) {
+  FeatureStoreOptions options;
+  for (const auto& [location, budget] : tiers) {
+    options.tiers.push_back(
+        {.location = parse_location(location),
+         .byte_budget = budget < 0 ? Buffer::npos : static_cast<size_t>(budget)});
+  }
+  options.hot_order = array_from_python(hot_order, "hot_order");
+  return options;
+}
+
+}  // namespace
+
+void bind_feature(nb::module_& m) {
+  nb::class_<FeatureStore>(m, "FeatureStore",
+                           "Rows of a matrix (or vector) in tiers, gathered by id (see "
+                           "src/volley/feature/feature_store.h).")
+      .def(
+          "__init__",
+          [](FeatureStore* self, const InputArray& matrix) {
+            Array array = array_from_python(matrix, "features");
+            new (self) FeatureStore(std::move(array));
+          },
+          nb::arg("matrix"), "One tier over the array as it is (zero-copy).")
+      .def_static(
+          "build",
+          [](const InputArray& matrix, const std::vector<std::pair<std::string, int64_t>>& tiers,
+             const std::optional<InputArray>& hot_order) {
+            Array array = array_from_python(matrix, "features");
+            FeatureStoreOptions options = store_options(tiers, hot_order);
+            nb::gil_scoped_release release;
+            return FeatureStore::build(array, options);
+          },
+          nb::arg("matrix"), nb::arg("tiers"), nb::arg("hot_order").none() = nb::none(),
+          "Hottest rows into cache tiers [(location, byte_budget or -1), ...]; the rest stay in "
+          "`matrix`.")
+      .def_static(
+          "from_npy",
+          [](const std::string& path, const std::vector<std::pair<std::string, int64_t>>& tiers,
+             const std::optional<InputArray>& hot_order) {
+            FeatureStoreOptions options = store_options(tiers, hot_order);
+            nb::gil_scoped_release release;
+            return FeatureStore::from_npy(path, options);
+          },
+          nb::arg("path"), nb::arg("tiers") = std::vector<std::pair<std::string, int64_t>>(),
+          nb::arg("hot_order").none() = nb::none(),
+          "Maps an .npy file read-only (nothing read up front), optionally with cache tiers.")
+      .def_static(
+          "create_shared",
+          [](const InputArray& matrix, const std::string& name) {
+            Array array = array_from_python(matrix, "features");
+            nb::gil_scoped_release release;
+            return FeatureStore::create_shared(array, name);
+          },
+          nb::arg("matrix"), nb::arg("name") = "",
+          "Copies the matrix into a new shared-memory segment other processes can attach to.")
+      .def_static("attach_shared", &FeatureStore::attach_shared, nb::arg("name"),
+                  nb::call_guard<nb::gil_scoped_release>(),
+                  "Attaches to a segment made by create_shared (any process).")
+      .def_prop_ro("num_rows", &FeatureStore::num_rows)
+      .def_prop_ro("width", &FeatureStore::width)
+      .def_prop_ro("ndim", &FeatureStore::ndim)
+      .def_prop_ro("dtype",
+                   [](const FeatureStore& store) { return std::string(dtype_name(store.dtype())); })
+      .def_prop_ro("has_lookup", &FeatureStore::has_lookup)
+      .def_prop_ro("shared_name", &FeatureStore::shared_name)
+      .def_prop_ro(
+          "tiers",
+          [](const FeatureStore& store) {
+            nb::list tiers;
+            for (const Tier& tier : store.tiers()) {
+              nb::dict entry;
+              entry["location"] = std::string(location_name(tier.location()));
+              entry["rows"] = tier.num_slots();
+              entry["nbytes"] = tier.nbytes();
+              entry["shared_name"] = tier.rows().buffer().shared_name();
+              tiers.append(entry);
+            }
+            return tiers;
+          },
+          "One dict per tier, fastest first: location, rows, nbytes, shared_name.")
+      .def(
+          "locate",
+          [](const FeatureStore& store, int64_t id) {
+            const RowLocation where = store.locate(id);
+            return std::make_pair(where.tier, where.slot);
+          },
+          nb::arg("id"), "(tier, slot) of row `id`.")
+      .def(
+          "gather",
+          [](const FeatureStore& store, const InputArray& ids,
+             const std::optional<std::string>& dtype, std::optional<OutputArray> out,
+             int threads) -> nb::object {
+            const Array id_array = ids_array(ids);
+            GatherOptions options;
+            if (dtype) options.out_dtype = dtype_from_name(*dtype);
+            options.threads = threads;
+            const DType out_dtype = options.out_dtype.value_or(store.dtype());
+            if (!out) {
+              Array result;
+              {
+                nb::gil_scoped_release release;
+                result = store.gather(id_array.span<int64_t>(), options);
+              }
+              return array_to_python(result);
+            }
+            const size_t expected =
+                static_cast<size_t>(id_array.numel()) * static_cast<size_t>(store.width());
+            VOLLEY_REQUIRE(out->device_type() == nb::device::cpu::value, ValueError,
+                           "out must be a CPU array");
+            VOLLEY_REQUIRE(
+                same_dtype(out->dtype(), out_dtype) && out->size() == expected, ValueError,
+                "out must be a contiguous {} array of {} elements ({} ids × {} "
+                "columns), got {} elements of another shape or dtype",
+                dtype_name(out_dtype), expected, id_array.numel(), store.width(), out->size());
+            auto* destination = static_cast<std::byte*>(out->data());
+            {
+              nb::gil_scoped_release release;
+              store.gather(id_array.span<int64_t>(), destination, options);
+            }
+            return nb::none();
+          },
+          nb::arg("ids"), nb::arg("dtype").none() = nb::none(), nb::arg("out").none() = nb::none(),
+          nb::arg("threads") = 0,
+          "Rows `ids` (int64) as a new array [n, D] (or [n]), or written into `out` (returns "
+          "None). `dtype` converts on the way; threads=1 gathers on the calling thread.")
+      .def("__repr__", [](const FeatureStore& store) {
+        return "<volley FeatureStore " + store.describe() + ">";
+      });
+
+  m.def(
+      "dataset_store",
+      [](const Dataset& dataset, const std::string& field) -> std::optional<FeatureStore> {
+        VOLLEY_REQUIRE(field == "features" || field == "labels", ValueError,
+                       "dataset_store field must be \"features\" or \"labels\", got \"{}\"", field);
+        const std::optional<Array>& array = field == "features" ? dataset.features : dataset.labels;
+        if (!array) return std::nullopt;
+        return FeatureStore(*array);
+      },
+      nb::arg("dataset"), nb::arg("field"),
+      "A store over a dataset's features or labels as they are (a mapped dataset stays mapped).");
+
+  m.def(
+      "hotness_by_degree",
+      [](const Csr& graph) {
+        Array order;
+        {
+          nb::gil_scoped_release release;
+          order = hotness_by_degree(graph);
+        }
+        return array_to_python(order);
+      },
+      nb::arg("graph"), "Rows by in-degree, highest first (int64 [N]).");
+  m.def(
+      "hotness_by_sampling",
+      [](const Csr& graph, const InputArray& seeds, std::vector<int64_t> fanouts,
+         int64_t batch_size, int64_t max_batches, bool replace, bool weighted, uint64_t seed) {
+        const Array seed_array = ids_array(seeds);
+        Array order;
+        {
+          nb::gil_scoped_release release;
+          order = hotness_by_sampling(graph, seed_array.span<int64_t>(),
+                                      {std::move(fanouts), replace, weighted, seed}, batch_size,
+                                      max_batches);
+        }
+        return array_to_python(order);
+      },
+      nb::arg("graph"), nb::arg("seeds"), nb::arg("fanouts"), nb::arg("batch_size"),
+      nb::arg("max_batches") = 0, nb::arg("replace") = false, nb::arg("weighted") = false,
+      nb::arg("seed") = 0,
+      "Rows by how many batches of a simulated epoch sample them, most first (int64 [N]).");
+}
+
+}  // namespace volley::python

@@ -1,0 +1,265 @@
+// python/src/bind_share.cc — moving graphs, datasets and feature stores into shared memory, and
+// rebuilding them in another process from handles (python/volley/_share.py drives these).
+//
+// Sharing copies each array that is not yet in shared memory into its own anonymous memfd
+// segment (Buffer::create_shareable: nothing in /dev/shm, nothing to leak after kill -9); arrays
+// already in shared memory — memfd or /dev/shm — are kept as they are, so sharing is idempotent.
+// A handle to one shared array is a tuple (segment, offset, dtype, shape): the segment's
+// shared_name() in this process, the byte offset of the array in it, the dtype name and the
+// shape. Rebuilding from handles attaches the segments: zero-copy.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "bindings.h"
+#include "volley/feature/feature_store.h"
+#include "volley/graph/csr.h"
+#include "volley/graph/dataset.h"
+
+namespace volley::python {
+
+namespace {
+
+bool is_shared(const Array& array) {
+  return array.buffer().location() == Location::kSharedMemory &&
+         !array.buffer().shared_name().empty();
+}
+
+// `array` in shared memory: itself when it already is, else a copy in a new memfd segment.
+Array share_array(const Array& array, std::string_view what) {
+  if (!array.defined() || is_shared(array)) return array;
+  VOLLEY_REQUIRE(array.buffer().host_accessible(), ValueError,
+                 "{} ({}) lives on a CUDA device: only host arrays can move to shared memory", what,
+                 array.describe());
+  Buffer buffer = Buffer::create_shareable(array.nbytes());
+  if (array.nbytes() > 0) std::memcpy(buffer.data(), array.raw_data(), array.nbytes());
+  return Array(std::move(buffer), array.dtype(), array.shape());
+}
+
+std::optional<Array> share_array(const std::optional<Array>& array, std::string_view what) {
+  if (!array) return std::nullopt;
+  return share_array(*array, what);
+}
+
+nb::object handle_of(const Array& array, std::string_view what) {
+  VOLLEY_REQUIRE(is_shared(array), ValueError,
+                 "{} ({}) is not in shared memory: call share_memory_() first", what,
+                 array.describe());
+  nb::list shape;
+  for (int64_t size : array.shape()) shape.append(size);
+  return nb::make_tuple(array.buffer().shared_name(), array.buffer().offset(),
+                        std::string(dtype_name(array.dtype())), nb::tuple(shape));
+}
+
+nb::object handle_of(const std::optional<Array>& array, std::string_view what) {
+  return array ? handle_of(*array, what) : nb::none();
+}
+
+// The parts of a handle, read with the GIL held; attach() then runs without it.
+struct ArrayHandle {
+  std::string segment;
+  size_t offset = 0;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+};
+
+ArrayHandle parse_handle(nb::handle handle, std::string_view what) {
+  VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(handle) && nb::len(handle) == 4, ValueError,
+                 "{}: a shared-array handle is a tuple (segment, offset, dtype, shape)", what);
+  ArrayHandle parsed;
+  parsed.segment = nb::cast<std::string>(handle[0]);
+  parsed.offset = nb::cast<size_t>(handle[1]);
+  parsed.dtype = dtype_from_name(nb::cast<std::string>(handle[2]));
+  for (nb::handle size : handle[3]) parsed.shape.push_back(nb::cast<int64_t>(size));
+  return parsed;
+}
+
+std::optional<ArrayHandle> parse_optional_handle(nb::handle handle, std::string_view what) {
+  if (handle.is_none()) return std::nullopt;
+  return parse_handle(handle, what);
+}
+
+Array attach(const ArrayHandle& handle) {
+  int64_t count = 1;
+  for (int64_t size : handle.shape) count *= size;
+  const size_t bytes = static_cast<size_t>(count) * dtype_size(handle.dtype);
+  Buffer segment = Buffer::attach_shared(handle.segment);
+  return Array(segment.slice(handle.offset, bytes), handle.dtype, handle.shape);
+}
+
+std::optional<Array> attach(const std::optional<ArrayHandle>& handle) {
+  if (!handle) return std::nullopt;
+  return attach(*handle);
+}
+
+// --- Csr ------------------------------------------------------------------------------------
+
+Csr share_csr(const Csr& csr) {
+  return Csr::from_arrays(share_array(csr.indptr(), "indptr"),
+                          share_array(csr.indices(), "indices"),
+                          share_array(csr.edge_ids(), "edge_ids"),
+                          share_array(csr.weights(), "weights"), csr.orientation(),
+                          /*validate=*/false);
+}
+
+bool csr_is_shared(const Csr& csr) {
+  return is_shared(csr.indptr()) && is_shared(csr.indices()) &&
+         (!csr.edge_ids() || is_shared(*csr.edge_ids())) &&
+         (!csr.weights() || is_shared(*csr.weights()));
+}
+
+nb::object csr_state(const Csr& csr) {
+  return nb::make_tuple(std::string(orientation_name(csr.orientation())),
+                        handle_of(csr.indptr(), "indptr"), handle_of(csr.indices(), "indices"),
+                        handle_of(csr.edge_ids(), "edge_ids"), handle_of(csr.weights(), "weights"));
+}
+
+struct CsrHandles {
+  Orientation orientation = Orientation::kIn;
+  ArrayHandle indptr;
+  ArrayHandle indices;
+  std::optional<ArrayHandle> edge_ids;
+  std::optional<ArrayHandle> weights;
+};
+
+CsrHandles parse_csr_state(nb::handle state) {
+  VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 5, ValueError,
+                 "a shared-graph state is a tuple of 5 entries");
+  CsrHandles handles;
+  const std::string orientation = nb::cast<std::string>(state[0]);
+  handles.orientation = orientation == "out" ? Orientation::kOut : Orientation::kIn;
+  handles.indptr = parse_handle(state[1], "indptr");
+  handles.indices = parse_handle(state[2], "indices");
+  handles.edge_ids = parse_optional_handle(state[3], "edge_ids");
+  handles.weights = parse_optional_handle(state[4], "weights");
+  return handles;
+}
+
+Csr attach_csr(const CsrHandles& handles) {
+  return Csr::from_arrays(attach(handles.indptr), attach(handles.indices), attach(handles.edge_ids),
+                          attach(handles.weights), handles.orientation, /*validate=*/false);
+}
+
+// --- Dataset --------------------------------------------------------------------------------
+
+Dataset share_dataset(const Dataset& dataset) {
+  Dataset shared = dataset;
+  shared.graph = share_csr(dataset.graph);
+  shared.features = share_array(dataset.features, "features");
+  shared.labels = share_array(dataset.labels, "labels");
+  shared.train_idx = share_array(dataset.train_idx, "train_idx");
+  shared.val_idx = share_array(dataset.val_idx, "val_idx");
+  shared.test_idx = share_array(dataset.test_idx, "test_idx");
+  return shared;
+}
+
+// --- FeatureStore ---------------------------------------------------------------------------
+
+bool store_is_shared(const FeatureStore& store) {
+  return store.tiers().size() == 1 && !store.has_lookup() && is_shared(store.tiers()[0].rows());
+}
+
+// One shared tier in id order. A tiered store (per-process cache tiers) is flattened: its rows
+// are gathered, in id order, straight into one new segment.
+FeatureStore share_store(const FeatureStore& store) {
+  VOLLEY_REQUIRE(store.defined(), ValueError, "an empty feature store cannot be shared");
+  if (store.tiers().size() == 1 && !store.has_lookup()) {
+    return FeatureStore(share_array(store.tiers()[0].rows(), "features"));
+  }
+  const int64_t rows = store.num_rows();
+  std::vector<int64_t> ids(static_cast<size_t>(rows));
+  std::iota(ids.begin(), ids.end(), int64_t{0});
+  std::vector<int64_t> shape = {rows};
+  if (store.ndim() == 2) shape.push_back(store.width());
+  Buffer buffer = Buffer::create_shareable(static_cast<size_t>(rows) * store.row_bytes());
+  store.gather(ids, buffer.data());
+  return FeatureStore(Array(std::move(buffer), store.dtype(), std::move(shape)));
+}
+
+nb::object store_state(const FeatureStore& store) {
+  VOLLEY_REQUIRE(store_is_shared(store), ValueError,
+                 "this feature store is not one shared tier: call share_memory_() first");
+  return handle_of(store.tiers()[0].rows(), "features");
+}
+
+}  // namespace
+
+void bind_share(nb::module_& m) {
+  m.def("share_csr", &share_csr, nb::arg("csr"), nb::call_guard<nb::gil_scoped_release>(),
+        "The graph with every array in shared memory (arrays already shared are kept).");
+  m.def("csr_is_shared", &csr_is_shared, nb::arg("csr"));
+  m.def("csr_state", &csr_state, nb::arg("csr"),
+        "Handles of a shared graph's arrays (ValueError when one is not shared).");
+  m.def(
+      "csr_from_state",
+      [](nb::handle state) {
+        CsrHandles handles = parse_csr_state(state);
+        nb::gil_scoped_release release;
+        return attach_csr(handles);
+      },
+      nb::arg("state"), "Attaches to a shared graph by its handles (zero-copy).");
+
+  m.def("share_dataset", &share_dataset, nb::arg("dataset"),
+        nb::call_guard<nb::gil_scoped_release>(),
+        "The dataset with every array in shared memory (arrays already shared are kept).");
+  m.def("dataset_is_shared", [](const Dataset& dataset) {
+    const auto shared = [](const std::optional<Array>& array) {
+      return !array || is_shared(*array);
+    };
+    return csr_is_shared(dataset.graph) && shared(dataset.features) && shared(dataset.labels) &&
+           shared(dataset.train_idx) && shared(dataset.val_idx) && shared(dataset.test_idx);
+  });
+  m.def(
+      "dataset_state",
+      [](const Dataset& dataset) {
+        return nb::make_tuple(
+            dataset.name, dataset.num_classes, csr_state(dataset.graph),
+            handle_of(dataset.features, "features"), handle_of(dataset.labels, "labels"),
+            handle_of(dataset.train_idx, "train_idx"), handle_of(dataset.val_idx, "val_idx"),
+            handle_of(dataset.test_idx, "test_idx"));
+      },
+      nb::arg("dataset"));
+  m.def(
+      "dataset_from_state",
+      [](nb::handle state) {
+        VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 8, ValueError,
+                       "a shared-dataset state is a tuple of 8 entries");
+        const std::string name = nb::cast<std::string>(state[0]);
+        const int64_t num_classes = nb::cast<int64_t>(state[1]);
+        CsrHandles graph = parse_csr_state(state[2]);
+        std::optional<ArrayHandle> fields[5];
+        const char* names[5] = {"features", "labels", "train_idx", "val_idx", "test_idx"};
+        for (int i = 0; i < 5; ++i) fields[i] = parse_optional_handle(state[3 + i], names[i]);
+        nb::gil_scoped_release release;
+        Dataset dataset;
+        dataset.name = name;
+        dataset.num_classes = num_classes;
+        dataset.graph = attach_csr(graph);
+        dataset.features = attach(fields[0]);
+        dataset.labels = attach(fields[1]);
+        dataset.train_idx = attach(fields[2]);
+        dataset.val_idx = attach(fields[3]);
+        dataset.test_idx = attach(fields[4]);
+        return dataset;
+      },
+      nb::arg("state"), "Attaches to a shared dataset by its handles (zero-copy).");
+
+  m.def("share_feature_store", &share_store, nb::arg("store"),
+        nb::call_guard<nb::gil_scoped_release>(),
+        "The store as one shared tier in id order (kept when it already is one).");
+  m.def("feature_store_is_shared", &store_is_shared, nb::arg("store"));
+  m.def("feature_store_state", &store_state, nb::arg("store"));
+  m.def(
+      "feature_store_from_state",
+      [](nb::handle state) {
+        ArrayHandle handle = parse_handle(state, "features");
+        nb::gil_scoped_release release;
+        return FeatureStore(attach(handle));
+      },
+      nb::arg("state"), "Attaches to a shared feature store by its handle (zero-copy).");
+}
+
+}  // namespace volley::python

@@ -1,0 +1,124 @@
+"""Sharing Volley objects between processes on one machine: shared memory, pickled by handle.
+
+``Graph``, ``Dataset``, ``Feature`` and ``NeighborSampler`` have ``share_memory_()``: it copies
+each of their arrays that is not in shared memory yet into an anonymous shared segment (Linux
+``memfd_create``) once, keeps arrays that already are, and returns the object. Pickling one of
+them — ``torch.multiprocessing.spawn`` arguments, ``multiprocessing`` queues,
+``torch.distributed.broadcast_object_list`` — then sends *handles* (segment, offset, dtype,
+shape), and unpickling attaches to the same memory: nothing is copied, and every process's
+proportional set size counts its share of one copy.
+
+Pickling an object that is not shared yet shares it first, in place (the object's arrays move to
+shared memory; views taken earlier keep the old memory). So a pickle is a reference to memory of
+the pickling process, not a copy of the data: it can be loaded only on the same machine, by the
+same user, while the pickling process (or a process that attached) still holds the object. Use
+``volley.save_dataset`` to store data.
+
+Lifetime: the segments have no name in ``/dev/shm``. The kernel frees a segment when the last
+process holding it lets go, whether processes exit normally or are killed (``kill -9`` included),
+so nothing leaks. A handle names the process that pickled it (``memfd:<pid>:<fd>:...``); loading
+it after that process has exited raises ``VolleyOSError`` naming the handle. A process that
+attached holds its own handle and can pass the object on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import _volley
+
+__all__ = ["proportional_set_size"]
+
+
+# --- Graph ----------------------------------------------------------------------------------
+
+
+def share_csr(csr: Any) -> Any:
+    """The native graph with its arrays in shared memory (itself when already shared)."""
+    return csr if _volley.csr_is_shared(csr) else _volley.share_csr(csr)
+
+
+def rebuild_graph(state: tuple) -> Any:
+    """Unpickles a ``Graph`` by attaching to its shared arrays."""
+    from .graph import Graph
+
+    return Graph(_volley.csr_from_state(state))
+
+
+def reduce_graph(graph: Any) -> tuple:
+    graph.share_memory_()
+    return rebuild_graph, (_volley.csr_state(graph._csr),)
+
+
+# --- Dataset --------------------------------------------------------------------------------
+
+
+def share_dataset(native: Any) -> Any:
+    """The native dataset with its arrays in shared memory (itself when already shared)."""
+    return native if _volley.dataset_is_shared(native) else _volley.share_dataset(native)
+
+
+def rebuild_dataset(state: tuple) -> Any:
+    """Unpickles a ``Dataset`` by attaching to its shared arrays."""
+    from .dataset import Dataset
+
+    return Dataset._from_native(_volley.dataset_from_state(state))
+
+
+def reduce_dataset(dataset: Any) -> tuple:
+    dataset.share_memory_()
+    return rebuild_dataset, (_volley.dataset_state(dataset._native),)
+
+
+# --- FeatureStore ---------------------------------------------------------------------------
+
+
+def share_feature_store(store: Any) -> Any:
+    """The store as one shared tier in id order (itself when it already is one).
+
+    Cache tiers are per process: a tiered store is flattened into one shared copy of all rows.
+    """
+    return store if _volley.feature_store_is_shared(store) else _volley.share_feature_store(store)
+
+
+def feature_store_state(store: Any) -> tuple:
+    return _volley.feature_store_state(store)
+
+
+def attach_feature_store(state: tuple) -> Any:
+    return _volley.feature_store_from_state(state)
+
+
+# --- NeighborSampler ------------------------------------------------------------------------
+
+
+def rebuild_sampler(graph: Any, options: dict) -> Any:
+    """Unpickles a ``NeighborSampler``: its graph (attached by handle) plus its options."""
+    from .sampler import NeighborSampler
+
+    calls = options.pop("calls", 0)
+    sampler = NeighborSampler(graph, **options)
+    sampler._calls = calls
+    return sampler
+
+
+# --- memory accounting ----------------------------------------------------------------------
+
+
+def proportional_set_size(pid: Optional[int] = None) -> int:
+    """Proportional set size (PSS) of a process in bytes: its private pages plus its share of
+    every page it shares (a page mapped by k processes counts 1/k). The PSS of all processes
+    sums to the memory they use together, so it shows whether arrays are copied or shared.
+
+    Args:
+        pid: the process (default: this one).
+
+    Returns:
+        Bytes, from ``/proc/<pid>/smaps_rollup`` (Linux >= 4.14).
+    """
+    path = f"/proc/{'self' if pid is None else int(pid)}/smaps_rollup"
+    with open(path) as rollup:
+        for line in rollup:
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    raise OSError(f"{path} has no Pss line")

@@ -1,0 +1,372 @@
+"""``volley.Feature``: node features (or labels) in tiers, gathered by id.
+
+A ``Feature`` wraps Volley's native ``FeatureStore`` (``src/volley/feature/feature_store.h``): an
+N×D matrix (or an [N] vector) held in host memory, a shared-memory segment, or a read-only
+memory-mapped ``.npy`` file, optionally with the hottest rows copied into a cache tier.
+``feature[n_id]`` gathers rows with a multi-threaded C++ kernel, without the GIL.
+
+Example:
+    >>> x = volley.Feature(torch.randn(1000, 64))               # zero-copy over the tensor
+    >>> x[torch.tensor([3, 1, 3])].shape
+    torch.Size([3, 64])
+    >>> big = volley.Feature("papers100M/features.npy",          # mapped, not loaded
+    ...                      cache_bytes="4G", hot_order="degree", graph=graph)
+    >>> shared = volley.Feature(x_tensor, shared=True)          # other processes:
+    >>> same = volley.Feature.attach(shared.shared_name)        # ... attach by name
+
+Quiver users: ``quiver.Feature(rank=0, device_list=[0], device_cache_size="4G",
+cache_policy="device_replicate", csr_topo=csr_topo).from_cpu_tensor(x)`` works the same way
+with ``volley.Feature`` (``csr_topo`` may be a ``volley.Graph``; its degrees order the cache). On
+a machine without a GPU, ``device_cache_size`` becomes the host cache tier.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _share, _tensor
+from ._volley import FeatureStore as _NativeStore
+from ._volley import hotness_by_degree as _hotness_by_degree
+from ._volley import hotness_by_sampling as _hotness_by_sampling
+from .graph import Graph
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _parse_bytes(value: Union[int, float, str, None]) -> int:
+    """Bytes from an int or a size like "4G", "200MB", "1.5 GiB" (binary units)."""
+    if value is None:
+        return 0
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, float):
+        return int(value)
+    match = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?)(I?B)?\s*", str(value).upper())
+    if match is None:
+        raise ValueError(f"cannot read {value!r} as a size in bytes (e.g. 4G, 200M, 1048576)")
+    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
+
+
+def _as_ids(ids: Any, num_rows: int) -> Any:
+    """Row ids for the native gather: a 1-d int64 CPU tensor or numpy array."""
+    if isinstance(ids, slice):
+        return np.arange(*ids.indices(num_rows), dtype=np.int64)
+    if isinstance(ids, (int, np.integer)):
+        return np.array([ids], dtype=np.int64)
+    ids = _tensor.to_input(ids)
+    torch = _tensor.torch_module()
+    if torch is not None and isinstance(ids, torch.Tensor):
+        if ids.dtype == torch.bool:
+            return torch.nonzero(ids).reshape(-1)
+        if ids.dtype.is_floating_point:
+            raise TypeError(f"ids must be integers, got {ids.dtype}")
+        return ids.reshape(-1).long().contiguous()
+    if ids.dtype == np.bool_:
+        return np.nonzero(ids)[0].astype(np.int64)
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise TypeError(f"ids must be integers, got {ids.dtype}")
+    return np.ascontiguousarray(ids.reshape(-1), dtype=np.int64)
+
+
+def hotness_by_degree(graph: Graph) -> Any:
+    """Rows ordered by in-degree, highest first (ties by smaller id).
+
+    Args:
+        graph: a ``volley.Graph``.
+
+    Returns:
+        int64 [N] row ids (a tensor, or numpy without torch): a ``hot_order`` for ``Feature``.
+    """
+    return _tensor.to_output(_hotness_by_degree(_graph_csr(graph)))
+
+
+def hotness_by_sampling(
+    graph: Graph,
+    seeds: Any,
+    num_neighbors: Sequence[int],
+    batch_size: int,
+    *,
+    max_batches: int = 0,
+    replace: bool = False,
+    weighted: bool = False,
+    seed: int = 0,
+) -> Any:
+    """Rows ordered by how often a simulated epoch samples them (Quiver/GLT "sampling probability").
+
+    The seeds are cut, in order, into batches of ``batch_size`` (at most ``max_batches``, 0 for
+    all); each batch is sampled as the loader would and every sampled node counts once. The
+    result is deterministic for any thread count.
+
+    Args:
+        graph: a ``volley.Graph``.
+        seeds: the training node ids (tensor, array or list).
+        num_neighbors: fanout per hop, as for the loader.
+        batch_size: seeds per simulated batch.
+        max_batches: limit on simulated batches (0: the whole epoch).
+        replace: sample with replacement.
+        weighted: sample proportionally to edge weights.
+        seed: random seed of the simulated epoch.
+
+    Returns:
+        int64 [N] row ids, hottest first (ties by smaller id).
+    """
+    seed_ids = _as_ids(seeds, 0)
+    order = _hotness_by_sampling(
+        _graph_csr(graph),
+        seed_ids,
+        [int(k) for k in num_neighbors],
+        int(batch_size),
+        max_batches=int(max_batches),
+        replace=bool(replace),
+        weighted=bool(weighted),
+        seed=int(seed),
+    )
+    return _tensor.to_output(order)
+
+
+def _graph_csr(graph: Any) -> Any:
+    if isinstance(graph, Graph):
+        return graph._csr
+    raise TypeError(f"expected a volley.Graph, got {type(graph).__name__}")
+
+
+class Feature:
+    """An N×D feature matrix (or [N] labels) in tiers; ``feature[n_id]`` gathers rows.
+
+    Args:
+        data: a torch tensor or numpy array (used zero-copy), a path to an ``.npy`` file
+            (memory-mapped read-only: a matrix larger than RAM works), or None to fill later with
+            ``from_cpu_tensor`` (Quiver style).
+        cache_bytes: bytes (or a size such as ``"4G"``) of the hottest rows to copy into a
+            compact host cache tier; the other rows are read from ``data`` itself. 0: no cache.
+        hot_order: which rows are hottest: None (id order), ``"degree"`` (in-degree of
+            ``graph``), or int64 row ids hottest first (e.g. from ``hotness_by_sampling``).
+        graph: the ``volley.Graph`` for ``hot_order="degree"``.
+        shared: copy the matrix into a shared-memory segment other processes can attach to
+            (``Feature.attach(feature.shared_name)``; pickling a shared Feature attaches too).
+        rank, device_list, device_cache_size, cache_policy, csr_topo: Quiver's arguments.
+            ``device_cache_size`` is taken as ``cache_bytes`` and ``csr_topo`` (a
+            ``volley.Graph``) as ``graph`` with ``hot_order="degree"``; the others are accepted
+            and ignored on the CPU.
+
+    Raises:
+        VolleyValueError / VolleyIndexError: a bad hot order or unsupported array.
+        VolleyOSError: an unreadable ``.npy`` file.
+    """
+
+    def __init__(
+        self,
+        data: Any = None,
+        *,
+        cache_bytes: Union[int, str] = 0,
+        hot_order: Any = None,
+        graph: Optional[Graph] = None,
+        shared: bool = False,
+        rank: int = 0,
+        device_list: Optional[List[int]] = None,
+        device_cache_size: Union[int, str, None] = None,
+        cache_policy: Optional[str] = None,
+        csr_topo: Optional[Graph] = None,
+    ):
+        if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
+            data = None  # quiver.Feature(rank, ...): the first positional argument is the rank
+        self.rank = rank
+        self.device_list = device_list
+        self.cache_policy = cache_policy
+        self._cache_bytes = _parse_bytes(cache_bytes) or _parse_bytes(device_cache_size)
+        if csr_topo is not None:
+            graph = graph if graph is not None else csr_topo
+            hot_order = "degree" if hot_order is None else hot_order
+        self._hot_order = hot_order
+        self._graph = graph
+        self._shared = bool(shared)
+        self._store: Optional[_NativeStore] = None
+        if data is not None:
+            self._build(data)
+
+    # --- construction -------------------------------------------------------------------------
+
+    def from_cpu_tensor(self, tensor: Any) -> "Feature":
+        """Fills the feature from a CPU tensor or numpy array (Quiver's entry point).
+
+        Returns:
+            self, so ``volley.Feature(...).from_cpu_tensor(x)`` can be assigned directly.
+        """
+        self._build(tensor)
+        return self
+
+    def from_mmap(self, path: PathLike) -> "Feature":
+        """Fills the feature from an ``.npy`` file, memory-mapped read-only. Returns self."""
+        self._build(os.fspath(path))
+        return self
+
+    @classmethod
+    def attach(cls, shared_name: str) -> "Feature":
+        """Attaches to a shared feature made in this or another process (``shared=True``)."""
+        feature = cls()
+        feature._store = _NativeStore.attach_shared(shared_name)
+        return feature
+
+    @classmethod
+    def _from_store(cls, store: _NativeStore) -> "Feature":
+        feature = cls()
+        feature._store = store
+        return feature
+
+    def _hot_order_ids(self) -> Any:
+        order = self._hot_order
+        if order is None:
+            return None
+        if isinstance(order, str):
+            if order != "degree":
+                raise ValueError(
+                    f'hot_order must be None, "degree" or an array of row ids, got {order!r}'
+                )
+            if self._graph is None:
+                raise ValueError('hot_order="degree" needs graph= (a volley.Graph)')
+            return _hotness_by_degree(_graph_csr(self._graph))
+        return _as_ids(order, 0)
+
+    def _build(self, data: Any) -> None:
+        tiers = [("host", self._cache_bytes)] if self._cache_bytes > 0 else []
+        hot_order = self._hot_order_ids()
+        if isinstance(data, _NativeStore):
+            self._store = data
+        elif isinstance(data, (str, os.PathLike)):
+            if self._shared:
+                raise ValueError("shared=True copies an array; pass the array, not a path")
+            self._store = _NativeStore.from_npy(os.fspath(data), tiers, hot_order)
+        else:
+            matrix = _tensor.to_input(data)
+            if self._shared:
+                if tiers or hot_order is not None:
+                    raise ValueError("shared=True holds the whole matrix: no cache_bytes/hot_order")
+                self._store = _NativeStore.create_shared(matrix)
+            elif tiers or hot_order is not None:
+                self._store = _NativeStore.build(matrix, tiers, hot_order)
+            else:
+                self._store = _NativeStore(matrix)
+
+    def _native(self) -> _NativeStore:
+        if self._store is None:
+            raise RuntimeError("this Feature holds no data yet: call from_cpu_tensor(x) first")
+        return self._store
+
+    # --- access -------------------------------------------------------------------------------
+
+    def __getitem__(self, ids: Any) -> Any:
+        """Rows ``ids`` (int64 ids, a boolean mask, a slice or an int) in the stored dtype.
+
+        Returns:
+            A torch tensor [n, D] (or [n] for a vector; [D] for an int index), numpy without
+            torch.
+
+        Raises:
+            VolleyIndexError: an id out of range (the message names it and its position).
+        """
+        store = self._native()
+        rows = _tensor.to_output(store.gather(_as_ids(ids, store.num_rows)))
+        if isinstance(ids, (int, np.integer)):
+            return rows[0]
+        return rows
+
+    def gather(self, ids: Any, dtype: Optional[str] = None, out: Any = None, threads: int = 0) -> Any:
+        """Rows ``ids``, optionally converted, optionally written into ``out``.
+
+        Args:
+            ids: int64 row ids (tensor, array or list), a boolean mask or a slice.
+            dtype: output dtype name (``"float32"``; default: as stored). float16, bfloat16 and
+                integers convert exactly to float32; integers to int64; float32 to float16 or
+                bfloat16 by round-to-nearest-even.
+            out: a writable C-contiguous CPU tensor/array of the output dtype with ``len(ids)
+                × D`` elements to write into (no allocation).
+            threads: 1 gathers on the calling thread; otherwise Volley's thread pool.
+
+        Returns:
+            The rows (a new tensor/array), or ``out`` when given.
+        """
+        store = self._native()
+        id_array = _as_ids(ids, store.num_rows)
+        if out is None:
+            return _tensor.to_output(store.gather(id_array, dtype=dtype, threads=threads))
+        store.gather(id_array, dtype=dtype, out=out, threads=threads)
+        return out
+
+    def size(self, dim: Optional[int] = None) -> Any:
+        """The shape (as ``torch.Tensor.size``), or one dimension of it."""
+        shape = self.shape
+        return shape if dim is None else shape[dim]
+
+    def dim(self) -> int:
+        """Number of dimensions: 2 for a matrix, 1 for a vector."""
+        return int(self._native().ndim)
+
+    @property
+    def shape(self) -> tuple:
+        """(N, D), or (N,) for a vector."""
+        store = self._native()
+        return (store.num_rows, store.width) if store.ndim == 2 else (store.num_rows,)
+
+    @property
+    def dtype(self) -> Any:
+        """The stored dtype: a torch dtype when torch is importable, else a numpy dtype (or the
+        name "bfloat16", which numpy lacks)."""
+        name = self._native().dtype
+        torch = _tensor.torch_module()
+        if torch is not None:
+            return getattr(torch, name if name != "bool" else "bool")
+        return name if name == "bfloat16" else np.dtype(name)
+
+    @property
+    def tiers(self) -> List[dict]:
+        """One dict per tier, fastest first: ``location``, ``rows``, ``nbytes``, ``shared_name``."""
+        return list(self._native().tiers)
+
+    @property
+    def shared_name(self) -> str:
+        """Name of the shared-memory segment (``shared=True``), else ""."""
+        return self._native().shared_name
+
+    def __len__(self) -> int:
+        return int(self._native().num_rows)
+
+    def share_memory_(self) -> "Feature":
+        """Moves the rows into shared memory, once, and returns self.
+
+        A store that is already one shared tier (``shared=True``, or shared before) is kept. A
+        tiered store becomes one shared tier holding every row in id order (cache tiers are per
+        process). Afterwards pickling the feature sends a handle and the receiving process
+        attaches to the same memory (zero-copy); the memory is freed when the last process lets
+        go, even after ``kill -9`` (see ``volley._share``).
+
+        Returns:
+            self.
+        """
+        self._store = _share.share_feature_store(self._native())
+        return self
+
+    def __reduce__(self) -> Any:
+        store = self._native()
+        if store.shared_name:  # shared=True: attach the named segment
+            return (Feature.attach, (store.shared_name,))
+        self.share_memory_()  # pickling an unshared feature shares it first
+        return (_rebuild_feature, (_share.feature_store_state(self._store), self.rank))
+
+    def __repr__(self) -> str:
+        if self._store is None:
+            return "Feature(empty)"
+        tiers = ", ".join(f"{t['location']}:{t['rows']}" for t in self._store.tiers)
+        return f"Feature(shape={self.shape}, dtype={self._store.dtype}, tiers=[{tiers}])"
+
+
+def _rebuild_feature(state: tuple, rank: int) -> Feature:
+    """Unpickles a ``Feature`` by attaching to its shared rows."""
+    feature = Feature._from_store(_share.attach_feature_store(state))
+    feature.rank = rank
+    return feature

@@ -1,0 +1,146 @@
+// volley/feature/feature_store.h — node features (or labels) held in tiers, gathered by id.
+//
+// A FeatureStore holds an N×D row-major matrix (or an [N] vector: labels and other per-node
+// arrays) of float32, float16, bfloat16, int8, uint8 — any Volley dtype, in fact — spread over
+// tiers, fastest first. Each tier holds some rows in a Buffer of one Location:
+//   host memory       heap rows (a copy of the hottest rows, or the caller's array as it is);
+//   shared memory     a segment another process attaches to by name (attach_shared);
+//   mapped file       a read-only map of an .npy file: rows are paged in on demand, never
+//                     copied up front, so a matrix larger than RAM works.
+// (GPU tiers — device memory, pinned host memory read over UVA — slot in as further Locations
+// of the same Tier; gather picks its kernel by where tiers and output live.)
+//
+//   FeatureStore x(features);                              // one tier: the array itself, no copy
+//   FeatureStore big = FeatureStore::from_npy("papers/features.npy");   // mapped, not loaded
+//   FeatureStore tiered = FeatureStore::build(
+//       big_matrix, {.tiers = {{.location = Location::kHost, .byte_budget = 4ull << 30}},
+//                    .hot_order = hotness_by_degree(graph)});  // hottest 4 GiB on the heap
+//   Array batch = tiered.gather(ids, {.out_dtype = DType::kFloat32});  // [ids.size(), D]
+//   tiered.gather(ids, slot.data(), {.threads = 1});       // into the caller's memory
+//
+// Ids → rows: with a single tier in id order there is no lookup (row id is slot id). Otherwise
+// one packed lookup entry per row gives (tier, slot): uint32 with the tier in bits 28–31 when
+// N < 2^28, else uint64 with the tier in bits 56–63. A gather reads one entry per row.
+//
+// Gather: multi-threaded over the default thread pool (or on the calling thread only, with
+// threads = 1: what the loader's batch workers use), writes straight into the caller's buffer,
+// prefetches rows ahead, streams large outputs past the caches, converts the dtype when asked
+// (see gather.h for the conversions). Out-of-range ids throw IndexError naming the first bad id
+// and its position before anything out of bounds is read. Host tiers the store allocates, and
+// the arrays gather() returns, are advised to use transparent huge pages: with 4 KiB pages nearly
+// every random row read misses the TLB, and a fresh 100 MB output costs 25,000 page faults.
+//
+// Thread safety: a FeatureStore is immutable after construction; copies share its tiers and
+// any number of threads may gather concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "volley/core/array.h"
+
+namespace volley {
+
+// One tier: rows [slots, D] (or [slots]) in a Buffer of some Location.
+class Tier {
+ public:
+  explicit Tier(Array rows) : rows_(std::move(rows)) {}
+  const Array& rows() const { return rows_; }
+  Location location() const { return rows_.buffer().location(); }
+  int64_t num_slots() const { return rows_.ndim() == 0 ? 0 : rows_.dim(0); }
+  size_t nbytes() const { return rows_.nbytes(); }
+
+ private:
+  Array rows_;
+};
+
+// A cache tier to fill with the hottest rows not yet placed.
+struct TierSpec {
+  Location location = Location::kHost;  // kHost or kSharedMemory
+  size_t byte_budget = Buffer::npos;    // rows that fit entirely; npos = all remaining rows
+  std::string shared_name;              // kSharedMemory: segment name ("" = a unique one)
+};
+
+struct FeatureStoreOptions {
+  // Cache tiers, fastest first. Rows that fit in none are read from the source matrix itself
+  // (its own Location: host, shared, mapped file, borrowed), which becomes the last tier.
+  std::vector<TierSpec> tiers;
+  // int64 row ids, hottest first (see hotness.h); may list fewer than N rows (the rest follow in
+  // id order). Absent: id order. Must hold distinct ids in [0, N).
+  std::optional<Array> hot_order;
+};
+
+struct GatherOptions {
+  std::optional<DType> out_dtype;  // default: the stored dtype
+  int threads = 0;  // 1: the calling thread only; otherwise the default pool (set_num_threads)
+  std::optional<bool> streaming_stores;  // non-temporal output stores; default: when >= 8 MiB
+};
+
+struct RowLocation {
+  int tier;
+  int64_t slot;
+};
+
+class FeatureStore {
+ public:
+  // An empty store (defined() == false).
+  FeatureStore() = default;
+  // One tier over `matrix` as it is (no copy): [N, D] or [N], host-accessible memory of any
+  // Location. ValueError otherwise. Implicit, so an Array of rows is accepted wherever a store
+  // is (the loader).
+  FeatureStore(Array matrix);  // NOLINT(google-explicit-constructor)
+  // Maps an .npy file read-only (IoError for a missing or malformed file).
+  static FeatureStore from_npy(const std::string& path, const FeatureStoreOptions& options = {});
+  // Copies `matrix` into a new shared-memory segment (`name`, or a unique one) that other
+  // processes can attach to while any process holds the store.
+  static FeatureStore create_shared(const Array& matrix, const std::string& name = "");
+  // Attaches to a segment made by create_shared, in this or another process (IoError when it
+  // does not exist or is not a feature segment).
+  static FeatureStore attach_shared(const std::string& name);
+  // A tiered store: the hottest rows go to options.tiers in order, as their byte budgets allow;
+  // the rest stay in `matrix` (not copied). ValueError for a bad option (a tier location other
+  // than host or shared memory, more than 7 tiers, a malformed hot order), IndexError for a hot
+  // order id out of range.
+  static FeatureStore build(const Array& matrix, const FeatureStoreOptions& options);
+
+  bool defined() const { return state_ != nullptr; }
+  int64_t num_rows() const;
+  // Elements per row (1 for a vector store).
+  int64_t width() const;
+  // 1 for a vector store ([N] → gathers [n]), 2 for a matrix.
+  int64_t ndim() const;
+  DType dtype() const;
+  size_t row_bytes() const;
+  const std::vector<Tier>& tiers() const;
+  // Whether ids go through a lookup (false: one tier in id order).
+  bool has_lookup() const;
+  // Tier and slot of row `id` (IndexError when out of range).
+  RowLocation locate(int64_t id) const;
+  // The segment name when the store is a single shared-memory tier made by create_shared, else "".
+  const std::string& shared_name() const;
+  // "float32[2449029, 100] in 2 tiers: host 1.2 GB (300000 rows), mapped_file (2149029 rows)"
+  std::string describe() const;
+
+  // Writes rows `ids` to `out` (host memory for ids.size() × width() elements of the output
+  // dtype). Throws IndexError / ValueError as described above.
+  void gather(std::span<const int64_t> ids, std::byte* out,
+              const GatherOptions& options = {}) const;
+  // Same into a new host Array [ids.size(), D] (or [ids.size()] for a vector store).
+  Array gather(std::span<const int64_t> ids, const GatherOptions& options = {}) const;
+
+  struct State;  // the implementation's (feature_store.cc)
+
+ private:
+  std::shared_ptr<const State> state_;
+};
+
+// Uninitialised host memory for gathered rows, backed by transparent huge pages where the system
+// allows: a fresh 100 MB batch then costs ~50 page faults instead of ~25,000, which otherwise
+// cost more than the gather itself. Used by gather() and the loader's batch buffers.
+Buffer allocate_gather_buffer(size_t bytes);
+
+}  // namespace volley
