@@ -35,10 +35,6 @@ size_t field_rank(const std::string& field) {
                              std::begin(kFields));
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
 // "" when an array of `dtype` and `shape` suits `field` in a graph of `num_nodes` nodes and
 // `num_edges` edges; otherwise "FIELD-PART: expected X, found Y".
 std::string shape_problem(const std::string& field, DType dtype, const std::vector<int64_t>& shape,
@@ -51,7 +47,8 @@ std::string shape_problem(const std::string& field, DType dtype, const std::vect
   };
   auto shape_must_be = [&](std::vector<int64_t> expected) -> std::string {
     if (shape == expected) return "";
-    return fmt::format("shape: expected {}, found {}", shape_text(expected), shape_text(shape));
+    return fmt::format("shape: expected {}, found {}", npy_shape_text(expected),
+                       npy_shape_text(shape));
   };
   std::string problem;
   if (field == "indptr") {
@@ -69,7 +66,7 @@ std::string shape_problem(const std::string& field, DType dtype, const std::vect
   } else if (field == "features") {
     if (shape.size() != 2 || shape[0] != num_nodes) {
       problem = fmt::format("shape: expected [{}, D] (one row per node), found {}", num_nodes,
-                            shape_text(shape));
+                            npy_shape_text(shape));
     }
   } else if (field == "labels") {
     problem = dtype_must_be({DType::kInt64});
@@ -77,7 +74,8 @@ std::string shape_problem(const std::string& field, DType dtype, const std::vect
   } else {  // train_idx, val_idx, test_idx
     problem = dtype_must_be({DType::kInt64});
     if (problem.empty() && shape.size() != 1) {
-      problem = fmt::format("shape: expected a 1-d array of node ids, found {}", shape_text(shape));
+      problem =
+          fmt::format("shape: expected a 1-d array of node ids, found {}", npy_shape_text(shape));
     }
   }
   return problem;
@@ -294,26 +292,9 @@ std::string manifest_path(const std::string& directory) {
 // header; checksum when asked).
 Array open_array(const std::string& directory, const ArrayEntry& entry, bool memory_map,
                  bool verify_checksum) {
-  const std::string path = (fs::path(directory) / entry.file).string();
-  Array array = read_npy(path, memory_map);
-  if (array.dtype() != entry.dtype) {
-    throw IoError(fmt::format("{}: dtype: expected {} (as {} says), found {}", path,
-                              dtype_name(entry.dtype), kManifestFile, dtype_name(array.dtype())));
-  }
-  if (array.shape() != entry.shape) {
-    throw IoError(fmt::format("{}: shape: expected {} (as {} says), found {}", path,
-                              shape_text(entry.shape), kManifestFile, shape_text(array.shape())));
-  }
-  if (verify_checksum) {
-    const uint32_t crc = crc32_of(array.raw_data(), array.nbytes());
-    if (crc != entry.crc32) {
-      throw IoError(
-          fmt::format("{}: crc32: expected {:08x} (as {} says), found {:08x} (the file "
-                      "is corrupt)",
-                      path, entry.crc32, kManifestFile, crc));
-    }
-  }
-  return array;
+  return read_npy_expecting((fs::path(directory) / entry.file).string(),
+                            {entry.dtype, entry.shape, entry.crc32}, kManifestFile, memory_map,
+                            verify_checksum);
 }
 
 }  // namespace

@@ -554,32 +554,11 @@ ArrayRef read_array_ref(const JsonChecker& check, const Json& json, const std::s
   return ref;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
 // Reads an array and checks it against its reference (as `manifest` says).
 Array open_checked(const std::string& directory, const ArrayRef& ref, const char* manifest,
                    bool memory_map, bool verify_checksum) {
-  const std::string path = join_path(directory, ref.file);
-  Array array = read_npy(path, memory_map);
-  if (array.dtype() != ref.dtype) {
-    throw IoError(fmt::format("{}: dtype: expected {} (as {} says), found {}", path,
-                              dtype_name(ref.dtype), manifest, dtype_name(array.dtype())));
-  }
-  if (array.shape() != ref.shape) {
-    throw IoError(fmt::format("{}: shape: expected {} (as {} says), found {}", path,
-                              shape_text(ref.shape), manifest, shape_text(array.shape())));
-  }
-  if (verify_checksum) {
-    const uint32_t crc = crc32_of(array.raw_data(), array.nbytes());
-    if (crc != ref.crc32) {
-      throw IoError(
-          fmt::format("{}: crc32: expected {:08x} (as {} says), found {:08x} (the file is corrupt)",
-                      path, ref.crc32, manifest, crc));
-    }
-  }
-  return array;
+  return read_npy_expecting(join_path(directory, ref.file), {ref.dtype, ref.shape, ref.crc32},
+                            manifest, memory_map, verify_checksum);
 }
 
 struct PartEntry {
@@ -657,7 +636,7 @@ FullManifest read_full_manifest(const std::string& directory) {
       full.node_map.shape != std::vector<int64_t>{manifest.num_nodes}) {
     check.fail(
         "node_map", fmt::format("int64 [{}]", manifest.num_nodes),
-        fmt::format("{} {}", dtype_name(full.node_map.dtype), shape_text(full.node_map.shape)));
+        fmt::format("{} {}", dtype_name(full.node_map.dtype), npy_shape_text(full.node_map.shape)));
   }
   const Json& parts = check.require(json, "parts");
   if (!parts.is_array() || static_cast<int64_t>(parts.size()) != num_parts) {

@@ -1,7 +1,9 @@
 // Runs the `volley` binary (VOLLEY_CLI_PATH) as a user would.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
+#include "cli_fixture.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -17,43 +19,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int exit_code;
-  std::string out;
-  std::string err;
-};
-
-class CliTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/volley-cli-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
-
-  static std::string slurp(const std::string& file) {
-    std::ifstream stream(file);
-    std::stringstream text;
-    text << stream.rdbuf();
-    return text.str();
-  }
-
-  Result run(const std::string& arguments) const {
-    const std::string command =
-        fmt::format("VOLLEY_PROGRESS=0 '{}' {} >'{}' 2>'{}'", VOLLEY_CLI_PATH, arguments,
-                    path("stdout"), path("stderr"));
-    const int status = std::system(command.c_str());
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path("stdout")),
-            slurp(path("stderr"))};
-  }
-
-  std::string dir_;
-};
-
-const std::string kCora = std::string(VOLLEY_SOURCE_DIR) + "/data/cora";
+using volley::testing_cli::kCora;
+using volley::testing_cli::Result;
+using CliTest = volley::testing_cli::CliFixture;
 
 TEST_F(CliTest, InfoDescribesCora) {
   const Result result = run("info " + kCora);

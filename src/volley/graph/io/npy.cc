@@ -504,4 +504,31 @@ uint32_t crc32_of(const void* data, size_t bytes) {
   return static_cast<uint32_t>(crc);
 }
 
+std::string npy_shape_text(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+Array read_npy_expecting(const std::string& path, const NpyExpectation& expected,
+                         const std::string& manifest, bool memory_map, bool verify_checksum) {
+  Array array = read_npy(path, memory_map);
+  if (array.dtype() != expected.dtype) {
+    throw IoError(fmt::format("{}: dtype: expected {} (as {} says), found {}", path,
+                              dtype_name(expected.dtype), manifest, dtype_name(array.dtype())));
+  }
+  if (array.shape() != expected.shape) {
+    throw IoError(fmt::format("{}: shape: expected {} (as {} says), found {}", path,
+                              npy_shape_text(expected.shape), manifest,
+                              npy_shape_text(array.shape())));
+  }
+  if (verify_checksum) {
+    const uint32_t crc = crc32_of(array.raw_data(), array.nbytes());
+    if (crc != expected.crc32) {
+      throw IoError(
+          fmt::format("{}: crc32: expected {:08x} (as {} says), found {:08x} (the file is corrupt)",
+                      path, expected.crc32, manifest, crc));
+    }
+  }
+  return array;
+}
+
 }  // namespace volley

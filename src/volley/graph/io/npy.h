@@ -82,6 +82,22 @@ class NpyWriter {
   uint32_t crc_ = 0;
 };
 
+// What a manifest records about one .npy file.
+struct NpyExpectation {
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint32_t crc32;
+};
+
+// Reads `path` (as read_npy) and checks it against `expected`: dtype and shape always, the CRC-32
+// of its data bytes when `verify_checksum`. Throws IoError "PATH: FIELD: expected X (as MANIFEST
+// says), found Y" — `manifest` names the manifest file in that message.
+Array read_npy_expecting(const std::string& path, const NpyExpectation& expected,
+                         const std::string& manifest, bool memory_map, bool verify_checksum);
+
+// "[2708, 1433]".
+std::string npy_shape_text(const std::vector<int64_t>& shape);
+
 // zlib CRC-32 of a byte range, computed in parallel chunks (combined with crc32_combine).
 uint32_t crc32_of(const void* data, size_t bytes);
 

@@ -1,0 +1,60 @@
+// tests/cpp/cli_fixture.h — runs the `volley` binary (VOLLEY_CLI_PATH) as a user would, in a
+// fresh temporary directory per test.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace volley::testing_cli {
+
+struct Result {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+class CliFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/volley-cli-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string path(const std::string& name) const {
+    return (std::filesystem::path(dir_) / name).string();
+  }
+
+  static std::string slurp(const std::string& file) {
+    std::ifstream stream(file);
+    std::stringstream text;
+    text << stream.rdbuf();
+    return text.str();
+  }
+
+  // Runs `volley ARGUMENTS` with progress bars off; captures exit code, stdout and stderr.
+  Result run(const std::string& arguments) const {
+    const std::string command =
+        fmt::format("VOLLEY_PROGRESS=0 '{}' {} >'{}' 2>'{}'", VOLLEY_CLI_PATH, arguments,
+                    path("stdout"), path("stderr"));
+    const int status = std::system(command.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path("stdout")),
+            slurp(path("stderr"))};
+  }
+
+  std::string dir_;
+};
+
+inline const std::string kCora = std::string(VOLLEY_SOURCE_DIR) + "/data/cora";
+
+}  // namespace volley::testing_cli
