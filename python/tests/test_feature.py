@@ -151,8 +151,10 @@ def test_shared_feature_attached_from_a_second_process(tmp_path):
     # Pickling a shared Feature attaches by name (what multiprocessing does).
     clone = pickle.loads(pickle.dumps(feature))
     np.testing.assert_array_equal(to_numpy(clone[ids]), table[ids])
-    with pytest.raises(TypeError, match="shared"):
-        pickle.dumps(volley.Feature(table))
+    # Pickling an unshared Feature moves it to shared memory first (volley._share).
+    unshared = volley.Feature(table)
+    np.testing.assert_array_equal(to_numpy(pickle.loads(pickle.dumps(unshared))[ids]), table[ids])
+    assert unshared.tiers[0]["location"] == "shared_memory"
 
 
 def _rss_anon_kib() -> int:

@@ -119,6 +119,21 @@ def test_pickled_sampler_samples_what_the_original_samples():
     np.testing.assert_array_equal(np.asarray(first[0]), np.asarray(second[0]))
 
 
+def test_feature_pickles_by_handle_and_tiered_stores_flatten():
+    table = np.arange(4000, dtype=np.float32).reshape(1000, 4)
+    feature = volley.Feature(table)
+    clone = pickle.loads(pickle.dumps(feature))  # shares first
+    assert feature.tiers[0]["location"] == "shared_memory"
+    assert clone.tiers[0]["shared_name"].startswith("memfd:")
+    ids = np.array([999, 0, 5])
+    np.testing.assert_array_equal(volley._tensor.to_numpy(clone[ids]), table[ids])
+    tiered = volley.Feature(table, cache_bytes=400, hot_order=np.arange(999, -1, -1))
+    assert len(tiered.tiers) == 2
+    assert tiered.share_memory_() is tiered and len(tiered.tiers) == 1
+    flat = pickle.loads(pickle.dumps(tiered))
+    np.testing.assert_array_equal(volley._tensor.to_numpy(flat[np.arange(1000)]), table)
+
+
 def test_handle_of_an_exited_process_fails_clearly(tmp_path):
     script = textwrap.dedent(
         """

@@ -13,6 +13,8 @@ Example:
     ...                      cache_bytes="4G", hot_order="degree", graph=graph)
     >>> shared = volley.Feature(x_tensor, shared=True)          # other processes:
     >>> same = volley.Feature.attach(shared.shared_name)        # ... attach by name
+    >>> x = volley.Feature(x_tensor).share_memory_()            # or pickle by handle (spawn,
+    ...                                                         # queues): nothing can leak
 
 Quiver users: ``quiver.Feature(rank=0, device_list=[0], device_cache_size="4G",
 cache_policy="device_replicate", csr_topo=csr_topo).from_cpu_tensor(x)`` works the same way
@@ -148,8 +150,10 @@ class Feature:
         hot_order: which rows are hottest: None (id order), ``"degree"`` (in-degree of
             ``graph``), or int64 row ids hottest first (e.g. from ``hotness_by_sampling``).
         graph: the ``volley.Graph`` for ``hot_order="degree"``.
-        shared: copy the matrix into a shared-memory segment other processes can attach to
+        shared: copy the matrix into a named /dev/shm segment other processes can attach to
             (``Feature.attach(feature.shared_name)``; pickling a shared Feature attaches too).
+            The name outlives a run whose processes are all killed; ``share_memory_()`` (an
+            anonymous segment, pickled by handle) leaves nothing behind and is preferred.
         rank, device_list, device_cache_size, cache_policy, csr_topo: Quiver's arguments.
             ``device_cache_size`` is taken as ``cache_bytes`` and ``csr_topo`` (a
             ``volley.Graph``) as ``graph`` with ``hot_order="degree"``; the others are accepted

@@ -228,6 +228,12 @@ class Graph:
     def __reduce__(self) -> tuple:
         return _share.reduce_graph(self)
 
+    def __copy__(self) -> "Graph":
+        return self  # immutable: copies may share (and deepcopy must not move it to shm)
+
+    def __deepcopy__(self, memo: dict) -> "Graph":
+        return self
+
     def __repr__(self) -> str:
         return (
             f"Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}, "

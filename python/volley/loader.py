@@ -209,7 +209,8 @@ class NeighborLoader:
             inputs = np.arange(graph.num_nodes, dtype=np.int64)
         self._all_inputs = inputs
         count = len(inputs)
-        self._per_rank = count // self.world_size if self.drop_last else -(-count // self.world_size)
+        world = self.world_size
+        self._per_rank = count // world if self.drop_last else -(-count // world)
         if self._per_rank == 0:
             raise ValueError(
                 f"{count} input nodes cannot be split over {self.world_size} ranks"
@@ -396,7 +397,9 @@ def _rank_and_world_size(rank: Optional[int], world_size: Optional[int]) -> Tupl
         raise ValueError("pass both rank and world_size, or neither (torch.distributed decides)")
     rank, world_size = int(rank), int(world_size)
     if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}")
+        raise ValueError(
+            f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}"
+        )
     return rank, world_size
 
 
