@@ -18,7 +18,9 @@ import pytest
 import volley
 from volley import _share
 
-PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Where this process imported volley from (the dev tree or site-packages): children must import
+# the same build.
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(volley.__file__)))
 
 
 def _dataset(num_nodes: int = 2000, num_features: int = 16, seed: int = 0) -> volley.Dataset:

@@ -114,7 +114,10 @@ FeatureStore FeatureStore::from_npy(const std::string& path, const FeatureStoreO
 FeatureStore FeatureStore::create_shared(const Array& matrix, const std::string& name) {
   auto state = state_for(matrix);
   const size_t bytes = matrix.nbytes();
-  Buffer segment = Buffer::create_shared(kSharedFeatureHeaderBytes + bytes, name);
+  // Unnamed: an anonymous memfd segment, which nothing can leak even if every process holding it
+  // is killed; a caller-chosen name needs a /dev/shm segment.
+  Buffer segment = name.empty() ? Buffer::create_shareable(kSharedFeatureHeaderBytes + bytes)
+                                : Buffer::create_shared(kSharedFeatureHeaderBytes + bytes, name);
   auto* header = reinterpret_cast<SharedFeatureHeader*>(segment.data());
   header->version = 1;
   header->dtype = static_cast<uint32_t>(state->dtype);
@@ -238,9 +241,9 @@ FeatureStore FeatureStore::build(const Array& matrix, const FeatureStoreOptions&
     const TierSpec& spec = options.tiers[t];
     const int64_t count = takes[t];
     const size_t bytes = static_cast<size_t>(count) * state->row_bytes;
-    Buffer buffer = spec.location == Location::kSharedMemory
-                        ? Buffer::create_shared(bytes, spec.shared_name)
-                        : Buffer::allocate(bytes);
+    Buffer buffer = spec.location != Location::kSharedMemory ? Buffer::allocate(bytes)
+                    : spec.shared_name.empty()               ? Buffer::create_shareable(bytes)
+                                               : Buffer::create_shared(bytes, spec.shared_name);
     if (spec.location == Location::kHost) advise_huge_pages(buffer.data(), bytes);
     Array rows(std::move(buffer), state->dtype, tier_shape(*state, count));
     if (in_id_order) {

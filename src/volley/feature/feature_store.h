@@ -95,8 +95,9 @@ class FeatureStore {
   FeatureStore(Array matrix);  // NOLINT(google-explicit-constructor)
   // Maps an .npy file read-only (IoError for a missing or malformed file).
   static FeatureStore from_npy(const std::string& path, const FeatureStoreOptions& options = {});
-  // Copies `matrix` into a new shared-memory segment (`name`, or a unique one) that other
-  // processes can attach to while any process holds the store.
+  // Copies `matrix` into a new shared-memory segment that other processes can attach to (by
+  // shared_name()) while any process holds the store: an anonymous memfd segment when `name` is
+  // empty (nothing can leak, even after kill -9), else a /dev/shm segment of that name.
   static FeatureStore create_shared(const Array& matrix, const std::string& name = "");
   // Attaches to a segment made by create_shared, in this or another process (IoError when it
   // does not exist or is not a feature segment).
