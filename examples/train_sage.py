@@ -41,7 +41,7 @@ class MeanSAGEConv(torch.nn.Module):
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         source, target = edge_index
         summed = torch.zeros_like(x).index_add_(0, target, x[source])
-        count = torch.zeros(x.size(0), dtype=x.dtype).index_add_(
+        count = torch.zeros(x.size(0), dtype=x.dtype, device=x.device).index_add_(
             0, target, torch.ones_like(target, dtype=x.dtype)
         )
         mean = summed / count.clamp(min=1).unsqueeze(1)

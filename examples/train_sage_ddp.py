@@ -43,27 +43,8 @@ import volley
 from volley._share import proportional_set_size
 from volley.loader import NeighborLoader
 
-try:
-    from torch_geometric.nn import SAGEConv
-except Exception:  # PyG absent: a plain-torch layer
-    SAGEConv = None
-
-
-class MeanSAGEConv(torch.nn.Module):
-    """GraphSAGE with mean aggregation in plain torch: W1·x_i + W2·mean_{j→i} x_j."""
-
-    def __init__(self, in_channels: int, out_channels: int):
-        super().__init__()
-        self.lin_self = torch.nn.Linear(in_channels, out_channels)
-        self.lin_neighbors = torch.nn.Linear(in_channels, out_channels, bias=False)
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        source, target = edge_index
-        summed = torch.zeros_like(x).index_add_(0, target, x[source])
-        count = torch.zeros(x.size(0), dtype=x.dtype, device=x.device).index_add_(
-            0, target, torch.ones_like(target, dtype=x.dtype)
-        )
-        return self.lin_self(x) + self.lin_neighbors(summed / count.clamp(min=1).unsqueeze(1))
+# The layers of the single-process example (PyG's SAGEConv, or a plain-torch fallback).
+from train_sage import MeanSAGEConv, SAGEConv  # noqa: E402  (examples/ is on sys.path)
 
 
 class GraphSAGE(torch.nn.Module):
