@@ -113,3 +113,50 @@ TEST_F(CliTest, InfoDescribesNpyFiles) {
 }
 
 }  // namespace
+
+namespace {
+
+nlohmann::json last_json_line(const std::string& out) {
+  const auto end = out.find_last_not_of('\n');
+  const auto start = out.rfind('\n', end);
+  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
+}
+
+TEST_F(CliTest, BenchSamplePrintsSepsAsJson) {
+  const Result result = run("bench sample --dataset " + kCora +
+                            " --fanout 5,5 --batch-size 32 --threads 2 --batches 4");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto line = last_json_line(result.out);
+  EXPECT_EQ(line["bench"], "sample");
+  EXPECT_EQ(line["threads"], 2);
+  EXPECT_GT(line["sampled_edges"].get<int64_t>(), 0);
+  EXPECT_GT(line["seps"].get<double>(), 0.0);
+}
+
+TEST_F(CliTest, BenchLoaderComparesWithSamplingOnly) {
+  const Result result = run("bench loader --dataset " + kCora +
+                            " --fanout 5,5 --batch-size 32 --threads 1 --batches 3");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto line = last_json_line(result.out);
+  EXPECT_EQ(line["bench"], "loader");
+  EXPECT_EQ(line["feature_dim"], 1433);
+  EXPECT_GT(line["ratio_to_sampling_only"].get<double>(), 0.0);
+}
+
+TEST_F(CliTest, BenchGatherComparesWithMemcpy) {
+  const Result result =
+      run("bench gather --rows 5000 --dim 16 --dtype float16 --out-dtype float32 --batch 1000 "
+          "--threads 1 --batches 2");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto line = last_json_line(result.out);
+  EXPECT_NE(line.dump().find("memcpy"), std::string::npos) << line.dump();
+}
+
+TEST_F(CliTest, BenchRejectsBadFanout) {
+  const Result result =
+      run("bench sample --dataset " + kCora + " --fanout 5,x --batch-size 8 --batches 1");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("--fanout '5,x': 'x' is not an integer"));
+}
+
+}  // namespace
