@@ -59,6 +59,30 @@ PartitionOptions make_options(const std::string& method, int64_t num_parts, doub
 
 }  // namespace
 
+// partition_dataset over a directory path or an in-memory Dataset: one binding, two inputs.
+template <typename Input>
+void def_partition(nb::module_& m, const char* name, const char* input_name, const char* doc) {
+  m.def(
+      name,
+      [](const Input& input, const std::string& output, int64_t num_parts,
+         const std::string& method, double tolerance, uint64_t seed,
+         const std::vector<int64_t>& fanouts, int64_t batch_size, int64_t cache_bytes,
+         bool simulate_epoch) {
+        const PartitionOptions options = make_options(method, num_parts, tolerance, seed, fanouts,
+                                                      batch_size, cache_bytes, simulate_epoch);
+        PartitionResult result;
+        {
+          nb::gil_scoped_release release;
+          result = partition_dataset(input, output, options);
+        }
+        return result_dict(result);
+      },
+      nb::arg(input_name), nb::arg("output"), nb::arg("num_parts"), nb::kw_only(),
+      nb::arg("method") = "metis", nb::arg("balance_tolerance") = 0.05, nb::arg("seed") = 0,
+      nb::arg("fanouts") = std::vector<int64_t>{15, 10, 5}, nb::arg("batch_size") = 1024,
+      nb::arg("cache_bytes") = 0, nb::arg("simulate_epoch") = false, doc);
+}
+
 void bind_partition(nb::module_& m) {
   nb::class_<PartitionBook>(m, "PartitionBook",
                             "Which partition owns a new node id (see partition_book.h).")
@@ -99,46 +123,11 @@ void bind_partition(nb::module_& m) {
 
   m.def("metis_available", &metis_available,
         "Whether this build has METIS (the metis and hotness methods need it).");
-  m.def(
-      "partition_dataset",
-      [](const std::string& input, const std::string& output, int64_t num_parts,
-         const std::string& method, double tolerance, uint64_t seed,
-         const std::vector<int64_t>& fanouts, int64_t batch_size, int64_t cache_bytes,
-         bool simulate_epoch) {
-        const PartitionOptions options = make_options(method, num_parts, tolerance, seed, fanouts,
-                                                      batch_size, cache_bytes, simulate_epoch);
-        PartitionResult result;
-        {
-          nb::gil_scoped_release release;
-          result = partition_dataset(input, output, options);
-        }
-        return result_dict(result);
-      },
-      nb::arg("input"), nb::arg("output"), nb::arg("num_parts"), nb::kw_only(),
-      nb::arg("method") = "metis", nb::arg("balance_tolerance") = 0.05, nb::arg("seed") = 0,
-      nb::arg("fanouts") = std::vector<int64_t>{15, 10, 5}, nb::arg("batch_size") = 1024,
-      nb::arg("cache_bytes") = 0, nb::arg("simulate_epoch") = false,
+  def_partition<std::string>(
+      m, "partition_dataset", "input",
       "Partitions the dataset directory `input` into the directory `output`.");
-  m.def(
-      "partition_dataset_in_memory",
-      [](const Dataset& dataset, const std::string& output, int64_t num_parts,
-         const std::string& method, double tolerance, uint64_t seed,
-         const std::vector<int64_t>& fanouts, int64_t batch_size, int64_t cache_bytes,
-         bool simulate_epoch) {
-        const PartitionOptions options = make_options(method, num_parts, tolerance, seed, fanouts,
-                                                      batch_size, cache_bytes, simulate_epoch);
-        PartitionResult result;
-        {
-          nb::gil_scoped_release release;
-          result = partition_dataset(dataset, output, options);
-        }
-        return result_dict(result);
-      },
-      nb::arg("dataset"), nb::arg("output"), nb::arg("num_parts"), nb::kw_only(),
-      nb::arg("method") = "metis", nb::arg("balance_tolerance") = 0.05, nb::arg("seed") = 0,
-      nb::arg("fanouts") = std::vector<int64_t>{15, 10, 5}, nb::arg("batch_size") = 1024,
-      nb::arg("cache_bytes") = 0, nb::arg("simulate_epoch") = false,
-      "Partitions an in-memory Dataset into the directory `output`.");
+  def_partition<Dataset>(m, "partition_dataset_in_memory", "dataset",
+                         "Partitions an in-memory Dataset into the directory `output`.");
   m.def(
       "assign_partitions",
       [](const Dataset& dataset, int64_t num_parts, const std::string& method, double tolerance,
