@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "volley/graph/internal/json_checker.h"
 #include "volley/graph/io/npy.h"
 
 namespace volley {
@@ -152,7 +153,7 @@ struct Manifest {
 
 class ManifestReader {
  public:
-  explicit ManifestReader(std::string path) : path_(std::move(path)) {}
+  explicit ManifestReader(std::string path) : path_(path), check_(std::move(path)) {}
 
   Manifest read(const std::string& directory) {
     std::ifstream stream(path_);
@@ -164,13 +165,7 @@ class ManifestReader {
     }
     std::stringstream text;
     text << stream.rdbuf();
-    Json json;
-    try {
-      json = Json::parse(text.str());
-    } catch (const Json::parse_error& error) {
-      throw IoError(fmt::format("{}: not valid JSON: {}", path_, error.what()));
-    }
-    if (!json.is_object()) fail("", "a JSON object", json.dump());
+    const Json json = check_.parse(text.str());
 
     Manifest manifest;
     manifest.path = path_;
@@ -222,22 +217,14 @@ class ManifestReader {
  private:
   [[noreturn]] void fail(const std::string& field, std::string_view expected,
                          std::string_view found) const {
-    throw IoError(fmt::format("{}: {}: expected {}, found {}", path_, field.empty() ? "top" : field,
-                              expected, found));
+    check_.fail(field, expected, found);
   }
-
   const Json& require(const Json& object, const std::string& key,
                       const std::string& where = "") const {
-    if (!object.contains(key)) fail(where + key, "a value (it is required)", "none");
-    return object[key];
+    return check_.require(object, key, where);
   }
-
   int64_t integer(const Json& object, const std::string& key, const std::string& where = "") const {
-    const Json& value = require(object, key, where);
-    if (!value.is_number_integer() || value.get<int64_t>() < 0) {
-      fail(where + key, "a non-negative integer", value.dump());
-    }
-    return value.get<int64_t>();
+    return check_.integer(object, key, where);
   }
 
   ArrayEntry read_entry(const std::string& field, const Json& json) const {
@@ -282,6 +269,7 @@ class ManifestReader {
   }
 
   std::string path_;
+  internal::JsonChecker check_;
 };
 
 std::string manifest_path(const std::string& directory) {

@@ -160,15 +160,11 @@ void check_assignment(const Array& assignment, int64_t num_nodes, int64_t num_pa
   }
 }
 
-}  // namespace
-
-PartitionQuality partition_quality(const Dataset& dataset, const Array& assignment,
-                                   int64_t num_parts) {
-  VOLLEY_REQUIRE(num_parts >= 1, ValueError, "num_parts must be >= 1, got {}", num_parts);
-  check_assignment(assignment, dataset.graph.num_nodes(), num_parts);
-  const Loads loads = loads_of(dataset, assignment, num_parts);
+// Edge cut and node / edge / training-node balance of an assignment.
+PartitionQuality cut_and_balance(const Dataset& dataset, const Array& assignment,
+                                 const Loads& loads, int64_t chunk_bytes) {
   PartitionQuality quality;
-  quality.cut_edges = count_cut_edges(dataset.graph, assignment, int64_t{64} << 20);
+  quality.cut_edges = count_cut_edges(dataset.graph, assignment, chunk_bytes);
   quality.edge_cut_fraction =
       dataset.graph.num_edges() > 0
           ? static_cast<double>(quality.cut_edges) / static_cast<double>(dataset.graph.num_edges())
@@ -177,6 +173,16 @@ PartitionQuality partition_quality(const Dataset& dataset, const Array& assignme
   quality.edge_balance = balance_of(loads.edges);
   quality.train_balance = balance_of(loads.train);
   return quality;
+}
+
+}  // namespace
+
+PartitionQuality partition_quality(const Dataset& dataset, const Array& assignment,
+                                   int64_t num_parts) {
+  VOLLEY_REQUIRE(num_parts >= 1, ValueError, "num_parts must be >= 1, got {}", num_parts);
+  check_assignment(assignment, dataset.graph.num_nodes(), num_parts);
+  const Loads loads = loads_of(dataset, assignment, num_parts);
+  return cut_and_balance(dataset, assignment, loads, int64_t{64} << 20);
 }
 
 namespace {
@@ -264,14 +270,7 @@ PartitionResult partition_dataset(const Dataset& dataset, const std::string& out
         assigned.cached.empty() ? 0 : assigned.cached[static_cast<size_t>(p)].size());
   }
   PartitionQuality& quality = result.quality;
-  quality.cut_edges = count_cut_edges(dataset.graph, assigned.assignment, options.chunk_bytes);
-  quality.edge_cut_fraction =
-      dataset.graph.num_edges() > 0
-          ? static_cast<double>(quality.cut_edges) / static_cast<double>(dataset.graph.num_edges())
-          : 0.0;
-  quality.node_balance = balance_of(loads.nodes);
-  quality.edge_balance = balance_of(loads.edges);
-  quality.train_balance = balance_of(loads.train);
+  quality = cut_and_balance(dataset, assigned.assignment, loads, options.chunk_bytes);
   if (assigned.figures) {
     quality.remote_access_fraction = assigned.figures->remote_fraction();
     quality.remote_access_fraction_cached = assigned.figures->remote_fraction_cached();

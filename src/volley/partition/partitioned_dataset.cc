@@ -14,6 +14,7 @@
 
 #include "volley/core/parallel.h"
 #include "volley/core/progress.h"
+#include "volley/graph/internal/json_checker.h"
 #include "volley/graph/io/npy.h"
 #include "volley/partition/internal/partitioners.h"
 
@@ -465,63 +466,7 @@ void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
 
 namespace {
 
-class JsonChecker {
- public:
-  explicit JsonChecker(std::string path) : path_(std::move(path)) {}
-
-  [[noreturn]] void fail(const std::string& field, std::string_view expected,
-                         std::string_view found) const {
-    throw IoError(fmt::format("{}: {}: expected {}, found {}", path_, field.empty() ? "top" : field,
-                              expected, found));
-  }
-  const Json& require(const Json& object, const std::string& key,
-                      const std::string& where = "") const {
-    if (!object.is_object() || !object.contains(key)) {
-      fail(where + key, "a value (it is required)", "none");
-    }
-    return object[key];
-  }
-  int64_t integer(const Json& object, const std::string& key, const std::string& where = "") const {
-    const Json& value = require(object, key, where);
-    if (!value.is_number_integer() || value.get<int64_t>() < 0) {
-      fail(where + key, "a non-negative integer", value.dump());
-    }
-    return value.get<int64_t>();
-  }
-  std::string string(const Json& object, const std::string& key,
-                     const std::string& where = "") const {
-    const Json& value = require(object, key, where);
-    if (!value.is_string()) fail(where + key, "a string", value.dump());
-    return value.get<std::string>();
-  }
-  uint32_t crc(const Json& object, const std::string& key, const std::string& where = "") const {
-    const std::string text = string(object, key, where);
-    uint32_t value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
-    if (text.size() != 8 || error != std::errc() || end != text.data() + 8) {
-      fail(where + key, "8 hex digits", fmt::format("\"{}\"", text));
-    }
-    return value;
-  }
-  std::optional<double> optional_number(const Json& object, const std::string& key) const {
-    if (!object.contains(key) || object[key].is_null()) return std::nullopt;
-    if (!object[key].is_number()) fail("quality." + key, "a number or null", object[key].dump());
-    return object[key].get<double>();
-  }
-  Json parse(const std::string& text) const {
-    try {
-      Json json = Json::parse(text);
-      if (!json.is_object()) fail("", "a JSON object", json.dump());
-      return json;
-    } catch (const Json::parse_error& error) {
-      throw IoError(fmt::format("{}: not valid JSON: {}", path_, error.what()));
-    }
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using internal::JsonChecker;
 
 struct ArrayRef {
   std::string file;
