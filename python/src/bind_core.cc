@@ -16,6 +16,9 @@ struct ErrorClasses {
   PyObject* io = nullptr;
   PyObject* runtime = nullptr;
   PyObject* internal = nullptr;
+  PyObject* connection = nullptr;
+  PyObject* timeout = nullptr;
+  PyObject* permission = nullptr;
 };
 ErrorClasses error_classes;
 
@@ -31,6 +34,12 @@ PyObject* class_for(ErrorKind kind) {
       return error_classes.runtime;
     case ErrorKind::kInternal:
       return error_classes.internal;
+    case ErrorKind::kConnection:
+      return error_classes.connection;
+    case ErrorKind::kTimeout:
+      return error_classes.timeout;
+    case ErrorKind::kPermission:
+      return error_classes.permission;
   }
   return error_classes.runtime;
 }
@@ -67,6 +76,16 @@ void bind_errors(nb::module_& m) {
   error_classes.internal = new_exception(
       m, "VolleyInternalError", "A broken invariant inside Volley: a bug, please report it.",
       nb::handle(error_classes.runtime));
+  error_classes.connection = new_exception(
+      m, "VolleyConnectionError",
+      "A Volley server that is down, unreachable, or went away during a call.",
+      nb::make_tuple(base, nb::handle(PyExc_ConnectionError)));
+  error_classes.timeout =
+      new_exception(m, "VolleyTimeoutError", "A call to a Volley server passed its deadline.",
+                    nb::make_tuple(base, nb::handle(PyExc_TimeoutError)));
+  error_classes.permission = new_exception(
+      m, "VolleyPermissionError", "A Volley server refused a missing or wrong access token.",
+      nb::make_tuple(base, nb::handle(PyExc_PermissionError)));
 
   nb::register_exception_translator([](const std::exception_ptr& error, void*) {
     try {

@@ -23,14 +23,22 @@
 // (RuntimeError) and VolleyInternalError (a VolleyRuntimeError), all subclasses of VolleyError.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
 #include "volley/core/array.h"
 #include "volley/core/error.h"
+
+namespace volley {
+struct Batch;
+struct LoaderOptions;
+struct SampledSubgraph;
+}  // namespace volley
 
 namespace volley::python {
 
@@ -51,6 +59,20 @@ Array array_from_python(const InputArray& input, std::string_view what);
 std::optional<Array> array_from_python(const std::optional<InputArray>& input,
                                        std::string_view what);
 
+// Shared by the sampling and distributed-service bindings (bind_sampling.cc):
+// A 1-d int64 host Array over `ids` (ValueError naming `what` otherwise). Needs the GIL.
+Array host_ids_array(const InputArray& ids, std::string_view what);
+// A sampled subgraph as a dict of zero-copy arrays (n_id, row, col, e_id) and per-hop counts
+// (num_sampled_nodes, num_sampled_edges); the arrays keep `holder` alive. Needs the GIL.
+nb::dict subgraph_to_python(const std::shared_ptr<SampledSubgraph>& holder);
+// A loader batch as a dict (PyG field names: n_id, input_id, edge_index, e_id, x, y,
+// batch_size, num_sampled_nodes, num_sampled_edges, index), arrays zero-copy. Needs the GIL.
+nb::dict batch_to_python(Batch& batch);
+// LoaderOptions from keyword arguments named as its fields (batch_size, shuffle, drop_last,
+// num_threads, prefetch, seed, replace, weighted, feature_dtype, on_batch_start); ValueError
+// for an unknown name. One parser for every loader binding.
+LoaderOptions loader_options(std::vector<int64_t> fanouts, const nb::kwargs& kwargs);
+
 void bind_core(nb::module_& m);
 void bind_graph(nb::module_& m);
 void bind_dataset(nb::module_& m);
@@ -58,5 +80,6 @@ void bind_sampling(nb::module_& m);
 void bind_partition(nb::module_& m);
 void bind_feature(nb::module_& m);
 void bind_share(nb::module_& m);
+void bind_dist(nb::module_& m);  // only in builds with the gRPC service (VOLLEY_WITH_DIST)
 
 }  // namespace volley::python

@@ -11,4 +11,10 @@ NB_MODULE(_volley, m) {
   volley::python::bind_sampling(m);
   volley::python::bind_partition(m);
   volley::python::bind_share(m);
+#ifdef VOLLEY_WITH_DIST
+  volley::python::bind_dist(m);
+  m.attr("_has_dist") = true;
+#else
+  m.attr("_has_dist") = false;
+#endif
 }

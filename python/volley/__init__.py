@@ -10,15 +10,20 @@ Example:
 
 Errors Volley raises on purpose derive from ``VolleyError`` and from the matching builtin:
 ``VolleyValueError`` (ValueError), ``VolleyIndexError`` (IndexError), ``VolleyOSError``
-(OSError), ``VolleyRuntimeError`` (RuntimeError) and ``VolleyInternalError`` (a bug).
+(OSError), ``VolleyRuntimeError`` (RuntimeError) and ``VolleyInternalError`` (a bug); the
+distributed service (``volley.dist``) adds ``VolleyConnectionError`` (ConnectionError),
+``VolleyTimeoutError`` (TimeoutError) and ``VolleyPermissionError`` (PermissionError).
 """
 
 from ._volley import (
+    VolleyConnectionError,
     VolleyError,
     VolleyIndexError,
     VolleyInternalError,
     VolleyOSError,
+    VolleyPermissionError,
     VolleyRuntimeError,
+    VolleyTimeoutError,
     VolleyValueError,
     get_num_threads,
     set_num_threads,
@@ -38,6 +43,7 @@ from .graph import Graph
 from .partition import PartitionBook, load_partition, partition
 from .sampler import Adj, NeighborSampler
 from . import loader
+from . import dist
 
 __version__ = "0.1.0"
 
@@ -47,13 +53,17 @@ __all__ = [
     "Feature",
     "Graph",
     "Split",
+    "VolleyConnectionError",
     "VolleyError",
     "VolleyIndexError",
     "VolleyInternalError",
     "VolleyOSError",
+    "VolleyPermissionError",
     "VolleyRuntimeError",
+    "VolleyTimeoutError",
     "VolleyValueError",
     "datasets",
+    "dist",
     "get_num_threads",
     "hotness_by_degree",
     "hotness_by_sampling",

@@ -168,45 +168,78 @@ class NeighborLoader:
         graph, x, y = self._unpack(data, weighted)
         self.data = data
         self.graph = graph
+        self._rows = (graph._csr, _rows_input(x), _rows_input(y))
+        self._setup(
+            graph.num_nodes,
+            num_neighbors,
+            batch_size=batch_size,
+            input_nodes=input_nodes,
+            shuffle=shuffle,
+            num_workers=num_workers if num_workers else (os.cpu_count() or 1),
+            seed=seed,
+            drop_last=drop_last,
+            copy=copy,
+            transform=transform,
+            rank=rank,
+            world_size=world_size,
+            options=dict(
+                prefetch=int(prefetch or 0),
+                replace=bool(replace),
+                weighted=bool(weighted),
+                feature_dtype=feature_dtype,
+                on_batch_start=_on_batch_start,
+            ),
+        )
+
+    def _setup(
+        self,
+        num_nodes: int,
+        num_neighbors: Sequence[int],
+        *,
+        batch_size: int,
+        input_nodes: Any,
+        shuffle: bool,
+        num_workers: int,
+        seed: Optional[int],
+        drop_last: bool,
+        copy: bool,
+        transform: Optional[Callable[[Any], Any]],
+        rank: Optional[int],
+        world_size: Optional[int],
+        options: dict,
+    ) -> None:
+        """What every loader shares, whatever serves its batches: input nodes, the split over
+        ranks, epochs and batch construction. Subclasses call it from ``__init__`` and override
+        ``_create_native`` (the native loader: anything with ``num_batches`` and
+        ``start_epoch(epoch)`` returning a stream with ``next()`` / ``stop()``)."""
+        self._num_nodes = int(num_nodes)
         self.num_neighbors = [int(k) for k in num_neighbors]
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
-        self.num_workers = int(num_workers) if num_workers else (os.cpu_count() or 1)
+        self.num_workers = int(num_workers)
         self.seed = int(seed) if seed is not None else _default_seed()
         self.copy = bool(copy)
         self.transform = transform
-        self.input_nodes = _as_input_nodes(input_nodes, graph.num_nodes)
+        self.input_nodes = _as_input_nodes(input_nodes, self._num_nodes)
         self._epoch = 0
         self._data_class = _pyg_data_class()
         self.rank, self.world_size = _rank_and_world_size(rank, world_size)
         self.drop_last = bool(drop_last)
-        rows = (graph._csr, _rows_input(x), _rows_input(y))
-        options = dict(
+        self._options = dict(
             batch_size=self.batch_size,
             drop_last=self.drop_last,
             num_threads=self.num_workers,
-            prefetch=int(prefetch or 0),
-            replace=bool(replace),
-            weighted=bool(weighted),
-            feature_dtype=feature_dtype,
-            on_batch_start=_on_batch_start,
+            **options,
         )
         if self.world_size == 1:
-            self._native = _NativeLoader(
-                *rows,
-                self.input_nodes,
-                self.num_neighbors,
-                shuffle=self.shuffle,
-                seed=self.seed,
-                **options,
-            )
+            self._native = self._create_native(self.input_nodes, self.shuffle, self.seed)
             return
         # Several ranks: a native loader per epoch over this rank's share, in the order the
         # shared epoch shuffle gave it (so the native loader does not shuffle again), sampling
         # with a seed of its own for the rank (the native loader mixes in the epoch).
         inputs = self.input_nodes
         if inputs is None:
-            inputs = np.arange(graph.num_nodes, dtype=np.int64)
+            inputs = np.arange(self._num_nodes, dtype=np.int64)
         self._all_inputs = inputs
         count = len(inputs)
         world = self.world_size
@@ -216,11 +249,17 @@ class NeighborLoader:
                 f"{count} input nodes cannot be split over {self.world_size} ranks"
                 + (" with drop_last" if self.drop_last and count else "")
             )
-        self._rows, self._options = rows, options
         self._rank_seed = _mix_seed(self.seed, self.rank)
         self._native_epoch = -1
         self._positions = self.rank_positions(0)
         self._native = self._native_for(self._positions)
+
+    def _create_native(self, input_nodes: Optional[np.ndarray], shuffle: bool, seed: int) -> Any:
+        """The native loader over ``input_nodes`` (None: all nodes) with this loader's options."""
+        return _NativeLoader(
+            *self._rows, input_nodes, self.num_neighbors, shuffle=shuffle, seed=seed,
+            **self._options,
+        )
 
     def rank_positions(self, epoch: int) -> np.ndarray:
         """Positions in ``input_nodes`` that this rank takes in ``epoch`` (int64, in batch order).
@@ -229,7 +268,7 @@ class NeighborLoader:
         lists are disjoint except for padding, equally long, and cover every input node.
         """
         if self.world_size == 1:
-            count = self.graph.num_nodes if self.input_nodes is None else len(self.input_nodes)
+            count = self._num_nodes if self.input_nodes is None else len(self.input_nodes)
             return np.arange(count, dtype=np.int64)
         count = len(self._all_inputs)
         if self.shuffle:
@@ -242,17 +281,7 @@ class NeighborLoader:
         return np.ascontiguousarray(order[self.rank :: self.world_size], dtype=np.int64)
 
     def _native_for(self, positions: np.ndarray) -> Any:
-        graph, x, y = self._rows
-        return _NativeLoader(
-            graph,
-            x,
-            y,
-            self._all_inputs[positions],
-            self.num_neighbors,
-            shuffle=False,
-            seed=self._rank_seed,
-            **self._options,
-        )
+        return self._create_native(self._all_inputs[positions], False, self._rank_seed)
 
     @staticmethod
     def _unpack(data: Any, weighted: bool):

@@ -292,3 +292,69 @@ def invert_node_map(node_map: Any) -> Any:
 def verify_partitioned_dataset(path: PathLike) -> List[str]:
     """Checks every file of a partitioned dataset, checksums included; one line per problem."""
     return list(_verify_partitioned_dataset(os.fspath(path)))
+
+
+def to_new_ids(node_map: Union[PathLike, Any], old_ids: Any) -> Any:
+    """Maps ids of the original dataset to the partitioned (new) numbering.
+
+    Distributed loaders (``volley.dist``) and partitions speak new ids; seeds picked in the
+    original dataset (e.g. its ``train_idx``) go through this first.
+
+    Args:
+        node_map: a partitioned dataset directory (its ``node_map.npy`` is read, memory-mapped),
+            or the map itself (``load_node_map``: int64 [N], old id -> new id).
+        old_ids: int ids (array / tensor / list), or a boolean mask over the N old ids.
+
+    Returns:
+        int64 new ids, in the order of ``old_ids`` (of the mask's True positions, ascending old
+        id); a tensor when torch is importable.
+
+    Raises:
+        VolleyIndexError: an old id outside [0, N). VolleyValueError: a mask of the wrong length.
+    """
+    if isinstance(node_map, (str, os.PathLike)):
+        node_map = _load_node_map(os.fspath(node_map), verify_checksums=False)
+    mapping = _tensor.to_numpy(node_map)
+    ids = _tensor.to_numpy(old_ids)
+    if ids.dtype == np.bool_:
+        if ids.shape != mapping.shape:
+            from ._volley import VolleyValueError
+
+            raise VolleyValueError(
+                f"a boolean mask of old ids must have shape {mapping.shape}, got {ids.shape}"
+            )
+        ids = np.nonzero(ids)[0]
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    bad = np.nonzero((ids < 0) | (ids >= len(mapping)))[0]
+    if len(bad):
+        from ._volley import VolleyIndexError
+
+        raise VolleyIndexError(
+            f"old id {int(ids[bad[0]])} at position {int(bad[0])} out of range for a graph with "
+            f"{len(mapping)} nodes"
+        )
+    return _tensor.to_output(np.ascontiguousarray(mapping[ids], dtype=np.int64))
+
+
+def split_ids(path: PathLike, split: str = "train") -> Any:
+    """The new ids of a split (``"train"``, ``"val"`` or ``"test"``) over all partitions.
+
+    Each partition stores its split as local rows; this adds each part's first id and
+    concatenates in part order (ascending new ids). Reads only the split arrays (memory-mapped).
+
+    Raises:
+        VolleyValueError: an unknown split name.
+    """
+    if split not in ("train", "val", "test"):
+        from ._volley import VolleyValueError
+
+        raise VolleyValueError(f"split must be 'train', 'val' or 'test', got {split!r}")
+    num_parts = len(read_partition_manifest(path)["offsets"]) - 1
+    chunks = []
+    for p in range(num_parts):
+        part = load_partition(path, p, validate=False)
+        rows = getattr(part.dataset, f"{split}_idx")
+        if rows is not None:
+            chunks.append(_tensor.to_numpy(rows).astype(np.int64) + part.first_node)
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int64)
+    return _tensor.to_output(np.sort(ids))

@@ -82,18 +82,30 @@ class NeighborSampler:
         if not isinstance(graph, Graph):
             graph = Graph.from_edge_index(graph)
         self.graph = graph
+        self._configure(sizes, replace, weighted, seed, has_weights=graph.weights is not None)
+
+    def _configure(
+        self, sizes: Sequence[int], replace: bool, weighted: bool, seed: int, *, has_weights: bool
+    ) -> None:
+        """Checks and stores the options (shared with ``volley.dist.DistSampler``)."""
         self.sizes = [int(size) for size in sizes]
         if not self.sizes:
             raise ValueError("sizes must list at least one hop, e.g. [15, 10]")
         for hop, size in enumerate(self.sizes):
             if size < -1:
                 raise ValueError(f"size {size} at hop {hop} is invalid: use >= 0, or -1 for all")
-        if weighted and graph.weights is None:
+        if weighted and not has_weights:
             raise ValueError("weighted sampling needs edge weights, but the graph has none")
         self.replace = bool(replace)
         self.weighted = bool(weighted)
         self.seed = int(seed)
         self._calls = 0
+
+    def _sample_raw(self, seeds: np.ndarray, batch_index: int) -> dict:
+        """The native sampler's dict for int64 ``seeds`` (overridden by ``DistSampler``)."""
+        return _sample_neighbors(
+            self.graph._csr, seeds, self.sizes, self.replace, self.weighted, self.seed, batch_index
+        )
 
     def sample_subgraph(self, seeds: Any, batch_index: Optional[int] = None) -> SampledSubgraph:
         """Samples one batch and returns the raw result (zero-copy arrays).
@@ -115,9 +127,7 @@ class NeighborSampler:
             batch_index = self._calls
         self._calls += 1
         ids = np.ascontiguousarray(_tensor.to_numpy(seeds), dtype=np.int64).reshape(-1)
-        out = _sample_neighbors(
-            self.graph._csr, ids, self.sizes, self.replace, self.weighted, self.seed, batch_index
-        )
+        out = self._sample_raw(ids, batch_index)
         return SampledSubgraph(
             _tensor.to_output(out["n_id"]),
             _tensor.to_output(out["row"]),

@@ -9,11 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_cuda.h"
 #include "commands.h"
 #include "volley/core/parallel.h"
 #include "volley/feature/gather.h"
 #include "volley/graph/dataset.h"
 #include "volley/loader/neighbor_loader.h"
+#include "volley/sampling/cuda_sampler.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::cli {
@@ -52,8 +54,12 @@ struct SampleSettings {
   int threads = 1;
   int64_t batches = 50;
   bool replace = false;
+  bool weighted = false;
   uint64_t seed = 0;
   bool with_features = false;
+  std::string device = "cpu";  // sample: cpu or cuda
+  std::string mode = "GPU";    // sample --device cuda: GPU or UVA
+  int cuda_device = 0;
 };
 
 // The seeds: the dataset's training nodes when it has them, else all nodes; seeded shuffle.
@@ -133,28 +139,59 @@ nlohmann::json figures_json(const char* bench, const SampleSettings& settings,
 }
 
 void add_sample(CLI::App& bench, SampleSettings& settings) {
-  auto* command =
-      bench.add_subcommand("sample", "Sampled edges per second (SEPS) of the CPU neighbor sampler");
+  auto* command = bench.add_subcommand(
+      "sample", "Sampled edges per second (SEPS) of the neighbor sampler (CPU, or CUDA GPU/UVA)");
   command->add_option("--dataset", settings.dataset, "Dataset directory")->required();
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
   command->add_option("--batch-size", settings.batch_size, "Seeds per batch")
       ->check(CLI::PositiveNumber);
-  command->add_option("--threads", settings.threads, "Sampling threads")
+  command->add_option("--threads", settings.threads, "Sampling threads (CPU)")
       ->check(CLI::PositiveNumber);
   command->add_option("--batches", settings.batches, "Batches to sample")
       ->check(CLI::PositiveNumber);
   command->add_flag("--replace", settings.replace, "Sample with replacement");
+  command->add_flag("--weighted", settings.weighted,
+                    "Sample proportionally to edge weights (the dataset needs weights)");
   command->add_option("--seed", settings.seed, "Random seed");
-  command->callback([&settings] {
+  command->add_option("--device", settings.device,
+                      "cpu, or cuda: the CUDA sampler on --cuda-device (prints the copy "
+                      "bandwidths of the same run next to its SEPS)");
+  auto* mode = command->add_option(
+      "--mode", settings.mode,
+      "With --device cuda: GPU (graph in device memory) or UVA (indices in pinned host memory)");
+  command->add_option("--cuda-device", settings.cuda_device, "CUDA device ordinal")
+      ->check(CLI::NonNegativeNumber);
+  command->callback([&settings, mode] {
+    VOLLEY_REQUIRE(settings.device == "cpu" || settings.device == "cuda", ValueError,
+                   "--device must be cpu or cuda, got '{}'", settings.device);
+    VOLLEY_REQUIRE(settings.device == "cuda" || mode->count() == 0, ValueError,
+                   "--mode {} applies to --device cuda only", settings.mode);
+    const NeighborSamplerOptions options{parse_fanouts(settings.fanout), settings.replace,
+                                         settings.weighted, settings.seed};
+    if (settings.device == "cuda") {
+      parse_cuda_sampling_mode(settings.mode);  // a bad mode fails before any work
+      require_cuda_device("--device", settings.cuda_device);
+      const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
+      const auto seeds = bench_seeds(dataset, settings.seed);
+      auto line = run_cuda_sample_bench(dataset, seeds, options,
+                                        {.mode = settings.mode,
+                                         .device = settings.cuda_device,
+                                         .batch_size = settings.batch_size,
+                                         .batches = settings.batches});
+      line["fanout"] = settings.fanout;
+      line["dataset"] = dataset.name;
+      std::cout << line.dump() << std::endl;
+      return;
+    }
     const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
     warm(dataset.graph);
     const auto seeds = bench_seeds(dataset, settings.seed);
-    const NeighborSamplerOptions options{parse_fanouts(settings.fanout), settings.replace, false,
-                                         settings.seed};
     run_sampling(dataset.graph, seeds,
                  {.batch_size = settings.batch_size, .threads = 1, .batches = 2}, options);
     const auto figures = run_sampling(dataset.graph, seeds, settings, options);
     auto line = figures_json("sample", settings, figures);
+    line["device"] = "cpu";
+    line["weighted"] = settings.weighted;
     line["dataset"] = dataset.name;
     std::cout << line.dump() << std::endl;
   });
@@ -232,6 +269,7 @@ void add_bench_command(CLI::App& app, GlobalOptions& /*global*/) {
   add_sample(*bench, sample_settings);
   add_loader(*bench, loader_settings);
   add_bench_gather(*bench);
+  add_bench_dist(*bench);
 }
 
 }  // namespace volley::cli

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_cuda.h"
 #include "commands.h"
 #include "volley/core/half.h"
 #include "volley/core/parallel.h"
@@ -45,6 +46,9 @@ struct GatherSettings {
   int64_t prefetch_bytes = 0;
   uint64_t seed = 0;
   bool huge_pages = true;
+  std::string device = "cpu";   // cpu: FeatureStore::gather; cuda: DeviceFeatureStore::gather
+  double cache_fraction = 0.25;  // cuda: share of the table in device memory
+  int cuda_device = 0;
 };
 
 void advise_huge_pages(std::byte* data, size_t bytes) {
@@ -99,8 +103,40 @@ double load_average() {
   return value;
 }
 
+// Random batches of ids (seeded).
+std::vector<std::vector<int64_t>> random_batches(const GatherSettings& settings) {
+  std::vector<std::vector<int64_t>> batches(static_cast<size_t>(settings.batches));
+  PhiloxStream rng(settings.seed, {{0, 0, 0x6a7, 0}});
+  for (auto& ids : batches) {
+    ids.resize(static_cast<size_t>(settings.batch));
+    for (auto& id : ids) {
+      id = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(settings.rows)));
+    }
+  }
+  return batches;
+}
+
+// --device cuda: the table's hottest rows (here: the first, as ids are uniform) in device
+// memory, the rest in pinned host memory; device ids gathered into device memory.
+void run_cuda_gather(const GatherSettings& settings, DType dtype) {
+  require_cuda_device("--device", settings.cuda_device);
+  VOLLEY_REQUIRE(settings.out_dtype.empty() || dtype_from_name(settings.out_dtype) == dtype,
+                 ValueError, "--device cuda gathers the stored dtype; drop --out-dtype");
+  Array table = Array::empty(dtype, {settings.rows, settings.dim});
+  fill_table(table.raw_data(), settings.rows, settings.dim, dtype, settings.seed);
+  auto line = run_cuda_gather_bench(
+      table, random_batches(settings),
+      {.device = settings.cuda_device, .cache_fraction = settings.cache_fraction,
+       .seed = settings.seed});
+  line["load_average"] = load_average();
+  std::cout << line.dump() << std::endl;
+}
+
 void run_gather_bench(const GatherSettings& settings) {
   const DType dtype = dtype_from_name(settings.dtype);
+  VOLLEY_REQUIRE(settings.device == "cpu" || settings.device == "cuda", ValueError,
+                 "--device must be cpu or cuda, got '{}'", settings.device);
+  if (settings.device == "cuda") return run_cuda_gather(settings, dtype);
   const DType out_dtype = settings.out_dtype.empty() ? dtype : dtype_from_name(settings.out_dtype);
   VOLLEY_REQUIRE(settings.tier == "host" || settings.tier == "shared" || settings.tier == "mapped",
                  ValueError, "--tier must be host, shared or mapped, got '{}'", settings.tier);
@@ -135,14 +171,7 @@ void run_gather_bench(const GatherSettings& settings) {
   const Array& rows = store.tiers().front().rows();
 
   // Random batches (seeded), the output buffer (touched once), and the memcpy source windows.
-  std::vector<std::vector<int64_t>> batches(static_cast<size_t>(settings.batches));
-  PhiloxStream rng(settings.seed, {{0, 0, 0x6a7, 0}});
-  for (auto& ids : batches) {
-    ids.resize(static_cast<size_t>(settings.batch));
-    for (auto& id : ids) {
-      id = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(settings.rows)));
-    }
-  }
+  const std::vector<std::vector<int64_t>> batches = random_batches(settings);
   const size_t out_bytes =
       static_cast<size_t>(settings.batch * settings.dim) * dtype_size(out_dtype);
   Buffer out = Buffer::zeros(out_bytes);
@@ -225,6 +254,14 @@ void add_bench_gather(CLI::App& bench) {
   command->add_flag("--huge-pages,!--no-huge-pages", settings.huge_pages,
                     "Host tier: back the table with transparent huge pages, as FeatureStore does "
                     "for the host tiers it allocates and numpy for large arrays (default: on)");
+  command->add_option("--device", settings.device,
+                      "cpu, or cuda: DeviceFeatureStore::gather on --cuda-device (device cache + "
+                      "pinned host rows), printed next to the copy bandwidths of the same run");
+  command->add_option("--cache-fraction", settings.cache_fraction,
+                      "With --device cuda: share of the table's bytes in device memory")
+      ->check(CLI::Range(0.0, 1.0));
+  command->add_option("--cuda-device", settings.cuda_device, "CUDA device ordinal")
+      ->check(CLI::NonNegativeNumber);
   command->callback([] { run_gather_bench(settings); });
 }
 

@@ -19,8 +19,14 @@ void add_convert_command(CLI::App& app, GlobalOptions& global);
 void add_generate_command(CLI::App& app, GlobalOptions& global);
 void add_bench_command(CLI::App& app, GlobalOptions& global);
 void add_partition_command(CLI::App& app, GlobalOptions& global);
+// `volley serve` (serve_command.cc).
+void add_serve_command(CLI::App& app, GlobalOptions& global);
 // `volley bench gather` (feature store), registered by add_bench_command.
 void add_bench_gather(CLI::App& bench);
+// `volley bench dist` (bench_dist.cc), registered by add_bench_command.
+void add_bench_dist(CLI::App& bench);
+// The message of `serve` and `bench dist` in a build without gRPC (VOLLEY_WITH_DIST undefined).
+extern const char* const kNoDistService;
 // `volley info` on a partitioned dataset directory or one of its part-P directories (defined in
 // partition_command.cc): prints the description and returns true, or returns false when `path`
 // is neither.

@@ -22,6 +22,9 @@ enum class ErrorKind {
   kIo,        // a file or network problem (Python: OSError)
   kRuntime,   // a failure while running, e.g. a worker died (Python: RuntimeError)
   kInternal,  // a broken invariant inside Volley: a bug (Python: RuntimeError)
+  kConnection,  // a server that is down, unreachable or went away (Python: ConnectionError)
+  kTimeout,     // a deadline passed without an answer (Python: TimeoutError)
+  kPermission,  // a missing or wrong access token (Python: PermissionError)
 };
 
 // Base of every exception Volley throws on purpose. `what()` is the full message.
@@ -59,7 +62,24 @@ class InternalError : public Error {
   explicit InternalError(const std::string& message) : Error(ErrorKind::kInternal, message) {}
 };
 
+class ConnectionError : public Error {
+ public:
+  explicit ConnectionError(const std::string& message) : Error(ErrorKind::kConnection, message) {}
+};
+
+class TimeoutError : public Error {
+ public:
+  explicit TimeoutError(const std::string& message) : Error(ErrorKind::kTimeout, message) {}
+};
+
+class PermissionError : public Error {
+ public:
+  explicit PermissionError(const std::string& message) : Error(ErrorKind::kPermission, message) {}
+};
+
 namespace internal {
+// Throws the Error subclass of `kind` with `message`.
+[[noreturn]] void throw_error(ErrorKind kind, const std::string& message);
 [[noreturn]] void assert_failed(const char* condition, const char* file, int line);
 // errno as text, e.g. "No such file or directory (errno 2)".
 std::string errno_text(int error_number);

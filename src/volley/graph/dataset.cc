@@ -108,20 +108,7 @@ std::string value_problem(const std::string& field, const Array& array, int64_t 
 
 // Rethrows `error` as the same kind of Error with `prefix` before its message.
 [[noreturn]] void rethrow_with_prefix(const Error& error, const std::string& prefix) {
-  const std::string message = prefix + error.what();
-  switch (error.kind()) {
-    case ErrorKind::kValue:
-      throw ValueError(message);
-    case ErrorKind::kIndex:
-      throw IndexError(message);
-    case ErrorKind::kIo:
-      throw IoError(message);
-    case ErrorKind::kRuntime:
-      throw RuntimeError(message);
-    case ErrorKind::kInternal:
-      throw InternalError(message);
-  }
-  throw InternalError(message);
+  internal::throw_error(error.kind(), prefix + error.what());
 }
 
 // --- the manifest ---------------------------------------------------------------------------

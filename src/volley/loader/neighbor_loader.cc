@@ -10,14 +10,64 @@
 namespace volley {
 
 struct NeighborLoader::Shared {
-  Csr graph;
-  std::optional<FeatureStore> features;
-  std::optional<FeatureStore> labels;
+  std::shared_ptr<const BatchSource> source;
   Array input_nodes;
   // Recycled batch feature buffers, shared by every epoch of the loader.
   mutable std::mutex pool_mutex;
   mutable std::vector<Buffer> pool;
 };
+
+LocalBatchSource::LocalBatchSource(Csr graph, std::optional<FeatureStore> features,
+                                   std::optional<FeatureStore> labels)
+    : graph_(std::move(graph)), features_(std::move(features)), labels_(std::move(labels)) {
+  const int64_t n = graph_.num_nodes();
+  if (features_) {
+    VOLLEY_REQUIRE(features_->defined() && features_->ndim() == 2 && features_->num_rows() == n,
+                   ValueError, "features must be [num_nodes = {}, D], got {}", n,
+                   features_->describe());
+  }
+  if (labels_) {
+    VOLLEY_REQUIRE(labels_->defined() && labels_->ndim() == 1 && labels_->num_rows() == n &&
+                       (is_integer(labels_->dtype()) || labels_->dtype() == DType::kBool),
+                   ValueError, "labels must be an integer array [num_nodes = {}], got {}", n,
+                   labels_->describe());
+  }
+}
+
+void LocalBatchSource::validate(const NeighborSamplerOptions& options) const {
+  validate_sampler_options(graph_, options);
+}
+
+void LocalBatchSource::sample(std::span<const int64_t> seeds,
+                              const NeighborSamplerOptions& options, uint64_t batch_index,
+                              SampledSubgraph& out) const {
+  // One scratch per worker thread (a map sized to the graph), reused across batches.
+  thread_local SamplerScratch scratch;
+  out = sample_neighbors(graph_, seeds, options, batch_index, &scratch);
+}
+
+int64_t LocalBatchSource::feature_width() const { return features_ ? features_->width() : 0; }
+
+DType LocalBatchSource::feature_dtype() const {
+  return features_ ? features_->dtype() : DType::kFloat32;
+}
+
+void LocalBatchSource::gather_features(std::span<const int64_t> ids, DType out_dtype,
+                                       std::byte* out) const {
+  VOLLEY_ASSERT(features_.has_value());
+  GatherOptions gather;
+  gather.out_dtype = out_dtype;
+  gather.threads = 1;  // batch-level parallelism: each worker gathers its own batch
+  features_->gather(ids, out, gather);
+}
+
+void LocalBatchSource::gather_labels(std::span<const int64_t> ids, int64_t* out) const {
+  VOLLEY_ASSERT(labels_.has_value());
+  GatherOptions gather;
+  gather.out_dtype = DType::kInt64;
+  gather.threads = 1;
+  labels_->gather(ids, reinterpret_cast<std::byte*>(out), gather);
+}
 
 namespace {
 
@@ -51,28 +101,26 @@ Array seeded_permutation(int64_t n, uint64_t seed) {
 NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
                                std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                                LoaderOptions options)
+    : NeighborLoader(std::make_shared<LocalBatchSource>(std::move(graph), std::move(features),
+                                                        std::move(labels)),
+                     std::move(input_nodes), std::move(options)) {}
+
+NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
+                               std::optional<Array> input_nodes, LoaderOptions options)
     : options_(std::move(options)) {
+  VOLLEY_REQUIRE(source != nullptr, ValueError, "the loader needs a batch source, got none");
   VOLLEY_REQUIRE(options_.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
                  options_.batch_size);
   VOLLEY_REQUIRE(options_.num_threads >= 0, ValueError, "num_threads must be >= 0, got {}",
                  options_.num_threads);
   VOLLEY_REQUIRE(options_.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
                  options_.prefetch);
-  validate_sampler_options(graph, options_.sampler);
-  const int64_t n = graph.num_nodes();
-  if (features) {
-    VOLLEY_REQUIRE(features->defined() && features->ndim() == 2 && features->num_rows() == n,
-                   ValueError, "features must be [num_nodes = {}, D], got {}", n,
-                   features->describe());
-    VOLLEY_REQUIRE(gather_supports(features->dtype(), options_.feature_dtype), ValueError,
-                   "features of dtype {} cannot be delivered as {}", dtype_name(features->dtype()),
-                   dtype_name(options_.feature_dtype));
-  }
-  if (labels) {
-    VOLLEY_REQUIRE(labels->defined() && labels->ndim() == 1 && labels->num_rows() == n &&
-                       (is_integer(labels->dtype()) || labels->dtype() == DType::kBool),
-                   ValueError, "labels must be an integer array [num_nodes = {}], got {}", n,
-                   labels->describe());
+  source->validate(options_.sampler);
+  const int64_t n = source->num_nodes();
+  if (source->feature_width() > 0) {
+    VOLLEY_REQUIRE(gather_supports(source->feature_dtype(), options_.feature_dtype), ValueError,
+                   "features of dtype {} cannot be delivered as {}",
+                   dtype_name(source->feature_dtype()), dtype_name(options_.feature_dtype));
   }
   Array inputs;
   if (input_nodes && input_nodes->numel() > 0) {
@@ -98,9 +146,7 @@ NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
   }
   input_nodes_ = inputs;
   auto shared = std::make_shared<Shared>();
-  shared->graph = std::move(graph);
-  shared->features = std::move(features);
-  shared->labels = std::move(labels);
+  shared->source = std::move(source);
   shared->input_nodes = std::move(inputs);
   shared_ = std::move(shared);
 }
@@ -158,7 +204,6 @@ void Epoch::stop() {
 }
 
 void Epoch::worker_loop() {
-  SamplerScratch scratch;
   SampledSubgraph subgraph;
   while (true) {
     int64_t index;
@@ -174,7 +219,7 @@ void Epoch::worker_loop() {
     std::optional<Batch> batch;
     std::exception_ptr error;
     try {
-      batch = make_batch(index, scratch, subgraph);
+      batch = make_batch(index, subgraph);
     } catch (...) {
       error = std::current_exception();
     }
@@ -215,7 +260,7 @@ Buffer Epoch::acquire_feature_buffer(size_t bytes) {
   return fresh.slice(0, bytes);
 }
 
-Batch Epoch::make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph& subgraph) {
+Batch Epoch::make_batch(int64_t index, SampledSubgraph& subgraph) {
   if (options_.on_batch_start) options_.on_batch_start(index);
   const int64_t begin = index * options_.batch_size;
   const int64_t end = std::min(order_.numel(), begin + options_.batch_size);
@@ -234,8 +279,8 @@ Batch Epoch::make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph&
   }
   NeighborSamplerOptions sampler = options_.sampler;
   sampler.seed = sampler_seed_;
-  subgraph =
-      sample_neighbors(shared_->graph, seeds, sampler, static_cast<uint64_t>(index), &scratch);
+  const BatchSource& source = *shared_->source;
+  source.sample(seeds, sampler, static_cast<uint64_t>(index), subgraph);
 
   const auto num_nodes = static_cast<int64_t>(subgraph.nodes.size());
   const auto num_edges = static_cast<int64_t>(subgraph.rows.size());
@@ -249,23 +294,15 @@ Batch Epoch::make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph&
   batch.nodes_per_hop = subgraph.nodes_per_hop;
   batch.edges_per_hop = subgraph.edges_per_hop;
   const std::span<const int64_t> nodes(subgraph.nodes);
-  if (shared_->features) {
-    // Batch-level parallelism: each worker gathers its own batch on its own thread.
-    const int64_t width = shared_->features->width();
+  if (const int64_t width = source.feature_width(); width > 0) {
     const size_t bytes =
         static_cast<size_t>(num_nodes * width) * dtype_size(options_.feature_dtype);
     batch.x = Array(acquire_feature_buffer(bytes), options_.feature_dtype, {num_nodes, width});
-    GatherOptions gather;
-    gather.out_dtype = options_.feature_dtype;
-    gather.threads = 1;
-    shared_->features->gather(nodes, batch.x.raw_data(), gather);
+    source.gather_features(nodes, options_.feature_dtype, batch.x.raw_data());
   }
-  if (shared_->labels) {
+  if (source.has_labels()) {
     batch.y = Array::empty(DType::kInt64, {num_nodes});
-    GatherOptions gather;
-    gather.out_dtype = DType::kInt64;
-    gather.threads = 1;
-    shared_->labels->gather(nodes, batch.y.raw_data(), gather);
+    source.gather_labels(nodes, batch.y.data<int64_t>());
   }
   return batch;
 }

@@ -37,6 +37,7 @@
 #include "volley/core/array.h"
 #include "volley/feature/feature_store.h"
 #include "volley/graph/csr.h"
+#include "volley/loader/batch_source.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
@@ -82,6 +83,9 @@ class NeighborLoader {
   NeighborLoader(Csr graph, std::optional<FeatureStore> features,
                  std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                  LoaderOptions options);
+  // The same pipeline over any BatchSource (e.g. partitions served over gRPC).
+  NeighborLoader(std::shared_ptr<const BatchSource> source, std::optional<Array> input_nodes,
+                 LoaderOptions options);
 
   int64_t num_batches() const;
   int64_t num_inputs() const { return input_nodes_.numel(); }
@@ -98,25 +102,25 @@ class NeighborLoader {
   LoaderOptions options_;
 };
 
-class Epoch {
+class Epoch final : public BatchStream {
  public:
-  ~Epoch();
+  ~Epoch() override;
   Epoch(const Epoch&) = delete;
   Epoch& operator=(const Epoch&) = delete;
 
   // The next batch in order, or nullopt after the last. Blocks until it is ready. Rethrows a
   // worker's exception for the batch that failed.
-  std::optional<Batch> next();
+  std::optional<Batch> next() override;
   // Stops the workers (idempotent); next() then returns nullopt.
-  void stop();
-  int64_t num_batches() const { return num_batches_; }
+  void stop() override;
+  int64_t num_batches() const override { return num_batches_; }
 
  private:
   friend class NeighborLoader;
   Epoch(std::shared_ptr<const NeighborLoader::Shared> shared, Array order, LoaderOptions options,
         uint64_t sampler_seed);
   void worker_loop();
-  Batch make_batch(int64_t index, SamplerScratch& scratch, SampledSubgraph& subgraph);
+  Batch make_batch(int64_t index, SampledSubgraph& subgraph);
 
   std::shared_ptr<const NeighborLoader::Shared> shared_;
   Array order_;  // int64: input positions in epoch order

@@ -45,4 +45,19 @@ SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seed
   return result;
 }
 
+void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
+                int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
+                HopSample& out, SamplerScratch* scratch) {
+  VOLLEY_REQUIRE(fanout >= -1, ValueError,
+                 "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",
+                 fanout, hop);
+  VOLLEY_REQUIRE(hop >= 0 && hop < 256, ValueError, "hop {} out of range [0, 256)", hop);
+  VOLLEY_REQUIRE(!options.weighted || graph.has_weights(), ValueError,
+                 "weighted sampling needs edge weights, but the graph has none");
+  SamplerScratch local;
+  SamplerScratch& use = scratch != nullptr ? *scratch : local;
+  cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index,
+                      SamplerScratchAccess::get(use), out);
+}
+
 }  // namespace volley

@@ -85,4 +85,24 @@ SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seed
                                  const NeighborSamplerOptions& options, uint64_t batch_index,
                                  SamplerScratch* scratch = nullptr);
 
+// --- One hop over a slice of the graph (the distributed sampler's building block) ----------
+//
+// The picks for one target depend only on (graph row, global id, hop, batch, options), so a
+// multi-hop sample can be assembled from one-hop samples taken on different machines, each
+// holding some rows: the distributed sampler (volley/dist) does exactly that and gets what
+// sample_neighbors returns on the whole graph.
+struct HopSample {
+  std::vector<int32_t> counts;     // per target: how many neighbors were picked
+  std::vector<int64_t> neighbors;  // global ids, grouped by target, in pick order
+  std::vector<int64_t> edge_ids;   // one per neighbor
+};
+
+// Samples hop `hop` (fanout `fanout`, options.fanouts ignored) for `targets` (global ids) from
+// a graph holding rows [first_node, first_node + graph.num_nodes()): row r is node
+// first_node + r, neighbor ids are global. IndexError names a target outside those rows;
+// ValueError for fanout < -1, hop >= 256, or `weighted` without weights. Targets may repeat.
+void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
+                int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
+                HopSample& out, SamplerScratch* scratch = nullptr);
+
 }  // namespace volley

@@ -57,7 +57,8 @@ void pick_weighted_without_replacement(const float* weights, int64_t degree, int
   for (int64_t i = 0; i < degree; ++i) {
     const double u = 1.0 - rng.uniform_double();  // (0, 1]
     if (weights[i] > 0.0f) {
-      keys[static_cast<size_t>(i)] = std::log(u) / static_cast<double>(weights[i]);
+      // deterministic_log, not std::log: the CUDA kernel computes the same bits (pick.h).
+      keys[static_cast<size_t>(i)] = sampling_internal::weighted_key(u, weights[i]);
       picked.push_back(i);
       ++positive;
     }
@@ -210,7 +211,69 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamp
                  nodes.size());
 }
 
+template <typename Index>
+void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64_t> targets,
+                     int hop, int64_t fanout, const NeighborSamplerOptions& options,
+                     uint64_t batch_index, NeighborScratch& scratch, HopSample& out) {
+  const int64_t* indptr = graph.indptr().data<int64_t>();
+  const Index* indices = graph.indices().template data<Index>();
+  const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
+  const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
+  const int64_t num_rows = graph.num_nodes();
+  out.counts.assign(targets.size(), 0);
+  out.neighbors.clear();
+  out.edge_ids.clear();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const int64_t target = targets[i];
+    const int64_t row = target - first_node;
+    VOLLEY_REQUIRE(row >= 0 && row < num_rows, IndexError,
+                   "target {} at position {} is not among the rows [{}, {}) held here", target, i,
+                   first_node, first_node + num_rows);
+    if (fanout == 0) continue;
+    const int64_t row_begin = indptr[row];
+    const int64_t degree = indptr[row + 1] - row_begin;
+    if (degree == 0) continue;
+    const size_t before = out.neighbors.size();
+    auto emit = [&](int64_t position) {
+      const int64_t k = row_begin + position;
+      out.neighbors.push_back(static_cast<int64_t>(indices[k]));
+      out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
+    };
+    if (fanout == -1 || (!options.replace && degree <= fanout)) {
+      for (int64_t position = 0; position < degree; ++position) emit(position);
+    } else {
+      // The stream is keyed by the GLOBAL id, as in the single-machine sampler.
+      PhiloxStream rng(options.seed, neighbor_stream_counter(target, hop, batch_index));
+      if (weights != nullptr) {
+        if (options.replace) {
+          pick_weighted_with_replacement(weights + row_begin, degree, fanout, rng, scratch);
+        } else {
+          pick_weighted_without_replacement(weights + row_begin, degree, fanout, rng, scratch);
+        }
+      } else if (options.replace) {
+        pick_uniform_with_replacement(degree, fanout, rng, scratch);
+      } else {
+        pick_uniform_without_replacement(degree, fanout, rng, scratch);
+      }
+      for (int64_t position : scratch.picked) emit(position);
+    }
+    out.counts[i] = static_cast<int32_t>(out.neighbors.size() - before);
+  }
+}
+
 }  // namespace
+
+void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets,
+                    int hop, int64_t fanout, const NeighborSamplerOptions& options,
+                    uint64_t batch_index, NeighborScratch& scratch, HopSample& out) {
+  if (graph.index_dtype() == DType::kInt32) {
+    sample_hop_rows<int32_t>(graph, first_node, targets, hop, fanout, options, batch_index,
+                             scratch, out);
+  } else {
+    sample_hop_rows<int64_t>(graph, first_node, targets, hop, fanout, options, batch_index,
+                             scratch, out);
+  }
+}
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,

@@ -1,7 +1,8 @@
 // volley/sampling/cpu/neighbor_kernel.h — the CPU neighbor-sampling kernel (internal).
 //
 // Callers use volley/sampling/neighbor_sampler.h; this header exists so the kernel's scratch
-// type and the random-stream layout (shared with the CUDA kernel) are in one place.
+// type is in one place. The random-stream layout and the pick rules' host/device twin are in
+// internal/pick.h (shared with the CUDA kernel).
 #pragma once
 
 #include <cstdint>
@@ -9,19 +10,13 @@
 #include <vector>
 
 #include "volley/core/philox.h"
+#include "volley/sampling/internal/pick.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::cpu {
 
-// The Philox counter of the random stream for expanding `node` at `hop` of batch `batch`.
-// word[0] counts blocks within the stream. Nodes up to 2^48 and 256 hops are distinct.
-VOLLEY_HOST_DEVICE inline PhiloxCounter neighbor_stream_counter(int64_t node, int hop,
-                                                                uint64_t batch) {
-  const auto id = static_cast<uint64_t>(node);
-  return {{0u, static_cast<uint32_t>(id),
-           static_cast<uint32_t>((id >> 32) & 0xffffu) | (static_cast<uint32_t>(hop) << 16),
-           static_cast<uint32_t>(batch)}};
-}
+// The Philox counter of each target's random stream, shared with the CUDA kernel.
+using sampling_internal::neighbor_stream_counter;
 
 // Per-thread map from global node id to local index, reset in O(1) by a generation stamp.
 struct NeighborScratch {
@@ -40,5 +35,11 @@ struct NeighborScratch {
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
                           NeighborScratch& scratch, SampledSubgraph& out);
+
+// One hop for targets held by rows [first_node, first_node + graph.num_nodes()) of `graph`
+// (row r is node first_node + r; neighbor ids are global): see sample_hop in neighbor_sampler.h.
+void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets,
+                    int hop, int64_t fanout, const NeighborSamplerOptions& options,
+                    uint64_t batch_index, NeighborScratch& scratch, HopSample& out);
 
 }  // namespace volley::cpu

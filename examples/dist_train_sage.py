@@ -1,0 +1,255 @@
+"""Train GraphSAGE with DDP on a partitioned graph served over gRPC (volley.dist).
+
+    torchrun --nproc_per_node 2 examples/dist_train_sage.py --mode worker
+    torchrun --nproc_per_node 2 examples/dist_train_sage.py --mode server-client
+
+(With Debian's torch 1.13 on Python 3.11 add ``--redirects 1 --tee 1`` after ``torchrun``, and
+``torchrun`` is ``.venv/bin/python -m torch.distributed.run`` where it is not on PATH.)
+
+Rank 0 partitions the bundled Cora into one random partition per rank (or ``--partitions DIR``
+names a partitioned dataset), then:
+
+* ``--mode worker``: each trainer serves its partition in-process (``volley.dist.serve``) and
+  holds it: its own nodes are sampled and gathered locally, the others' by RPC.
+* ``--mode server-client``: each rank starts a separate ``volley serve`` process for one
+  partition (the servers know each other: ``--peers``); trainers hold no data and receive
+  whole epochs of batches streamed from a server.
+
+On several machines, start the servers yourself and pass their addresses (see README,
+"Distributed sampling and features"): ``--servers host0:5000,host1:5000 --token-file F``.
+All servers check a token (rank 0 draws one when none is given). The trainers' gradients are
+all-reduced by DDP (gloo on CPU); the batches equal those of ``volley.loader.NeighborLoader``
+over the whole graph, so accuracy matches ``examples/train_sage_ddp.py``-style training.
+Evaluation runs on rank 0 with all neighbors (fanout -1): exact 2-layer inference, fetched
+through the same service.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import re
+import secrets
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+import volley
+import volley.dist
+from volley.partition import read_partition_manifest, split_ids
+
+# The model of the single-process example (PyG's SAGEConv, or a plain-torch fallback).
+from train_sage import GraphSAGE  # noqa: E402  (examples/ is on sys.path)
+
+_PYTHON_SERVER = (
+    "import sys, volley.dist as d\n"
+    "s = d.serve(sys.argv[1], int(sys.argv[2]), listen=sys.argv[3], "
+    "token=d.read_token(sys.argv[4]), peers=sys.argv[5].split(','))\n"
+    "print(f'volley serve: part {s.part} listening on {s.address}', flush=True)\n"
+    "s.wait()\n"
+)
+
+
+def free_ports(count: int) -> list:
+    """Ports free right now on loopback (the servers bind them a moment later)."""
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def volley_cli() -> list:
+    """The command that starts a server: the `volley` CLI of this installation when it has
+    `serve`, else the same service started by Python."""
+    for path in (os.environ.get("VOLLEY_CLI"), os.path.join(sys.prefix, "bin", "volley"),
+                 shutil.which("volley")):
+        if path and os.path.exists(path) and subprocess.run(
+                [path, "serve", "--help"], capture_output=True).returncode == 0:
+            return [path, "serve"]
+    return [sys.executable, "-c", _PYTHON_SERVER]
+
+
+def start_server_process(directory: str, part: int, listen: str, token_file: str,
+                         peers: list) -> subprocess.Popen:
+    command = volley_cli()
+    if command[-1] == "serve":
+        command += [directory, "--part", str(part), "--listen", listen, "--token-file",
+                    token_file, "--peers", ",".join(peers)]
+    else:
+        command += [directory, str(part), listen, token_file, ",".join(peers)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    ready, _, _ = select.select([process.stdout], [], [], 60)
+    line = process.stdout.readline() if ready else ""
+    if not re.search(r"listening on \S+", line):
+        process.kill()
+        raise RuntimeError(f"volley serve for part {part} did not start: {line!r}")
+    return process
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=volley.dist.MODES, default="worker")
+    parser.add_argument("--partitions", help="a partitioned dataset (default: partition Cora)")
+    parser.add_argument("--servers", help="comma-separated addresses of running servers, one "
+                                          "per partition in part order (default: start them)")
+    parser.add_argument("--token-file", help="the servers' access token (first line)")
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--fanouts", type=int, nargs="+", default=[10, 10])
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--workers", type=int, default=4, help="batches in flight per trainer")
+    parser.add_argument("--deadline", type=float, default=30.0, help="seconds per call")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--min-test-accuracy", type=float, default=0.70)
+    args = parser.parse_args()
+
+    dist.init_process_group("gloo")
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(args.seed)
+
+    # Rank 0 partitions (once) and draws a token; every rank learns both.
+    shared = [args.partitions, None, None]
+    scratch = None
+    if rank == 0:
+        if args.token_file:
+            shared[1] = volley.dist.read_token(args.token_file)
+        elif not args.servers:
+            shared[1] = secrets.token_hex(16)
+        if not shared[0]:
+            scratch = tempfile.mkdtemp(prefix="volley-dist-example-")
+            shared[0] = os.path.join(scratch, "cora")
+            result = volley.partition(volley.datasets.bundled_dir("cora"), shared[0], world_size,
+                                      method="random", seed=args.seed)
+            print(f"partitioned cora into {world_size} parts: edge cut "
+                  f"{result.quality['edge_cut_fraction']:.2f}", flush=True)
+        if args.mode == "server-client" and not args.servers:
+            shared[2] = [f"127.0.0.1:{port}" for port in free_ports(world_size)]
+    dist.broadcast_object_list(shared, src=0)
+    directory, token, planned = shared
+    num_parts = len(read_partition_manifest(directory)["offsets"]) - 1
+    part = rank % num_parts
+
+    # Servers: given, or started here (one per rank, for partition `rank`).
+    server = process = token_file = None
+    if args.servers:
+        addresses = [a.strip() for a in args.servers.split(",")]
+    elif args.mode == "worker":
+        if world_size != num_parts:
+            raise SystemExit("without --servers, run one rank per partition")
+        server = volley.dist.serve(directory, part, token=token)
+        addresses = [None] * world_size
+        dist.all_gather_object(addresses, server.address)
+    else:
+        if world_size != num_parts:
+            raise SystemExit("without --servers, run one rank per partition")
+        addresses = planned
+        with tempfile.NamedTemporaryFile("w", suffix=".token", delete=False) as stream:
+            stream.write(token + "\n")
+            token_file = stream.name
+        process = start_server_process(directory, part, addresses[part], token_file, addresses)
+    dist.barrier()
+    if rank == 0:
+        print(f"mode {args.mode}: servers {', '.join(addresses)}", flush=True)
+
+    where = dict(local=server or (directory, part)) if args.mode == "worker" else {}
+    common = dict(mode=args.mode, token=token, deadline=args.deadline, **where)
+    train = volley.dist.DistNeighborLoader(
+        addresses, args.fanouts, batch_size=args.batch_size,
+        input_nodes=split_ids(directory, "train"), shuffle=True, num_workers=args.workers,
+        seed=args.seed, **common)  # rank and world size come from torch.distributed
+    if rank == 0:
+        print(repr(train), flush=True)
+    if args.mode == "worker":
+        info = train.graph.info
+    else:
+        info = volley.dist.connect(addresses, token=token).info
+
+    def full_neighborhood(split: str) -> volley.dist.DistNeighborLoader:
+        # Every neighbor: exact inference for a 2-layer model, through the same service.
+        return volley.dist.DistNeighborLoader(
+            addresses, [-1] * len(args.fanouts), batch_size=256,
+            input_nodes=split_ids(directory, split), num_workers=args.workers,
+            rank=0, world_size=1, **common)
+
+    model = GraphSAGE(info["feature_dim"], args.hidden, info["num_classes"])
+    model = DistributedDataParallel(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=5e-4)
+    evaluation = ({split: full_neighborhood(split) for split in ("val", "test")}
+                  if rank == 0 else {})
+
+    @torch.no_grad()
+    def accuracy(split: str) -> float:
+        model.eval()
+        correct = seen = 0
+        for batch in evaluation[split]:
+            out = model.module(batch.x, batch.edge_index)[: batch.batch_size]
+            correct += int((out.argmax(dim=1) == batch.y[: batch.batch_size]).sum())
+            seen += batch.batch_size
+        return correct / seen
+
+    best_val, best_state = -1.0, None
+    for epoch in range(1, args.epochs + 1):
+        model.train()
+        start = time.perf_counter()
+        totals = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, seeds
+        for batch in train:
+            optimizer.zero_grad()
+            out = model(batch.x, batch.edge_index)[: batch.batch_size]
+            target = batch.y[: batch.batch_size]
+            loss = F.cross_entropy(out, target)
+            loss.backward()
+            optimizer.step()
+            totals += torch.tensor([float(loss) * batch.batch_size,
+                                    int((out.argmax(dim=1) == target).sum()), batch.batch_size])
+        seconds = time.perf_counter() - start
+        dist.all_reduce(totals)
+        if rank == 0:
+            val = accuracy("val")
+            if val > best_val:  # model selection on the validation split
+                best_val, best_state = val, copy.deepcopy(model.module.state_dict())
+            loss_sum, correct, seen = totals.tolist()
+            print(f"epoch {epoch:3d}  loss {loss_sum / seen:.4f}  train acc {correct / seen:.3f}  "
+                  f"val acc {val:.3f}  {int(seen)} seeds over {world_size} trainers  "
+                  f"{seconds:.2f}s", flush=True)
+        dist.barrier()
+
+    status = 0
+    if rank == 0:
+        model.module.load_state_dict(best_state)
+        test = accuracy("test")
+        print(f"test accuracy {test:.3f} (model of the epoch with the best val accuracy, "
+              f"{best_val:.3f}); mode {args.mode}", flush=True)
+        if test < args.min_test_accuracy:
+            print(f"test accuracy {test:.3f} is below {args.min_test_accuracy}", file=sys.stderr)
+            status = 1
+    del train, evaluation
+    dist.barrier()  # every trainer is done with every server
+    if server is not None:
+        server.shutdown()
+    if process is not None:
+        process.terminate()
+        process.wait(timeout=30)
+        os.unlink(token_file)
+    dist.barrier()
+    if scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
+    dist.destroy_process_group()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

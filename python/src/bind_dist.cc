@@ -1,0 +1,228 @@
+// python/src/bind_dist.cc — the distributed sampling and feature service (volley/dist): a Server
+// per partition, the DistGraph client (a BatchSource, so bind_sampling's NeighborLoader runs
+// over it) and the server-client loader. python/volley/dist.py wraps them.
+//
+// Compiled only in builds with gRPC (VOLLEY_WITH_DIST; module.cc sets `_has_dist`). Every call
+// that may wait on the network or on a server's threads releases the GIL.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "volley/dist/client.h"
+#include "volley/dist/server.h"
+#include "volley/loader/neighbor_loader.h"
+
+namespace volley::python {
+namespace {
+
+using dist::ClientOptions;
+using dist::DistGraph;
+using dist::Server;
+using dist::ServerClientLoader;
+using dist::ServerOptions;
+using dist::ServiceInfo;
+
+ClientOptions client_options(std::string token, double deadline_seconds, double connect_seconds,
+                             int64_t max_message_bytes) {
+  ClientOptions options;
+  options.token = std::move(token);
+  options.deadline_seconds = deadline_seconds;
+  options.connect_seconds = connect_seconds;
+  options.max_message_bytes = max_message_bytes;
+  return options;
+}
+
+nb::dict info_to_python(const ServiceInfo& info) {
+  nb::dict d;
+  d["dataset_name"] = info.dataset_name;
+  d["fingerprint"] = info.fingerprint;
+  d["book"] = nb::cast(info.book);
+  d["num_nodes"] = info.book.num_nodes();
+  d["num_parts"] = info.book.num_parts();
+  d["num_edges"] = info.num_edges;
+  d["feature_dim"] = info.feature_dim;
+  d["feature_dtype"] = std::string(dtype_name(info.feature_dtype));
+  d["label_dtype"] =
+      info.label_dtype ? nb::cast(std::string(dtype_name(*info.label_dtype))) : nb::none();
+  d["num_classes"] = info.num_classes;
+  d["has_weights"] = info.has_weights;
+  return d;
+}
+
+}  // namespace
+
+void bind_dist(nb::module_& m) {
+  nb::class_<Server>(m, "Server", "One partition served over gRPC (see volley/dist/server.h).")
+      .def(
+          "__init__",
+          [](Server* self, const std::string& directory, int64_t part, const std::string& listen,
+             const std::string& token, int threads, std::vector<std::string> peers,
+             const std::string& peer_token, double peer_deadline_seconds, int64_t max_message_bytes,
+             int64_t memory_limit_bytes, int default_concurrency) {
+            ServerOptions options;
+            options.listen = listen;
+            options.token = token;
+            options.threads = threads;
+            options.max_message_bytes = max_message_bytes;
+            options.memory_limit_bytes = memory_limit_bytes;
+            options.peers = std::move(peers);
+            options.peer_client.token = peer_token;
+            options.peer_client.deadline_seconds = peer_deadline_seconds;
+            options.default_concurrency = default_concurrency;
+            nb::gil_scoped_release release;
+            new (self) Server(directory, part, std::move(options));
+          },
+          nb::arg("directory"), nb::arg("part"), nb::kw_only(), nb::arg("listen") = "127.0.0.1:0",
+          nb::arg("token") = "", nb::arg("threads") = 0,
+          nb::arg("peers") = std::vector<std::string>{}, nb::arg("peer_token") = "",
+          nb::arg("peer_deadline_seconds") = 30.0,
+          nb::arg("max_message_bytes") = int64_t{512} << 20,
+          nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("default_concurrency") = 0,
+          "Loads part `part` of the partitioned dataset at `directory` and starts serving.")
+      .def_prop_ro("port", &Server::port)
+      .def_prop_ro("address", &Server::address)
+      .def_prop_ro("part", &Server::part)
+      .def_prop_ro("fingerprint", &Server::fingerprint)
+      .def_prop_ro("authenticated", &Server::authenticated)
+      .def(
+          "stats",
+          [](const Server& server) {
+            const dist::ServerStats stats = server.stats();
+            nb::dict d;
+            d["requests"] = stats.requests;
+            d["failed_requests"] = stats.failed_requests;
+            d["active_streams"] = stats.active_streams;
+            return d;
+          },
+          "Request counts: requests, failed_requests, active_streams.")
+      .def("shutdown", &Server::shutdown, nb::arg("grace_seconds") = 1.0,
+           nb::call_guard<nb::gil_scoped_release>(),
+           "Stops serving; waits up to grace_seconds for calls in flight (idempotent).")
+      .def("wait", &Server::wait, nb::call_guard<nb::gil_scoped_release>(),
+           "Blocks until shutdown().");
+
+  nb::class_<DistGraph, BatchSource>(
+      m, "DistGraph", "Partitions served over gRPC, as one graph (see volley/dist/client.h).")
+      .def_static(
+          "connect",
+          [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
+             double connect_seconds, int64_t max_message_bytes,
+             const std::optional<std::string>& local_directory, std::optional<int64_t> local_part) {
+            ClientOptions options =
+                client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
+            nb::gil_scoped_release release;
+            return DistGraph::connect(std::move(addresses), std::move(options),
+                                      local_directory.value_or(""), local_part);
+          },
+          nb::arg("addresses"), nb::kw_only(), nb::arg("token") = "",
+          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+          nb::arg("max_message_bytes") = int64_t{512} << 20,
+          nb::arg("local_directory").none() = nb::none(), nb::arg("local_part").none() = nb::none(),
+          "Connects to the servers (addresses[p] serves part p). Worker mode: local_directory "
+          "and local_part name the partition held in this process.")
+      .def_static(
+          "connect_to_server_partition",
+          [](std::vector<std::string> addresses, const Server& server, const std::string& token,
+             double deadline_seconds, double connect_seconds, int64_t max_message_bytes) {
+            ClientOptions options =
+                client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
+            nb::gil_scoped_release release;
+            return DistGraph::connect(std::move(addresses), std::move(options), server.partition(),
+                                      server.fingerprint());
+          },
+          nb::arg("addresses"), nb::arg("server"), nb::kw_only(), nb::arg("token") = "",
+          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+          nb::arg("max_message_bytes") = int64_t{512} << 20,
+          "Worker mode sharing the partition an in-process Server already holds.")
+      .def_prop_ro("info", [](const DistGraph& graph) { return info_to_python(graph.info()); })
+      .def_prop_ro("addresses", &DistGraph::addresses)
+      .def_prop_ro("local_part", &DistGraph::local_part)
+      .def(
+          "sample",
+          [](const DistGraph& graph, const InputArray& seeds, std::vector<int64_t> fanouts,
+             bool replace, bool weighted, uint64_t seed, uint64_t batch_index) {
+            const Array seed_array = host_ids_array(seeds, "seeds");
+            auto holder = std::make_shared<SampledSubgraph>();
+            {
+              nb::gil_scoped_release release;
+              graph.sample(seed_array.span<int64_t>(),
+                           {std::move(fanouts), replace, weighted, seed}, batch_index, *holder);
+            }
+            return subgraph_to_python(holder);
+          },
+          nb::arg("seeds"), nb::arg("fanouts"), nb::arg("replace") = false,
+          nb::arg("weighted") = false, nb::arg("seed") = 0, nb::arg("batch_index") = 0,
+          "Multi-hop sampling across the partitions: exactly sample_neighbors' result on the "
+          "whole graph (same dict).")
+      .def(
+          "gather_features",
+          [](const DistGraph& graph, const InputArray& ids, const std::string& dtype) {
+            const Array id_array = host_ids_array(ids, "ids");
+            const DType out_dtype = dtype.empty() ? graph.feature_dtype() : dtype_from_name(dtype);
+            Array rows;
+            {
+              nb::gil_scoped_release release;
+              rows = graph.gather_features(id_array.span<int64_t>(), out_dtype);
+            }
+            return array_to_python(rows);
+          },
+          nb::arg("ids"), nb::arg("dtype") = "",
+          "Feature rows of `ids` [n, D] in `dtype` (\"\": as stored).")
+      .def(
+          "gather_labels",
+          [](const DistGraph& graph, const InputArray& ids) {
+            const Array id_array = host_ids_array(ids, "ids");
+            Array labels;
+            {
+              nb::gil_scoped_release release;
+              labels = graph.gather_labels(id_array.span<int64_t>());
+            }
+            return array_to_python(labels);
+          },
+          nb::arg("ids"), "Labels of `ids` (int64 [n]).");
+
+  nb::class_<ServerClientLoader>(
+      m, "ServerClientLoader",
+      "Server-client mode: epochs sampled and gathered by a server, streamed to this process.")
+      .def(
+          "__init__",
+          [](ServerClientLoader* self, const std::string& address,
+             const std::optional<InputArray>& input_nodes, std::vector<int64_t> fanouts,
+             const std::string& token, double deadline_seconds, double connect_seconds,
+             int64_t max_message_bytes, bool features, bool labels, const nb::kwargs& kwargs) {
+            LoaderOptions options = loader_options(std::move(fanouts), kwargs);
+            ClientOptions client =
+                client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
+            auto input_array = array_from_python(input_nodes, "input_nodes");
+            nb::gil_scoped_release release;
+            new (self) ServerClientLoader(address, std::move(client), std::move(input_array),
+                                          std::move(options), features, labels);
+          },
+          nb::arg("address"), nb::arg("input_nodes").none(), nb::arg("fanouts"), nb::kw_only(),
+          nb::arg("token") = "", nb::arg("deadline_seconds") = 30.0,
+          nb::arg("connect_seconds") = 30.0, nb::arg("max_message_bytes") = int64_t{512} << 20,
+          nb::arg("features") = true, nb::arg("labels") = true, nb::arg("kwargs"),
+          "Connects to the server at `address`; loader options as NeighborLoader's.")
+      .def_prop_ro("num_batches", &ServerClientLoader::num_batches)
+      .def_prop_ro("num_inputs", &ServerClientLoader::num_inputs)
+      .def_prop_ro("info",
+                   [](const ServerClientLoader& loader) { return info_to_python(loader.info()); })
+      .def("start_epoch", &ServerClientLoader::start_epoch, nb::arg("epoch"),
+           nb::call_guard<nb::gil_scoped_release>(),
+           "Starts streaming epoch `epoch` (a BatchStream).");
+
+  m.def("dataset_fingerprint", &dist::dataset_fingerprint, nb::arg("directory"),
+        nb::call_guard<nb::gil_scoped_release>(),
+        "CRC-32 (hex) of a partitioned dataset's partition.json: what servers compare.");
+  m.attr("dist_protocol_version") = dist::kProtocolVersion;
+}
+
+}  // namespace volley::python

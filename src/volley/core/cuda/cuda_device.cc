@@ -1,0 +1,119 @@
+// CUDA build: cuda_device.h (plain C++ on the CUDA runtime).
+#include "volley/core/cuda_device.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "volley/core/buffer.h"
+#include "volley/core/cuda/cuda_check.h"
+#include "volley/core/error.h"
+
+namespace volley {
+
+bool cuda_built() { return true; }
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+std::string cuda_device_name(int device) {
+  cudaDeviceProp properties{};
+  VOLLEY_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  return properties.name;
+}
+
+CudaStream CudaStream::create(int device) {
+  cuda::DeviceGuard guard(device);
+  cudaStream_t stream = nullptr;
+  VOLLEY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CudaStream result;
+  result.handle_ = stream;
+  result.device_ = device;
+  return result;
+}
+
+CudaStream::~CudaStream() {
+  if (handle_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(handle_));
+}
+
+CudaStream::CudaStream(CudaStream&& other) noexcept
+    : handle_(std::exchange(other.handle_, nullptr)), device_(other.device_) {}
+
+CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
+  if (this != &other) {
+    if (handle_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(handle_));
+    handle_ = std::exchange(other.handle_, nullptr);
+    device_ = other.device_;
+  }
+  return *this;
+}
+
+void CudaStream::synchronize() const { cuda_synchronize(handle_); }
+
+void cuda_synchronize(void* stream) {
+  VOLLEY_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
+void cuda_copy(void* destination, const void* source, size_t bytes, void* stream) {
+  if (bytes == 0) return;
+  VOLLEY_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault,
+                                    static_cast<cudaStream_t>(stream)));
+}
+
+namespace {
+
+double measure_copy(int device, const Buffer& destination, const Buffer& source, size_t bytes,
+                    int repeats) {
+  VOLLEY_REQUIRE(bytes > 0 && repeats > 0, ValueError,
+                 "copy probe needs bytes > 0 and repeats > 0, got {} and {}", bytes, repeats);
+  cuda::DeviceGuard guard(device);
+  CudaStream stream = CudaStream::create(device);
+  auto* handle = static_cast<cudaStream_t>(stream.handle());
+  cudaEvent_t start = nullptr, stop = nullptr;
+  VOLLEY_CUDA_CHECK(cudaEventCreate(&start));
+  VOLLEY_CUDA_CHECK(cudaEventCreate(&stop));
+  float best_ms = 0;
+  try {
+    // One untimed copy first (first-touch, clocks).
+    VOLLEY_CUDA_CHECK(cudaMemcpyAsync(destination.data(), source.data(), bytes,
+                                      cudaMemcpyDefault, handle));
+    for (int r = 0; r < repeats; ++r) {
+      VOLLEY_CUDA_CHECK(cudaEventRecord(start, handle));
+      VOLLEY_CUDA_CHECK(cudaMemcpyAsync(destination.data(), source.data(), bytes,
+                                        cudaMemcpyDefault, handle));
+      VOLLEY_CUDA_CHECK(cudaEventRecord(stop, handle));
+      VOLLEY_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      VOLLEY_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      best_ms = r == 0 ? ms : std::min(best_ms, ms);
+    }
+  } catch (...) {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    throw;
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return static_cast<double>(bytes) / (static_cast<double>(best_ms) * 1e-3);
+}
+
+}  // namespace
+
+double measure_device_copy_bandwidth(int device, size_t bytes, int repeats) {
+  const Buffer source = Buffer::allocate_device(bytes, device);
+  const Buffer destination = Buffer::allocate_device(bytes, device);
+  return measure_copy(device, destination, source, bytes, repeats);
+}
+
+double measure_pinned_upload_bandwidth(int device, size_t bytes, int repeats) {
+  const Buffer source = Buffer::allocate_pinned(bytes);
+  const Buffer destination = Buffer::allocate_device(bytes, device);
+  return measure_copy(device, destination, source, bytes, repeats);
+}
+
+}  // namespace volley

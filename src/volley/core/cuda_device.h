@@ -1,0 +1,63 @@
+// volley/core/cuda_device.h — CUDA devices, streams and copy probes without CUDA headers.
+//
+// For code outside cuda/ folders (the CLI, loaders, tests) that needs a stream or a device
+// count. Streams cross Volley's APIs as an opaque `void*` holding a cudaStream_t; nullptr is
+// the legacy default stream.
+//
+//   if (cuda_device_count() > 0) {
+//     CudaStream stream = CudaStream::create(/*device=*/0);
+//     sampler.sample(seeds, batch, stream.handle());
+//     stream.synchronize();
+//   }
+//
+// In a build without CUDA, cuda_device_count() is 0 and everything else throws RuntimeError
+// ("this build of Volley has no CUDA support"). CUDA failures throw RuntimeError with the CUDA
+// error string and the file:line of the call.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace volley {
+
+// Whether this build of Volley has CUDA support (VOLLEY_CUDA).
+bool cuda_built();
+// Visible CUDA devices; 0 without CUDA support or when the driver reports none. Never throws.
+int cuda_device_count();
+// "NVIDIA H100 80GB HBM3" for device `device`.
+std::string cuda_device_name(int device);
+
+// An owned non-blocking CUDA stream on one device. Move-only.
+class CudaStream {
+ public:
+  CudaStream() = default;  // no stream: handle() == nullptr (the legacy default stream)
+  static CudaStream create(int device);
+  ~CudaStream();
+  CudaStream(CudaStream&& other) noexcept;
+  CudaStream& operator=(CudaStream&& other) noexcept;
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  void* handle() const { return handle_; }
+  int device() const { return device_; }
+  // Waits for all work queued on the stream; throws RuntimeError for an error it reports.
+  void synchronize() const;
+
+ private:
+  void* handle_ = nullptr;
+  int device_ = 0;
+};
+
+// Waits for `stream` (a cudaStream_t as void*, nullptr = default stream).
+void cuda_synchronize(void* stream);
+// cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault, stream): any direction
+// between host, pinned and device memory (unified addressing). Checked.
+void cuda_copy(void* destination, const void* source, size_t bytes, void* stream);
+
+// Copy bandwidth in bytes per second (bytes copied / time, best of `repeats` timed copies of
+// `bytes`, CUDA events on a private stream) — the reference figures `volley bench` prints next
+// to its own: device-to-device within `device`, and pinned host memory to `device`.
+double measure_device_copy_bandwidth(int device, size_t bytes, int repeats = 5);
+double measure_pinned_upload_bandwidth(int device, size_t bytes, int repeats = 5);
+
+}  // namespace volley

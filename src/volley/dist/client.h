@@ -1,0 +1,145 @@
+// volley/dist/client.h — the trainer's side of the distributed service: sampling and feature
+// gathering across partitions served by `volley serve` (server.h), over gRPC.
+//
+// Two deployment modes (as GraphLearn-for-PyTorch has them):
+//   worker         every trainer process serves its own partition (a Server in-process) and
+//                  holds it: DistGraph::connect(addresses, options, local_part). Nodes it owns
+//                  are sampled and gathered locally, the rest by RPC to the other trainers.
+//   server-client  trainers hold no data: ServerClientLoader asks one server to sample and
+//                  gather a whole epoch of the trainer's seeds and receives the batches as a
+//                  gRPC stream (flow control is the back-pressure: the server samples at most a
+//                  few batches ahead of the reader).
+//
+//   auto graph = DistGraph::connect({"10.0.0.1:5000", "10.0.0.2:5000"}, {.token = token});
+//   NeighborLoader loader(graph, train_ids, {.batch_size = 1024, .num_threads = 8,
+//                                            .sampler = {.fanouts = {15, 10, 5}}});
+//   // the same batches, bit for bit, as NeighborLoader over the whole (renumbered) graph
+//
+// How one batch is sampled (DistGraph::sample): per hop, the frontier is split by owner (the
+// partition book, K + 1 offsets), owned-here nodes are sampled in-process, the rest go out as
+// one asynchronous SampleHop RPC per partition, all in flight at once; the answers are merged in
+// frontier order and relabeled exactly as the single-machine sampler does. Sampling stays a
+// pure function of (seeds, options, batch index): the result equals sample_neighbors on the
+// whole renumbered graph. Many batches are in flight when the loader runs several workers
+// (LoaderOptions::num_threads: the concurrency; RPC waits cost no CPU, so it may exceed cores).
+//
+// Failure: every call has a deadline (ClientOptions::deadline_seconds). A server that is down or
+// dies mid-call raises ConnectionError, one that does not answer in time TimeoutError, a wrong
+// or missing token PermissionError, a server of another dataset or protocol version ValueError —
+// each naming the partition and address — in the training loop, never a hang. connect() waits
+// up to connect_seconds for servers that are still starting.
+//
+// Thread safety: a DistGraph is immutable after connect(); any number of threads may sample and
+// gather concurrently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "volley/loader/neighbor_loader.h"
+#include "volley/partition/partition.h"
+
+namespace volley::dist {
+
+// The wire protocol version (volley.proto); client and servers must match.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+struct ClientOptions {
+  std::string token;               // sent with every call; "" = none
+  double deadline_seconds = 30.0;  // per call (per batch message for epoch streams)
+  double connect_seconds = 30.0;   // how long connect() waits for servers to come up
+  int64_t max_message_bytes = int64_t{512} << 20;
+};
+
+// What the servers serve, as agreed at connect().
+struct ServiceInfo {
+  std::string dataset_name;
+  std::string fingerprint;  // CRC-32 of partition.json, hex
+  PartitionBook book;
+  int64_t num_edges = 0;
+  int64_t feature_dim = 0;  // 0: no features
+  DType feature_dtype = DType::kFloat32;
+  std::optional<DType> label_dtype;
+  int64_t num_classes = 0;
+  bool has_weights = false;
+};
+
+// CRC-32 (hex) of a partitioned dataset's partition.json: what servers and clients compare.
+std::string dataset_fingerprint(const std::string& directory);
+
+class DistGraph final : public BatchSource {
+ public:
+  // Connects to `addresses` (addresses[p] serves part p; every part needs one, except
+  // `local_part` in worker mode, whose address may be "") and checks that every server speaks
+  // this protocol, serves the part its position says, and serves the same dataset (fingerprint)
+  // — ValueError naming the address otherwise. Worker mode: `local_directory` and `local_part`
+  // name the partition this process holds (memory-mapped, sampled and gathered without RPC).
+  static std::shared_ptr<const DistGraph> connect(
+      std::vector<std::string> addresses, ClientOptions options = {},
+      const std::string& local_directory = "", std::optional<int64_t> local_part = std::nullopt);
+  // Worker mode with a partition already loaded (a server shares its own).
+  static std::shared_ptr<const DistGraph> connect(std::vector<std::string> addresses,
+                                                  ClientOptions options,
+                                                  std::shared_ptr<const Partition> local,
+                                                  std::string fingerprint);
+  ~DistGraph() override;
+
+  const ServiceInfo& info() const;
+  const std::vector<std::string>& addresses() const;
+  // The partition held in-process (worker mode), or -1.
+  int64_t local_part() const;
+
+  // BatchSource: what the loader uses.
+  int64_t num_nodes() const override;
+  void validate(const NeighborSamplerOptions& options) const override;
+  void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+              uint64_t batch_index, SampledSubgraph& out) const override;
+  int64_t feature_width() const override;
+  DType feature_dtype() const override;
+  void gather_features(std::span<const int64_t> ids, DType out_dtype,
+                       std::byte* out) const override;
+  bool has_labels() const override;
+  void gather_labels(std::span<const int64_t> ids, int64_t* out) const override;
+
+  // Convenience forms: a new subgraph / a new [ids.size(), D] array.
+  SampledSubgraph sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+                         uint64_t batch_index) const;
+  Array gather_features(std::span<const int64_t> ids, DType out_dtype) const;
+  Array gather_labels(std::span<const int64_t> ids) const;
+
+  struct State;
+
+ private:
+  explicit DistGraph(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Server-client mode: the loader for a trainer that holds no data. Each epoch is one
+// SampleEpoch stream from the server at `address`; the batches equal NeighborLoader's over the
+// whole graph with the same inputs and options. The server samples `options.num_threads`
+// batches at once (0: its default). Errors as above; a stream that stops delivering raises
+// TimeoutError after deadline_seconds without a batch.
+class ServerClientLoader {
+ public:
+  // Connects (checks protocol and that the server can sample epochs) and validates the inputs
+  // against the service (IndexError for an input id out of range, ValueError as NeighborLoader).
+  ServerClientLoader(std::string address, ClientOptions client, std::optional<Array> input_nodes,
+                     LoaderOptions options, bool features = true, bool labels = true);
+  ~ServerClientLoader();
+
+  int64_t num_batches() const;
+  int64_t num_inputs() const;
+  const ServiceInfo& info() const;
+  std::unique_ptr<BatchStream> start_epoch(int64_t epoch_index) const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<const State> state_;
+};
+
+}  // namespace volley::dist

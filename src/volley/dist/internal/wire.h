@@ -1,0 +1,87 @@
+// volley/dist/internal/wire.h — what the client and the server share about the wire (internal).
+//
+// Packed id lists (little-endian int64 in protobuf `bytes`), the mapping between Volley's error
+// kinds and gRPC status codes, and the channel / call settings both sides agree on.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "volley/core/error.h"
+
+namespace volley::dist::internal {
+
+// The metadata key carrying the access token.
+inline constexpr const char* kTokenKey = "volley-token";
+
+// `values` as packed bytes (the wire's byte order is the host's: Volley runs on little-endian
+// machines only, x86-64 and aarch64).
+template <typename T>
+void pack(std::span<const T> values, std::string* out) {
+  out->assign(reinterpret_cast<const char*>(values.data()), values.size_bytes());
+}
+
+// Packed bytes as a vector of T; false when the length is not a multiple of sizeof(T).
+template <typename T>
+bool unpack(const std::string& bytes, std::vector<T>& out) {
+  if (bytes.size() % sizeof(T) != 0) return false;
+  out.resize(bytes.size() / sizeof(T));
+  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return true;
+}
+
+// A server handler's error as the status the client maps back to the same kind.
+inline grpc::StatusCode status_code_for(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kValue:
+      return grpc::StatusCode::INVALID_ARGUMENT;
+    case ErrorKind::kIndex:
+      return grpc::StatusCode::OUT_OF_RANGE;
+    case ErrorKind::kConnection:
+      return grpc::StatusCode::UNAVAILABLE;
+    case ErrorKind::kTimeout:
+      return grpc::StatusCode::DEADLINE_EXCEEDED;
+    case ErrorKind::kPermission:
+      return grpc::StatusCode::PERMISSION_DENIED;
+    case ErrorKind::kIo:
+    case ErrorKind::kRuntime:
+    case ErrorKind::kInternal:
+      return grpc::StatusCode::INTERNAL;
+  }
+  return grpc::StatusCode::INTERNAL;
+}
+
+inline ErrorKind error_kind_for(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return ErrorKind::kValue;
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return ErrorKind::kIndex;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::ABORTED:
+      return ErrorKind::kConnection;
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return ErrorKind::kTimeout;
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return ErrorKind::kPermission;
+    default:
+      return ErrorKind::kRuntime;
+  }
+}
+
+// Keepalive pings find a peer that vanished without closing its connections (a host that died,
+// a cable pulled) in about 15 s even when no call is in flight.
+inline constexpr int kKeepaliveMs = 10'000;
+inline constexpr int kKeepaliveTimeoutMs = 5'000;
+
+}  // namespace volley::dist::internal

@@ -1,0 +1,483 @@
+// `volley serve`'s engine: one partition behind a synchronous gRPC service. See server.h.
+#include "volley/dist/server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "volley/dist/internal/wire.h"
+#include "volley/dist/volley.grpc.pb.h"
+#include "volley/feature/gather.h"
+
+namespace volley::dist {
+
+namespace rpc = ::volley::rpc;
+using internal::pack;
+using internal::unpack;
+
+namespace {
+
+constexpr const char* kVolleyVersion = "0.1.0";
+// At most this many ids in one request (a batch's frontier is far smaller): a bound on the
+// memory one request can make the server allocate, whatever max_message_bytes allows.
+constexpr size_t kMaxIdsPerRequest = size_t{1} << 25;
+
+grpc::Status refuse(grpc::StatusCode code, const std::string& message) {
+  return grpc::Status(code, message);
+}
+
+// A BatchSource that hides features or labels the client did not ask for.
+class Subset final : public BatchSource {
+ public:
+  Subset(std::shared_ptr<const BatchSource> inner, bool features, bool labels)
+      : inner_(std::move(inner)), features_(features), labels_(labels) {}
+  int64_t num_nodes() const override { return inner_->num_nodes(); }
+  void validate(const NeighborSamplerOptions& options) const override {
+    inner_->validate(options);
+  }
+  void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+              uint64_t batch_index, SampledSubgraph& out) const override {
+    inner_->sample(seeds, options, batch_index, out);
+  }
+  int64_t feature_width() const override { return features_ ? inner_->feature_width() : 0; }
+  DType feature_dtype() const override { return inner_->feature_dtype(); }
+  void gather_features(std::span<const int64_t> ids, DType out_dtype,
+                       std::byte* out) const override {
+    inner_->gather_features(ids, out_dtype, out);
+  }
+  bool has_labels() const override { return labels_ && inner_->has_labels(); }
+  void gather_labels(std::span<const int64_t> ids, int64_t* out) const override {
+    inner_->gather_labels(ids, out);
+  }
+
+ private:
+  std::shared_ptr<const BatchSource> inner_;
+  bool features_;
+  bool labels_;
+};
+
+}  // namespace
+
+struct Server::State final : rpc::PartitionService::Service {
+  std::string directory;
+  std::shared_ptr<const Partition> partition;
+  std::string fingerprint;
+  std::string dataset_name;
+  int64_t num_edges_total = 0;
+  ServerOptions options;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::atomic<int64_t> requests{0};
+  std::atomic<int64_t> failed{0};
+  std::atomic<int64_t> streams{0};
+
+  std::mutex peers_mutex;
+  std::shared_ptr<const DistGraph> peers;  // connected on the first SampleEpoch
+
+  std::mutex shutdown_mutex;
+  std::condition_variable shut_down_changed;
+  bool stopping = false;
+  bool shut_down = false;
+
+  int64_t first() const { return partition->first_node(); }
+  int64_t rows() const { return partition->data.graph.num_nodes(); }
+
+  // Token, then the handler; a Volley error becomes the status of its kind, anything else
+  // INTERNAL. Failed calls are counted.
+  template <typename Handler>
+  grpc::Status serve(grpc::ServerContext* context, Handler&& handler) {
+    requests.fetch_add(1, std::memory_order_relaxed);
+    grpc::Status status;
+    if (!options.token.empty() && !token_matches(context)) {
+      status = refuse(grpc::StatusCode::UNAUTHENTICATED,
+                      fmt::format("part {}: missing or wrong access token (metadata '{}')",
+                                  partition->part, internal::kTokenKey));
+    } else {
+      try {
+        status = handler();
+      } catch (const Error& e) {
+        status = refuse(internal::status_code_for(e.kind()),
+                        fmt::format("part {}: {}", partition->part, e.what()));
+      } catch (const std::exception& e) {
+        status = refuse(grpc::StatusCode::INTERNAL,
+                        fmt::format("part {}: internal error: {}", partition->part, e.what()));
+      }
+    }
+    if (!status.ok()) failed.fetch_add(1, std::memory_order_relaxed);
+    return status;
+  }
+
+  bool token_matches(grpc::ServerContext* context) const {
+    const auto& metadata = context->client_metadata();
+    const auto found = metadata.find(internal::kTokenKey);
+    if (found == metadata.end()) return false;
+    const std::string_view given(found->second.data(), found->second.size());
+    const std::string& expected = options.token;
+    // Constant time in the token's content.
+    unsigned char difference = given.size() == expected.size() ? 0 : 1;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      difference |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+    }
+    return difference == 0;
+  }
+
+  grpc::Status check_request(uint32_t protocol, const std::string& request_fingerprint) const {
+    if (protocol != kProtocolVersion) {
+      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                    fmt::format("part {}: protocol version {} requested, this server speaks {} "
+                                "(Volley {}); run the same Volley version everywhere",
+                                partition->part, protocol, kProtocolVersion, kVolleyVersion));
+    }
+    if (request_fingerprint != fingerprint) {
+      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                    fmt::format("part {}: the request is for dataset fingerprint '{}', this "
+                                "server serves '{}' ({})",
+                                partition->part, request_fingerprint, fingerprint, dataset_name));
+    }
+    return grpc::Status::OK;
+  }
+
+  // Unpacks owned ids (global) into `ids`; OUT_OF_RANGE names the first id not owned.
+  grpc::Status owned_ids(const std::string& bytes, std::vector<int64_t>& ids,
+                         const char* field) const {
+    if (!unpack(bytes, ids)) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: {} has {} bytes, not a multiple of 8 (packed int64)",
+                                partition->part, field, bytes.size()));
+    }
+    if (ids.size() > kMaxIdsPerRequest) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: {} lists {} ids, more than the {} one request may",
+                                partition->part, field, ids.size(), kMaxIdsPerRequest));
+    }
+    const int64_t begin = first(), end = first() + rows();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < begin || ids[i] >= end) {
+        return refuse(grpc::StatusCode::OUT_OF_RANGE,
+                      fmt::format("part {}: {}[{}] = {} is not owned here (this part owns [{}, "
+                                  "{}))",
+                                  partition->part, field, i, ids[i], begin, end));
+      }
+    }
+    return grpc::Status::OK;
+  }
+
+  std::shared_ptr<const DistGraph> peer_graph() {
+    std::lock_guard lock(peers_mutex);
+    if (!peers) {
+      std::vector<std::string> addresses = options.peers;
+      peers = DistGraph::connect(std::move(addresses), options.peer_client, partition, fingerprint);
+    }
+    return peers;
+  }
+
+  // --- handlers ---------------------------------------------------------------------------
+
+  grpc::Status Info(grpc::ServerContext* context, const rpc::InfoRequest*,
+                    rpc::InfoReply* reply) override {
+    return serve(context, [&] {
+      // Answered whatever protocol the client speaks, so it can say what does not match.
+      const Dataset& data = partition->data;
+      reply->set_protocol(kProtocolVersion);
+      reply->set_volley_version(kVolleyVersion);
+      reply->set_dataset_name(dataset_name);
+      reply->set_fingerprint(fingerprint);
+      reply->set_part(partition->part);
+      reply->set_num_parts(partition->book.num_parts());
+      for (int64_t offset : partition->book.offsets()) reply->add_offsets(offset);
+      reply->set_num_edges(num_edges_total);
+      reply->set_feature_dim(data.features ? data.features->dim(1) : 0);
+      if (data.features) reply->set_feature_dtype(std::string(dtype_name(data.features->dtype())));
+      if (data.labels) reply->set_label_dtype(std::string(dtype_name(data.labels->dtype())));
+      reply->set_num_classes(data.num_classes);
+      reply->set_has_weights(data.graph.has_weights());
+      reply->set_authenticated(!options.token.empty());
+      reply->set_can_sample_epochs(!options.peers.empty());
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status Health(grpc::ServerContext* context, const rpc::HealthRequest*,
+                      rpc::HealthReply* reply) override {
+    return serve(context, [&] {
+      reply->set_status("serving");
+      reply->set_requests(requests.load());
+      reply->set_failed_requests(failed.load());
+      reply->set_active_streams(streams.load());
+      reply->set_uptime_seconds(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status SampleHop(grpc::ServerContext* context, const rpc::HopRequest* request,
+                         rpc::HopReply* reply) override {
+    return serve(context, [&] {
+      if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
+        return status;
+      thread_local std::vector<int64_t> targets;
+      if (auto status = owned_ids(request->targets(), targets, "targets"); !status.ok())
+        return status;
+      if (request->hop() >= 256 || request->fanout() < -1) {
+        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                      fmt::format("part {}: hop {} / fanout {} invalid (hop < 256, fanout >= -1)",
+                                  partition->part, request->hop(), request->fanout()));
+      }
+      if (request->weighted() && !partition->data.graph.has_weights()) {
+        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                      fmt::format("part {}: weighted sampling asked, but the graph has no "
+                                  "weights",
+                                  partition->part));
+      }
+      NeighborSamplerOptions sampler;
+      sampler.replace = request->replace();
+      sampler.weighted = request->weighted();
+      sampler.seed = request->seed();
+      thread_local SamplerScratch scratch;
+      thread_local HopSample sample;
+      sample_hop(partition->data.graph, first(), targets, static_cast<int>(request->hop()),
+                 request->fanout(), sampler, request->batch(), sample, &scratch);
+      pack(std::span<const int32_t>(sample.counts), reply->mutable_counts());
+      pack(std::span<const int64_t>(sample.neighbors), reply->mutable_neighbors());
+      pack(std::span<const int64_t>(sample.edge_ids), reply->mutable_edge_ids());
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status GetRows(grpc::ServerContext* context, const rpc::RowsRequest* request,
+                       rpc::RowsReply* reply) override {
+    return serve(context, [&] {
+      if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
+        return status;
+      const Dataset& data = partition->data;
+      const bool features = request->kind() == rpc::RowsRequest::FEATURES;
+      if (!features && request->kind() != rpc::RowsRequest::LABELS) {
+        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                      fmt::format("part {}: unknown row kind {}", partition->part,
+                                  static_cast<int>(request->kind())));
+      }
+      const std::optional<Array>& table = features ? data.features : data.labels;
+      if (!table) {
+        return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                      fmt::format("part {}: the dataset has no {}", partition->part,
+                                  features ? "features" : "labels"));
+      }
+      const DType out_dtype = request->out_dtype().empty() ? table->dtype()
+                                                           : dtype_from_name(request->out_dtype());
+      if (!gather_supports(table->dtype(), out_dtype)) {
+        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                      fmt::format("part {}: {} of dtype {} cannot be delivered as {}",
+                                  partition->part, features ? "features" : "labels",
+                                  dtype_name(table->dtype()), dtype_name(out_dtype)));
+      }
+      thread_local std::vector<int64_t> ids;
+      if (auto status = owned_ids(request->ids(), ids, "ids"); !status.ok()) return status;
+      for (int64_t& id : ids) id -= first();
+      const int64_t width = table->ndim() == 2 ? table->dim(1) : 1;
+      const size_t bytes = ids.size() * static_cast<size_t>(width) * dtype_size(out_dtype);
+      std::string* rows = reply->mutable_rows();
+      rows->resize(bytes);
+      gather_rows(*table, ids, out_dtype, reinterpret_cast<std::byte*>(rows->data()));
+      reply->set_dtype(std::string(dtype_name(out_dtype)));
+      reply->set_width(width);
+      return grpc::Status::OK;
+    });
+  }
+
+  grpc::Status SampleEpoch(grpc::ServerContext* context, const rpc::EpochRequest* request,
+                           grpc::ServerWriter<rpc::BatchMessage>* writer) override {
+    return serve(context, [&]() -> grpc::Status {
+      if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
+        return status;
+      if (options.peers.empty()) {
+        return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                      fmt::format("part {}: this server was started without peers; server-client "
+                                  "mode needs the addresses of every part's server (--peers)",
+                                  partition->part));
+      }
+      std::vector<int64_t> inputs;
+      if (!unpack(request->input_nodes(), inputs)) {
+        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                      fmt::format("part {}: input_nodes has {} bytes, not a multiple of 8",
+                                  partition->part, request->input_nodes().size()));
+      }
+      LoaderOptions loader_options;
+      loader_options.batch_size = request->batch_size();
+      loader_options.shuffle = request->shuffle();
+      loader_options.drop_last = request->drop_last();
+      loader_options.seed = request->seed();
+      loader_options.num_threads =
+          request->concurrency() > 0 ? request->concurrency() : options.default_concurrency;
+      VOLLEY_REQUIRE(loader_options.num_threads >= 0 && loader_options.num_threads <= 256,
+                     ValueError, "concurrency must be in [0, 256], got {}",
+                     loader_options.num_threads);
+      loader_options.sampler.fanouts.assign(request->fanouts().begin(), request->fanouts().end());
+      loader_options.sampler.replace = request->replace();
+      loader_options.sampler.weighted = request->weighted();
+      if (request->features()) {
+        loader_options.feature_dtype = dtype_from_name(request->feature_dtype());
+      }
+      auto source = std::make_shared<Subset>(peer_graph(), request->features(), request->labels());
+      std::optional<Array> input_array;
+      if (!inputs.empty()) input_array = Array::from_vector(inputs);
+      NeighborLoader loader(source, input_array, loader_options);  // validates everything
+      streams.fetch_add(1);
+      struct StreamCount {
+        std::atomic<int64_t>& count;
+        ~StreamCount() { count.fetch_sub(1); }
+      } stream_count{streams};
+      auto epoch = loader.start_epoch(request->epoch());
+      rpc::BatchMessage message;
+      while (!context->IsCancelled()) {
+        std::optional<Batch> batch = epoch->next();
+        if (!batch) break;
+        message.Clear();
+        message.set_index(batch->index);
+        message.set_batch_size(batch->batch_size);
+        message.set_num_batches(epoch->num_batches());
+        auto bytes_of = [](const Array& array, std::string* out) {
+          out->assign(reinterpret_cast<const char*>(array.raw_data()), array.nbytes());
+        };
+        bytes_of(batch->nodes, message.mutable_nodes());
+        bytes_of(batch->input_ids, message.mutable_input_ids());
+        bytes_of(batch->edge_index, message.mutable_edge_index());
+        bytes_of(batch->edge_ids, message.mutable_edge_ids());
+        for (int64_t v : batch->nodes_per_hop) message.add_nodes_per_hop(v);
+        for (int64_t v : batch->edges_per_hop) message.add_edges_per_hop(v);
+        if (batch->x.defined()) {
+          bytes_of(batch->x, message.mutable_x());
+          message.set_x_dtype(std::string(dtype_name(batch->x.dtype())));
+          message.set_x_width(batch->x.ndim() == 2 ? batch->x.dim(1) : 1);
+        }
+        if (batch->y.defined()) {
+          bytes_of(batch->y, message.mutable_y());
+          message.set_has_y(true);
+        }
+        // Blocks while the client's window is full: the back-pressure.
+        if (!writer->Write(message)) break;  // the client went away
+      }
+      epoch->stop();
+      if (context->IsCancelled()) {
+        return refuse(grpc::StatusCode::CANCELLED, "the client cancelled the epoch");
+      }
+      return grpc::Status::OK;
+    });
+  }
+};
+
+Server::Server(const std::string& directory, int64_t part, ServerOptions options)
+    : state_(std::make_unique<State>()) {
+  State& state = *state_;
+  VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}",
+                 options.threads);
+  VOLLEY_REQUIRE(options.max_message_bytes >= (1 << 20), ValueError,
+                 "max_message_bytes must be at least 1 MiB, got {}", options.max_message_bytes);
+  VOLLEY_REQUIRE(options.memory_limit_bytes >= (int64_t{64} << 20), ValueError,
+                 "memory_limit_bytes must be at least 64 MiB, got {}", options.memory_limit_bytes);
+  state.directory = directory;
+  const PartitionManifest manifest = read_partition_manifest(directory);
+  VOLLEY_REQUIRE(part >= 0 && part < manifest.book.num_parts(), IndexError,
+                 "part {} out of range: '{}' has {} parts", part, directory,
+                 manifest.book.num_parts());
+  VOLLEY_REQUIRE(options.peers.empty() ||
+                     static_cast<int64_t>(options.peers.size()) == manifest.book.num_parts(),
+                 ValueError,
+                 "peers must list one address per part ({} parts, in part order; this part's "
+                 "own entry may be empty), got {}",
+                 manifest.book.num_parts(), options.peers.size());
+  state.partition = std::make_shared<const Partition>(load_partition(directory, part));
+  state.fingerprint = dataset_fingerprint(directory);
+  state.dataset_name = manifest.name;
+  state.num_edges_total = manifest.num_edges;
+  if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // served locally
+  if (options.peer_client.token.empty()) options.peer_client.token = options.token;
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = options.threads > 0 ? options.threads : std::max(8, 4 * hardware);
+  state.options = std::move(options);
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(state.options.listen, grpc::InsecureServerCredentials(), &state.port);
+  builder.RegisterService(&state);
+  const int max_bytes =
+      static_cast<int>(std::min<int64_t>(state.options.max_message_bytes, INT32_MAX));
+  builder.SetMaxReceiveMessageSize(max_bytes);
+  builder.SetMaxSendMessageSize(max_bytes);
+  grpc::ResourceQuota quota("volley-serve");
+  quota.Resize(static_cast<size_t>(state.options.memory_limit_bytes));
+  quota.SetMaxThreads(threads + 4);  // + gRPC's own pollers
+  builder.SetResourceQuota(quota);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              std::max(2, threads / 2));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, internal::kKeepaliveMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, internal::kKeepaliveTimeoutMs);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             internal::kKeepaliveMs / 2);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 4 * threads);
+  // gRPC sets SO_REUSEPORT by default: a second server on a busy port would then start quietly
+  // and the kernel would split connections between the two (a client could reach the wrong
+  // part). Binding a port in use must fail instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  state.server = builder.BuildAndStart();
+  VOLLEY_REQUIRE(state.server != nullptr && state.port != 0, IoError,
+                 "cannot listen on '{}': the address is malformed, not local, or in use (give "
+                 "host:port, e.g. 127.0.0.1:5000; port 0 picks a free port)",
+                 state.options.listen);
+}
+
+Server::~Server() { shutdown(0.5); }
+
+int Server::port() const { return state_->port; }
+
+std::string Server::address() const {
+  std::string host = state_->options.listen.substr(0, state_->options.listen.rfind(':'));
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") host = "127.0.0.1";
+  return fmt::format("{}:{}", host, state_->port);
+}
+
+int64_t Server::part() const { return state_->partition->part; }
+const std::string& Server::fingerprint() const { return state_->fingerprint; }
+bool Server::authenticated() const { return !state_->options.token.empty(); }
+std::shared_ptr<const Partition> Server::partition() const { return state_->partition; }
+
+ServerStats Server::stats() const {
+  return {state_->requests.load(), state_->failed.load(), state_->streams.load()};
+}
+
+void Server::shutdown(double grace_seconds) {
+  State& state = *state_;
+  {
+    std::lock_guard lock(state.shutdown_mutex);
+    if (state.stopping) return;
+    state.stopping = true;
+  }
+  if (state.server) {
+    state.server->Shutdown(std::chrono::system_clock::now() +
+                           std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                               std::chrono::duration<double>(std::max(0.0, grace_seconds))));
+    state.server->Wait();
+  }
+  {
+    std::lock_guard lock(state.shutdown_mutex);
+    state.shut_down = true;
+  }
+  state.shut_down_changed.notify_all();
+}
+
+void Server::wait() {
+  std::unique_lock lock(state_->shutdown_mutex);
+  state_->shut_down_changed.wait(lock, [&] { return state_->shut_down; });
+}
+
+}  // namespace volley::dist

@@ -1,0 +1,87 @@
+// volley/dist/server.h — one partition of a partitioned dataset, served over gRPC.
+//
+// A Server answers (volley.proto):
+//   Info         protocol version, dataset name and fingerprint, partition book, dtypes;
+//   Health       liveness and request counts;
+//   SampleHop    one hop of neighbor sampling for owned nodes (what DistGraph::sample merges);
+//   GetRows      feature or label rows of owned nodes;
+//   SampleEpoch  server-client mode: a whole epoch of a trainer's seeds sampled across all
+//                partitions (the server is itself a DistGraph client of `peers`) and gathered,
+//                streamed back batch by batch with flow control as back-pressure.
+//
+//   Server server("/data/products-2", 0, {.listen = "0.0.0.0:5000", .token = "s3cret"});
+//   server.wait();   // until shutdown() or destruction
+//
+// Security: the default listen address is loopback ("127.0.0.1:0", port chosen by the system:
+// see port()). With a token every call must carry it (metadata "volley-token") or is refused
+// with UNAUTHENTICATED; without one the server serves anyone who reaches the port and says so
+// (authenticated() == false, and `volley serve` prints a warning).
+// Robustness: every request is checked (ids owned by this part, fanouts, dtypes, protocol,
+// fingerprint) and a bad one is refused with INVALID_ARGUMENT / OUT_OF_RANGE naming the value;
+// messages above max_message_bytes are refused by gRPC; a handler's exception never leaves the
+// handler. Garbage on the port closes that connection only. Memory is bounded by the gRPC
+// resource quota (memory_limit_bytes) and the thread cap (threads).
+// Thread safety: all methods may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "volley/dist/client.h"
+#include "volley/partition/partition.h"
+
+namespace volley::dist {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:0";  // host:port; port 0 = any free port
+  std::string token;                    // "" = unauthenticated
+  int threads = 0;                      // RPC handler threads at most; 0 = 4 × hardware, >= 8
+  int64_t max_message_bytes = int64_t{512} << 20;
+  int64_t memory_limit_bytes = int64_t{4} << 30;  // gRPC resource quota
+  // Addresses of every partition's server, in part order (this one's entry may be ""): needed
+  // only for SampleEpoch (server-client mode). Connected on first use.
+  std::vector<std::string> peers;
+  ClientOptions peer_client;  // deadline and token for calls to peers
+  int default_concurrency = 0;  // batches one SampleEpoch stream samples at once; 0 = hardware
+};
+
+struct ServerStats {
+  int64_t requests = 0;
+  int64_t failed_requests = 0;
+  int64_t active_streams = 0;
+};
+
+class Server {
+ public:
+  // Loads part `part` of the partitioned dataset at `directory` (memory-mapped) and starts
+  // serving at once. IoError when the address cannot be bound or the files are bad, IndexError
+  // for a bad part.
+  Server(const std::string& directory, int64_t part, ServerOptions options = {});
+  ~Server();  // shutdown()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The port bound (useful with port 0) and "host:port" to give clients.
+  int port() const;
+  std::string address() const;
+  int64_t part() const;
+  const std::string& fingerprint() const;
+  bool authenticated() const;
+  std::shared_ptr<const Partition> partition() const;
+  ServerStats stats() const;
+
+  // Stops accepting calls, cancels streams, waits up to `grace_seconds` for calls in flight.
+  // Idempotent.
+  void shutdown(double grace_seconds = 1.0);
+  // Blocks until shutdown() (from another thread or a signal handler's thread).
+  void wait();
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace volley::dist

@@ -1,0 +1,92 @@
+// volley/loader/batch_source.h — where the loader's batches come from, and how they leave it.
+//
+// The loader pipeline (neighbor_loader.h: shuffling, batching, worker threads, ordered bounded
+// queue, buffer recycling) does not care whether the graph and features are in this process or
+// spread over servers. It asks a BatchSource to sample a subgraph and to gather rows:
+//   LocalBatchSource   a Csr and FeatureStores in this process (the default);
+//   DistBatchSource    partitions served over gRPC (volley/dist/client.h).
+// A BatchStream is what a consumer iterates: an Epoch of the local pipeline, or batches streamed
+// from a server (server-client mode, volley/dist/client.h).
+//
+// Contract for implementers: every method may be called from many worker threads at once; an
+// exception fails the one batch being built (the loader rethrows it from next()).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "volley/core/dtype.h"
+#include "volley/feature/feature_store.h"
+#include "volley/graph/csr.h"
+#include "volley/sampling/neighbor_sampler.h"
+
+namespace volley {
+
+struct Batch;
+
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+
+  // Nodes of the whole graph (ids are in [0, num_nodes())).
+  virtual int64_t num_nodes() const = 0;
+  // ValueError for sampler options this source cannot serve (see validate_sampler_options).
+  virtual void validate(const NeighborSamplerOptions& options) const = 0;
+  // The subgraph of `seeds` for batch `batch_index`: exactly sample_neighbors' result on the
+  // whole graph.
+  virtual void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+                      uint64_t batch_index, SampledSubgraph& out) const = 0;
+
+  // Features: width 0 when there are none.
+  virtual int64_t feature_width() const = 0;
+  virtual DType feature_dtype() const = 0;
+  // Rows `ids` into `out` (ids.size() × feature_width() elements of `out_dtype`).
+  virtual void gather_features(std::span<const int64_t> ids, DType out_dtype,
+                               std::byte* out) const = 0;
+  virtual bool has_labels() const = 0;
+  // Labels of `ids` as int64 into `out`.
+  virtual void gather_labels(std::span<const int64_t> ids, int64_t* out) const = 0;
+};
+
+// A graph and optional feature / label stores of this process.
+class LocalBatchSource final : public BatchSource {
+ public:
+  // `features` [N, D] and `labels` [N] (integer) must have N = graph.num_nodes() rows
+  // (ValueError naming what was given otherwise).
+  LocalBatchSource(Csr graph, std::optional<FeatureStore> features,
+                   std::optional<FeatureStore> labels);
+
+  int64_t num_nodes() const override { return graph_.num_nodes(); }
+  void validate(const NeighborSamplerOptions& options) const override;
+  void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+              uint64_t batch_index, SampledSubgraph& out) const override;
+  int64_t feature_width() const override;
+  DType feature_dtype() const override;
+  void gather_features(std::span<const int64_t> ids, DType out_dtype,
+                       std::byte* out) const override;
+  bool has_labels() const override { return labels_.has_value(); }
+  void gather_labels(std::span<const int64_t> ids, int64_t* out) const override;
+
+  const Csr& graph() const { return graph_; }
+
+ private:
+  Csr graph_;
+  std::optional<FeatureStore> features_;
+  std::optional<FeatureStore> labels_;
+};
+
+// Batches of one epoch, in order.
+class BatchStream {
+ public:
+  virtual ~BatchStream() = default;
+  // The next batch, or nullopt after the last. Blocks until it is ready; rethrows the error of a
+  // batch that failed (after which the stream is finished).
+  virtual std::optional<Batch> next() = 0;
+  // Stops producing batches (idempotent); next() then returns nullopt.
+  virtual void stop() = 0;
+  virtual int64_t num_batches() const = 0;
+};
+
+}  // namespace volley

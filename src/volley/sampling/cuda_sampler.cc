@@ -1,0 +1,224 @@
+// The CUDA sampler's front end (every build): argument checks on the host, graph placement,
+// and dispatch to the kernels behind internal/cuda_sampler_backend.h.
+#include "volley/sampling/cuda_sampler.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "volley/core/cuda_device.h"
+#include "volley/core/error.h"
+#include "volley/sampling/internal/cuda_sampler_backend.h"
+#include "volley/sampling/internal/cuda_sampler_checks.h"
+
+namespace volley {
+namespace {
+
+[[noreturn]] void no_cuda_support() {
+  throw RuntimeError(
+      "CUDA neighbor sampling: this build of Volley has no CUDA support (built with "
+      "VOLLEY_CUDA=OFF or without nvcc); use sample_neighbors on the CPU, or rebuild with CUDA");
+}
+
+bool valid_mode(CudaSamplingMode mode) {
+  return mode == CudaSamplingMode::kGpu || mode == CudaSamplingMode::kUva;
+}
+
+// `array` in `location` (kCuda on `device`, or kPinnedHost): shared when it is there already.
+Array place_array(const Array& array, Location location, int device) {
+  const Buffer& buffer = array.buffer();
+  if (buffer.location() == location && (location != Location::kCuda || buffer.device() == device))
+    return array;
+  const size_t bytes = std::max<size_t>(array.nbytes(), 1);
+  Buffer placed = location == Location::kCuda ? Buffer::allocate_device(bytes, device)
+                                              : Buffer::allocate_pinned(bytes);
+  if (location == Location::kPinnedHost && buffer.host_accessible()) {
+    if (array.nbytes() > 0) std::memcpy(placed.data(), array.raw_data(), array.nbytes());
+  } else {
+    cuda_copy(placed.data(), array.raw_data(), array.nbytes(), nullptr);
+  }
+  return Array(placed, array.dtype(), array.shape());
+}
+
+}  // namespace
+
+CudaSamplingMode parse_cuda_sampling_mode(std::string_view name) {
+  std::string upper(name);
+  std::transform(upper.begin(), upper.end(), upper.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  if (upper == "GPU") return CudaSamplingMode::kGpu;
+  if (upper == "UVA") return CudaSamplingMode::kUva;
+  throw ValueError(fmt::format(
+      "'{}' is not a CUDA sampling mode: use GPU (graph in device memory) or UVA (indices in "
+      "pinned host memory)",
+      name));
+}
+
+std::string_view cuda_sampling_mode_name(CudaSamplingMode mode) {
+  return mode == CudaSamplingMode::kUva ? "UVA" : "GPU";
+}
+
+CudaGraph CudaGraph::place(const Csr& graph, const CudaGraphOptions& options) {
+  VOLLEY_REQUIRE(valid_mode(options.mode), ValueError,
+                 "CUDA sampling mode {} is not GPU ({}) or UVA ({})",
+                 static_cast<int>(options.mode), static_cast<int>(CudaSamplingMode::kGpu),
+                 static_cast<int>(CudaSamplingMode::kUva));
+  VOLLEY_REQUIRE(options.device >= 0, ValueError, "CUDA device must be >= 0, got {}",
+                 options.device);
+  VOLLEY_REQUIRE(graph.indptr().defined(), ValueError, "cannot place an empty (default) Csr");
+  if (!cuda_built()) no_cuda_support();
+  const int count = cuda_device_count();
+  VOLLEY_REQUIRE(options.device < count, RuntimeError,
+                 "CUDA device {} requested, but {} CUDA device(s) are visible", options.device,
+                 count);
+  const Location bulk =
+      options.mode == CudaSamplingMode::kGpu ? Location::kCuda : Location::kPinnedHost;
+  CudaGraph placed;
+  placed.device_ = options.device;
+  placed.num_nodes_ = graph.num_nodes();
+  placed.num_edges_ = graph.num_edges();
+  placed.indptr_ = place_array(graph.indptr(), Location::kCuda, options.device);
+  placed.indices_ = place_array(graph.indices(), bulk, options.device);
+  if (graph.edge_ids()) placed.edge_ids_ = place_array(*graph.edge_ids(), bulk, options.device);
+  if (graph.weights()) placed.weights_ = place_array(*graph.weights(), bulk, options.device);
+  cuda_synchronize(nullptr);  // the copies above ran on the legacy default stream
+  return placed;
+}
+
+CudaSamplingMode CudaGraph::mode() const {
+  return indices_.buffer().location() == Location::kCuda ? CudaSamplingMode::kGpu
+                                                         : CudaSamplingMode::kUva;
+}
+
+size_t CudaGraph::device_bytes() const {
+  size_t bytes = 0;
+  auto add = [&](const Array& array) {
+    if (array.buffer().location() == Location::kCuda) bytes += array.nbytes();
+  };
+  add(indptr_);
+  add(indices_);
+  if (edge_ids_) add(*edge_ids_);
+  if (weights_) add(*weights_);
+  return bytes;
+}
+
+size_t CudaGraph::pinned_bytes() const {
+  size_t bytes = 0;
+  auto add = [&](const Array& array) {
+    if (array.buffer().location() == Location::kPinnedHost) bytes += array.nbytes();
+  };
+  add(indptr_);
+  add(indices_);
+  if (edge_ids_) add(*edge_ids_);
+  if (weights_) add(*weights_);
+  return bytes;
+}
+
+SampledSubgraph DeviceSampledSubgraph::to_host(void* stream) const {
+  SampledSubgraph host;
+  host.num_seeds = num_seeds;
+  host.nodes_per_hop = nodes_per_hop;
+  host.edges_per_hop = edges_per_hop;
+  auto copy = [&](const Array& from, std::vector<int64_t>& to) {
+    to.resize(static_cast<size_t>(from.defined() ? from.numel() : 0));
+    cuda_copy(to.data(), from.raw_data(), to.size() * sizeof(int64_t), stream);
+  };
+  copy(nodes, host.nodes);
+  copy(rows, host.rows);
+  copy(cols, host.cols);
+  copy(edge_ids, host.edge_ids);
+  if (!host.nodes.empty()) cuda_synchronize(stream);
+  return host;
+}
+
+namespace sampling_internal {
+
+// The CPU sampler's seed checks, with its messages (neighbor_kernel.cc).
+void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds) {
+  std::unordered_map<int64_t, size_t> position;
+  position.reserve(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const int64_t seed = seeds[i];
+    VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
+                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
+                   num_nodes);
+    const auto [it, inserted] = position.emplace(seed, i);
+    VOLLEY_REQUIRE(inserted, ValueError,
+                   "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
+                   it->second, i);
+  }
+}
+
+// The CPU sampler's option checks (validate_sampler_options), on a placed graph's metadata.
+// Fanout checks come first so they need no graph.
+void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOptions& options) {
+  VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
+                 "fanouts must list at least one hop (e.g. [15, 10]), got an empty list");
+  for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
+    VOLLEY_REQUIRE(options.fanouts[hop] >= -1, ValueError,
+                   "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",
+                   options.fanouts[hop], hop);
+  }
+  VOLLEY_REQUIRE(options.fanouts.size() < 256, ValueError, "at most 255 hops are supported, got {}",
+                 options.fanouts.size());
+  VOLLEY_REQUIRE(graph.defined(), ValueError,
+                 "CudaNeighborSampler needs a placed graph (CudaGraph::place), got an empty one");
+  VOLLEY_REQUIRE(!options.weighted || graph.has_weights(), ValueError,
+                 "weighted sampling needs edge weights, but the graph has none");
+}
+
+void throw_batch_too_large(int64_t nodes) {
+  throw ValueError(fmt::format(
+      "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds or smaller "
+      "fanouts",
+      nodes));
+}
+
+}  // namespace sampling_internal
+
+CudaNeighborSampler::CudaNeighborSampler(CudaGraph graph, NeighborSamplerOptions options)
+    : graph_(std::move(graph)), options_(std::move(options)) {
+  sampling_internal::check_cuda_sampler_options(graph_, options_);
+}
+
+CudaNeighborSampler::~CudaNeighborSampler() = default;
+CudaNeighborSampler::CudaNeighborSampler(CudaNeighborSampler&&) noexcept = default;
+CudaNeighborSampler& CudaNeighborSampler::operator=(CudaNeighborSampler&&) noexcept = default;
+
+DeviceSampledSubgraph CudaNeighborSampler::sample(std::span<const int64_t> seeds,
+                                                  uint64_t batch_index, void* stream) {
+  sampling_internal::check_seeds(graph_.num_nodes(), seeds);
+  DeviceSampledSubgraph out;
+  if (seeds.empty()) {  // the CPU sampler's empty result, without touching the device
+    out.nodes = out.rows = out.cols = out.edge_ids = Array(Buffer(), DType::kInt64, {0});
+    out.nodes_per_hop.assign(options_.fanouts.size() + 1, 0);
+    out.edges_per_hop.assign(options_.fanouts.size(), 0);
+    return out;
+  }
+  if (!backend_) backend_ = sampling_internal::make_cuda_sampler_backend(graph_.device());
+  sampling_internal::DeviceGraphView view;
+  view.indptr = graph_.indptr().data<int64_t>();
+  view.indices = graph_.indices().raw_data();
+  view.indices_are_32bit = graph_.index_dtype() == DType::kInt32;
+  view.edge_ids = graph_.has_edge_ids() ? graph_.edge_ids()->data<int64_t>() : nullptr;
+  view.weights = options_.weighted ? graph_.weights()->data<float>() : nullptr;
+  sampling_internal::BackendResult result;
+  backend_->sample(view, seeds, {options_.fanouts, options_.replace, options_.seed}, batch_index,
+                   stream, result);
+  auto array = [](const Buffer& buffer, int64_t count) {
+    return Array(buffer.slice(0, static_cast<size_t>(count) * sizeof(int64_t)), DType::kInt64,
+                 {count});
+  };
+  out.num_seeds = static_cast<int64_t>(seeds.size());
+  out.nodes = array(result.nodes, result.num_nodes);
+  out.rows = array(result.rows, result.num_edges);
+  out.cols = array(result.cols, result.num_edges);
+  out.edge_ids = array(result.edge_ids, result.num_edges);
+  out.nodes_per_hop = std::move(result.nodes_per_hop);
+  out.edges_per_hop = std::move(result.edges_per_hop);
+  return out;
+}
+
+}  // namespace volley

@@ -1,0 +1,58 @@
+// volley/sampling/internal/cuda_sampler_backend.h — the seam between the CUDA sampler's front
+// end (cuda_sampler.cc: argument checks, graph placement; every build) and its kernels
+// (cuda/neighbor_sampler.cu in CUDA builds; cuda_sampler_stub.cc otherwise, which throws).
+//
+// Plain types only: nvcc cannot compile fmt (hence array.h / error.h), so the .cu side sees
+// raw device pointers and Buffers, and throws through helpers defined in .cc files.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "volley/core/buffer.h"
+
+namespace volley::sampling_internal {
+
+// A placed graph as the kernels read it (device or pinned pointers).
+struct DeviceGraphView {
+  const int64_t* indptr = nullptr;
+  const void* indices = nullptr;  // int32 or int64
+  bool indices_are_32bit = true;
+  const int64_t* edge_ids = nullptr;  // null: CSR positions
+  const float* weights = nullptr;     // null: unweighted sampling
+};
+
+struct BackendOptions {
+  std::span<const int64_t> fanouts;
+  bool replace = false;
+  uint64_t seed = 0;
+};
+
+// The arrays of one batch: `count` int64 at the front of each buffer.
+struct BackendResult {
+  Buffer nodes, rows, cols, edge_ids;
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;
+  std::vector<int64_t> nodes_per_hop;  // hops + 1
+  std::vector<int64_t> edges_per_hop;  // hops
+};
+
+// The working memory and kernel driver of one CudaNeighborSampler.
+class CudaSamplerBackend {
+ public:
+  virtual ~CudaSamplerBackend() = default;
+  // Arguments were checked by the front end (options against the graph, at least one seed,
+  // seeds in range and distinct).
+  virtual void sample(const DeviceGraphView& graph, std::span<const int64_t> seeds,
+                      const BackendOptions& options, uint64_t batch_index, void* stream,
+                      BackendResult& out) = 0;
+};
+
+std::unique_ptr<CudaSamplerBackend> make_cuda_sampler_backend(int device);
+
+// ValueError "batch reached N nodes, more than the 2^31 ..." (the CPU sampler's message).
+[[noreturn]] void throw_batch_too_large(int64_t nodes);
+
+}  // namespace volley::sampling_internal

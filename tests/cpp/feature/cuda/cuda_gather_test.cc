@@ -1,0 +1,146 @@
+// The GPU gather returns exactly the CPU gather's bytes for every dtype, row width and tier mix,
+// reports bad ids, and does not leak. Skips without a CUDA device. (A .cc: public API only.)
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "volley/core/cuda_device.h"
+#include "volley/feature/cuda_gather.h"
+#include "volley/feature/feature_store.h"
+
+namespace volley {
+namespace {
+
+bool have_device() { return cuda_device_count() > 0; }
+
+Array random_matrix(DType dtype, int64_t rows, int64_t width, uint64_t seed) {
+  Array matrix = width == 0 ? Array::empty(dtype, {rows}) : Array::empty(dtype, {rows, width});
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i < matrix.nbytes(); ++i) {
+    matrix.raw_data()[i] = static_cast<std::byte>(rng() & 0x7f);  // no NaN patterns needed
+  }
+  return matrix;
+}
+
+std::vector<std::byte> to_host(const Array& device_array) {
+  std::vector<std::byte> bytes(device_array.nbytes());
+  cuda_copy(bytes.data(), device_array.raw_data(), bytes.size(), nullptr);
+  cuda_synchronize(nullptr);
+  return bytes;
+}
+
+TEST(CudaGather, EqualsTheCpuGatherForEveryDtypeWidthAndTierMix) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
+  const int64_t n = 3000;
+  std::mt19937_64 rng(1);
+  std::vector<int64_t> ids(5000);
+  for (auto& id : ids) id = static_cast<int64_t>(rng() % n);
+  std::vector<int64_t> hot(n / 2);
+  for (size_t i = 0; i < hot.size(); ++i) hot[i] = static_cast<int64_t>((i * 7919) % n);
+  CudaStream stream = CudaStream::create(0);
+  int cases = 0;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt8,
+                      DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat64}) {
+    for (int64_t width : {0, 1, 3, 8, 100, 129}) {  // 0: a vector store [N]
+      const Array matrix = random_matrix(dtype, n, width, 7 + cases);
+      const Array expected = FeatureStore(matrix).gather(ids);
+      const size_t row_bytes = matrix.nbytes() / static_cast<size_t>(n);
+      for (int mix = 0; mix < 5; ++mix) {
+        DeviceFeatureStoreOptions options;
+        // 0: all pinned; 1: all on the device; 2, 3: a third on the device in id order / by a
+        // hot order listing half the rows; 4: a hot order, nothing on the device.
+        options.device_byte_budget = mix == 0 || mix == 4 ? 0
+                                     : mix == 1           ? matrix.nbytes()
+                                                          : matrix.nbytes() / 3;
+        if (mix >= 3) options.hot_order = Array::from_vector(hot);
+        const DeviceFeatureStore store = DeviceFeatureStore::build(matrix, options);
+        ASSERT_EQ(store.row_bytes(), row_bytes);
+        ASSERT_EQ(store.device_rows() + store.pinned_rows(), n);
+        const Array got = store.gather(ids, stream.handle());
+        ASSERT_EQ(got.shape(), expected.shape());
+        const auto bytes = to_host(got);
+        ASSERT_EQ(std::memcmp(bytes.data(), expected.raw_data(), bytes.size()), 0)
+            << dtype_name(dtype) << " width " << width << " mix " << mix << ": "
+            << store.describe();
+        ++cases;
+      }
+    }
+  }
+  EXPECT_EQ(cases, 8 * 6 * 5);
+}
+
+TEST(CudaGather, MisalignedOutputAndHotOrderPlacement) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
+  const Array matrix = random_matrix(DType::kFloat32, 100, 16, 3);  // 64-byte rows
+  const DeviceFeatureStore store = DeviceFeatureStore::build(
+      matrix, {.device_byte_budget = 64 * 10,
+               .hot_order = Array::from_vector(std::vector<int64_t>{99, 5, 42})});
+  EXPECT_EQ(store.device_rows(), 10);
+  EXPECT_EQ(store.locate(99).tier, 0);
+  EXPECT_EQ(store.locate(99).slot, 0);
+  EXPECT_EQ(store.locate(42).slot, 2);
+  EXPECT_EQ(store.locate(0).tier, 0);  // the hot order lists 3; id order fills the rest
+  EXPECT_EQ(store.locate(0).slot, 3);
+  EXPECT_EQ(store.locate(50).tier, 1);
+  // An output 4 bytes off 16-byte alignment takes the 4-byte path and must still be exact.
+  const std::vector<int64_t> ids = {99, 0, 50, 42, 7};
+  const Buffer out = Buffer::allocate_device(ids.size() * 64 + 4, 0);
+  const Buffer device_ids = Buffer::allocate_device(ids.size() * 8, 0);
+  cuda_copy(device_ids.data(), ids.data(), ids.size() * 8, nullptr);
+  store.gather(reinterpret_cast<const int64_t*>(device_ids.data()),
+               static_cast<int64_t>(ids.size()), out.data() + 4);
+  std::vector<std::byte> got(ids.size() * 64);
+  cuda_copy(got.data(), out.data() + 4, got.size(), nullptr);
+  cuda_synchronize(nullptr);
+  const Array expected = FeatureStore(matrix).gather(ids);
+  EXPECT_EQ(std::memcmp(got.data(), expected.raw_data(), got.size()), 0);
+}
+
+TEST(CudaGather, OutOfRangeIdsAreReportedOrZeroFilled) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
+  const Array matrix = random_matrix(DType::kFloat32, 50, 4, 5);
+  const DeviceFeatureStore store = DeviceFeatureStore::build(matrix, {.device_byte_budget = 400});
+  try {
+    store.gather(std::vector<int64_t>{1, 2, 50, 3, -1});
+    FAIL() << "no IndexError";
+  } catch (const IndexError& error) {
+    EXPECT_NE(std::string(error.what()).find("row id 50 at position 2 out of range"),
+              std::string::npos)
+        << error.what();
+  }
+  const Array got = store.gather(std::vector<int64_t>{1, -5}, nullptr, {.check_ids = false});
+  const auto bytes = to_host(got);
+  EXPECT_EQ(std::memcmp(bytes.data(), matrix.raw_data() + 16, 16), 0);
+  for (size_t i = 16; i < 32; ++i) EXPECT_EQ(bytes[i], std::byte{0});
+}
+
+TEST(CudaGather, NoLeakOverAThousandGathers) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
+  const Array matrix = random_matrix(DType::kFloat32, 100000, 64, 9);
+  const DeviceFeatureStore store =
+      DeviceFeatureStore::build(matrix, {.device_byte_budget = matrix.nbytes() / 4});
+  std::mt19937_64 rng(4);
+  std::vector<int64_t> ids(20000);
+  for (auto& id : ids) id = static_cast<int64_t>(rng() % 100000);
+  const Buffer device_ids = Buffer::allocate_device(ids.size() * 8, 0);
+  const Buffer out = Buffer::allocate_device(ids.size() * store.row_bytes(), 0);
+  cuda_copy(device_ids.data(), ids.data(), ids.size() * 8, nullptr);
+  CudaStream stream = CudaStream::create(0);
+  auto once = [&] {
+    store.gather(reinterpret_cast<const int64_t*>(device_ids.data()),
+                 static_cast<int64_t>(ids.size()), out.data(), stream.handle());
+  };
+  once();
+  stream.synchronize();
+  size_t free_before = 0, free_after = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+  for (int i = 0; i < 1000; ++i) once();
+  stream.synchronize();
+  ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+  EXPECT_LE(free_before - std::min(free_before, free_after), size_t{2} << 20);
+}
+
+}  // namespace
+}  // namespace volley

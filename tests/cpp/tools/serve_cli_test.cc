@@ -1,0 +1,283 @@
+// `volley serve` and `volley bench dist` as a user runs them: usage errors, a real server process
+// answering a client and stopping cleanly on SIGTERM / SIGINT, and the bench on a tiny graph. In
+// a build without gRPC both commands exist and say that the build lacks the service.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.h"
+
+#ifdef VOLLEY_WITH_DIST
+#include "volley/dist/client.h"
+#endif
+
+namespace {
+
+using ::testing::HasSubstr;
+using volley::testing_cli::kCora;
+using volley::testing_cli::Result;
+
+class ServeCliTest : public volley::testing_cli::CliFixture {
+ protected:
+  // Cora in two random parts, once per test (fast: 2,708 nodes).
+  std::string partitioned() {
+    const std::string out = path("cora-2");
+    const Result result =
+        run(fmt::format("partition {} '{}' --parts 2 --method random", kCora, out));
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return out;
+  }
+};
+
+#ifdef VOLLEY_WITH_DIST
+
+TEST_F(ServeCliTest, ServeNeedsAPart) {
+  const Result result = run(fmt::format("serve '{}'", partitioned()));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("--part is required"));
+  EXPECT_EQ(result.out, "");
+}
+
+TEST_F(ServeCliTest, ServeRefusesAPartOutOfRange) {
+  const Result result = run(fmt::format("serve '{}' --part 2", partitioned()));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("part 2 out of range"));
+  EXPECT_THAT(result.err, HasSubstr("2 partitions"));
+}
+
+TEST_F(ServeCliTest, ServeRefusesAMissingOrEmptyTokenFile) {
+  const std::string data = partitioned();
+  const Result missing =
+      run(fmt::format("serve '{}' --part 0 --token-file '{}'", data, path("no-such-token")));
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_THAT(missing.err, HasSubstr("cannot read token file"));
+  EXPECT_THAT(missing.err, HasSubstr("No such file or directory"));
+  EXPECT_EQ(missing.out, "");
+
+  std::ofstream(path("empty-token")) << "  \n second line is not the token\n";
+  const Result empty =
+      run(fmt::format("serve '{}' --part 0 --token-file '{}'", data, path("empty-token")));
+  EXPECT_NE(empty.exit_code, 0);
+  EXPECT_THAT(empty.err, HasSubstr("is empty"));
+  EXPECT_EQ(empty.out, "");
+}
+
+TEST_F(ServeCliTest, ServeRefusesABadListenAddress) {
+  const std::string data = partitioned();
+  for (const char* address : {"localhost", "127.0.0.1:", "127.0.0.1:99999", ":5000", "[::1:5"}) {
+    const Result result = run(fmt::format("serve '{}' --part 0 --listen '{}'", data, address));
+    EXPECT_NE(result.exit_code, 0) << address;
+    EXPECT_THAT(result.err, HasSubstr("--listen")) << address;
+    EXPECT_EQ(result.out, "") << address;
+  }
+  // Well-formed but not bindable here (TEST-NET-1 is no local address).
+  const Result unbindable = run(fmt::format("serve '{}' --part 0 --listen 192.0.2.1:0", data));
+  EXPECT_NE(unbindable.exit_code, 0);
+  EXPECT_THAT(unbindable.err, HasSubstr("cannot listen on '192.0.2.1:0'"));
+  EXPECT_EQ(unbindable.out, "");
+}
+
+TEST_F(ServeCliTest, ServeRefusesPeersOfTheWrongCount) {
+  const Result result = run(fmt::format("serve '{}' --part 0 --peers 127.0.0.1:1", partitioned()));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("expected 2 addresses"));
+}
+
+// A `volley serve` child process; its stdout is a pipe, its stderr a file.
+struct ServeProcess {
+  pid_t pid = -1;
+  int out = -1;
+  std::string err_path;
+
+  ServeProcess(const std::string& arguments, const std::string& err_file) : err_path(err_file) {
+    int pipe_fds[2];
+    EXPECT_EQ(pipe(pipe_fds), 0);
+    pid = fork();
+    if (pid == 0) {
+      dup2(pipe_fds[1], STDOUT_FILENO);
+      const int err = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(err, STDERR_FILENO);
+      close(pipe_fds[0]);
+      setenv("VOLLEY_PROGRESS", "0", 1);
+      const std::string command = fmt::format("exec '{}' {}", VOLLEY_CLI_PATH, arguments);
+      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(pipe_fds[1]);
+    out = pipe_fds[0];
+  }
+  ~ServeProcess() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    if (out >= 0) close(out);
+  }
+
+  // The first stdout line, waiting up to `seconds`.
+  std::string first_line(double seconds) {
+    std::string line;
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+           seconds) {
+      pollfd poll_fd{out, POLLIN, 0};
+      if (poll(&poll_fd, 1, 50) <= 0) continue;
+      char c;
+      if (read(out, &c, 1) != 1) break;
+      if (c == '\n') return line;
+      line.push_back(c);
+    }
+    return line;
+  }
+
+  // Sends `signal_number` and returns the exit status (-1 if it has not exited in `seconds`).
+  int stop(int signal_number, double seconds) {
+    kill(pid, signal_number);
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+           seconds) {
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      usleep(20'000);
+    }
+    return -1;
+  }
+};
+
+TEST_F(ServeCliTest, ServeAnswersClientsAndStopsOnSignals) {
+  const std::string data = partitioned();
+  std::ofstream(path("token")) << "  t0ken-42 \nignored\n";
+  ServeProcess part0(fmt::format("serve '{}' --part 0 --token-file '{}'", data, path("token")),
+                     path("err0"));
+  ServeProcess part1(fmt::format("serve '{}' --part 1 --listen 127.0.0.1:0", data), path("err1"));
+  const std::string line0 = part0.first_line(20);
+  const std::string line1 = part1.first_line(20);
+  const std::string prefix = "volley serve: part 0 of 'cora' (";
+  ASSERT_EQ(line0.rfind(prefix, 0), 0u) << line0 << slurp(path("err0"));
+  ASSERT_THAT(line1, HasSubstr("volley serve: part 1 of 'cora'"));
+  const std::string address0 = line0.substr(line0.rfind(' ') + 1);
+  const std::string address1 = line1.substr(line1.rfind(' ') + 1);
+  EXPECT_EQ(address0.rfind("127.0.0.1:", 0), 0u) << address0;
+  EXPECT_NE(address0, "127.0.0.1:0");
+  EXPECT_THAT(line0, HasSubstr("nodes) listening on " + address0));
+
+  // Part 1 has no token and says so; part 0 has one and does not warn.
+  EXPECT_THAT(slurp(path("err1")), HasSubstr("unauthenticated"));
+  EXPECT_THAT(slurp(path("err0")), ::testing::Not(HasSubstr("unauthenticated")));
+
+  // A client with the token (trimmed, first line only) samples; each server needs its own, so
+  // part 1 (no token) ignores the one sent.
+  const auto graph = volley::dist::DistGraph::connect({address0, address1},
+                                                      {.token = "t0ken-42", .connect_seconds = 10});
+  const auto sample = graph->sample(std::vector<int64_t>{0, 1, 2000}, {.fanouts = {5, 5}}, 0);
+  EXPECT_EQ(sample.num_seeds, 3);
+  EXPECT_THROW(volley::dist::DistGraph::connect({address0, address1}, {.connect_seconds = 10}),
+               volley::PermissionError);
+
+  EXPECT_EQ(part0.stop(SIGTERM, 10), 0) << slurp(path("err0"));
+  EXPECT_EQ(part1.stop(SIGINT, 10), 0) << slurp(path("err1"));
+  EXPECT_THAT(slurp(path("err0")), HasSubstr("shutting down"));
+  EXPECT_THAT(slurp(path("err0")), HasSubstr("stopped after"));
+}
+
+// A server process that stops answering (SIGSTOP: the port stays open, nothing replies) is a
+// TimeoutError within the deadline; once it runs again, so does the client.
+TEST_F(ServeCliTest, AFrozenServerIsATimeoutWithinTheDeadline) {
+  const std::string data = partitioned();
+  ServeProcess part0(fmt::format("serve '{}' --part 0", data), path("err0"));
+  ServeProcess part1(fmt::format("serve '{}' --part 1", data), path("err1"));
+  const std::string line0 = part0.first_line(20), line1 = part1.first_line(20);
+  ASSERT_THAT(line1, HasSubstr("listening on")) << slurp(path("err1"));
+  const auto graph = volley::dist::DistGraph::connect(
+      {line0.substr(line0.rfind(' ') + 1), line1.substr(line1.rfind(' ') + 1)},
+      {.deadline_seconds = 1.0, .connect_seconds = 10});
+  const std::vector<int64_t> seeds = {0, 1, 2, 3, 4, 5, 6, 7, 1500, 2600};
+  graph->sample(seeds, {.fanouts = {5, 5}}, 0);
+
+  ASSERT_EQ(kill(part1.pid, SIGSTOP), 0);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    graph->sample(seeds, {.fanouts = {5, 5}}, 1);
+    ADD_FAILURE() << "sampling from a frozen server succeeded";
+  } catch (const volley::TimeoutError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("part 1"));
+    EXPECT_THAT(error.what(), HasSubstr("deadline"));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(seconds, 0.9);
+  EXPECT_LT(seconds, 2.5);
+  ASSERT_EQ(kill(part1.pid, SIGCONT), 0);
+  graph->sample(seeds, {.fanouts = {5, 5}}, 2);  // recovered
+  EXPECT_EQ(part0.stop(SIGTERM, 10), 0);
+  EXPECT_EQ(part1.stop(SIGTERM, 10), 0);
+}
+
+TEST_F(ServeCliTest, BenchDistOnATinyGraph) {
+  const Result result =
+      run("bench dist --generate powerlaw --nodes 3000 --edges 30000 --seed 2 --batches 6 "
+          "--batch-size 64 --threads 2 --concurrency 4 --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::istringstream lines(result.out);
+  std::string line;
+  std::vector<nlohmann::json> rows;
+  while (std::getline(lines, line)) rows.push_back(nlohmann::json::parse(line));
+  // local, then 4 dist modes at 2 and 4 loader threads.
+  ASSERT_EQ(rows.size(), 9u) << result.out;
+  EXPECT_EQ(rows[0]["mode"], "local");
+  EXPECT_DOUBLE_EQ(rows[0]["ratio_to_local"].get<double>(), 1.0);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["bench"], "dist");
+    EXPECT_GT(row["seps"].get<double>(), 0.0);
+    EXPECT_GT(row["sampled_edges"].get<int64_t>(), 0);
+    EXPECT_EQ(row["checked_batches"], 3);
+  }
+  // Same seeds, same options: every row of one numbering samples the same edges.
+  EXPECT_EQ(rows[5]["sampled_edges"], rows[0]["sampled_edges"]);  // 2 parts, worker
+  EXPECT_EQ(rows[7]["sampled_edges"], rows[0]["sampled_edges"]);  // 2 parts, client
+  EXPECT_EQ(rows[7]["remote_parts"], 2);
+
+  const Result table =
+      run("bench dist --generate powerlaw --nodes 2000 --edges 10000 --batches 3 --batch-size 32 "
+          "--threads 1 --concurrency 1");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("equal local sampling: ok"));
+  EXPECT_THAT(table.out, HasSubstr("vs local"));
+  EXPECT_THAT(table.out, HasSubstr("dist client"));
+}
+
+TEST_F(ServeCliTest, BenchDistNeedsAGraph) {
+  const Result result = run("bench dist --batches 2");
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("--dataset"));
+}
+
+#else  // no gRPC in this build
+
+TEST_F(ServeCliTest, ServeAndBenchDistSayTheBuildLacksTheService) {
+  const Result serve = run(fmt::format("serve '{}' --part 0", partitioned()));
+  EXPECT_NE(serve.exit_code, 0);
+  EXPECT_THAT(serve.err, HasSubstr("this build has no distributed service"));
+  EXPECT_THAT(serve.err, HasSubstr("libgrpc++-dev"));
+  const Result bench = run("bench dist --generate powerlaw --nodes 100 --edges 500");
+  EXPECT_NE(bench.exit_code, 0);
+  EXPECT_THAT(bench.err, HasSubstr("this build has no distributed service"));
+}
+
+#endif
+
+}  // namespace

@@ -1,0 +1,157 @@
+// The GPU halves of `volley bench sample --device cuda` and `volley bench gather --device cuda`.
+// Figures are printed next to the copy bandwidths measured in the same run (ARCHITECTURE.md,
+// "What is measured, and how"): device-to-device copy (the device-memory limit) and pinned
+// host-to-device copy (the host-link limit UVA and the pinned tier live under).
+#include "bench_cuda.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "volley/core/cuda_device.h"
+#include "volley/core/error.h"
+#include "volley/feature/cuda_gather.h"
+#include "volley/sampling/cuda_sampler.h"
+
+namespace volley::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kProbeBytes = size_t{256} << 20;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void add_copy_figures(nlohmann::json& line, int device) {
+  const double d2d = measure_device_copy_bandwidth(device, kProbeBytes);
+  const double h2d = measure_pinned_upload_bandwidth(device, kProbeBytes);
+  line["d2d_copy_gbps"] = d2d / 1e9;
+  line["pinned_h2d_gbps"] = h2d / 1e9;
+}
+
+}  // namespace
+
+void require_cuda_device(const std::string& flag, int device) {
+  VOLLEY_REQUIRE(cuda_built(), RuntimeError,
+                 "{} cuda: this build of Volley has no CUDA support (built with VOLLEY_CUDA=OFF "
+                 "or without nvcc); use --device cpu",
+                 flag);
+  const int count = cuda_device_count();
+  VOLLEY_REQUIRE(device >= 0 && device < count, RuntimeError,
+                 "{} cuda: CUDA device {} requested, but {} CUDA device(s) are visible", flag,
+                 device, count);
+}
+
+nlohmann::json run_cuda_sample_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
+                                     const NeighborSamplerOptions& options,
+                                     const CudaSampleBench& settings) {
+  const CudaSamplingMode mode = parse_cuda_sampling_mode(settings.mode);
+  require_cuda_device("--device", settings.device);
+  const int64_t available = static_cast<int64_t>(seeds.size()) / settings.batch_size;
+  VOLLEY_REQUIRE(available >= 1, ValueError, "--batch-size {} exceeds the {} seeds available",
+                 settings.batch_size, seeds.size());
+  const CudaGraph graph =
+      CudaGraph::place(dataset.graph, {.mode = mode, .device = settings.device});
+  CudaNeighborSampler sampler(graph, options);
+  CudaStream stream = CudaStream::create(settings.device);
+  auto batch_seeds = [&](int64_t b) {
+    return std::span<const int64_t>(seeds.data() + (b % available) * settings.batch_size,
+                                    static_cast<size_t>(settings.batch_size));
+  };
+  for (int64_t b = 0; b < std::min<int64_t>(3, settings.batches); ++b) {  // warm: workspace
+    sampler.sample(batch_seeds(b), static_cast<uint64_t>(b), stream.handle());
+  }
+  stream.synchronize();
+  int64_t edges = 0, nodes = 0;
+  const auto start = Clock::now();
+  for (int64_t b = 0; b < settings.batches; ++b) {
+    const auto batch = sampler.sample(batch_seeds(b), static_cast<uint64_t>(b), stream.handle());
+    edges += batch.rows.numel();
+    nodes += batch.nodes.numel();
+  }
+  stream.synchronize();
+  const double seconds = seconds_since(start);
+  nlohmann::json line = {{"bench", "sample"},
+                         {"device", "cuda"},
+                         {"device_name", cuda_device_name(settings.device)},
+                         {"mode", cuda_sampling_mode_name(mode)},
+                         {"batches", settings.batches},
+                         {"batch_size", settings.batch_size},
+                         {"replace", options.replace},
+                         {"weighted", options.weighted},
+                         {"sampled_edges", edges},
+                         {"sampled_nodes", nodes},
+                         {"seconds", seconds},
+                         {"seps", static_cast<double>(edges) / seconds},
+                         {"nodes_per_second", static_cast<double>(nodes) / seconds},
+                         {"graph_device_bytes", graph.device_bytes()},
+                         {"graph_pinned_bytes", graph.pinned_bytes()}};
+  add_copy_figures(line, settings.device);
+  return line;
+}
+
+nlohmann::json run_cuda_gather_bench(const Array& table,
+                                     const std::vector<std::vector<int64_t>>& batches,
+                                     const CudaGatherBench& settings) {
+  require_cuda_device("--device", settings.device);
+  VOLLEY_REQUIRE(settings.cache_fraction >= 0 && settings.cache_fraction <= 1, ValueError,
+                 "--cache-fraction must be in [0, 1], got {}", settings.cache_fraction);
+  VOLLEY_REQUIRE(!batches.empty() && !batches.front().empty(), ValueError,
+                 "the gather bench needs at least one non-empty batch");
+  const auto budget =
+      static_cast<size_t>(settings.cache_fraction * static_cast<double>(table.nbytes()));
+  const DeviceFeatureStore store =
+      DeviceFeatureStore::build(table, {.device_byte_budget = budget, .device = settings.device});
+  const size_t per_batch = batches.front().size();
+  const size_t out_bytes = per_batch * store.row_bytes();
+  // All batches' ids on the device up front, as a sampler would leave them.
+  Buffer ids = Buffer::allocate_device(batches.size() * per_batch * sizeof(int64_t), settings.device);
+  int64_t device_hits = 0;
+  for (size_t b = 0; b < batches.size(); ++b) {
+    VOLLEY_REQUIRE(batches[b].size() == per_batch, ValueError, "batches must have equal sizes");
+    cuda_copy(ids.data() + b * per_batch * sizeof(int64_t), batches[b].data(),
+              per_batch * sizeof(int64_t), nullptr);
+    for (int64_t id : batches[b]) device_hits += id < store.device_rows() ? 1 : 0;
+  }
+  cuda_synchronize(nullptr);
+  Buffer out = Buffer::allocate_device(out_bytes, settings.device);
+  CudaStream stream = CudaStream::create(settings.device);
+  auto gather = [&](size_t b) {
+    store.gather(reinterpret_cast<const int64_t*>(ids.data()) + b * per_batch,
+                 static_cast<int64_t>(per_batch), out.data(), stream.handle(),
+                 {.check_ids = false});
+  };
+  gather(0);  // warm
+  stream.synchronize();
+  const auto start = Clock::now();
+  for (size_t b = 0; b < batches.size(); ++b) gather(b);
+  stream.synchronize();
+  const double seconds = seconds_since(start);
+  const double total = static_cast<double>(out_bytes) * static_cast<double>(batches.size());
+  const double hit_rate =
+      static_cast<double>(device_hits) / static_cast<double>(batches.size() * per_batch);
+  nlohmann::json line = {{"bench", "gather"},
+                         {"device", "cuda"},
+                         {"device_name", cuda_device_name(settings.device)},
+                         {"rows", store.num_rows()},
+                         {"dim", store.width()},
+                         {"dtype", dtype_name(store.dtype())},
+                         {"batch", per_batch},
+                         {"batches", batches.size()},
+                         {"cache_fraction", settings.cache_fraction},
+                         {"device_rows", store.device_rows()},
+                         {"device_hit_rate", hit_rate},
+                         {"bytes_per_batch", out_bytes},
+                         {"gather_seconds", seconds},
+                         {"gather_gbps", total / seconds / 1e9}};
+  add_copy_figures(line, settings.device);
+  // The tier mix's bound: hits at device-copy speed, misses at pinned-upload speed.
+  const double d2d = line["d2d_copy_gbps"].get<double>(), h2d = line["pinned_h2d_gbps"].get<double>();
+  const double bound = 1.0 / (hit_rate / d2d + (1.0 - hit_rate) / h2d);
+  line["tier_mix_bound_gbps"] = bound;
+  line["ratio_to_bound"] = (total / seconds / 1e9) / bound;
+  return line;
+}
+
+}  // namespace volley::cli

@@ -1,0 +1,503 @@
+// `volley bench dist (--dataset DIR | --generate powerlaw --nodes N --edges E [--seed S])
+//   [--threads T] [--concurrency C] [--server-threads H] [--batches B] [--fanout 15,10,5]
+//   [--batch-size 1024] [--check-batches K] [--json]`
+//
+// Sampled edges per second (SEPS) of the distributed sampler (volley/dist) against the local
+// sampler, in one run on one machine: the dataset is partitioned (random method) into 1 and 2
+// parts in a temporary directory (removed after), servers run in this process on loopback, and
+// every row samples the same seeds with the same options:
+//   local              sample_neighbors over the whole graph, T threads;
+//   dist 1 part        worker (held in-process: the DistGraph path without RPC) and client
+//                      (the one part remote);
+//   dist 2 parts       worker (part 0 in-process, part 1 remote) and client (both remote).
+// Dist rows run at loader concurrency T (the same thread count as local) and C (more batches in
+// flight: RPC waits cost no CPU); servers have H handler threads each. Every thread, client and
+// servers alike, shares this machine's cores. Before timing, the first K batches of every dist
+// mode are compared with sample_neighbors on the whole graph in the same numbering (nodes,
+// edges, edge ids, per-hop counts): a mismatch is an error.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "volley/core/error.h"
+
+#ifdef VOLLEY_WITH_DIST
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "text.h"
+#include "volley/core/progress.h"
+#include "volley/dist/client.h"
+#include "volley/dist/server.h"
+#include "volley/graph/generate.h"
+#include "volley/loader/batch_source.h"
+#include "volley/loader/neighbor_loader.h"
+#include "volley/partition/partition.h"
+#include "volley/sampling/neighbor_sampler.h"
+#endif
+
+namespace volley::cli {
+namespace {
+
+struct DistSettings {
+  std::string dataset;
+  std::string generate;  // graph model; "" = use --dataset
+  int64_t nodes = 0;
+  int64_t edges = 0;
+  uint64_t seed = 0;
+  std::string fanout = "15,10,5";
+  int64_t batch_size = 1024;
+  int threads = 0;      // local sampler threads; 0 = hardware threads
+  int concurrency = 0;  // dist batches in flight, second setting; 0 = 4 × threads
+  int server_threads = 0;
+  int64_t batches = 40;
+  int64_t check_batches = 3;
+  bool json = false;
+};
+
+#ifdef VOLLEY_WITH_DIST
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<int64_t> parse_fanout_list(const std::string& text) {
+  std::vector<int64_t> fanouts;
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma - start);
+    try {
+      size_t used = 0;
+      fanouts.push_back(std::stoll(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw ValueError(fmt::format("--fanout '{}': '{}' is not an integer", text, item));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return fanouts;
+}
+
+std::string load_average() {
+  std::ifstream stream("/proc/loadavg");
+  std::string one, five, fifteen;
+  stream >> one >> five >> fifteen;
+  return one.empty() ? "unknown" : one + " " + five + " " + fifteen;
+}
+
+// A temporary directory, removed with everything in it when the bench ends (also on error).
+class ScratchDirectory {
+ public:
+  ScratchDirectory() {
+    std::string pattern = (fs::temp_directory_path() / "volley-bench-dist-XXXXXX").string();
+    VOLLEY_REQUIRE(mkdtemp(pattern.data()) != nullptr, IoError,
+                   "cannot create a temporary directory {}: {}", pattern, std::strerror(errno));
+    path_ = pattern;
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+// The whole renumbered graph of a partitioned dataset: the parts' rows in part order (parts hold
+// their rows in new-id order, neighbors as new global ids), edge ids and weights alongside.
+Csr whole_renumbered_graph(const std::string& directory) {
+  const PartitionManifest manifest = read_partition_manifest(directory);
+  const int64_t num_parts = manifest.book.num_parts();
+  std::vector<Partition> parts;
+  bool narrow = true, weighted = false;
+  for (int64_t p = 0; p < num_parts; ++p) {
+    parts.push_back(load_partition(directory, p, {.validate_graph = false}));
+    narrow = narrow && parts.back().data.graph.index_dtype() == DType::kInt32;
+    weighted = parts.back().data.graph.has_weights();
+  }
+  const int64_t n = manifest.num_nodes, e = manifest.num_edges;
+  Array indptr = Array::empty(DType::kInt64, {n + 1});
+  Array indices = Array::empty(narrow ? DType::kInt32 : DType::kInt64, {e});
+  Array edge_ids = Array::empty(DType::kInt64, {e});
+  std::optional<Array> weights;
+  if (weighted) weights = Array::empty(DType::kFloat32, {e});
+  int64_t row = 0, edge = 0;
+  indptr.data<int64_t>()[0] = 0;
+  for (const Partition& part : parts) {
+    const Csr& graph = part.data.graph;
+    const int64_t* part_indptr = graph.indptr().data<int64_t>();
+    for (int64_t r = 0; r < graph.num_nodes(); ++r) {
+      indptr.data<int64_t>()[row + r + 1] = edge + part_indptr[r + 1];
+    }
+    for (int64_t k = 0; k < graph.num_edges(); ++k) {
+      if (narrow) {
+        indices.data<int32_t>()[edge + k] = static_cast<int32_t>(graph.neighbor(k));
+      } else {
+        indices.data<int64_t>()[edge + k] = graph.neighbor(k);
+      }
+      edge_ids.data<int64_t>()[edge + k] = graph.edge_id(k);
+    }
+    if (weighted) {
+      std::memcpy(weights->data<float>() + edge, graph.weights()->raw_data(),
+                  graph.weights()->nbytes());
+    }
+    row += graph.num_nodes();
+    edge += graph.num_edges();
+  }
+  VOLLEY_ASSERT(row == n && edge == e);
+  return Csr::from_arrays(indptr, indices, edge_ids, weights, Orientation::kIn, false);
+}
+
+// The bench seeds in old ids: the training nodes when the dataset has them, else all nodes, in a
+// seeded shuffle.
+std::vector<int64_t> seed_pool(const Dataset& dataset, uint64_t seed) {
+  std::vector<int64_t> pool;
+  if (dataset.train_idx && dataset.train_idx->numel() > 0) {
+    pool = dataset.train_idx->to_vector<int64_t>();
+  } else {
+    pool.resize(static_cast<size_t>(dataset.graph.num_nodes()));
+    std::iota(pool.begin(), pool.end(), 0);
+  }
+  const Array order = seeded_permutation(static_cast<int64_t>(pool.size()), seed);
+  std::vector<int64_t> seeds(pool.size());
+  for (size_t i = 0; i < pool.size(); ++i) {
+    seeds[i] = pool[static_cast<size_t>(order.data<int64_t>()[i])];
+  }
+  return seeds;
+}
+
+std::vector<int64_t> renumbered(const std::vector<int64_t>& old_ids, const Array& node_map) {
+  std::vector<int64_t> ids(old_ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = node_map.data<int64_t>()[old_ids[i]];
+  return ids;
+}
+
+struct Seeds {
+  std::vector<int64_t> ids;
+  int64_t batch_size = 0;
+  int64_t available = 0;  // whole batches in `ids`
+  std::span<const int64_t> batch(int64_t b) const {
+    return {ids.data() + (b % available) * batch_size, static_cast<size_t>(batch_size)};
+  }
+};
+
+struct Figures {
+  int64_t edges = 0;
+  int64_t nodes = 0;
+  double seconds = 0;
+};
+
+// Batches [first, first + count) sampled from `source` by `threads` threads, each taking whole
+// batches (what the loader's workers do).
+Figures run_batches(const BatchSource& source, const Seeds& seeds,
+                    const NeighborSamplerOptions& options, int64_t first, int64_t count,
+                    int threads, ProgressBar* bar) {
+  std::atomic<int64_t> next{first}, edges{0}, nodes{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    SampledSubgraph subgraph;
+    int64_t my_edges = 0, my_nodes = 0;
+    try {
+      for (int64_t b = next++; b < first + count; b = next++) {
+        source.sample(seeds.batch(b), options, static_cast<uint64_t>(b), subgraph);
+        my_edges += static_cast<int64_t>(subgraph.rows.size());
+        my_nodes += static_cast<int64_t>(subgraph.nodes.size());
+        if (bar) bar->advance();
+      }
+    } catch (...) {
+      std::lock_guard lock(error_mutex);
+      if (!error) error = std::current_exception();
+      next = first + count;
+    }
+    edges += my_edges;
+    nodes += my_nodes;
+  };
+  const auto start = Clock::now();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) workers.emplace_back(work);
+  for (auto& worker : workers) worker.join();
+  if (error) std::rethrow_exception(error);
+  return {edges.load(), nodes.load(), seconds_since(start)};
+}
+
+// The first `count` batches from `dist` must equal sample_neighbors on `whole`.
+void check_equal(const std::string& mode, const BatchSource& dist, const Csr& whole,
+                 const Seeds& seeds, const NeighborSamplerOptions& options, int64_t count) {
+  SamplerScratch scratch;
+  SampledSubgraph got;
+  for (int64_t b = 0; b < count; ++b) {
+    const SampledSubgraph want =
+        sample_neighbors(whole, seeds.batch(b), options, static_cast<uint64_t>(b), &scratch);
+    dist.sample(seeds.batch(b), options, static_cast<uint64_t>(b), got);
+    auto compare = [&](const char* field, const std::vector<int64_t>& a,
+                       const std::vector<int64_t>& w) {
+      if (a == w) return;
+      size_t i = 0;
+      while (i < a.size() && i < w.size() && a[i] == w[i]) ++i;
+      throw RuntimeError(fmt::format(
+          "{}: batch {} differs from local sampling: {} has {} entries (local {}), first "
+          "difference at {}: {} (local {})",
+          mode, b, field, a.size(), w.size(), i, i < a.size() ? std::to_string(a[i]) : "none",
+          i < w.size() ? std::to_string(w[i]) : "none"));
+    };
+    compare("nodes", got.nodes, want.nodes);
+    compare("rows", got.rows, want.rows);
+    compare("cols", got.cols, want.cols);
+    compare("edge_ids", got.edge_ids, want.edge_ids);
+    compare("nodes_per_hop", got.nodes_per_hop, want.nodes_per_hop);
+    compare("edges_per_hop", got.edges_per_hop, want.edges_per_hop);
+  }
+}
+
+struct Row {
+  std::string mode;
+  int64_t parts = 0;
+  int64_t remote_parts = 0;
+  int loader_threads = 0;
+  std::string server_threads;  // per server
+  Figures figures;
+};
+
+void bench_dist(const DistSettings& settings) {
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = settings.threads > 0 ? settings.threads : hardware;
+  const int concurrency = settings.concurrency > 0 ? settings.concurrency : 4 * threads;
+  const std::string load_before = load_average();
+  const ScratchDirectory scratch;
+
+  // The dataset.
+  std::string source = settings.dataset;
+  if (!settings.generate.empty()) {
+    VOLLEY_REQUIRE(settings.dataset.empty(), ValueError, "give --dataset or --generate, not both");
+    GeneratorOptions generator{.model = graph_model_from_name(settings.generate),
+                               .num_nodes = settings.nodes,
+                               .num_edges = settings.edges,
+                               .feature_dim = 0,
+                               .num_classes = 47,
+                               .seed = settings.seed};
+    source = scratch / "source";
+    std::fprintf(stderr, "bench dist: generating %s\n", default_dataset_name(generator).c_str());
+    generate_dataset(generator, source);
+  }
+  VOLLEY_REQUIRE(!source.empty(), ValueError, "give --dataset DIR or --generate MODEL");
+  const Dataset dataset = load_dataset(source, {.validate_graph = false});
+  const std::vector<int64_t> old_seeds = seed_pool(dataset, settings.seed);
+  const int64_t available = static_cast<int64_t>(old_seeds.size()) / settings.batch_size;
+  VOLLEY_REQUIRE(available >= 1, ValueError, "--batch-size {} exceeds the {} seeds available",
+                 settings.batch_size, old_seeds.size());
+
+  // Partitioned into 1 and 2 parts (random: balanced, the worst case for remote reads).
+  const std::string one = scratch / "one-part", two = scratch / "two-parts";
+  for (const auto& [directory, parts] : {std::pair{one, 1}, std::pair{two, 2}}) {
+    std::fprintf(stderr, "bench dist: partitioning into %d part%s\n", parts, parts == 1 ? "" : "s");
+    partition_dataset(
+        dataset, directory,
+        {.method = PartitionMethod::kRandom, .num_parts = parts, .seed = settings.seed});
+  }
+  std::fprintf(stderr, "bench dist: building the whole renumbered graphs\n");
+  const Csr whole_one = whole_renumbered_graph(one);
+  const Csr whole_two = whole_renumbered_graph(two);
+  const Seeds seeds_one{renumbered(old_seeds, load_node_map(one)), settings.batch_size, available};
+  const Seeds seeds_two{renumbered(old_seeds, load_node_map(two)), settings.batch_size, available};
+
+  NeighborSamplerOptions options{.fanouts = parse_fanout_list(settings.fanout),
+                                 .seed = settings.seed};
+  validate_sampler_options(whole_two, options);
+
+  // Servers on loopback, in this process.
+  dist::ServerOptions server_options{.threads = settings.server_threads};
+  dist::Server server_one(one, 0, server_options);
+  dist::Server server_two_0(two, 0, server_options);
+  dist::Server server_two_1(two, 1, server_options);
+  const dist::ClientOptions client{.deadline_seconds = 60.0, .connect_seconds = 10.0};
+  struct Mode {
+    std::string name;
+    int64_t parts;
+    int64_t remote_parts;
+    std::shared_ptr<const BatchSource> source;
+    const Csr* whole;
+    const Seeds* seeds;
+  };
+  std::vector<Mode> modes;
+  modes.push_back({"dist worker", 1, 0,
+                   dist::DistGraph::connect({server_one.address()}, client, server_one.partition(),
+                                            server_one.fingerprint()),
+                   &whole_one, &seeds_one});
+  modes.push_back({"dist client", 1, 1, dist::DistGraph::connect({server_one.address()}, client),
+                   &whole_one, &seeds_one});
+  modes.push_back(
+      {"dist worker", 2, 1,
+       dist::DistGraph::connect({server_two_0.address(), server_two_1.address()}, client,
+                                server_two_0.partition(), server_two_0.fingerprint()),
+       &whole_two, &seeds_two});
+  modes.push_back(
+      {"dist client", 2, 2,
+       dist::DistGraph::connect({server_two_0.address(), server_two_1.address()}, client),
+       &whole_two, &seeds_two});
+
+  // Correctness first: dist batches equal local ones.
+  const int64_t check = std::min(settings.check_batches, settings.batches);
+  for (const Mode& mode : modes) {
+    check_equal(fmt::format("{} ({} part{})", mode.name, mode.parts, mode.parts == 1 ? "" : "s"),
+                *mode.source, *mode.whole, *mode.seeds, options, check);
+  }
+
+  // Timed rows. Each row first samples a few untimed batches (page cache, connections, pools).
+  const int64_t warm = std::min<int64_t>(4, settings.batches);
+  const std::string server_threads =
+      settings.server_threads > 0 ? std::to_string(settings.server_threads) : "default";
+  std::vector<Row> rows;
+  auto measure = [&](Row row, const BatchSource& source, const Seeds& seeds) {
+    ProgressBar bar(fmt::format("{} ({}p, {} thr)", row.mode, row.parts, row.loader_threads),
+                    warm + settings.batches);
+    run_batches(source, seeds, options, settings.batches, warm, row.loader_threads, &bar);
+    row.figures =
+        run_batches(source, seeds, options, 0, settings.batches, row.loader_threads, &bar);
+    bar.finish();
+    rows.push_back(row);
+  };
+  const LocalBatchSource local(whole_two, std::nullopt, std::nullopt);
+  measure({"local", 2, 0, threads, "-", {}}, local, seeds_two);
+  std::vector<int> loader_threads = {threads};
+  if (concurrency != threads) loader_threads.push_back(concurrency);
+  for (const Mode& mode : modes) {
+    for (const int t : loader_threads) {
+      measure({mode.name,
+               mode.parts,
+               mode.remote_parts,
+               t,
+               mode.remote_parts == 0 ? "-" : server_threads,
+               {}},
+              *mode.source, *mode.seeds);
+    }
+  }
+
+  // Report.
+  const double local_seps =
+      static_cast<double>(rows.front().figures.edges) / rows.front().figures.seconds;
+  const std::string load_after = load_average();
+  if (settings.json) {
+    for (const Row& row : rows) {
+      const double seps = static_cast<double>(row.figures.edges) / row.figures.seconds;
+      std::cout << nlohmann::json{{"bench", "dist"},
+                                  {"dataset", dataset.name},
+                                  {"mode", row.mode},
+                                  {"parts", row.parts},
+                                  {"remote_parts", row.remote_parts},
+                                  {"loader_threads", row.loader_threads},
+                                  {"server_threads", row.server_threads},
+                                  {"batches", settings.batches},
+                                  {"batch_size", settings.batch_size},
+                                  {"fanout", settings.fanout},
+                                  {"sampled_edges", row.figures.edges},
+                                  {"seconds", row.figures.seconds},
+                                  {"seps", seps},
+                                  {"ratio_to_local", seps / local_seps},
+                                  {"checked_batches", check},
+                                  {"load_average", load_after}}
+                       .dump()
+                << std::endl;
+    }
+    return;
+  }
+  std::printf(
+      "bench dist: %s, %s nodes, %s edges; %lld batches of %lld seeds, fanout %s; "
+      "%d hardware threads; load average %s (before) / %s (after)\n",
+      dataset.name.c_str(), grouped(dataset.graph.num_nodes()).c_str(),
+      grouped(dataset.graph.num_edges()).c_str(), static_cast<long long>(settings.batches),
+      static_cast<long long>(settings.batch_size), settings.fanout.c_str(), hardware,
+      load_before.c_str(), load_after.c_str());
+  std::printf("check: the first %lld batches of every dist mode equal local sampling: ok\n",
+              static_cast<long long>(check));
+  std::printf("%-12s %5s %6s %14s %14s %14s %9s\n", "mode", "parts", "remote", "loader threads",
+              "server threads", "SEPS", "vs local");
+  for (const Row& row : rows) {
+    const double seps = static_cast<double>(row.figures.edges) / row.figures.seconds;
+    std::printf("%-12s %5lld %6lld %14d %14s %13.2fM %9.3f\n", row.mode.c_str(),
+                static_cast<long long>(row.parts), static_cast<long long>(row.remote_parts),
+                row.loader_threads, row.server_threads.c_str(), seps / 1e6, seps / local_seps);
+  }
+  std::printf(
+      "loader threads: batches sampled at once (local: sampler threads; dist: batches in flight, "
+      "each waiting on its RPCs); server threads: RPC handler threads per server (default: the "
+      "server's own cap). Servers run in this process: every thread shares the same %d cores.\n",
+      hardware);
+}
+
+#endif  // VOLLEY_WITH_DIST
+
+}  // namespace
+
+void add_bench_dist(CLI::App& bench) {
+  static DistSettings settings;
+  auto* command = bench.add_subcommand(
+      "dist",
+      "SEPS of the distributed sampler (1 and 2 partitions, servers in-process on loopback) "
+      "against the local sampler in the same run");
+  command->add_option("--dataset", settings.dataset, "Dataset directory");
+  command->add_option("--generate", settings.generate, "Generate a graph instead: powerlaw|rmat")
+      ->check(CLI::IsMember({"powerlaw", "rmat"}));
+  command->add_option("--nodes", settings.nodes, "Nodes of the generated graph")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--edges", settings.edges, "Edges of the generated graph")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--seed", settings.seed, "Random seed (graph, partitions, seeds, sampler)");
+  command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated")
+      ->capture_default_str();
+  command->add_option("--batch-size", settings.batch_size, "Seeds per batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command
+      ->add_option("--threads", settings.threads,
+                   "Local sampler threads, and the first dist concurrency (0: hardware)")
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--concurrency", settings.concurrency,
+                   "Second dist setting: batches in flight (0: 4 x threads)")
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--server-threads", settings.server_threads,
+                   "RPC handler threads per server (0: the server's default)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--batches", settings.batches, "Timed batches per row")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command
+      ->add_option("--check-batches", settings.check_batches,
+                   "Batches compared with local sampling first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command->add_flag("--json", settings.json, "One JSON line per row instead of the table");
+  command->callback([] {
+#ifdef VOLLEY_WITH_DIST
+    VOLLEY_REQUIRE(settings.generate.empty() || (settings.nodes > 0), ValueError,
+                   "--generate needs --nodes and --edges");
+    bench_dist(settings);
+#else
+    throw RuntimeError(kNoDistService);
+#endif
+  });
+}
+
+}  // namespace volley::cli

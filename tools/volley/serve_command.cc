@@ -1,0 +1,213 @@
+// `volley serve PARTITIONED_DATASET --part I [--listen HOST:PORT] [--token-file F] [--threads N]
+//  [--peers A0,A1,...] [--deadline S]`
+// Serves one partition over gRPC (volley/dist/server.h) until SIGINT or SIGTERM, then shuts down
+// gracefully. The first line on stdout is machine-readable and flushed at once:
+//   volley serve: part 0 of 'cora' (1354 nodes) listening on 127.0.0.1:40123
+// (launchers read the address from it; with port 0 the system picks the port). Without a token
+// a warning goes to stderr: anyone who reaches the port may read the partition.
+// Usage mistakes (missing --part, a part out of range, an unreadable or empty token file, a
+// malformed --listen) are CLI11 usage errors; an address that cannot be bound is an IoError.
+// A build without gRPC keeps the command and fails with kNoDistService.
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "volley/core/error.h"
+#include "volley/partition/partition.h"
+
+#ifdef VOLLEY_WITH_DIST
+#include <pthread.h>
+
+#include <atomic>
+#include <thread>
+
+#include "text.h"
+#include "volley/dist/server.h"
+#endif
+
+namespace volley::cli {
+
+const char* const kNoDistService =
+    "this build has no distributed service; install libgrpc++-dev protobuf-compiler-grpc and "
+    "rebuild";
+
+namespace {
+
+// What is wrong with a "HOST:PORT" listen address, or "" when it looks right (the server
+// reports addresses it cannot bind).
+std::string listen_problem(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return "expected HOST:PORT (e.g. 127.0.0.1:5000, 0.0.0.0:0), found '" + address + "'";
+  }
+  const std::string host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  if (host.front() == '[' && host.back() != ']') {
+    return "IPv6 host '" + host + "' lacks its closing ']' in '" + address + "'";
+  }
+  if (port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) > 65535) {
+    return "port '" + port + "' is not a number in [0, 65535] in '" + address + "'";
+  }
+  return "";
+}
+
+// The first line of `path`, without surrounding white space; a usage error when the file cannot
+// be read or that line is empty.
+[[maybe_unused]] std::string read_token_file(const std::string& path) {
+  std::ifstream stream(path);
+  if (!stream) {
+    throw CLI::ValidationError("--token-file",
+                               "cannot read token file '" + path + "': " + std::strerror(errno));
+  }
+  std::string line;
+  std::getline(stream, line);
+  const char* const space = " \t\r\n\f\v";
+  const size_t first = line.find_first_not_of(space);
+  const std::string token = first == std::string::npos
+                                ? ""
+                                : line.substr(first, line.find_last_not_of(space) - first + 1);
+  if (token.empty()) {
+    throw CLI::ValidationError("--token-file",
+                               "token file '" + path + "' is empty (its first line is the token)");
+  }
+  return token;
+}
+
+struct ServeArguments {
+  std::string directory;
+  int64_t part = -1;
+  std::string listen = "127.0.0.1:0";
+  std::string token_file;
+  int threads = 0;
+  std::string peers;  // "A0,A1,..."
+  double deadline = 30.0;
+  double grace = 2.0;
+};
+
+#ifdef VOLLEY_WITH_DIST
+
+void serve(const ServeArguments& arguments) {
+  const PartitionManifest manifest = read_partition_manifest(arguments.directory);
+  const int64_t num_parts = manifest.book.num_parts();
+  if (arguments.part < 0 || arguments.part >= num_parts) {
+    throw CLI::ValidationError(
+        "--part",
+        fmt::format("part {} out of range: '{}' has {} partition{} (0..{})", arguments.part,
+                    arguments.directory, num_parts, num_parts == 1 ? "" : "s", num_parts - 1));
+  }
+  std::vector<std::string> peers;
+  if (!arguments.peers.empty()) {
+    for (size_t start = 0;;) {
+      const size_t comma = arguments.peers.find(',', start);
+      peers.push_back(arguments.peers.substr(start, comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (static_cast<int64_t>(peers.size()) != num_parts) {
+      throw CLI::ValidationError(
+          "--peers", fmt::format("expected {} addresses (one per partition, in part order; this "
+                                 "part's may be empty), found {} in '{}'",
+                                 num_parts, peers.size(), arguments.peers));
+    }
+  }
+  dist::ServerOptions options;
+  options.listen = arguments.listen;
+  if (!arguments.token_file.empty()) options.token = read_token_file(arguments.token_file);
+  options.threads = arguments.threads;
+  options.peers = std::move(peers);
+  options.peer_client.token = options.token;
+  options.peer_client.deadline_seconds = arguments.deadline;
+
+  // SIGINT / SIGTERM are blocked in every thread (gRPC's threads inherit the mask of the thread
+  // that creates the server) and taken by sigwait() in one watcher thread: no async handler,
+  // nothing that is not signal-safe runs in signal context.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &signals, &previous);
+  struct RestoreMask {
+    sigset_t mask;
+    ~RestoreMask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{previous};
+
+  dist::Server server(arguments.directory, arguments.part, options);
+  std::printf("volley serve: part %lld of '%s' (%lld nodes) listening on %s\n",
+              static_cast<long long>(arguments.part), manifest.name.c_str(),
+              static_cast<long long>(manifest.book.size(arguments.part)), server.address().c_str());
+  std::fflush(stdout);
+  if (!server.authenticated()) {
+    std::fprintf(stderr,
+                 "volley serve: warning: no --token-file: serving unauthenticated; anyone who "
+                 "can reach %s can read this partition\n",
+                 server.address().c_str());
+    std::fflush(stderr);
+  }
+
+  std::atomic<bool> stopped{false};
+  std::thread watcher([&] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (stopped.load()) return;  // woken by the main thread below
+    std::fprintf(stderr, "volley serve: %s received, shutting down\n",
+                 signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fflush(stderr);
+    server.shutdown(arguments.grace);
+  });
+  server.wait();
+  if (!stopped.exchange(true)) pthread_kill(watcher.native_handle(), SIGTERM);
+  watcher.join();
+  const dist::ServerStats stats = server.stats();
+  std::fprintf(stderr, "volley serve: stopped after %s requests (%s refused or failed)\n",
+               grouped(stats.requests).c_str(), grouped(stats.failed_requests).c_str());
+}
+
+#endif  // VOLLEY_WITH_DIST
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
+  auto arguments = std::make_shared<ServeArguments>();
+  auto* command = app.add_subcommand(
+      "serve", "Serve one partition of a partitioned dataset over gRPC (until SIGINT/SIGTERM)");
+  command->add_option("dataset", arguments->directory, "Partitioned dataset directory")->required();
+  command->add_option("-p,--part", arguments->part, "The partition to serve")
+      ->required()
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--listen", arguments->listen,
+                   "HOST:PORT to listen on (port 0: any free port; 0.0.0.0 for all interfaces)")
+      ->check(
+          CLI::Validator([](std::string& address) { return listen_problem(address); }, "HOST:PORT"))
+      ->capture_default_str();
+  command->add_option("--token-file", arguments->token_file,
+                      "File whose first line is the access token every call must carry "
+                      "(default: none, unauthenticated)");
+  command->add_option("--threads", arguments->threads, "RPC handler threads at most (0: default)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--peers", arguments->peers,
+                      "Every partition's server address in part order, comma separated (this "
+                      "one's may be empty), for server-client mode");
+  command->add_option("--deadline", arguments->deadline, "Seconds per call to peers")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command->add_option("--grace", arguments->grace, "Seconds calls in flight get at shutdown")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command->callback([arguments] {
+#ifdef VOLLEY_WITH_DIST
+    serve(*arguments);
+#else
+    throw RuntimeError(kNoDistService);
+#endif
+  });
+}
+
+}  // namespace volley::cli
