@@ -76,9 +76,10 @@ def volley_cli() -> list:
     `serve`, else the same service started by Python."""
     for path in (os.environ.get("VOLLEY_CLI"), os.path.join(sys.prefix, "bin", "volley"),
                  shutil.which("volley")):
-        if path and os.path.exists(path) and subprocess.run(
-                [path, "serve", "--help"], capture_output=True).returncode == 0:
-            return [path, "serve"]
+        if path and os.path.exists(path):
+            usage = subprocess.run([path, "serve", "--help"], capture_output=True, text=True)
+            if usage.returncode == 0 and "--peers" in usage.stdout:  # a CLI with `serve`
+                return [path, "serve"]
     return [sys.executable, "-c", _PYTHON_SERVER]
 
 
@@ -236,7 +237,6 @@ def main() -> int:
         if test < args.min_test_accuracy:
             print(f"test accuracy {test:.3f} is below {args.min_test_accuracy}", file=sys.stderr)
             status = 1
-    del train, evaluation
     dist.barrier()  # every trainer is done with every server
     if server is not None:
         server.shutdown()

@@ -37,8 +37,7 @@ namespace {
 std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
                                             const ClientOptions& options) {
   grpc::ChannelArguments args;
-  const int max_bytes =
-      static_cast<int>(std::min<int64_t>(options.max_message_bytes, INT32_MAX));
+  const int max_bytes = static_cast<int>(std::min<int64_t>(options.max_message_bytes, INT32_MAX));
   args.SetMaxReceiveMessageSize(max_bytes);
   args.SetMaxSendMessageSize(max_bytes);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, internal::kKeepaliveMs);
@@ -49,6 +48,12 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   // Each DistGraph gets its own connections (not shared with other DistGraphs in the process).
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // A server out of handler threads answers RESOURCE_EXHAUSTED at once: try again a few times
+  // with backoff (still within the call's deadline) rather than failing the batch.
+  args.SetServiceConfigJSON(R"({"methodConfig": [{
+      "name": [{"service": "volley.rpc.PartitionService"}],
+      "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "1s",
+                      "backoffMultiplier": 2, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}}]})");
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
@@ -72,9 +77,10 @@ void prepare(grpc::ClientContext& context, const ClientOptions& options, double 
   std::string message;
   switch (kind) {
     case ErrorKind::kConnection:
-      message = fmt::format("{}: {} failed, the server is unavailable ({}); is `volley serve` "
-                            "running there and reachable?",
-                            who, call, status.error_message());
+      message = fmt::format(
+          "{}: {} failed, the server is unavailable ({}); is `volley serve` "
+          "running there and reachable?",
+          who, call, status.error_message());
       break;
     case ErrorKind::kTimeout:
       message = fmt::format("{}: {} got no answer within the deadline of {} s ({})", who, call,
@@ -109,6 +115,7 @@ struct MergeScratch {
   std::vector<std::vector<int64_t>> targets;   // per part: global ids to expand
   std::vector<std::vector<int64_t>> position;  // per part: output positions (gather)
   std::vector<int32_t> owner;                  // per frontier node
+  std::vector<int64_t> merged;                 // one hop's neighbors in frontier order
   SamplerScratch local;
 };
 
@@ -208,12 +215,14 @@ void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
       ServiceInfo& info = state.info;
       info.dataset_name = reply.dataset_name();
       info.fingerprint = reply.fingerprint();
-      info.book = PartitionBook(std::vector<int64_t>(reply.offsets().begin(), reply.offsets().end()));
+      info.book =
+          PartitionBook(std::vector<int64_t>(reply.offsets().begin(), reply.offsets().end()));
       info.num_edges = reply.num_edges();
       info.feature_dim = reply.feature_dim();
-      info.feature_dtype = reply.feature_dim() > 0 ? parse_dtype(reply.feature_dtype(), address)
-                                                   : DType::kFloat32;
-      if (!reply.label_dtype().empty()) info.label_dtype = parse_dtype(reply.label_dtype(), address);
+      info.feature_dtype =
+          reply.feature_dim() > 0 ? parse_dtype(reply.feature_dtype(), address) : DType::kFloat32;
+      if (!reply.label_dtype().empty())
+        info.label_dtype = parse_dtype(reply.label_dtype(), address);
       info.num_classes = reply.num_classes();
       info.has_weights = reply.has_weights();
     }
@@ -272,7 +281,12 @@ std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> add
   if (local) {
     ServiceInfo& info = state->info;
     const Dataset& data = local->data;
+    // A part's dataset is named "<name>.part-<p>": report the whole dataset's name, as servers do.
     info.dataset_name = data.name;
+    if (const std::string suffix = fmt::format(".part-{}", local->part);
+        info.dataset_name.ends_with(suffix)) {
+      info.dataset_name.resize(info.dataset_name.size() - suffix.size());
+    }
     info.fingerprint = fingerprint;
     info.book = local->book;
     info.feature_dim = data.features ? data.features->dim(1) : 0;
@@ -405,13 +419,13 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
             });
       }
       std::exception_ptr local_error;
-      if (state.local_part >= 0 && !scratch.targets[static_cast<size_t>(state.local_part)].empty()) {
+      if (state.local_part >= 0 &&
+          !scratch.targets[static_cast<size_t>(state.local_part)].empty()) {
         try {
           const auto& local = *state.local;
           sample_hop(local.data.graph, local.first_node(),
-                     scratch.targets[static_cast<size_t>(state.local_part)],
-                     static_cast<int>(hop), fanout, options, batch_index, local_sample,
-                     &scratch.local);
+                     scratch.targets[static_cast<size_t>(state.local_part)], static_cast<int>(hop),
+                     fanout, options, batch_index, local_sample, &scratch.local);
         } catch (...) {
           local_error = std::current_exception();
         }
@@ -446,29 +460,45 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
                        p, state.addresses[pi], counts[pi].size(), targets.size(),
                        neighbors[pi].size(), edge_ids[pi].size());
       }
-      // Merge in frontier order: exactly the single-machine sampler's order.
-      std::vector<size_t> next_target(static_cast<size_t>(parts), 0);
-      std::vector<size_t> next_neighbor(static_cast<size_t>(parts), 0);
-      for (size_t i = frontier_begin; i < frontier_end; ++i) {
-        const auto p = static_cast<size_t>(scratch.owner[i - frontier_begin]);
-        const int32_t count = counts[p][next_target[p]++];
-        const int64_t* picked = neighbors[p].data() + next_neighbor[p];
-        const int64_t* picked_edges = edge_ids[p].data() + next_neighbor[p];
-        next_neighbor[p] += static_cast<size_t>(count);
-        for (int32_t j = 0; j < count; ++j) {
-          const int64_t neighbor = picked[j];
+      // Merge in frontier order: exactly the single-machine sampler's order. Two passes, as in
+      // the CPU sampler: pass 1 appends each target's picks (sequential reads of the replies),
+      // pass 2 maps the neighbors to local ids with their map slots prefetched (the map is
+      // sized to the graph, so each lookup is a cache miss the prefetch overlaps).
+      for (int64_t p = 0; p < parts; ++p) {
+        if (scratch.targets[static_cast<size_t>(p)].empty()) continue;  // nothing new from p
+        for (const int64_t neighbor : neighbors[static_cast<size_t>(p)]) {
           VOLLEY_REQUIRE(neighbor >= 0 && neighbor < num_nodes, RuntimeError,
                          "part {} at {}: SampleHop returned node {} outside [0, {})", p,
-                         state.addresses[p], neighbor, num_nodes);
-          auto& slot = slots[neighbor];
-          if (slot.stamp != generation) {
-            slot = {generation, static_cast<int32_t>(nodes.size())};
-            nodes.push_back(neighbor);
-          }
-          out.rows.push_back(static_cast<int64_t>(i));
-          out.cols.push_back(slot.local);
-          out.edge_ids.push_back(picked_edges[j]);
+                         state.addresses[static_cast<size_t>(p)], neighbor, num_nodes);
         }
+      }
+      std::vector<size_t> next_target(static_cast<size_t>(parts), 0);
+      std::vector<size_t> next_neighbor(static_cast<size_t>(parts), 0);
+      auto& merged = scratch.merged;
+      merged.clear();
+      for (size_t i = frontier_begin; i < frontier_end; ++i) {
+        const auto p = static_cast<size_t>(scratch.owner[i - frontier_begin]);
+        const auto count = static_cast<size_t>(counts[p][next_target[p]++]);
+        const int64_t* picked = neighbors[p].data() + next_neighbor[p];
+        const int64_t* picked_edges = edge_ids[p].data() + next_neighbor[p];
+        next_neighbor[p] += count;
+        merged.insert(merged.end(), picked, picked + count);
+        out.edge_ids.insert(out.edge_ids.end(), picked_edges, picked_edges + count);
+        out.rows.insert(out.rows.end(), count, static_cast<int64_t>(i));
+      }
+      constexpr size_t kAhead = 16;
+      const size_t count = merged.size();
+      out.cols.resize(edges_before + count);
+      int64_t* cols = out.cols.data() + edges_before;
+      for (size_t j = 0; j < count; ++j) {
+        if (j + kAhead < count) __builtin_prefetch(slots + merged[j + kAhead]);
+        const int64_t neighbor = merged[j];
+        auto& slot = slots[neighbor];
+        if (slot.stamp != generation) {
+          slot = {generation, static_cast<int32_t>(nodes.size())};
+          nodes.push_back(neighbor);
+        }
+        cols[j] = slot.local;
       }
     }
     out.edges_per_hop.push_back(static_cast<int64_t>(out.rows.size() - edges_before));
@@ -527,8 +557,7 @@ void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kin
   auto scatter = [&](size_t p, const std::byte* rows) {
     const auto& where = positions[p];
     for (size_t j = 0; j < where.size(); ++j) {
-      std::memcpy(out + static_cast<size_t>(where[j]) * row_bytes, rows + j * row_bytes,
-                  row_bytes);
+      std::memcpy(out + static_cast<size_t>(where[j]) * row_bytes, rows + j * row_bytes, row_bytes);
     }
   };
   std::exception_ptr local_error;
@@ -697,9 +726,8 @@ class StreamedEpoch final : public BatchStream {
     std::unique_lock lock(mutex_);
     if (delivered_ >= state.num_batches || stopped_) return std::nullopt;
     const auto timeout = std::chrono::duration<double>(state.client.deadline_seconds);
-    const bool ready = changed_.wait_for(lock, timeout, [&] {
-      return stopped_ || !queue_.empty() || finished_;
-    });
+    const bool ready =
+        changed_.wait_for(lock, timeout, [&] { return stopped_ || !queue_.empty() || finished_; });
     if (stopped_) return std::nullopt;
     if (!ready) {
       lock.unlock();
@@ -713,7 +741,8 @@ class StreamedEpoch final : public BatchStream {
       const grpc::Status status = status_;
       lock.unlock();
       stop();
-      if (!status.ok()) fail(status, state.address, -1, "SampleEpoch", state.client.deadline_seconds);
+      if (!status.ok())
+        fail(status, state.address, -1, "SampleEpoch", state.client.deadline_seconds);
       throw RuntimeError(fmt::format("server {}: the epoch stream ended after {} of {} batches",
                                      state.address, delivered_, state.num_batches));
     }
@@ -830,8 +859,8 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
   info.book = PartitionBook(std::vector<int64_t>(reply.offsets().begin(), reply.offsets().end()));
   info.num_edges = reply.num_edges();
   info.feature_dim = reply.feature_dim();
-  info.feature_dtype =
-      reply.feature_dim() > 0 ? parse_dtype(reply.feature_dtype(), state->address) : DType::kFloat32;
+  info.feature_dtype = reply.feature_dim() > 0 ? parse_dtype(reply.feature_dtype(), state->address)
+                                               : DType::kFloat32;
   if (!reply.label_dtype().empty()) {
     info.label_dtype = parse_dtype(reply.label_dtype(), state->address);
   }
@@ -853,8 +882,8 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
                  "weighted sampling needs edge weights, but the served graph has none");
   if (state->features) {
     VOLLEY_REQUIRE(gather_supports(info.feature_dtype, state->options.feature_dtype), ValueError,
-                   "features of dtype {} cannot be delivered as {}",
-                   dtype_name(info.feature_dtype), dtype_name(state->options.feature_dtype));
+                   "features of dtype {} cannot be delivered as {}", dtype_name(info.feature_dtype),
+                   dtype_name(state->options.feature_dtype));
   }
   const int64_t n = info.book.num_nodes();
   Array inputs;

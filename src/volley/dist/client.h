@@ -78,9 +78,10 @@ class DistGraph final : public BatchSource {
   // this protocol, serves the part its position says, and serves the same dataset (fingerprint)
   // — ValueError naming the address otherwise. Worker mode: `local_directory` and `local_part`
   // name the partition this process holds (memory-mapped, sampled and gathered without RPC).
-  static std::shared_ptr<const DistGraph> connect(
-      std::vector<std::string> addresses, ClientOptions options = {},
-      const std::string& local_directory = "", std::optional<int64_t> local_part = std::nullopt);
+  static std::shared_ptr<const DistGraph> connect(std::vector<std::string> addresses,
+                                                  ClientOptions options = {},
+                                                  const std::string& local_directory = "",
+                                                  std::optional<int64_t> local_part = std::nullopt);
   // Worker mode with a partition already loaded (a server shares its own).
   static std::shared_ptr<const DistGraph> connect(std::vector<std::string> addresses,
                                                   ClientOptions options,

@@ -39,9 +39,7 @@ class Subset final : public BatchSource {
   Subset(std::shared_ptr<const BatchSource> inner, bool features, bool labels)
       : inner_(std::move(inner)), features_(features), labels_(labels) {}
   int64_t num_nodes() const override { return inner_->num_nodes(); }
-  void validate(const NeighborSamplerOptions& options) const override {
-    inner_->validate(options);
-  }
+  void validate(const NeighborSamplerOptions& options) const override { inner_->validate(options); }
   void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
               uint64_t batch_index, SampledSubgraph& out) const override {
     inner_->sample(seeds, options, batch_index, out);
@@ -270,8 +268,8 @@ struct Server::State final : rpc::PartitionService::Service {
                       fmt::format("part {}: the dataset has no {}", partition->part,
                                   features ? "features" : "labels"));
       }
-      const DType out_dtype = request->out_dtype().empty() ? table->dtype()
-                                                           : dtype_from_name(request->out_dtype());
+      const DType out_dtype =
+          request->out_dtype().empty() ? table->dtype() : dtype_from_name(request->out_dtype());
       if (!gather_supports(table->dtype(), out_dtype)) {
         return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                       fmt::format("part {}: {} of dtype {} cannot be delivered as {}",
@@ -376,8 +374,7 @@ struct Server::State final : rpc::PartitionService::Service {
 Server::Server(const std::string& directory, int64_t part, ServerOptions options)
     : state_(std::make_unique<State>()) {
   State& state = *state_;
-  VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}",
-                 options.threads);
+  VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);
   VOLLEY_REQUIRE(options.max_message_bytes >= (1 << 20), ValueError,
                  "max_message_bytes must be at least 1 MiB, got {}", options.max_message_bytes);
   VOLLEY_REQUIRE(options.memory_limit_bytes >= (int64_t{64} << 20), ValueError,
@@ -400,7 +397,7 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // served locally
   if (options.peer_client.token.empty()) options.peer_client.token = options.token;
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = options.threads > 0 ? options.threads : std::max(8, 4 * hardware);
+  const int threads = options.threads > 0 ? options.threads : std::max(32, 8 * hardware);
   state.options = std::move(options);
 
   grpc::ServerBuilder builder;

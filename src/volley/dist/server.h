@@ -36,14 +36,16 @@ namespace volley::dist {
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 = any free port
-  std::string token;                    // "" = unauthenticated
-  int threads = 0;                      // RPC handler threads at most; 0 = 4 × hardware, >= 8
+  std::string token;                   // "" = unauthenticated
+  int threads = 0;  // RPC handler threads at most; 0 = 8 × hardware, >= 32; a call
+                    // finding none free gets RESOURCE_EXHAUSTED, which
+                    // clients retry with backoff
   int64_t max_message_bytes = int64_t{512} << 20;
   int64_t memory_limit_bytes = int64_t{4} << 30;  // gRPC resource quota
   // Addresses of every partition's server, in part order (this one's entry may be ""): needed
   // only for SampleEpoch (server-client mode). Connected on first use.
   std::vector<std::string> peers;
-  ClientOptions peer_client;  // deadline and token for calls to peers
+  ClientOptions peer_client;    // deadline and token for calls to peers
   int default_concurrency = 0;  // batches one SampleEpoch stream samples at once; 0 = hardware
 };
 

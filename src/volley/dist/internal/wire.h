@@ -60,7 +60,6 @@ inline ErrorKind error_kind_for(grpc::StatusCode code) {
   switch (code) {
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
     case grpc::StatusCode::UNIMPLEMENTED:
       return ErrorKind::kValue;
     case grpc::StatusCode::OUT_OF_RANGE:
@@ -74,7 +73,7 @@ inline ErrorKind error_kind_for(grpc::StatusCode code) {
     case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::PERMISSION_DENIED:
       return ErrorKind::kPermission;
-    default:
+    default:  // RESOURCE_EXHAUSTED (a message over the size limit, a server out of threads) too
       return ErrorKind::kRuntime;
   }
 }
