@@ -106,7 +106,8 @@ nlohmann::json run_cuda_gather_bench(const Array& table,
   const size_t per_batch = batches.front().size();
   const size_t out_bytes = per_batch * store.row_bytes();
   // All batches' ids on the device up front, as a sampler would leave them.
-  Buffer ids = Buffer::allocate_device(batches.size() * per_batch * sizeof(int64_t), settings.device);
+  Buffer ids =
+      Buffer::allocate_device(batches.size() * per_batch * sizeof(int64_t), settings.device);
   int64_t device_hits = 0;
   for (size_t b = 0; b < batches.size(); ++b) {
     VOLLEY_REQUIRE(batches[b].size() == per_batch, ValueError, "batches must have equal sizes");
@@ -147,7 +148,8 @@ nlohmann::json run_cuda_gather_bench(const Array& table,
                          {"gather_gbps", total / seconds / 1e9}};
   add_copy_figures(line, settings.device);
   // The tier mix's bound: hits at device-copy speed, misses at pinned-upload speed.
-  const double d2d = line["d2d_copy_gbps"].get<double>(), h2d = line["pinned_h2d_gbps"].get<double>();
+  const double d2d = line["d2d_copy_gbps"].get<double>(),
+               h2d = line["pinned_h2d_gbps"].get<double>();
   const double bound = 1.0 / (hit_rate / d2d + (1.0 - hit_rate) / h2d);
   line["tier_mix_bound_gbps"] = bound;
   line["ratio_to_bound"] = (total / seconds / 1e9) / bound;

@@ -46,7 +46,7 @@ struct GatherSettings {
   int64_t prefetch_bytes = 0;
   uint64_t seed = 0;
   bool huge_pages = true;
-  std::string device = "cpu";   // cpu: FeatureStore::gather; cuda: DeviceFeatureStore::gather
+  std::string device = "cpu";    // cpu: FeatureStore::gather; cuda: DeviceFeatureStore::gather
   double cache_fraction = 0.25;  // cuda: share of the table in device memory
   int cuda_device = 0;
 };
@@ -124,10 +124,10 @@ void run_cuda_gather(const GatherSettings& settings, DType dtype) {
                  ValueError, "--device cuda gathers the stored dtype; drop --out-dtype");
   Array table = Array::empty(dtype, {settings.rows, settings.dim});
   fill_table(table.raw_data(), settings.rows, settings.dim, dtype, settings.seed);
-  auto line = run_cuda_gather_bench(
-      table, random_batches(settings),
-      {.device = settings.cuda_device, .cache_fraction = settings.cache_fraction,
-       .seed = settings.seed});
+  auto line = run_cuda_gather_bench(table, random_batches(settings),
+                                    {.device = settings.cuda_device,
+                                     .cache_fraction = settings.cache_fraction,
+                                     .seed = settings.seed});
   line["load_average"] = load_average();
   std::cout << line.dump() << std::endl;
 }
@@ -257,8 +257,9 @@ void add_bench_gather(CLI::App& bench) {
   command->add_option("--device", settings.device,
                       "cpu, or cuda: DeviceFeatureStore::gather on --cuda-device (device cache + "
                       "pinned host rows), printed next to the copy bandwidths of the same run");
-  command->add_option("--cache-fraction", settings.cache_fraction,
-                      "With --device cuda: share of the table's bytes in device memory")
+  command
+      ->add_option("--cache-fraction", settings.cache_fraction,
+                   "With --device cuda: share of the table's bytes in device memory")
       ->check(CLI::Range(0.0, 1.0));
   command->add_option("--cuda-device", settings.cuda_device, "CUDA device ordinal")
       ->check(CLI::NonNegativeNumber);

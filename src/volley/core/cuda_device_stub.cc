@@ -28,9 +28,7 @@ CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
 void CudaStream::synchronize() const { no_cuda("CudaStream::synchronize"); }
 void cuda_synchronize(void*) { no_cuda("cuda_synchronize"); }
 void cuda_copy(void*, const void*, size_t, void*) { no_cuda("cuda_copy"); }
-double measure_device_copy_bandwidth(int, size_t, int) {
-  no_cuda("measure_device_copy_bandwidth");
-}
+double measure_device_copy_bandwidth(int, size_t, int) { no_cuda("measure_device_copy_bandwidth"); }
 double measure_pinned_upload_bandwidth(int, size_t, int) {
   no_cuda("measure_pinned_upload_bandwidth");
 }

@@ -21,9 +21,9 @@ struct DeviceFeatureStore::State {
   size_t row_bytes = 0;
   int device = 0;
   int64_t hot_rows = 0;
-  Buffer device_rows;        // kCuda
-  Buffer pinned_rows;        // kPinnedHost
-  Buffer lookup;             // kCuda, empty without a hot order
+  Buffer device_rows;                // kCuda
+  Buffer pinned_rows;                // kPinnedHost
+  Buffer lookup;                     // kCuda, empty without a hot order
   std::vector<int64_t> host_lookup;  // the same entries on the host (locate())
   bool lookup_is_32bit = true;
 
@@ -114,8 +114,8 @@ DeviceFeatureStore DeviceFeatureStore::build(const Array& matrix,
                  "CUDA device {} requested, but {} CUDA device(s) are visible", options.device,
                  count);
 
-  state->hot_rows = std::min<int64_t>(
-      n, static_cast<int64_t>(options.device_byte_budget / state->row_bytes));
+  state->hot_rows =
+      std::min<int64_t>(n, static_cast<int64_t>(options.device_byte_budget / state->row_bytes));
   const int64_t cold_rows = n - state->hot_rows;
   const size_t hot_bytes = static_cast<size_t>(state->hot_rows) * state->row_bytes;
   const size_t cold_bytes = static_cast<size_t>(cold_rows) * state->row_bytes;
@@ -128,7 +128,8 @@ DeviceFeatureStore DeviceFeatureStore::build(const Array& matrix,
   auto fill = [&](std::span<const int64_t> ids, std::byte* destination) {
     if (ids.empty()) return;
     if (in_id_order) {  // a contiguous range of rows
-      std::memcpy(destination, matrix.raw_data() + static_cast<size_t>(ids.front()) * state->row_bytes,
+      std::memcpy(destination,
+                  matrix.raw_data() + static_cast<size_t>(ids.front()) * state->row_bytes,
                   ids.size() * state->row_bytes);
     } else {
       gather_rows_parallel(matrix, ids, state->dtype, destination);
@@ -151,7 +152,8 @@ DeviceFeatureStore DeviceFeatureStore::build(const Array& matrix,
           slot < state->hot_rows ? slot : ~(slot - state->hot_rows);
     }
     const size_t entry_bytes = state->lookup_is_32bit ? 4 : 8;
-    Buffer staging = Buffer::allocate_pinned(std::max<size_t>(static_cast<size_t>(n) * entry_bytes, 1));
+    Buffer staging =
+        Buffer::allocate_pinned(std::max<size_t>(static_cast<size_t>(n) * entry_bytes, 1));
     if (state->lookup_is_32bit) {
       auto* entries = reinterpret_cast<int32_t*>(staging.data());
       for (int64_t id = 0; id < n; ++id)
@@ -195,12 +197,11 @@ std::string DeviceFeatureStore::describe() const {
   const std::string shape = state_->ndim == 2
                                 ? fmt::format("[{}, {}]", state_->num_rows, state_->width)
                                 : fmt::format("[{}]", state_->num_rows);
-  return fmt::format("{}{} on cuda:{}: device {} ({} rows), pinned host {} ({} rows)",
-                     dtype_name(state_->dtype), shape, state_->device,
-                     bytes_text(static_cast<size_t>(state_->hot_rows) * state_->row_bytes),
-                     state_->hot_rows,
-                     bytes_text(static_cast<size_t>(pinned_rows()) * state_->row_bytes),
-                     pinned_rows());
+  return fmt::format(
+      "{}{} on cuda:{}: device {} ({} rows), pinned host {} ({} rows)", dtype_name(state_->dtype),
+      shape, state_->device, bytes_text(static_cast<size_t>(state_->hot_rows) * state_->row_bytes),
+      state_->hot_rows, bytes_text(static_cast<size_t>(pinned_rows()) * state_->row_bytes),
+      pinned_rows());
 }
 
 void DeviceFeatureStore::gather(const int64_t* ids, int64_t count, void* out, void* stream,

@@ -4,8 +4,7 @@
 
 namespace volley::feature_internal {
 
-int64_t launch_device_gather(const DeviceGatherPlan&, const int64_t*, int64_t, void*, void*,
-                             bool) {
+int64_t launch_device_gather(const DeviceGatherPlan&, const int64_t*, int64_t, void*, void*, bool) {
   throw RuntimeError(
       "GPU feature gather: this build of Volley has no CUDA support (built with VOLLEY_CUDA=OFF "
       "or without nvcc); use FeatureStore::gather on the CPU, or rebuild with CUDA");

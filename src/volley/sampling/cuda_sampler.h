@@ -109,9 +109,9 @@ class CudaGraph {
 struct DeviceSampledSubgraph {
   Array nodes;  // int64 [num nodes], global ids, seeds first
   int64_t num_seeds = 0;
-  Array rows;      // int64 [num edges], local index of each edge's target
-  Array cols;      // int64 [num edges], local index of each edge's neighbor
-  Array edge_ids;  // int64 [num edges]
+  Array rows;                          // int64 [num edges], local index of each edge's target
+  Array cols;                          // int64 [num edges], local index of each edge's neighbor
+  Array edge_ids;                      // int64 [num edges]
   std::vector<int64_t> nodes_per_hop;  // host; size hops + 1
   std::vector<int64_t> edges_per_hop;  // host; size hops
 

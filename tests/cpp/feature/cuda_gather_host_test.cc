@@ -15,22 +15,23 @@ TEST(DeviceFeatureStoreHost, ChecksArgumentsBeforeCuda) {
             }).find("needs a 1-d or 2-d matrix"),
             std::string::npos);
   EXPECT_NE(message_of<ValueError>([&] {
-              DeviceFeatureStore::build(matrix, {.hot_order = Array::from_vector(
-                                                     std::vector<int64_t>{3, 1, 3})});
+              DeviceFeatureStore::build(
+                  matrix, {.hot_order = Array::from_vector(std::vector<int64_t>{3, 1, 3})});
             }).find("hot_order lists row 3 twice (second time at position 2)"),
             std::string::npos);
   EXPECT_NE(message_of<IndexError>([&] {
-              DeviceFeatureStore::build(matrix, {.hot_order = Array::from_vector(
-                                                     std::vector<int64_t>{0, 10})});
+              DeviceFeatureStore::build(
+                  matrix, {.hot_order = Array::from_vector(std::vector<int64_t>{0, 10})});
             }).find("hot_order id 10 at position 1 out of range"),
             std::string::npos);
   EXPECT_NE(message_of<ValueError>([&] {
-              DeviceFeatureStore::build(matrix, {.hot_order = Array::from_vector(
-                                                     std::vector<int32_t>{0, 1})});
+              DeviceFeatureStore::build(
+                  matrix, {.hot_order = Array::from_vector(std::vector<int32_t>{0, 1})});
             }).find("hot_order must be a 1-d int64 array"),
             std::string::npos);
-  EXPECT_NE(message_of<ValueError>([&] { DeviceFeatureStore::build(matrix, {.device = -3}); })
-                .find("CUDA device must be >= 0, got -3"),
+  EXPECT_NE(message_of<ValueError>([&] {
+              DeviceFeatureStore::build(matrix, {.device = -3});
+            }).find("CUDA device must be >= 0, got -3"),
             std::string::npos);
   const DeviceFeatureStore empty;
   EXPECT_FALSE(empty.defined());

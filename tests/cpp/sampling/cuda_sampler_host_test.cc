@@ -28,10 +28,8 @@ TEST(CudaSamplerHost, ParsesModes) {
   EXPECT_EQ(cuda_sampling_mode_name(CudaSamplingMode::kUva), "UVA");
   EXPECT_EQ(cuda_sampling_mode_name(CudaSamplingMode::kGpu), "GPU");
   for (const char* bad : {"", "cpu", "GPUS", "zero-copy"}) {
-    const std::string message =
-        message_of<ValueError>([&] { parse_cuda_sampling_mode(bad); });
-    EXPECT_NE(message.find(fmt::format("'{}' is not a CUDA sampling mode", bad)),
-              std::string::npos)
+    const std::string message = message_of<ValueError>([&] { parse_cuda_sampling_mode(bad); });
+    EXPECT_NE(message.find(fmt::format("'{}' is not a CUDA sampling mode", bad)), std::string::npos)
         << message;
   }
 }
@@ -111,8 +109,7 @@ TEST(CudaSamplerHost, NoDeviceIsAClearError) {
   EXPECT_NE(message_of<RuntimeError>([] { measure_device_copy_bandwidth(0, 1 << 20); }),
             "<no exception>");
   const Array matrix = Array::zeros(DType::kFloat32, {10, 4});
-  EXPECT_NE(message_of<RuntimeError>([&] { DeviceFeatureStore::build(matrix); }),
-            "<no exception>");
+  EXPECT_NE(message_of<RuntimeError>([&] { DeviceFeatureStore::build(matrix); }), "<no exception>");
 }
 
 }  // namespace

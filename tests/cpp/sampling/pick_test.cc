@@ -59,9 +59,9 @@ Csr random_graph(int64_t n, int64_t m, uint64_t seed, bool force_int64, bool kee
     dst[i] = static_cast<int64_t>((rng() % n) * (rng() % n) / n);
     w[i] = static_cast<float>(rng() % 5) * 0.25f;  // a fifth are zero
   }
-  return build_csr(Array::from_vector(src), Array::from_vector(dst), Array::from_vector(w),
-                   {.num_nodes = n, .keep_edge_ids = keep_edge_ids,
-                    .force_int64_indices = force_int64});
+  return build_csr(
+      Array::from_vector(src), Array::from_vector(dst), Array::from_vector(w),
+      {.num_nodes = n, .keep_edge_ids = keep_edge_ids, .force_int64_indices = force_int64});
 }
 
 // The CUDA driver's algorithm on the host, with pick.h doing the per-target work.
@@ -90,11 +90,11 @@ SampledSubgraph emulate_cuda_sampler(const Csr& graph, const std::vector<int64_t
       const int64_t target = out.nodes[static_cast<size_t>(i)];
       const int64_t begin = rows_of.indptr[target];
       const int64_t degree = rows_of.indptr[target + 1] - begin;
-      const int64_t count = options.fanouts[hop] == 0
-                                ? 0
-                                : sampling_internal::pick_count(
-                                      degree, rows_of.weights ? rows_of.weights + begin : nullptr,
-                                      rule);
+      const int64_t count =
+          options.fanouts[hop] == 0
+              ? 0
+              : sampling_internal::pick_count(
+                    degree, rows_of.weights ? rows_of.weights + begin : nullptr, rule);
       offsets[static_cast<size_t>(i - frontier_begin) + 1] =
           offsets[static_cast<size_t>(i - frontier_begin)] + count;
     }
@@ -158,8 +158,8 @@ void expect_same(const SampledSubgraph& expected, const SampledSubgraph& got,
 }
 
 TEST(PickRules, HostRunOfTheCudaAlgorithmEqualsTheCpuSampler) {
-  const std::vector<std::vector<int64_t>> fanouts = {
-      {15, 10, 5}, {-1, 3}, {2, 0, 4}, {100, 2}, {1}, {3, -1}};
+  const std::vector<std::vector<int64_t>> fanouts = {{15, 10, 5}, {-1, 3}, {2, 0, 4},
+                                                     {100, 2},    {1},     {3, -1}};
   int64_t compared_edges = 0;
   for (int graph_kind = 0; graph_kind < 3; ++graph_kind) {
     const bool int64_indices = graph_kind == 1;
@@ -175,8 +175,7 @@ TEST(PickRules, HostRunOfTheCudaAlgorithmEqualsTheCpuSampler) {
           std::vector<bool> taken(3000, false);
           while (seeds.size() < 64) {
             // Low ids are the hubs of random_graph: include several.
-            const int64_t seed = static_cast<int64_t>(
-                seeds.size() < 8 ? rng() % 40 : rng() % 3000);
+            const int64_t seed = static_cast<int64_t>(seeds.size() < 8 ? rng() % 40 : rng() % 3000);
             if (!taken[static_cast<size_t>(seed)]) {
               taken[static_cast<size_t>(seed)] = true;
               seeds.push_back(seed);
@@ -186,10 +185,10 @@ TEST(PickRules, HostRunOfTheCudaAlgorithmEqualsTheCpuSampler) {
           const SampledSubgraph got =
               int64_indices ? emulate_cuda_sampler<int64_t>(graph, seeds, options, batch)
                             : emulate_cuda_sampler<int32_t>(graph, seeds, options, batch);
-          expect_same(expected, got,
-                      fmt::format("graph {} fanouts [{}] replace {} weighted {} batch {}",
-                                  graph_kind, fmt::join(fanout, ","), options.replace,
-                                  options.weighted, batch));
+          expect_same(
+              expected, got,
+              fmt::format("graph {} fanouts [{}] replace {} weighted {} batch {}", graph_kind,
+                          fmt::join(fanout, ","), options.replace, options.weighted, batch));
           compared_edges += static_cast<int64_t>(expected.rows.size());
           if (::testing::Test::HasFailure()) return;
         }
@@ -210,8 +209,7 @@ TEST(PickRules, SingleTargetsAcrossFanoutsAndDegrees) {
       for (int64_t target = 0; target < 2000; target += 37) {
         const SampledSubgraph expected = sample_neighbors(graph, {{target}}, options, 4);
         const int64_t begin = graph.begin(target), degree = graph.degree(target);
-        const float* weights =
-            options.weighted ? graph.weights()->data<float>() + begin : nullptr;
+        const float* weights = options.weighted ? graph.weights()->data<float>() + begin : nullptr;
         const int64_t count = sampling_internal::pick_count(degree, weights, rule);
         ASSERT_EQ(count, static_cast<int64_t>(expected.edge_ids.size()))
             << "target " << target << " fanout " << fanout << " variant " << variant;
@@ -222,8 +220,8 @@ TEST(PickRules, SingleTargetsAcrossFanoutsAndDegrees) {
         for (int64_t j = 0; j < count; ++j) {
           ASSERT_EQ(graph.edge_id(begin + positions[static_cast<size_t>(j)]),
                     expected.edge_ids[static_cast<size_t>(j)])
-              << "target " << target << " fanout " << fanout << " variant " << variant
-              << " pick " << j;
+              << "target " << target << " fanout " << fanout << " variant " << variant << " pick "
+              << j;
         }
       }
     }
@@ -239,9 +237,9 @@ TEST(PickRules, CountsFollowTheSemantics) {
   EXPECT_EQ(pick_count(7, nullptr, PickRule{-1}), 7);
   EXPECT_EQ(pick_count(7, nullptr, PickRule{10}), 7);
   EXPECT_EQ(pick_count(7, nullptr, PickRule{3}), 3);
-  EXPECT_EQ(pick_count(2, nullptr, PickRule{3, true}), 3);       // with replacement: k draws
-  EXPECT_EQ(pick_count(5, weights, PickRule{5}), 5);             // degree <= k: all, zeros too
-  EXPECT_EQ(pick_count(5, weights, PickRule{4}), 3);             // only positive weights
+  EXPECT_EQ(pick_count(2, nullptr, PickRule{3, true}), 3);  // with replacement: k draws
+  EXPECT_EQ(pick_count(5, weights, PickRule{5}), 5);        // degree <= k: all, zeros too
+  EXPECT_EQ(pick_count(5, weights, PickRule{4}), 3);        // only positive weights
   EXPECT_EQ(pick_count(5, weights, PickRule{2}), 2);
   EXPECT_EQ(pick_count(5, weights, PickRule{9, true}), 9);
   const float zeros[3] = {0.0f, 0.0f, 0.0f};

@@ -25,9 +25,9 @@ nlohmann::json last_json_line(const std::string& out) {
 
 TEST_F(BenchCudaCliTest, SampleOnCuda) {
   for (const char* mode : {"GPU", "UVA"}) {
-    const Result result = run("bench sample --dataset " + kCora +
-                              " --fanout 5,5 --batch-size 32 --batches 4 --device cuda --mode " +
-                              mode);
+    const Result result =
+        run("bench sample --dataset " + kCora +
+            " --fanout 5,5 --batch-size 32 --batches 4 --device cuda --mode " + mode);
     if (volley::cuda_device_count() == 0) {
       EXPECT_EQ(result.exit_code, 1) << result.err;
       EXPECT_THAT(result.err, HasSubstr("volley: error: --device cuda: "));
@@ -45,9 +45,9 @@ TEST_F(BenchCudaCliTest, SampleOnCuda) {
 }
 
 TEST_F(BenchCudaCliTest, GatherOnCuda) {
-  const Result result = run(
-      "bench gather --rows 5000 --dim 16 --batch 1000 --batches 2 --device cuda "
-      "--cache-fraction 0.5");
+  const Result result =
+      run("bench gather --rows 5000 --dim 16 --batch 1000 --batches 2 --device cuda "
+          "--cache-fraction 0.5");
   if (volley::cuda_device_count() == 0) {
     EXPECT_EQ(result.exit_code, 1) << result.err;
     EXPECT_THAT(result.err, HasSubstr("volley: error: --device cuda: "));

@@ -80,12 +80,12 @@ double measure_copy(int device, const Buffer& destination, const Buffer& source,
   float best_ms = 0;
   try {
     // One untimed copy first (first-touch, clocks).
-    VOLLEY_CUDA_CHECK(cudaMemcpyAsync(destination.data(), source.data(), bytes,
-                                      cudaMemcpyDefault, handle));
+    VOLLEY_CUDA_CHECK(
+        cudaMemcpyAsync(destination.data(), source.data(), bytes, cudaMemcpyDefault, handle));
     for (int r = 0; r < repeats; ++r) {
       VOLLEY_CUDA_CHECK(cudaEventRecord(start, handle));
-      VOLLEY_CUDA_CHECK(cudaMemcpyAsync(destination.data(), source.data(), bytes,
-                                        cudaMemcpyDefault, handle));
+      VOLLEY_CUDA_CHECK(
+          cudaMemcpyAsync(destination.data(), source.data(), bytes, cudaMemcpyDefault, handle));
       VOLLEY_CUDA_CHECK(cudaEventRecord(stop, handle));
       VOLLEY_CUDA_CHECK(cudaEventSynchronize(stop));
       float ms = 0;

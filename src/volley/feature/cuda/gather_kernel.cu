@@ -114,8 +114,7 @@ int64_t launch_device_gather(const DeviceGatherPlan& plan, const int64_t* ids, i
       words.device = plan.device;
     }
     args.first_bad = reinterpret_cast<unsigned long long*>(words.device_word.data());
-    VOLLEY_CUDA_CHECK(
-        cudaMemsetAsync(args.first_bad, 0xff, sizeof(unsigned long long), stream));
+    VOLLEY_CUDA_CHECK(cudaMemsetAsync(args.first_bad, 0xff, sizeof(unsigned long long), stream));
   }
   switch (vector_bytes(plan, out)) {
     case 16:

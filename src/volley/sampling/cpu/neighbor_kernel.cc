@@ -223,13 +223,25 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
   out.counts.assign(targets.size(), 0);
   out.neighbors.clear();
   out.edge_ids.clear();
+  // Every target is checked first, so the prefetches below only touch rows held here.
   for (size_t i = 0; i < targets.size(); ++i) {
+    const int64_t row = targets[i] - first_node;
+    VOLLEY_REQUIRE(row >= 0 && row < num_rows, IndexError,
+                   "target {} at position {} is not among the rows [{}, {}) held here", targets[i],
+                   i, first_node, first_node + num_rows);
+  }
+  if (fanout == 0) return;
+  // As in sample(): the CSR rows of later targets are prefetched (the graph is far larger than
+  // the caches, and the targets are in random order).
+  constexpr size_t kAhead = 16;
+  const size_t count = targets.size();
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kAhead < count) __builtin_prefetch(indptr + (targets[i + kAhead] - first_node));
+    if (i + kAhead / 2 < count) {
+      __builtin_prefetch(indices + indptr[targets[i + kAhead / 2] - first_node]);
+    }
     const int64_t target = targets[i];
     const int64_t row = target - first_node;
-    VOLLEY_REQUIRE(row >= 0 && row < num_rows, IndexError,
-                   "target {} at position {} is not among the rows [{}, {}) held here", target, i,
-                   first_node, first_node + num_rows);
-    if (fanout == 0) continue;
     const int64_t row_begin = indptr[row];
     const int64_t degree = indptr[row + 1] - row_begin;
     if (degree == 0) continue;
@@ -263,15 +275,15 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
 
 }  // namespace
 
-void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets,
-                    int hop, int64_t fanout, const NeighborSamplerOptions& options,
-                    uint64_t batch_index, NeighborScratch& scratch, HopSample& out) {
+void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
+                    int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
+                    NeighborScratch& scratch, HopSample& out) {
   if (graph.index_dtype() == DType::kInt32) {
-    sample_hop_rows<int32_t>(graph, first_node, targets, hop, fanout, options, batch_index,
-                             scratch, out);
+    sample_hop_rows<int32_t>(graph, first_node, targets, hop, fanout, options, batch_index, scratch,
+                             out);
   } else {
-    sample_hop_rows<int64_t>(graph, first_node, targets, hop, fanout, options, batch_index,
-                             scratch, out);
+    sample_hop_rows<int64_t>(graph, first_node, targets, hop, fanout, options, batch_index, scratch,
+                             out);
   }
 }
 

@@ -38,8 +38,8 @@ void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
 
 // One hop for targets held by rows [first_node, first_node + graph.num_nodes()) of `graph`
 // (row r is node first_node + r; neighbor ids are global): see sample_hop in neighbor_sampler.h.
-void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets,
-                    int hop, int64_t fanout, const NeighborSamplerOptions& options,
-                    uint64_t batch_index, NeighborScratch& scratch, HopSample& out);
+void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
+                    int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
+                    NeighborScratch& scratch, HopSample& out);
 
 }  // namespace volley::cpu

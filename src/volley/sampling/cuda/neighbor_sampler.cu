@@ -93,8 +93,7 @@ __global__ void count_kernel(GraphRows<Index> graph, const int64_t* frontier, in
   const int64_t target = frontier[i];
   const int64_t begin = graph.indptr[target];
   const int64_t degree = graph.indptr[target + 1] - begin;
-  counts[i] =
-      pick_count(degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule);
+  counts[i] = pick_count(degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule);
 }
 
 // Target i's picks go to [offsets[i], offsets[i + 1]) of rows / edge_ids / neighbors; the same
@@ -102,8 +101,7 @@ __global__ void count_kernel(GraphRows<Index> graph, const int64_t* frontier, in
 template <typename Index>
 __global__ void pick_kernel(GraphRows<Index> graph, const int64_t* frontier, int64_t count,
                             int64_t first_local, PickRule rule, const int64_t* offsets,
-                            int64_t* rows, int64_t* cols, int64_t* edge_ids,
-                            int64_t* neighbors) {
+                            int64_t* rows, int64_t* cols, int64_t* edge_ids, int64_t* neighbors) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const int64_t start = offsets[i];
@@ -151,8 +149,7 @@ __global__ void assign_kernel(Table table, const int64_t* neighbors, int64_t cou
       static_cast<unsigned long long>(local);
 }
 
-__global__ void cols_kernel(Table table, const int64_t* neighbors, int64_t count,
-                            int64_t* cols) {
+__global__ void cols_kernel(Table table, const int64_t* neighbors, int64_t count, int64_t* cols) {
   const int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j < count) {
     cols[j] = static_cast<int64_t>(
@@ -217,8 +214,7 @@ class Backend final : public CudaSamplerBackend {
   // Exclusive prefix sum of in[0, count) into out[0, count) (int64), on the stream.
   void exclusive_scan(const int64_t* in, int64_t* out, int64_t count) {
     size_t temp_bytes = 0;
-    VOLLEY_CUDA_CHECK(
-        cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, in, out, count, stream_));
+    VOLLEY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, in, out, count, stream_));
     void* temp = scan_temp_.reserve(temp_bytes, stream_);
     VOLLEY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, count, stream_));
   }
@@ -311,9 +307,9 @@ class Backend final : public CudaSamplerBackend {
         edge_ids_.reserve(needed, stream_, kept);
         neighbors_.reserve(static_cast<size_t>(hop_edges) * sizeof(int64_t), stream_);
         pick_kernel<Index><<<grid_for(frontier), kBlock, 0, stream_>>>(
-            rows_of, as<int64_t>(nodes_) + frontier_begin, frontier, frontier_begin, rule, as<int64_t>(offsets_), as<int64_t>(rows_) + edge_count,
-            as<int64_t>(cols_) + edge_count, as<int64_t>(edge_ids_) + edge_count,
-            as<int64_t>(neighbors_));
+            rows_of, as<int64_t>(nodes_) + frontier_begin, frontier, frontier_begin, rule,
+            as<int64_t>(offsets_), as<int64_t>(rows_) + edge_count, as<int64_t>(cols_) + edge_count,
+            as<int64_t>(edge_ids_) + edge_count, as<int64_t>(neighbors_));
         VOLLEY_CUDA_CHECK_LAUNCH("pick_kernel");
         // 3. relabel
         const int64_t bound = node_count + hop_edges;  // most nodes the batch can hold now
@@ -325,8 +321,8 @@ class Backend final : public CudaSamplerBackend {
         const size_t flag_bytes = static_cast<size_t>(hop_edges + 1) * sizeof(int64_t);
         flags_.reserve(flag_bytes, stream_);
         ranks_.reserve(flag_bytes, stream_);
-        flag_first_kernel<<<grid, kBlock, 0, stream_>>>(table(), as<int64_t>(neighbors_),
-                                                        hop_edges, node_count, as<int64_t>(flags_));
+        flag_first_kernel<<<grid, kBlock, 0, stream_>>>(table(), as<int64_t>(neighbors_), hop_edges,
+                                                        node_count, as<int64_t>(flags_));
         VOLLEY_CUDA_CHECK_LAUNCH("flag_first_kernel");
         exclusive_scan(as<int64_t>(flags_), as<int64_t>(ranks_), hop_edges + 1);
         hop_nodes = read_back(as<int64_t>(ranks_) + hop_edges);

@@ -26,9 +26,9 @@ Csr random_graph(int64_t n, int64_t m, uint64_t seed, bool force_int64, bool kee
     dst[i] = static_cast<int64_t>((rng() % n) * (rng() % n) / n);
     w[i] = static_cast<float>(rng() % 5) * 0.25f;  // a fifth are zero
   }
-  return build_csr(Array::from_vector(src), Array::from_vector(dst), Array::from_vector(w),
-                   {.num_nodes = n, .keep_edge_ids = keep_edge_ids,
-                    .force_int64_indices = force_int64});
+  return build_csr(
+      Array::from_vector(src), Array::from_vector(dst), Array::from_vector(w),
+      {.num_nodes = n, .keep_edge_ids = keep_edge_ids, .force_int64_indices = force_int64});
 }
 
 std::vector<int64_t> random_seeds(int64_t n, size_t count, std::mt19937_64& rng) {
@@ -58,8 +58,8 @@ void expect_same(const SampledSubgraph& expected, const SampledSubgraph& got,
 
 TEST(CudaSampler, EqualsTheCpuSamplerInBothModes) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
-  const std::vector<std::vector<int64_t>> fanouts = {
-      {15, 10, 5}, {-1, 3}, {2, 0, 4}, {100, 2}, {1}, {3, -1}, {0}};
+  const std::vector<std::vector<int64_t>> fanouts = {{15, 10, 5}, {-1, 3}, {2, 0, 4}, {100, 2},
+                                                     {1},         {3, -1}, {0}};
   CudaStream stream = CudaStream::create(0);
   int64_t compared = 0;
   for (int graph_kind = 0; graph_kind < 3; ++graph_kind) {
@@ -78,11 +78,11 @@ TEST(CudaSampler, EqualsTheCpuSamplerInBothModes) {
             const SampledSubgraph expected = sample_neighbors(graph, seeds, options, batch);
             const SampledSubgraph got =
                 sampler.sample(seeds, batch, stream.handle()).to_host(stream.handle());
-            expect_same(expected, got,
-                        fmt::format("graph {} mode {} fanouts [{}] replace {} weighted {} batch {}",
-                                    graph_kind, cuda_sampling_mode_name(mode),
-                                    fmt::join(fanout, ","), options.replace, options.weighted,
-                                    batch));
+            expect_same(
+                expected, got,
+                fmt::format("graph {} mode {} fanouts [{}] replace {} weighted {} batch {}",
+                            graph_kind, cuda_sampling_mode_name(mode), fmt::join(fanout, ","),
+                            options.replace, options.weighted, batch));
             compared += static_cast<int64_t>(expected.rows.size());
             if (::testing::Test::HasFailure()) return;
           }
@@ -124,8 +124,8 @@ TEST(CudaSampler, NoLeakOverAThousandBatches) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   const Csr graph = random_graph(20000, 400000, 8, false, true);
   for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
-    CudaNeighborSampler sampler(CudaGraph::place(graph, {.mode = mode}), {{10, 10, 5}, false,
-                                                                          false, 4});
+    CudaNeighborSampler sampler(CudaGraph::place(graph, {.mode = mode}),
+                                {{10, 10, 5}, false, false, 4});
     CudaStream stream = CudaStream::create(0);
     std::mt19937_64 rng(6);
     std::vector<std::vector<int64_t>> pool;
