@@ -80,6 +80,7 @@ void bind_sampling(nb::module_& m);
 void bind_partition(nb::module_& m);
 void bind_feature(nb::module_& m);
 void bind_share(nb::module_& m);
+void bind_cuda(nb::module_& m);   // every build (stubs throw without CUDA)
 void bind_dist(nb::module_& m);  // only in builds with the gRPC service (VOLLEY_WITH_DIST)
 
 }  // namespace volley::python

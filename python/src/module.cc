@@ -11,6 +11,7 @@ NB_MODULE(_volley, m) {
   volley::python::bind_sampling(m);
   volley::python::bind_partition(m);
   volley::python::bind_share(m);
+  volley::python::bind_cuda(m);
 #ifdef VOLLEY_WITH_DIST
   volley::python::bind_dist(m);
   m.attr("_has_dist") = true;

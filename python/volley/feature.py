@@ -20,6 +20,11 @@ Quiver users: ``quiver.Feature(rank=0, device_list=[0], device_cache_size="4G",
 cache_policy="device_replicate", csr_topo=csr_topo).from_cpu_tensor(x)`` works the same way
 with ``volley.Feature`` (``csr_topo`` may be a ``volley.Graph``; its degrees order the cache). On
 a machine without a GPU, ``device_cache_size`` becomes the host cache tier.
+
+On a GPU (``device="cuda"``): the hottest rows (``device_cache_size`` / ``cache_bytes`` of them;
+all rows when neither is given) live in device memory, the rest in pinned host memory read by
+the GPU directly (UVA); ``feature[n_id]`` gathers on the GPU and returns a CUDA tensor, ready on
+torch's current stream.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _share, _tensor
+from . import _cuda, _share, _tensor
+from . import _volley
 from ._volley import FeatureStore as _NativeStore
 from ._volley import hotness_by_degree as _hotness_by_degree
 from ._volley import hotness_by_sampling as _hotness_by_sampling
@@ -158,10 +164,18 @@ class Feature:
             ``device_cache_size`` is taken as ``cache_bytes`` and ``csr_topo`` (a
             ``volley.Graph``) as ``graph`` with ``hot_order="degree"``; the others are accepted
             and ignored on the CPU.
+        device: None (the CPU tiers above) or a CUDA device (``"cuda"``, ``"cuda:N"``, an
+            ordinal, a ``torch.device``): the rows go to that GPU's tiers — the hottest
+            ``cache_bytes`` (or ``device_cache_size``) bytes of rows in device memory, all rows
+            when no size is given, the rest in pinned host memory — and ``feature[ids]`` gathers
+            on the GPU into a CUDA tensor (ready on torch's current stream). ``gather`` with
+            ``dtype`` converts on the GPU; ``out`` receives a copy.
 
     Raises:
         VolleyValueError / VolleyIndexError: a bad hot order or unsupported array.
         VolleyOSError: an unreadable ``.npy`` file.
+        VolleyRuntimeError: a CUDA ``device`` in a build without CUDA or on a machine without
+            that device.
     """
 
     def __init__(
@@ -177,7 +191,12 @@ class Feature:
         device_cache_size: Union[int, str, None] = None,
         cache_policy: Optional[str] = None,
         csr_topo: Optional[Graph] = None,
+        device: Any = None,
     ):
+        self._device = _cuda.parse_device(device)
+        self._device_store: Any = None
+        if self._device is not None and shared:
+            raise ValueError("shared=True is for host memory; a Feature on a CUDA device cannot be shared")
         if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
             data = None  # quiver.Feature(rank, ...): the first positional argument is the rank
         self.rank = rank
@@ -238,6 +257,9 @@ class Feature:
         return _as_ids(order, 0)
 
     def _build(self, data: Any) -> None:
+        if self._device is not None:
+            self._build_device(data)
+            return
         tiers = [("host", self._cache_bytes)] if self._cache_bytes > 0 else []
         hot_order = self._hot_order_ids()
         if isinstance(data, _NativeStore):
@@ -257,6 +279,27 @@ class Feature:
             else:
                 self._store = _NativeStore(matrix)
 
+    def _build_device(self, data: Any) -> None:
+        """The GPU tiers (``device=``): a native DeviceFeatureStore, plus a zero-copy CPU store
+        over the same host matrix for shape, dtype and host-side reads."""
+        if isinstance(data, _NativeStore):
+            raise ValueError("a native FeatureStore cannot be moved to a CUDA device; pass the array")
+        if isinstance(data, (str, os.PathLike)):
+            data = np.load(os.fspath(data), mmap_mode="r")
+        matrix = _tensor.to_input(data)
+        hot_order = self._hot_order_ids()
+        budget = self._cache_bytes if self._cache_bytes > 0 else -1
+        self._device_store = _volley.DeviceFeatureStore.build(matrix, budget, hot_order, self._device)
+        self._store = _NativeStore(matrix)
+
+    @property
+    def device(self) -> Any:
+        """Where ``feature[ids]`` returns rows: a ``torch.device`` ("cpu" or "cuda:N"; the
+        strings without torch)."""
+        name = "cpu" if self._device is None else f"cuda:{self._device}"
+        torch = _tensor.torch_module()
+        return torch.device(name) if torch is not None else name
+
     def _native(self) -> _NativeStore:
         if self._store is None:
             raise RuntimeError("this Feature holds no data yet: call from_cpu_tensor(x) first")
@@ -275,7 +318,10 @@ class Feature:
             VolleyIndexError: an id out of range (the message names it and its position).
         """
         store = self._native()
-        rows = _tensor.to_output(store.gather(_as_ids(ids, store.num_rows)))
+        if self._device_store is not None:
+            rows = self._gather_device(ids)
+        else:
+            rows = _tensor.to_output(store.gather(_as_ids(ids, store.num_rows)))
         if isinstance(ids, (int, np.integer)):
             return rows[0]
         return rows
@@ -296,11 +342,31 @@ class Feature:
             The rows (a new tensor/array), or ``out`` when given.
         """
         store = self._native()
+        if self._device_store is not None:
+            rows = self._gather_device(ids)
+            if dtype is not None:
+                rows = rows.to(getattr(_tensor.torch_module(), dtype))
+            if out is None:
+                return rows
+            out.copy_(rows.reshape(out.shape))
+            return out
         id_array = _as_ids(ids, store.num_rows)
         if out is None:
             return _tensor.to_output(store.gather(id_array, dtype=dtype, threads=threads))
         store.gather(id_array, dtype=dtype, out=out, threads=threads)
         return out
+
+    def _gather_device(self, ids: Any) -> Any:
+        """Rows ``ids`` gathered on the GPU: a CUDA tensor ready on torch's current stream."""
+        torch = _tensor.torch_module()
+        if torch is not None and isinstance(ids, torch.Tensor) and ids.is_cuda:
+            if ids.dtype == torch.bool:
+                ids = torch.nonzero(ids).reshape(-1)
+            id_array = ids.reshape(-1).long().contiguous()
+        else:
+            id_array = _as_ids(ids, len(self))
+        stream = _cuda.current_stream(self._device)
+        return _tensor.to_output(self._device_store.gather(id_array, stream))
 
     def size(self, dim: Optional[int] = None) -> Any:
         """The shape (as ``torch.Tensor.size``), or one dimension of it."""
@@ -356,6 +422,11 @@ class Feature:
         return self
 
     def __reduce__(self) -> Any:
+        if self._device is not None:
+            raise TypeError(
+                "a Feature on a CUDA device cannot be pickled: pickle the CPU Feature (or share "
+                "it) and create the device Feature in the receiving process"
+            )
         store = self._native()
         if store.shared_name:  # shared=True: attach the named segment
             return (Feature.attach, (store.shared_name,))
@@ -365,6 +436,8 @@ class Feature:
     def __repr__(self) -> str:
         if self._store is None:
             return "Feature(empty)"
+        if self._device_store is not None:
+            return f"Feature({self._device_store.describe()})"
         tiers = ", ".join(f"{t['location']}:{t['rows']}" for t in self._store.tiers)
         return f"Feature(shape={self.shape}, dtype={self._store.dtype}, tiers=[{tiers}])"
 

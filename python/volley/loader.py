@@ -16,6 +16,11 @@ processes, no pickling); the GIL is released while they work.
 Under DistributedDataParallel each rank's loader takes a disjoint, equally sized share of the
 input nodes every epoch (``rank`` / ``world_size``, read from ``torch.distributed`` when it is
 initialised), like ``torch.utils.data.DistributedSampler``.
+
+On a GPU (``device="cuda"``, ``mode="GPU"`` or ``"UVA"``) a C++ thread samples and gathers the
+next ``prefetch`` batches on a CUDA stream of its own while the model trains on the current one;
+batches arrive as CUDA tensors with the same content as the CPU loader's, ready on torch's
+current stream (see ``volley._cuda``).
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _tensor
+from . import _cuda, _tensor
+from . import _volley
 from ._volley import NeighborLoader as _NativeLoader
 from .dataset import Dataset
 from .feature import Feature
@@ -71,6 +77,39 @@ def _rows_input(rows: Any) -> Any:
     if isinstance(rows, Feature):
         return rows._native()
     return _tensor.to_input(rows)
+
+
+def _device_rows(rows: Any, device: int, what: str) -> Any:
+    """Features or labels for the CUDA loader: a native DeviceFeatureStore on ``device`` (a
+    ``volley.Feature`` made with that ``device`` as it is; anything else copied to the device,
+    every row in device memory; labels as int64)."""
+    if rows is None:
+        return None
+    if isinstance(rows, Feature):
+        if rows._device_store is not None:
+            if rows._device != device:
+                raise ValueError(f"{what} live on cuda:{rows._device}, the loader on cuda:{device}")
+            return rows._device_store
+        rows = rows.gather(slice(None))  # a CPU store (tiered, mapped): its rows on the host
+    matrix = _tensor.to_input(rows)
+    if what == "labels":
+        matrix = np.ascontiguousarray(_tensor.to_numpy(matrix), dtype=np.int64).reshape(-1)
+    return _volley.DeviceFeatureStore.build(matrix, -1, None, device)
+
+
+class _CudaEpochStream:
+    """A native CUDA epoch as the iterator sees it: ``next()`` hands each batch to torch's
+    current stream on the loader's device."""
+
+    def __init__(self, epoch: Any, device: int):
+        self._epoch = epoch
+        self._device = device
+
+    def next(self) -> Any:
+        return self._epoch.next(_cuda.current_stream(self._device))
+
+    def stop(self) -> None:
+        self._epoch.stop()
 
 
 def _pyg_data_class() -> Optional[type]:
@@ -123,6 +162,20 @@ class NeighborLoader:
         copy: hand out copies instead of views of the pipeline's batch memory. Views are safe
             (the memory is never reused while referenced), so this is rarely needed.
         transform: optional callable applied to each batch.
+        device: None or ``"cpu"`` (batches in host memory), or a CUDA device (``"cuda"``,
+            ``"cuda:N"``, an ordinal, a ``torch.device``): batches arrive as CUDA tensors.
+        mode: with a CUDA device, ``"GPU"`` (graph and features in device memory), ``"UVA"``
+            (graph in pinned host memory read by the GPU; features as ``x`` places them: a
+            ``volley.Feature(device=..., cache_bytes=...)`` keeps its device/pinned split, other
+            ``x`` go to device memory) or ``"CPU"`` (the CPU pipeline above, each batch then
+            copied to the device). Default ``"UVA"`` (Quiver's). In GPU and UVA modes a C++
+            thread samples and gathers the next ``prefetch`` batches (default 2) on its own CUDA
+            stream while the model trains; each batch is the CPU loader's batch (same seeds,
+            same sampling, same rows), ready on torch's current stream when ``next`` returns
+            it (the stream waits on an event; the host does not), its memory freed in that
+            stream's order once no tensor refers to it. ``num_workers`` is unused there;
+            ``x`` keeps its stored dtype on the device and is converted to ``feature_dtype``
+            by torch.
         rank, world_size: this process's share of the input nodes in data-parallel training.
             Default: ``torch.distributed``'s rank and world size when a process group is
             initialised, else a single process (0, 1). With ``world_size > 1`` every epoch
@@ -163,12 +216,23 @@ class NeighborLoader:
         feature_dtype: str = "float32",
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
+        device: Any = None,
+        mode: Optional[str] = None,
         _on_batch_start: Optional[Callable[[int], None]] = None,
     ):
         graph, x, y = self._unpack(data, weighted)
         self.data = data
         self.graph = graph
-        self._rows = (graph._csr, _rows_input(x), _rows_input(y))
+        self.device, self.mode = _cuda.resolve(device, mode)
+        if self.mode == "CPU":
+            self._rows = (graph._csr, _rows_input(x), _rows_input(y))
+        else:
+            placed = _cuda.place_graph(graph, self.mode, self.device)
+            features = _device_rows(x, self.device, "features")
+            self._cuda_rows = (placed, features, _device_rows(y, self.device, "labels"))
+            stored = features.dtype if features is not None else feature_dtype
+            self._x_dtype = None if stored == feature_dtype else feature_dtype
+            feature_dtype = stored
         self._setup(
             graph.num_nodes,
             num_neighbors,
@@ -256,6 +320,12 @@ class NeighborLoader:
 
     def _create_native(self, input_nodes: Optional[np.ndarray], shuffle: bool, seed: int) -> Any:
         """The native loader over ``input_nodes`` (None: all nodes) with this loader's options."""
+        cuda_rows = getattr(self, "_cuda_rows", None)
+        if cuda_rows is not None:
+            return _volley.CudaNeighborLoader(
+                *cuda_rows, input_nodes, self.num_neighbors, shuffle=shuffle, seed=seed,
+                **self._options,
+            )
         return _NativeLoader(
             *self._rows, input_nodes, self.num_neighbors, shuffle=shuffle, seed=seed,
             **self._options,
@@ -327,6 +397,8 @@ class NeighborLoader:
                 self._positions, self._native_epoch = positions, self._epoch
             positions = self._positions
         epoch = self._native.start_epoch(self._epoch)
+        if getattr(self, "_cuda_rows", None) is not None:
+            epoch = _CudaEpochStream(epoch, self.device)
         self._epoch += 1
         return _EpochIterator(self, epoch, positions)
 
@@ -344,12 +416,14 @@ class NeighborLoader:
             n_id=out("n_id"),
             e_id=out("e_id"),
             input_id=out("input_id") if positions is None else _tensor.to_output(
-                positions[_tensor.to_numpy(raw["input_id"])]
+                positions[_tensor.to_numpy(_tensor.to_output(raw["input_id"]))]
             ),
             batch_size=int(raw["batch_size"]),
             num_sampled_nodes=list(raw["num_sampled_nodes"]),
             num_sampled_edges=list(raw["num_sampled_edges"]),
         )
+        if getattr(self, "device", None) is not None:
+            fields = self._on_device(fields)
         if fields["x"] is None:
             del fields["x"]
         if fields["y"] is None:
@@ -360,11 +434,28 @@ class NeighborLoader:
             batch = Batch(**fields)
         return self.transform(batch) if self.transform is not None else batch
 
+    def _on_device(self, fields: dict) -> dict:
+        """Batch fields on the loader's CUDA device: copied there in CPU mode, ``x`` converted
+        to ``feature_dtype`` when the device store holds another dtype."""
+        torch = _tensor.torch_module()
+        target = torch.device("cuda", self.device)
+        for key, value in fields.items():
+            if isinstance(value, torch.Tensor) and value.device != target:
+                fields[key] = value.to(target, non_blocking=True)  # CPU mode; input_id of ranks
+        if getattr(self, "_x_dtype", None) is not None and fields["x"] is not None:
+            fields["x"] = fields["x"].to(getattr(torch, self._x_dtype))
+        return fields
+
     def __repr__(self) -> str:
         return (
             f"NeighborLoader(num_neighbors={self.num_neighbors}, batch_size={self.batch_size}, "
             f"batches={len(self)}, shuffle={self.shuffle}, num_workers={self.num_workers}"
             + (f", rank={self.rank}/{self.world_size}" if self.world_size > 1 else "")
+            + (
+                f", device=cuda:{self.device}, mode={self.mode}"
+                if getattr(self, "device", None) is not None
+                else ""
+            )
             + ")"
         )
 

@@ -7,7 +7,8 @@
         x = convs[i]((x, x_target), edge_index)
 
 Sampling is a pure function of (graph, seeds, fanouts, seed, batch index): the same call gives the
-same result on any thread count (and, later, on the GPU).
+same result on any thread count and on the GPU (``device="cuda"``, ``mode="GPU"`` or ``"UVA"``:
+the CUDA sampler returns exactly what the CPU sampler returns, as CUDA tensors).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _share, _tensor
+from . import _cuda, _share, _tensor
+from . import _volley
 from ._volley import sample_neighbors as _sample_neighbors
 from .graph import Graph
 
@@ -65,15 +67,29 @@ class NeighborSampler:
         replace: sample with replacement.
         weighted: sample proportionally to edge weights (the graph must have weights).
         seed: random seed; with ``batch_index`` it fixes the result.
+        device: None or ``"cpu"`` (sample on the CPU), or a CUDA device (``"cuda"``,
+            ``"cuda:N"``, an ordinal, a ``torch.device``): sample on that GPU and return CUDA
+            tensors, bit-identical to the CPU sampler's. Quiver's ``GraphSageSampler(csr_topo,
+            sizes, device, mode)`` order works positionally.
+        mode: ``"GPU"`` (graph copied to device memory), ``"UVA"`` (graph in pinned host memory
+            read by the GPU: larger graphs, host-link bandwidth) or ``"CPU"``. Default: ``"UVA"``
+            with a CUDA device (Quiver's default), ``"CPU"`` without. The results are ready on
+            torch's current stream at the time of the ``sample`` call (it waits on an event; the
+            host does not) and their memory is freed in that stream's order.
 
     Raises:
-        ValueError: empty ``sizes``, a size below -1, or ``weighted`` without weights.
+        ValueError: empty ``sizes``, a size below -1, ``weighted`` without weights, a bad
+            ``device`` or ``mode``.
+        VolleyRuntimeError: a CUDA device asked of a build without CUDA, or of a machine
+            without that device.
     """
 
     def __init__(
         self,
         graph: Any,
         sizes: Sequence[int],
+        device: Any = None,
+        mode: Optional[str] = None,
         *,
         replace: bool = False,
         weighted: bool = False,
@@ -83,6 +99,12 @@ class NeighborSampler:
             graph = Graph.from_edge_index(graph)
         self.graph = graph
         self._configure(sizes, replace, weighted, seed, has_weights=graph.weights is not None)
+        self.device, self.mode = _cuda.resolve(device, mode)
+        if self.mode != "CPU":
+            placed = _cuda.place_graph(graph, self.mode, self.device)
+            self._cuda_sampler = _volley.CudaNeighborSampler(
+                placed, self.sizes, self.replace, self.weighted, self.seed
+            )
 
     def _configure(
         self, sizes: Sequence[int], replace: bool, weighted: bool, seed: int, *, has_weights: bool
@@ -100,9 +122,15 @@ class NeighborSampler:
         self.weighted = bool(weighted)
         self.seed = int(seed)
         self._calls = 0
+        self.device: Optional[int] = None
+        self.mode = "CPU"
+        self._cuda_sampler: Any = None
 
     def _sample_raw(self, seeds: np.ndarray, batch_index: int) -> dict:
         """The native sampler's dict for int64 ``seeds`` (overridden by ``DistSampler``)."""
+        if self._cuda_sampler is not None:
+            stream = _cuda.current_stream(self.device)
+            return self._cuda_sampler.sample(seeds, batch_index, stream)
         return _sample_neighbors(
             self.graph._csr, seeds, self.sizes, self.replace, self.weighted, self.seed, batch_index
         )
@@ -180,12 +208,16 @@ class NeighborSampler:
             seed=self.seed,
             calls=self._calls,
         )
+        if self.mode != "CPU":
+            options.update(device=self.device, mode=self.mode)
         return _share.rebuild_sampler, (self.graph, options)
 
     def __repr__(self) -> str:
         return (
             f"NeighborSampler(sizes={self.sizes}, replace={self.replace}, "
-            f"weighted={self.weighted}, seed={self.seed}, graph={self.graph!r})"
+            f"weighted={self.weighted}, seed={self.seed}, "
+            + (f"device=cuda:{self.device}, mode={self.mode}, " if self.mode != "CPU" else "")
+            + f"graph={self.graph!r})"
         )
 
 

@@ -12,9 +12,11 @@
 //   dist 2 parts       worker (part 0 in-process, part 1 remote) and client (both remote).
 // Dist rows run at loader concurrency T (the same thread count as local) and C (more batches in
 // flight: RPC waits cost no CPU); servers have H handler threads each. Every thread, client and
-// servers alike, shares this machine's cores. Before timing, the first K batches of every dist
-// mode are compared with sample_neighbors on the whole graph in the same numbering (nodes,
-// edges, edge ids, per-hop counts): a mismatch is an error.
+// servers alike, shares this machine's cores. Each row reports wall-clock SEPS and SEPS per
+// CPU-second of the whole process (servers included), which other jobs on a shared machine do
+// not distort. Before timing, the first K batches of every dist mode are compared with
+// sample_neighbors on the whole graph in the same numbering (nodes, edges, edge ids, per-hop
+// counts): a mismatch is an error. Results of a products-sized run: bench/RESULTS.md.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -35,6 +37,7 @@
 #include "volley/core/error.h"
 
 #ifdef VOLLEY_WITH_DIST
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -205,7 +208,19 @@ struct Figures {
   int64_t edges = 0;
   int64_t nodes = 0;
   double seconds = 0;
+  double cpu_seconds = 0;  // user + system time of the whole process (servers included)
+  double seps() const { return static_cast<double>(edges) / seconds; }
+  // Edges per CPU-second: what the figures would be if the process had its cores to itself
+  // (the machine is shared; wall-clock SEPS also measures the other jobs).
+  double seps_per_cpu() const { return static_cast<double>(edges) / cpu_seconds; }
 };
+
+double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 // Batches [first, first + count) sampled from `source` by `threads` threads, each taking whole
 // batches (what the loader's workers do).
@@ -234,11 +249,12 @@ Figures run_batches(const BatchSource& source, const Seeds& seeds,
     nodes += my_nodes;
   };
   const auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) workers.emplace_back(work);
   for (auto& worker : workers) worker.join();
   if (error) std::rethrow_exception(error);
-  return {edges.load(), nodes.load(), seconds_since(start)};
+  return {edges.load(), nodes.load(), seconds_since(start), process_cpu_seconds() - cpu_start};
 }
 
 // The first `count` batches from `dist` must equal sample_neighbors on `whole`.
@@ -394,12 +410,10 @@ void bench_dist(const DistSettings& settings) {
   }
 
   // Report.
-  const double local_seps =
-      static_cast<double>(rows.front().figures.edges) / rows.front().figures.seconds;
+  const Figures& local_figures = rows.front().figures;
   const std::string load_after = load_average();
   if (settings.json) {
     for (const Row& row : rows) {
-      const double seps = static_cast<double>(row.figures.edges) / row.figures.seconds;
       std::cout << nlohmann::json{{"bench", "dist"},
                                   {"dataset", dataset.name},
                                   {"mode", row.mode},
@@ -412,9 +426,14 @@ void bench_dist(const DistSettings& settings) {
                                   {"fanout", settings.fanout},
                                   {"sampled_edges", row.figures.edges},
                                   {"seconds", row.figures.seconds},
-                                  {"seps", seps},
-                                  {"ratio_to_local", seps / local_seps},
+                                  {"cpu_seconds", row.figures.cpu_seconds},
+                                  {"seps", row.figures.seps()},
+                                  {"ratio_to_local", row.figures.seps() / local_figures.seps()},
+                                  {"seps_per_cpu_second", row.figures.seps_per_cpu()},
+                                  {"ratio_to_local_per_cpu_second",
+                                   row.figures.seps_per_cpu() / local_figures.seps_per_cpu()},
                                   {"checked_batches", check},
+                                  {"hardware_threads", hardware},
                                   {"load_average", load_after}}
                        .dump()
                 << std::endl;
@@ -422,26 +441,32 @@ void bench_dist(const DistSettings& settings) {
     return;
   }
   std::printf(
-      "bench dist: %s, %s nodes, %s edges; %lld batches of %lld seeds, fanout %s; "
-      "%d hardware threads; load average %s (before) / %s (after)\n",
+      "bench dist: %s, %s nodes, %s edges; %lld batches of %lld seeds, fanout %s; %d hardware "
+      "threads; load average %s (before) / %s (after)\n",
       dataset.name.c_str(), grouped(dataset.graph.num_nodes()).c_str(),
       grouped(dataset.graph.num_edges()).c_str(), static_cast<long long>(settings.batches),
       static_cast<long long>(settings.batch_size), settings.fanout.c_str(), hardware,
       load_before.c_str(), load_after.c_str());
   std::printf("check: the first %lld batches of every dist mode equal local sampling: ok\n",
               static_cast<long long>(check));
-  std::printf("%-12s %5s %6s %14s %14s %14s %9s\n", "mode", "parts", "remote", "loader threads",
-              "server threads", "SEPS", "vs local");
+  std::printf("%-12s %5s %6s %7s %7s %10s %8s %9s %14s %8s\n", "mode", "parts", "remote", "loader",
+              "server", "SEPS", "vs local", "CPU used", "SEPS per CPU", "vs local");
+  std::printf("%-12s %5s %6s %7s %7s %10s %8s %9s %14s %8s\n", "", "", "", "threads", "threads", "",
+              "", "(cores)", "second", "");
   for (const Row& row : rows) {
-    const double seps = static_cast<double>(row.figures.edges) / row.figures.seconds;
-    std::printf("%-12s %5lld %6lld %14d %14s %13.2fM %9.3f\n", row.mode.c_str(),
+    const Figures& f = row.figures;
+    std::printf("%-12s %5lld %6lld %7d %7s %9.2fM %8.3f %9.2f %13.2fM %8.3f\n", row.mode.c_str(),
                 static_cast<long long>(row.parts), static_cast<long long>(row.remote_parts),
-                row.loader_threads, row.server_threads.c_str(), seps / 1e6, seps / local_seps);
+                row.loader_threads, row.server_threads.c_str(), f.seps() / 1e6,
+                f.seps() / local_figures.seps(), f.cpu_seconds / f.seconds, f.seps_per_cpu() / 1e6,
+                f.seps_per_cpu() / local_figures.seps_per_cpu());
   }
   std::printf(
       "loader threads: batches sampled at once (local: sampler threads; dist: batches in flight, "
       "each waiting on its RPCs); server threads: RPC handler threads per server (default: the "
-      "server's own cap). Servers run in this process: every thread shares the same %d cores.\n",
+      "server's own cap). Servers run in this process and share its %d hardware threads. CPU "
+      "used: process CPU time / wall time; SEPS per CPU second: sampled edges / process CPU "
+      "time (servers included), the figure that does not depend on other jobs' load.\n",
       hardware);
 }
 

@@ -139,10 +139,7 @@ void serve(const ServeArguments& arguments) {
   } restore{previous};
 
   dist::Server server(arguments.directory, arguments.part, options);
-  std::printf("volley serve: part %lld of '%s' (%lld nodes) listening on %s\n",
-              static_cast<long long>(arguments.part), manifest.name.c_str(),
-              static_cast<long long>(manifest.book.size(arguments.part)), server.address().c_str());
-  std::fflush(stdout);
+  // The warning first: whoever reads the first stdout line finds it already written.
   if (!server.authenticated()) {
     std::fprintf(stderr,
                  "volley serve: warning: no --token-file: serving unauthenticated; anyone who "
@@ -150,6 +147,10 @@ void serve(const ServeArguments& arguments) {
                  server.address().c_str());
     std::fflush(stderr);
   }
+  std::printf("volley serve: part %lld of '%s' (%lld nodes) listening on %s\n",
+              static_cast<long long>(arguments.part), manifest.name.c_str(),
+              static_cast<long long>(manifest.book.size(arguments.part)), server.address().c_str());
+  std::fflush(stdout);
 
   std::atomic<bool> stopped{false};
   std::thread watcher([&] {

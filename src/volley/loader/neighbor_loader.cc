@@ -38,9 +38,8 @@ void LocalBatchSource::validate(const NeighborSamplerOptions& options) const {
   validate_sampler_options(graph_, options);
 }
 
-void LocalBatchSource::sample(std::span<const int64_t> seeds,
-                              const NeighborSamplerOptions& options, uint64_t batch_index,
-                              SampledSubgraph& out) const {
+void LocalBatchSource::sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+                              uint64_t batch_index, SampledSubgraph& out) const {
   // One scratch per worker thread (a map sized to the graph), reused across batches.
   thread_local SamplerScratch scratch;
   out = sample_neighbors(graph_, seeds, options, batch_index, &scratch);
@@ -98,6 +97,49 @@ Array seeded_permutation(int64_t n, uint64_t seed) {
   return permutation;
 }
 
+namespace loader_internal {
+
+Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t n) {
+  Array inputs;
+  if (input_nodes && input_nodes->numel() > 0) {
+    VOLLEY_REQUIRE(input_nodes->ndim() == 1 && input_nodes->dtype() == DType::kInt64, ValueError,
+                   "input_nodes must be a 1-d int64 array, got {}", input_nodes->describe());
+    const int64_t* ids = input_nodes->data<int64_t>();
+    std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
+    for (int64_t i = 0; i < input_nodes->numel(); ++i) {
+      VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
+                     "input node {} at position {} out of range for a graph with {} nodes", ids[i],
+                     i, n);
+      VOLLEY_REQUIRE(!seen[static_cast<size_t>(ids[i])], ValueError,
+                     "input node {} appears twice (second time at position {}); input nodes must "
+                     "be distinct",
+                     ids[i], i);
+      seen[static_cast<size_t>(ids[i])] = 1;
+    }
+    inputs = *input_nodes;
+  } else {
+    inputs = Array::empty(DType::kInt64, {n});
+    int64_t* ids = inputs.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) ids[i] = i;
+  }
+  return inputs;
+}
+
+Array epoch_order(int64_t num_inputs, bool shuffle, uint64_t seed, int64_t epoch) {
+  if (shuffle) return seeded_permutation(num_inputs, mix(seed, static_cast<uint64_t>(epoch)));
+  Array order = Array::empty(DType::kInt64, {num_inputs});
+  int64_t* p = order.data<int64_t>();
+  for (int64_t i = 0; i < num_inputs; ++i) p[i] = i;
+  return order;
+}
+
+uint64_t epoch_sampler_seed(uint64_t seed, int64_t epoch) {
+  // Different epochs sample differently; the same epoch always samples the same.
+  return mix(seed ^ 0xa5a5a5a5a5a5a5a5ULL, static_cast<uint64_t>(epoch));
+}
+
+}  // namespace loader_internal
+
 NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
                                std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                                LoaderOptions options)
@@ -122,28 +164,7 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
                    "features of dtype {} cannot be delivered as {}",
                    dtype_name(source->feature_dtype()), dtype_name(options_.feature_dtype));
   }
-  Array inputs;
-  if (input_nodes && input_nodes->numel() > 0) {
-    VOLLEY_REQUIRE(input_nodes->ndim() == 1 && input_nodes->dtype() == DType::kInt64, ValueError,
-                   "input_nodes must be a 1-d int64 array, got {}", input_nodes->describe());
-    const int64_t* ids = input_nodes->data<int64_t>();
-    std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
-    for (int64_t i = 0; i < input_nodes->numel(); ++i) {
-      VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
-                     "input node {} at position {} out of range for a graph with {} nodes", ids[i],
-                     i, n);
-      VOLLEY_REQUIRE(!seen[static_cast<size_t>(ids[i])], ValueError,
-                     "input node {} appears twice (second time at position {}); input nodes must "
-                     "be distinct",
-                     ids[i], i);
-      seen[static_cast<size_t>(ids[i])] = 1;
-    }
-    inputs = *input_nodes;
-  } else {
-    inputs = Array::empty(DType::kInt64, {n});
-    int64_t* ids = inputs.data<int64_t>();
-    for (int64_t i = 0; i < n; ++i) ids[i] = i;
-  }
+  Array inputs = loader_internal::checked_input_nodes(input_nodes, n);
   input_nodes_ = inputs;
   auto shared = std::make_shared<Shared>();
   shared->source = std::move(source);
@@ -158,17 +179,9 @@ int64_t NeighborLoader::num_batches() const {
 }
 
 std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
-  const auto epoch_key = static_cast<uint64_t>(epoch_index);
-  Array order;
-  if (options_.shuffle) {
-    order = seeded_permutation(input_nodes_.numel(), mix(options_.seed, epoch_key));
-  } else {
-    order = Array::empty(DType::kInt64, {input_nodes_.numel()});
-    int64_t* p = order.data<int64_t>();
-    for (int64_t i = 0; i < input_nodes_.numel(); ++i) p[i] = i;
-  }
-  // Different epochs sample differently; the same epoch always samples the same.
-  const uint64_t sampler_seed = mix(options_.seed ^ 0xa5a5a5a5a5a5a5a5ULL, epoch_key);
+  Array order = loader_internal::epoch_order(input_nodes_.numel(), options_.shuffle, options_.seed,
+                                             epoch_index);
+  const uint64_t sampler_seed = loader_internal::epoch_sampler_seed(options_.seed, epoch_index);
   return std::unique_ptr<Epoch>(new Epoch(shared_, std::move(order), options_, sampler_seed));
 }
 

@@ -146,4 +146,16 @@ class Epoch final : public BatchStream {
 // Deterministic permutation of [0, n) keyed by `seed` (Fisher–Yates on Philox draws).
 Array seeded_permutation(int64_t n, uint64_t seed);
 
+// What every loader over one graph shares (this one and the CUDA loader, cuda_loader.h), so that
+// both cut the same batches and sample them with the same seeds.
+namespace loader_internal {
+// `input_nodes` (1-d int64, distinct, in [0, num_nodes)) as given, or all nodes when absent or
+// empty. IndexError / ValueError naming the offending id and position.
+Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t num_nodes);
+// Positions into the input nodes in the order epoch `epoch` visits them (int64 [num_inputs]).
+Array epoch_order(int64_t num_inputs, bool shuffle, uint64_t seed, int64_t epoch);
+// The sampler seed of epoch `epoch` (batch b is then sampled with batch index b).
+uint64_t epoch_sampler_seed(uint64_t seed, int64_t epoch);
+}  // namespace loader_internal
+
 }  // namespace volley

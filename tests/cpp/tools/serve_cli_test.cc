@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -221,6 +222,7 @@ TEST_F(ServeCliTest, AFrozenServerIsATimeoutWithinTheDeadline) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(seconds, 0.9);
   EXPECT_LT(seconds, 2.5);
+  std::printf("[          ] frozen server: TimeoutError after %.2f s (deadline 1 s)\n", seconds);
   ASSERT_EQ(kill(part1.pid, SIGCONT), 0);
   graph->sample(seeds, {.fanouts = {5, 5}}, 2);  // recovered
   EXPECT_EQ(part0.stop(SIGTERM, 10), 0);

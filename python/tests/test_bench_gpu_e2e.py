@@ -1,0 +1,28 @@
+"""bench/gpu_e2e.py runs: its --smoke mode (a tiny random graph on the CPU) prints its figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_gpu_e2e_smoke(tmp_path):
+    out = tmp_path / "e2e.json"
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "gpu_e2e.py"), "--smoke", "--device", "cpu",
+         "--json", str(out)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines and lines[0]["figure"] == "epoch_vs_compute"
+    assert lines[0]["batches"] > 0 and lines[0]["epoch_s"] > 0 and lines[0]["compute_s"] > 0

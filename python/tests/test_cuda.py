@@ -1,0 +1,247 @@
+"""The GPU data path from Python: ``device=`` / ``mode=`` on NeighborSampler, Feature and
+NeighborLoader.
+
+CPU-side tests run everywhere: argument checks, and the clear error a CUDA request gets from a
+build without CUDA or a machine without a GPU. GPU tests run only where torch sees a GPU and
+this build of Volley has CUDA; they compare every device output with the CPU path's, exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import volley
+from volley import _volley
+from volley.loader import NeighborLoader
+
+torch = pytest.importorskip("torch")
+
+HAS_GPU = bool(_volley.cuda_built()) and torch.cuda.is_available() and _volley.cuda_device_count() > 0
+needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU and a CUDA build of Volley")
+no_gpu = pytest.mark.skipif(HAS_GPU, reason="checks the error raised without a usable GPU")
+
+
+def _graph_data(num_nodes: int = 400, num_edges: int = 4000, dim: int = 8, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, num_nodes, num_edges)
+    dst = (rng.integers(0, num_nodes, num_edges) * rng.integers(0, num_nodes, num_edges)) // num_nodes
+    edge_index = torch.from_numpy(np.stack([src, dst]).astype(np.int64))
+    x = torch.from_numpy(rng.standard_normal((num_nodes, dim)).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 5, num_nodes).astype(np.int64))
+    return edge_index, x, y
+
+
+class _Data:
+    def __init__(self, edge_index, x, y, num_nodes):
+        self.edge_index, self.x, self.y, self.num_nodes = edge_index, x, y, num_nodes
+
+
+def _no_gpu_message() -> str:
+    if _volley.cuda_built():
+        return r"CUDA device 0 requested, but 0 CUDA device\(s\) are visible"
+    return "no CUDA support"
+
+
+# --- CPU-side: argument checks ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["zero-copy", "gpus", "", "DEVICE"])
+def test_bad_mode_is_a_value_error(mode):
+    edge_index, x, y = _graph_data()
+    graph = volley.Graph.from_edge_index(edge_index)
+    with pytest.raises(ValueError, match="mode must be 'GPU'"):
+        volley.NeighborSampler(graph, [3], device="cuda", mode=mode)
+    with pytest.raises(ValueError, match="mode must be 'GPU'"):
+        NeighborLoader(_Data(edge_index, x, y, 400), [3], batch_size=8, device="cuda", mode=mode)
+
+
+@pytest.mark.parametrize("device", ["gpu", "cuda:x", -1, "tpu", 1.5, True])
+def test_bad_device_is_a_value_error(device):
+    edge_index, x, y = _graph_data()
+    graph = volley.Graph.from_edge_index(edge_index)
+    with pytest.raises(ValueError, match="device|ordinal"):
+        volley.NeighborSampler(graph, [3], device=device)
+    with pytest.raises(ValueError, match="device|ordinal"):
+        volley.Feature(x, device=device)
+    with pytest.raises(ValueError, match="device|ordinal"):
+        NeighborLoader(_Data(edge_index, x, y, 400), [3], batch_size=8, device=device)
+
+
+@pytest.mark.parametrize("mode", ["GPU", "uva"])
+def test_gpu_modes_need_a_device(mode):
+    edge_index, _, _ = _graph_data()
+    graph = volley.Graph.from_edge_index(edge_index)
+    with pytest.raises(ValueError, match="needs a CUDA device"):
+        volley.NeighborSampler(graph, [3], mode=mode)
+
+
+def test_sampler_arguments_are_checked_before_the_device():
+    edge_index, _, _ = _graph_data()
+    graph = volley.Graph.from_edge_index(edge_index)
+    with pytest.raises(ValueError, match="at least one hop"):
+        volley.NeighborSampler(graph, [], device="cuda", mode="GPU")
+    with pytest.raises(ValueError, match="size -2 at hop 0"):
+        volley.NeighborSampler(graph, [-2], device="cuda", mode="UVA")
+
+
+def test_cpu_mode_and_cpu_device_are_the_cpu_path():
+    edge_index, _, _ = _graph_data()
+    graph = volley.Graph.from_edge_index(edge_index)
+    seeds = torch.arange(20)
+    reference = volley.NeighborSampler(graph, [4, 3], seed=3).sample(seeds, 0)
+    for kwargs in (dict(mode="CPU"), dict(device="cpu"), dict(device=torch.device("cpu"), mode="cpu")):
+        sampler = volley.NeighborSampler(graph, [4, 3], seed=3, **kwargs)
+        assert sampler.mode == "CPU" and sampler.device is None
+        n_id, batch_size, adjs = sampler.sample(seeds, 0)
+        assert torch.equal(n_id, reference[0]) and n_id.device.type == "cpu"
+        assert batch_size == reference[1]
+        for got, want in zip(adjs, reference[2]):
+            assert torch.equal(got.edge_index, want.edge_index)
+    assert volley.Feature(torch.ones(3, 2), device="cpu").device == torch.device("cpu")
+
+
+def test_cuda_helpers_work_in_every_build():
+    assert isinstance(_volley.cuda_built(), bool)
+    assert _volley.cuda_device_count() >= 0
+    assert _volley.check_cuda_sampling_mode("uva") == "UVA"
+    with pytest.raises(ValueError, match="is not a CUDA sampling mode"):
+        _volley.check_cuda_sampling_mode("CPU")
+
+
+# --- CPU-side: a CUDA request without CUDA or without a GPU ------------------------------------
+
+
+@no_gpu
+def test_sampler_on_cuda_without_a_gpu_is_a_clear_error():
+    edge_index, _, _ = _graph_data()
+    graph = volley.Graph.from_edge_index(edge_index)
+    for mode in ("GPU", "UVA", None):
+        with pytest.raises(volley.VolleyRuntimeError, match=_no_gpu_message()):
+            volley.NeighborSampler(graph, [3], device="cuda", mode=mode)
+    with pytest.raises(RuntimeError, match=_no_gpu_message()):
+        volley.NeighborSampler(graph, [3], 0, "GPU")  # Quiver's positional order
+
+
+@no_gpu
+def test_feature_on_cuda_without_a_gpu_is_a_clear_error():
+    _, x, _ = _graph_data()
+    with pytest.raises(volley.VolleyRuntimeError, match=_no_gpu_message()):
+        volley.Feature(x, device="cuda")
+    with pytest.raises(volley.VolleyRuntimeError, match=_no_gpu_message()):
+        volley.Feature(device="cuda:0", device_cache_size="1M").from_cpu_tensor(x)
+
+
+@no_gpu
+def test_loader_on_cuda_without_a_gpu_is_a_clear_error():
+    edge_index, x, y = _graph_data()
+    for mode in ("GPU", "UVA"):
+        with pytest.raises(volley.VolleyRuntimeError, match=_no_gpu_message()):
+            NeighborLoader(_Data(edge_index, x, y, 400), [3], batch_size=8, device="cuda", mode=mode)
+
+
+@no_gpu
+def test_device_feature_cannot_be_shared():
+    _, x, _ = _graph_data()
+    with pytest.raises(ValueError, match="cannot be shared"):
+        volley.Feature(x, device="cuda", shared=True)
+
+
+# --- GPU: device outputs equal the CPU outputs ---------------------------------------------------
+
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
+def test_sampler_equals_cpu(mode):
+    edge_index, _, _ = _graph_data(2000, 30000)
+    graph = volley.Graph.from_edge_index(edge_index)
+    cpu = volley.NeighborSampler(graph, [5, 4, 3], seed=11)
+    gpu = volley.NeighborSampler(graph, [5, 4, 3], device="cuda", mode=mode, seed=11)
+    for batch in range(5):
+        seeds = torch.randperm(2000)[:128]
+        want = cpu.sample_subgraph(seeds, batch)
+        got = gpu.sample_subgraph(seeds.cuda(), batch)
+        assert got.n_id.is_cuda
+        for field in ("n_id", "row", "col", "e_id"):
+            assert torch.equal(getattr(got, field).cpu(), getattr(want, field)), field
+        assert got.num_sampled_nodes == want.num_sampled_nodes
+        assert got.num_sampled_edges == want.num_sampled_edges
+
+
+@needs_gpu
+def test_sampler_results_on_a_side_stream():
+    edge_index, _, _ = _graph_data(2000, 30000)
+    graph = volley.Graph.from_edge_index(edge_index)
+    cpu = volley.NeighborSampler(graph, [5, 4], seed=1)
+    gpu = volley.NeighborSampler(graph, [5, 4], device="cuda", mode="GPU", seed=1)
+    stream = torch.cuda.Stream()
+    seeds = torch.arange(300)
+    with torch.cuda.stream(stream):
+        n_id, _, _ = gpu.sample(seeds, 0)
+        total = n_id.sum()  # queued on the side stream, after the batch
+    stream.synchronize()
+    assert int(total) == int(cpu.sample(seeds, 0)[0].sum())
+
+
+@needs_gpu
+@pytest.mark.parametrize("cache", [None, "4K"])
+def test_feature_gather_equals_cpu(cache):
+    _, x, _ = _graph_data(2000, 100, dim=16)
+    feature = volley.Feature(x, device="cuda", device_cache_size=cache)
+    ids = torch.randint(0, 2000, (777,))
+    for id_input in (ids, ids.cuda(), ids.numpy()):
+        rows = feature[id_input]
+        assert rows.is_cuda and torch.equal(rows.cpu(), x[ids])
+    with pytest.raises(IndexError, match="2000"):
+        feature[torch.tensor([1, 2000])]
+
+
+def _cpu_and_gpu_loaders(mode, **kwargs):
+    edge_index, x, y = _graph_data(3000, 40000, dim=12, seed=5)
+    data = _Data(edge_index, x, y, 3000)
+    train = torch.arange(0, 3000, 3)
+    common = dict(batch_size=64, input_nodes=train, shuffle=True, seed=99, **kwargs)
+    return (
+        NeighborLoader(data, [6, 4, 3], num_workers=2, **common),
+        NeighborLoader(data, [6, 4, 3], device="cuda", mode=mode, **common),
+    )
+
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA", "CPU"])
+def test_loader_batches_equal_cpu(mode):
+    cpu, gpu = _cpu_and_gpu_loaders(mode)
+    assert len(cpu) == len(gpu)
+    for _epoch in range(2):
+        count = 0
+        for want, got in zip(cpu, gpu):
+            assert got.x.is_cuda and got.edge_index.is_cuda and got.n_id.is_cuda
+            for field in ("x", "y", "edge_index", "n_id", "e_id", "input_id"):
+                assert torch.equal(getattr(got, field).cpu(), getattr(want, field)), field
+            assert got.batch_size == want.batch_size
+            assert list(got.num_sampled_nodes) == list(want.num_sampled_nodes)
+            count += 1
+        assert count == len(cpu)
+
+
+@needs_gpu
+def test_loader_memory_does_not_grow_over_1000_batches():
+    _, gpu = _cpu_and_gpu_loaders("GPU")
+
+    def run(batches):
+        done = 0
+        while done < batches:
+            for batch in gpu:
+                (batch.x.sum() + batch.edge_index.sum()).item()  # use it on the current stream
+                done += 1
+                if done == batches:
+                    break
+        torch.cuda.synchronize()
+
+    run(100)
+    allocated = torch.cuda.memory_allocated()
+    free_before, _ = torch.cuda.mem_get_info()
+    run(1000)
+    free_after, _ = torch.cuda.mem_get_info()
+    assert torch.cuda.memory_allocated() <= allocated + (1 << 20)
+    assert free_before <= free_after + (64 << 20), (free_before, free_after)

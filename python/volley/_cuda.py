@@ -1,0 +1,101 @@
+"""The GPU data path's Python plumbing: ``device=`` / ``mode=`` arguments and CUDA streams.
+
+``mode`` is what Quiver users know: ``"GPU"`` (the graph in device memory), ``"UVA"`` (the graph
+in pinned host memory, read by the kernels over the host link; graphs larger than the GPU) and
+``"CPU"`` (Volley's CPU path). ``device`` is ``None``/``"cpu"`` (the CPU path), ``"cuda"``,
+``"cuda:N"``, an ordinal ``N`` or a ``torch.device``.
+
+Streams: device arrays are handed to torch on torch's *current stream* of the device, read at
+the call that returns them: that stream waits on an event recorded after the arrays were
+written (no host wait), and their memory is freed in that stream's order when the last tensor
+view goes. Work queued on the current stream afterwards sees complete data; to use the tensors
+on another stream, make it wait on the current one (``stream.wait_stream``) and call
+``tensor.record_stream`` as with any torch tensor.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+from . import _tensor
+from . import _volley
+
+MODES = ("GPU", "UVA", "CPU")
+
+
+def cuda_built() -> bool:
+    """Whether this build of Volley has CUDA support."""
+    return bool(_volley.cuda_built())
+
+
+def parse_device(device: Any) -> Optional[int]:
+    """The CUDA ordinal named by ``device``, or None for the CPU.
+
+    Raises:
+        ValueError: anything other than None, "cpu", "cuda", "cuda:N", N >= 0 or a torch.device.
+    """
+    if device is None:
+        return None
+    if isinstance(device, bool):
+        raise ValueError(f"device must be None, 'cpu', 'cuda', 'cuda:N' or an ordinal, got {device!r}")
+    if isinstance(device, int):
+        if device < 0:
+            raise ValueError(f"CUDA device ordinal must be >= 0, got {device}")
+        return device
+    torch = _tensor.torch_module()
+    if torch is not None and isinstance(device, torch.device):
+        if device.type == "cpu":
+            return None
+        if device.type == "cuda":
+            return 0 if device.index is None else int(device.index)
+        raise ValueError(f"device must be a CPU or CUDA device, got {device}")
+    if isinstance(device, str):
+        text = device.strip().lower()
+        if text == "cpu":
+            return None
+        if text == "cuda":
+            return 0
+        if text.startswith("cuda:") and text[5:].isdigit():
+            return int(text[5:])
+    raise ValueError(f"device must be None, 'cpu', 'cuda', 'cuda:N' or an ordinal, got {device!r}")
+
+
+def resolve(device: Any, mode: Optional[str]) -> Tuple[Optional[int], str]:
+    """(CUDA ordinal or None, mode) for a sampler's or loader's ``device`` and ``mode``.
+
+    ``mode=None`` means ``"UVA"`` with a CUDA device (Quiver's default) and ``"CPU"`` without.
+
+    Raises:
+        ValueError: a bad device or mode, or GPU/UVA without a CUDA device.
+    """
+    ordinal = parse_device(device)
+    if mode is None:
+        return ordinal, "CPU" if ordinal is None else "UVA"
+    if not isinstance(mode, str) or mode.upper() not in MODES:
+        raise ValueError(
+            f"mode must be 'GPU' (graph in device memory), 'UVA' (graph in pinned host memory) "
+            f"or 'CPU', got {mode!r}"
+        )
+    mode = mode.upper()
+    if mode != "CPU" and ordinal is None:
+        raise ValueError(f"mode={mode!r} needs a CUDA device: pass device='cuda' (or 'cuda:N')")
+    return ordinal, mode
+
+
+def current_stream(device: int) -> int:
+    """torch's current CUDA stream on ``device`` as an integer (0: the legacy default stream,
+    also when torch or its CUDA support is absent)."""
+    torch = _tensor.torch_module()
+    if torch is None or not torch.cuda.is_available():
+        return 0
+    return int(torch.cuda.current_stream(device).cuda_stream)
+
+
+def place_graph(graph: Any, mode: str, device: int) -> Any:
+    """The native ``CudaGraph`` of a ``volley.Graph``: copied to the device (GPU) or to pinned
+    host memory (UVA).
+
+    Raises:
+        VolleyRuntimeError: a build without CUDA, no such device, or a failed copy.
+    """
+    return _volley.CudaGraph.place(graph._csr, mode, device)

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# scripts/gpu_check.sh — everything the GPU data path needs checked on a machine with a GPU.
+#
+#   scripts/gpu_check.sh            # all steps
+#   scripts/gpu_check.sh build test # some steps: build test sanitize pytest bench e2e
+#
+# Steps (run in the repository root; each writes a log under $OUT, default build/gpu-check):
+#   build     configure + build: Release, CUDA on, Python on ($PYTHON, default python3), no gRPC
+#   test      volley_cuda_tests (GoogleTest; GPU tests compare with the CPU implementation)
+#   sanitize  compute-sanitizer memcheck over volley_cuda_tests (skipped when absent)
+#   pytest    python/tests/test_cuda.py, then the other Python tests (not test_dist.py)
+#   bench     volley bench sample --device cuda --mode GPU / UVA and bench gather --device cuda
+#             on a generated products-sized graph ($VOLLEY_GPU_DATA, generated once, seeded)
+#   e2e       bench/gpu_e2e.py (GraphSAGE epoch vs compute; speed-up over the CPU loader)
+# A failing step is reported and the others still run; the exit status is 1 if any failed.
+# Each step fits in a few minutes; run them in separate calls when a call has a time limit.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-check}
+PYTHON=${PYTHON:-python3}
+BUILD=${VOLLEY_GPU_BUILD:-build/gpu}
+DATA=${VOLLEY_GPU_DATA:-/tmp/volley-products}
+JOBS=${JOBS:-$(nproc)}
+mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+FAILED=()
+
+log() { echo "[gpu_check] $*" | tee -a "$SUMMARY"; }
+
+# step NAME COMMAND...: runs COMMAND with output to $OUT/NAME.log (and the terminal's tail).
+step() {
+  local name=$1
+  shift
+  local started=$SECONDS
+  log "== $name: $*"
+  if "$@" >"$OUT/$name.log" 2>&1; then
+    log "   $name passed ($((SECONDS - started)) s)"
+  else
+    local status=$?
+    log "   $name FAILED (exit $status, $((SECONDS - started)) s); last lines of $OUT/$name.log:"
+    tail -n 25 "$OUT/$name.log" | sed 's/^/   | /' | tee -a "$SUMMARY"
+    FAILED+=("$name")
+  fi
+}
+
+need_build() {
+  if [[ ! -x "$BUILD/volley" ]]; then
+    log "no build in $BUILD: run 'scripts/gpu_check.sh build' first"
+    exit 1
+  fi
+}
+
+do_build() {
+  command -v "$PYTHON" >/dev/null || { log "python '$PYTHON' not found (set PYTHON=)"; exit 1; }
+  command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] ||
+    log "warning: nvcc not on PATH; CMake will look for it (set CUDACXX= if it fails)"
+  step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DVOLLEY_CUDA=ON \
+    -DVOLLEY_DIST=OFF -DVOLLEY_PYTHON=ON -DPython_EXECUTABLE="$(command -v "$PYTHON")"
+  step build ninja -C "$BUILD" -j "$JOBS"
+}
+
+do_test() {
+  need_build
+  step cuda_tests "$BUILD/tests/cpp/volley_cuda_tests" --gtest_output="xml:$OUT/cuda_tests.xml"
+}
+
+do_sanitize() {
+  need_build
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || true)
+  [[ -z "$sanitizer" && -x /usr/local/cuda/bin/compute-sanitizer ]] &&
+    sanitizer=/usr/local/cuda/bin/compute-sanitizer
+  if [[ -z "$sanitizer" ]]; then
+    log "== sanitize: compute-sanitizer not found, skipped"
+    return
+  fi
+  # The thousand-batch memory tests are slow under memcheck and check nothing memcheck does.
+  step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 --leak-check full \
+    "$BUILD/tests/cpp/volley_cuda_tests" --gtest_filter='-*Thousand*'
+}
+
+do_pytest() {
+  need_build
+  step pytest_cuda env PYTHONPATH=python "$PYTHON" -m pytest python/tests/test_cuda.py -v -rs
+  step pytest_all env PYTHONPATH=python "$PYTHON" -m pytest python/tests -q -rs \
+    --ignore=python/tests/test_dist.py
+}
+
+ensure_data() {
+  if [[ -f "$DATA/volley.json" ]]; then
+    log "   dataset $DATA exists (delete it to regenerate)"
+  else
+    step generate "$BUILD/volley" --quiet generate "$DATA" --model powerlaw --nodes 2400000 \
+      --edges 62000000 --feature-dim 100 --classes 47 --seed 0
+  fi
+}
+
+do_bench() {
+  need_build
+  ensure_data
+  local common=(--dataset "$DATA" --fanout 15,10,5 --batch-size 1024 --batches 200)
+  local volley=("$BUILD/volley" --quiet)
+  step bench_sample_cpu "${volley[@]}" bench sample "${common[@]}" --threads "$JOBS"
+  step bench_sample_gpu "${volley[@]}" bench sample "${common[@]}" --device cuda --mode GPU
+  step bench_sample_uva "${volley[@]}" bench sample "${common[@]}" --device cuda --mode UVA
+  step bench_gather_gpu "${volley[@]}" bench gather --rows 2400000 --dim 100 --dtype float32 \
+    --batch 150000 --device cuda
+  cat "$OUT"/bench_*.log | grep '^{' >"$OUT/bench.jsonl" || true
+}
+
+do_e2e() {
+  need_build
+  ensure_data
+  step e2e_gpu env PYTHONPATH=python "$PYTHON" bench/gpu_e2e.py --dataset "$DATA" --mode GPU \
+    --json "$OUT/gpu_e2e.jsonl"
+  step e2e_uva env PYTHONPATH=python "$PYTHON" bench/gpu_e2e.py --dataset "$DATA" --mode UVA \
+    --skip-cpu-loader --json "$OUT/gpu_e2e.jsonl"
+}
+
+steps=("$@")
+[[ ${#steps[@]} -eq 0 ]] && steps=(build test sanitize pytest bench e2e)
+log "volley gpu_check $(date -u +%FT%TZ) on $(hostname): steps ${steps[*]}; logs in $OUT"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version \
+  --format=csv,noheader | sed 's/^/[gpu_check] gpu: /' | tee -a "$SUMMARY" || true
+for s in "${steps[@]}"; do
+  case "$s" in
+    build | test | sanitize | pytest | bench | e2e) "do_$s" ;;
+    *)
+      log "unknown step '$s' (build test sanitize pytest bench e2e)"
+      exit 2
+      ;;
+  esac
+done
+if [[ ${#FAILED[@]} -gt 0 ]]; then
+  log "FAILED: ${FAILED[*]}"
+  exit 1
+fi
+log "all steps passed"

@@ -1,0 +1,345 @@
+// The CUDA batch pipeline (every build; the CUDA calls are behind internal/device_memory.h and
+// the CUDA sampler / gather front ends, which throw in a build without CUDA).
+#include "volley/loader/cuda_loader.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "volley/core/cuda_device.h"
+#include "volley/core/error.h"
+#include "volley/loader/internal/device_memory.h"
+
+namespace volley {
+
+using loader_internal::DeviceBlock;
+using loader_internal::DeviceEvent;
+
+namespace {
+
+constexpr size_t kAlignment = 256;
+
+size_t aligned(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+// Carves consecutive aligned pieces out of one block.
+class Layout {
+ public:
+  size_t add(size_t bytes) {
+    const size_t offset = size_;
+    size_ += aligned(bytes);
+    return offset;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  size_t size_ = 0;
+};
+
+void check_store(const std::optional<DeviceFeatureStore>& store, const char* what,
+                 const CudaGraph& graph) {
+  if (!store) return;
+  VOLLEY_REQUIRE(store->defined(), ValueError, "{} is an empty DeviceFeatureStore", what);
+  VOLLEY_REQUIRE(store->num_rows() == graph.num_nodes(), ValueError,
+                 "{} must have one row per node ({}), got {}", what, graph.num_nodes(),
+                 store->describe());
+  VOLLEY_REQUIRE(store->device() == graph.device(), ValueError,
+                 "{} live on cuda:{}, the graph on cuda:{}; put both on one device", what,
+                 store->device(), graph.device());
+}
+
+}  // namespace
+
+void DeviceBatch::hand_over(void* consumer_stream) {
+  if (ready) ready->make_wait(consumer_stream);
+  if (memory) memory->set_release_stream(consumer_stream);
+}
+
+void DeviceBatch::synchronize() const {
+  if (ready) ready->synchronize();
+}
+
+DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const int64_t> seeds,
+                                uint64_t batch_index, const DeviceFeatureStore* features,
+                                const DeviceFeatureStore* labels, void* stream,
+                                std::span<const int64_t> input_ids) {
+  const int device = sampler.graph().device();
+  DeviceBatch batch;
+  batch.batch_size = static_cast<int64_t>(seeds.size());
+  {
+    // The subgraph's arrays are the sampler's working memory: copied out below, then released
+    // (before the next sample(), which reuses them in `stream` order).
+    const DeviceSampledSubgraph sub = sampler.sample(seeds, batch_index, stream);
+    const int64_t n = sub.nodes.numel();
+    const int64_t e = sub.rows.numel();
+    const auto count = static_cast<int64_t>(input_ids.size());
+    Layout layout;
+    const size_t nodes_at = layout.add(static_cast<size_t>(n) * 8);
+    const size_t input_at = layout.add(static_cast<size_t>(count) * 8);
+    const size_t edge_index_at = layout.add(static_cast<size_t>(2 * e) * 8);
+    const size_t edge_ids_at = layout.add(static_cast<size_t>(e) * 8);
+    const size_t x_at = features ? layout.add(static_cast<size_t>(n) * features->row_bytes()) : 0;
+    const size_t y_at = labels ? layout.add(static_cast<size_t>(n) * labels->row_bytes()) : 0;
+    batch.memory = DeviceBlock::allocate(layout.size(), device, stream);
+    const Buffer whole = Buffer::borrow(batch.memory->data(), layout.size(), batch.memory,
+                                        /*writable=*/true, Location::kCuda, device);
+    auto slice = [&](size_t offset, size_t bytes) { return whole.slice(offset, bytes); };
+    batch.nodes = Array(slice(nodes_at, static_cast<size_t>(n) * 8), DType::kInt64, {n});
+    batch.edge_index =
+        Array(slice(edge_index_at, static_cast<size_t>(2 * e) * 8), DType::kInt64, {2, e});
+    batch.edge_ids = Array(slice(edge_ids_at, static_cast<size_t>(e) * 8), DType::kInt64, {e});
+    const size_t e_bytes = static_cast<size_t>(e) * 8;
+    if (n > 0)
+      cuda_copy(batch.nodes.raw_data(), sub.nodes.raw_data(), batch.nodes.nbytes(), stream);
+    if (e > 0) {
+      cuda_copy(batch.edge_index.raw_data(), sub.cols.raw_data(), e_bytes, stream);
+      cuda_copy(batch.edge_index.raw_data() + e_bytes, sub.rows.raw_data(), e_bytes, stream);
+      cuda_copy(batch.edge_ids.raw_data(), sub.edge_ids.raw_data(), e_bytes, stream);
+    }
+    if (count > 0) {
+      batch.input_ids =
+          Array(slice(input_at, static_cast<size_t>(count) * 8), DType::kInt64, {count});
+      cuda_copy(batch.input_ids.raw_data(), input_ids.data(), input_ids.size_bytes(), stream);
+    }
+    const DeviceGatherOptions unchecked{.check_ids = false};  // sampled ids are graph nodes
+    auto gather = [&](const DeviceFeatureStore& store, size_t offset) {
+      std::vector<int64_t> shape = {n};
+      if (store.ndim() == 2) shape.push_back(store.width());
+      Array rows(slice(offset, static_cast<size_t>(n) * store.row_bytes()), store.dtype(), shape);
+      if (n > 0) {
+        store.gather(batch.nodes.data<int64_t>(), n, rows.raw_data(), stream, unchecked);
+      }
+      return rows;
+    };
+    if (features) batch.x = gather(*features, x_at);
+    if (labels) batch.y = gather(*labels, y_at);
+    batch.nodes_per_hop = sub.nodes_per_hop;
+    batch.edges_per_hop = sub.edges_per_hop;
+  }
+  batch.ready = std::make_shared<DeviceEvent>(DeviceEvent::create(device));
+  batch.ready->record(stream);
+  return batch;
+}
+
+Array gather_to_device(const DeviceFeatureStore& store, const Array& ids, void* stream) {
+  VOLLEY_REQUIRE(store.defined(), ValueError, "gather from an empty DeviceFeatureStore");
+  VOLLEY_REQUIRE(ids.defined() && ids.ndim() == 1 && ids.dtype() == DType::kInt64, ValueError,
+                 "ids must be a 1-d int64 array, got {}",
+                 ids.defined() ? ids.describe() : std::string("an undefined array"));
+  const bool on_device = ids.buffer().location() == Location::kCuda;
+  VOLLEY_REQUIRE(!on_device || ids.buffer().device() == store.device(), ValueError,
+                 "ids live on cuda:{}, the feature store on cuda:{}", ids.buffer().device(),
+                 store.device());
+  const int64_t n = ids.numel();
+  if (!on_device) {
+    const int64_t* host = ids.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      VOLLEY_REQUIRE(host[i] >= 0 && host[i] < store.num_rows(), IndexError,
+                     "row id {} at position {} out of range for a store with {} rows", host[i], i,
+                     store.num_rows());
+    }
+  }
+  Layout layout;
+  const size_t out_at = layout.add(static_cast<size_t>(n) * store.row_bytes());
+  const size_t ids_at = on_device ? 0 : layout.add(static_cast<size_t>(n) * 8);
+  auto block = DeviceBlock::allocate(layout.size(), store.device(), stream);
+  const Buffer whole = Buffer::borrow(block->data(), layout.size(), block, /*writable=*/true,
+                                      Location::kCuda, store.device());
+  std::vector<int64_t> shape = {n};
+  if (store.ndim() == 2) shape.push_back(store.width());
+  Array out(whole.slice(out_at, static_cast<size_t>(n) * store.row_bytes()), store.dtype(), shape);
+  if (n == 0) return out;
+  const int64_t* device_ids = nullptr;
+  if (on_device) {
+    device_ids = ids.data<int64_t>();
+  } else {
+    std::byte* staged = block->data() + ids_at;
+    cuda_copy(staged, ids.raw_data(), ids.nbytes(), stream);
+    device_ids = reinterpret_cast<const int64_t*>(staged);
+  }
+  store.gather(device_ids, n, out.raw_data(), stream, {.check_ids = false});
+  return out;
+}
+
+// --- the loader -----------------------------------------------------------------------------
+
+CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<DeviceFeatureStore> features,
+                                       std::optional<DeviceFeatureStore> labels,
+                                       std::optional<Array> input_nodes, LoaderOptions options)
+    : graph_(std::move(graph)),
+      features_(std::move(features)),
+      labels_(std::move(labels)),
+      options_(std::move(options)) {
+  VOLLEY_REQUIRE(graph_.defined(), ValueError,
+                 "the CUDA loader needs a placed graph (CudaGraph::place), got an empty one");
+  VOLLEY_REQUIRE(options_.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
+                 options_.batch_size);
+  VOLLEY_REQUIRE(options_.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
+                 options_.prefetch);
+  CudaNeighborSampler check(graph_, options_.sampler);  // the sampler's option checks (no CUDA)
+  check_store(features_, "features", graph_);
+  check_store(labels_, "labels", graph_);
+  if (features_) {
+    VOLLEY_REQUIRE(features_->ndim() == 2, ValueError, "features must be [num_nodes, D], got {}",
+                   features_->describe());
+    VOLLEY_REQUIRE(options_.feature_dtype == features_->dtype(), ValueError,
+                   "the CUDA loader delivers features in their stored dtype ({}), not {}; store "
+                   "them as {} or convert the batches",
+                   dtype_name(features_->dtype()), dtype_name(options_.feature_dtype),
+                   dtype_name(options_.feature_dtype));
+  }
+  if (labels_) {
+    VOLLEY_REQUIRE(labels_->ndim() == 1, ValueError, "labels must be [num_nodes], got {}",
+                   labels_->describe());
+  }
+  input_nodes_ = loader_internal::checked_input_nodes(input_nodes, graph_.num_nodes());
+}
+
+int64_t CudaNeighborLoader::num_batches() const {
+  const int64_t n = input_nodes_.numel();
+  return options_.drop_last ? n / options_.batch_size
+                            : (n + options_.batch_size - 1) / options_.batch_size;
+}
+
+struct CudaEpoch::State {
+  // Inputs (immutable while the thread runs).
+  CudaNeighborSampler sampler;
+  std::optional<DeviceFeatureStore> features, labels;
+  Array input_nodes, order;
+  LoaderOptions options;
+  int64_t num_batches = 0;
+  int device = 0;
+  CudaStream stream;  // declared before the batches: destroyed after them
+
+  std::mutex mutex;
+  std::condition_variable ready_changed, space_changed;
+  std::map<int64_t, DeviceBatch> ready;
+  std::map<int64_t, std::exception_ptr> failed;
+  int64_t next_to_deliver = 0;
+  bool stopping = false;
+  std::thread thread;
+
+  State(CudaNeighborSampler s) : sampler(std::move(s)) {}
+
+  DeviceBatch build(int64_t index) {
+    if (options.on_batch_start) options.on_batch_start(index);
+    const int64_t begin = index * options.batch_size;
+    const int64_t end = std::min(order.numel(), begin + options.batch_size);
+    std::vector<int64_t> seeds(static_cast<size_t>(end - begin));
+    std::vector<int64_t> input_ids(seeds.size());
+    const int64_t* positions = order.data<int64_t>();
+    const int64_t* inputs = input_nodes.data<int64_t>();
+    for (int64_t i = begin; i < end; ++i) {
+      input_ids[static_cast<size_t>(i - begin)] = positions[i];
+      seeds[static_cast<size_t>(i - begin)] = inputs[positions[i]];
+    }
+    DeviceBatch batch = sample_device_batch(
+        sampler, seeds, static_cast<uint64_t>(index), features ? &*features : nullptr,
+        labels ? &*labels : nullptr, stream.handle(), input_ids);
+    batch.index = index;
+    return batch;
+  }
+
+  void run() {
+    int64_t index = 0;
+    try {
+      loader_internal::set_current_device(device);
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      failed[0] = std::current_exception();
+      ready_changed.notify_all();
+      return;
+    }
+    for (; index < num_batches; ++index) {
+      {
+        std::unique_lock lock(mutex);
+        space_changed.wait(lock,
+                           [&] { return stopping || index < next_to_deliver + options.prefetch; });
+        if (stopping) return;
+      }
+      std::optional<DeviceBatch> batch;
+      std::exception_ptr error;
+      try {
+        batch = build(index);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard lock(mutex);
+      if (error) {
+        failed[index] = error;
+        ready_changed.notify_all();
+        return;  // the epoch ends at the first failure
+      }
+      ready.emplace(index, std::move(*batch));
+      ready_changed.notify_all();
+    }
+  }
+};
+
+std::unique_ptr<CudaEpoch> CudaNeighborLoader::start_epoch(int64_t epoch_index) const {
+  NeighborSamplerOptions sampler_options = options_.sampler;
+  sampler_options.seed = loader_internal::epoch_sampler_seed(options_.seed, epoch_index);
+  auto state = std::make_shared<CudaEpoch::State>(CudaNeighborSampler(graph_, sampler_options));
+  state->features = features_;
+  state->labels = labels_;
+  state->input_nodes = input_nodes_;
+  state->order = loader_internal::epoch_order(input_nodes_.numel(), options_.shuffle, options_.seed,
+                                              epoch_index);
+  state->options = options_;
+  if (state->options.prefetch == 0) state->options.prefetch = 2;
+  state->num_batches = num_batches();
+  state->device = graph_.device();
+  state->stream = CudaStream::create(graph_.device());
+  state->thread = std::thread([raw = state.get()] { raw->run(); });
+  const int64_t count = state->num_batches;
+  return std::unique_ptr<CudaEpoch>(new CudaEpoch(std::move(state), count));
+}
+
+CudaEpoch::CudaEpoch(std::shared_ptr<State> state, int64_t num_batches)
+    : state_(std::move(state)), num_batches_(num_batches) {}
+
+CudaEpoch::~CudaEpoch() {
+  stop();
+  // Batches never handed out are freed on the loader's stream, before the stream goes.
+  std::lock_guard lock(state_->mutex);
+  state_->ready.clear();
+}
+
+void CudaEpoch::stop() {
+  {
+    std::lock_guard lock(state_->mutex);
+    state_->stopping = true;
+  }
+  state_->space_changed.notify_all();
+  state_->ready_changed.notify_all();
+  if (state_->thread.joinable()) state_->thread.join();
+}
+
+std::optional<DeviceBatch> CudaEpoch::next(void* consumer_stream) {
+  State& state = *state_;
+  std::unique_lock lock(state.mutex);
+  if (state.next_to_deliver >= num_batches_) return std::nullopt;
+  state.ready_changed.wait(lock, [&] {
+    return state.stopping || state.ready.count(state.next_to_deliver) || !state.failed.empty();
+  });
+  if (auto node = state.ready.extract(state.next_to_deliver); !node.empty()) {
+    ++state.next_to_deliver;
+    lock.unlock();
+    state.space_changed.notify_all();
+    DeviceBatch batch = std::move(node.mapped());
+    batch.hand_over(consumer_stream);
+    return batch;
+  }
+  if (!state.failed.empty()) {
+    const std::exception_ptr error = state.failed.begin()->second;
+    state.next_to_deliver = num_batches_;
+    lock.unlock();
+    stop();
+    std::rethrow_exception(error);
+  }
+  return std::nullopt;  // stopped
+}
+
+}  // namespace volley
