@@ -33,8 +33,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import volley  # noqa: E402
+try:  # the installed package (pip install . / scripts/dev.sh), else the checkout's python/
+    import volley
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import volley  # noqa: E402
 from volley.loader import NeighborLoader  # noqa: E402
 
 

@@ -16,7 +16,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def test_gpu_e2e_smoke(tmp_path):
     out = tmp_path / "e2e.json"
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    import volley
+
+    # The volley this test imported (installed, or the checkout's python/ with PYTHONPATH).
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(volley.__file__)))
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "bench", "gpu_e2e.py"), "--smoke", "--device", "cpu",
          "--json", str(out)],

@@ -18,6 +18,7 @@
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
+#include "volley/sampling/cpu/neighbor_kernel.h"
 
 namespace volley::dist {
 
@@ -106,12 +107,7 @@ DType parse_dtype(const std::string& name, const std::string& address) {
 // Per worker thread: the global → local map of the merge (sized to the graph, reset in O(1) by
 // a generation stamp, as in the CPU sampler) and per-partition request lists.
 struct MergeScratch {
-  struct Slot {
-    uint32_t stamp;
-    int32_t local;
-  };
-  std::vector<Slot> slots;
-  uint32_t generation = 0;
+  cpu::NeighborScratch map;  // its slots: the global → local map
   std::vector<std::vector<int64_t>> targets;   // per part: global ids to expand
   std::vector<std::vector<int64_t>> position;  // per part: output positions (gather)
   std::vector<int32_t> owner;                  // per frontier node
@@ -314,17 +310,7 @@ DType DistGraph::feature_dtype() const { return state_->info.feature_dtype; }
 bool DistGraph::has_labels() const { return state_->info.label_dtype.has_value(); }
 
 void DistGraph::validate(const NeighborSamplerOptions& options) const {
-  VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
-                 "fanouts must list at least one hop (e.g. [15, 10]), got an empty list");
-  for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
-    VOLLEY_REQUIRE(options.fanouts[hop] >= -1, ValueError,
-                   "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",
-                   options.fanouts[hop], hop);
-  }
-  VOLLEY_REQUIRE(!options.weighted || state_->info.has_weights, ValueError,
-                 "weighted sampling needs edge weights, but the served graph has none");
-  VOLLEY_REQUIRE(options.fanouts.size() < 256, ValueError, "at most 255 hops are supported, got {}",
-                 options.fanouts.size());
+  validate_sampler_options(options, state_->info.has_weights);
 }
 
 void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
@@ -335,38 +321,10 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
   const int64_t num_nodes = book.num_nodes();
   const int64_t parts = state.num_parts();
   thread_local MergeScratch scratch;
-  if (scratch.slots.size() != static_cast<size_t>(num_nodes)) {
-    scratch.slots.assign(static_cast<size_t>(num_nodes), {0, 0});
-    scratch.generation = 0;
-  }
-  if (++scratch.generation == 0) {
-    std::fill(scratch.slots.begin(), scratch.slots.end(), MergeScratch::Slot{0, 0});
-    scratch.generation = 1;
-  }
-  const uint32_t generation = scratch.generation;
-  auto* slots = scratch.slots.data();
-  scratch.targets.resize(static_cast<size_t>(parts));
-
+  const uint32_t generation = cpu::start_subgraph(seeds, num_nodes, scratch.map, out);
+  auto* slots = scratch.map.slots.data();
   auto& nodes = out.nodes;
-  nodes.clear();
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    const int64_t seed = seeds[i];
-    VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
-                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
-                   num_nodes);
-    auto& slot = slots[seed];
-    VOLLEY_REQUIRE(slot.stamp != generation, ValueError,
-                   "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
-                   slot.local, i);
-    slot = {generation, static_cast<int32_t>(i)};
-    nodes.push_back(seed);
-  }
-  out.num_seeds = static_cast<int64_t>(seeds.size());
-  out.rows.clear();
-  out.cols.clear();
-  out.edge_ids.clear();
-  out.nodes_per_hop.assign(1, out.num_seeds);
-  out.edges_per_hop.clear();
+  scratch.targets.resize(static_cast<size_t>(parts));
 
   using HopCall = Call<rpc::HopRequest, rpc::HopReply>;
   std::vector<std::unique_ptr<HopCall>> calls(static_cast<size_t>(parts));
@@ -870,16 +828,7 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
   state->labels = labels && info.label_dtype.has_value();
 
   // Check here what the server would refuse, so mistakes surface at construction.
-  const NeighborSamplerOptions& sampler = state->options.sampler;
-  VOLLEY_REQUIRE(!sampler.fanouts.empty(), ValueError,
-                 "fanouts must list at least one hop (e.g. [15, 10]), got an empty list");
-  for (size_t hop = 0; hop < sampler.fanouts.size(); ++hop) {
-    VOLLEY_REQUIRE(sampler.fanouts[hop] >= -1, ValueError,
-                   "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",
-                   sampler.fanouts[hop], hop);
-  }
-  VOLLEY_REQUIRE(!sampler.weighted || info.has_weights, ValueError,
-                 "weighted sampling needs edge weights, but the served graph has none");
+  validate_sampler_options(state->options.sampler, info.has_weights);
   if (state->features) {
     VOLLEY_REQUIRE(gather_supports(info.feature_dtype, state->options.feature_dtype), ValueError,
                    "features of dtype {} cannot be delivered as {}", dtype_name(info.feature_dtype),

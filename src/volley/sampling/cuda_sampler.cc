@@ -154,19 +154,12 @@ void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds) {
 // The CPU sampler's option checks (validate_sampler_options), on a placed graph's metadata.
 // Fanout checks come first so they need no graph.
 void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOptions& options) {
-  VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
-                 "fanouts must list at least one hop (e.g. [15, 10]), got an empty list");
-  for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
-    VOLLEY_REQUIRE(options.fanouts[hop] >= -1, ValueError,
-                   "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",
-                   options.fanouts[hop], hop);
+  if (!graph.defined()) {
+    validate_sampler_options(options, /*graph_has_weights=*/true);  // the option checks alone
+    throw ValueError(
+        "CudaNeighborSampler needs a placed graph (CudaGraph::place), got an empty one");
   }
-  VOLLEY_REQUIRE(options.fanouts.size() < 256, ValueError, "at most 255 hops are supported, got {}",
-                 options.fanouts.size());
-  VOLLEY_REQUIRE(graph.defined(), ValueError,
-                 "CudaNeighborSampler needs a placed graph (CudaGraph::place), got an empty one");
-  VOLLEY_REQUIRE(!options.weighted || graph.has_weights(), ValueError,
-                 "weighted sampling needs edge weights, but the graph has none");
+  validate_sampler_options(options, graph.has_weights());
 }
 
 void throw_batch_too_large(int64_t nodes) {

@@ -19,7 +19,7 @@ struct SamplerScratchAccess {
   }
 };
 
-void validate_sampler_options(const Csr& graph, const NeighborSamplerOptions& options) {
+void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_has_weights) {
   VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
                  "fanouts must list at least one hop (e.g. [15, 10]), got an empty list");
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
@@ -27,10 +27,14 @@ void validate_sampler_options(const Csr& graph, const NeighborSamplerOptions& op
                    "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",
                    options.fanouts[hop], hop);
   }
-  VOLLEY_REQUIRE(!options.weighted || graph.has_weights(), ValueError,
+  VOLLEY_REQUIRE(!options.weighted || graph_has_weights, ValueError,
                  "weighted sampling needs edge weights, but the graph has none");
   VOLLEY_REQUIRE(options.fanouts.size() < 256, ValueError, "at most 255 hops are supported, got {}",
                  options.fanouts.size());
+}
+
+void validate_sampler_options(const Csr& graph, const NeighborSamplerOptions& options) {
+  validate_sampler_options(options, graph.has_weights());
 }
 
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,

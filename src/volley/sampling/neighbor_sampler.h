@@ -80,6 +80,9 @@ class SamplerScratch {
 // Checks `options` against `graph` (ValueError as above). Called by sample_neighbors; exposed so
 // loaders can fail at construction rather than on the first batch.
 void validate_sampler_options(const Csr& graph, const NeighborSamplerOptions& options);
+// The same checks for a graph known only by whether it has edge weights (a graph on a GPU or
+// behind servers): one set of rules and messages for every sampler.
+void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_has_weights);
 
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                                  const NeighborSamplerOptions& options, uint64_t batch_index,

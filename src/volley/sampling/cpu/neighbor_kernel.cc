@@ -97,6 +97,23 @@ void pick_weighted_with_replacement(const float* weights, int64_t degree, int64_
   }
 }
 
+// The positions to take from a row of `degree` neighbors (`weights`: the row's weights, or null
+// for uniform sampling) into scratch.picked, for 0 < fanout and not "take them all".
+void pick(const float* weights, int64_t degree, int64_t fanout, bool replace, PhiloxStream& rng,
+          NeighborScratch& scratch) {
+  if (weights != nullptr) {
+    if (replace) {
+      pick_weighted_with_replacement(weights, degree, fanout, rng, scratch);
+    } else {
+      pick_weighted_without_replacement(weights, degree, fanout, rng, scratch);
+    }
+  } else if (replace) {
+    pick_uniform_with_replacement(degree, fanout, rng, scratch);
+  } else {
+    pick_uniform_without_replacement(degree, fanout, rng, scratch);
+  }
+}
+
 template <typename Index>
 void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
             uint64_t batch_index, NeighborScratch& scratch, SampledSubgraph& out) {
@@ -106,38 +123,9 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamp
   const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
   const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
 
-  if (scratch.slots.size() != static_cast<size_t>(num_nodes)) {
-    scratch.slots.assign(static_cast<size_t>(num_nodes), {0, 0});
-    scratch.generation = 0;
-  }
-  if (++scratch.generation == 0) {  // wrapped: clear stale stamps
-    std::fill(scratch.slots.begin(), scratch.slots.end(), NeighborScratch::Slot{0, 0});
-    scratch.generation = 1;
-  }
-  const uint32_t generation = scratch.generation;
+  const uint32_t generation = start_subgraph(seeds, num_nodes, scratch, out);
   auto* slots = scratch.slots.data();
-
   auto& nodes = out.nodes;
-  nodes.clear();
-  nodes.reserve(seeds.size() * 8);
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    const int64_t seed = seeds[i];
-    VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
-                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
-                   num_nodes);
-    auto& slot = slots[seed];
-    VOLLEY_REQUIRE(slot.stamp != generation, ValueError,
-                   "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
-                   slot.local, i);
-    slot = {generation, static_cast<int32_t>(i)};
-    nodes.push_back(seed);
-  }
-  out.num_seeds = static_cast<int64_t>(seeds.size());
-  out.rows.clear();
-  out.cols.clear();
-  out.edge_ids.clear();
-  out.nodes_per_hop.assign(1, out.num_seeds);
-  out.edges_per_hop.clear();
 
   // Each hop runs in two passes so that independent memory accesses overlap (the graph is far
   // larger than the caches): pass 1 picks the edges of every frontier node, writing targets,
@@ -174,17 +162,8 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamp
         }
         PhiloxStream rng(options.seed,
                          neighbor_stream_counter(target, static_cast<int>(hop), batch_index));
-        if (weights != nullptr) {
-          if (options.replace) {
-            pick_weighted_with_replacement(weights + row_begin, degree, fanout, rng, scratch);
-          } else {
-            pick_weighted_without_replacement(weights + row_begin, degree, fanout, rng, scratch);
-          }
-        } else if (options.replace) {
-          pick_uniform_with_replacement(degree, fanout, rng, scratch);
-        } else {
-          pick_uniform_without_replacement(degree, fanout, rng, scratch);
-        }
+        pick(weights == nullptr ? nullptr : weights + row_begin, degree, fanout, options.replace,
+             rng, scratch);
         for (int64_t position : scratch.picked) emit(position);
       }
     }
@@ -256,17 +235,8 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
     } else {
       // The stream is keyed by the GLOBAL id, as in the single-machine sampler.
       PhiloxStream rng(options.seed, neighbor_stream_counter(target, hop, batch_index));
-      if (weights != nullptr) {
-        if (options.replace) {
-          pick_weighted_with_replacement(weights + row_begin, degree, fanout, rng, scratch);
-        } else {
-          pick_weighted_without_replacement(weights + row_begin, degree, fanout, rng, scratch);
-        }
-      } else if (options.replace) {
-        pick_uniform_with_replacement(degree, fanout, rng, scratch);
-      } else {
-        pick_uniform_without_replacement(degree, fanout, rng, scratch);
-      }
+      pick(weights == nullptr ? nullptr : weights + row_begin, degree, fanout, options.replace, rng,
+           scratch);
       for (int64_t position : scratch.picked) emit(position);
     }
     out.counts[i] = static_cast<int32_t>(out.neighbors.size() - before);
@@ -274,6 +244,42 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
 }
 
 }  // namespace
+
+uint32_t start_subgraph(std::span<const int64_t> seeds, int64_t num_nodes,
+                        NeighborScratch& scratch, SampledSubgraph& out) {
+  if (scratch.slots.size() != static_cast<size_t>(num_nodes)) {
+    scratch.slots.assign(static_cast<size_t>(num_nodes), {0, 0});
+    scratch.generation = 0;
+  }
+  if (++scratch.generation == 0) {  // wrapped: clear stale stamps
+    std::fill(scratch.slots.begin(), scratch.slots.end(), NeighborScratch::Slot{0, 0});
+    scratch.generation = 1;
+  }
+  const uint32_t generation = scratch.generation;
+  auto* slots = scratch.slots.data();
+  auto& nodes = out.nodes;
+  nodes.clear();
+  nodes.reserve(seeds.size() * 8);
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const int64_t seed = seeds[i];
+    VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
+                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
+                   num_nodes);
+    auto& slot = slots[seed];
+    VOLLEY_REQUIRE(slot.stamp != generation, ValueError,
+                   "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
+                   slot.local, i);
+    slot = {generation, static_cast<int32_t>(i)};
+    nodes.push_back(seed);
+  }
+  out.num_seeds = static_cast<int64_t>(seeds.size());
+  out.rows.clear();
+  out.cols.clear();
+  out.edge_ids.clear();
+  out.nodes_per_hop.assign(1, out.num_seeds);
+  out.edges_per_hop.clear();
+  return generation;
+}
 
 void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
                     int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,

@@ -32,6 +32,13 @@ struct NeighborScratch {
   std::vector<double> keys;
 };
 
+// Starts a batch: sizes scratch.slots to the graph and opens a fresh generation (the map then
+// reads as empty), puts `seeds` first in out.nodes (local ids 0..), and clears the rest of
+// `out`. IndexError for a seed out of [0, num_nodes), ValueError for a repeated seed (naming
+// both positions). Returns the generation. Shared with the distributed sampler's merge.
+uint32_t start_subgraph(std::span<const int64_t> seeds, int64_t num_nodes,
+                        NeighborScratch& scratch, SampledSubgraph& out);
+
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
                           NeighborScratch& scratch, SampledSubgraph& out);
