@@ -12,6 +12,9 @@
 #   bench     volley bench sample --device cuda --mode GPU / UVA and bench gather --device cuda
 #             on a generated products-sized graph ($VOLLEY_GPU_DATA, generated once, seeded)
 #   e2e       bench/gpu_e2e.py (GraphSAGE epoch vs compute; speed-up over the CPU loader)
+#   fetch-deps  (on a machine WITH apt, before the GPU session) download the Debian packages a
+#             bare GPU machine lacks (fmt, CLI11, nlohmann-json, GoogleTest, zlib headers) into
+#             .deps/; carry .deps to the GPU machine, where every step unpacks and uses them
 # A failing step is reported and the others still run; the exit status is 1 if any failed.
 # Each step fits in a few minutes; run them in separate calls when a call has a time limit.
 set -euo pipefail
@@ -49,6 +52,30 @@ need_build() {
     log "no build in $BUILD: run 'scripts/gpu_check.sh build' first"
     exit 1
   fi
+}
+
+# Debian packages the build needs that a bare GPU machine (no apt, no network) lacks: fetched
+# HERE with `scripts/gpu_check.sh fetch-deps` into .deps/ (git-ignored; name it in the device
+# tool's `carry`), unpacked THERE into .deps/root (never into /) by the build step.
+DEPS_PACKAGES=(libfmt-dev libfmt9 libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+               zlib1g-dev)
+
+do_fetch_deps() {
+  mkdir -p .deps
+  (cd .deps && apt-get download "${DEPS_PACKAGES[@]}")
+  log "fetched into .deps: $(cd .deps && ls *.deb | tr '\n' ' ')"
+}
+
+use_deps() {
+  compgen -G ".deps/*.deb" >/dev/null || return 0
+  local root="$PWD/.deps/root"
+  mkdir -p "$root"
+  for deb in .deps/*.deb; do dpkg-deb -x "$deb" "$root"; done
+  export CMAKE_PREFIX_PATH="$root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export CPATH="$root/usr/include${CPATH:+:$CPATH}"
+  export LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  log "using the Debian packages unpacked in $root"
 }
 
 do_build() {
@@ -120,12 +147,14 @@ do_e2e() {
 
 steps=("$@")
 [[ ${#steps[@]} -eq 0 ]] && steps=(build test sanitize pytest bench e2e)
+use_deps
 log "volley gpu_check $(date -u +%FT%TZ) on $(hostname): steps ${steps[*]}; logs in $OUT"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version \
   --format=csv,noheader | sed 's/^/[gpu_check] gpu: /' | tee -a "$SUMMARY" || true
 for s in "${steps[@]}"; do
   case "$s" in
     build | test | sanitize | pytest | bench | e2e) "do_$s" ;;
+    fetch-deps) do_fetch_deps ;;
     *)
       log "unknown step '$s' (build test sanitize pytest bench e2e)"
       exit 2
