@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "volley/dist/internal/id_map.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
@@ -104,10 +105,10 @@ DType parse_dtype(const std::string& name, const std::string& address) {
   }
 }
 
-// Per worker thread: the global → local map of the merge (sized to the graph, reset in O(1) by
-// a generation stamp, as in the CPU sampler) and per-partition request lists.
+// Per worker thread: the global → local map of the merge (sized to the batch, not the graph)
+// and per-partition request lists.
 struct MergeScratch {
-  cpu::NeighborScratch map;  // its slots: the global → local map
+  internal::IdMap map;
   std::vector<std::vector<int64_t>> targets;   // per part: global ids to expand
   std::vector<std::vector<int64_t>> position;  // per part: output positions (gather)
   std::vector<int32_t> owner;                  // per frontier node
@@ -321,8 +322,9 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
   const int64_t num_nodes = book.num_nodes();
   const int64_t parts = state.num_parts();
   thread_local MergeScratch scratch;
-  const uint32_t generation = cpu::start_subgraph(seeds, num_nodes, scratch.map, out);
-  auto* slots = scratch.map.slots.data();
+  auto& map = scratch.map;
+  map.clear();
+  cpu::start_subgraph(seeds, num_nodes, map, out);
   auto& nodes = out.nodes;
   scratch.targets.resize(static_cast<size_t>(parts));
 
@@ -420,8 +422,8 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
       }
       // Merge in frontier order: exactly the single-machine sampler's order. Two passes, as in
       // the CPU sampler: pass 1 appends each target's picks (sequential reads of the replies),
-      // pass 2 maps the neighbors to local ids with their map slots prefetched (the map is
-      // sized to the graph, so each lookup is a cache miss the prefetch overlaps).
+      // pass 2 maps the neighbors to local ids with their map slots prefetched (a large batch's
+      // map outgrows the caches).
       for (int64_t p = 0; p < parts; ++p) {
         if (scratch.targets[static_cast<size_t>(p)].empty()) continue;  // nothing new from p
         for (const int64_t neighbor : neighbors[static_cast<size_t>(p)]) {
@@ -449,14 +451,12 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
       out.cols.resize(edges_before + count);
       int64_t* cols = out.cols.data() + edges_before;
       for (size_t j = 0; j < count; ++j) {
-        if (j + kAhead < count) __builtin_prefetch(slots + merged[j + kAhead]);
+        if (j + kAhead < count) map.prefetch(merged[j + kAhead]);
         const int64_t neighbor = merged[j];
-        auto& slot = slots[neighbor];
-        if (slot.stamp != generation) {
-          slot = {generation, static_cast<int32_t>(nodes.size())};
-          nodes.push_back(neighbor);
-        }
-        cols[j] = slot.local;
+        const auto fresh = static_cast<int32_t>(nodes.size());
+        const int32_t earlier = map.insert(neighbor, fresh);
+        if (earlier < 0) nodes.push_back(neighbor);
+        cols[j] = earlier < 0 ? fresh : earlier;
       }
     }
     out.edges_per_hop.push_back(static_cast<int64_t>(out.rows.size() - edges_before));

@@ -123,8 +123,27 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamp
   const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
   const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
 
-  const uint32_t generation = start_subgraph(seeds, num_nodes, scratch, out);
+  if (scratch.slots.size() != static_cast<size_t>(num_nodes)) {
+    scratch.slots.assign(static_cast<size_t>(num_nodes), {0, 0});
+    scratch.generation = 0;
+  }
+  if (++scratch.generation == 0) {  // wrapped: clear stale stamps
+    std::fill(scratch.slots.begin(), scratch.slots.end(), NeighborScratch::Slot{0, 0});
+    scratch.generation = 1;
+  }
+  const uint32_t generation = scratch.generation;
   auto* slots = scratch.slots.data();
+  struct SlotMap {
+    NeighborScratch::Slot* slots;
+    uint32_t generation;
+    int32_t insert(int64_t id, int32_t local) {
+      auto& slot = slots[id];
+      if (slot.stamp == generation) return slot.local;
+      slot = {generation, local};
+      return -1;
+    }
+  } seed_map{slots, generation};
+  start_subgraph(seeds, num_nodes, seed_map, out);
   auto& nodes = out.nodes;
 
   // Each hop runs in two passes so that independent memory accesses overlap (the graph is far
@@ -244,42 +263,6 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
 }
 
 }  // namespace
-
-uint32_t start_subgraph(std::span<const int64_t> seeds, int64_t num_nodes,
-                        NeighborScratch& scratch, SampledSubgraph& out) {
-  if (scratch.slots.size() != static_cast<size_t>(num_nodes)) {
-    scratch.slots.assign(static_cast<size_t>(num_nodes), {0, 0});
-    scratch.generation = 0;
-  }
-  if (++scratch.generation == 0) {  // wrapped: clear stale stamps
-    std::fill(scratch.slots.begin(), scratch.slots.end(), NeighborScratch::Slot{0, 0});
-    scratch.generation = 1;
-  }
-  const uint32_t generation = scratch.generation;
-  auto* slots = scratch.slots.data();
-  auto& nodes = out.nodes;
-  nodes.clear();
-  nodes.reserve(seeds.size() * 8);
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    const int64_t seed = seeds[i];
-    VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
-                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
-                   num_nodes);
-    auto& slot = slots[seed];
-    VOLLEY_REQUIRE(slot.stamp != generation, ValueError,
-                   "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
-                   slot.local, i);
-    slot = {generation, static_cast<int32_t>(i)};
-    nodes.push_back(seed);
-  }
-  out.num_seeds = static_cast<int64_t>(seeds.size());
-  out.rows.clear();
-  out.cols.clear();
-  out.edge_ids.clear();
-  out.nodes_per_hop.assign(1, out.num_seeds);
-  out.edges_per_hop.clear();
-  return generation;
-}
 
 void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
                     int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
