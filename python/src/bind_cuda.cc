@@ -64,21 +64,6 @@ struct PySampler {
   }
 };
 
-nb::dict device_batch_to_python(DeviceBatch& batch) {
-  nb::dict result;
-  result["index"] = batch.index;
-  result["batch_size"] = batch.batch_size;
-  result["n_id"] = array_to_python(batch.nodes);
-  result["input_id"] = array_to_python(batch.input_ids);
-  result["edge_index"] = array_to_python(batch.edge_index);
-  result["e_id"] = array_to_python(batch.edge_ids);
-  result["x"] = batch.x.defined() ? array_to_python(batch.x) : nb::none();
-  result["y"] = batch.y.defined() ? array_to_python(batch.y) : nb::none();
-  result["num_sampled_nodes"] = batch.nodes_per_hop;
-  result["num_sampled_edges"] = batch.edges_per_hop;
-  return result;
-}
-
 }  // namespace
 
 void bind_cuda(nb::module_& m) {
@@ -179,7 +164,7 @@ void bind_cuda(nb::module_& m) {
               batch = epoch.next(as_stream(stream));
             }
             if (!batch) return nb::none();
-            return device_batch_to_python(*batch);
+            return batch_to_python(*batch);
           },
           nb::arg("stream"),
           "The next batch as a dict of device arrays, ready in `stream` order; None after the "

@@ -65,21 +65,6 @@ nb::dict subgraph_to_python(const std::shared_ptr<SampledSubgraph>& holder) {
   return result;
 }
 
-nb::dict batch_to_python(Batch& batch) {
-  nb::dict result;
-  result["index"] = batch.index;
-  result["batch_size"] = batch.batch_size;
-  result["n_id"] = array_to_python(batch.nodes);
-  result["input_id"] = array_to_python(batch.input_ids);
-  result["edge_index"] = array_to_python(batch.edge_index);
-  result["e_id"] = array_to_python(batch.edge_ids);
-  result["x"] = array_to_python(batch.x);
-  result["y"] = array_to_python(batch.y);
-  result["num_sampled_nodes"] = batch.nodes_per_hop;
-  result["num_sampled_edges"] = batch.edges_per_hop;
-  return result;
-}
-
 LoaderOptions loader_options(std::vector<int64_t> fanouts, const nb::kwargs& kwargs) {
   LoaderOptions options;
   options.sampler.fanouts = std::move(fanouts);

@@ -30,12 +30,12 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/vector.h>
 
 #include "volley/core/array.h"
 #include "volley/core/error.h"
 
 namespace volley {
-struct Batch;
 struct LoaderOptions;
 struct SampledSubgraph;
 }  // namespace volley
@@ -65,9 +65,24 @@ Array host_ids_array(const InputArray& ids, std::string_view what);
 // A sampled subgraph as a dict of zero-copy arrays (n_id, row, col, e_id) and per-hop counts
 // (num_sampled_nodes, num_sampled_edges); the arrays keep `holder` alive. Needs the GIL.
 nb::dict subgraph_to_python(const std::shared_ptr<SampledSubgraph>& holder);
-// A loader batch as a dict (PyG field names: n_id, input_id, edge_index, e_id, x, y,
-// batch_size, num_sampled_nodes, num_sampled_edges, index), arrays zero-copy. Needs the GIL.
-nb::dict batch_to_python(Batch& batch);
+// A loader batch (a host Batch or a DeviceBatch: the same fields) as a dict (PyG field names:
+// n_id, input_id, edge_index, e_id, x, y, batch_size, num_sampled_nodes, num_sampled_edges,
+// index), arrays zero-copy, None for absent x / y. Needs the GIL.
+template <typename BatchLike>
+nb::dict batch_to_python(BatchLike& batch) {
+  nb::dict result;
+  result["index"] = batch.index;
+  result["batch_size"] = batch.batch_size;
+  result["n_id"] = array_to_python(batch.nodes);
+  result["input_id"] = array_to_python(batch.input_ids);
+  result["edge_index"] = array_to_python(batch.edge_index);
+  result["e_id"] = array_to_python(batch.edge_ids);
+  result["x"] = array_to_python(batch.x);
+  result["y"] = array_to_python(batch.y);
+  result["num_sampled_nodes"] = batch.nodes_per_hop;
+  result["num_sampled_edges"] = batch.edges_per_hop;
+  return result;
+}
 // LoaderOptions from keyword arguments named as its fields (batch_size, shuffle, drop_last,
 // num_threads, prefetch, seed, replace, weighted, feature_dtype, on_batch_start); ValueError
 // for an unknown name. One parser for every loader binding.
@@ -80,7 +95,7 @@ void bind_sampling(nb::module_& m);
 void bind_partition(nb::module_& m);
 void bind_feature(nb::module_& m);
 void bind_share(nb::module_& m);
-void bind_cuda(nb::module_& m);   // every build (stubs throw without CUDA)
+void bind_cuda(nb::module_& m);  // every build (stubs throw without CUDA)
 void bind_dist(nb::module_& m);  // only in builds with the gRPC service (VOLLEY_WITH_DIST)
 
 }  // namespace volley::python

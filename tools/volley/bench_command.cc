@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_cuda.h"
+#include "bench_util.h"
 #include "commands.h"
 #include "volley/core/parallel.h"
 #include "volley/feature/gather.h"
@@ -20,32 +21,6 @@
 
 namespace volley::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::vector<int64_t> parse_fanouts(const std::string& text) {
-  std::vector<int64_t> fanouts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    try {
-      size_t used = 0;
-      fanouts.push_back(std::stoll(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw ValueError(fmt::format("--fanout '{}': '{}' is not an integer", text, item));
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return fanouts;
-}
 
 struct SampleSettings {
   std::string dataset;

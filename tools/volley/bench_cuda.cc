@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "bench_util.h"
+
 #include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
 #include "volley/feature/cuda_gather.h"
@@ -15,13 +17,7 @@
 namespace volley::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 constexpr size_t kProbeBytes = size_t{256} << 20;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 void add_copy_figures(nlohmann::json& line, int device) {
   const double d2d = measure_device_copy_bandwidth(device, kProbeBytes);

@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_util.h"
 #include "commands.h"
 #include "volley/core/error.h"
 
@@ -76,37 +77,6 @@ struct DistSettings {
 #ifdef VOLLEY_WITH_DIST
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::vector<int64_t> parse_fanout_list(const std::string& text) {
-  std::vector<int64_t> fanouts;
-  for (size_t start = 0;;) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma - start);
-    try {
-      size_t used = 0;
-      fanouts.push_back(std::stoll(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw ValueError(fmt::format("--fanout '{}': '{}' is not an integer", text, item));
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return fanouts;
-}
-
-std::string load_average() {
-  std::ifstream stream("/proc/loadavg");
-  std::string one, five, fifteen;
-  stream >> one >> five >> fifteen;
-  return one.empty() ? "unknown" : one + " " + five + " " + fifteen;
-}
-
 // A temporary directory, removed with everything in it when the bench ends (also on error).
 class ScratchDirectory {
  public:
@@ -299,7 +269,7 @@ void bench_dist(const DistSettings& settings) {
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = settings.threads > 0 ? settings.threads : hardware;
   const int concurrency = settings.concurrency > 0 ? settings.concurrency : 4 * threads;
-  const std::string load_before = load_average();
+  const std::string load_before = load_average().text();
   const ScratchDirectory scratch;
 
   // The dataset.
@@ -337,8 +307,7 @@ void bench_dist(const DistSettings& settings) {
   const Seeds seeds_one{renumbered(old_seeds, load_node_map(one)), settings.batch_size, available};
   const Seeds seeds_two{renumbered(old_seeds, load_node_map(two)), settings.batch_size, available};
 
-  NeighborSamplerOptions options{.fanouts = parse_fanout_list(settings.fanout),
-                                 .seed = settings.seed};
+  NeighborSamplerOptions options{.fanouts = parse_fanouts(settings.fanout), .seed = settings.seed};
   validate_sampler_options(whole_two, options);
 
   // Servers on loopback, in this process.
@@ -411,7 +380,7 @@ void bench_dist(const DistSettings& settings) {
 
   // Report.
   const Figures& local_figures = rows.front().figures;
-  const std::string load_after = load_average();
+  const std::string load_after = load_average().text();
   if (settings.json) {
     for (const Row& row : rows) {
       std::cout << nlohmann::json{{"bench", "dist"},

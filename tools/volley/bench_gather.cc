@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_cuda.h"
+#include "bench_util.h"
 #include "commands.h"
 #include "volley/core/half.h"
 #include "volley/core/parallel.h"
@@ -29,8 +30,6 @@
 
 namespace volley::cli {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 struct GatherSettings {
   int64_t rows = 2'400'000;
@@ -96,13 +95,6 @@ void fill_table(std::byte* data, int64_t rows, int64_t width, DType dtype, uint6
   });
 }
 
-double load_average() {
-  std::ifstream file("/proc/loadavg");
-  double value = -1;
-  file >> value;
-  return value;
-}
-
 // Random batches of ids (seeded).
 std::vector<std::vector<int64_t>> random_batches(const GatherSettings& settings) {
   std::vector<std::vector<int64_t>> batches(static_cast<size_t>(settings.batches));
@@ -128,7 +120,7 @@ void run_cuda_gather(const GatherSettings& settings, DType dtype) {
                                     {.device = settings.cuda_device,
                                      .cache_fraction = settings.cache_fraction,
                                      .seed = settings.seed});
-  line["load_average"] = load_average();
+  line["load_average"] = load_average().one;
   std::cout << line.dump() << std::endl;
 }
 
@@ -224,7 +216,7 @@ void run_gather_bench(const GatherSettings& settings) {
       {"memcpy_gbps", memcpy_gbps},
       {"ratio_to_memcpy", gather_gbps / memcpy_gbps},
       {"rows_per_second", static_cast<double>(settings.batch * settings.batches) / gather_seconds},
-      {"load_average", load_average()}};
+      {"load_average", load_average().one}};
   std::cout << line.dump() << std::endl;
 }
 

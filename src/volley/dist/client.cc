@@ -105,6 +105,42 @@ DType parse_dtype(const std::string& name, const std::string& address) {
   }
 }
 
+// Checks an Info answer from `address` (part `part`, or -1 for "the server"): ConnectionError
+// when nobody answered within connect_seconds, the call's own error otherwise, ValueError for
+// another protocol version.
+void check_info(const grpc::Status& status, const rpc::InfoReply& reply, const std::string& address,
+                int64_t part, double connect_seconds) {
+  const std::string who =
+      part >= 0 ? fmt::format("part {} at {}", part, address) : fmt::format("server {}", address);
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    throw ConnectionError(fmt::format(
+        "{}: no server answered within {} s (connect_seconds); is `volley serve` running there "
+        "and reachable?",
+        who, connect_seconds));
+  }
+  if (!status.ok()) fail(status, address, part, "Info", connect_seconds);
+  VOLLEY_REQUIRE(reply.protocol() == kProtocolVersion, ValueError,
+                 "{}: the server speaks protocol version {} (Volley {}), this client version {}; "
+                 "run the same Volley version everywhere",
+                 who, reply.protocol(), reply.volley_version(), kProtocolVersion);
+}
+
+// What an Info answer from `address` describes.
+ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address) {
+  ServiceInfo info;
+  info.dataset_name = reply.dataset_name();
+  info.fingerprint = reply.fingerprint();
+  info.book = PartitionBook(std::vector<int64_t>(reply.offsets().begin(), reply.offsets().end()));
+  info.num_edges = reply.num_edges();
+  info.feature_dim = reply.feature_dim();
+  info.feature_dtype =
+      reply.feature_dim() > 0 ? parse_dtype(reply.feature_dtype(), address) : DType::kFloat32;
+  if (!reply.label_dtype().empty()) info.label_dtype = parse_dtype(reply.label_dtype(), address);
+  info.num_classes = reply.num_classes();
+  info.has_weights = reply.has_weights();
+  return info;
+}
+
 // Per worker thread: the global → local map of the merge (sized to the batch, not the graph)
 // and per-partition request lists.
 struct MergeScratch {
@@ -176,20 +212,8 @@ void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
     const auto& call = calls[static_cast<size_t>(p)];
     if (!call) continue;
     const std::string& address = state.addresses[static_cast<size_t>(p)];
-    if (!call->status.ok()) {
-      if (call->status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-        throw ConnectionError(fmt::format(
-            "part {} at {}: no server answered within {} s (connect_seconds); is `volley serve` "
-            "running there and reachable?",
-            p, address, state.options.connect_seconds));
-      }
-      fail(call->status, address, p, "Info", state.options.connect_seconds);
-    }
     const rpc::InfoReply& reply = call->reply;
-    VOLLEY_REQUIRE(reply.protocol() == kProtocolVersion, ValueError,
-                   "part {} at {}: the server speaks protocol version {} (Volley {}), this client "
-                   "version {}; run the same Volley version everywhere",
-                   p, address, reply.protocol(), reply.volley_version(), kProtocolVersion);
+    check_info(call->status, reply, address, p, state.options.connect_seconds);
     VOLLEY_REQUIRE(reply.part() == p && reply.num_parts() == parts, ValueError,
                    "{} serves part {} of {}, but it was given as the address of part {} of {}; "
                    "list the addresses in part order",
@@ -208,21 +232,7 @@ void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
                        : std::string("the local partition"),
         fingerprint);
     if (state.info.num_edges == 0) state.info.num_edges = reply.num_edges();
-    if (state.info.fingerprint.empty()) {
-      ServiceInfo& info = state.info;
-      info.dataset_name = reply.dataset_name();
-      info.fingerprint = reply.fingerprint();
-      info.book =
-          PartitionBook(std::vector<int64_t>(reply.offsets().begin(), reply.offsets().end()));
-      info.num_edges = reply.num_edges();
-      info.feature_dim = reply.feature_dim();
-      info.feature_dtype =
-          reply.feature_dim() > 0 ? parse_dtype(reply.feature_dtype(), address) : DType::kFloat32;
-      if (!reply.label_dtype().empty())
-        info.label_dtype = parse_dtype(reply.label_dtype(), address);
-      info.num_classes = reply.num_classes();
-      info.has_weights = reply.has_weights();
-    }
+    if (state.info.fingerprint.empty()) state.info = service_info(reply, address);
   }
 }
 
@@ -425,7 +435,8 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
       // pass 2 maps the neighbors to local ids with their map slots prefetched (a large batch's
       // map outgrows the caches).
       for (int64_t p = 0; p < parts; ++p) {
-        if (scratch.targets[static_cast<size_t>(p)].empty()) continue;  // nothing new from p
+        // Replies from servers are checked; the local part's picks come from a loaded graph.
+        if (p == state.local_part || scratch.targets[static_cast<size_t>(p)].empty()) continue;
         for (const int64_t neighbor : neighbors[static_cast<size_t>(p)]) {
           VOLLEY_REQUIRE(neighbor >= 0 && neighbor < num_nodes, RuntimeError,
                          "part {} at {}: SampleHop returned node {} outside [0, {})", p,
@@ -793,37 +804,14 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
   call.context.set_wait_for_ready(true);
   call.request.set_protocol(kProtocolVersion);
   call.status = state->stub->Info(&call.context, call.request, &call.reply);
-  if (!call.status.ok()) {
-    if (call.status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-      throw ConnectionError(fmt::format(
-          "server {}: no answer within {} s (connect_seconds); is `volley serve` running there "
-          "and reachable?",
-          state->address, state->client.connect_seconds));
-    }
-    fail(call.status, state->address, -1, "Info", state->client.connect_seconds);
-  }
   const rpc::InfoReply& reply = call.reply;
-  VOLLEY_REQUIRE(reply.protocol() == kProtocolVersion, ValueError,
-                 "server {} speaks protocol version {} (Volley {}), this client version {}; run "
-                 "the same Volley version everywhere",
-                 state->address, reply.protocol(), reply.volley_version(), kProtocolVersion);
+  check_info(call.status, reply, state->address, -1, state->client.connect_seconds);
   VOLLEY_REQUIRE(reply.can_sample_epochs(), ValueError,
                  "server {} cannot sample epochs: start it with --peers (the addresses of every "
                  "part's server) for server-client mode",
                  state->address);
-  ServiceInfo& info = state->info;
-  info.dataset_name = reply.dataset_name();
-  info.fingerprint = reply.fingerprint();
-  info.book = PartitionBook(std::vector<int64_t>(reply.offsets().begin(), reply.offsets().end()));
-  info.num_edges = reply.num_edges();
-  info.feature_dim = reply.feature_dim();
-  info.feature_dtype = reply.feature_dim() > 0 ? parse_dtype(reply.feature_dtype(), state->address)
-                                               : DType::kFloat32;
-  if (!reply.label_dtype().empty()) {
-    info.label_dtype = parse_dtype(reply.label_dtype(), state->address);
-  }
-  info.num_classes = reply.num_classes();
-  info.has_weights = reply.has_weights();
+  state->info = service_info(reply, state->address);
+  const ServiceInfo& info = state->info;
   state->features = features && info.feature_dim > 0;
   state->labels = labels && info.label_dtype.has_value();
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "sampling/expect_subgraph.h"
 #include "volley/dist/client.h"
 #include "volley/dist/server.h"
 #include "volley/graph/dataset.h"
@@ -97,17 +98,6 @@ inline std::vector<int64_t> distinct_ids(int64_t n, int64_t count, uint64_t seed
   std::shuffle(ids.begin(), ids.end(), rng);
   ids.resize(static_cast<size_t>(count));
   return ids;
-}
-
-inline void expect_same_subgraph(const SampledSubgraph& got, const SampledSubgraph& want,
-                                 const std::string& where) {
-  EXPECT_EQ(got.num_seeds, want.num_seeds) << where;
-  EXPECT_EQ(got.nodes, want.nodes) << where;
-  EXPECT_EQ(got.rows, want.rows) << where;
-  EXPECT_EQ(got.cols, want.cols) << where;
-  EXPECT_EQ(got.edge_ids, want.edge_ids) << where;
-  EXPECT_EQ(got.nodes_per_hop, want.nodes_per_hop) << where;
-  EXPECT_EQ(got.edges_per_hop, want.edges_per_hop) << where;
 }
 
 inline bool same_array(const Array& a, const Array& b) {

@@ -12,6 +12,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "sampling/expect_subgraph.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
@@ -146,17 +147,6 @@ SampledSubgraph emulate_cuda_sampler(const Csr& graph, const std::vector<int64_t
   return out;
 }
 
-void expect_same(const SampledSubgraph& expected, const SampledSubgraph& got,
-                 const std::string& where) {
-  EXPECT_EQ(expected.nodes, got.nodes) << where;
-  EXPECT_EQ(expected.num_seeds, got.num_seeds) << where;
-  EXPECT_EQ(expected.rows, got.rows) << where;
-  EXPECT_EQ(expected.cols, got.cols) << where;
-  EXPECT_EQ(expected.edge_ids, got.edge_ids) << where;
-  EXPECT_EQ(expected.nodes_per_hop, got.nodes_per_hop) << where;
-  EXPECT_EQ(expected.edges_per_hop, got.edges_per_hop) << where;
-}
-
 TEST(PickRules, HostRunOfTheCudaAlgorithmEqualsTheCpuSampler) {
   const std::vector<std::vector<int64_t>> fanouts = {{15, 10, 5}, {-1, 3}, {2, 0, 4},
                                                      {100, 2},    {1},     {3, -1}};
@@ -185,7 +175,7 @@ TEST(PickRules, HostRunOfTheCudaAlgorithmEqualsTheCpuSampler) {
           const SampledSubgraph got =
               int64_indices ? emulate_cuda_sampler<int64_t>(graph, seeds, options, batch)
                             : emulate_cuda_sampler<int32_t>(graph, seeds, options, batch);
-          expect_same(
+          expect_same_subgraph(
               expected, got,
               fmt::format("graph {} fanouts [{}] replace {} weighted {} batch {}", graph_kind,
                           fmt::join(fanout, ","), options.replace, options.weighted, batch));

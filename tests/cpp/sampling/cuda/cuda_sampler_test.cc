@@ -8,6 +8,7 @@
 
 #include <random>
 
+#include "sampling/expect_subgraph.h"
 #include "volley/core/cuda_device.h"
 #include "volley/sampling/cuda_sampler.h"
 
@@ -45,17 +46,6 @@ std::vector<int64_t> random_seeds(int64_t n, size_t count, std::mt19937_64& rng)
   return seeds;
 }
 
-void expect_same(const SampledSubgraph& expected, const SampledSubgraph& got,
-                 const std::string& where) {
-  EXPECT_EQ(expected.nodes, got.nodes) << where;
-  EXPECT_EQ(expected.num_seeds, got.num_seeds) << where;
-  EXPECT_EQ(expected.rows, got.rows) << where;
-  EXPECT_EQ(expected.cols, got.cols) << where;
-  EXPECT_EQ(expected.edge_ids, got.edge_ids) << where;
-  EXPECT_EQ(expected.nodes_per_hop, got.nodes_per_hop) << where;
-  EXPECT_EQ(expected.edges_per_hop, got.edges_per_hop) << where;
-}
-
 TEST(CudaSampler, EqualsTheCpuSamplerInBothModes) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   const std::vector<std::vector<int64_t>> fanouts = {{15, 10, 5}, {-1, 3}, {2, 0, 4}, {100, 2},
@@ -78,7 +68,7 @@ TEST(CudaSampler, EqualsTheCpuSamplerInBothModes) {
             const SampledSubgraph expected = sample_neighbors(graph, seeds, options, batch);
             const SampledSubgraph got =
                 sampler.sample(seeds, batch, stream.handle()).to_host(stream.handle());
-            expect_same(
+            expect_same_subgraph(
                 expected, got,
                 fmt::format("graph {} mode {} fanouts [{}] replace {} weighted {} batch {}",
                             graph_kind, cuda_sampling_mode_name(mode), fmt::join(fanout, ","),
@@ -98,10 +88,10 @@ TEST(CudaSampler, DefaultStreamEmptySeedsAndSeedErrors) {
   const Csr graph = random_graph(1000, 20000, 3, false, true);
   CudaNeighborSampler sampler(CudaGraph::place(graph), {{5, 5}, false, false, 9});
   const std::vector<int64_t> seeds = {4, 8, 15, 16, 23, 42};
-  expect_same(sample_neighbors(graph, seeds, sampler.options(), 3),
-              sampler.sample(seeds, 3).to_host(), "default stream");
+  expect_same_subgraph(sample_neighbors(graph, seeds, sampler.options(), 3),
+                       sampler.sample(seeds, 3).to_host(), "default stream");
   const SampledSubgraph empty = sampler.sample({}, 0).to_host();
-  expect_same(sample_neighbors(graph, {}, sampler.options(), 0), empty, "empty seeds");
+  expect_same_subgraph(sample_neighbors(graph, {}, sampler.options(), 0), empty, "empty seeds");
   EXPECT_THROW(sampler.sample(std::vector<int64_t>{1, 1000}, 0), IndexError);
   EXPECT_THROW(sampler.sample(std::vector<int64_t>{1, 2, 1}, 0), ValueError);
 }
@@ -116,8 +106,9 @@ TEST(CudaSampler, HeldResultsSurviveLaterBatches) {
   const DeviceSampledSubgraph first = sampler.sample(first_seeds, 0);
   const SampledSubgraph first_host = first.to_host();
   for (uint64_t batch = 1; batch < 5; ++batch) sampler.sample(random_seeds(4000, 300, rng), batch);
-  expect_same(first_host, first.to_host(), "held batch");
-  expect_same(sample_neighbors(graph, first_seeds, sampler.options(), 0), first_host, "first");
+  expect_same_subgraph(first_host, first.to_host(), "held batch");
+  expect_same_subgraph(sample_neighbors(graph, first_seeds, sampler.options(), 0), first_host,
+                       "first");
 }
 
 TEST(CudaSampler, NoLeakOverAThousandBatches) {
