@@ -30,6 +30,11 @@ from . import _volley
 __all__ = ["proportional_set_size"]
 
 
+# The helpers below take and return the native objects (``_volley.Csr``, ``_volley.Dataset``,
+# ``_volley.FeatureStore``), never the Python wrappers: this module imports nothing of the package
+# but the native core, so ``graph``, ``dataset``, ``feature`` and ``sampler`` can all import it
+# (each module keeps its own unpickling function next to its class).
+
 # --- Graph ----------------------------------------------------------------------------------
 
 
@@ -38,16 +43,14 @@ def share_csr(csr: Any) -> Any:
     return csr if _volley.csr_is_shared(csr) else _volley.share_csr(csr)
 
 
-def rebuild_graph(state: tuple) -> Any:
-    """Unpickles a ``Graph`` by attaching to its shared arrays."""
-    from .graph import Graph
-
-    return Graph(_volley.csr_from_state(state))
+def csr_state(csr: Any) -> tuple:
+    """The handles of a shared native graph's arrays (what a pickle carries)."""
+    return _volley.csr_state(csr)
 
 
-def reduce_graph(graph: Any) -> tuple:
-    graph.share_memory_()
-    return rebuild_graph, (_volley.csr_state(graph._csr),)
+def attach_csr(state: tuple) -> Any:
+    """The native graph attached to the shared arrays of ``csr_state``."""
+    return _volley.csr_from_state(state)
 
 
 # --- Dataset --------------------------------------------------------------------------------
@@ -58,16 +61,14 @@ def share_dataset(native: Any) -> Any:
     return native if _volley.dataset_is_shared(native) else _volley.share_dataset(native)
 
 
-def rebuild_dataset(state: tuple) -> Any:
-    """Unpickles a ``Dataset`` by attaching to its shared arrays."""
-    from .dataset import Dataset
-
-    return Dataset._from_native(_volley.dataset_from_state(state))
+def dataset_state(native: Any) -> tuple:
+    """The handles of a shared native dataset's arrays (what a pickle carries)."""
+    return _volley.dataset_state(native)
 
 
-def reduce_dataset(dataset: Any) -> tuple:
-    dataset.share_memory_()
-    return rebuild_dataset, (_volley.dataset_state(dataset._native),)
+def attach_dataset(state: tuple) -> Any:
+    """The native dataset attached to the shared arrays of ``dataset_state``."""
+    return _volley.dataset_from_state(state)
 
 
 # --- FeatureStore ---------------------------------------------------------------------------
@@ -82,24 +83,13 @@ def share_feature_store(store: Any) -> Any:
 
 
 def feature_store_state(store: Any) -> tuple:
+    """The handle of a shared store's rows (what a pickle carries)."""
     return _volley.feature_store_state(store)
 
 
 def attach_feature_store(state: tuple) -> Any:
+    """The native store attached to the shared rows of ``feature_store_state``."""
     return _volley.feature_store_from_state(state)
-
-
-# --- NeighborSampler ------------------------------------------------------------------------
-
-
-def rebuild_sampler(graph: Any, options: dict) -> Any:
-    """Unpickles a ``NeighborSampler``: its graph (attached by handle) plus its options."""
-    from .sampler import NeighborSampler
-
-    calls = options.pop("calls", 0)
-    sampler = NeighborSampler(graph, **options)
-    sampler._calls = calls
-    return sampler
 
 
 # --- memory accounting ----------------------------------------------------------------------

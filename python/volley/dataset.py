@@ -26,6 +26,7 @@ from ._volley import planetoid_split as _planetoid_split
 from ._volley import random_split as _random_split
 from ._volley import save_dataset as _save_dataset
 from ._volley import verify_dataset as _verify_dataset
+from .feature import Feature
 from .graph import Graph
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -141,16 +142,12 @@ class Dataset:
     def feature(self) -> Any:
         """The features as a ``volley.Feature`` (zero-copy over ``x``; a mapped dataset stays
         mapped), or None. ``dataset.feature[n_id]`` gathers rows with the C++ kernel."""
-        from .feature import Feature
-
         store = _dataset_store(self._native, "features")
         return None if store is None else Feature._from_store(store)
 
     @property
     def label(self) -> Any:
         """The labels as a ``volley.Feature`` over ``y`` (a vector store), or None."""
-        from .feature import Feature
-
         store = _dataset_store(self._native, "labels")
         return None if store is None else Feature._from_store(store)
 
@@ -216,7 +213,8 @@ class Dataset:
         return dataset_is_shared(self._native)
 
     def __reduce__(self) -> tuple:
-        return _share.reduce_dataset(self)
+        self.share_memory_()  # pickling an unshared dataset shares it first
+        return _rebuild_dataset, (_share.dataset_state(self._native),)
 
     def save(self, path: PathLike) -> None:
         """Writes the dataset as a dataset directory (see ``save_dataset``)."""
@@ -275,6 +273,11 @@ class Dataset:
             f"Dataset(name={self.name!r}, num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
             f"x={x}, num_classes={self.num_classes}" + (f", {splits}" if splits else "") + ")"
         )
+
+
+def _rebuild_dataset(state: tuple) -> Dataset:
+    """Unpickles a ``Dataset`` by attaching to its shared arrays."""
+    return Dataset._from_native(_share.attach_dataset(state))
 
 
 def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> Dataset:

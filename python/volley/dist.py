@@ -45,7 +45,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _tensor, _volley
-from .loader import NeighborLoader
+from .loader import NeighborLoader, _rank_and_world_size
 from .partition import PartitionBook
 from .sampler import NeighborSampler
 
@@ -577,8 +577,6 @@ class DistNeighborLoader(NeighborLoader):
                         "mode='server-client' needs server='host:port' (or addresses to pick "
                         "one from by rank)"
                     )
-                from .loader import _rank_and_world_size
-
                 index, _ = _rank_and_world_size(rank, world_size)
                 server = list(addresses)[index % len(addresses)]
             self.graph = None

@@ -226,7 +226,8 @@ class Graph:
         return csr_is_shared(self._csr)
 
     def __reduce__(self) -> tuple:
-        return _share.reduce_graph(self)
+        self.share_memory_()  # pickling an unshared graph shares it first
+        return _rebuild_graph, (_share.csr_state(self._csr),)
 
     def __copy__(self) -> "Graph":
         return self  # immutable: copies may share (and deepcopy must not move it to shm)
@@ -240,6 +241,11 @@ class Graph:
             f"orientation={self.orientation!r}, index_dtype={self._csr.index_dtype}, "
             f"edge_ids={self._csr.edge_ids is not None}, weights={self._csr.weights is not None})"
         )
+
+
+def _rebuild_graph(state: tuple) -> Graph:
+    """Unpickles a ``Graph`` by attaching to its shared arrays."""
+    return Graph(_share.attach_csr(state))
 
 
 def _as_float32(values: Any) -> Any:

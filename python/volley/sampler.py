@@ -17,7 +17,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _cuda, _share, _tensor
+from . import _cuda, _tensor
 from . import _volley
 from ._volley import sample_neighbors as _sample_neighbors
 from .graph import Graph
@@ -210,7 +210,7 @@ class NeighborSampler:
         )
         if self.mode != "CPU":
             options.update(device=self.device, mode=self.mode)
-        return _share.rebuild_sampler, (self.graph, options)
+        return _rebuild_sampler, (self.graph, options)
 
     def __repr__(self) -> str:
         return (
@@ -219,6 +219,14 @@ class NeighborSampler:
             + (f"device=cuda:{self.device}, mode={self.mode}, " if self.mode != "CPU" else "")
             + f"graph={self.graph!r})"
         )
+
+
+def _rebuild_sampler(graph: Graph, options: dict) -> NeighborSampler:
+    """Unpickles a ``NeighborSampler``: its graph (attached by handle) plus its options."""
+    calls = options.pop("calls", 0)
+    sampler = NeighborSampler(graph, **options)
+    sampler._calls = calls
+    return sampler
 
 
 def _stack(first: Any, second: Any) -> Any:

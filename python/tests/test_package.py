@@ -1,0 +1,127 @@
+"""The Python package's own shape: its modules import each other without a circle, and every
+error it raises on purpose is a ``Volley*Error`` (read from the sources with ``ast``)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import subprocess
+import sys
+from typing import Dict, List, Set
+
+import pytest
+
+import volley
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(volley.__file__))
+NATIVE = "_volley"  # the compiled core: imports nothing of the package
+
+
+def _sources() -> Dict[str, ast.Module]:
+    """Module name (``graph``, ``_share``, ``__init__``) -> its parsed source."""
+    modules = {}
+    for name in sorted(os.listdir(PACKAGE_DIR)):
+        if name.endswith(".py"):
+            with open(os.path.join(PACKAGE_DIR, name), encoding="utf-8") as source:
+                modules[name[:-3]] = ast.parse(source.read(), filename=name)
+    return modules
+
+
+def import_graph(modules: Dict[str, ast.Module]) -> Dict[str, Set[str]]:
+    """Module -> the package modules it imports, at the top or inside a function.
+
+    ``from .graph import Graph`` and ``from . import graph`` name ``graph``; ``from . import X``
+    where X is not a module names the package (``__init__``); absolute ``volley.x`` imports
+    count too. The native ``_volley`` is a leaf and left out."""
+    edges: Dict[str, Set[str]] = {name: set() for name in modules}
+    for name, tree in modules.items():
+        for node in ast.walk(tree):
+            targets: List[str] = []
+            if isinstance(node, ast.ImportFrom):
+                if node.level == 1 and node.module:
+                    targets.append(node.module.split(".")[0])
+                elif node.level == 1:
+                    targets += [
+                        a.name if a.name in modules else "__init__"
+                        for a in node.names
+                        if a.name != NATIVE
+                    ]
+                elif node.level == 0 and node.module and node.module.split(".")[0] == "volley":
+                    parts = node.module.split(".")
+                    targets.append(parts[1] if len(parts) > 1 else "__init__")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    parts = alias.name.split(".")
+                    if parts[0] == "volley":
+                        targets.append(parts[1] if len(parts) > 1 else "__init__")
+            edges[name].update(t for t in targets if t in modules and t != name)
+    return edges
+
+
+def find_cycle(edges: Dict[str, Set[str]]) -> List[str]:
+    """One import circle as [a, b, ..., a], or [] when the graph has none (depth-first)."""
+    state: Dict[str, int] = {}  # 1: on the current path, 2: done
+    path: List[str] = []
+
+    def visit(node: str) -> List[str]:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(edges[node]):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        path.pop()
+        state[node] = 2
+        return []
+
+    for start in sorted(edges):
+        if start not in state:
+            cycle = visit(start)
+            if cycle:
+                return cycle
+    return []
+
+
+def test_cycle_finder_sees_circles():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+    # A function-level import closes a circle as much as a top-level one does.
+    modules = {
+        "graph": ast.parse("from . import _share\n"),
+        "_share": ast.parse("def f():\n    from .graph import Graph\n"),
+    }
+    assert find_cycle(import_graph(modules)) == ["_share", "graph", "_share"]
+
+
+def test_package_has_no_import_cycle():
+    edges = import_graph(_sources())
+    assert edges["graph"] >= {"_share"}  # the walk reads the real imports
+    cycle = find_cycle(edges)
+    assert not cycle, "import circle in volley: " + " -> ".join(cycle)
+
+
+def test_share_imports_only_the_native_core():
+    assert import_graph(_sources())["_share"] == set()
+
+
+_SUBMODULES = sorted(name for name in _sources() if name != "__init__")
+
+
+@pytest.mark.parametrize("module", _SUBMODULES)
+def test_each_submodule_imports_first(module):
+    # A fresh interpreter imports the submodule before anything else of the package: the package
+    # object is a bare one over the same folder, so volley/__init__.py does not run first and
+    # the submodule's own imports must resolve in whatever order they come.
+    code = (
+        "import importlib, sys, types\n"
+        "package = types.ModuleType('volley')\n"
+        f"package.__path__ = [{PACKAGE_DIR!r}]\n"
+        "sys.modules['volley'] = package\n"
+        f"module = importlib.import_module('volley.{module}')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
