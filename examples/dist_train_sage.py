@@ -26,7 +26,6 @@ through the same service.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import re
@@ -41,15 +40,14 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 import volley
 import volley.dist
 from volley.partition import read_partition_manifest, split_ids
 
-# The model of the single-process example (PyG's SAGEConv, or a plain-torch fallback).
-from train_sage import GraphSAGE  # noqa: E402  (examples/ is on sys.path)
+# The model and training loop the examples share (examples/ is on sys.path).
+from _common import GraphSAGE, epoch_line, train_epoch, training_parser  # noqa: E402
 
 _PYTHON_SERVER = (
     "import sys, volley.dist as d\n"
@@ -101,20 +99,15 @@ def start_server_process(directory: str, part: int, listen: str, token_file: str
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = training_parser(__doc__.splitlines()[0], epochs=20, batch_size=32, fanouts=[10, 10],
+                             hidden=64, lr=0.01, workers=4,
+                             workers_help="batches in flight per trainer")
     parser.add_argument("--mode", choices=volley.dist.MODES, default="worker")
     parser.add_argument("--partitions", help="a partitioned dataset (default: partition Cora)")
     parser.add_argument("--servers", help="comma-separated addresses of running servers, one "
                                           "per partition in part order (default: start them)")
     parser.add_argument("--token-file", help="the servers' access token (first line)")
-    parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--fanouts", type=int, nargs="+", default=[10, 10])
-    parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--workers", type=int, default=4, help="batches in flight per trainer")
     parser.add_argument("--deadline", type=float, default=30.0, help="seconds per call")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--min-test-accuracy", type=float, default=0.70)
     args = parser.parse_args()
 
@@ -204,28 +197,16 @@ def main() -> int:
 
     best_val, best_state = -1.0, None
     for epoch in range(1, args.epochs + 1):
-        model.train()
         start = time.perf_counter()
-        totals = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, seeds
-        for batch in train:
-            optimizer.zero_grad()
-            out = model(batch.x, batch.edge_index)[: batch.batch_size]
-            target = batch.y[: batch.batch_size]
-            loss = F.cross_entropy(out, target)
-            loss.backward()
-            optimizer.step()
-            totals += torch.tensor([float(loss) * batch.batch_size,
-                                    int((out.argmax(dim=1) == target).sum()), batch.batch_size])
+        totals = train_epoch(model, optimizer, train)
         seconds = time.perf_counter() - start
         dist.all_reduce(totals)
         if rank == 0:
             val = accuracy("val")
             if val > best_val:  # model selection on the validation split
                 best_val, best_state = val, copy.deepcopy(model.module.state_dict())
-            loss_sum, correct, seen = totals.tolist()
-            print(f"epoch {epoch:3d}  loss {loss_sum / seen:.4f}  train acc {correct / seen:.3f}  "
-                  f"val acc {val:.3f}  {int(seen)} seeds over {world_size} trainers  "
-                  f"{seconds:.2f}s", flush=True)
+            print(f"{epoch_line(epoch, totals)}  val acc {val:.3f}  {int(totals[2])} seeds over "
+                  f"{world_size} trainers  {seconds:.2f}s", flush=True)
         dist.barrier()
 
     status = 0

@@ -26,7 +26,6 @@ go back to the system when torch frees them; ``--malloc-defaults`` keeps glibc's
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import json
 import os
@@ -36,30 +35,14 @@ import time
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 import volley
 from volley._share import proportional_set_size
 from volley.loader import NeighborLoader
 
-# The layers of the single-process example (PyG's SAGEConv, or a plain-torch fallback).
-from train_sage import MeanSAGEConv, SAGEConv  # noqa: E402  (examples/ is on sys.path)
-
-
-class GraphSAGE(torch.nn.Module):
-    def __init__(self, in_channels: int, hidden: int, out_channels: int, num_layers: int):
-        super().__init__()
-        layer = SAGEConv if SAGEConv is not None else MeanSAGEConv
-        sizes = [in_channels] + [hidden] * (num_layers - 1) + [out_channels]
-        self.convs = torch.nn.ModuleList(layer(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
-
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
-        for i, conv in enumerate(self.convs):
-            x = conv(x, edge_index)
-            if i < len(self.convs) - 1:
-                x = F.dropout(F.relu(x), p=0.5, training=self.training)
-        return x
+# The model and training loop the examples share (examples/ is on sys.path).
+from _common import GraphSAGE, epoch_line, train_epoch, training_parser  # noqa: E402
 
 
 def limit_heap_retention(threshold: int = 1 << 20) -> None:
@@ -93,17 +76,11 @@ def generate(num_nodes: int, degree: int, dim: int, classes: int, seed: int) -> 
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = training_parser(__doc__.splitlines()[0], epochs=3, batch_size=1024, fanouts=[10, 5],
+                             hidden=128, lr=0.003, workers=0,
+                             workers_help="C++ sampling threads per rank (default: cores / ranks)")
     parser.add_argument("--dataset", help="a dataset directory (default: generate a graph)")
     parser.add_argument("--nodes", type=int, default=50_000, help="nodes of the generated graph")
-    parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--fanouts", type=int, nargs="+", default=[10, 5])
-    parser.add_argument("--hidden", type=int, default=128)
-    parser.add_argument("--lr", type=float, default=0.003)
-    parser.add_argument("--workers", type=int, default=0,
-                        help="C++ sampling threads per rank (default: cores / ranks)")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--train-nodes", type=int, default=0,
                         help="train on the first N training nodes only (0: all); an epoch is one "
                              "pass over them")
@@ -148,36 +125,22 @@ def main() -> int:
                            input_nodes=train_idx, shuffle=True, num_workers=workers,
                            seed=args.seed)  # rank and world size come from torch.distributed
     model = GraphSAGE(dataset.num_features, args.hidden, dataset.num_classes,
-                      len(args.fanouts)).to(device)
+                      len(args.fanouts), input_dropout=False).to(device)
     model = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 
     epoch_seconds = []
     for epoch in range(1, args.epochs + 1):
-        model.train()
         dist.barrier()
         start = time.perf_counter()
-        totals = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, seeds
-        for index, batch in enumerate(train):
-            if args.max_batches and index >= args.max_batches:
-                break
-            batch = batch.to(device)
-            optimizer.zero_grad()
-            out = model(batch.x, batch.edge_index)[: batch.batch_size]
-            target = batch.y[: batch.batch_size]
-            loss = F.cross_entropy(out, target)
-            loss.backward()
-            optimizer.step()
-            totals += torch.tensor([float(loss) * batch.batch_size,
-                                    int((out.argmax(dim=1) == target).sum()), batch.batch_size])
+        totals = train_epoch(model, optimizer, train, device=device, max_batches=args.max_batches)
         dist.barrier()
         seconds = time.perf_counter() - start
         epoch_seconds.append(seconds)
         dist.all_reduce(totals)
         if rank == 0:
-            loss_sum, correct, seen = totals.tolist()
-            print(f"epoch {epoch:3d}  loss {loss_sum / seen:.4f}  train acc {correct / seen:.3f}  "
-                  f"{int(seen):,} seeds over {world_size} rank(s)  {seconds:.2f}s", flush=True)
+            print(f"{epoch_line(epoch, totals)}  {int(totals[2]):,} seeds over {world_size} "
+                  f"rank(s)  {seconds:.2f}s", flush=True)
 
     # Memory: each rank's proportional set size (shared pages split between the ranks).
     pss = [None] * world_size
