@@ -19,6 +19,9 @@ struct ErrorClasses {
   PyObject* connection = nullptr;
   PyObject* timeout = nullptr;
   PyObject* permission = nullptr;
+  // Raised by the Python package only (no ErrorKind maps to them).
+  PyObject* type = nullptr;
+  PyObject* import = nullptr;
 };
 ErrorClasses error_classes;
 
@@ -57,8 +60,8 @@ void bind_errors(nb::module_& m) {
   error_classes.base = new_exception(
       m, "VolleyError",
       "Base class of every error Volley raises on purpose. Each concrete error also derives from "
-      "the matching builtin (ValueError, IndexError, OSError, RuntimeError), so code that catches "
-      "builtins keeps working.",
+      "the matching builtin (ValueError, TypeError, IndexError, OSError, RuntimeError, "
+      "ImportError, ...), so code that catches builtins keeps working.",
       PyExc_Exception);
   nb::handle base(error_classes.base);
   error_classes.value =
@@ -76,16 +79,22 @@ void bind_errors(nb::module_& m) {
   error_classes.internal = new_exception(
       m, "VolleyInternalError", "A broken invariant inside Volley: a bug, please report it.",
       nb::handle(error_classes.runtime));
-  error_classes.connection = new_exception(
-      m, "VolleyConnectionError",
-      "A Volley server that is down, unreachable, or went away during a call.",
-      nb::make_tuple(base, nb::handle(PyExc_ConnectionError)));
+  error_classes.connection =
+      new_exception(m, "VolleyConnectionError",
+                    "A Volley server that is down, unreachable, or went away during a call.",
+                    nb::make_tuple(base, nb::handle(PyExc_ConnectionError)));
   error_classes.timeout =
       new_exception(m, "VolleyTimeoutError", "A call to a Volley server passed its deadline.",
                     nb::make_tuple(base, nb::handle(PyExc_TimeoutError)));
   error_classes.permission = new_exception(
       m, "VolleyPermissionError", "A Volley server refused a missing or wrong access token.",
       nb::make_tuple(base, nb::handle(PyExc_PermissionError)));
+  error_classes.type = new_exception(m, "VolleyTypeError",
+                                     "An argument of the wrong type (e.g. not a volley.Graph).",
+                                     nb::make_tuple(base, nb::handle(PyExc_TypeError)));
+  error_classes.import = new_exception(
+      m, "VolleyImportError", "An optional dependency (torch, torch_geometric) is missing.",
+      nb::make_tuple(base, nb::handle(PyExc_ImportError)));
 
   nb::register_exception_translator([](const std::exception_ptr& error, void*) {
     try {

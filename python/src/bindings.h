@@ -20,7 +20,9 @@
 //
 // Errors: volley::Error kinds become Python exceptions (see bind_core): VolleyValueError
 // (ValueError), VolleyIndexError (IndexError), VolleyOSError (OSError), VolleyRuntimeError
-// (RuntimeError) and VolleyInternalError (a VolleyRuntimeError), all subclasses of VolleyError.
+// (RuntimeError), VolleyInternalError (a VolleyRuntimeError), VolleyConnectionError,
+// VolleyTimeoutError and VolleyPermissionError, all subclasses of VolleyError. VolleyTypeError
+// (TypeError) and VolleyImportError (ImportError) are raised by the Python package only.
 #pragma once
 
 #include <memory>

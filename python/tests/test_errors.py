@@ -120,3 +120,47 @@ def test_missing_bundled_dataset_lists_where_it_looked(monkeypatch, tmp_path):
     assert str(tmp_path / "a" / "cora") in message and str(tmp_path / "cora") in message
     with pytest.raises(ValueError, match="bundled are"):
         volley.datasets.bundled_dir("imagenet")
+
+
+def _assert_volley_and_builtin(call, volley_class, builtin, match):
+    with pytest.raises(volley_class, match=match) as caught:
+        call()
+    assert isinstance(caught.value, builtin) and isinstance(caught.value, volley.VolleyError)
+
+
+def test_python_side_type_errors_are_volley_type_errors(tmp_path):
+    assert issubclass(volley.VolleyTypeError, TypeError)
+    _assert_volley_and_builtin(lambda: volley.Graph("not a csr"), volley.VolleyTypeError,
+                               TypeError, "got str")
+    _assert_volley_and_builtin(lambda: volley.save_dataset(42, tmp_path / "d"),
+                               volley.VolleyTypeError, TypeError, "got int")
+    feature = volley.Feature(np.ones((4, 2), dtype=np.float32))
+    _assert_volley_and_builtin(lambda: feature[np.array([0.5, 1.0])], volley.VolleyTypeError,
+                               TypeError, "ids must be integers, got float64")
+
+
+def test_python_side_value_errors_are_volley_value_errors(tmp_path):
+    graph = volley.Graph.from_edge_index(np.array([[0, 1], [1, 0]]), num_nodes=2)
+    _assert_volley_and_builtin(lambda: volley.NeighborSampler(graph, [3, -2]),
+                               volley.VolleyValueError, ValueError, "size -2 at hop 1")
+    _assert_volley_and_builtin(lambda: volley.NeighborSampler(graph, [3], device="tpu"),
+                               volley.VolleyValueError, ValueError, "'tpu'")
+    _assert_volley_and_builtin(lambda: volley.datasets.bundled_dir("imagenet"),
+                               volley.VolleyValueError, ValueError, "'imagenet'")
+    _assert_volley_and_builtin(
+        lambda: volley.Feature(np.ones((4, 2), dtype=np.float32), cache_bytes="lots"),
+        volley.VolleyValueError, ValueError, "'lots'")
+    empty = tmp_path / "token"
+    empty.write_text("\n")
+    _assert_volley_and_builtin(lambda: volley.dist.read_token(empty), volley.VolleyValueError,
+                               ValueError, "token")
+    _assert_volley_and_builtin(lambda: volley.dist.read_token(tmp_path / "missing"),
+                               volley.VolleyOSError, OSError, "missing")
+
+
+def test_loader_input_errors_are_volley_value_errors():
+    graph = volley.Graph.from_edge_index(np.array([[0, 1], [1, 0]]), num_nodes=2)
+    dataset = volley.Dataset(graph, np.ones((2, 3), dtype=np.float32), np.zeros(2, np.int64))
+    _assert_volley_and_builtin(
+        lambda: volley.loader.NeighborLoader(dataset, [2], input_nodes=np.array([0.5])),
+        volley.VolleyValueError, ValueError, "float64")

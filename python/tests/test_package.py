@@ -125,3 +125,58 @@ def test_each_submodule_imports_first(module):
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+# --- errors raised on purpose ---------------------------------------------------------------
+
+# Builtin exceptions that are protocol, not errors: raising them is not a user error.
+_PROTOCOL = {"StopIteration", "StopAsyncIteration", "GeneratorExit", "KeyboardInterrupt",
+             "SystemExit", "NotImplementedError"}
+
+
+def builtin_raises(tree: ast.Module) -> List[int]:
+    """Lines of ``raise X`` / ``raise X(...)`` where X is a builtin exception class."""
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Raise) or node.exc is None:
+            continue
+        target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        if isinstance(target, ast.Name) and target.id not in _PROTOCOL:
+            value = getattr(builtins, target.id, None)
+            if isinstance(value, type) and issubclass(value, BaseException):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_builtin_raise_finder():
+    tree = ast.parse(
+        "def f(x):\n"
+        "    if x: raise ValueError(f'bad {x}')\n"
+        "    if not x: raise TypeError\n"
+        "    raise VolleyValueError('fine')\n"
+        "def g():\n"
+        "    raise StopIteration\n"
+        "def h():\n"
+        "    try: pass\n"
+        "    except OSError: raise\n"
+    )
+    assert builtin_raises(tree) == [2, 3]
+
+
+def test_package_raises_only_volley_errors():
+    found = [
+        f"volley/{name}.py:{line}"
+        for name, tree in _sources().items()
+        for line in builtin_raises(tree)
+    ]
+    assert not found, "builtin exceptions raised (use the Volley*Error class): " + ", ".join(found)
+
+
+def test_every_volley_error_class_is_exported_and_derives_from_a_builtin():
+    classes = {name: getattr(volley, name) for name in volley.__all__ if name.startswith("Volley")}
+    assert {"VolleyTypeError", "VolleyImportError", "VolleyValueError"} <= set(classes)
+    for name, cls in classes.items():
+        assert issubclass(cls, volley.VolleyError) and cls.__module__ == "volley", name
+        if cls is not volley.VolleyError:
+            builtin_bases = [b for b in cls.__mro__ if b.__module__ == "builtins"]
+            assert builtin_bases[0] not in (Exception, BaseException, object), name

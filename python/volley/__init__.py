@@ -8,9 +8,11 @@ Example:
     >>> cora = volley.datasets.cora()
     >>> g = volley.Graph.from_edge_index(edge_index, num_nodes=100, undirected=True)
 
-Errors Volley raises on purpose derive from ``VolleyError`` and from the matching builtin:
-``VolleyValueError`` (ValueError), ``VolleyIndexError`` (IndexError), ``VolleyOSError``
-(OSError), ``VolleyRuntimeError`` (RuntimeError) and ``VolleyInternalError`` (a bug); the
+Every error Volley raises on purpose derives from ``VolleyError`` and from the matching builtin,
+so ``except ValueError`` and ``except volley.VolleyError`` both catch it: ``VolleyValueError``
+(ValueError), ``VolleyTypeError`` (TypeError), ``VolleyIndexError`` (IndexError),
+``VolleyOSError`` (OSError), ``VolleyRuntimeError`` (RuntimeError), ``VolleyImportError``
+(ImportError: torch or torch_geometric missing) and ``VolleyInternalError`` (a bug); the
 distributed service (``volley.dist``) adds ``VolleyConnectionError`` (ConnectionError),
 ``VolleyTimeoutError`` (TimeoutError) and ``VolleyPermissionError`` (PermissionError).
 """
@@ -18,12 +20,14 @@ distributed service (``volley.dist``) adds ``VolleyConnectionError`` (Connection
 from ._volley import (
     VolleyConnectionError,
     VolleyError,
+    VolleyImportError,
     VolleyIndexError,
     VolleyInternalError,
     VolleyOSError,
     VolleyPermissionError,
     VolleyRuntimeError,
     VolleyTimeoutError,
+    VolleyTypeError,
     VolleyValueError,
     get_num_threads,
     set_num_threads,
@@ -55,12 +59,14 @@ __all__ = [
     "Split",
     "VolleyConnectionError",
     "VolleyError",
+    "VolleyImportError",
     "VolleyIndexError",
     "VolleyInternalError",
     "VolleyOSError",
     "VolleyPermissionError",
     "VolleyRuntimeError",
     "VolleyTimeoutError",
+    "VolleyTypeError",
     "VolleyValueError",
     "datasets",
     "dist",

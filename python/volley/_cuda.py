@@ -37,10 +37,10 @@ def parse_device(device: Any) -> Optional[int]:
     if device is None:
         return None
     if isinstance(device, bool):
-        raise ValueError(f"device must be None, 'cpu', 'cuda', 'cuda:N' or an ordinal, got {device!r}")
+        raise _volley.VolleyValueError(f"device must be None, 'cpu', 'cuda', 'cuda:N' or an ordinal, got {device!r}")
     if isinstance(device, int):
         if device < 0:
-            raise ValueError(f"CUDA device ordinal must be >= 0, got {device}")
+            raise _volley.VolleyValueError(f"CUDA device ordinal must be >= 0, got {device}")
         return device
     torch = _tensor.torch_module()
     if torch is not None and isinstance(device, torch.device):
@@ -48,7 +48,7 @@ def parse_device(device: Any) -> Optional[int]:
             return None
         if device.type == "cuda":
             return 0 if device.index is None else int(device.index)
-        raise ValueError(f"device must be a CPU or CUDA device, got {device}")
+        raise _volley.VolleyValueError(f"device must be a CPU or CUDA device, got {device}")
     if isinstance(device, str):
         text = device.strip().lower()
         if text == "cpu":
@@ -57,7 +57,7 @@ def parse_device(device: Any) -> Optional[int]:
             return 0
         if text.startswith("cuda:") and text[5:].isdigit():
             return int(text[5:])
-    raise ValueError(f"device must be None, 'cpu', 'cuda', 'cuda:N' or an ordinal, got {device!r}")
+    raise _volley.VolleyValueError(f"device must be None, 'cpu', 'cuda', 'cuda:N' or an ordinal, got {device!r}")
 
 
 def resolve(device: Any, mode: Optional[str]) -> Tuple[Optional[int], str]:
@@ -72,13 +72,13 @@ def resolve(device: Any, mode: Optional[str]) -> Tuple[Optional[int], str]:
     if mode is None:
         return ordinal, "CPU" if ordinal is None else "UVA"
     if not isinstance(mode, str) or mode.upper() not in MODES:
-        raise ValueError(
+        raise _volley.VolleyValueError(
             f"mode must be 'GPU' (graph in device memory), 'UVA' (graph in pinned host memory) "
             f"or 'CPU', got {mode!r}"
         )
     mode = mode.upper()
     if mode != "CPU" and ordinal is None:
-        raise ValueError(f"mode={mode!r} needs a CUDA device: pass device='cuda' (or 'cuda:N')")
+        raise _volley.VolleyValueError(f"mode={mode!r} needs a CUDA device: pass device='cuda' (or 'cuda:N')")
     return ordinal, mode
 
 

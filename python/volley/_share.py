@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import _volley
+from ._volley import VolleyOSError
 
 __all__ = ["proportional_set_size"]
 
@@ -111,4 +112,4 @@ def proportional_set_size(pid: Optional[int] = None) -> int:
         for line in rollup:
             if line.startswith("Pss:"):
                 return int(line.split()[1]) * 1024
-    raise OSError(f"{path} has no Pss line")
+    raise VolleyOSError(f"{path} has no Pss line")

@@ -22,6 +22,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._volley import VolleyTypeError
+
 _UNSET = object()
 # The torch module once imported, None when torch is absent; tests set it to None to exercise
 # the numpy fallback.
@@ -59,7 +61,7 @@ def to_output(array: Any) -> Any:
         ``numpy.ndarray``; None for None.
 
     Raises:
-        TypeError: the array cannot be represented without torch (bfloat16, device memory).
+        VolleyTypeError: the array cannot be represented without torch (bfloat16, device memory).
     """
     if array is None:
         return None
@@ -67,7 +69,7 @@ def to_output(array: Any) -> Any:
     if torch is None:
         if isinstance(array, np.ndarray):
             return array
-        raise TypeError(
+        raise VolleyTypeError(
             "this Volley array (bfloat16 or device memory) cannot be represented in numpy; "
             "install torch to receive it as a tensor"
         )

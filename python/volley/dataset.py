@@ -20,7 +20,7 @@ import numpy as np
 from . import _share, _tensor
 from ._volley import Dataset as _NativeDataset
 from ._volley import dataset_store as _dataset_store
-from ._volley import VolleyValueError
+from ._volley import VolleyImportError, VolleyTypeError, VolleyValueError
 from ._volley import load_dataset as _load_dataset
 from ._volley import planetoid_split as _planetoid_split
 from ._volley import random_split as _random_split
@@ -72,11 +72,11 @@ class Dataset:
             name: a name, stored in ``volley.json`` when saved.
 
         Raises:
-            TypeError: ``graph`` is not a ``Graph``.
+            VolleyTypeError: ``graph`` is not a ``Graph``.
             VolleyValueError: an array with an unsupported dtype.
         """
         if not isinstance(graph, Graph):
-            raise TypeError(f"graph must be a volley.Graph, got {type(graph).__name__}")
+            raise VolleyTypeError(f"graph must be a volley.Graph, got {type(graph).__name__}")
         native = _NativeDataset()
         native.name = name
         native.graph = graph._csr
@@ -233,15 +233,15 @@ class Dataset:
             A ``torch_geometric.data.Data``.
 
         Raises:
-            ImportError: torch or torch_geometric is not importable.
+            VolleyImportError: torch or torch_geometric is not importable.
         """
         torch = _tensor.torch_module()
         if torch is None:
-            raise ImportError("Dataset.to_pyg() needs torch (and torch_geometric)")
+            raise VolleyImportError("Dataset.to_pyg() needs torch (and torch_geometric)")
         try:
             from torch_geometric.data import Data
         except ImportError as error:
-            raise ImportError(
+            raise VolleyImportError(
                 "Dataset.to_pyg() needs torch_geometric (pip install torch_geometric)"
             ) from error
         graph = self.graph
@@ -314,7 +314,7 @@ def save_dataset(dataset: Dataset, path: PathLike) -> None:
             dtype ``.npy`` cannot hold (bfloat16).
     """
     if not isinstance(dataset, Dataset):
-        raise TypeError(f"save_dataset() takes a volley.Dataset, got {type(dataset).__name__}")
+        raise VolleyTypeError(f"save_dataset() takes a volley.Dataset, got {type(dataset).__name__}")
     _save_dataset(dataset._native, os.fspath(path))
 
 

@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import List
 
-from ._volley import VolleyOSError, is_dataset_directory
+from ._volley import VolleyOSError, VolleyValueError, is_dataset_directory
 from .dataset import Dataset, load_dataset
 
 BUNDLED = ("cora", "citeseer")
@@ -47,11 +47,11 @@ def bundled_dir(name: str) -> Path:
         The first candidate directory (see the module docstring) that holds a ``volley.json``.
 
     Raises:
-        ValueError: ``name`` is not a bundled dataset.
+        VolleyValueError: ``name`` is not a bundled dataset.
         VolleyOSError: none of the candidate directories holds it (all are listed).
     """
     if name not in BUNDLED:
-        raise ValueError(f"no bundled dataset {name!r}; bundled are {', '.join(BUNDLED)}")
+        raise VolleyValueError(f"no bundled dataset {name!r}; bundled are {', '.join(BUNDLED)}")
     candidates = candidate_dirs(name)
     for directory in candidates:
         if is_dataset_directory(str(directory)):

@@ -33,7 +33,8 @@ seconds ``VolleyTimeoutError`` (a ``TimeoutError``), a missing or wrong token
 ``VolleyPermissionError`` (a ``PermissionError``).
 
 The service needs a build with gRPC (Debian's ``libgrpc++-dev`` and
-``protobuf-compiler-grpc``); in other builds every entry point raises ``RuntimeError`` saying so.
+``protobuf-compiler-grpc``); in other builds every entry point raises ``VolleyRuntimeError``
+(a ``RuntimeError``) saying so.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _tensor, _volley
+from ._volley import VolleyOSError, VolleyRuntimeError, VolleyValueError
 from .loader import NeighborLoader, _rank_and_world_size
 from .partition import PartitionBook
 from .sampler import NeighborSampler
@@ -67,7 +69,7 @@ def available() -> bool:
 
 def _native() -> Any:
     if not available():
-        raise RuntimeError(_NO_DIST)
+        raise VolleyRuntimeError(_NO_DIST)
     return _volley
 
 
@@ -76,12 +78,17 @@ def read_token(path: PathLike) -> str:
     ``volley serve --token-file`` reads).
 
     Raises:
-        OSError: the file cannot be read. ValueError: its first line is empty.
+        VolleyOSError: the file cannot be read. VolleyValueError: its first line is empty.
     """
-    with open(path, encoding="utf-8") as stream:
-        token = stream.readline().strip()
+    try:
+        with open(path, encoding="utf-8") as stream:
+            token = stream.readline().strip()
+    except OSError as error:
+        raise VolleyOSError(
+            f"cannot read token file '{os.fspath(path)}': {error.strerror or error}"
+        ) from error
     if not token:
-        raise ValueError(f"token file '{os.fspath(path)}' is empty (its first line is the token)")
+        raise VolleyValueError(f"token file '{os.fspath(path)}' is empty (its first line is the token)")
     return token
 
 
@@ -192,7 +199,7 @@ def serve(
     Raises:
         VolleyOSError: the address cannot be bound, or the partition's files are bad.
         VolleyIndexError: ``part`` out of range.
-        RuntimeError: a build without gRPC.
+        VolleyRuntimeError: a build without gRPC.
     """
     native = _native().Server(
         os.fspath(directory),
@@ -230,7 +237,7 @@ class DistGraph:
         VolleyConnectionError: a server cannot be reached within ``connect_timeout``.
         VolleyPermissionError: a missing or wrong token.
         VolleyValueError: a server of another dataset, part or protocol version (named).
-        RuntimeError: a build without gRPC.
+        VolleyRuntimeError: a build without gRPC.
 
     Thread-safe; picklable (the copy reconnects; a ``Server``-backed local part becomes a
     remote one, which changes nothing but speed).
@@ -352,7 +359,7 @@ def _local_pair(local: Any) -> Tuple[str, int]:
         directory, part = local
         return os.fspath(directory), int(part)
     except (TypeError, ValueError):
-        raise ValueError(
+        raise VolleyValueError(
             "local must be a (directory, part) pair or a volley.dist.Server of this process, "
             f"got {local!r}"
         ) from None
@@ -434,7 +441,7 @@ class DistFeatureStore:
         self, graph: Union[DistGraph, Sequence[str]], kind: str = "features", **options: Any
     ):
         if kind not in ("features", "labels"):
-            raise ValueError(f"kind must be 'features' or 'labels', got {kind!r}")
+            raise VolleyValueError(f"kind must be 'features' or 'labels', got {kind!r}")
         self.graph = _as_graph(graph, **options)
         self.kind = kind
 
@@ -501,7 +508,7 @@ class DistNeighborLoader(NeighborLoader):
     Raises:
         ValueError: a bad mode, ``local`` / ``server`` missing or given in the wrong mode, and
             what ``NeighborLoader`` refuses. The network errors of ``DistGraph``.
-        RuntimeError: a build without gRPC.
+        VolleyRuntimeError: a build without gRPC.
     """
 
     def __init__(
@@ -532,7 +539,7 @@ class DistNeighborLoader(NeighborLoader):
     ):
         native = _native()
         if mode not in MODES:
-            raise ValueError(f"mode must be 'worker' or 'server-client', got {mode!r}")
+            raise VolleyValueError(f"mode must be 'worker' or 'server-client', got {mode!r}")
         if isinstance(addresses, str):
             addresses = [a.strip() for a in addresses.split(",")]
         self.mode = mode
@@ -546,20 +553,20 @@ class DistNeighborLoader(NeighborLoader):
         rank_and_world = dict(rank=rank, world_size=world_size)
         if mode == "worker":
             if server is not None:
-                raise ValueError("server= is for mode='server-client'; worker mode uses local=")
+                raise VolleyValueError("server= is for mode='server-client'; worker mode uses local=")
             if isinstance(addresses, DistGraph):
                 if local is not None:
-                    raise ValueError("pass local= to volley.dist.connect, not with a DistGraph")
+                    raise VolleyValueError("pass local= to volley.dist.connect, not with a DistGraph")
                 self.graph = addresses
             else:
                 if local is None:
-                    raise ValueError(
+                    raise VolleyValueError(
                         "mode='worker' needs local=(directory, part) or local=server (the "
                         "partition this trainer serves); to sample every partition over RPC, "
                         "pass volley.dist.connect(addresses) instead of the addresses"
                     )
                 if not addresses:
-                    raise ValueError("addresses must list every partition's server")
+                    raise VolleyValueError("addresses must list every partition's server")
                 self.graph = DistGraph(
                     addresses, token=token, deadline=deadline, connect_timeout=connect_timeout,
                     local=local,
@@ -568,12 +575,12 @@ class DistNeighborLoader(NeighborLoader):
             num_nodes = self.graph.num_nodes
         else:
             if local is not None:
-                raise ValueError("local= is for mode='worker'; server-client trainers hold no data")
+                raise VolleyValueError("local= is for mode='worker'; server-client trainers hold no data")
             if isinstance(addresses, DistGraph):
                 addresses = addresses.addresses
             if server is None:
                 if not addresses:
-                    raise ValueError(
+                    raise VolleyValueError(
                         "mode='server-client' needs server='host:port' (or addresses to pick "
                         "one from by rank)"
                     )

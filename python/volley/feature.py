@@ -38,6 +38,7 @@ import numpy as np
 from . import _cuda, _share, _tensor
 from . import _volley
 from ._volley import FeatureStore as _NativeStore
+from ._volley import VolleyRuntimeError, VolleyTypeError, VolleyValueError
 from ._volley import hotness_by_degree as _hotness_by_degree
 from ._volley import hotness_by_sampling as _hotness_by_sampling
 from .graph import Graph
@@ -57,7 +58,7 @@ def _parse_bytes(value: Union[int, float, str, None]) -> int:
         return int(value)
     match = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?)(I?B)?\s*", str(value).upper())
     if match is None:
-        raise ValueError(f"cannot read {value!r} as a size in bytes (e.g. 4G, 200M, 1048576)")
+        raise VolleyValueError(f"cannot read {value!r} as a size in bytes (e.g. 4G, 200M, 1048576)")
     return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
 
 
@@ -73,12 +74,12 @@ def _as_ids(ids: Any, num_rows: int) -> Any:
         if ids.dtype == torch.bool:
             return torch.nonzero(ids).reshape(-1)
         if ids.dtype.is_floating_point:
-            raise TypeError(f"ids must be integers, got {ids.dtype}")
+            raise VolleyTypeError(f"ids must be integers, got {ids.dtype}")
         return ids.reshape(-1).long().contiguous()
     if ids.dtype == np.bool_:
         return np.nonzero(ids)[0].astype(np.int64)
     if not np.issubdtype(ids.dtype, np.integer):
-        raise TypeError(f"ids must be integers, got {ids.dtype}")
+        raise VolleyTypeError(f"ids must be integers, got {ids.dtype}")
     return np.ascontiguousarray(ids.reshape(-1), dtype=np.int64)
 
 
@@ -141,7 +142,7 @@ def hotness_by_sampling(
 def _graph_csr(graph: Any) -> Any:
     if isinstance(graph, Graph):
         return graph._csr
-    raise TypeError(f"expected a volley.Graph, got {type(graph).__name__}")
+    raise VolleyTypeError(f"expected a volley.Graph, got {type(graph).__name__}")
 
 
 class Feature:
@@ -196,7 +197,7 @@ class Feature:
         self._device = _cuda.parse_device(device)
         self._device_store: Any = None
         if self._device is not None and shared:
-            raise ValueError("shared=True is for host memory; a Feature on a CUDA device cannot be shared")
+            raise VolleyValueError("shared=True is for host memory; a Feature on a CUDA device cannot be shared")
         if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
             data = None  # quiver.Feature(rank, ...): the first positional argument is the rank
         self.rank = rank
@@ -248,11 +249,11 @@ class Feature:
             return None
         if isinstance(order, str):
             if order != "degree":
-                raise ValueError(
+                raise VolleyValueError(
                     f'hot_order must be None, "degree" or an array of row ids, got {order!r}'
                 )
             if self._graph is None:
-                raise ValueError('hot_order="degree" needs graph= (a volley.Graph)')
+                raise VolleyValueError('hot_order="degree" needs graph= (a volley.Graph)')
             return _hotness_by_degree(_graph_csr(self._graph))
         return _as_ids(order, 0)
 
@@ -266,13 +267,13 @@ class Feature:
             self._store = data
         elif isinstance(data, (str, os.PathLike)):
             if self._shared:
-                raise ValueError("shared=True copies an array; pass the array, not a path")
+                raise VolleyValueError("shared=True copies an array; pass the array, not a path")
             self._store = _NativeStore.from_npy(os.fspath(data), tiers, hot_order)
         else:
             matrix = _tensor.to_input(data)
             if self._shared:
                 if tiers or hot_order is not None:
-                    raise ValueError("shared=True holds the whole matrix: no cache_bytes/hot_order")
+                    raise VolleyValueError("shared=True holds the whole matrix: no cache_bytes/hot_order")
                 self._store = _NativeStore.create_shared(matrix)
             elif tiers or hot_order is not None:
                 self._store = _NativeStore.build(matrix, tiers, hot_order)
@@ -283,7 +284,7 @@ class Feature:
         """The GPU tiers (``device=``): a native DeviceFeatureStore, plus a zero-copy CPU store
         over the same host matrix for shape, dtype and host-side reads."""
         if isinstance(data, _NativeStore):
-            raise ValueError("a native FeatureStore cannot be moved to a CUDA device; pass the array")
+            raise VolleyValueError("a native FeatureStore cannot be moved to a CUDA device; pass the array")
         if isinstance(data, (str, os.PathLike)):
             data = np.load(os.fspath(data), mmap_mode="r")
         matrix = _tensor.to_input(data)
@@ -302,7 +303,7 @@ class Feature:
 
     def _native(self) -> _NativeStore:
         if self._store is None:
-            raise RuntimeError("this Feature holds no data yet: call from_cpu_tensor(x) first")
+            raise VolleyRuntimeError("this Feature holds no data yet: call from_cpu_tensor(x) first")
         return self._store
 
     # --- access -------------------------------------------------------------------------------
@@ -423,7 +424,7 @@ class Feature:
 
     def __reduce__(self) -> Any:
         if self._device is not None:
-            raise TypeError(
+            raise VolleyTypeError(
                 "a Feature on a CUDA device cannot be pickled: pickle the CPU Feature (or share "
                 "it) and create the device Feature in the receiving process"
             )

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _share, _tensor
-from ._volley import Csr, VolleyValueError, build_csr
+from ._volley import Csr, VolleyTypeError, VolleyValueError, build_csr
 
 _INDEX_DTYPES = ("int32", "int64")
 
@@ -39,7 +39,7 @@ class Graph:
     def __init__(self, csr: Csr):
         """Wraps a native ``_volley.Csr`` (use the ``from_*`` constructors instead)."""
         if not isinstance(csr, Csr):
-            raise TypeError(f"Graph wraps a volley._volley.Csr, got {type(csr).__name__}")
+            raise VolleyTypeError(f"Graph wraps a volley._volley.Csr, got {type(csr).__name__}")
         self._csr = csr
 
     @classmethod

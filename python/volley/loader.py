@@ -88,7 +88,7 @@ def _device_rows(rows: Any, device: int, what: str) -> Any:
     if isinstance(rows, Feature):
         if rows._device_store is not None:
             if rows._device != device:
-                raise ValueError(f"{what} live on cuda:{rows._device}, the loader on cuda:{device}")
+                raise _volley.VolleyValueError(f"{what} live on cuda:{rows._device}, the loader on cuda:{device}")
             return rows._device_store
         rows = rows.gather(slice(None))  # a CPU store (tiered, mapped): its rows on the host
     matrix = _tensor.to_input(rows)
@@ -124,16 +124,16 @@ def _as_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[np.ndarray]:
     if input_nodes is None:
         return None
     if isinstance(input_nodes, tuple):
-        raise ValueError("heterogeneous input_nodes (node_type, ids) are not supported yet")
+        raise _volley.VolleyValueError("heterogeneous input_nodes (node_type, ids) are not supported yet")
     values = _tensor.to_numpy(input_nodes)
     if values.dtype == np.bool_:
         if values.shape != (num_nodes,):
-            raise ValueError(
+            raise _volley.VolleyValueError(
                 f"a boolean input_nodes mask must have shape ({num_nodes},), got {values.shape}"
             )
         return np.nonzero(values)[0].astype(np.int64)
     if not np.issubdtype(values.dtype, np.integer):
-        raise ValueError(f"input_nodes must hold integer ids or a boolean mask, got {values.dtype}")
+        raise _volley.VolleyValueError(f"input_nodes must hold integer ids or a boolean mask, got {values.dtype}")
     return np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
 
 
@@ -309,7 +309,7 @@ class NeighborLoader:
         world = self.world_size
         self._per_rank = count // world if self.drop_last else -(-count // world)
         if self._per_rank == 0:
-            raise ValueError(
+            raise _volley.VolleyValueError(
                 f"{count} input nodes cannot be split over {self.world_size} ranks"
                 + (" with drop_last" if self.drop_last and count else "")
             )
@@ -359,13 +359,13 @@ class NeighborLoader:
             return data.graph, data.x, data.y
         edge_index = getattr(data, "edge_index", None)
         if edge_index is None:
-            raise TypeError(
+            raise _volley.VolleyTypeError(
                 f"data must be a torch_geometric.data.Data with edge_index or a volley.Dataset, "
                 f"got {type(data).__name__}"
             )
         weight = getattr(data, "edge_weight", None) if weighted else None
         if weighted and weight is None:
-            raise ValueError("weighted=True needs data.edge_weight")
+            raise _volley.VolleyValueError("weighted=True needs data.edge_weight")
         cached = getattr(data, "_volley_graph", None)
         if cached is None or cached[1] != (id(edge_index), weighted):
             graph = Graph.from_edge_index(
@@ -514,10 +514,10 @@ def _rank_and_world_size(rank: Optional[int], world_size: Optional[int]) -> Tupl
             return int(distributed.get_rank()), int(distributed.get_world_size())
         return 0, 1
     if rank is None or world_size is None:
-        raise ValueError("pass both rank and world_size, or neither (torch.distributed decides)")
+        raise _volley.VolleyValueError("pass both rank and world_size, or neither (torch.distributed decides)")
     rank, world_size = int(rank), int(world_size)
     if world_size < 1 or not 0 <= rank < world_size:
-        raise ValueError(
+        raise _volley.VolleyValueError(
             f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}"
         )
     return rank, world_size

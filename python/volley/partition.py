@@ -31,6 +31,7 @@ import numpy as np
 from . import _tensor
 from ._volley import Partition as _NativePartition
 from ._volley import PartitionBook as _NativeBook
+from ._volley import VolleyIndexError, VolleyValueError
 from ._volley import invert_node_map as _invert_node_map
 from ._volley import load_node_map as _load_node_map
 from ._volley import load_partition as _load_partition
@@ -165,8 +166,6 @@ def partition(
         VolleyOSError: the dataset cannot be read or the output cannot be written.
     """
     if method not in METHODS:
-        from ._volley import VolleyValueError
-
         raise VolleyValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     options = dict(
         method=method,
@@ -318,8 +317,6 @@ def to_new_ids(node_map: Union[PathLike, Any], old_ids: Any) -> Any:
     ids = _tensor.to_numpy(old_ids)
     if ids.dtype == np.bool_:
         if ids.shape != mapping.shape:
-            from ._volley import VolleyValueError
-
             raise VolleyValueError(
                 f"a boolean mask of old ids must have shape {mapping.shape}, got {ids.shape}"
             )
@@ -327,8 +324,6 @@ def to_new_ids(node_map: Union[PathLike, Any], old_ids: Any) -> Any:
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     bad = np.nonzero((ids < 0) | (ids >= len(mapping)))[0]
     if len(bad):
-        from ._volley import VolleyIndexError
-
         raise VolleyIndexError(
             f"old id {int(ids[bad[0]])} at position {int(bad[0])} out of range for a graph with "
             f"{len(mapping)} nodes"
@@ -346,8 +341,6 @@ def split_ids(path: PathLike, split: str = "train") -> Any:
         VolleyValueError: an unknown split name.
     """
     if split not in ("train", "val", "test"):
-        from ._volley import VolleyValueError
-
         raise VolleyValueError(f"split must be 'train', 'val' or 'test', got {split!r}")
     num_parts = len(read_partition_manifest(path)["offsets"]) - 1
     chunks = []

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import _cuda, _tensor
 from . import _volley
+from ._volley import VolleyValueError
 from ._volley import sample_neighbors as _sample_neighbors
 from .graph import Graph
 
@@ -78,7 +79,7 @@ class NeighborSampler:
             host does not) and their memory is freed in that stream's order.
 
     Raises:
-        ValueError: empty ``sizes``, a size below -1, ``weighted`` without weights, a bad
+        VolleyValueError: empty ``sizes``, a size below -1, ``weighted`` without weights, a bad
             ``device`` or ``mode``.
         VolleyRuntimeError: a CUDA device asked of a build without CUDA, or of a machine
             without that device.
@@ -112,12 +113,12 @@ class NeighborSampler:
         """Checks and stores the options (shared with ``volley.dist.DistSampler``)."""
         self.sizes = [int(size) for size in sizes]
         if not self.sizes:
-            raise ValueError("sizes must list at least one hop, e.g. [15, 10]")
+            raise VolleyValueError("sizes must list at least one hop, e.g. [15, 10]")
         for hop, size in enumerate(self.sizes):
             if size < -1:
-                raise ValueError(f"size {size} at hop {hop} is invalid: use >= 0, or -1 for all")
+                raise VolleyValueError(f"size {size} at hop {hop} is invalid: use >= 0, or -1 for all")
         if weighted and not has_weights:
-            raise ValueError("weighted sampling needs edge weights, but the graph has none")
+            raise VolleyValueError("weighted sampling needs edge weights, but the graph has none")
         self.replace = bool(replace)
         self.weighted = bool(weighted)
         self.seed = int(seed)
@@ -149,7 +150,7 @@ class NeighborSampler:
             counts.
 
         Raises:
-            IndexError: a seed out of range. ValueError: a duplicate seed.
+            VolleyIndexError: a seed out of range. VolleyValueError: a duplicate seed.
         """
         if batch_index is None:
             batch_index = self._calls
