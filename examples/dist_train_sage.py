@@ -1,7 +1,7 @@
 """Train GraphSAGE with DDP on a partitioned graph served over gRPC (volley.dist).
 
-    torchrun --nproc_per_node 2 examples/dist_train_sage.py --mode worker
-    torchrun --nproc_per_node 2 examples/dist_train_sage.py --mode server-client
+    torchrun --nproc_per_node 2 examples/dist_train_sage.py --topology worker
+    torchrun --nproc_per_node 2 examples/dist_train_sage.py --topology server-client
 
 (With Debian's torch 1.13 on Python 3.11 add ``--redirects 1 --tee 1`` after ``torchrun``, and
 ``torchrun`` is ``.venv/bin/python -m torch.distributed.run`` where it is not on PATH.)
@@ -9,9 +9,9 @@
 Rank 0 partitions the bundled Cora into one random partition per rank (or ``--partitions DIR``
 names a partitioned dataset), then:
 
-* ``--mode worker``: each trainer serves its partition in-process (``volley.dist.serve``) and
+* ``--topology worker``: each trainer serves its partition in-process (``volley.dist.serve``) and
   holds it: its own nodes are sampled and gathered locally, the others' by RPC.
-* ``--mode server-client``: each rank starts a separate ``volley serve`` process for one
+* ``--topology server-client``: each rank starts a separate ``volley serve`` process for one
   partition (the servers know each other: ``--peers``); trainers hold no data and receive
   whole epochs of batches streamed from a server.
 
@@ -26,6 +26,7 @@ through the same service.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import os
 import re
@@ -102,7 +103,9 @@ def main() -> int:
     parser = training_parser(__doc__.splitlines()[0], epochs=20, batch_size=32, fanouts=[10, 10],
                              hidden=64, lr=0.01, workers=4,
                              workers_help="batches in flight per trainer")
-    parser.add_argument("--mode", choices=volley.dist.MODES, default="worker")
+    parser.add_argument("--topology", choices=volley.dist.TOPOLOGIES, default="worker")
+    parser.add_argument("--mode", dest="topology", choices=volley.dist.TOPOLOGIES,
+                        help=argparse.SUPPRESS)  # the name before --topology
     parser.add_argument("--partitions", help="a partitioned dataset (default: partition Cora)")
     parser.add_argument("--servers", help="comma-separated addresses of running servers, one "
                                           "per partition in part order (default: start them)")
@@ -130,7 +133,7 @@ def main() -> int:
                                       method="random", seed=args.seed)
             print(f"partitioned cora into {world_size} parts: edge cut "
                   f"{result.quality['edge_cut_fraction']:.2f}", flush=True)
-        if args.mode == "server-client" and not args.servers:
+        if args.topology == "server-client" and not args.servers:
             shared[2] = [f"127.0.0.1:{port}" for port in free_ports(world_size)]
     dist.broadcast_object_list(shared, src=0)
     directory, token, planned = shared
@@ -141,7 +144,7 @@ def main() -> int:
     server = process = token_file = None
     if args.servers:
         addresses = [a.strip() for a in args.servers.split(",")]
-    elif args.mode == "worker":
+    elif args.topology == "worker":
         if world_size != num_parts:
             raise SystemExit("without --servers, run one rank per partition")
         server = volley.dist.serve(directory, part, token=token)
@@ -157,17 +160,17 @@ def main() -> int:
         process = start_server_process(directory, part, addresses[part], token_file, addresses)
     dist.barrier()
     if rank == 0:
-        print(f"mode {args.mode}: servers {', '.join(addresses)}", flush=True)
+        print(f"topology {args.topology}: servers {', '.join(addresses)}", flush=True)
 
-    where = dict(local=server or (directory, part)) if args.mode == "worker" else {}
-    common = dict(mode=args.mode, token=token, deadline=args.deadline, **where)
+    where = dict(local=server or (directory, part)) if args.topology == "worker" else {}
+    common = dict(topology=args.topology, token=token, deadline=args.deadline, **where)
     train = volley.dist.DistNeighborLoader(
         addresses, args.fanouts, batch_size=args.batch_size,
         input_nodes=split_ids(directory, "train"), shuffle=True, num_workers=args.workers,
         seed=args.seed, **common)  # rank and world size come from torch.distributed
     if rank == 0:
         print(repr(train), flush=True)
-    if args.mode == "worker":
+    if args.topology == "worker":
         info = train.graph.info
     else:
         info = volley.dist.connect(addresses, token=token).info
@@ -214,7 +217,7 @@ def main() -> int:
         model.module.load_state_dict(best_state)
         test = accuracy("test")
         print(f"test accuracy {test:.3f} (model of the epoch with the best val accuracy, "
-              f"{best_val:.3f}); mode {args.mode}", flush=True)
+              f"{best_val:.3f}); topology {args.topology}", flush=True)
         if test < args.min_test_accuracy:
             print(f"test accuracy {test:.3f} is below {args.min_test_accuracy}", file=sys.stderr)
             status = 1

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -74,7 +75,7 @@ def whole(parts_dir):
 @pytest.fixture(scope="session")
 def servers(parts_dir):
     """In-process servers: s0, s1 serve parts 0 and 1; s0 and s1_streaming can also stream
-    epochs (server-client mode), each knowing the other part's server as its peer."""
+    epochs (server-client topology), each knowing the other part's server as its peer."""
     s1 = vd.serve(parts_dir, 1)
     s0 = vd.serve(parts_dir, 0, peers=["", s1.address])
     s1_streaming = vd.serve(parts_dir, 1, peers=[s0.address, ""])
@@ -201,38 +202,38 @@ def assert_same_batches(expected_loader, actual_loader, epochs=2):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("mode", vd.MODES)
+@pytest.mark.parametrize("topology", vd.TOPOLOGIES)
 @pytest.mark.parametrize("world_size", [1, 2])
-def test_batches_equal_single_machine(parts_dir, whole, servers, mode, world_size):
+def test_batches_equal_single_machine(parts_dir, whole, servers, topology, world_size):
     train = as_numpy(split_ids(parts_dir, "train"))
     assert len(train) == 140
     options = dict(batch_size=16, input_nodes=train, shuffle=True, seed=3)
     for rank in range(world_size):
         expected = NeighborLoader(whole, [5, 3], num_workers=2, rank=rank,
                                   world_size=world_size, **options)
-        if mode == "worker":
+        if topology == "worker":
             # Rank 0 shares the partition of its in-process server; rank 1 maps its own.
             local = servers["s0"] if rank == 0 else (parts_dir, 1)
             actual = vd.DistNeighborLoader(servers["addresses"], [5, 3], num_workers=3,
-                                           mode=mode, local=local, rank=rank,
+                                           topology=topology, local=local, rank=rank,
                                            world_size=world_size, **options)
         else:
             actual = vd.DistNeighborLoader(servers["streaming"], [5, 3], num_workers=3,
-                                           mode=mode, rank=rank, world_size=world_size,
+                                           topology=topology, rank=rank, world_size=world_size,
                                            **options)
         assert_same_batches(expected, actual)
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("mode", vd.MODES)
-def test_all_neighbors_replace_and_masks(parts_dir, whole, servers, mode):
+@pytest.mark.parametrize("topology", vd.TOPOLOGIES)
+def test_all_neighbors_replace_and_masks(parts_dir, whole, servers, topology):
     mask = np.zeros(whole.num_nodes, dtype=bool)
     mask[::7] = True
     options = dict(batch_size=100, input_nodes=mask, seed=11, replace=True, drop_last=True)
     expected = NeighborLoader(whole, [-1, 4], num_workers=1, **options)
-    where = (dict(addresses=servers["addresses"], local=(parts_dir, 0)) if mode == "worker"
+    where = (dict(addresses=servers["addresses"], local=(parts_dir, 0)) if topology == "worker"
              else dict(addresses=servers["streaming"], server=servers["streaming"][1]))
-    actual = vd.DistNeighborLoader(num_neighbors=[-1, 4], mode=mode, **where, **options)
+    actual = vd.DistNeighborLoader(num_neighbors=[-1, 4], topology=topology, **where, **options)
     assert_same_batches(expected, actual, epochs=1)
 
 
@@ -289,22 +290,23 @@ def test_features_and_labels_equal(parts_dir, cora_dir, whole, servers):
 @pytest.mark.timeout(60)
 def test_argument_errors(parts_dir, servers, monkeypatch):
     addresses = servers["addresses"]
-    with pytest.raises(ValueError, match="mode"):
-        vd.DistNeighborLoader(addresses, [5], mode="peer-to-peer", local=(parts_dir, 0))
+    with pytest.raises(ValueError, match="topology"):
+        vd.DistNeighborLoader(addresses, [5], topology="peer-to-peer", local=(parts_dir, 0))
     with pytest.raises(ValueError, match="local="):
-        vd.DistNeighborLoader(addresses, [5], mode="worker")
+        vd.DistNeighborLoader(addresses, [5], topology="worker")
     with pytest.raises(ValueError, match="server"):
-        vd.DistNeighborLoader(None, [5], mode="server-client")
-    with pytest.raises(ValueError, match="local= is for mode='worker'"):
-        vd.DistNeighborLoader(addresses, [5], mode="server-client", local=(parts_dir, 0))
+        vd.DistNeighborLoader(None, [5], topology="server-client")
+    with pytest.raises(ValueError, match="local= is for topology='worker'"):
+        vd.DistNeighborLoader(addresses, [5], topology="server-client", local=(parts_dir, 0))
     with pytest.raises(ValueError, match="server= is for"):
         vd.DistNeighborLoader(addresses, [5], local=(parts_dir, 0), server=addresses[0])
     with pytest.raises(ValueError, match="cannot sample epochs"):  # s1 was started without peers
-        vd.DistNeighborLoader(addresses, [5], mode="server-client", server=addresses[1])
+        vd.DistNeighborLoader(addresses, [5], topology="server-client", server=addresses[1])
     with pytest.raises(IndexError, match="2708"):
         vd.DistNeighborLoader(addresses, [5], input_nodes=[0, 2708], local=(parts_dir, 0))
     with pytest.raises(IndexError, match="2708"):
-        vd.DistNeighborLoader(servers["streaming"], [5], input_nodes=[2708], mode="server-client")
+        vd.DistNeighborLoader(servers["streaming"], [5], input_nodes=[2708],
+                              topology="server-client")
     with pytest.raises(ValueError):  # a server of part 0 where part 1's is expected
         vd.connect([addresses[0], addresses[0]])
     with pytest.raises(ConnectionError):
@@ -314,6 +316,34 @@ def test_argument_errors(parts_dir, servers, monkeypatch):
         vd.serve(parts_dir, 0)
     with pytest.raises(RuntimeError, match="libgrpc"):
         vd.DistNeighborLoader(addresses, [5], local=(parts_dir, 0))
+
+
+@pytest.mark.timeout(60)
+def test_mode_is_the_deprecated_spelling_of_topology(parts_dir, servers):
+    addresses = servers["addresses"]
+    with pytest.warns(DeprecationWarning, match="topology="):
+        loader = vd.DistNeighborLoader(addresses, [5], mode="worker", local=(parts_dir, 0))
+    assert loader.topology == "worker" and "topology='worker'" in repr(loader)
+    with pytest.warns(DeprecationWarning, match="topology"):
+        assert loader.mode == "worker"
+    with pytest.warns(DeprecationWarning):
+        streamed = vd.DistNeighborLoader(servers["streaming"], [5], batch_size=1024,
+                                         mode="server-client")
+    assert streamed.topology == "server-client"
+    assert sum(b.batch_size for b in streamed) == 2708
+    with pytest.warns(DeprecationWarning):
+        assert vd.MODES == vd.TOPOLOGIES == ("worker", "server-client")
+    # NeighborLoader's modes are not topologies; the two spellings must agree.
+    with pytest.raises(volley.VolleyValueError, match="mode='GPU'") as caught:
+        vd.DistNeighborLoader(addresses, [5], mode="GPU", local=(parts_dir, 0))
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(volley.VolleyValueError, match="disagree"):
+        vd.DistNeighborLoader(addresses, [5], topology="worker", mode="server-client",
+                              local=(parts_dir, 0))
+    # topology= alone warns nothing.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        vd.DistNeighborLoader(addresses, [5], topology="worker", local=(parts_dir, 0))
 
 
 # --- Security -----------------------------------------------------------------------------------
@@ -331,10 +361,10 @@ def test_tokens_are_checked(parts_dir):
             with pytest.raises(PermissionError):
                 vd.DistNeighborLoader(addresses, [5], local=(parts_dir, 0), token=token)
             with pytest.raises(PermissionError):
-                vd.DistNeighborLoader(addresses, [5], mode="server-client", token=token)
+                vd.DistNeighborLoader(addresses, [5], topology="server-client", token=token)
             assert isinstance(pytest.raises(PermissionError, vd.connect, addresses,
                                             token=token).value, volley.VolleyPermissionError)
-        loader = vd.DistNeighborLoader(addresses, [5], batch_size=512, mode="server-client",
+        loader = vd.DistNeighborLoader(addresses, [5], batch_size=512, topology="server-client",
                                        token=TOKEN)
         assert sum(b.batch_size for b in loader) == 2708
         graph = vd.connect(addresses, token=TOKEN)
@@ -392,19 +422,21 @@ def test_garbage_and_oversized_requests_do_not_crash_the_server(parts_dir, spawn
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("mode, victim", [("worker", "remote"), ("server-client", "streaming"),
-                                          ("server-client", "peer")])
-def test_killed_server_raises_in_the_trainer_within_the_deadline(parts_dir, spawn, mode, victim):
+@pytest.mark.parametrize("topology, victim", [("worker", "remote"),
+                                              ("server-client", "streaming"),
+                                              ("server-client", "peer")])
+def test_killed_server_raises_in_the_trainer_within_the_deadline(parts_dir, spawn, topology,
+                                                                   victim):
     deadline, slack = 5.0, 5.0
     s1 = spawn(parts_dir, 1)
     s0 = spawn(parts_dir, 0, peers=["", s1.address])
     options = dict(batch_size=8, shuffle=True, seed=0, num_workers=2, deadline=deadline)
-    if mode == "worker":
-        loader = vd.DistNeighborLoader([s0.address, s1.address], [10, 10], mode=mode,
+    if topology == "worker":
+        loader = vd.DistNeighborLoader([s0.address, s1.address], [10, 10], topology=topology,
                                        local=(parts_dir, 0), **options)
         target = s1
     else:
-        loader = vd.DistNeighborLoader([s0.address, s1.address], [10, 10], mode=mode,
+        loader = vd.DistNeighborLoader([s0.address, s1.address], [10, 10], topology=topology,
                                        server=s0.address, **options)
         target = s0 if victim == "streaming" else s1
     batches = iter(loader)
@@ -439,7 +471,7 @@ def test_load_of_eight_clients(parts_dir, spawn):
                                                shuffle=True, seed=index, num_workers=2)
             else:  # server-client: epochs streamed from s0
                 loader = vd.DistNeighborLoader(addresses, [10, 5], batch_size=64, shuffle=True,
-                                               seed=index, num_workers=2, mode="server-client",
+                                               seed=index, num_workers=2, topology="server-client",
                                                server=s0.address)
             while not stop.is_set():
                 for batch in loader:

@@ -314,7 +314,9 @@ def save_dataset(dataset: Dataset, path: PathLike) -> None:
             dtype ``.npy`` cannot hold (bfloat16).
     """
     if not isinstance(dataset, Dataset):
-        raise VolleyTypeError(f"save_dataset() takes a volley.Dataset, got {type(dataset).__name__}")
+        raise VolleyTypeError(
+            f"save_dataset() takes a volley.Dataset, got {type(dataset).__name__}"
+        )
     _save_dataset(dataset._native, os.fspath(path))
 
 

@@ -6,7 +6,7 @@ process (or ``volley.dist.serve`` in-process). Trainers load batches that are *e
 options: sampling is a pure function of (seeds, fanouts, seed, batch index), and the servers
 each sample their own nodes' neighbors.
 
-Two modes, as in GraphLearn-for-PyTorch:
+Two topologies (``topology=``), as GraphLearn-for-PyTorch's two modes:
 
 * ``"worker"``: every trainer also serves its partition and holds it in-process; nodes it owns
   are sampled and gathered locally, the rest by RPC to the other trainers' servers::
@@ -14,7 +14,7 @@ Two modes, as in GraphLearn-for-PyTorch:
       server = volley.dist.serve("/data/cora-2", part=rank, listen="0.0.0.0:5000", token=token)
       loader = volley.dist.DistNeighborLoader(
           addresses, [10, 10], batch_size=64, input_nodes=train_ids, shuffle=True,
-          mode="worker", local=server, token=token)
+          topology="worker", local=server, token=token)
 
 * ``"server-client"``: sampling servers run apart from the trainers (started with ``peers``,
   the addresses of every partition's server); a trainer holds no data and receives each epoch's
@@ -22,7 +22,7 @@ Two modes, as in GraphLearn-for-PyTorch:
 
       loader = volley.dist.DistNeighborLoader(
           addresses, [10, 10], batch_size=64, input_nodes=train_ids, shuffle=True,
-          mode="server-client", token=token)  # server: addresses[rank % len(addresses)]
+          topology="server-client", token=token)  # server: addresses[rank % len(addresses)]
 
 Node ids are always in the partitioned (new) numbering: ``volley.partition.to_new_ids`` maps
 ids of the original dataset, ``volley.partition.split_ids`` gives a split's new ids.
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -53,7 +54,7 @@ from .sampler import NeighborSampler
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-MODES = ("worker", "server-client")
+TOPOLOGIES = ("worker", "server-client")
 
 _NO_DIST = (
     "this build of Volley has no distributed service: gRPC was not found when it was built. "
@@ -88,7 +89,9 @@ def read_token(path: PathLike) -> str:
             f"cannot read token file '{os.fspath(path)}': {error.strerror or error}"
         ) from error
     if not token:
-        raise VolleyValueError(f"token file '{os.fspath(path)}' is empty (its first line is the token)")
+        raise VolleyValueError(
+            f"token file '{os.fspath(path)}' is empty (its first line is the token)"
+        )
     return token
 
 
@@ -185,7 +188,8 @@ def serve(
             The default listens on loopback only; ``"0.0.0.0:PORT"`` for other machines.
         token: the access token every call must carry; None serves anyone who reaches the port.
         peers: every partition's server address in part order (this one's may be ``""``):
-            needed for server-client mode, where this server samples across all partitions.
+            needed for the server-client topology, where this server samples across all
+            partitions.
         threads: RPC handler threads at most (0: the default, 4 × cores, at least 8).
         peer_deadline: seconds per call to peers.
         concurrency: batches one epoch stream samples at once when the trainer does not say
@@ -229,7 +233,7 @@ class DistGraph:
         token: the servers' access token (None: none).
         deadline: seconds each call may take before ``VolleyTimeoutError``.
         connect_timeout: seconds to wait for servers that are still starting.
-        local: worker mode, the partition this process holds (sampled and gathered without
+        local: worker topology: the partition this process holds (sampled and gathered without
             RPC): a ``(directory, part)`` pair, or a ``Server`` of this process (its memory is
             shared). None: every part by RPC.
 
@@ -314,7 +318,7 @@ class DistGraph:
 
     @property
     def local_part(self) -> Optional[int]:
-        """The partition held in this process (worker mode), or None."""
+        """The partition held in this process (worker topology), or None."""
         part = self._native.local_part
         return None if part < 0 else int(part)
 
@@ -477,6 +481,41 @@ class DistFeatureStore:
         return f"DistFeatureStore({self.kind}, shape={self.shape}, dtype={self.dtype})"
 
 
+_MODE_DEPRECATED = (
+    "DistNeighborLoader's mode= is now called topology= ('worker' or 'server-client'); "
+    "mode= is accepted until the next release"
+)
+
+
+def _topology(topology: Optional[str], mode: Optional[str]) -> str:
+    """The loader's topology from ``topology=`` or the deprecated ``mode=`` (default worker)."""
+    if mode is not None:
+        if mode not in TOPOLOGIES:
+            raise VolleyValueError(
+                f"DistNeighborLoader takes topology='worker' or 'server-client', got mode={mode!r} "
+                "(GPU/UVA/CPU modes are NeighborLoader's)"
+            )
+        if topology is not None and topology != mode:
+            raise VolleyValueError(
+                f"topology={topology!r} and the deprecated mode={mode!r} disagree: pass topology="
+            )
+        warnings.warn(_MODE_DEPRECATED, DeprecationWarning, stacklevel=3)
+        topology = mode
+    if topology is None:
+        return "worker"
+    if topology not in TOPOLOGIES:
+        raise VolleyValueError(f"topology must be 'worker' or 'server-client', got {topology!r}")
+    return topology
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MODES":  # the name before topology=; kept for one release
+        warnings.warn("volley.dist.MODES is now volley.dist.TOPOLOGIES", DeprecationWarning,
+                      stacklevel=2)
+        return TOPOLOGIES
+    raise AttributeError(f"module 'volley.dist' has no attribute {name!r}")
+
+
 class DistNeighborLoader(NeighborLoader):
     """``volley.loader.NeighborLoader`` over partitions served by ``volley serve``.
 
@@ -487,18 +526,20 @@ class DistNeighborLoader(NeighborLoader):
 
     Args:
         addresses: every partition's server, in part order (``"host:port"``; a comma-separated
-            string works too), or a connected ``DistGraph`` (worker mode).
+            string works too), or a connected ``DistGraph`` (worker topology).
         num_neighbors, batch_size, input_nodes, shuffle, seed, replace, weighted, drop_last,
         prefetch, copy, transform, feature_dtype, rank, world_size: as ``NeighborLoader``
             (``input_nodes``: new ids or a boolean mask over them).
-        num_workers: batches in flight at once (worker mode: this process's loader threads;
+        num_workers: batches in flight at once (worker topology: this process's loader threads;
             server-client: batches the server samples at once). Network waits cost no CPU, so
             it may exceed the cores; default max(4, cores).
-        mode: ``"worker"`` (sample across the servers from this process, own partition
+        topology: ``"worker"`` (sample across the servers from this process, own partition
             in-process) or ``"server-client"`` (a server samples and streams whole epochs).
-        local: worker mode: the partition this trainer holds, ``(directory, part)`` or this
+        mode: deprecated spelling of ``topology`` (accepted for one release with a
+            ``DeprecationWarning``; ``NeighborLoader``'s ``mode`` means GPU / UVA / CPU).
+        local: worker topology: the partition this trainer holds, ``(directory, part)`` or this
             process's ``Server``. Required unless ``addresses`` is a ``DistGraph``.
-        server: server-client mode: the server that streams this trainer's batches; default
+        server: server-client topology: the server that streams this trainer's batches; default
             ``addresses[rank % len(addresses)]`` (trainers spread over the servers).
         token: the servers' access token (None: none).
         deadline: seconds a call (worker) or the next batch (server-client) may take before
@@ -506,8 +547,9 @@ class DistNeighborLoader(NeighborLoader):
         connect_timeout: seconds to wait for servers that are still starting.
 
     Raises:
-        ValueError: a bad mode, ``local`` / ``server`` missing or given in the wrong mode, and
-            what ``NeighborLoader`` refuses. The network errors of ``DistGraph``.
+        VolleyValueError: a bad topology, ``local`` / ``server`` missing or given with the
+            wrong topology, and what ``NeighborLoader`` refuses. The network errors of
+            ``DistGraph``.
         VolleyRuntimeError: a build without gRPC.
     """
 
@@ -521,7 +563,7 @@ class DistNeighborLoader(NeighborLoader):
         num_workers: Optional[int] = None,
         seed: Optional[int] = None,
         *,
-        mode: str = "worker",
+        topology: Optional[str] = None,
         local: Local = None,
         server: Optional[str] = None,
         token: Optional[str] = None,
@@ -536,13 +578,13 @@ class DistNeighborLoader(NeighborLoader):
         feature_dtype: str = "float32",
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
+        mode: Optional[str] = None,
     ):
         native = _native()
-        if mode not in MODES:
-            raise VolleyValueError(f"mode must be 'worker' or 'server-client', got {mode!r}")
+        topology = _topology(topology, mode)
         if isinstance(addresses, str):
             addresses = [a.strip() for a in addresses.split(",")]
-        self.mode = mode
+        self.topology = topology
         self.data = None
         self._token = token or ""
         self._connection = dict(
@@ -551,17 +593,21 @@ class DistNeighborLoader(NeighborLoader):
             connect_seconds=float(connect_timeout),
         )
         rank_and_world = dict(rank=rank, world_size=world_size)
-        if mode == "worker":
+        if topology == "worker":
             if server is not None:
-                raise VolleyValueError("server= is for mode='server-client'; worker mode uses local=")
+                raise VolleyValueError(
+                    "server= is for topology='server-client'; topology='worker' uses local="
+                )
             if isinstance(addresses, DistGraph):
                 if local is not None:
-                    raise VolleyValueError("pass local= to volley.dist.connect, not with a DistGraph")
+                    raise VolleyValueError(
+                        "pass local= to volley.dist.connect, not with a DistGraph"
+                    )
                 self.graph = addresses
             else:
                 if local is None:
                     raise VolleyValueError(
-                        "mode='worker' needs local=(directory, part) or local=server (the "
+                        "topology='worker' needs local=(directory, part) or local=server (the "
                         "partition this trainer serves); to sample every partition over RPC, "
                         "pass volley.dist.connect(addresses) instead of the addresses"
                     )
@@ -575,13 +621,15 @@ class DistNeighborLoader(NeighborLoader):
             num_nodes = self.graph.num_nodes
         else:
             if local is not None:
-                raise VolleyValueError("local= is for mode='worker'; server-client trainers hold no data")
+                raise VolleyValueError(
+                    "local= is for topology='worker'; server-client trainers hold no data"
+                )
             if isinstance(addresses, DistGraph):
                 addresses = addresses.addresses
             if server is None:
                 if not addresses:
                     raise VolleyValueError(
-                        "mode='server-client' needs server='host:port' (or addresses to pick "
+                        "topology='server-client' needs server='host:port' (or addresses to pick "
                         "one from by rank)"
                     )
                 index, _ = _rank_and_world_size(rank, world_size)
@@ -615,7 +663,7 @@ class DistNeighborLoader(NeighborLoader):
         )
 
     def _create_native(self, input_nodes: Optional[np.ndarray], shuffle: bool, seed: int) -> Any:
-        if self.mode == "worker":
+        if self.topology == "worker":
             return _volley.NeighborLoader(
                 self.graph._native, input_nodes, self.num_neighbors, shuffle=shuffle, seed=seed,
                 **self._options,
@@ -625,10 +673,16 @@ class DistNeighborLoader(NeighborLoader):
             **self._connection, **self._options,
         )
 
+    @property
+    def mode(self) -> str:
+        """Deprecated: ``topology`` (``NeighborLoader.mode`` means GPU / UVA / CPU)."""
+        warnings.warn(_MODE_DEPRECATED, DeprecationWarning, stacklevel=2)
+        return self.topology
+
     def __repr__(self) -> str:
         where = f"server='{self.server}'" if self.server else f"graph={self.graph!r}"
         return (
-            f"DistNeighborLoader(mode='{self.mode}', {where}, "
+            f"DistNeighborLoader(topology='{self.topology}', {where}, "
             f"num_neighbors={self.num_neighbors}, batch_size={self.batch_size}, "
             f"batches={len(self)}, shuffle={self.shuffle}, num_workers={self.num_workers}"
             + (f", rank={self.rank}/{self.world_size}" if self.world_size > 1 else "")
@@ -641,7 +695,7 @@ __all__ = [
     "DistGraph",
     "DistNeighborLoader",
     "DistSampler",
-    "MODES",
+    "TOPOLOGIES",
     "Server",
     "available",
     "connect",

@@ -197,7 +197,9 @@ class Feature:
         self._device = _cuda.parse_device(device)
         self._device_store: Any = None
         if self._device is not None and shared:
-            raise VolleyValueError("shared=True is for host memory; a Feature on a CUDA device cannot be shared")
+            raise VolleyValueError(
+                "shared=True is for host memory; a Feature on a CUDA device cannot be shared"
+            )
         if isinstance(data, (int, np.integer)) and not isinstance(data, bool):
             data = None  # quiver.Feature(rank, ...): the first positional argument is the rank
         self.rank = rank
@@ -273,7 +275,9 @@ class Feature:
             matrix = _tensor.to_input(data)
             if self._shared:
                 if tiers or hot_order is not None:
-                    raise VolleyValueError("shared=True holds the whole matrix: no cache_bytes/hot_order")
+                    raise VolleyValueError(
+                        "shared=True holds the whole matrix: no cache_bytes/hot_order"
+                    )
                 self._store = _NativeStore.create_shared(matrix)
             elif tiers or hot_order is not None:
                 self._store = _NativeStore.build(matrix, tiers, hot_order)
@@ -284,7 +288,9 @@ class Feature:
         """The GPU tiers (``device=``): a native DeviceFeatureStore, plus a zero-copy CPU store
         over the same host matrix for shape, dtype and host-side reads."""
         if isinstance(data, _NativeStore):
-            raise VolleyValueError("a native FeatureStore cannot be moved to a CUDA device; pass the array")
+            raise VolleyValueError(
+                "a native FeatureStore cannot be moved to a CUDA device; pass the array"
+            )
         if isinstance(data, (str, os.PathLike)):
             data = np.load(os.fspath(data), mmap_mode="r")
         matrix = _tensor.to_input(data)
@@ -303,7 +309,9 @@ class Feature:
 
     def _native(self) -> _NativeStore:
         if self._store is None:
-            raise VolleyRuntimeError("this Feature holds no data yet: call from_cpu_tensor(x) first")
+            raise VolleyRuntimeError(
+                "this Feature holds no data yet: call from_cpu_tensor(x) first"
+            )
         return self._store
 
     # --- access -------------------------------------------------------------------------------

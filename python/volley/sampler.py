@@ -116,7 +116,9 @@ class NeighborSampler:
             raise VolleyValueError("sizes must list at least one hop, e.g. [15, 10]")
         for hop, size in enumerate(self.sizes):
             if size < -1:
-                raise VolleyValueError(f"size {size} at hop {hop} is invalid: use >= 0, or -1 for all")
+                raise VolleyValueError(
+                    f"size {size} at hop {hop} is invalid: use >= 0, or -1 for all"
+                )
         if weighted and not has_weights:
             raise VolleyValueError("weighted sampling needs edge weights, but the graph has none")
         self.replace = bool(replace)
