@@ -135,17 +135,26 @@ _PROTOCOL = {"StopIteration", "StopAsyncIteration", "GeneratorExit", "KeyboardIn
 
 
 def builtin_raises(tree: ast.Module) -> List[int]:
-    """Lines of ``raise X`` / ``raise X(...)`` where X is a builtin exception class."""
+    """Lines of ``raise X`` / ``raise X(...)`` where X is a builtin exception class (a module's
+    or class's ``__getattr__`` raises AttributeError by protocol)."""
+    getattr_raises = {
+        id(raise_node)
+        for function in ast.walk(tree)
+        if isinstance(function, ast.FunctionDef) and function.name == "__getattr__"
+        for raise_node in ast.walk(function)
+    }
     lines = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Raise) or node.exc is None:
             continue
         target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        if id(node) in getattr_raises and getattr(target, "id", "") == "AttributeError":
+            continue
         if isinstance(target, ast.Name) and target.id not in _PROTOCOL:
             value = getattr(builtins, target.id, None)
             if isinstance(value, type) and issubclass(value, BaseException):
                 lines.append(node.lineno)
-    return lines
+    return sorted(lines)
 
 
 def test_builtin_raise_finder():
@@ -159,8 +168,12 @@ def test_builtin_raise_finder():
         "def h():\n"
         "    try: pass\n"
         "    except OSError: raise\n"
+        "def __getattr__(name):\n"
+        "    raise AttributeError(name)\n"
+        "def k(name):\n"
+        "    raise AttributeError(name)\n"
     )
-    assert builtin_raises(tree) == [2, 3]
+    assert builtin_raises(tree) == [2, 3, 13]
 
 
 def test_package_raises_only_volley_errors():
