@@ -35,342 +35,38 @@ seconds ``VolleyTimeoutError`` (a ``TimeoutError``), a missing or wrong token
 The service needs a build with gRPC (Debian's ``libgrpc++-dev`` and
 ``protobuf-compiler-grpc``); in other builds every entry point raises ``VolleyRuntimeError``
 (a ``RuntimeError``) saying so.
+
+Serving and the connected graph (``serve``, ``Server``, ``DistGraph``, ``DistFeatureStore``) are
+written in ``volley._dist_service``; this module adds the sampler and the loader on top.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _tensor, _volley
-from ._volley import VolleyOSError, VolleyRuntimeError, VolleyValueError
+from . import _volley
+from ._dist_service import (
+    DistFeatureStore,
+    DistGraph,
+    Local,
+    Server,
+    _as_graph,
+    _native,
+    available,
+    connect,
+    read_token,
+    serve,
+)
+from ._volley import VolleyValueError
 from .loader import NeighborLoader, _rank_and_world_size
-from .partition import PartitionBook
 from .sampler import NeighborSampler
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 TOPOLOGIES = ("worker", "server-client")
 
-_NO_DIST = (
-    "this build of Volley has no distributed service: gRPC was not found when it was built. "
-    "Install Debian's libgrpc++-dev and protobuf-compiler-grpc, then rebuild (scripts/dev.sh, "
-    "or cmake with -DVOLLEY_DIST=ON, or pip install .)"
-)
-
-
-def available() -> bool:
-    """Whether this build has the distributed service (gRPC)."""
-    return bool(getattr(_volley, "_has_dist", False))
-
-
-def _native() -> Any:
-    if not available():
-        raise VolleyRuntimeError(_NO_DIST)
-    return _volley
-
-
-def read_token(path: PathLike) -> str:
-    """The access token in a token file: its first line without surrounding white space (what
-    ``volley serve --token-file`` reads).
-
-    Raises:
-        VolleyOSError: the file cannot be read. VolleyValueError: its first line is empty.
-    """
-    try:
-        with open(path, encoding="utf-8") as stream:
-            token = stream.readline().strip()
-    except OSError as error:
-        raise VolleyOSError(
-            f"cannot read token file '{os.fspath(path)}': {error.strerror or error}"
-        ) from error
-    if not token:
-        raise VolleyValueError(
-            f"token file '{os.fspath(path)}' is empty (its first line is the token)"
-        )
-    return token
-
-
-class Server:
-    """One partition served over gRPC in this process (see ``serve``).
-
-    A context manager: leaving the ``with`` block shuts it down. Serving runs on the server's
-    own threads; the Python thread is free (``wait`` blocks until ``shutdown``).
-    """
-
-    def __init__(self, native: Any):
-        self._native = native
-
-    @property
-    def address(self) -> str:
-        """``host:port`` to give clients (with the port the system chose for port 0)."""
-        return self._native.address
-
-    @property
-    def port(self) -> int:
-        return self._native.port
-
-    @property
-    def part(self) -> int:
-        return self._native.part
-
-    @property
-    def fingerprint(self) -> str:
-        """CRC-32 (hex) of the served ``partition.json``; clients check they agree."""
-        return self._native.fingerprint
-
-    @property
-    def authenticated(self) -> bool:
-        """Whether every call must carry the token."""
-        return self._native.authenticated
-
-    def stats(self) -> Dict[str, int]:
-        """``requests``, ``failed_requests`` (refused or failed) and ``active_streams``."""
-        return dict(self._native.stats())
-
-    def shutdown(self, grace: float = 1.0) -> None:
-        """Stops serving: refuses new calls, cancels epoch streams and waits up to ``grace``
-        seconds for calls in flight. Idempotent."""
-        self._native.shutdown(float(grace))
-
-    def wait(self, timeout: Optional[float] = None) -> bool:
-        """Blocks until ``shutdown`` (from another thread), at most ``timeout`` seconds.
-
-        Returns:
-            True when the server has stopped, False on timeout. Ctrl-C interrupts the wait.
-        """
-        waiter = getattr(self, "_waiter", None)
-        if waiter is None:  # the native wait blocks without the GIL; wait on it from a thread
-            waiter = self._waiter = threading.Thread(target=self._native.wait, daemon=True)
-            waiter.start()
-        waiter.join(timeout)
-        return not waiter.is_alive()
-
-    def __enter__(self) -> "Server":
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.shutdown()
-
-    def __repr__(self) -> str:
-        return (
-            f"Server(part={self.part}, address='{self.address}', "
-            f"authenticated={self.authenticated})"
-        )
-
-
-def serve(
-    directory: PathLike,
-    part: int,
-    listen: str = "127.0.0.1:0",
-    token: Optional[str] = None,
-    peers: Optional[Sequence[str]] = None,
-    threads: int = 0,
-    *,
-    peer_deadline: float = 30.0,
-    concurrency: int = 0,
-    max_message_bytes: int = 512 << 20,
-    memory_limit_bytes: int = 4 << 30,
-) -> Server:
-    """Serves partition ``part`` of a partitioned dataset from this process (memory-mapped).
-
-    The same service as ``volley serve DIR --part P``; it runs on its own threads until
-    ``shutdown`` (or the ``with`` block ends, or the process exits).
-
-    Args:
-        directory: the partitioned dataset directory (holding ``partition.json``).
-        part: the partition to serve.
-        listen: ``host:port``; port 0 picks a free port (read it back from ``Server.address``).
-            The default listens on loopback only; ``"0.0.0.0:PORT"`` for other machines.
-        token: the access token every call must carry; None serves anyone who reaches the port.
-        peers: every partition's server address in part order (this one's may be ``""``):
-            needed for the server-client topology, where this server samples across all
-            partitions.
-        threads: RPC handler threads at most (0: the default, 4 × cores, at least 8).
-        peer_deadline: seconds per call to peers.
-        concurrency: batches one epoch stream samples at once when the trainer does not say
-            (0: cores).
-        max_message_bytes: larger requests are refused.
-        memory_limit_bytes: gRPC's memory quota for the server.
-
-    Returns:
-        A running ``Server``.
-
-    Raises:
-        VolleyOSError: the address cannot be bound, or the partition's files are bad.
-        VolleyIndexError: ``part`` out of range.
-        VolleyRuntimeError: a build without gRPC.
-    """
-    native = _native().Server(
-        os.fspath(directory),
-        int(part),
-        listen=str(listen),
-        token=token or "",
-        threads=int(threads),
-        peers=[str(p) for p in (peers or [])],
-        peer_token=token or "",
-        peer_deadline_seconds=float(peer_deadline),
-        max_message_bytes=int(max_message_bytes),
-        memory_limit_bytes=int(memory_limit_bytes),
-        default_concurrency=int(concurrency),
-    )
-    return Server(native)
-
-
-Local = Union[None, Server, Tuple[PathLike, int]]
-
-
-class DistGraph:
-    """The partitions served at ``addresses``, seen as one graph (new ids).
-
-    Args:
-        addresses: ``addresses[p]`` serves part ``p`` (``"host:port"``); the local part's entry
-            may be ``""``.
-        token: the servers' access token (None: none).
-        deadline: seconds each call may take before ``VolleyTimeoutError``.
-        connect_timeout: seconds to wait for servers that are still starting.
-        local: worker topology: the partition this process holds (sampled and gathered without
-            RPC): a ``(directory, part)`` pair, or a ``Server`` of this process (its memory is
-            shared). None: every part by RPC.
-
-    Raises:
-        VolleyConnectionError: a server cannot be reached within ``connect_timeout``.
-        VolleyPermissionError: a missing or wrong token.
-        VolleyValueError: a server of another dataset, part or protocol version (named).
-        VolleyRuntimeError: a build without gRPC.
-
-    Thread-safe; picklable (the copy reconnects; a ``Server``-backed local part becomes a
-    remote one, which changes nothing but speed).
-    """
-
-    def __init__(
-        self,
-        addresses: Sequence[str],
-        *,
-        token: Optional[str] = None,
-        deadline: float = 30.0,
-        connect_timeout: float = 30.0,
-        local: Local = None,
-    ):
-        native = _native()
-        if isinstance(addresses, str):
-            addresses = [a.strip() for a in addresses.split(",")]
-        self._addresses = [str(a) for a in addresses]
-        self._token = token or ""
-        self._deadline = float(deadline)
-        self._connect_timeout = float(connect_timeout)
-        options = dict(
-            token=self._token,
-            deadline_seconds=self._deadline,
-            connect_seconds=self._connect_timeout,
-        )
-        self._local: Optional[Tuple[str, int]] = None
-        if isinstance(local, Server):
-            self._native = native.DistGraph.connect_to_server_partition(
-                self._addresses, local._native, **options
-            )
-        elif local is not None:
-            directory, part = _local_pair(local)
-            self._local = (directory, part)
-            self._native = native.DistGraph.connect(
-                self._addresses, local_directory=directory, local_part=part, **options
-            )
-        else:
-            self._native = native.DistGraph.connect(self._addresses, **options)
-        self._info = dict(self._native.info)
-
-    @property
-    def addresses(self) -> List[str]:
-        return list(self._addresses)
-
-    @property
-    def info(self) -> Dict[str, Any]:
-        """What the servers serve: ``dataset_name``, ``fingerprint``, ``num_nodes``,
-        ``num_parts``, ``num_edges``, ``feature_dim``, ``feature_dtype``, ``label_dtype``,
-        ``num_classes``, ``has_weights``."""
-        info = dict(self._info)
-        info.pop("book", None)
-        return info
-
-    @property
-    def book(self) -> PartitionBook:
-        return PartitionBook(self._info["book"])
-
-    @property
-    def num_nodes(self) -> int:
-        return int(self._info["num_nodes"])
-
-    @property
-    def num_edges(self) -> int:
-        return int(self._info["num_edges"])
-
-    @property
-    def num_features(self) -> int:
-        return int(self._info["feature_dim"])
-
-    @property
-    def num_classes(self) -> int:
-        return int(self._info["num_classes"])
-
-    @property
-    def local_part(self) -> Optional[int]:
-        """The partition held in this process (worker topology), or None."""
-        part = self._native.local_part
-        return None if part < 0 else int(part)
-
-    @property
-    def features(self) -> "DistFeatureStore":
-        """Node features as a ``DistFeatureStore``."""
-        return DistFeatureStore(self, "features")
-
-    @property
-    def labels(self) -> "DistFeatureStore":
-        """Node labels as a ``DistFeatureStore``."""
-        return DistFeatureStore(self, "labels")
-
-    def __reduce__(self) -> tuple:
-        return _reconnect, (
-            self._addresses,
-            dict(token=self._token, deadline=self._deadline,
-                 connect_timeout=self._connect_timeout, local=self._local),
-        )
-
-    def __repr__(self) -> str:
-        local = self.local_part
-        return (
-            f"DistGraph('{self._info['dataset_name']}', nodes={self.num_nodes:,}, "
-            f"parts={self._info['num_parts']}"
-            + (f", local_part={local}" if local is not None else "")
-            + ")"
-        )
-
-
-def _reconnect(addresses: List[str], options: Dict[str, Any]) -> DistGraph:
-    return DistGraph(addresses, **options)
-
-
-def connect(addresses: Sequence[str], **options: Any) -> DistGraph:
-    """``DistGraph(addresses, **options)``: connects to the servers of every partition."""
-    return DistGraph(addresses, **options)
-
-
-def _local_pair(local: Any) -> Tuple[str, int]:
-    try:
-        directory, part = local
-        return os.fspath(directory), int(part)
-    except (TypeError, ValueError):
-        raise VolleyValueError(
-            "local must be a (directory, part) pair or a volley.dist.Server of this process, "
-            f"got {local!r}"
-        ) from None
-
-
-def _as_graph(graph: Union[DistGraph, Sequence[str]], **options: Any) -> DistGraph:
-    return graph if isinstance(graph, DistGraph) else DistGraph(graph, **options)
 
 
 class DistSampler(NeighborSampler):
@@ -428,57 +124,6 @@ def _rebuild_dist_sampler(graph: DistGraph, options: Dict[str, Any], calls: int)
     sampler = DistSampler(graph, **options)
     sampler._calls = calls
     return sampler
-
-
-class DistFeatureStore:
-    """Feature rows (or labels) of served partitions, gathered by new id.
-
-    Args:
-        graph: a ``DistGraph``, or the servers' addresses (then ``options`` go to ``DistGraph``).
-        kind: ``"features"`` or ``"labels"``.
-
-    ``store[ids]`` and ``store.gather(ids)`` return a tensor (numpy without torch): [n, D] rows
-    for features, int64 [n] for labels. Ids out of range raise ``VolleyIndexError``.
-    """
-
-    def __init__(
-        self, graph: Union[DistGraph, Sequence[str]], kind: str = "features", **options: Any
-    ):
-        if kind not in ("features", "labels"):
-            raise VolleyValueError(f"kind must be 'features' or 'labels', got {kind!r}")
-        self.graph = _as_graph(graph, **options)
-        self.kind = kind
-
-    def gather(self, ids: Any, dtype: Optional[str] = None) -> Any:
-        """Rows of ``ids`` (int64 new ids), features converted to ``dtype`` (None: as stored)."""
-        values = np.ascontiguousarray(_tensor.to_numpy(ids), dtype=np.int64).reshape(-1)
-        native = self.graph._native
-        if self.kind == "labels":
-            return _tensor.to_output(native.gather_labels(values))
-        return _tensor.to_output(native.gather_features(values, dtype or ""))
-
-    def __getitem__(self, ids: Any) -> Any:
-        return self.gather(ids)
-
-    def __len__(self) -> int:
-        return self.graph.num_nodes
-
-    @property
-    def shape(self) -> Tuple[int, ...]:
-        if self.kind == "labels":
-            return (self.graph.num_nodes,)
-        return (self.graph.num_nodes, self.graph.num_features)
-
-    @property
-    def dtype(self) -> Optional[str]:
-        """The stored dtype name (None: nothing stored)."""
-        info = self.graph._info
-        if self.kind == "labels":
-            return info["label_dtype"]
-        return info["feature_dtype"] if info["feature_dim"] else None
-
-    def __repr__(self) -> str:
-        return f"DistFeatureStore({self.kind}, shape={self.shape}, dtype={self.dtype})"
 
 
 _MODE_DEPRECATED = (
