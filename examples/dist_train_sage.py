@@ -99,7 +99,7 @@ def start_server_process(directory: str, part: int, listen: str, token_file: str
     return process
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = training_parser(__doc__.splitlines()[0], epochs=20, batch_size=32, fanouts=[10, 10],
                              hidden=64, lr=0.01, workers=4,
                              workers_help="batches in flight per trainer")
@@ -112,23 +112,22 @@ def main() -> int:
     parser.add_argument("--token-file", help="the servers' access token (first line)")
     parser.add_argument("--deadline", type=float, default=30.0, help="seconds per call")
     parser.add_argument("--min-test-accuracy", type=float, default=0.70)
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    dist.init_process_group("gloo")
-    rank, world_size = dist.get_rank(), dist.get_world_size()
-    torch.manual_seed(args.seed)
 
-    # Rank 0 partitions (once) and draws a token; every rank learns both.
-    shared = [args.partitions, None, None]
-    scratch = None
+def agree_on_data(args: argparse.Namespace, rank: int, world_size: int) -> tuple:
+    """Rank 0 partitions Cora (unless --partitions), draws a token (unless given) and plans the
+    server addresses (server-client without --servers); every rank gets
+    ``(directory, token, planned addresses, scratch directory to remove or None)``."""
+    shared = [args.partitions, None, None, None]
     if rank == 0:
         if args.token_file:
             shared[1] = volley.dist.read_token(args.token_file)
         elif not args.servers:
             shared[1] = secrets.token_hex(16)
         if not shared[0]:
-            scratch = tempfile.mkdtemp(prefix="volley-dist-example-")
-            shared[0] = os.path.join(scratch, "cora")
+            shared[3] = tempfile.mkdtemp(prefix="volley-dist-example-")
+            shared[0] = os.path.join(shared[3], "cora")
             result = volley.partition(volley.datasets.bundled_dir("cora"), shared[0], world_size,
                                       method="random", seed=args.seed)
             print(f"partitioned cora into {world_size} parts: edge cut "
@@ -136,33 +135,71 @@ def main() -> int:
         if args.topology == "server-client" and not args.servers:
             shared[2] = [f"127.0.0.1:{port}" for port in free_ports(world_size)]
     dist.broadcast_object_list(shared, src=0)
-    directory, token, planned = shared
-    num_parts = len(read_partition_manifest(directory)["offsets"]) - 1
-    part = rank % num_parts
+    return tuple(shared)
 
-    # Servers: given, or started here (one per rank, for partition `rank`).
-    server = process = token_file = None
-    if args.servers:
-        addresses = [a.strip() for a in args.servers.split(",")]
-    elif args.topology == "worker":
+
+class Servers:
+    """The servers' addresses: given (--servers), or started here, one per rank for partition
+    ``rank`` (in-process for the worker topology, a ``volley serve`` process otherwise)."""
+
+    def __init__(self, args: argparse.Namespace, directory: str, token: str, planned: list,
+                 part: int, num_parts: int, world_size: int):
+        self.server = self.process = self.token_file = None
+        if args.servers:
+            self.addresses = [a.strip() for a in args.servers.split(",")]
+            return
         if world_size != num_parts:
             raise SystemExit("without --servers, run one rank per partition")
-        server = volley.dist.serve(directory, part, token=token)
-        addresses = [None] * world_size
-        dist.all_gather_object(addresses, server.address)
-    else:
-        if world_size != num_parts:
-            raise SystemExit("without --servers, run one rank per partition")
-        addresses = planned
+        if args.topology == "worker":
+            self.server = volley.dist.serve(directory, part, token=token)
+            self.addresses = [None] * world_size
+            dist.all_gather_object(self.addresses, self.server.address)
+            return
+        self.addresses = planned
         with tempfile.NamedTemporaryFile("w", suffix=".token", delete=False) as stream:
             stream.write(token + "\n")
-            token_file = stream.name
-        process = start_server_process(directory, part, addresses[part], token_file, addresses)
+            self.token_file = stream.name
+        self.process = start_server_process(directory, part, planned[part], self.token_file,
+                                            planned)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            os.unlink(self.token_file)
+
+
+@torch.no_grad()
+def accuracy(model: torch.nn.Module, loader: volley.dist.DistNeighborLoader) -> float:
+    """The share of the loader's seed nodes the model classifies right."""
+    model.eval()
+    correct = seen = 0
+    for batch in loader:
+        out = model(batch.x, batch.edge_index)[: batch.batch_size]
+        correct += int((out.argmax(dim=1) == batch.y[: batch.batch_size]).sum())
+        seen += batch.batch_size
+    return correct / seen
+
+
+def main() -> int:
+    args = parse_args()
+    dist.init_process_group("gloo")
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(args.seed)
+
+    directory, token, planned, scratch = agree_on_data(args, rank, world_size)
+    num_parts = len(read_partition_manifest(directory)["offsets"]) - 1
+    part = rank % num_parts
+    servers = Servers(args, directory, token, planned, part, num_parts, world_size)
+    addresses = servers.addresses
     dist.barrier()
     if rank == 0:
         print(f"topology {args.topology}: servers {', '.join(addresses)}", flush=True)
 
-    where = dict(local=server or (directory, part)) if args.topology == "worker" else {}
+    where = (dict(local=servers.server or (directory, part)) if args.topology == "worker"
+             else {})
     common = dict(topology=args.topology, token=token, deadline=args.deadline, **where)
     train = volley.dist.DistNeighborLoader(
         addresses, args.fanouts, batch_size=args.batch_size,
@@ -175,28 +212,15 @@ def main() -> int:
     else:
         info = volley.dist.connect(addresses, token=token).info
 
-    def full_neighborhood(split: str) -> volley.dist.DistNeighborLoader:
-        # Every neighbor: exact inference for a 2-layer model, through the same service.
-        return volley.dist.DistNeighborLoader(
-            addresses, [-1] * len(args.fanouts), batch_size=256,
-            input_nodes=split_ids(directory, split), num_workers=args.workers,
-            rank=0, world_size=1, **common)
-
     model = GraphSAGE(info["feature_dim"], args.hidden, info["num_classes"])
     model = DistributedDataParallel(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=5e-4)
-    evaluation = ({split: full_neighborhood(split) for split in ("val", "test")}
-                  if rank == 0 else {})
-
-    @torch.no_grad()
-    def accuracy(split: str) -> float:
-        model.eval()
-        correct = seen = 0
-        for batch in evaluation[split]:
-            out = model.module(batch.x, batch.edge_index)[: batch.batch_size]
-            correct += int((out.argmax(dim=1) == batch.y[: batch.batch_size]).sum())
-            seen += batch.batch_size
-        return correct / seen
+    evaluation = {}  # rank 0: every neighbor, exact inference for a 2-layer model
+    for split in ("val", "test") if rank == 0 else ():
+        evaluation[split] = volley.dist.DistNeighborLoader(
+            addresses, [-1] * len(args.fanouts), batch_size=256,
+            input_nodes=split_ids(directory, split), num_workers=args.workers,
+            rank=0, world_size=1, **common)
 
     best_val, best_state = -1.0, None
     for epoch in range(1, args.epochs + 1):
@@ -205,7 +229,7 @@ def main() -> int:
         seconds = time.perf_counter() - start
         dist.all_reduce(totals)
         if rank == 0:
-            val = accuracy("val")
+            val = accuracy(model.module, evaluation["val"])
             if val > best_val:  # model selection on the validation split
                 best_val, best_state = val, copy.deepcopy(model.module.state_dict())
             print(f"{epoch_line(epoch, totals)}  val acc {val:.3f}  {int(totals[2])} seeds over "
@@ -215,19 +239,14 @@ def main() -> int:
     status = 0
     if rank == 0:
         model.module.load_state_dict(best_state)
-        test = accuracy("test")
+        test = accuracy(model.module, evaluation["test"])
         print(f"test accuracy {test:.3f} (model of the epoch with the best val accuracy, "
               f"{best_val:.3f}); topology {args.topology}", flush=True)
         if test < args.min_test_accuracy:
             print(f"test accuracy {test:.3f} is below {args.min_test_accuracy}", file=sys.stderr)
             status = 1
     dist.barrier()  # every trainer is done with every server
-    if server is not None:
-        server.shutdown()
-    if process is not None:
-        process.terminate()
-        process.wait(timeout=30)
-        os.unlink(token_file)
+    servers.stop()
     dist.barrier()
     if scratch:
         shutil.rmtree(scratch, ignore_errors=True)

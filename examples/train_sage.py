@@ -73,7 +73,8 @@ def main() -> int:
 
     model.load_state_dict(best_state)
     test = accuracy(dataset.test_idx)
-    print(f"test accuracy {test:.3f} (model of the epoch with the best val accuracy, {best_val:.3f})")
+    print(f"test accuracy {test:.3f} (model of the epoch with the best val accuracy, "
+          f"{best_val:.3f})")
     if test < args.min_test_accuracy:
         print(f"test accuracy {test:.3f} is below {args.min_test_accuracy}", file=sys.stderr)
         return 1
