@@ -11,7 +11,8 @@ Regenerate (only for an intended, documented change of the batches)::
 
 History: recorded before the loader's policy moved to C++ (issue 13). The rank split with
 ``shuffle=True`` then changed once, from numpy's generator to Philox (the single-process epoch
-order); only the entries with ``world_size > 1`` and ``shuffle=True`` were regenerated.
+order); only the entries with ``world_size > 1`` and ``shuffle=True`` were regenerated
+(``golden_batches.py --write --rank-split``).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import hashlib
 import json
 import sys
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -211,18 +212,17 @@ def run_option_set(dataset: str, kwargs: Dict[str, Any], epochs: int = EPOCHS) -
         volley.loader._pyg_data_class = saved_class
 
 
-def compute_all() -> Dict[str, Any]:
-    return {name: run_option_set(dataset, kwargs) for name, dataset, kwargs in option_sets()}
-
-
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--write", action="store_true", help="rewrite the golden file")
-    parser.add_argument("--only", default=None, help="regenerate only names containing this")
+    parser.add_argument("--only", default="", help="only the option sets whose name has this")
+    parser.add_argument("--rank-split", action="store_true",
+                        help="only the option sets the Philox rank split changed")
     args = parser.parse_args(argv)
-    current = compute_all() if args.only is None else {
+    current = {
         name: run_option_set(dataset, kwargs)
-        for name, dataset, kwargs in option_sets() if args.only in name
+        for name, dataset, kwargs in option_sets()
+        if args.only in name and (not args.rank_split or changed_by_rank_split(name, kwargs))
     }
     golden = json.loads(GOLDEN_PATH.read_text()) if GOLDEN_PATH.exists() else {}
     differing = sorted(name for name, value in current.items() if golden.get(name) != value)
