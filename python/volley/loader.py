@@ -26,7 +26,7 @@ current stream (see ``volley._cuda``).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
