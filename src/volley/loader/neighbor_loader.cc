@@ -78,6 +78,12 @@ uint64_t mix(uint64_t seed, uint64_t value) {
   return z ^ (z >> 31);
 }
 
+// Batches that `count` seeds make.
+int64_t batches_of(int64_t count, const LoaderOptions& options) {
+  return options.drop_last ? count / options.batch_size
+                           : (count + options.batch_size - 1) / options.batch_size;
+}
+
 int resolve_threads(int requested) {
   if (requested > 0) return requested;
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -179,9 +185,7 @@ int64_t inputs_per_rank(int64_t num_inputs, const LoaderOptions& options) {
 }
 
 int64_t num_batches(int64_t num_inputs, const LoaderOptions& options) {
-  const int64_t n = inputs_per_rank(num_inputs, options);
-  return options.drop_last ? n / options.batch_size
-                           : (n + options.batch_size - 1) / options.batch_size;
+  return batches_of(inputs_per_rank(num_inputs, options), options);
 }
 
 Array epoch_positions(int64_t num_inputs, const LoaderOptions& options, int64_t epoch) {
@@ -281,13 +285,9 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
 
 Epoch::Epoch(std::shared_ptr<const NeighborLoader::Shared> shared, Array order,
              LoaderOptions options, uint64_t sampler_seed)
-    : shared_(std::move(shared)),
-      order_(std::move(order)),
-      options_(std::move(options)),
-      sampler_seed_(sampler_seed) {
-  const int64_t n = order_.numel();
-  num_batches_ = options_.drop_last ? n / options_.batch_size
-                                    : (n + options_.batch_size - 1) / options_.batch_size;
+    : shared_(std::move(shared)), order_(std::move(order)), options_(std::move(options)) {
+  options_.sampler.seed = sampler_seed;  // the epoch's: every batch samples with it
+  num_batches_ = batches_of(order_.numel(), options_);
   const int threads = static_cast<int>(
       std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, num_batches_)));
   if (options_.prefetch == 0) options_.prefetch = 2 * threads;
@@ -384,10 +384,8 @@ Batch Epoch::make_batch(int64_t index, SampledSubgraph& subgraph) {
     input_ids[i] = order[begin + i];
     seeds[static_cast<size_t>(i)] = inputs[order[begin + i]];
   }
-  NeighborSamplerOptions sampler = options_.sampler;
-  sampler.seed = sampler_seed_;
   const BatchSource& source = *shared_->source;
-  source.sample(seeds, sampler, static_cast<uint64_t>(index), subgraph);
+  source.sample(seeds, options_.sampler, static_cast<uint64_t>(index), subgraph);
 
   const auto num_nodes = static_cast<int64_t>(subgraph.nodes.size());
   const auto num_edges = static_cast<int64_t>(subgraph.rows.size());

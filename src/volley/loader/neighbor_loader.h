@@ -140,9 +140,8 @@ class Epoch final : public BatchStream {
   Batch make_batch(int64_t index, SampledSubgraph& subgraph);
 
   std::shared_ptr<const NeighborLoader::Shared> shared_;
-  Array order_;  // int64: input positions in epoch order
-  LoaderOptions options_;
-  uint64_t sampler_seed_;
+  Array order_;            // int64: input positions in epoch order
+  LoaderOptions options_;  // options_.sampler.seed: this epoch's sampler seed
   int64_t num_batches_;
 
   std::mutex mutex_;
