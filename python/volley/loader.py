@@ -321,7 +321,9 @@ class NeighborLoader:
         return _NativeLoader(*self._rows, input_nodes, self._options)
 
     def rank_positions(self, epoch: int) -> np.ndarray:
-        """Positions in ``input_nodes`` that this rank takes in ``epoch`` (int64, in batch order).
+        """Positions in ``input_nodes`` that this rank takes in ``epoch`` (int64, in batch order):
+        the ``input_id`` of the epoch's batches, concatenated (computed by the native loader's
+        policy; a single process gets the epoch's order of all input nodes).
 
         The same on every rank for a given ``seed`` and epoch up to the rank: the ranks' position
         lists are disjoint except for padding, equally long, and cover every input node.
