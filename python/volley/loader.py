@@ -184,10 +184,10 @@ class NeighborLoader:
             with ``shuffle=False``; until issue 13 this shuffle used numpy's generator, so
             shuffled multi-rank epochs differ from earlier releases), pads it by repeating its
             first nodes to a multiple of ``world_size`` (``DistributedSampler``'s default; with
-            ``drop_last`` the tail is dropped instead) and gives rank r the positions r, r + world_size, ... — so ranks
-            are disjoint up to the at most ``world_size - 1`` padded nodes, all have the same
-            number of batches (DDP never waits for a missing batch), and together cover every
-            input node each epoch. Sampling randomness differs per rank and per epoch and is
+            ``drop_last`` the tail is dropped instead) and gives rank r the positions r,
+            r + world_size, ... — so ranks are disjoint up to the at most ``world_size - 1``
+            padded nodes, all have the same number of batches (DDP never waits for a missing
+            batch), and together cover every input node each epoch. Sampling randomness differs per rank and per epoch and is
             reproducible from ``seed``. ``input_id`` still indexes the full ``input_nodes``.
 
     Each batch is a PyG ``Data`` when PyG is importable, else a ``volley.loader.Batch``; both
