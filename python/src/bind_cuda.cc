@@ -178,16 +178,14 @@ void bind_cuda(nb::module_& m) {
           "__init__",
           [](CudaNeighborLoader* self, const CudaGraph& graph,
              std::optional<DeviceFeatureStore> features, std::optional<DeviceFeatureStore> labels,
-             const std::optional<InputArray>& input_nodes, std::vector<int64_t> fanouts,
-             const nb::kwargs& kwargs) {
-            LoaderOptions options = loader_options(std::move(fanouts), kwargs);
+             const std::optional<InputArray>& input_nodes, LoaderOptions options) {
             auto input_array = array_from_python(input_nodes, "input_nodes");
             nb::gil_scoped_release release;
             new (self) CudaNeighborLoader(graph, std::move(features), std::move(labels),
                                           std::move(input_array), std::move(options));
           },
           nb::arg("graph"), nb::arg("features").none(), nb::arg("labels").none(),
-          nb::arg("input_nodes").none(), nb::arg("fanouts"), nb::arg("kwargs"))
+          nb::arg("input_nodes").none(), nb::arg("options"))
       .def_prop_ro("num_batches", &CudaNeighborLoader::num_batches)
       .def("start_epoch", &CudaNeighborLoader::start_epoch, nb::arg("epoch"),
            nb::call_guard<nb::gil_scoped_release>());

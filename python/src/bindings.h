@@ -38,7 +38,6 @@
 #include "volley/core/error.h"
 
 namespace volley {
-struct LoaderOptions;
 struct SampledSubgraph;
 }  // namespace volley
 
@@ -85,10 +84,6 @@ nb::dict batch_to_python(BatchLike& batch) {
   result["num_sampled_edges"] = batch.edges_per_hop;
   return result;
 }
-// LoaderOptions from keyword arguments named as its fields (batch_size, shuffle, drop_last,
-// num_threads, prefetch, seed, replace, weighted, feature_dtype, on_batch_start); ValueError
-// for an unknown name. One parser for every loader binding.
-LoaderOptions loader_options(std::vector<int64_t> fanouts, const nb::kwargs& kwargs);
 
 void bind_core(nb::module_& m);
 void bind_graph(nb::module_& m);

@@ -174,10 +174,6 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<DeviceFeat
       options_(std::move(options)) {
   VOLLEY_REQUIRE(graph_.defined(), ValueError,
                  "the CUDA loader needs a placed graph (CudaGraph::place), got an empty one");
-  VOLLEY_REQUIRE(options_.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
-                 options_.batch_size);
-  VOLLEY_REQUIRE(options_.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
-                 options_.prefetch);
   CudaNeighborSampler check(graph_, options_.sampler);  // the sampler's option checks (no CUDA)
   check_store(features_, "features", graph_);
   check_store(labels_, "labels", graph_);
@@ -195,12 +191,11 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<DeviceFeat
                    labels_->describe());
   }
   input_nodes_ = loader_internal::checked_input_nodes(input_nodes, graph_.num_nodes());
+  loader_internal::check_loader_options(options_, input_nodes_.numel());
 }
 
 int64_t CudaNeighborLoader::num_batches() const {
-  const int64_t n = input_nodes_.numel();
-  return options_.drop_last ? n / options_.batch_size
-                            : (n + options_.batch_size - 1) / options_.batch_size;
+  return loader_internal::num_batches(input_nodes_.numel(), options_);
 }
 
 struct CudaEpoch::State {
@@ -280,13 +275,12 @@ struct CudaEpoch::State {
 
 std::unique_ptr<CudaEpoch> CudaNeighborLoader::start_epoch(int64_t epoch_index) const {
   NeighborSamplerOptions sampler_options = options_.sampler;
-  sampler_options.seed = loader_internal::epoch_sampler_seed(options_.seed, epoch_index);
+  sampler_options.seed = loader_internal::epoch_sampler_seed(options_, epoch_index);
   auto state = std::make_shared<CudaEpoch::State>(CudaNeighborSampler(graph_, sampler_options));
   state->features = features_;
   state->labels = labels_;
   state->input_nodes = input_nodes_;
-  state->order = loader_internal::epoch_order(input_nodes_.numel(), options_.shuffle, options_.seed,
-                                              epoch_index);
+  state->order = loader_internal::epoch_positions(input_nodes_.numel(), options_, epoch_index);
   state->options = options_;
   if (state->options.prefetch == 0) state->options.prefetch = 2;
   state->num_batches = num_batches();

@@ -24,7 +24,8 @@
 // never reused while the consumer holds it or has work pending on it on that stream (as with
 // torch's caching allocator, use on other streams needs record-stream care from the caller).
 // Determinism: batch b of epoch e equals the CPU loader's batch b of epoch e for the same
-// inputs and options (LoaderOptions.seed, shuffle, batch_size, drop_last, sampler).
+// inputs and options (LoaderOptions.seed, shuffle, batch_size, drop_last, rank, world_size,
+// sampler): the epoch order and rank split are the CPU loader's (loader_internal).
 // Dtypes: x has the stored dtype of the feature store (no conversion on the GPU), y int64.
 // Errors: ValueError / IndexError for inconsistent arguments (as NeighborLoader); a failure
 // while building batch b is rethrown by next() for batch b, after which the epoch is over;

@@ -78,6 +78,12 @@ uint64_t mix(uint64_t seed, uint64_t value) {
   return z ^ (z >> 31);
 }
 
+// Batches that `count` seeds make.
+int64_t batches_of(int64_t count, const LoaderOptions& options) {
+  return options.drop_last ? count / options.batch_size
+                           : (count + options.batch_size - 1) / options.batch_size;
+}
+
 int resolve_threads(int requested) {
   if (requested > 0) return requested;
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -138,6 +144,101 @@ uint64_t epoch_sampler_seed(uint64_t seed, int64_t epoch) {
   return mix(seed ^ 0xa5a5a5a5a5a5a5a5ULL, static_cast<uint64_t>(epoch));
 }
 
+namespace {
+
+// The base seed rank `rank` of several samples with (SplitMix64 of seed and rank, 63 bits):
+// distinct per rank. The formula of the earlier Python split, kept so that unshuffled
+// multi-rank epochs are unchanged.
+uint64_t rank_seed(uint64_t seed, int rank) {
+  uint64_t z =
+      seed * 0x9e3779b97f4a7c15ULL + (static_cast<uint64_t>(rank) + 1) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
+}
+
+uint64_t sampling_seed(const LoaderOptions& options) {
+  return options.world_size > 1 ? rank_seed(options.seed, options.rank) : options.seed;
+}
+
+}  // namespace
+
+void check_loader_options(const LoaderOptions& options, int64_t num_inputs) {
+  VOLLEY_REQUIRE(options.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
+                 options.batch_size);
+  VOLLEY_REQUIRE(options.num_threads >= 0, ValueError, "num_threads must be >= 0, got {}",
+                 options.num_threads);
+  VOLLEY_REQUIRE(options.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
+                 options.prefetch);
+  VOLLEY_REQUIRE(options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size,
+                 ValueError, "rank must be in [0, world_size), got rank={}, world_size={}",
+                 options.rank, options.world_size);
+  VOLLEY_REQUIRE(options.world_size == 1 || inputs_per_rank(num_inputs, options) > 0, ValueError,
+                 "{} input nodes cannot be split over {} ranks{}", num_inputs, options.world_size,
+                 options.drop_last && num_inputs > 0 ? " with drop_last" : "");
+}
+
+int64_t inputs_per_rank(int64_t num_inputs, const LoaderOptions& options) {
+  const int64_t world = options.world_size;
+  if (world <= 1) return num_inputs;
+  return options.drop_last ? num_inputs / world : (num_inputs + world - 1) / world;
+}
+
+int64_t num_batches(int64_t num_inputs, const LoaderOptions& options) {
+  return batches_of(inputs_per_rank(num_inputs, options), options);
+}
+
+Array epoch_positions(int64_t num_inputs, const LoaderOptions& options, int64_t epoch) {
+  Array order = epoch_order(num_inputs, options.shuffle, options.seed, epoch);
+  if (options.world_size <= 1) return order;
+  const int64_t world = options.world_size;
+  const int64_t count = inputs_per_rank(num_inputs, options);
+  Array positions = Array::empty(DType::kInt64, {count});
+  const int64_t* all = order.data<int64_t>();
+  int64_t* mine = positions.data<int64_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    // Padding repeats the order from its start (DistributedSampler's default).
+    mine[i] = all[(options.rank + i * world) % num_inputs];
+  }
+  return positions;
+}
+
+uint64_t epoch_sampler_seed(const LoaderOptions& options, int64_t epoch) {
+  return epoch_sampler_seed(sampling_seed(options), epoch);
+}
+
+EpochShare epoch_share(const Array& input_nodes, const LoaderOptions& options, int64_t epoch) {
+  EpochShare share;
+  if (options.world_size <= 1) {
+    share.input_nodes = input_nodes;
+    share.shuffle = options.shuffle;
+    share.seed = options.seed;
+    return share;
+  }
+  share.positions = epoch_positions(input_nodes.numel(), options, epoch);
+  const int64_t count = share.positions.numel();
+  share.input_nodes = Array::empty(DType::kInt64, {count});
+  const int64_t* positions = share.positions.data<int64_t>();
+  const int64_t* inputs = input_nodes.data<int64_t>();
+  int64_t* out = share.input_nodes.data<int64_t>();
+  for (int64_t i = 0; i < count; ++i) out[i] = inputs[positions[i]];
+  share.seed = sampling_seed(options);
+  return share;
+}
+
+void remap_input_ids(Batch& batch, const Array& positions) {
+  if (!positions.defined()) return;
+  const int64_t count = positions.numel();
+  const int64_t* map = positions.data<int64_t>();
+  int64_t* ids = batch.input_ids.data<int64_t>();
+  for (int64_t i = 0; i < batch.input_ids.numel(); ++i) {
+    VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < count, RuntimeError,
+                   "batch {}: input id {} outside this rank's {} inputs", batch.index, ids[i],
+                   count);
+    ids[i] = map[ids[i]];
+  }
+}
+
 }  // namespace loader_internal
 
 NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
@@ -151,14 +252,10 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
                                std::optional<Array> input_nodes, LoaderOptions options)
     : options_(std::move(options)) {
   VOLLEY_REQUIRE(source != nullptr, ValueError, "the loader needs a batch source, got none");
-  VOLLEY_REQUIRE(options_.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
-                 options_.batch_size);
-  VOLLEY_REQUIRE(options_.num_threads >= 0, ValueError, "num_threads must be >= 0, got {}",
-                 options_.num_threads);
-  VOLLEY_REQUIRE(options_.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
-                 options_.prefetch);
-  source->validate(options_.sampler);
   const int64_t n = source->num_nodes();
+  const bool given = input_nodes && input_nodes->numel() > 0;
+  loader_internal::check_loader_options(options_, given ? input_nodes->numel() : n);
+  source->validate(options_.sampler);
   if (source->feature_width() > 0) {
     VOLLEY_REQUIRE(gather_supports(source->feature_dtype(), options_.feature_dtype), ValueError,
                    "features of dtype {} cannot be delivered as {}",
@@ -173,27 +270,24 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
 }
 
 int64_t NeighborLoader::num_batches() const {
-  const int64_t n = input_nodes_.numel();
-  return options_.drop_last ? n / options_.batch_size
-                            : (n + options_.batch_size - 1) / options_.batch_size;
+  return loader_internal::num_batches(input_nodes_.numel(), options_);
+}
+
+Array NeighborLoader::epoch_positions(int64_t epoch_index) const {
+  return loader_internal::epoch_positions(input_nodes_.numel(), options_, epoch_index);
 }
 
 std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
-  Array order = loader_internal::epoch_order(input_nodes_.numel(), options_.shuffle, options_.seed,
-                                             epoch_index);
-  const uint64_t sampler_seed = loader_internal::epoch_sampler_seed(options_.seed, epoch_index);
+  Array order = epoch_positions(epoch_index);
+  const uint64_t sampler_seed = loader_internal::epoch_sampler_seed(options_, epoch_index);
   return std::unique_ptr<Epoch>(new Epoch(shared_, std::move(order), options_, sampler_seed));
 }
 
 Epoch::Epoch(std::shared_ptr<const NeighborLoader::Shared> shared, Array order,
              LoaderOptions options, uint64_t sampler_seed)
-    : shared_(std::move(shared)),
-      order_(std::move(order)),
-      options_(std::move(options)),
-      sampler_seed_(sampler_seed) {
-  const int64_t n = order_.numel();
-  num_batches_ = options_.drop_last ? n / options_.batch_size
-                                    : (n + options_.batch_size - 1) / options_.batch_size;
+    : shared_(std::move(shared)), order_(std::move(order)), options_(std::move(options)) {
+  options_.sampler.seed = sampler_seed;  // the epoch's: every batch samples with it
+  num_batches_ = batches_of(order_.numel(), options_);
   const int threads = static_cast<int>(
       std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, num_batches_)));
   if (options_.prefetch == 0) options_.prefetch = 2 * threads;
@@ -290,10 +384,8 @@ Batch Epoch::make_batch(int64_t index, SampledSubgraph& subgraph) {
     input_ids[i] = order[begin + i];
     seeds[static_cast<size_t>(i)] = inputs[order[begin + i]];
   }
-  NeighborSamplerOptions sampler = options_.sampler;
-  sampler.seed = sampler_seed_;
   const BatchSource& source = *shared_->source;
-  source.sample(seeds, sampler, static_cast<uint64_t>(index), subgraph);
+  source.sample(seeds, options_.sampler, static_cast<uint64_t>(index), subgraph);
 
   const auto num_nodes = static_cast<int64_t>(subgraph.nodes.size());
   const auto num_edges = static_cast<int64_t>(subgraph.rows.size());

@@ -13,7 +13,8 @@
 //   while (auto batch = epoch->next()) { ... batch->x ... }
 //
 // Determinism: batch b of epoch e is a pure function of (inputs, options, e, b): the shuffle is
-// keyed by (seed, e) and sampling by (mix(seed, e), b), whatever the thread count.
+// keyed by (seed, e) and sampling by (mix(seed, e), b), whatever the thread count. One RNG
+// (Philox) decides everything, the split over data-parallel ranks included (options.rank).
 // Memory: each batch owns its arrays (shared, reference-counted Buffers). The pipeline recycles
 // a batch's feature memory for a later batch (of this or a later epoch) only once nobody else
 // holds it, so arrays handed out stay valid as long as they are referenced.
@@ -49,6 +50,15 @@ struct LoaderOptions {
   int num_threads = 0;  // worker threads; 0 = hardware threads
   int prefetch = 0;     // batches in flight or ready ahead of the consumer; 0 = 2 × threads
   uint64_t seed = 0;
+  // Data-parallel training: this process is rank `rank` of `world_size` (0 <= rank <
+  // world_size). With world_size > 1 every epoch takes the single-process epoch order of all
+  // input nodes (shuffled or not, the same on every rank), pads it by repeating its first
+  // positions to a multiple of world_size (drop_last: cuts the tail instead) and gives rank r
+  // the positions r, r + world_size, ... (torch's DistributedSampler split): ranks are disjoint
+  // up to the padding, equally long, and cover every input each epoch. Rank r samples with
+  // seeds of its own (mix(seed, r)); Batch::input_ids still index the full input list.
+  int rank = 0;
+  int world_size = 1;
   NeighborSamplerOptions sampler;  // sampler.seed is ignored: the loader derives it from `seed`
   DType feature_dtype = DType::kFloat32;  // dtype of batch.x (features converted on gather)
   // Called by a worker before it builds batch `index` (from the worker thread). An exception it
@@ -78,8 +88,9 @@ class NeighborLoader {
   // `features` [N, D] and `labels` [N] (int64 or any integer dtype) are optional and must have
   // N = graph.num_nodes() rows; each is a FeatureStore (tiered, shared, mapped) or an Array,
   // which converts to a single-tier store without a copy. `input_nodes` (int64) lists the seed
-  // nodes; empty means all nodes. Throws ValueError / IndexError for inconsistent arguments,
-  // naming them.
+  // nodes; empty means all nodes. `options` are checked here, once (check_loader_options and
+  // the source's sampler checks). Throws ValueError / IndexError for inconsistent arguments,
+  // naming them and the offending value.
   NeighborLoader(Csr graph, std::optional<FeatureStore> features,
                  std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                  LoaderOptions options);
@@ -87,11 +98,17 @@ class NeighborLoader {
   NeighborLoader(std::shared_ptr<const BatchSource> source, std::optional<Array> input_nodes,
                  LoaderOptions options);
 
+  // Batches per epoch of this rank.
   int64_t num_batches() const;
+  // All input nodes (every rank's).
   int64_t num_inputs() const { return input_nodes_.numel(); }
   const LoaderOptions& options() const { return options_; }
+  // Positions into the input nodes that this rank visits in epoch `epoch_index`, in batch order
+  // (int64): what the batches' input_ids list, concatenated.
+  Array epoch_positions(int64_t epoch_index) const;
 
-  // Starts epoch `epoch_index` (workers begin at once).
+  // Starts epoch `epoch_index` (workers begin at once). Any number of epochs, in any order,
+  // from one loader.
   std::unique_ptr<Epoch> start_epoch(int64_t epoch_index) const;
 
  private:
@@ -123,9 +140,8 @@ class Epoch final : public BatchStream {
   Batch make_batch(int64_t index, SampledSubgraph& subgraph);
 
   std::shared_ptr<const NeighborLoader::Shared> shared_;
-  Array order_;  // int64: input positions in epoch order
-  LoaderOptions options_;
-  uint64_t sampler_seed_;
+  Array order_;            // int64: input positions in epoch order
+  LoaderOptions options_;  // options_.sampler.seed: this epoch's sampler seed
   int64_t num_batches_;
 
   std::mutex mutex_;
@@ -156,6 +172,37 @@ Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t num_n
 Array epoch_order(int64_t num_inputs, bool shuffle, uint64_t seed, int64_t epoch);
 // The sampler seed of epoch `epoch` (batch b is then sampled with batch index b).
 uint64_t epoch_sampler_seed(uint64_t seed, int64_t epoch);
+
+// The policy every loader applies to its options (CPU, CUDA, server-client), in one place.
+// ValueError naming the offending value: batch_size < 1, num_threads or prefetch < 0, rank
+// outside [0, world_size), world_size < 1, or fewer input nodes than one per rank.
+void check_loader_options(const LoaderOptions& options, int64_t num_inputs);
+// Input nodes one rank visits per epoch: num_inputs for one rank; else num_inputs / world_size
+// rounded up (padded) or, with drop_last, down.
+int64_t inputs_per_rank(int64_t num_inputs, const LoaderOptions& options);
+// Batches per epoch of one rank.
+int64_t num_batches(int64_t num_inputs, const LoaderOptions& options);
+// Positions into the input nodes that options.rank visits in epoch `epoch`, in batch order
+// (int64 [inputs_per_rank]); see LoaderOptions::rank.
+Array epoch_positions(int64_t num_inputs, const LoaderOptions& options, int64_t epoch);
+// The sampler seed of epoch `epoch` for options.rank.
+uint64_t epoch_sampler_seed(const LoaderOptions& options, int64_t epoch);
+
+// For a loader that shuffles and samples by itself elsewhere (a server's: dist
+// ServerClientLoader), what to ask it for so that its batches are options.rank's share of epoch
+// `epoch`. One rank: the inputs, shuffle and seed as they are. Several ranks: the rank's inputs
+// in batch order, no shuffle, the rank's seed, and the positions that map the batches'
+// input_ids back into `input_nodes` (remap_input_ids).
+struct EpochShare {
+  Array input_nodes;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  Array positions;  // undefined for one rank
+};
+EpochShare epoch_share(const Array& input_nodes, const LoaderOptions& options, int64_t epoch);
+// batch.input_ids[i] = positions[batch.input_ids[i]]; nothing when `positions` is undefined.
+// RuntimeError for an input id outside `positions` (a malformed batch).
+void remap_input_ids(Batch& batch, const Array& positions);
 }  // namespace loader_internal
 
 }  // namespace volley

@@ -279,6 +279,27 @@ TEST_F(DistGraphTest, ServerClientLoaderEqualsTheLoaderOverTheWholeGraph) {
     EXPECT_FALSE(got->next().has_value());
     EXPECT_EQ(count, 5);
   }
+  // A data-parallel rank: the client asks for its share of the epoch and maps input_ids back.
+  for (int rank : {0, 1}) {
+    LoaderOptions ranked = loader_options;
+    ranked.rank = rank;
+    ranked.world_size = 2;
+    ranked.drop_last = rank == 1;
+    NeighborLoader rank_oracle(data.whole, features, labels, Array::from_vector(inputs), ranked);
+    dist::ServerClientLoader rank_loader(front.address(), {}, Array::from_vector(inputs), ranked);
+    EXPECT_EQ(rank_loader.num_batches(), rank_oracle.num_batches());
+    auto want = rank_oracle.start_epoch(2);
+    auto got = rank_loader.start_epoch(2);
+    int64_t count = 0;
+    while (auto expected = want->next()) {
+      auto batch = got->next();
+      ASSERT_TRUE(batch.has_value());
+      expect_same_batch(*batch, *expected, fmt::format("rank {}, batch {}", rank, count));
+      ++count;
+    }
+    EXPECT_FALSE(got->next().has_value());
+    EXPECT_EQ(count, rank == 1 ? 2 : 3);  // 150 inputs each, batches of 64
+  }
   // Without features and labels, and stopped early.
   dist::ServerClientLoader bare(front.address(), {}, Array::from_vector(inputs), loader_options,
                                 /*features=*/false, /*labels=*/false);
