@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "test_util.h"
+
 namespace volley::testing_cli {
 
 struct Result {
@@ -22,18 +24,9 @@ struct Result {
   std::string err;
 };
 
-class CliFixture : public ::testing::Test {
+class CliFixture : public TempDirTest {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/volley-cli-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string path(const std::string& name) const {
-    return (std::filesystem::path(dir_) / name).string();
-  }
+  CliFixture() : TempDirTest("volley-cli-test") {}
 
   static std::string slurp(const std::string& file) {
     std::ifstream stream(file);
@@ -51,8 +44,6 @@ class CliFixture : public ::testing::Test {
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path("stdout")),
             slurp(path("stderr"))};
   }
-
-  std::string dir_;
 };
 
 inline const std::string kCora = std::string(VOLLEY_SOURCE_DIR) + "/data/cora";

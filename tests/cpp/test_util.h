@@ -1,6 +1,11 @@
-// tests/cpp/test_util.h — helpers shared by the C++ tests.
+// tests/cpp/test_util.h — helpers shared by the C++ tests: error messages and temporary
+// directories. Small graphs are in test_graphs.h.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
 #include <string>
 
 namespace volley {
@@ -15,5 +20,42 @@ std::string message_of(F&& f) {
   }
   return "<no exception>";
 }
+
+// A fresh directory under the system's temporary directory ("<prefix>-XXXXXX"), removed with
+// everything in it when the object goes.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "volley-test") {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+    EXPECT_NE(mkdtemp(pattern.data()), nullptr) << pattern;
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  // The path of `name` inside the directory.
+  std::string operator/(const std::string& name) const {
+    return (std::filesystem::path(path_) / name).string();
+  }
+
+ private:
+  std::string path_;
+};
+
+// A test with its own temporary directory, `dir_` (a new one per test).
+class TempDirTest : public ::testing::Test {
+ protected:
+  explicit TempDirTest(const std::string& prefix = "volley-test") : temp_(prefix) {}
+  // The path of `name` inside dir_.
+  std::string path(const std::string& name) const { return temp_ / name; }
+
+  TempDir temp_;
+  const std::string dir_ = temp_.path();
+};
 
 }  // namespace volley

@@ -37,22 +37,6 @@ struct SampleSettings {
   int cuda_device = 0;
 };
 
-// The seeds: the dataset's training nodes when it has them, else all nodes; seeded shuffle.
-std::vector<int64_t> bench_seeds(const Dataset& dataset, uint64_t seed) {
-  std::vector<int64_t> pool;
-  if (dataset.train_idx && dataset.train_idx->numel() > 0) {
-    pool = dataset.train_idx->to_vector<int64_t>();
-  } else {
-    pool.resize(static_cast<size_t>(dataset.graph.num_nodes()));
-    std::iota(pool.begin(), pool.end(), 0);
-  }
-  const Array order = seeded_permutation(static_cast<int64_t>(pool.size()), seed);
-  std::vector<int64_t> seeds(pool.size());
-  for (size_t i = 0; i < pool.size(); ++i)
-    seeds[i] = pool[static_cast<size_t>(order.data<int64_t>()[i])];
-  return seeds;
-}
-
 // Touches every page of the graph so the first timed batches do not pay for page faults.
 void warm(const Csr& graph) {
   volatile uint64_t sink = 0;
@@ -147,7 +131,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
       parse_cuda_sampling_mode(settings.mode);  // a bad mode fails before any work
       require_cuda_device("--device", settings.cuda_device);
       const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
-      const auto seeds = bench_seeds(dataset, settings.seed);
+      const auto seeds = bench_seed_pool(dataset, settings.seed);
       auto line = run_cuda_sample_bench(dataset, seeds, options,
                                         {.mode = settings.mode,
                                          .device = settings.cuda_device,
@@ -160,7 +144,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
     }
     const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
     warm(dataset.graph);
-    const auto seeds = bench_seeds(dataset, settings.seed);
+    const auto seeds = bench_seed_pool(dataset, settings.seed);
     run_sampling(dataset.graph, seeds,
                  {.batch_size = settings.batch_size, .threads = 1, .batches = 2}, options);
     const auto figures = run_sampling(dataset.graph, seeds, settings, options);
@@ -190,7 +174,7 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
     warm(dataset.graph);
     VOLLEY_REQUIRE(dataset.features.has_value(), ValueError, "dataset '{}' has no features to load",
                    settings.dataset);
-    const auto seeds = bench_seeds(dataset, settings.seed);
+    const auto seeds = bench_seed_pool(dataset, settings.seed);
     const int64_t count = std::min<int64_t>(static_cast<int64_t>(seeds.size()),
                                             settings.batches * settings.batch_size);
     std::vector<int64_t> inputs(seeds.begin(), seeds.begin() + count);

@@ -45,6 +45,7 @@
 #include <cstring>
 
 #include "text.h"
+#include "volley/core/parallel.h"
 #include "volley/core/progress.h"
 #include "volley/dist/client.h"
 #include "volley/dist/server.h"
@@ -139,24 +140,6 @@ Csr whole_renumbered_graph(const std::string& directory) {
   }
   VOLLEY_ASSERT(row == n && edge == e);
   return Csr::from_arrays(indptr, indices, edge_ids, weights, Orientation::kIn, false);
-}
-
-// The bench seeds in old ids: the training nodes when the dataset has them, else all nodes, in a
-// seeded shuffle.
-std::vector<int64_t> seed_pool(const Dataset& dataset, uint64_t seed) {
-  std::vector<int64_t> pool;
-  if (dataset.train_idx && dataset.train_idx->numel() > 0) {
-    pool = dataset.train_idx->to_vector<int64_t>();
-  } else {
-    pool.resize(static_cast<size_t>(dataset.graph.num_nodes()));
-    std::iota(pool.begin(), pool.end(), 0);
-  }
-  const Array order = seeded_permutation(static_cast<int64_t>(pool.size()), seed);
-  std::vector<int64_t> seeds(pool.size());
-  for (size_t i = 0; i < pool.size(); ++i) {
-    seeds[i] = pool[static_cast<size_t>(order.data<int64_t>()[i])];
-  }
-  return seeds;
 }
 
 std::vector<int64_t> renumbered(const std::vector<int64_t>& old_ids, const Array& node_map) {
@@ -265,14 +248,8 @@ struct Row {
   Figures figures;
 };
 
-void bench_dist(const DistSettings& settings) {
-  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = settings.threads > 0 ? settings.threads : hardware;
-  const int concurrency = settings.concurrency > 0 ? settings.concurrency : 4 * threads;
-  const std::string load_before = load_average().text();
-  const ScratchDirectory scratch;
-
-  // The dataset.
+// Where the bench's dataset is: --dataset, or one generated into `scratch` (--generate).
+std::string bench_source(const DistSettings& settings, const ScratchDirectory& scratch) {
   std::string source = settings.dataset;
   if (!settings.generate.empty()) {
     VOLLEY_REQUIRE(settings.dataset.empty(), ValueError, "give --dataset or --generate, not both");
@@ -287,8 +264,143 @@ void bench_dist(const DistSettings& settings) {
     generate_dataset(generator, source);
   }
   VOLLEY_REQUIRE(!source.empty(), ValueError, "give --dataset DIR or --generate MODEL");
+  return source;
+}
+
+// What the report says besides the rows.
+struct Report {
+  const Dataset& dataset;
+  const DistSettings& settings;
+  int64_t check = 0;
+  int hardware = 0;
+  std::string load_before, load_after;
+};
+
+void print_json(const std::vector<Row>& rows, const Report& report) {
+  const Dataset& dataset = report.dataset;
+  const DistSettings& settings = report.settings;
+  const int64_t check = report.check;
+  const int hardware = report.hardware;
+  const std::string& load_after = report.load_after;
+  const Figures& local_figures = rows.front().figures;
+  for (const Row& row : rows) {
+    std::cout << nlohmann::json{{"bench", "dist"},
+                                {"dataset", dataset.name},
+                                {"mode", row.mode},
+                                {"parts", row.parts},
+                                {"remote_parts", row.remote_parts},
+                                {"loader_threads", row.loader_threads},
+                                {"server_threads", row.server_threads},
+                                {"batches", settings.batches},
+                                {"batch_size", settings.batch_size},
+                                {"fanout", settings.fanout},
+                                {"sampled_edges", row.figures.edges},
+                                {"seconds", row.figures.seconds},
+                                {"cpu_seconds", row.figures.cpu_seconds},
+                                {"seps", row.figures.seps()},
+                                {"ratio_to_local", row.figures.seps() / local_figures.seps()},
+                                {"seps_per_cpu_second", row.figures.seps_per_cpu()},
+                                {"ratio_to_local_per_cpu_second",
+                                 row.figures.seps_per_cpu() / local_figures.seps_per_cpu()},
+                                {"checked_batches", check},
+                                {"hardware_threads", hardware},
+                                {"load_average", load_after}}
+                     .dump()
+              << std::endl;
+  }
+}
+
+void print_table(const std::vector<Row>& rows, const Report& report) {
+  const Dataset& dataset = report.dataset;
+  const DistSettings& settings = report.settings;
+  const Figures& local_figures = rows.front().figures;
+  const int hardware = report.hardware;
+  std::printf(
+      "bench dist: %s, %s nodes, %s edges; %lld batches of %lld seeds, fanout %s; %d hardware "
+      "threads; load average %s (before) / %s (after)\n",
+      dataset.name.c_str(), grouped(dataset.graph.num_nodes()).c_str(),
+      grouped(dataset.graph.num_edges()).c_str(), static_cast<long long>(settings.batches),
+      static_cast<long long>(settings.batch_size), settings.fanout.c_str(), hardware,
+      report.load_before.c_str(), report.load_after.c_str());
+  std::printf("check: the first %lld batches of every dist mode equal local sampling: ok\n",
+              static_cast<long long>(report.check));
+  std::printf("%-12s %5s %6s %7s %7s %10s %8s %9s %14s %8s\n", "mode", "parts", "remote", "loader",
+              "server", "SEPS", "vs local", "CPU used", "SEPS per CPU", "vs local");
+  std::printf("%-12s %5s %6s %7s %7s %10s %8s %9s %14s %8s\n", "", "", "", "threads", "threads", "",
+              "", "(cores)", "second", "");
+  for (const Row& row : rows) {
+    const Figures& f = row.figures;
+    std::printf("%-12s %5lld %6lld %7d %7s %9.2fM %8.3f %9.2f %13.2fM %8.3f\n", row.mode.c_str(),
+                static_cast<long long>(row.parts), static_cast<long long>(row.remote_parts),
+                row.loader_threads, row.server_threads.c_str(), f.seps() / 1e6,
+                f.seps() / local_figures.seps(), f.cpu_seconds / f.seconds, f.seps_per_cpu() / 1e6,
+                f.seps_per_cpu() / local_figures.seps_per_cpu());
+  }
+  std::printf(
+      "loader threads: batches sampled at once (local: sampler threads; dist: batches in flight, "
+      "each waiting on its RPCs); server threads: RPC handler threads per server (default: the "
+      "server's own cap). Servers run in this process and share its %d hardware threads. CPU "
+      "used: process CPU time / wall time; SEPS per CPU second: sampled edges / process CPU "
+      "time (servers included), the figure that does not depend on other jobs' load.\n",
+      hardware);
+}
+
+// One way to sample the bench's batches, checked and timed.
+struct Mode {
+  std::string name;
+  int64_t parts;
+  int64_t remote_parts;
+  std::shared_ptr<const BatchSource> source;
+  const Csr* whole;
+  const Seeds* seeds;
+};
+
+// The timed rows: local sampling, then every mode at `threads` and `concurrency` loader threads.
+// Each row first samples a few untimed batches (page cache, connections, pools).
+std::vector<Row> timed_rows(const DistSettings& settings, const NeighborSamplerOptions& options,
+                            const BatchSource& local, const Seeds& local_seeds,
+                            const std::vector<Mode>& modes, int threads, int concurrency) {
+  const int64_t warm = std::min<int64_t>(4, settings.batches);
+  const std::string server_threads =
+      settings.server_threads > 0 ? std::to_string(settings.server_threads) : "default";
+  std::vector<Row> rows;
+  auto measure = [&](Row row, const BatchSource& source, const Seeds& seeds) {
+    ProgressBar bar(fmt::format("{} ({}p, {} thr)", row.mode, row.parts, row.loader_threads),
+                    warm + settings.batches);
+    run_batches(source, seeds, options, settings.batches, warm, row.loader_threads, &bar);
+    row.figures =
+        run_batches(source, seeds, options, 0, settings.batches, row.loader_threads, &bar);
+    bar.finish();
+    rows.push_back(row);
+  };
+  measure({"local", 2, 0, threads, "-", {}}, local, local_seeds);
+  std::vector<int> loader_threads = {threads};
+  if (concurrency != threads) loader_threads.push_back(concurrency);
+  for (const Mode& mode : modes) {
+    for (const int t : loader_threads) {
+      measure({mode.name,
+               mode.parts,
+               mode.remote_parts,
+               t,
+               mode.remote_parts == 0 ? "-" : server_threads,
+               {}},
+              *mode.source, *mode.seeds);
+    }
+  }
+
+  return rows;
+}
+
+void bench_dist(const DistSettings& settings) {
+  const int hardware = default_num_threads();
+  const int threads = settings.threads > 0 ? settings.threads : hardware;
+  const int concurrency = settings.concurrency > 0 ? settings.concurrency : 4 * threads;
+  const std::string load_before = load_average().text();
+  const ScratchDirectory scratch;
+
+  const std::string source = bench_source(settings, scratch);
   const Dataset dataset = load_dataset(source, {.validate_graph = false});
-  const std::vector<int64_t> old_seeds = seed_pool(dataset, settings.seed);
+  const std::vector<int64_t> old_seeds = bench_seed_pool(dataset, settings.seed);
   const int64_t available = static_cast<int64_t>(old_seeds.size()) / settings.batch_size;
   VOLLEY_REQUIRE(available >= 1, ValueError, "--batch-size {} exceeds the {} seeds available",
                  settings.batch_size, old_seeds.size());
@@ -316,14 +428,6 @@ void bench_dist(const DistSettings& settings) {
   dist::Server server_two_0(two, 0, server_options);
   dist::Server server_two_1(two, 1, server_options);
   const dist::ClientOptions client{.deadline_seconds = 60.0, .connect_seconds = 10.0};
-  struct Mode {
-    std::string name;
-    int64_t parts;
-    int64_t remote_parts;
-    std::shared_ptr<const BatchSource> source;
-    const Csr* whole;
-    const Seeds* seeds;
-  };
   std::vector<Mode> modes;
   modes.push_back({"dist worker", 1, 0,
                    dist::DistGraph::connect({server_one.address()}, client, server_one.partition(),
@@ -348,95 +452,18 @@ void bench_dist(const DistSettings& settings) {
                 *mode.source, *mode.whole, *mode.seeds, options, check);
   }
 
-  // Timed rows. Each row first samples a few untimed batches (page cache, connections, pools).
-  const int64_t warm = std::min<int64_t>(4, settings.batches);
-  const std::string server_threads =
-      settings.server_threads > 0 ? std::to_string(settings.server_threads) : "default";
-  std::vector<Row> rows;
-  auto measure = [&](Row row, const BatchSource& source, const Seeds& seeds) {
-    ProgressBar bar(fmt::format("{} ({}p, {} thr)", row.mode, row.parts, row.loader_threads),
-                    warm + settings.batches);
-    run_batches(source, seeds, options, settings.batches, warm, row.loader_threads, &bar);
-    row.figures =
-        run_batches(source, seeds, options, 0, settings.batches, row.loader_threads, &bar);
-    bar.finish();
-    rows.push_back(row);
-  };
+  // Timed rows.
   const LocalBatchSource local(whole_two, std::nullopt, std::nullopt);
-  measure({"local", 2, 0, threads, "-", {}}, local, seeds_two);
-  std::vector<int> loader_threads = {threads};
-  if (concurrency != threads) loader_threads.push_back(concurrency);
-  for (const Mode& mode : modes) {
-    for (const int t : loader_threads) {
-      measure({mode.name,
-               mode.parts,
-               mode.remote_parts,
-               t,
-               mode.remote_parts == 0 ? "-" : server_threads,
-               {}},
-              *mode.source, *mode.seeds);
-    }
-  }
+  const std::vector<Row> rows =
+      timed_rows(settings, options, local, seeds_two, modes, threads, concurrency);
 
   // Report.
-  const Figures& local_figures = rows.front().figures;
-  const std::string load_after = load_average().text();
+  const Report report{dataset, settings, check, hardware, load_before, load_average().text()};
   if (settings.json) {
-    for (const Row& row : rows) {
-      std::cout << nlohmann::json{{"bench", "dist"},
-                                  {"dataset", dataset.name},
-                                  {"mode", row.mode},
-                                  {"parts", row.parts},
-                                  {"remote_parts", row.remote_parts},
-                                  {"loader_threads", row.loader_threads},
-                                  {"server_threads", row.server_threads},
-                                  {"batches", settings.batches},
-                                  {"batch_size", settings.batch_size},
-                                  {"fanout", settings.fanout},
-                                  {"sampled_edges", row.figures.edges},
-                                  {"seconds", row.figures.seconds},
-                                  {"cpu_seconds", row.figures.cpu_seconds},
-                                  {"seps", row.figures.seps()},
-                                  {"ratio_to_local", row.figures.seps() / local_figures.seps()},
-                                  {"seps_per_cpu_second", row.figures.seps_per_cpu()},
-                                  {"ratio_to_local_per_cpu_second",
-                                   row.figures.seps_per_cpu() / local_figures.seps_per_cpu()},
-                                  {"checked_batches", check},
-                                  {"hardware_threads", hardware},
-                                  {"load_average", load_after}}
-                       .dump()
-                << std::endl;
-    }
-    return;
+    print_json(rows, report);
+  } else {
+    print_table(rows, report);
   }
-  std::printf(
-      "bench dist: %s, %s nodes, %s edges; %lld batches of %lld seeds, fanout %s; %d hardware "
-      "threads; load average %s (before) / %s (after)\n",
-      dataset.name.c_str(), grouped(dataset.graph.num_nodes()).c_str(),
-      grouped(dataset.graph.num_edges()).c_str(), static_cast<long long>(settings.batches),
-      static_cast<long long>(settings.batch_size), settings.fanout.c_str(), hardware,
-      load_before.c_str(), load_after.c_str());
-  std::printf("check: the first %lld batches of every dist mode equal local sampling: ok\n",
-              static_cast<long long>(check));
-  std::printf("%-12s %5s %6s %7s %7s %10s %8s %9s %14s %8s\n", "mode", "parts", "remote", "loader",
-              "server", "SEPS", "vs local", "CPU used", "SEPS per CPU", "vs local");
-  std::printf("%-12s %5s %6s %7s %7s %10s %8s %9s %14s %8s\n", "", "", "", "threads", "threads", "",
-              "", "(cores)", "second", "");
-  for (const Row& row : rows) {
-    const Figures& f = row.figures;
-    std::printf("%-12s %5lld %6lld %7d %7s %9.2fM %8.3f %9.2f %13.2fM %8.3f\n", row.mode.c_str(),
-                static_cast<long long>(row.parts), static_cast<long long>(row.remote_parts),
-                row.loader_threads, row.server_threads.c_str(), f.seps() / 1e6,
-                f.seps() / local_figures.seps(), f.cpu_seconds / f.seconds, f.seps_per_cpu() / 1e6,
-                f.seps_per_cpu() / local_figures.seps_per_cpu());
-  }
-  std::printf(
-      "loader threads: batches sampled at once (local: sampler threads; dist: batches in flight, "
-      "each waiting on its RPCs); server threads: RPC handler threads per server (default: the "
-      "server's own cap). Servers run in this process and share its %d hardware threads. CPU "
-      "used: process CPU time / wall time; SEPS per CPU second: sampled edges / process CPU "
-      "time (servers included), the figure that does not depend on other jobs' load.\n",
-      hardware);
 }
 
 #endif  // VOLLEY_WITH_DIST

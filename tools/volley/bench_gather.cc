@@ -124,6 +124,31 @@ void run_cuda_gather(const GatherSettings& settings, DType dtype) {
   std::cout << line.dump() << std::endl;
 }
 
+// The bench's table (seeded values) as a FeatureStore in the requested tier; the mapped tier
+// writes it to `file` (removed by the caller).
+FeatureStore table_store(const GatherSettings& settings, DType dtype, std::string& file) {
+  const std::vector<int64_t> shape = {settings.rows, settings.dim};
+  FeatureStore store;
+  Array table = Array::empty(dtype, shape);
+  if (settings.huge_pages && settings.tier == "host") {
+    advise_huge_pages(table.raw_data(), table.nbytes());
+  }
+  fill_table(table.raw_data(), settings.rows, settings.dim, dtype, settings.seed);
+  if (settings.tier == "host") {
+    store = FeatureStore(table);
+  } else if (settings.tier == "shared") {
+    store = FeatureStore::create_shared(table);
+  } else {
+    file = settings.file.empty()
+               ? fmt::format("/tmp/volley-bench-gather-{}.npy", static_cast<long>(getpid()))
+               : settings.file;
+    write_npy(file, table);
+    table = Array();
+    store = FeatureStore::from_npy(file);
+  }
+  return store;
+}
+
 void run_gather_bench(const GatherSettings& settings) {
   const DType dtype = dtype_from_name(settings.dtype);
   VOLLEY_REQUIRE(settings.device == "cpu" || settings.device == "cuda", ValueError,
@@ -139,27 +164,8 @@ void run_gather_bench(const GatherSettings& settings) {
   feature_internal::set_prefetch_bytes(static_cast<size_t>(settings.prefetch_bytes));
 
   // The table, in the requested tier.
-  const std::vector<int64_t> shape = {settings.rows, settings.dim};
-  FeatureStore store;
-  std::string file;
-  {
-    Array table = Array::empty(dtype, shape);
-    if (settings.huge_pages && settings.tier == "host") {
-      advise_huge_pages(table.raw_data(), table.nbytes());
-    }
-    fill_table(table.raw_data(), settings.rows, settings.dim, dtype, settings.seed);
-    if (settings.tier == "host") {
-      store = FeatureStore(table);
-    } else if (settings.tier == "shared") {
-      store = FeatureStore::create_shared(table);
-    } else {
-      file = settings.file.empty()
-                 ? fmt::format("/tmp/volley-bench-gather-{}.npy", static_cast<long>(getpid()))
-                 : settings.file;
-      write_npy(file, table);
-    }
-  }
-  if (settings.tier == "mapped") store = FeatureStore::from_npy(file);
+  std::string file;  // the mapped tier's .npy
+  FeatureStore store = table_store(settings, dtype, file);
   const Array& rows = store.tiers().front().rows();
 
   // Random batches (seeded), the output buffer (touched once), and the memcpy source windows.

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <numeric>
 #include <stdexcept>
 
 #include "volley/core/error.h"
+#include "volley/loader/neighbor_loader.h"
 
 namespace volley::cli {
 
@@ -26,6 +28,22 @@ std::vector<int64_t> parse_fanouts(const std::string& text) {
     start = comma + 1;
   }
   return fanouts;
+}
+
+std::vector<int64_t> bench_seed_pool(const Dataset& dataset, uint64_t seed) {
+  std::vector<int64_t> pool;
+  if (dataset.train_idx && dataset.train_idx->numel() > 0) {
+    pool = dataset.train_idx->to_vector<int64_t>();
+  } else {
+    pool.resize(static_cast<size_t>(dataset.graph.num_nodes()));
+    std::iota(pool.begin(), pool.end(), 0);
+  }
+  const Array order = seeded_permutation(static_cast<int64_t>(pool.size()), seed);
+  std::vector<int64_t> seeds(pool.size());
+  for (size_t i = 0; i < pool.size(); ++i) {
+    seeds[i] = pool[static_cast<size_t>(order.data<int64_t>()[i])];
+  }
+  return seeds;
 }
 
 std::string LoadAverage::text() const {

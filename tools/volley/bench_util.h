@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "volley/graph/dataset.h"
+
 namespace volley::cli {
 
 using Clock = std::chrono::steady_clock;
@@ -16,6 +18,10 @@ inline double seconds_since(Clock::time_point start) {
 
 // "15,10,5" → {15, 10, 5}; ValueError naming the item that is not an integer.
 std::vector<int64_t> parse_fanouts(const std::string& text);
+
+// The bench seeds: the dataset's training nodes when it has them, else all nodes, in a shuffle
+// seeded by `seed` (seeded_permutation): the same seeds for every bench of one dataset and seed.
+std::vector<int64_t> bench_seed_pool(const Dataset& dataset, uint64_t seed);
 
 // The 1-, 5- and 15-minute load averages from /proc/loadavg, -1 each when unreadable.
 struct LoadAverage {

@@ -72,25 +72,29 @@ std::string degree_text(const DegreeStats& stats) {
 
 void print_json(const Json& json) { std::printf("%s\n", json.dump().c_str()); }
 
+// Verifies the dataset at `path`; on problems, prints them (into `json` when as_json) and
+// throws IoError naming the first.
+void verify_or_throw(const std::string& path, bool as_json, Json& json) {
+  const DatasetCheck check = verify_dataset(path);
+  if (!check.ok()) {
+    if (as_json) {
+      json["verify"] = {{"ok", false}, {"problems", check.problems}};
+      print_json(json);
+    } else {
+      std::printf("verify: %zu problem%s\n", check.problems.size(),
+                  check.problems.size() == 1 ? "" : "s");
+      for (const auto& problem : check.problems) std::printf("  %s\n", problem.c_str());
+    }
+    std::fflush(stdout);
+    throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
+                              check.problems.size(), check.problems.size() == 1 ? "" : "s",
+                              check.problems.front()));
+  }
+}
+
 void describe_dataset(const std::string& path, bool as_json, bool verify) {
   Json json = {{"path", path}, {"kind", "dataset"}};
-  if (verify) {
-    const DatasetCheck check = verify_dataset(path);
-    if (!check.ok()) {
-      if (as_json) {
-        json["verify"] = {{"ok", false}, {"problems", check.problems}};
-        print_json(json);
-      } else {
-        std::printf("verify: %zu problem%s\n", check.problems.size(),
-                    check.problems.size() == 1 ? "" : "s");
-        for (const auto& problem : check.problems) std::printf("  %s\n", problem.c_str());
-      }
-      std::fflush(stdout);
-      throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
-                                check.problems.size(), check.problems.size() == 1 ? "" : "s",
-                                check.problems.front()));
-    }
-  }
+  if (verify) verify_or_throw(path, as_json, json);
 
   const Dataset dataset = load_dataset(path);
   const Csr& graph = dataset.graph;

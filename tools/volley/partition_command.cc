@@ -110,84 +110,143 @@ std::string read_file_text(const std::string& path) {
   return text.str();
 }
 
+// One partition's directory: its rows hold global neighbor ids, so it is described through the
+// partitioned dataset it belongs to.
+void describe_one_partition(const std::string& path, bool as_json, bool verify) {
+  fs::path part_dir = fs::path(path).lexically_normal();
+  if (part_dir.filename().empty()) part_dir = part_dir.parent_path();  // "out/part-2/"
+  const std::string parent = part_dir.parent_path().string();
+  const Json part_json = Json::parse(read_file_text((fs::path(path) / "part.json").string()),
+                                     nullptr, /*allow_exceptions=*/false);
+  VOLLEY_REQUIRE(
+      part_json.is_object() && part_json.contains("part") && part_json["part"].is_number_integer(),
+      IoError, "{}/part.json: part: expected an integer, found none", path);
+  const int64_t part = part_json["part"].get<int64_t>();
+  const Partition partition =
+      load_partition(parent.empty() ? "." : parent, part,
+                     {.memory_map = true, .verify_checksums = verify, .validate_graph = true});
+  const Dataset& data = partition.data;
+  const int64_t cached = partition.cache_ids ? partition.cache_ids->numel() : 0;
+  auto size_of = [](const std::optional<Array>& ids) { return ids ? ids->numel() : 0; };
+  if (as_json) {
+    std::printf("%s\n", Json({{"path", path},
+                              {"kind", "partition"},
+                              {"part", part},
+                              {"num_parts", partition.book.num_parts()},
+                              {"first_node", partition.first_node()},
+                              {"num_nodes", data.graph.num_nodes()},
+                              {"num_edges", data.graph.num_edges()},
+                              {"feature_dim", data.features ? data.features->dim(1) : 0},
+                              {"train", size_of(data.train_idx)},
+                              {"val", size_of(data.val_idx)},
+                              {"test", size_of(data.test_idx)},
+                              {"cached", cached},
+                              {"verified", verify}})
+                            .dump()
+                            .c_str());
+    return;
+  }
+  std::printf("partition %lld of %lld (%s)\n", static_cast<long long>(part),
+              static_cast<long long>(partition.book.num_parts()), path.c_str());
+  std::printf("owned new ids: [%lld, %lld) — %lld nodes\n",
+              static_cast<long long>(partition.first_node()),
+              static_cast<long long>(partition.book.end(part)),
+              static_cast<long long>(data.graph.num_nodes()));
+  std::printf("in-edges: %lld (neighbor ids in the global new numbering)\n",
+              static_cast<long long>(data.graph.num_edges()));
+  std::printf("features: %s\n", data.features ? data.features->describe().c_str() : "none");
+  std::printf("split (local rows): train %lld, val %lld, test %lld\n",
+              static_cast<long long>(size_of(data.train_idx)),
+              static_cast<long long>(size_of(data.val_idx)),
+              static_cast<long long>(size_of(data.test_idx)));
+  std::printf("cache: %lld remote feature rows\n", static_cast<long long>(cached));
+  if (verify) std::printf("verify: ok (checksums and graph ids)\n");
+}
+
+// Verifies the partitioned dataset at `path`; on problems, prints them and throws IoError naming
+// the first.
+void verify_partitioned_or_throw(const std::string& path, bool as_json) {
+  const std::vector<std::string> problems = verify_partitioned_dataset(path);
+  if (!problems.empty()) {
+    if (!as_json) {
+      std::printf("verify: %zu problem%s\n", problems.size(), problems.size() == 1 ? "" : "s");
+      for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
+    } else {
+      std::printf("%s\n", Json({{"path", path},
+                                {"kind", "partitioned"},
+                                {"verify", {{"ok", false}, {"problems", problems}}}})
+                              .dump()
+                              .c_str());
+    }
+    std::fflush(stdout);
+    throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
+                              problems.size(), problems.size() == 1 ? "" : "s", problems.front()));
+  }
+}
+
+struct PartitionArguments {
+  std::string input;
+  std::string output;
+  int64_t parts = 2;
+  std::string method = "metis";
+  std::vector<int64_t> fanouts = {15, 10, 5};
+  std::string cache_bytes = "0";
+  int64_t batch_size = 1024;
+  double tolerance = 0.05;
+  uint64_t seed = 0;
+  bool simulate = false;
+  bool json = false;
+};
+
+// `volley partition`: partitions and reports what it did.
+void run_partition_command(const PartitionArguments& arguments) {
+  PartitionOptions options;
+  options.method = partition_method_from_name(arguments.method);
+  options.num_parts = arguments.parts;
+  options.fanouts = arguments.fanouts;
+  options.cache_bytes = parse_bytes(arguments.cache_bytes);
+  options.batch_size = arguments.batch_size;
+  options.balance_tolerance = arguments.tolerance;
+  options.seed = arguments.seed;
+  options.simulate_epoch = arguments.simulate;
+  const PartitionResult result = partition_dataset(arguments.input, arguments.output, options);
+  const int64_t num_edges =
+      std::accumulate(result.part_edges.begin(), result.part_edges.end(), int64_t{0});
+  if (arguments.json) {
+    std::printf("%s\n", Json({{"input", arguments.input},
+                              {"output", arguments.output},
+                              {"method", arguments.method},
+                              {"num_parts", options.num_parts},
+                              {"offsets", result.book.offsets()},
+                              {"part_edges", result.part_edges},
+                              {"part_train", result.part_train},
+                              {"part_cached", result.part_cached},
+                              {"quality", quality_json(result.quality)},
+                              {"seconds", result.seconds},
+                              {"assign_seconds", result.assign_seconds}})
+                            .dump()
+                            .c_str());
+    return;
+  }
+  std::printf("partitioned %s into %lld parts with %s in %.1f s (assignment %.1f s) -> %s\n",
+              arguments.input.c_str(), static_cast<long long>(options.num_parts),
+              arguments.method.c_str(), result.seconds, result.assign_seconds,
+              arguments.output.c_str());
+  print_quality(result.quality, num_edges);
+  print_parts(result.book, result.part_edges, result.part_train, result.part_cached);
+}
+
 }  // namespace
 
 bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
   std::error_code error;
   if (fs::is_regular_file(fs::path(path) / "part.json", error)) {
-    // One partition's directory: its rows hold global neighbor ids, so describe it through the
-    // partitioned dataset it belongs to.
-    fs::path part_dir = fs::path(path).lexically_normal();
-    if (part_dir.filename().empty()) part_dir = part_dir.parent_path();  // "out/part-2/"
-    const std::string parent = part_dir.parent_path().string();
-    const Json part_json = Json::parse(read_file_text((fs::path(path) / "part.json").string()),
-                                       nullptr, /*allow_exceptions=*/false);
-    VOLLEY_REQUIRE(part_json.is_object() && part_json.contains("part") &&
-                       part_json["part"].is_number_integer(),
-                   IoError, "{}/part.json: part: expected an integer, found none", path);
-    const int64_t part = part_json["part"].get<int64_t>();
-    const Partition partition =
-        load_partition(parent.empty() ? "." : parent, part,
-                       {.memory_map = true, .verify_checksums = verify, .validate_graph = true});
-    const Dataset& data = partition.data;
-    const int64_t cached = partition.cache_ids ? partition.cache_ids->numel() : 0;
-    auto size_of = [](const std::optional<Array>& ids) { return ids ? ids->numel() : 0; };
-    if (as_json) {
-      std::printf("%s\n", Json({{"path", path},
-                                {"kind", "partition"},
-                                {"part", part},
-                                {"num_parts", partition.book.num_parts()},
-                                {"first_node", partition.first_node()},
-                                {"num_nodes", data.graph.num_nodes()},
-                                {"num_edges", data.graph.num_edges()},
-                                {"feature_dim", data.features ? data.features->dim(1) : 0},
-                                {"train", size_of(data.train_idx)},
-                                {"val", size_of(data.val_idx)},
-                                {"test", size_of(data.test_idx)},
-                                {"cached", cached},
-                                {"verified", verify}})
-                              .dump()
-                              .c_str());
-      return true;
-    }
-    std::printf("partition %lld of %lld (%s)\n", static_cast<long long>(part),
-                static_cast<long long>(partition.book.num_parts()), path.c_str());
-    std::printf("owned new ids: [%lld, %lld) — %lld nodes\n",
-                static_cast<long long>(partition.first_node()),
-                static_cast<long long>(partition.book.end(part)),
-                static_cast<long long>(data.graph.num_nodes()));
-    std::printf("in-edges: %lld (neighbor ids in the global new numbering)\n",
-                static_cast<long long>(data.graph.num_edges()));
-    std::printf("features: %s\n", data.features ? data.features->describe().c_str() : "none");
-    std::printf("split (local rows): train %lld, val %lld, test %lld\n",
-                static_cast<long long>(size_of(data.train_idx)),
-                static_cast<long long>(size_of(data.val_idx)),
-                static_cast<long long>(size_of(data.test_idx)));
-    std::printf("cache: %lld remote feature rows\n", static_cast<long long>(cached));
-    if (verify) std::printf("verify: ok (checksums and graph ids)\n");
+    describe_one_partition(path, as_json, verify);
     return true;
   }
   if (!is_partitioned_directory(path)) return false;
 
-  if (verify) {
-    const std::vector<std::string> problems = verify_partitioned_dataset(path);
-    if (!problems.empty()) {
-      if (!as_json) {
-        std::printf("verify: %zu problem%s\n", problems.size(), problems.size() == 1 ? "" : "s");
-        for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
-      } else {
-        std::printf("%s\n", Json({{"path", path},
-                                  {"kind", "partitioned"},
-                                  {"verify", {{"ok", false}, {"problems", problems}}}})
-                                .dump()
-                                .c_str());
-      }
-      std::fflush(stdout);
-      throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
-                                problems.size(), problems.size() == 1 ? "" : "s",
-                                problems.front()));
-    }
-  }
+  if (verify) verify_partitioned_or_throw(path, as_json);
   const PartitionManifest manifest = read_partition_manifest(path);
   if (as_json) {
     Json json = Json::parse(manifest.json);
@@ -212,20 +271,7 @@ bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
 }
 
 void add_partition_command(CLI::App& app, GlobalOptions& /*global*/) {
-  struct Arguments {
-    std::string input;
-    std::string output;
-    int64_t parts = 2;
-    std::string method = "metis";
-    std::vector<int64_t> fanouts = {15, 10, 5};
-    std::string cache_bytes = "0";
-    int64_t batch_size = 1024;
-    double tolerance = 0.05;
-    uint64_t seed = 0;
-    bool simulate = false;
-    bool json = false;
-  };
-  auto arguments = std::make_shared<Arguments>();
+  auto arguments = std::make_shared<PartitionArguments>();
   auto* command = app.add_subcommand(
       "partition", "Cut a dataset into partitions (random, METIS, hotness-aware or streaming)");
   command->add_option("dataset", arguments->input, "Dataset directory")->required();
@@ -255,42 +301,7 @@ void add_partition_command(CLI::App& app, GlobalOptions& /*global*/) {
   command->add_flag("--simulate", arguments->simulate,
                     "Also simulate an epoch to report remote reads (any method)");
   command->add_flag("--json", arguments->json, "Print one JSON object instead of text");
-  command->callback([arguments] {
-    PartitionOptions options;
-    options.method = partition_method_from_name(arguments->method);
-    options.num_parts = arguments->parts;
-    options.fanouts = arguments->fanouts;
-    options.cache_bytes = parse_bytes(arguments->cache_bytes);
-    options.batch_size = arguments->batch_size;
-    options.balance_tolerance = arguments->tolerance;
-    options.seed = arguments->seed;
-    options.simulate_epoch = arguments->simulate;
-    const PartitionResult result = partition_dataset(arguments->input, arguments->output, options);
-    const int64_t num_edges =
-        std::accumulate(result.part_edges.begin(), result.part_edges.end(), int64_t{0});
-    if (arguments->json) {
-      std::printf("%s\n", Json({{"input", arguments->input},
-                                {"output", arguments->output},
-                                {"method", arguments->method},
-                                {"num_parts", options.num_parts},
-                                {"offsets", result.book.offsets()},
-                                {"part_edges", result.part_edges},
-                                {"part_train", result.part_train},
-                                {"part_cached", result.part_cached},
-                                {"quality", quality_json(result.quality)},
-                                {"seconds", result.seconds},
-                                {"assign_seconds", result.assign_seconds}})
-                              .dump()
-                              .c_str());
-      return;
-    }
-    std::printf("partitioned %s into %lld parts with %s in %.1f s (assignment %.1f s) -> %s\n",
-                arguments->input.c_str(), static_cast<long long>(options.num_parts),
-                arguments->method.c_str(), result.seconds, result.assign_seconds,
-                arguments->output.c_str());
-    print_quality(result.quality, num_edges);
-    print_parts(result.book, result.part_edges, result.part_train, result.part_cached);
-  });
+  command->callback([arguments] { run_partition_command(*arguments); });
 }
 
 }  // namespace volley::cli

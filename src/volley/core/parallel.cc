@@ -109,6 +109,10 @@ void ThreadPool::parallel_for(int64_t first, int64_t last, int64_t grain,
   if (job.error) std::rethrow_exception(job.error);
 }
 
+int default_num_threads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 namespace {
 
 int default_thread_count() {
@@ -116,7 +120,7 @@ int default_thread_count() {
     const int parsed = std::atoi(env);
     if (parsed >= 1) return parsed;
   }
-  return std::max(1u, std::thread::hardware_concurrency());
+  return default_num_threads();
 }
 
 std::mutex& pool_mutex() {

@@ -50,6 +50,11 @@ class ThreadPool {
   std::mutex submit_mutex_;  // one parallel_for at a time per pool
 };
 
+// The number of hardware threads (at least 1): what a thread count of 0 ("all") means wherever
+// Volley takes one (the default pool, loaders, servers, the tools). The default pool also
+// honours VOLLEY_NUM_THREADS.
+int default_num_threads();
+
 // The process-wide pool used by parallel_for.
 ThreadPool& default_thread_pool();
 // Resizes the default pool (>= 1). Not to be called while a parallel_for is running.

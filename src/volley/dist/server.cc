@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "volley/core/parallel.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
@@ -396,8 +397,8 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   state.num_edges_total = manifest.num_edges;
   if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // served locally
   if (options.peer_client.token.empty()) options.peer_client.token = options.token;
-  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = options.threads > 0 ? options.threads : std::max(32, 8 * hardware);
+  const int threads =
+      options.threads > 0 ? options.threads : std::max(32, 8 * default_num_threads());
   state.options = std::move(options);
 
   grpc::ServerBuilder builder;

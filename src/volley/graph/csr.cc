@@ -76,9 +76,16 @@ struct Entries {
   bool drop_self_loops;
 };
 
-template <typename Index>
-Csr build_rows(const Entries& in, int64_t num_nodes, const CsrBuildOptions& options) {
-  // 1. Degrees.
+// A graph's rows while they are built: indptr [N + 1], indices, edge ids, weights (optional).
+struct Rows {
+  std::vector<int64_t> indptr_vec;
+  Array indices;
+  Array eids;
+  std::optional<Array> weights;
+};
+
+// 1. Degrees, as the running sums of indptr.
+std::vector<int64_t> row_offsets(const Entries& in, int64_t num_nodes) {
   std::vector<int64_t> indptr_vec(static_cast<size_t>(num_nodes) + 1, 0);
   int64_t* degree = indptr_vec.data() + 1;
   parallel_for(0, in.count, kGrain, [&](int64_t begin, int64_t end) {
@@ -93,9 +100,13 @@ Csr build_rows(const Entries& in, int64_t num_nodes, const CsrBuildOptions& opti
     }
   });
   std::partial_sum(indptr_vec.begin(), indptr_vec.end(), indptr_vec.begin());
-  const int64_t num_entries = indptr_vec.back();
+  return indptr_vec;
+}
 
-  // 2. Scatter in input order (so ties keep input order), then sort each row.
+// 2. Scatter in input order (so ties keep input order).
+template <typename Index>
+Rows scatter_rows(const Entries& in, std::vector<int64_t> indptr_vec) {
+  const int64_t num_entries = indptr_vec.back();
   Array indices = Array::empty(dtype_of<Index>(), {num_entries});
   Array eids = Array::empty(DType::kInt64, {num_entries});
   std::optional<Array> weights;
@@ -121,7 +132,16 @@ Csr build_rows(const Entries& in, int64_t num_nodes, const CsrBuildOptions& opti
       if (in.also_reversed && row != col) place(col, row, eid, w);
     }
   }
-  const int64_t* indptr = indptr_vec.data();
+  return {std::move(indptr_vec), std::move(indices), std::move(eids), std::move(weights)};
+}
+
+// Sorts each row by (neighbor, edge id).
+template <typename Index>
+void sort_rows(Rows& rows, int64_t num_nodes) {
+  const int64_t* indptr = rows.indptr_vec.data();
+  Index* out_col = rows.indices.data<Index>();
+  int64_t* out_eid = rows.eids.data<int64_t>();
+  float* out_w = rows.weights ? rows.weights->data<float>() : nullptr;
   parallel_for(0, num_nodes, 4096, [&](int64_t begin, int64_t end) {
     struct Item {
       Index col;
@@ -151,52 +171,64 @@ Csr build_rows(const Entries& in, int64_t num_nodes, const CsrBuildOptions& opti
       }
     }
   });
+}
 
-  // 3. Drop duplicates: keep the first (smallest edge id) of each (row, neighbor).
-  if (options.drop_duplicates) {
-    std::vector<int64_t> kept(static_cast<size_t>(num_nodes) + 1, 0);
+// 3. Drop duplicates: keep the first (smallest edge id) of each (row, neighbor).
+template <typename Index>
+void drop_duplicate_edges(Rows& rows, int64_t num_nodes) {
+  const int64_t* indptr = rows.indptr_vec.data();
+  const int64_t num_entries = rows.indptr_vec.back();
+  const Index* out_col = rows.indices.data<Index>();
+  const int64_t* out_eid = rows.eids.data<int64_t>();
+  const float* out_w = rows.weights ? rows.weights->data<float>() : nullptr;
+  std::vector<int64_t> kept(static_cast<size_t>(num_nodes) + 1, 0);
+  parallel_for(0, num_nodes, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t count = 0;
+      for (int64_t k = indptr[row]; k < indptr[row + 1]; ++k) {
+        count += (k == indptr[row] || out_col[k] != out_col[k - 1]);
+      }
+      kept[static_cast<size_t>(row) + 1] = count;
+    }
+  });
+  std::partial_sum(kept.begin(), kept.end(), kept.begin());
+  if (kept.back() != num_entries) {
+    Array new_indices = Array::empty(dtype_of<Index>(), {kept.back()});
+    Array new_eids = Array::empty(DType::kInt64, {kept.back()});
+    std::optional<Array> new_weights;
+    if (rows.weights) new_weights = Array::empty(DType::kFloat32, {kept.back()});
+    Index* col2 = new_indices.data<Index>();
+    int64_t* eid2 = new_eids.data<int64_t>();
+    float* w2 = new_weights ? new_weights->data<float>() : nullptr;
     parallel_for(0, num_nodes, 4096, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
-        int64_t count = 0;
+        int64_t out = kept[static_cast<size_t>(row)];
         for (int64_t k = indptr[row]; k < indptr[row + 1]; ++k) {
-          count += (k == indptr[row] || out_col[k] != out_col[k - 1]);
+          if (k != indptr[row] && out_col[k] == out_col[k - 1]) continue;
+          col2[out] = out_col[k];
+          eid2[out] = out_eid[k];
+          if (w2) w2[out] = out_w[k];
+          ++out;
         }
-        kept[static_cast<size_t>(row) + 1] = count;
       }
     });
-    std::partial_sum(kept.begin(), kept.end(), kept.begin());
-    if (kept.back() != num_entries) {
-      Array new_indices = Array::empty(dtype_of<Index>(), {kept.back()});
-      Array new_eids = Array::empty(DType::kInt64, {kept.back()});
-      std::optional<Array> new_weights;
-      if (weights) new_weights = Array::empty(DType::kFloat32, {kept.back()});
-      Index* col2 = new_indices.data<Index>();
-      int64_t* eid2 = new_eids.data<int64_t>();
-      float* w2 = new_weights ? new_weights->data<float>() : nullptr;
-      parallel_for(0, num_nodes, 4096, [&](int64_t begin, int64_t end) {
-        for (int64_t row = begin; row < end; ++row) {
-          int64_t out = kept[static_cast<size_t>(row)];
-          for (int64_t k = indptr[row]; k < indptr[row + 1]; ++k) {
-            if (k != indptr[row] && out_col[k] == out_col[k - 1]) continue;
-            col2[out] = out_col[k];
-            eid2[out] = out_eid[k];
-            if (w2) w2[out] = out_w[k];
-            ++out;
-          }
-        }
-      });
-      indices = std::move(new_indices);
-      eids = std::move(new_eids);
-      weights = std::move(new_weights);
-      indptr_vec = std::move(kept);
-    }
+    rows.indices = std::move(new_indices);
+    rows.eids = std::move(new_eids);
+    rows.weights = std::move(new_weights);
+    rows.indptr_vec = std::move(kept);
   }
+}
 
-  Array indptr_array = Array::from_vector(indptr_vec);
+template <typename Index>
+Csr build_rows(const Entries& in, int64_t num_nodes, const CsrBuildOptions& options) {
+  Rows rows = scatter_rows<Index>(in, row_offsets(in, num_nodes));
+  sort_rows<Index>(rows, num_nodes);
+  if (options.drop_duplicates) drop_duplicate_edges<Index>(rows, num_nodes);
   std::optional<Array> edge_ids;
-  if (options.keep_edge_ids) edge_ids = std::move(eids);
-  return Csr::from_arrays(std::move(indptr_array), std::move(indices), std::move(edge_ids),
-                          std::move(weights), options.orientation, /*validate=*/false);
+  if (options.keep_edge_ids) edge_ids = std::move(rows.eids);
+  return Csr::from_arrays(Array::from_vector(rows.indptr_vec), std::move(rows.indices),
+                          std::move(edge_ids), std::move(rows.weights), options.orientation,
+                          /*validate=*/false);
 }
 
 Csr build(const Entries& entries, int64_t num_nodes, const CsrBuildOptions& options) {

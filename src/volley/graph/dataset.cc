@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "volley/core/files.h"
 #include "volley/graph/internal/json_checker.h"
 #include "volley/graph/io/npy.h"
 
@@ -432,7 +433,7 @@ void DatasetWriter::finish(int64_t num_nodes, int64_t num_edges, int64_t num_cla
     arrays[field] = {{"file", std::string(field) + ".npy"},
                      {"dtype", dtype_name(it->dtype)},
                      {"shape", it->shape},
-                     {"crc32", fmt::format("{:08x}", it->crc32)}};
+                     {"crc32", crc32_hex(it->crc32)}};
   }
   const Json manifest = {{"format", kFormatName},
                          {"version", kFormatVersion},
@@ -443,19 +444,7 @@ void DatasetWriter::finish(int64_t num_nodes, int64_t num_edges, int64_t num_cla
                          {"orientation", orientation_name(orientation)},
                          {"arrays", arrays}};
   // Written beside, then renamed: the manifest appears complete or not at all.
-  const std::string path = manifest_path(directory_);
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream stream(temporary, std::ios::trunc);
-    stream << manifest.dump(2) << '\n';
-    stream.close();
-    if (!stream) {
-      throw IoError(fmt::format("cannot write '{}': {}", temporary, internal::errno_text(errno)));
-    }
-  }
-  std::error_code error;
-  fs::rename(temporary, path, error);
-  if (error) throw IoError(fmt::format("cannot write '{}': {}", path, error.message()));
+  write_file_atomically(manifest_path(directory_), manifest.dump(2) + "\n");
 }
 
 void save_dataset(const Dataset& dataset, const std::string& directory) {

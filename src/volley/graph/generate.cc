@@ -15,6 +15,7 @@
 #include "volley/core/philox.h"
 #include "volley/core/progress.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/internal/generator.h"
 #include "volley/graph/io/npy.h"
 
 namespace volley {
@@ -29,28 +30,7 @@ GraphModel graph_model_from_name(std::string_view name) {
   throw ValueError(fmt::format("unknown graph model '{}': expected 'powerlaw' or 'rmat'", name));
 }
 
-namespace {
-
-// What a random stream is for: word[3] of its Philox counter. Words 1 and 2 carry the id of the
-// node, class or edge block the stream belongs to; word 0 counts blocks within the stream.
-enum class Purpose : uint32_t {
-  kRankPermutation = 1,
-  kLabel,
-  kRowSources,
-  kCentroid,
-  kFeatureNoise,
-  kSplit,
-  kRmatBlock,
-  kRmatScramble,
-};
-
-PhiloxStream stream_for(uint64_t seed, Purpose purpose, uint64_t id) {
-  return PhiloxStream(seed, {{0, static_cast<uint32_t>(id), static_cast<uint32_t>(id >> 32),
-                              static_cast<uint32_t>(purpose)}});
-}
-
-constexpr int64_t kMaxNodes = (int64_t{1} << 31) - 1;
-constexpr int64_t kMaxClasses = int64_t{1} << 16;  // bounds the per-class tables and centroids
+namespace generator_internal {
 
 // A uniformly random permutation of [0, n) (Fisher–Yates, one stream).
 std::vector<int32_t> seeded_permutation(int64_t n, uint64_t seed, Purpose purpose) {
@@ -63,14 +43,6 @@ std::vector<int32_t> seeded_permutation(int64_t n, uint64_t seed, Purpose purpos
   }
   return permutation;
 }
-
-// Walker's alias method: one slot per item; a draw picks a slot uniformly and then either the
-// slot's own item or its alias. Slots store item ids directly, so a draw touches one slot.
-struct AliasSlot {
-  uint32_t threshold;  // keep `accept` when the acceptance bits are below this
-  int32_t accept;
-  int32_t reject;
-};
 
 // Builds slots for `ids` drawn ∝ `weights` (Vose's method; sequential, so deterministic).
 // Weights must be >= 0 with a positive sum.
@@ -111,13 +83,11 @@ void build_alias(std::span<const double> weights, std::span<const int32_t> ids,
   for (uint32_t i : small) set_slot(i, 1.0, i);
 }
 
-// One draw from `size` slots: `index_bits` picks the slot (multiply-shift; bias below
-// size / 2^32), `accept_bits` decides between the item and its alias.
-inline int32_t sample_alias(const AliasSlot* slots, uint32_t size, uint32_t index_bits,
-                            uint32_t accept_bits) {
-  const AliasSlot& slot = slots[(static_cast<uint64_t>(index_bits) * size) >> 32];
-  return accept_bits < slot.threshold ? slot.accept : slot.reject;
-}
+}  // namespace generator_internal
+
+namespace {
+
+using namespace generator_internal;
 
 int32_t label_of(uint64_t seed, int64_t node, int64_t num_classes) {
   return static_cast<int32_t>(stream_for(seed, Purpose::kLabel, static_cast<uint64_t>(node))
@@ -320,122 +290,6 @@ Csr generate_power_law(const GeneratorOptions& options) {
     progress.advance(row_start[end] - row_start[begin]);
   });
   progress.finish();
-  return Csr::from_arrays(std::move(indptr), std::move(indices), std::nullopt, std::nullopt,
-                          Orientation::kIn, /*validate=*/false);
-}
-
-// ---------------------------------------------------------------------------------------------
-// R-MAT
-
-constexpr int kLevelsPerDraw = 4;  // quadrant choices per 32-bit draw (alias over 4^4 outcomes)
-constexpr int64_t kRmatBlock = int64_t{1} << 18;  // edges per random stream
-
-Csr generate_rmat(const GeneratorOptions& options) {
-  const int64_t n = options.num_nodes, m = options.num_edges;
-  int scale = 0;
-  while ((int64_t{1} << scale) < n) ++scale;
-
-  // Outcome o of one draw: the quadrants of four consecutive levels, two bits each (first level
-  // in the lowest bits); quadrant q sets source bit q >> 1 and target bit q & 1. The outcomes'
-  // probabilities are products over levels, so using only the first k levels of a draw (the
-  // last, partial group) samples exactly the k-level distribution.
-  constexpr int kOutcomes = 1 << (2 * kLevelsPerDraw);
-  const double quadrant[4] = {options.rmat_a, options.rmat_b, options.rmat_c, options.rmat_d};
-  std::vector<double> outcome_weights(kOutcomes);
-  std::vector<int32_t> outcome_ids(kOutcomes);
-  for (int o = 0; o < kOutcomes; ++o) {
-    double p = 1.0;
-    for (int level = 0; level < kLevelsPerDraw; ++level) p *= quadrant[(o >> (2 * level)) & 3];
-    outcome_weights[static_cast<size_t>(o)] = p;
-    outcome_ids[static_cast<size_t>(o)] = o;
-  }
-  std::vector<AliasSlot> outcomes(kOutcomes);
-  build_alias(outcome_weights, outcome_ids, outcomes);
-  const std::vector<int32_t> scramble = seeded_permutation(n, options.seed, Purpose::kRmatScramble);
-
-  // 1. Edges, block by block (each block its own stream), as (source, target) pairs.
-  std::vector<int32_t> edge_source(static_cast<size_t>(m)), edge_target(static_cast<size_t>(m));
-  const int64_t num_blocks = (m + kRmatBlock - 1) / kRmatBlock;
-  {
-    ProgressBar progress("rmat edges", m);
-    parallel_for(0, num_blocks, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t block = begin; block < end; ++block) {
-        PhiloxStream rng =
-            stream_for(options.seed, Purpose::kRmatBlock, static_cast<uint64_t>(block));
-        const int64_t first = block * kRmatBlock, last = std::min(m, first + kRmatBlock);
-        for (int64_t e = first; e < last; ++e) {
-          int64_t source, target;
-          do {
-            source = 0;
-            target = 0;
-            for (int level = 0; level < scale; level += kLevelsPerDraw) {
-              const uint32_t bits = rng.next();
-              const int32_t o = sample_alias(outcomes.data(), kOutcomes, bits, bits << 8);
-              for (int k = 0; k < std::min(kLevelsPerDraw, scale - level); ++k) {
-                const int q = (o >> (2 * k)) & 3;
-                source = (source << 1) | (q >> 1);
-                target = (target << 1) | (q & 1);
-              }
-            }
-          } while (source >= n || target >= n);
-          edge_source[static_cast<size_t>(e)] = scramble[static_cast<size_t>(source)];
-          edge_target[static_cast<size_t>(e)] = scramble[static_cast<size_t>(target)];
-        }
-        progress.advance(last - first);
-      }
-    });
-  }
-
-  // 2. Counting sort into rows (in-neighbors: row = target), self loops left out. Positions
-  // within a row depend on scheduling, but each row is sorted afterwards, so the result does not.
-  std::vector<int64_t> row_start(static_cast<size_t>(n) + 1, 0);
-  parallel_for(0, m, 1 << 16, [&](int64_t begin, int64_t end) {
-    for (int64_t e = begin; e < end; ++e) {
-      const int32_t target = edge_target[static_cast<size_t>(e)];
-      if (edge_source[static_cast<size_t>(e)] == target) continue;
-      std::atomic_ref<int64_t>(row_start[static_cast<size_t>(target) + 1])
-          .fetch_add(1, std::memory_order_relaxed);
-    }
-  });
-  std::partial_sum(row_start.begin(), row_start.end(), row_start.begin());
-  std::vector<int32_t> scattered(static_cast<size_t>(row_start.back()));
-  {
-    std::vector<int64_t> cursor(row_start.begin(), row_start.end() - 1);
-    parallel_for(0, m, 1 << 16, [&](int64_t begin, int64_t end) {
-      for (int64_t e = begin; e < end; ++e) {
-        const int32_t source = edge_source[static_cast<size_t>(e)];
-        const int32_t target = edge_target[static_cast<size_t>(e)];
-        if (source == target) continue;
-        const int64_t k = std::atomic_ref<int64_t>(cursor[static_cast<size_t>(target)])
-                              .fetch_add(1, std::memory_order_relaxed);
-        scattered[static_cast<size_t>(k)] = source;
-      }
-    });
-  }
-  std::vector<int32_t>().swap(edge_source);
-  std::vector<int32_t>().swap(edge_target);
-
-  // 3. Sort each row, drop duplicates, compact.
-  Array indptr = Array::empty(DType::kInt64, {n + 1});
-  int64_t* kept = indptr.data<int64_t>();
-  kept[0] = 0;
-  parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t v = begin; v < end; ++v) {
-      int32_t* first = scattered.data() + row_start[static_cast<size_t>(v)];
-      int32_t* last = scattered.data() + row_start[static_cast<size_t>(v) + 1];
-      std::sort(first, last);
-      kept[v + 1] = std::unique(first, last) - first;
-    }
-  });
-  std::partial_sum(kept, kept + n + 1, kept);
-  Array indices = Array::empty(DType::kInt32, {kept[n]});
-  int32_t* out = indices.data<int32_t>();
-  parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t v = begin; v < end; ++v) {
-      std::copy_n(scattered.data() + row_start[static_cast<size_t>(v)], kept[v + 1] - kept[v],
-                  out + kept[v]);
-    }
-  });
   return Csr::from_arrays(std::move(indptr), std::move(indices), std::nullopt, std::nullopt,
                           Orientation::kIn, /*validate=*/false);
 }

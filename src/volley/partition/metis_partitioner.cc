@@ -41,22 +41,15 @@ const char* metis_status_text(int status) {
   }
 }
 
-}  // namespace
+// The symmetrised adjacency METIS takes (CSR, no self loops, each row sorted and deduplicated):
+// count, fill, then sort, deduplicate and compact each row.
+struct Adjacency {
+  std::vector<idx_t> xadj;
+  std::vector<idx_t> adjncy;
+};
 
-Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
-                   const std::vector<uint8_t>& train) {
-  const Csr& graph = dataset.graph;
+Adjacency symmetrised_adjacency(const Csr& graph) {
   const int64_t n = graph.num_nodes();
-  const int64_t e = graph.num_edges();
-  Array assignment = Array::zeros(DType::kInt32, {n});
-  if (n == 0 || options.num_parts == 1) return assignment;
-  constexpr int64_t kIdxMax = std::numeric_limits<idx_t>::max();
-  VOLLEY_REQUIRE(n < kIdxMax && 2 * e < kIdxMax, ValueError,
-                 "METIS: a graph of {} nodes and {} edges (up to {} adjacency entries when "
-                 "symmetrised) exceeds this METIS build's {}-bit idx_t; use --method stream",
-                 n, e, 2 * e, IDXTYPEWIDTH);
-
-  // Symmetrised adjacency: count, fill, then sort, deduplicate and compact each row.
   std::vector<idx_t> xadj(static_cast<size_t>(n) + 1, 0);
   for (int64_t v = 0; v < n; ++v) {
     for (int64_t pos = graph.begin(v); pos < graph.end(v); ++pos) {
@@ -100,6 +93,29 @@ Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
   xadj[static_cast<size_t>(n)] = written;
   adjncy.resize(static_cast<size_t>(written));  // no shrink: that would copy it
   std::vector<idx_t>().swap(unique_degree);
+
+  return {std::move(xadj), std::move(adjncy)};
+}
+
+}  // namespace
+
+Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
+                   const std::vector<uint8_t>& train) {
+  const Csr& graph = dataset.graph;
+  const int64_t n = graph.num_nodes();
+  const int64_t e = graph.num_edges();
+  Array assignment = Array::zeros(DType::kInt32, {n});
+  if (n == 0 || options.num_parts == 1) return assignment;
+  constexpr int64_t kIdxMax = std::numeric_limits<idx_t>::max();
+  VOLLEY_REQUIRE(n < kIdxMax && 2 * e < kIdxMax, ValueError,
+                 "METIS: a graph of {} nodes and {} edges (up to {} adjacency entries when "
+                 "symmetrised) exceeds this METIS build's {}-bit idx_t; use --method stream",
+                 n, e, 2 * e, IDXTYPEWIDTH);
+
+  Adjacency adjacency = symmetrised_adjacency(graph);
+  std::vector<idx_t>& xadj = adjacency.xadj;
+  std::vector<idx_t>& adjncy = adjacency.adjncy;
+  const idx_t written = xadj[static_cast<size_t>(n)];
 
   // Constraints: nodes always; in-edges when there are edges; training nodes when there are any.
   const bool has_train = std::find(train.begin(), train.end(), 1) != train.end();

@@ -1,5 +1,6 @@
 // Front end of partitioning: options, dispatch to a strategy, quality figures, and the timing of
-// partition_dataset. The directory format is written and read in partitioned_dataset.cc.
+// partition_dataset. The directory format is written in partitioned_writer.cc and read in
+// partitioned_reader.cc.
 #include "volley/partition/partition.h"
 
 #include <algorithm>

@@ -21,7 +21,7 @@ using Clock = std::chrono::steady_clock;
 class DistFailureTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
+    dir_ = new TempDir("volley-dist-test");
     partition_dataset(kCoraDirectory, *dir_ / "random-2",
                       {.method = PartitionMethod::kRandom, .num_parts = 2, .seed = 3});
     partition_dataset(kCoraDirectory, *dir_ / "other-2",

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "sampling/expect_subgraph.h"
+#include "test_util.h"
 #include "volley/dist/client.h"
 #include "volley/dist/server.h"
 #include "volley/graph/dataset.h"
@@ -36,24 +37,8 @@ namespace fs = std::filesystem;
 
 inline const std::string kCoraDirectory = std::string(VOLLEY_SOURCE_DIR) + "/data/cora";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "volley-dist-test-XXXXXX").string();
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
+// A partitioned-dataset scratch directory (test_util.h's TempDir).
+using volley::TempDir;
 
 // The whole renumbered graph of the partitioned dataset at `directory`.
 inline Csr whole_renumbered_graph(const std::string& directory) {

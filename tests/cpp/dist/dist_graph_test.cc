@@ -18,7 +18,7 @@ namespace {
 class DistGraphTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
+    dir_ = new TempDir("volley-dist-test");
     source_ = new Dataset(load_dataset(kCoraDirectory));
     partition_dataset(kCoraDirectory, *dir_ / "random-2",
                       {.method = PartitionMethod::kRandom, .num_parts = 2, .seed = 3});

@@ -23,7 +23,7 @@ namespace rpc = ::volley::rpc;
 class DistProtocolTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
+    dir_ = new TempDir("volley-dist-test");
     partition_dataset(kCoraDirectory, *dir_ / "random-2",
                       {.method = PartitionMethod::kRandom, .num_parts = 2, .seed = 3});
     served_ = new ServedDataset(*dir_ / "random-2");

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_util.h"
 #include "volley/graph/io/npy.h"
 
 namespace volley {
@@ -21,14 +22,6 @@ using Json = nlohmann::json;
 
 class DatasetTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/volley-dataset-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    root_ = pattern;
-    dir_ = (fs::path(root_) / "toy").string();
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   std::string file(const std::string& name) const { return (fs::path(dir_) / name).string(); }
 
   // A 4-node graph with every optional array.
@@ -67,8 +60,8 @@ class DatasetTest : public ::testing::Test {
     return "";
   }
 
-  std::string root_;
-  std::string dir_;
+  TempDir root_{"volley-dataset-test"};
+  const std::string dir_ = root_ / "toy";
 };
 
 void expect_same(const Array& a, const Array& b) {
@@ -301,7 +294,7 @@ TEST_F(DatasetTest, WriterStreamsArraysAndWritesTheManifestLast) {
   EXPECT_EQ(loaded.name, "streamed");
   expect_same(*loaded.features, *dataset.features);
 
-  DatasetWriter incomplete((fs::path(root_) / "other").string(), "x");
+  DatasetWriter incomplete(root_ / "other", "x");
   EXPECT_THAT([&] { incomplete.finish(0, 0, 0, Orientation::kIn); },
               ThrowsMessage<ValueError>(HasSubstr("the required array 'indptr' was not added")));
 }

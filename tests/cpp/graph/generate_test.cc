@@ -173,7 +173,7 @@ TEST(Generate, SameSeedSameGraphForAnyThreadCount) {
     EXPECT_FALSE(same_graph(one, generate_graph(options))) << graph_model_name(model);
     EXPECT_NE(labels_one.to_vector<int64_t>(), generate_labels(options).to_vector<int64_t>());
   }
-  set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  set_num_threads(default_num_threads());
 }
 
 TEST(Generate, LabelsAreBalancedAndFollowThePowerLawGraph) {
@@ -373,7 +373,7 @@ TEST(Generate, DatasetDirectoryIsTheSameBytesForAnyThreadCount) {
     EXPECT_TRUE(std::equal(features.raw_data(), features.raw_data() + features.nbytes(),
                            expected.raw_data()));
   }
-  set_num_threads(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  set_num_threads(default_num_threads());
 }
 
 TEST(Generate, CommandLineWritesADataset) {

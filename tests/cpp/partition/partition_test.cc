@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "test_util.h"
 #include "volley/core/error.h"
 #include "volley/graph/generate.h"
 #include "volley/graph/io/npy.h"
@@ -26,25 +27,11 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "volley-partition-test-XXXXXX").string();
-    EXPECT_NE(mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
- private:
-  std::string path_;
-};
-
 // A generated power-law dataset (features, labels, split) written once for the whole suite.
 class PartitionTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new TempDir();
+    dir_ = new TempDir("volley-partition-test");
     GeneratorOptions options{.model = GraphModel::kPowerLaw,
                              .num_nodes = 3000,
                              .num_edges = 40000,

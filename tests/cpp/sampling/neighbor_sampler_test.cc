@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "test_graphs.h"
 #include "test_util.h"
 
 #include <algorithm>
@@ -16,19 +17,9 @@
 namespace volley {
 namespace {
 
+// The graphs here: weights 0..4 (a fifth zero), attached only when asked for.
 Csr random_graph(int64_t n, int64_t m, uint64_t seed, bool with_weights = false) {
-  std::mt19937_64 rng(seed);
-  std::vector<int64_t> src(m), dst(m);
-  std::vector<float> w(m);
-  for (int64_t i = 0; i < m; ++i) {
-    // Skewed targets give hubs above the fanouts and many degree-0 nodes.
-    src[i] = static_cast<int64_t>(rng() % n);
-    dst[i] = static_cast<int64_t>((rng() % n) * (rng() % n) / n);
-    w[i] = static_cast<float>(rng() % 5);  // zero weights included
-  }
-  std::optional<Array> weights;
-  if (with_weights) weights = Array::from_vector(w);
-  return build_csr(Array::from_vector(src), Array::from_vector(dst), weights, {.num_nodes = n});
+  return skewed_random_graph(n, m, seed, {.weighted = with_weights, .weight_unit = 1.0f});
 }
 
 // Every structural promise of neighbor_sampler.h on one result.

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "sampling/expect_subgraph.h"
+#include "test_graphs.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
@@ -48,21 +49,6 @@ TEST(DeterministicLog, WithinOneUlpOfTheLibraryLog) {
   EXPECT_TRUE(std::isnan(deterministic_log(-1.0)));
   EXPECT_EQ(deterministic_log(std::numeric_limits<double>::infinity()),
             std::numeric_limits<double>::infinity());
-}
-
-Csr random_graph(int64_t n, int64_t m, uint64_t seed, bool force_int64, bool keep_edge_ids) {
-  std::mt19937_64 rng(seed);
-  std::vector<int64_t> src(m), dst(m);
-  std::vector<float> w(m);
-  for (int64_t i = 0; i < m; ++i) {
-    // Skewed targets: hubs far above the fanouts, and many degree-0 nodes.
-    src[i] = static_cast<int64_t>(rng() % n);
-    dst[i] = static_cast<int64_t>((rng() % n) * (rng() % n) / n);
-    w[i] = static_cast<float>(rng() % 5) * 0.25f;  // a fifth are zero
-  }
-  return build_csr(
-      Array::from_vector(src), Array::from_vector(dst), Array::from_vector(w),
-      {.num_nodes = n, .keep_edge_ids = keep_edge_ids, .force_int64_indices = force_int64});
 }
 
 // The CUDA driver's algorithm on the host, with pick.h doing the per-target work.
@@ -154,7 +140,9 @@ TEST(PickRules, HostRunOfTheCudaAlgorithmEqualsTheCpuSampler) {
   for (int graph_kind = 0; graph_kind < 3; ++graph_kind) {
     const bool int64_indices = graph_kind == 1;
     const bool edge_ids = graph_kind != 2;
-    const Csr graph = random_graph(3000, 60000, 11 + graph_kind, int64_indices, edge_ids);
+    const Csr graph =
+        skewed_random_graph(3000, 60000, 11 + graph_kind,
+                            {.keep_edge_ids = edge_ids, .force_int64_indices = int64_indices});
     std::mt19937_64 rng(5 + graph_kind);
     for (const auto& fanout : fanouts) {
       for (int variant = 0; variant < 4; ++variant) {
@@ -191,7 +179,7 @@ TEST(PickRules, HostRunOfTheCudaAlgorithmEqualsTheCpuSampler) {
 // Per target, pick_positions is what the CPU sampler picks at hop 0 for a single seed,
 // including fanouts far above 64 (the CPU kernel's bitmap path) and every degree.
 TEST(PickRules, SingleTargetsAcrossFanoutsAndDegrees) {
-  const Csr graph = random_graph(2000, 200000, 21, false, true);
+  const Csr graph = skewed_random_graph(2000, 200000, 21);
   for (int64_t fanout : {1, 7, 64, 65, 300}) {
     for (int variant = 0; variant < 4; ++variant) {
       NeighborSamplerOptions options{{fanout}, (variant & 1) != 0, (variant & 2) != 0, 99};

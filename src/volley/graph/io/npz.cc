@@ -100,15 +100,15 @@ uint64_t inflate_raw(const std::byte* in, uint64_t in_size, std::byte* out, uint
   return out_size;
 }
 
-}  // namespace
+// Where the central directory is, from the end-of-central-directory record (checked).
+struct CentralDirectory {
+  size_t offset = 0;
+  size_t end = 0;
+  uint16_t entries = 0;
+};
 
-NpzFile NpzFile::open(const std::string& path) {
-  NpzFile npz;
-  npz.path_ = path;
-  npz.file_ = Buffer::map_file(path);
-  const std::byte* base = npz.file_.data();
-  const size_t size = npz.file_.size();
-
+CentralDirectory find_central_directory(const std::string& path, const std::byte* base,
+                                        size_t size) {
   // The end-of-central-directory record: 22 bytes plus a comment of up to 64 KiB, at the end.
   if (size < kEndOfDirectoryBytes) {
     throw IoError(
@@ -151,75 +151,91 @@ NpzFile NpzFile::open(const std::string& path) {
         path, directory_size, directory_offset, end_record));
   }
 
-  size_t at = directory_offset;
-  const size_t directory_end = static_cast<size_t>(directory_offset) + directory_size;
-  for (uint16_t index = 0; index < entries; ++index) {
-    if (at + kDirectoryEntryBytes > directory_end || le32(base + at) != kDirectoryEntrySignature) {
-      throw IoError(fmt::format(
-          "{}: central directory entry {}: expected signature 0x02014b50 at offset {}, found "
-          "something else (corrupt archive)",
-          path, index, at));
-    }
-    const std::byte* entry = base + at;
-    const uint16_t flags = le16(entry + 8);
-    const uint16_t method = le16(entry + 10);
-    const uint32_t crc = le32(entry + 16);
-    const uint32_t compressed_size = le32(entry + 20);
-    const uint32_t uncompressed_size = le32(entry + 24);
-    const uint16_t name_length = le16(entry + 28);
-    const uint16_t extra_length = le16(entry + 30);
-    const uint16_t comment_length = le16(entry + 32);
-    const uint32_t local_offset = le32(entry + 42);
-    const size_t entry_end =
-        at + kDirectoryEntryBytes + name_length + extra_length + comment_length;
-    if (entry_end > directory_end) {
-      throw IoError(fmt::format("{}: central directory entry {}: runs past the directory's end",
-                                path, index));
-    }
-    NpzMember member;
-    member.file_name.assign(reinterpret_cast<const char*>(entry + kDirectoryEntryBytes),
-                            name_length);
-    member.name = strip_npy(member.file_name);
-    at = entry_end;
-    if (compressed_size == 0xffffffff || uncompressed_size == 0xffffffff ||
-        local_offset == 0xffffffff) {
-      zip64_unsupported(path);
-    }
-    if (member.file_name.ends_with("/")) continue;  // a directory entry
-    const std::string source = fmt::format("{}:{}", path, printable(member.file_name));
-    if ((flags & 0x1) != 0) {
-      throw IoError(fmt::format("{}: encrypted zip members are not supported", source));
-    }
-    if (method != kMethodStored && method != kMethodDeflated) {
-      throw IoError(fmt::format(
-          "{}: compression method: expected 0 (stored) or 8 (deflated), found {}", source, method));
-    }
-    if (method == kMethodStored && compressed_size != uncompressed_size) {
-      throw IoError(fmt::format(
-          "{}: size: expected a stored member's compressed size ({}) to equal its size, found {}",
-          source, compressed_size, uncompressed_size));
-    }
-    if (static_cast<size_t>(local_offset) + kLocalHeaderBytes > size ||
-        le32(base + local_offset) != kLocalHeaderSignature) {
-      throw IoError(fmt::format(
-          "{}: local header: expected signature 0x04034b50 at offset {}, found something else "
-          "(corrupt or truncated archive)",
-          source, local_offset));
-    }
-    const std::byte* local = base + local_offset;
-    member.deflated = method == kMethodDeflated;
-    member.compressed_size = compressed_size;
-    member.size = uncompressed_size;
-    member.crc32 = crc;
-    member.data_offset = static_cast<uint64_t>(local_offset) + kLocalHeaderBytes +
-                         le16(local + 26) + le16(local + 28);
-    if (member.data_offset + member.compressed_size > size) {
-      throw IoError(
-          fmt::format("{}: data: expected {} bytes at offset {}, found {} (truncated archive)",
-                      source, member.compressed_size, member.data_offset,
-                      size > member.data_offset ? size - member.data_offset : 0));
-    }
-    npz.members_.push_back(std::move(member));
+  return {directory_offset, static_cast<size_t>(directory_offset) + directory_size, entries};
+}
+
+// Reads central directory entry `index` at `at` (checked, with its local header) into
+// `members` (directory entries are skipped); returns where the next entry starts.
+size_t read_directory_entry(const std::string& path, const std::byte* base, size_t size, size_t at,
+                            size_t directory_end, uint16_t index, std::vector<NpzMember>& members) {
+  if (at + kDirectoryEntryBytes > directory_end || le32(base + at) != kDirectoryEntrySignature) {
+    throw IoError(fmt::format(
+        "{}: central directory entry {}: expected signature 0x02014b50 at offset {}, found "
+        "something else (corrupt archive)",
+        path, index, at));
+  }
+  const std::byte* entry = base + at;
+  const uint16_t flags = le16(entry + 8);
+  const uint16_t method = le16(entry + 10);
+  const uint32_t crc = le32(entry + 16);
+  const uint32_t compressed_size = le32(entry + 20);
+  const uint32_t uncompressed_size = le32(entry + 24);
+  const uint16_t name_length = le16(entry + 28);
+  const uint16_t extra_length = le16(entry + 30);
+  const uint16_t comment_length = le16(entry + 32);
+  const uint32_t local_offset = le32(entry + 42);
+  const size_t entry_end = at + kDirectoryEntryBytes + name_length + extra_length + comment_length;
+  if (entry_end > directory_end) {
+    throw IoError(
+        fmt::format("{}: central directory entry {}: runs past the directory's end", path, index));
+  }
+  NpzMember member;
+  member.file_name.assign(reinterpret_cast<const char*>(entry + kDirectoryEntryBytes), name_length);
+  member.name = strip_npy(member.file_name);
+  if (compressed_size == 0xffffffff || uncompressed_size == 0xffffffff ||
+      local_offset == 0xffffffff) {
+    zip64_unsupported(path);
+  }
+  if (member.file_name.ends_with("/")) return entry_end;  // a directory entry
+  const std::string source = fmt::format("{}:{}", path, printable(member.file_name));
+  if ((flags & 0x1) != 0) {
+    throw IoError(fmt::format("{}: encrypted zip members are not supported", source));
+  }
+  if (method != kMethodStored && method != kMethodDeflated) {
+    throw IoError(fmt::format(
+        "{}: compression method: expected 0 (stored) or 8 (deflated), found {}", source, method));
+  }
+  if (method == kMethodStored && compressed_size != uncompressed_size) {
+    throw IoError(fmt::format(
+        "{}: size: expected a stored member's compressed size ({}) to equal its size, found {}",
+        source, compressed_size, uncompressed_size));
+  }
+  if (static_cast<size_t>(local_offset) + kLocalHeaderBytes > size ||
+      le32(base + local_offset) != kLocalHeaderSignature) {
+    throw IoError(fmt::format(
+        "{}: local header: expected signature 0x04034b50 at offset {}, found something else "
+        "(corrupt or truncated archive)",
+        source, local_offset));
+  }
+  const std::byte* local = base + local_offset;
+  member.deflated = method == kMethodDeflated;
+  member.compressed_size = compressed_size;
+  member.size = uncompressed_size;
+  member.crc32 = crc;
+  member.data_offset =
+      static_cast<uint64_t>(local_offset) + kLocalHeaderBytes + le16(local + 26) + le16(local + 28);
+  if (member.data_offset + member.compressed_size > size) {
+    throw IoError(
+        fmt::format("{}: data: expected {} bytes at offset {}, found {} (truncated archive)",
+                    source, member.compressed_size, member.data_offset,
+                    size > member.data_offset ? size - member.data_offset : 0));
+  }
+  members.push_back(std::move(member));
+  return entry_end;
+}
+
+}  // namespace
+
+NpzFile NpzFile::open(const std::string& path) {
+  NpzFile npz;
+  npz.path_ = path;
+  npz.file_ = Buffer::map_file(path);
+  const std::byte* base = npz.file_.data();
+  const size_t size = npz.file_.size();
+  const CentralDirectory directory = find_central_directory(path, base, size);
+  size_t at = directory.offset;
+  for (uint16_t index = 0; index < directory.entries; ++index) {
+    at = read_directory_entry(path, base, size, at, directory.end, index, npz.members_);
   }
   return npz;
 }

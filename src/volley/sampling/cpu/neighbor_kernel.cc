@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "volley/core/error.h"
+#include "volley/sampling/subgraph_builder.h"
 
 namespace volley::cpu {
 namespace {
@@ -114,15 +115,21 @@ void pick(const float* weights, int64_t degree, int64_t fanout, bool replace, Ph
   }
 }
 
-template <typename Index>
-void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-            uint64_t batch_index, NeighborScratch& scratch, SampledSubgraph& out) {
-  const int64_t num_nodes = graph.num_nodes();
-  const int64_t* indptr = graph.indptr().data<int64_t>();
-  const Index* indices = graph.indices().template data<Index>();
-  const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
-  const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
+// The CPU sampler's seed/neighbor map for SubgraphBuilder: one slot per graph node, reset in O(1)
+// by the scratch's generation stamp.
+struct SlotMap {
+  NeighborScratch::Slot* slots;
+  uint32_t generation;
+  int32_t insert(int64_t id, int32_t local) {
+    auto& slot = slots[id];
+    if (slot.stamp == generation) return slot.local;
+    slot = {generation, local};
+    return -1;
+  }
+  void prefetch(int64_t id) const { __builtin_prefetch(slots + id); }
+};
 
+SlotMap start_slot_map(int64_t num_nodes, NeighborScratch& scratch) {
   if (scratch.slots.size() != static_cast<size_t>(num_nodes)) {
     scratch.slots.assign(static_cast<size_t>(num_nodes), {0, 0});
     scratch.generation = 0;
@@ -131,82 +138,55 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamp
     std::fill(scratch.slots.begin(), scratch.slots.end(), NeighborScratch::Slot{0, 0});
     scratch.generation = 1;
   }
-  const uint32_t generation = scratch.generation;
-  auto* slots = scratch.slots.data();
-  struct SlotMap {
-    NeighborScratch::Slot* slots;
-    uint32_t generation;
-    int32_t insert(int64_t id, int32_t local) {
-      auto& slot = slots[id];
-      if (slot.stamp == generation) return slot.local;
-      slot = {generation, local};
-      return -1;
-    }
-  } seed_map{slots, generation};
-  start_subgraph(seeds, num_nodes, seed_map, out);
-  auto& nodes = out.nodes;
+  return {scratch.slots.data(), scratch.generation};
+}
+
+template <typename Index>
+void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+            uint64_t batch_index, NeighborScratch& scratch, SampledSubgraph& out) {
+  const int64_t* indptr = graph.indptr().data<int64_t>();
+  const Index* indices = graph.indices().template data<Index>();
+  const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
+  const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
+  SlotMap map = start_slot_map(graph.num_nodes(), scratch);
+  SubgraphBuilder builder(seeds, graph.num_nodes(), map, scratch.neighbors, out);
+  const auto& nodes = out.nodes;
 
   // Each hop runs in two passes so that independent memory accesses overlap (the graph is far
-  // larger than the caches): pass 1 picks the edges of every frontier node, writing targets,
-  // edge ids and the neighbors' global ids, with the CSR rows of later targets prefetched;
-  // pass 2 maps the neighbors to local ids in the same order, with their map slots prefetched.
-  // The order of everything is exactly that of a single pass.
+  // larger than the caches): pass 1 (here) picks the edges of every frontier node, with the CSR
+  // rows of later targets prefetched; pass 2 (builder.end_hop) maps the neighbors to local ids in
+  // the same order, with their map slots prefetched. The order is exactly that of a single pass.
   constexpr size_t kAhead = 16;
-  auto& neighbors = scratch.neighbors;
-  size_t frontier_begin = 0;
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     const int64_t fanout = options.fanouts[hop];
-    const size_t frontier_end = nodes.size();
-    const size_t edges_before = out.rows.size();
-    neighbors.clear();
-    if (fanout != 0) {
-      for (size_t i = frontier_begin; i < frontier_end; ++i) {
-        if (i + kAhead < frontier_end) __builtin_prefetch(indptr + nodes[i + kAhead]);
-        if (i + kAhead / 2 < frontier_end)
-          __builtin_prefetch(indices + indptr[nodes[i + kAhead / 2]]);
-        const int64_t target = nodes[i];
-        const int64_t row_begin = indptr[target];
-        const int64_t degree = indptr[target + 1] - row_begin;
-        if (degree == 0) continue;
-        auto emit = [&](int64_t position) {
-          const int64_t k = row_begin + position;
-          neighbors.push_back(static_cast<int64_t>(indices[k]));
-          out.rows.push_back(static_cast<int64_t>(i));
-          out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
-        };
-        const bool take_all = fanout == -1 || (!options.replace && degree <= fanout);
-        if (take_all) {
-          for (int64_t position = 0; position < degree; ++position) emit(position);
-          continue;
-        }
-        PhiloxStream rng(options.seed,
-                         neighbor_stream_counter(target, static_cast<int>(hop), batch_index));
-        pick(weights == nullptr ? nullptr : weights + row_begin, degree, fanout, options.replace,
-             rng, scratch);
-        for (int64_t position : scratch.picked) emit(position);
+    const size_t frontier_end = builder.frontier_end();
+    for (size_t i = builder.frontier_begin(); fanout != 0 && i < frontier_end; ++i) {
+      if (i + kAhead < frontier_end) __builtin_prefetch(indptr + nodes[i + kAhead]);
+      if (i + kAhead / 2 < frontier_end)
+        __builtin_prefetch(indices + indptr[nodes[i + kAhead / 2]]);
+      const int64_t target = nodes[i];
+      const int64_t row_begin = indptr[target];
+      const int64_t degree = indptr[target + 1] - row_begin;
+      if (degree == 0) continue;
+      auto emit = [&](int64_t position) {
+        const int64_t k = row_begin + position;
+        builder.add_edge(i, static_cast<int64_t>(indices[k]),
+                         edge_ids != nullptr ? edge_ids[k] : k);
+      };
+      const bool take_all = fanout == -1 || (!options.replace && degree <= fanout);
+      if (take_all) {
+        for (int64_t position = 0; position < degree; ++position) emit(position);
+        continue;
       }
+      PhiloxStream rng(options.seed,
+                       neighbor_stream_counter(target, static_cast<int>(hop), batch_index));
+      pick(weights == nullptr ? nullptr : weights + row_begin, degree, fanout, options.replace, rng,
+           scratch);
+      for (int64_t position : scratch.picked) emit(position);
     }
-    const size_t count = neighbors.size();
-    out.cols.resize(edges_before + count);
-    int64_t* cols = out.cols.data() + edges_before;
-    for (size_t j = 0; j < count; ++j) {
-      if (j + kAhead < count) __builtin_prefetch(slots + neighbors[j + kAhead]);
-      const int64_t neighbor = neighbors[j];
-      auto& slot = slots[neighbor];
-      if (slot.stamp != generation) {
-        slot = {generation, static_cast<int32_t>(nodes.size())};
-        nodes.push_back(neighbor);
-      }
-      cols[j] = slot.local;
-    }
-    out.edges_per_hop.push_back(static_cast<int64_t>(out.rows.size() - edges_before));
-    out.nodes_per_hop.push_back(static_cast<int64_t>(nodes.size() - frontier_end));
-    frontier_begin = frontier_end;
+    builder.end_hop();
   }
-  VOLLEY_REQUIRE(nodes.size() < (size_t{1} << 31), ValueError,
-                 "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds "
-                 "or smaller fanouts",
-                 nodes.size());
+  builder.finish();
 }
 
 template <typename Index>

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include "test_util.h"
 
 namespace volley {
 namespace {
@@ -13,14 +14,9 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-class EdgeListTest : public ::testing::Test {
+class EdgeListTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/volley-edges-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  EdgeListTest() : TempDirTest("volley-edges-test") {}
 
   std::string write(const std::string& text, const std::string& name = "g.txt") const {
     const std::string path = (fs::path(dir_) / name).string();
@@ -41,8 +37,6 @@ class EdgeListTest : public ::testing::Test {
   }
 
   std::string path_of(const std::string& name) const { return (fs::path(dir_) / name).string(); }
-
-  std::string dir_;
 };
 
 TEST_F(EdgeListTest, ReadsSeparatorsCommentsAndBlankLines) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "test_util.h"
 #include "volley/core/parallel.h"
 
 namespace volley {
@@ -17,16 +18,9 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class NpyTest : public ::testing::Test {
+class NpyTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/volley-npy-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (fs::path(dir_) / name).string(); }
+  NpyTest() : TempDirTest("volley-npy-test") {}
 
   void write_bytes(const std::string& file, const std::string& bytes) const {
     std::ofstream(path(file), std::ios::binary) << bytes;
@@ -51,8 +45,6 @@ class NpyTest : public ::testing::Test {
     EXPECT_EQ(messages[0], messages[1]);
     return messages[1];
   }
-
-  std::string dir_;
 };
 
 // An .npy image with a hand-written header dict (padded to 16 bytes, as old numpy did).

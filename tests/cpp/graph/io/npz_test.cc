@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include "test_util.h"
 
 namespace volley {
 namespace {
@@ -123,22 +124,15 @@ std::string npy_of(const std::vector<T>& values, std::vector<int64_t> shape = {}
   return npy_image(npy_descr(dtype_of<T>()), shape, data);
 }
 
-class NpzTest : public ::testing::Test {
+class NpzTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/volley-npz-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  NpzTest() : TempDirTest("volley-npz-test") {}
 
   std::string write(const std::string& name, const std::string& bytes) const {
     const std::string path = (fs::path(dir_) / name).string();
     std::ofstream(path, std::ios::binary) << bytes;
     return path;
   }
-
-  std::string dir_;
 };
 
 TEST_F(NpzTest, ReadsStoredAndDeflatedMembers) {

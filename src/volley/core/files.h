@@ -1,0 +1,28 @@
+// volley/core/files.h — small file helpers that every on-disk format of Volley shares.
+//
+//   write_file_atomically(dir + "/volley.json", manifest.dump(2) + "\n");
+//   json["crc32"] = crc32_hex(writer.crc32());  // "1a2b3c4d"
+//
+// Thread safety: the functions keep no state; two calls writing the same path race as the file
+// system lets them (the last rename wins, and each file is whole).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace volley {
+
+// Writes `text` to `path` so that the file appears complete or not at all: written beside as
+// `path` + ".tmp", then renamed over `path`. IoError naming the file (and the reason) when
+// either step fails; the temporary may then be left behind.
+void write_file_atomically(const std::string& path, std::string_view text);
+
+// The whole of a file as bytes. IoError "<path>: cannot open the <what>: <reason>" when it
+// cannot be opened.
+std::string read_file_text(const std::string& path, std::string_view what);
+
+// A CRC-32 as Volley's manifests write it: 8 lowercase hex digits ("0000beef").
+std::string crc32_hex(uint32_t crc);
+
+}  // namespace volley

@@ -1,0 +1,277 @@
+// ServerClientLoader: server-client mode, one SampleEpoch stream per epoch (see client.h).
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "volley/dist/client.h"
+#include "volley/dist/internal/client_calls.h"
+#include "volley/feature/gather.h"
+
+namespace volley::dist {
+
+using internal::Call;
+using internal::check_info;
+using internal::fail;
+using internal::make_channel;
+using internal::pack;
+using internal::parse_dtype;
+using internal::prepare;
+using internal::service_info;
+
+struct ServerClientLoader::State {
+  std::string address;
+  ClientOptions client;
+  std::unique_ptr<rpc::PartitionService::Stub> stub;
+  ServiceInfo info;
+  Array input_nodes;
+  LoaderOptions options;
+  bool features = true;
+  bool labels = true;
+  int64_t num_batches = 0;
+};
+
+namespace {
+
+Array array_from_bytes(const std::string& bytes, DType dtype, std::vector<int64_t> shape,
+                       const std::string& address, const char* field) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  VOLLEY_REQUIRE(bytes.size() == static_cast<size_t>(count) * dtype_size(dtype), RuntimeError,
+                 "server {}: malformed batch: field {} has {} bytes, expected {}", address, field,
+                 bytes.size(), static_cast<size_t>(count) * dtype_size(dtype));
+  Array array = Array::empty(dtype, std::move(shape));
+  if (!bytes.empty()) std::memcpy(array.raw_data(), bytes.data(), bytes.size());
+  return array;
+}
+
+Batch batch_from_message(const rpc::BatchMessage& message, const std::string& address) {
+  Batch batch;
+  batch.index = message.index();
+  batch.batch_size = message.batch_size();
+  const int64_t n = static_cast<int64_t>(message.nodes().size() / sizeof(int64_t));
+  const int64_t e = static_cast<int64_t>(message.edge_ids().size() / sizeof(int64_t));
+  batch.nodes = array_from_bytes(message.nodes(), DType::kInt64, {n}, address, "nodes");
+  batch.input_ids = array_from_bytes(message.input_ids(), DType::kInt64, {batch.batch_size},
+                                     address, "input_ids");
+  batch.edge_index =
+      array_from_bytes(message.edge_index(), DType::kInt64, {2, e}, address, "edge_index");
+  batch.edge_ids = array_from_bytes(message.edge_ids(), DType::kInt64, {e}, address, "edge_ids");
+  if (!message.x_dtype().empty()) {
+    batch.x = array_from_bytes(message.x(), parse_dtype(message.x_dtype(), address),
+                               {n, message.x_width()}, address, "x");
+  }
+  if (message.has_y()) {
+    batch.y = array_from_bytes(message.y(), DType::kInt64, {n}, address, "y");
+  }
+  batch.nodes_per_hop.assign(message.nodes_per_hop().begin(), message.nodes_per_hop().end());
+  batch.edges_per_hop.assign(message.edges_per_hop().begin(), message.edges_per_hop().end());
+  return batch;
+}
+
+// One SampleEpoch stream. A reader thread pulls messages into a small queue (at most
+// kQueued ahead: when it is full the reader stops reading, gRPC's flow control fills the
+// window and the server's Write blocks — that is the back-pressure). next() waits for the next
+// message at most deadline_seconds.
+class StreamedEpoch final : public BatchStream {
+ public:
+  static constexpr size_t kQueued = 2;
+
+  StreamedEpoch(std::shared_ptr<const ServerClientLoader::State> loader, int64_t epoch)
+      : loader_(std::move(loader)) {
+    const auto& state = *loader_;
+    if (!state.client.token.empty()) context_.AddMetadata(internal::kTokenKey, state.client.token);
+    // This rank's share of the epoch, as the server's loader (one rank) must be asked for it.
+    loader_internal::EpochShare share =
+        loader_internal::epoch_share(state.input_nodes, state.options, epoch);
+    positions_ = share.positions;
+    rpc::EpochRequest request;
+    request.set_protocol(kProtocolVersion);
+    request.set_fingerprint(state.info.fingerprint);
+    pack(std::span<const int64_t>(share.input_nodes.data<int64_t>(),
+                                  static_cast<size_t>(share.input_nodes.numel())),
+         request.mutable_input_nodes());
+    request.set_epoch(epoch);
+    request.set_batch_size(state.options.batch_size);
+    request.set_shuffle(share.shuffle);
+    request.set_drop_last(state.options.drop_last);
+    request.set_seed(share.seed);
+    for (int64_t fanout : state.options.sampler.fanouts) request.add_fanouts(fanout);
+    request.set_replace(state.options.sampler.replace);
+    request.set_weighted(state.options.sampler.weighted);
+    request.set_features(state.features);
+    request.set_feature_dtype(std::string(dtype_name(state.options.feature_dtype)));
+    request.set_labels(state.labels);
+    request.set_concurrency(state.options.num_threads);
+    reader_ = state.stub->SampleEpoch(&context_, request);
+    thread_ = std::thread([this] { read_loop(); });
+  }
+
+  ~StreamedEpoch() override { stop(); }
+
+  std::optional<Batch> next() override {
+    const auto& state = *loader_;
+    std::unique_lock lock(mutex_);
+    if (delivered_ >= state.num_batches || stopped_) return std::nullopt;
+    const auto timeout = std::chrono::duration<double>(state.client.deadline_seconds);
+    const bool ready =
+        changed_.wait_for(lock, timeout, [&] { return stopped_ || !queue_.empty() || finished_; });
+    if (stopped_) return std::nullopt;
+    if (!ready) {
+      lock.unlock();
+      stop();
+      throw TimeoutError(fmt::format(
+          "server {}: no batch within the deadline of {} s (waiting for batch {} of {}); the "
+          "server may be overloaded or stuck",
+          state.address, state.client.deadline_seconds, delivered_, state.num_batches));
+    }
+    if (queue_.empty()) {  // the stream ended early
+      const grpc::Status status = status_;
+      lock.unlock();
+      stop();
+      if (!status.ok())
+        fail(status, state.address, -1, "SampleEpoch", state.client.deadline_seconds);
+      throw RuntimeError(fmt::format("server {}: the epoch stream ended after {} of {} batches",
+                                     state.address, delivered_, state.num_batches));
+    }
+    rpc::BatchMessage message = std::move(queue_.front());
+    queue_.pop_front();
+    ++delivered_;
+    lock.unlock();
+    changed_.notify_all();
+    Batch batch = batch_from_message(message, state.address);
+    VOLLEY_REQUIRE(batch.index == delivered_ - 1, RuntimeError,
+                   "server {}: batch {} arrived where batch {} was expected", state.address,
+                   batch.index, delivered_ - 1);
+    loader_internal::remap_input_ids(batch, positions_);
+    return batch;
+  }
+
+  void stop() override {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopped_ && !thread_.joinable()) return;
+      stopped_ = true;
+    }
+    context_.TryCancel();
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  int64_t num_batches() const override { return loader_->num_batches; }
+
+ private:
+  void read_loop() {
+    while (true) {
+      rpc::BatchMessage message;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stopped_ || queue_.size() < kQueued; });
+        if (stopped_) break;
+      }
+      if (!reader_->Read(&message)) break;
+      {
+        std::lock_guard lock(mutex_);
+        queue_.push_back(std::move(message));
+      }
+      changed_.notify_all();
+    }
+    grpc::Status status = reader_->Finish();
+    {
+      std::lock_guard lock(mutex_);
+      status_ = std::move(status);
+      finished_ = true;
+    }
+    changed_.notify_all();
+  }
+
+  std::shared_ptr<const ServerClientLoader::State> loader_;
+  Array positions_;  // this rank's input positions (several ranks), for the batches' input_ids
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReader<rpc::BatchMessage>> reader_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<rpc::BatchMessage> queue_;
+  grpc::Status status_;
+  bool finished_ = false;
+  bool stopped_ = false;
+  int64_t delivered_ = 0;
+};
+
+}  // namespace
+
+ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client,
+                                       std::optional<Array> input_nodes, LoaderOptions options,
+                                       bool features, bool labels) {
+  VOLLEY_REQUIRE(!address.empty(), ValueError, "no server address given");
+  VOLLEY_REQUIRE(client.deadline_seconds > 0 && client.connect_seconds > 0, ValueError,
+                 "deadline_seconds and connect_seconds must be > 0, got {} and {}",
+                 client.deadline_seconds, client.connect_seconds);
+  auto state = std::make_shared<State>();
+  state->address = std::move(address);
+  state->client = std::move(client);
+  state->stub = rpc::PartitionService::NewStub(make_channel(state->address, state->client));
+  state->options = std::move(options);
+  state->features = features;
+  state->labels = labels;
+
+  Call<rpc::InfoRequest, rpc::InfoReply> call;
+  prepare(call.context, state->client, state->client.connect_seconds);
+  call.context.set_wait_for_ready(true);
+  call.request.set_protocol(kProtocolVersion);
+  call.status = state->stub->Info(&call.context, call.request, &call.reply);
+  const rpc::InfoReply& reply = call.reply;
+  check_info(call.status, reply, state->address, -1, state->client.connect_seconds);
+  VOLLEY_REQUIRE(reply.can_sample_epochs(), ValueError,
+                 "server {} cannot sample epochs: start it with --peers (the addresses of every "
+                 "part's server) for server-client mode",
+                 state->address);
+  state->info = service_info(reply, state->address);
+  const ServiceInfo& info = state->info;
+  state->features = features && info.feature_dim > 0;
+  state->labels = labels && info.label_dtype.has_value();
+
+  // Check here what the server would refuse, so mistakes surface at construction.
+  validate_sampler_options(state->options.sampler, info.has_weights);
+  if (state->features) {
+    VOLLEY_REQUIRE(gather_supports(info.feature_dtype, state->options.feature_dtype), ValueError,
+                   "features of dtype {} cannot be delivered as {}", dtype_name(info.feature_dtype),
+                   dtype_name(state->options.feature_dtype));
+  }
+  const int64_t n = info.book.num_nodes();
+  Array inputs;
+  if (input_nodes && input_nodes->numel() > 0) {
+    VOLLEY_REQUIRE(input_nodes->ndim() == 1 && input_nodes->dtype() == DType::kInt64, ValueError,
+                   "input_nodes must be a 1-d int64 array, got {}", input_nodes->describe());
+    const int64_t* ids = input_nodes->data<int64_t>();
+    for (int64_t i = 0; i < input_nodes->numel(); ++i) {
+      VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
+                     "input node {} at position {} out of range for a graph with {} nodes", ids[i],
+                     i, n);
+    }
+    inputs = *input_nodes;
+  } else {
+    inputs = Array::empty(DType::kInt64, {n});
+    int64_t* ids = inputs.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) ids[i] = i;
+  }
+  state->input_nodes = inputs;
+  loader_internal::check_loader_options(state->options, inputs.numel());
+  state->num_batches = loader_internal::num_batches(inputs.numel(), state->options);
+  state_ = std::move(state);
+}
+
+ServerClientLoader::~ServerClientLoader() = default;
+
+int64_t ServerClientLoader::num_batches() const { return state_->num_batches; }
+int64_t ServerClientLoader::num_inputs() const { return state_->input_nodes.numel(); }
+const ServiceInfo& ServerClientLoader::info() const { return state_->info; }
+
+std::unique_ptr<BatchStream> ServerClientLoader::start_epoch(int64_t epoch_index) const {
+  return std::make_unique<StreamedEpoch>(state_, epoch_index);
+}
+
+}  // namespace volley::dist

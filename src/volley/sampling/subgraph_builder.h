@@ -1,0 +1,128 @@
+// volley/sampling/subgraph_builder.h — builds a SampledSubgraph hop by hop: the seed map, the
+// relabel of sampled neighbors to local ids, and the per-hop counters.
+//
+// One builder for every sampler that produces a SampledSubgraph on the host: the CPU kernel
+// (a map sized to the graph) and the distributed sampler's merge (a hash map sized to the batch)
+// fill it the same way, so their outputs agree bit for bit.
+//
+//   SubgraphBuilder builder(seeds, graph.num_nodes(), map, neighbors, out);  // seeds first
+//   for (int64_t fanout : options.fanouts) {
+//     for (size_t i = builder.frontier_begin(); i < builder.frontier_end(); ++i)
+//       for (each picked edge of out.nodes[i]) builder.add_edge(i, neighbor, edge_id);
+//     builder.end_hop();  // neighbors → local ids (first seen, in edge order); counters
+//   }
+//   builder.finish();     // ValueError when the batch outgrew int32 local ids
+//
+// `Map` maps a global id to a local id for one batch; it must be empty when the builder starts:
+//   int32_t insert(int64_t id, int32_t local)  records id → local and returns -1, or returns
+//                                              the local id already recorded for id;
+//   void prefetch(int64_t id) const            a hint that `id` is looked up soon.
+// `neighbors` is caller-owned scratch (reused across batches to avoid allocations): the global
+// ids of the current hop's edges, in edge order. The builder does not own `map`, `neighbors` or
+// `out`; it is used by one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "volley/core/error.h"
+#include "volley/sampling/neighbor_sampler.h"
+
+namespace volley {
+
+template <typename Map>
+class SubgraphBuilder {
+ public:
+  // Puts `seeds` first in out.nodes (local ids 0..) and clears the rest of `out`. IndexError for
+  // a seed out of [0, num_nodes), ValueError for a repeated seed (naming both positions).
+  SubgraphBuilder(std::span<const int64_t> seeds, int64_t num_nodes, Map& map,
+                  std::vector<int64_t>& neighbors, SampledSubgraph& out)
+      : map_(map), neighbors_(neighbors), out_(out) {
+    auto& nodes = out.nodes;
+    nodes.clear();
+    nodes.reserve(seeds.size() * 8);
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      const int64_t seed = seeds[i];
+      VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
+                     "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
+                     num_nodes);
+      const int32_t earlier = map.insert(seed, static_cast<int32_t>(i));
+      VOLLEY_REQUIRE(earlier < 0, ValueError,
+                     "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
+                     earlier, i);
+      nodes.push_back(seed);
+    }
+    out.num_seeds = static_cast<int64_t>(seeds.size());
+    out.rows.clear();
+    out.cols.clear();
+    out.edge_ids.clear();
+    out.nodes_per_hop.assign(1, out.num_seeds);
+    out.edges_per_hop.clear();
+    neighbors.clear();
+    frontier_end_ = out.nodes.size();
+  }
+
+  // The current hop's frontier: local ids [frontier_begin(), frontier_end()) of out.nodes (the
+  // nodes the previous hop added; the seeds for the first hop).
+  size_t frontier_begin() const { return frontier_begin_; }
+  size_t frontier_end() const { return frontier_end_; }
+
+  // Appends one edge of the current hop: local target (in the frontier), neighbor's global id and
+  // the edge's id.
+  void add_edge(size_t target, int64_t neighbor, int64_t edge_id) {
+    neighbors_.push_back(neighbor);
+    out_.rows.push_back(static_cast<int64_t>(target));
+    out_.edge_ids.push_back(edge_id);
+  }
+
+  // Appends `count` edges of local target `target` at once.
+  void add_edges(size_t target, const int64_t* neighbors, const int64_t* edge_ids, size_t count) {
+    neighbors_.insert(neighbors_.end(), neighbors, neighbors + count);
+    out_.edge_ids.insert(out_.edge_ids.end(), edge_ids, edge_ids + count);
+    out_.rows.insert(out_.rows.end(), count, static_cast<int64_t>(target));
+  }
+
+  // Ends the hop: maps its neighbors to local ids in edge order (a node not seen before gets the
+  // next local id and joins out.nodes, so the next frontier), records the hop's counters.
+  void end_hop() {
+    constexpr size_t kAhead = 16;  // the map outgrows the caches in large batches
+    auto& nodes = out_.nodes;
+    const size_t count = neighbors_.size();
+    const size_t edges_before = out_.cols.size();
+    out_.cols.resize(edges_before + count);
+    int64_t* cols = out_.cols.data() + edges_before;
+    const int64_t* neighbors = neighbors_.data();
+    for (size_t j = 0; j < count; ++j) {
+      if (j + kAhead < count) map_.prefetch(neighbors[j + kAhead]);
+      const int64_t neighbor = neighbors[j];
+      const auto fresh = static_cast<int32_t>(nodes.size());
+      const int32_t earlier = map_.insert(neighbor, fresh);
+      if (earlier < 0) nodes.push_back(neighbor);
+      cols[j] = earlier < 0 ? fresh : earlier;
+    }
+    neighbors_.clear();
+    out_.edges_per_hop.push_back(static_cast<int64_t>(count));
+    out_.nodes_per_hop.push_back(static_cast<int64_t>(nodes.size() - frontier_end_));
+    frontier_begin_ = frontier_end_;
+    frontier_end_ = nodes.size();
+  }
+
+  // ValueError when the batch holds 2^31 nodes or more (local ids are int32).
+  void finish() const {
+    VOLLEY_REQUIRE(out_.nodes.size() < (size_t{1} << 31), ValueError,
+                   "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds "
+                   "or smaller fanouts",
+                   out_.nodes.size());
+  }
+
+ private:
+  Map& map_;
+  std::vector<int64_t>& neighbors_;
+  SampledSubgraph& out_;
+  size_t frontier_begin_ = 0;
+  size_t frontier_end_ = 0;
+};
+
+}  // namespace volley

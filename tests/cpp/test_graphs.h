@@ -1,0 +1,44 @@
+// tests/cpp/test_graphs.h — the small graphs the C++ tests build (one fixture header for all).
+//
+//   const Csr graph = skewed_random_graph(2000, 30000, /*seed=*/3);
+//   const Csr graph = skewed_random_graph(3000, 60000, 11, {.force_int64_indices = true});
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "volley/graph/csr.h"
+
+namespace volley {
+
+struct RandomGraphOptions {
+  bool weighted = true;              // attach the weights (drawn either way)
+  float weight_unit = 0.25f;         // weights are (rng() % 5) * weight_unit: a fifth are zero
+  bool keep_edge_ids = true;         // build_csr's option
+  bool force_int64_indices = false;  // build_csr's option
+};
+
+// `m` random edges over `n` nodes from a std::mt19937_64 seeded with `seed`: sources uniform,
+// targets skewed to low ids (hubs far above typical fanouts, and many nodes with no in-edges).
+// The same (n, m, seed) gives the same edges whatever the options.
+inline Csr skewed_random_graph(int64_t n, int64_t m, uint64_t seed,
+                               const RandomGraphOptions& options = {}) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> src(static_cast<size_t>(m)), dst(static_cast<size_t>(m));
+  std::vector<float> w(static_cast<size_t>(m));
+  for (size_t i = 0; i < src.size(); ++i) {
+    src[i] = static_cast<int64_t>(rng() % n);
+    dst[i] = static_cast<int64_t>((rng() % n) * (rng() % n) / n);
+    w[i] = static_cast<float>(rng() % 5) * options.weight_unit;
+  }
+  std::optional<Array> weights;
+  if (options.weighted) weights = Array::from_vector(w);
+  return build_csr(Array::from_vector(src), Array::from_vector(dst), weights,
+                   {.num_nodes = n,
+                    .keep_edge_ids = options.keep_edge_ids,
+                    .force_int64_indices = options.force_int64_indices});
+}
+
+}  // namespace volley
