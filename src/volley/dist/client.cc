@@ -19,7 +19,7 @@
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
-#include "volley/sampling/cpu/neighbor_kernel.h"
+#include "volley/sampling/subgraph_builder.h"
 
 namespace volley::dist {
 
@@ -334,7 +334,7 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
   thread_local MergeScratch scratch;
   auto& map = scratch.map;
   map.clear();
-  cpu::start_subgraph(seeds, num_nodes, map, out);
+  start_subgraph(seeds, num_nodes, map, out);
   auto& nodes = out.nodes;
   scratch.targets.resize(static_cast<size_t>(parts));
 

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "volley/graph/internal/json_checker.h"
+#include "volley/graph/json_checker.h"
 #include "volley/graph/io/npy.h"
 
 namespace volley {
@@ -256,7 +256,7 @@ class ManifestReader {
   }
 
   std::string path_;
-  internal::JsonChecker check_;
+  JsonChecker check_;
 };
 
 std::string manifest_path(const std::string& directory) {

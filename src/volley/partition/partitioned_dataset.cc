@@ -14,7 +14,7 @@
 
 #include "volley/core/parallel.h"
 #include "volley/core/progress.h"
-#include "volley/graph/internal/json_checker.h"
+#include "volley/graph/json_checker.h"
 #include "volley/graph/io/npy.h"
 #include "volley/partition/internal/partitioners.h"
 
@@ -465,8 +465,6 @@ void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
 // --- reading --------------------------------------------------------------------------------
 
 namespace {
-
-using internal::JsonChecker;
 
 struct ArrayRef {
   std::string file;

@@ -13,6 +13,7 @@
 #include "volley/core/philox.h"
 #include "volley/sampling/internal/pick.h"
 #include "volley/sampling/neighbor_sampler.h"
+#include "volley/sampling/subgraph_builder.h"
 
 namespace volley::cpu {
 
@@ -33,35 +34,8 @@ struct NeighborScratch {
   std::vector<double> keys;
 };
 
-// Puts `seeds` first in out.nodes (local ids 0..) through `map` and clears the rest of `out`.
-// `map.insert(id, local)` records id → local and returns -1, or returns the local id already
-// recorded for id. IndexError for a seed out of [0, num_nodes), ValueError for a repeated seed
-// (naming both positions). Shared by the CPU sampler (a map sized to the graph) and the
-// distributed sampler's merge (a hash map sized to the batch).
-template <typename Map>
-void start_subgraph(std::span<const int64_t> seeds, int64_t num_nodes, Map& map,
-                    SampledSubgraph& out) {
-  auto& nodes = out.nodes;
-  nodes.clear();
-  nodes.reserve(seeds.size() * 8);
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    const int64_t seed = seeds[i];
-    VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
-                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
-                   num_nodes);
-    const int32_t earlier = map.insert(seed, static_cast<int32_t>(i));
-    VOLLEY_REQUIRE(earlier < 0, ValueError,
-                   "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
-                   earlier, i);
-    nodes.push_back(seed);
-  }
-  out.num_seeds = static_cast<int64_t>(seeds.size());
-  out.rows.clear();
-  out.cols.clear();
-  out.edge_ids.clear();
-  out.nodes_per_hop.assign(1, out.num_seeds);
-  out.edges_per_hop.clear();
-}
+// The seed map start shared with the distributed merge: volley/sampling/subgraph_builder.h.
+using ::volley::start_subgraph;
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
