@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
-#include "volley/dist/internal/wire.h"
 #include "volley/core/version.h"
+#include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
 

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "volley/graph/json_checker.h"
 #include "volley/graph/io/npy.h"
+#include "volley/graph/json_checker.h"
 
 namespace volley {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "volley/core/parallel.h"
 #include "volley/core/progress.h"
-#include "volley/graph/json_checker.h"
 #include "volley/graph/io/npy.h"
+#include "volley/graph/json_checker.h"
 #include "volley/partition/internal/partitioners.h"
 
 namespace volley {
