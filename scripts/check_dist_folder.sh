@@ -88,7 +88,7 @@ for concept in core graph sampling feature partition loader; do
   fi
 done
 log "built; running tests"
-ctest --test-dir "$build" --output-on-failure -j "$jobs" \
+ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$jobs" \
   -R '^(Csr|Dataset|Generate|NeighborSampler|SampleHop|Cli|Partition|layering)' \
-  | tail -n 5
+  | grep -E "tests passed|Failed|\*\*\*"
 log "passed: a checkout under $tmp/cuda/dist builds and passes"
