@@ -96,6 +96,8 @@ case "${1:-}" in
     status=0
     log "C++ tests"
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" || status=1
+    log "a checkout under a folder named dist configures the same files"
+    scripts/check_dist_folder.sh --quick || status=1
     log "Python tests"
     (cd "$root" && "$python" -m pytest python/tests -q -p no:cacheprovider) || status=1
     exit $status

@@ -49,7 +49,7 @@ from .sampler import Adj, NeighborSampler
 from . import loader
 from . import dist
 
-__version__ = "0.1.0"
+from ._volley import __version__  # noqa: E402 (project(VERSION) in CMakeLists.txt)
 
 __all__ = [
     "Adj",

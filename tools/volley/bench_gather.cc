@@ -24,8 +24,8 @@
 #include "volley/core/half.h"
 #include "volley/core/parallel.h"
 #include "volley/core/philox.h"
-#include "volley/feature/cpu/gather_kernel.h"
 #include "volley/feature/feature_store.h"
+#include "volley/feature/gather.h"
 #include "volley/graph/io/npy.h"
 
 namespace volley::cli {
@@ -161,7 +161,7 @@ void run_gather_bench(const GatherSettings& settings) {
       settings.stores == "auto" || settings.stores == "cached" || settings.stores == "streaming",
       ValueError, "--stores must be auto, cached or streaming, got '{}'", settings.stores);
   set_num_threads(settings.threads);
-  feature_internal::set_prefetch_bytes(static_cast<size_t>(settings.prefetch_bytes));
+  set_gather_prefetch_bytes(static_cast<size_t>(settings.prefetch_bytes));
 
   // The table, in the requested tier.
   std::string file;  // the mapped tier's .npy

@@ -1,14 +1,17 @@
 // volley — the command-line tool: info, convert, generate, bench.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "commands.h"
 #include "volley/core/error.h"
 #include "volley/core/parallel.h"
 #include "volley/core/progress.h"
+#include "volley/core/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Volley: fast graph data paths for GNN training"};
+  app.set_version_flag("--version", std::string("volley ") + volley::kVersion);
   app.require_subcommand(1);
   volley::cli::GlobalOptions global;
   app.add_flag("-q,--quiet", global.quiet, "No progress bars");

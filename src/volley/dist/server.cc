@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "volley/core/parallel.h"
+#include "volley/core/version.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
@@ -25,7 +26,7 @@ using internal::unpack;
 
 namespace {
 
-constexpr const char* kVolleyVersion = "0.1.0";
+constexpr const char* kVolleyVersion = volley::kVersion;
 // At most this many ids in one request (a batch's frontier is far smaller): a bound on the
 // memory one request can make the server allocate, whatever max_message_bytes allows.
 constexpr size_t kMaxIdsPerRequest = size_t{1} << 25;

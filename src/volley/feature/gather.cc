@@ -34,6 +34,8 @@ feature_internal::RowMap table_map(const Array& table, DType out_dtype) {
 
 }  // namespace
 
+void set_gather_prefetch_bytes(size_t bytes) { feature_internal::set_prefetch_bytes(bytes); }
+
 bool gather_supports(DType from, DType to) {
   if (from == to) return true;
   if (to == DType::kFloat32) return true;  // every dtype converts to float32

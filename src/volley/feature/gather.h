@@ -14,6 +14,7 @@
 // Outputs of 8 MiB or more are written with non-temporal stores (see cpu/gather_kernel.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -29,5 +30,10 @@ void gather_rows_parallel(const Array& table, std::span<const int64_t> ids, DTyp
 
 // Whether gather_rows supports storing `from` as `to`.
 bool gather_supports(DType from, DType to);
+
+// Tuning knob for experiments (`volley bench gather --prefetch-bytes`): bytes of rows the CPU
+// gather (gather_rows and FeatureStore::gather) prefetches ahead; 0 restores the default (4096).
+// Process-wide, thread-safe; results never depend on it, only speed.
+void set_gather_prefetch_bytes(size_t bytes);
 
 }  // namespace volley

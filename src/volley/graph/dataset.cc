@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "volley/core/files.h"
-#include "volley/graph/internal/json_checker.h"
 #include "volley/graph/io/npy.h"
+#include "volley/graph/json_checker.h"
 
 namespace volley {
 namespace {
@@ -257,7 +257,7 @@ class ManifestReader {
   }
 
   std::string path_;
-  internal::JsonChecker check_;
+  JsonChecker check_;
 };
 
 std::string manifest_path(const std::string& directory) {

@@ -8,7 +8,7 @@
 
 #include "volley/core/files.h"
 #include "volley/core/parallel.h"
-#include "volley/graph/internal/json_checker.h"
+#include "volley/graph/json_checker.h"
 #include "volley/graph/io/npy.h"
 #include "volley/partition/internal/format.h"
 #include "volley/partition/internal/partitioned_dataset.h"
@@ -40,7 +40,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using namespace internal::partition_format;
-using internal::JsonChecker;
 
 struct ArrayRef {
   std::string file;

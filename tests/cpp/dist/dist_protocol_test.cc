@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dist_fixture.h"
+#include "volley/core/version.h"
 #include "volley/dist/volley.grpc.pb.h"
 
 namespace volley::dist_test {
@@ -116,6 +117,7 @@ TEST_F(DistProtocolTest, WellFormedCallsWork) {
   EXPECT_EQ(info.fingerprint(), served_->servers[0]->fingerprint());
   EXPECT_FALSE(info.authenticated());
   EXPECT_FALSE(info.can_sample_epochs());
+  EXPECT_EQ(info.volley_version(), volley::kVersion);  // project(VERSION) of CMakeLists.txt
   rpc::RowsReply reply;
   const grpc::Status status = rows(good_rows(), &reply);
   ASSERT_TRUE(status.ok()) << status.error_message();

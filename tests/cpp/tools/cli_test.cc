@@ -4,6 +4,7 @@
 
 #include <sys/wait.h>
 #include "cli_fixture.h"
+#include "volley/core/version.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +23,22 @@ using ::testing::Not;
 using volley::testing_cli::kCora;
 using volley::testing_cli::Result;
 using CliTest = volley::testing_cli::CliFixture;
+
+// One version: `project(volley VERSION x.y.z)` in CMakeLists.txt is what --version prints.
+TEST_F(CliTest, VersionIsTheProjectVersion) {
+  std::ifstream cmake_file(std::string(VOLLEY_SOURCE_DIR) + "/CMakeLists.txt");
+  std::stringstream text;
+  text << cmake_file.rdbuf();
+  const std::string marker = "project(volley VERSION ";
+  const size_t at = text.str().find(marker);
+  ASSERT_NE(at, std::string::npos);
+  const size_t begin = at + marker.size();
+  const std::string version = text.str().substr(begin, text.str().find(' ', begin) - begin);
+  EXPECT_EQ(version, volley::kVersion);
+  const Result result = run("--version");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "volley " + version + "\n");
+}
 
 TEST_F(CliTest, InfoDescribesCora) {
   const Result result = run("info " + kCora);

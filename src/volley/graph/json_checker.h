@@ -1,7 +1,14 @@
-// volley/graph/internal/json_checker.h — reads manifest JSON with precise errors (internal).
+// volley/graph/json_checker.h — reads manifest JSON (volley.json, partitions.json) with precise
+// errors.
 //
-// Every failure is an IoError "PATH: FIELD: expected X, found Y", the format of all Volley
-// manifest errors. Used by the dataset and partitioned-dataset readers.
+//   JsonChecker check(path);
+//   const auto json = check.parse(text);                     // a JSON object, or IoError
+//   const int64_t nodes = check.integer(json, "num_nodes");  // a non-negative integer, or IoError
+//
+// Every failure is an IoError "PATH: FIELD: expected X, found Y" (PATH the manifest's path given
+// at construction, FIELD the dotted key), the format of all Volley manifest errors. Used by the
+// dataset reader (graph) and the partitioned-dataset reader (partition). Stateless apart from the
+// path: const methods may be called from any thread.
 #pragma once
 
 #include <charconv>
@@ -15,7 +22,7 @@
 
 #include "volley/core/error.h"
 
-namespace volley::internal {
+namespace volley {
 
 class JsonChecker {
  public:
@@ -77,4 +84,4 @@ class JsonChecker {
   std::string path_;
 };
 
-}  // namespace volley::internal
+}  // namespace volley

@@ -1,0 +1,2 @@
+// Layering probe (must not compile): a test of feature reaches into sampling's private headers.
+#include "volley/sampling/internal/pick.h"
