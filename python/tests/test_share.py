@@ -18,6 +18,8 @@ import pytest
 import volley
 from volley import _share
 
+from conftest import as_numpy
+
 # Where this process imported volley from (the dev tree or site-packages): children must import
 # the same build.
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(volley.__file__)))
@@ -78,8 +80,9 @@ def _dev_shm() -> set:
 
 def test_share_memory_moves_arrays_once_and_keeps_values():
     dataset = _dataset()
-    x_before = np.array(dataset.x)
-    indices_before = np.array(dataset.graph.indices)
+    # as_numpy, not np.array: torch's Tensor.__array__ takes no `copy` keyword (numpy 2 warns).
+    x_before = as_numpy(dataset.x).copy()
+    indices_before = as_numpy(dataset.graph.indices).copy()
     assert not dataset.is_shared
     assert dataset.share_memory_() is dataset
     assert dataset.is_shared and dataset.graph.is_shared
