@@ -161,13 +161,16 @@ def _draw_throughput(axes: Any, bench: str, lines: Sequence[Dict[str, Any]]) -> 
 def _draw_stages(axes: Any, lines: Sequence[Dict[str, Any]]) -> Panel:
     """Seconds per batch of `bench loader`, split into sampling and the rest of the pipeline."""
     x_key = _swept_key(lines) or "threads"
-    ordered = sorted(lines, key=lambda line: (line.get(x_key, 0), line.get("batch_size", 0)))
+    others = _varying(lines, (x_key,))
+    ordered = sorted(lines, key=lambda line: [json.dumps(line.get(key)) for key in others]
+                     + [line.get(x_key, 0)])
     labels, sampling, rest = [], [], []
     for line in ordered:
         batches = max(1, int(line.get("batches", 1)))
         total = line["seconds"] / batches
         sample = min(total, line["sampling_only_seconds"] / batches)
-        labels.append(f"{x_key.replace('_', ' ')} {line.get(x_key)}")
+        labels.append("\n".join(f"{key.replace('_', ' ')} {line.get(key)}"
+                                for key in [x_key, *others]))
         sampling.append(sample * 1e3)
         rest.append((total - sample) * 1e3)
     positions = range(len(ordered))
@@ -175,7 +178,7 @@ def _draw_stages(axes: Any, lines: Sequence[Dict[str, Any]]) -> Panel:
     axes.bar(positions, rest, bottom=sampling, color="#DD8452",
              label="gather features + labels, assembly")
     axes.set_xticks(positions, labels, fontsize=8)
-    axes.set_ylabel("ms per batch")
+    axes.set_ylabel("ms per batch (epoch / batches)")
     axes.legend(fontsize=8)
     title = "time per batch by stage (sampling: same batches sampled alone)"
     axes.set_title(title, fontsize=10)
