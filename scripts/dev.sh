@@ -158,30 +158,16 @@ latest_leg() {
 wheel_venv="$root/.venv-wheel-test"
 dist_dir="$root/build/dist"
 make_wheel() {
-  local built repaired unpacked script
+  local built
   built="$(ls "$wheelhouse"/volley-*.whl)"
   rm -rf "$dist_dir" && mkdir -p "$dist_dir"
   log "auditwheel repair $(basename "$built")"
-  "$venv/bin/auditwheel" repair --wheel-dir "$dist_dir" "$built" >"$root/build/auditwheel.log" 2>&1 \
+  # auditwheel finds patchelf on PATH. It moves the CLI (an ELF file among the wheel's scripts) to
+  # <site-packages>/volley.scripts/volley, next to volley.libs/, and installs a small launcher
+  # script `volley` that execs it.
+  PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --wheel-dir "$dist_dir" "$built" \
+    >"$root/build/auditwheel.log" 2>&1 \
     || { tail -n 30 "$root/build/auditwheel.log" >&2; log "auditwheel failed"; exit 1; }
-  repaired="$(ls "$dist_dir"/volley-*.whl)"
-  # auditwheel points the CLI's RPATH at the libraries' place *inside the wheel*
-  # (.data/scripts/../../volley.libs); pip installs scripts into <prefix>/bin, so point it at
-  # <prefix>/lib/pythonX.Y/{site,dist}-packages/volley.libs instead, and repack (new RECORD).
-  unpacked="$(mktemp -d)"
-  "$python" -m wheel unpack --dest "$unpacked" "$repaired" >/dev/null
-  rm -f "$repaired"
-  local pyver
-  pyver="$("$python" -c 'import sys; print(f"python{sys.version_info[0]}.{sys.version_info[1]}")')"
-  for script in "$unpacked"/*/*.data/scripts/*; do
-    if head -c 4 "$script" | grep -q "ELF"; then
-      "$venv/bin/patchelf" --force-rpath --set-rpath \
-        "\$ORIGIN/../lib/$pyver/site-packages/volley.libs:\$ORIGIN/../lib/$pyver/dist-packages/volley.libs" \
-        "$script"
-    fi
-  done
-  "$python" -m wheel pack --dest-dir "$dist_dir" "$unpacked"/volley-* >/dev/null
-  rm -rf "$unpacked"
   log "wheel: $(ls "$dist_dir"/volley-*.whl)"
 }
 

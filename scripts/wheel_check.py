@@ -80,9 +80,14 @@ def main() -> int:
     bundled = os.path.join(os.path.dirname(package), "volley.libs")
     extension = glob.glob(os.path.join(package, "_volley*.so"))
     cli = os.path.join(prefix, "bin", "volley")
-    if not extension or not os.path.exists(cli):
-        fail(f"extension {extension} or CLI {cli} missing from the installed wheel")
-    problems = ldd_problems(extension[0], bundled) + ldd_problems(cli, bundled)
+    # auditwheel moves an ELF script to <site-packages>/volley.scripts/ (beside volley.libs/) and
+    # installs a launcher script in bin/ that execs it.
+    cli_binary = os.path.join(os.path.dirname(package), "volley.scripts", "volley")
+    if not os.path.exists(cli_binary):
+        cli_binary = cli
+    if not extension or not os.path.exists(cli) or not os.path.exists(cli_binary):
+        fail(f"extension {extension} or CLI {cli} ({cli_binary}) missing from the installed wheel")
+    problems = ldd_problems(extension[0], bundled) + ldd_problems(cli_binary, bundled)
     if problems:
         fail("\n  ".join(["libraries:"] + problems))
     bundled_names = sorted(os.listdir(bundled)) if os.path.isdir(bundled) else []

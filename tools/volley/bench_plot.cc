@@ -54,8 +54,14 @@ std::string plot_python() {
   std::error_code error;
   const fs::path self = fs::read_symlink("/proc/self/exe", error);
   if (!error) {
-    const fs::path beside = self.parent_path() / "python3";
-    if (::access(beside.c_str(), X_OK) == 0) return beside.string();
+    // bin/volley of a venv; or, installed from the repaired wheel,
+    // <prefix>/lib/pythonX.Y/site-packages/volley.scripts/volley (auditwheel moves it there).
+    for (const fs::path& candidate :
+         {self.parent_path() / "python3",
+          self.parent_path().parent_path().parent_path().parent_path().parent_path() / "bin" /
+              "python3"}) {
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
   }
   return "python3";
 }
