@@ -14,7 +14,8 @@
 # venv), `scripts/dev.sh docs` (the API reference in build/docs, warnings as errors). Idempotent and quiet when everything is present. Environment: VOLLEY_BUILD_DIR (default
 # build/release), VOLLEY_CMAKE_ARGS (extra -D flags, e.g. "-DVOLLEY_CUDA=OFF"), JOBS (default:
 # number of cores), VOLLEY_LATEST=0 (skip the second leg), VOLLEY_LATEST_REFRESH=1 (upgrade
-# .venv-latest to what is newest today; a fresh machine always gets the newest).
+# .venv-latest to what is newest today; a fresh machine always gets the newest), VOLLEY_WHEEL=0
+# (skip the wheel check that `test` ends with).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -168,6 +169,9 @@ make_wheel() {
   PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --wheel-dir "$dist_dir" "$built" \
     >"$root/build/auditwheel.log" 2>&1 \
     || { tail -n 30 "$root/build/auditwheel.log" >&2; log "auditwheel failed"; exit 1; }
+  # zlib is on auditwheel's list of libraries every manylinux system has; bundle it anyway.
+  PATH="$venv/bin:$PATH" "$python" "$root/scripts/wheel_bundle.py" "$(ls "$dist_dir"/volley-*.whl)" \
+    libz.so.1 >>"$root/build/auditwheel.log"
   log "wheel: $(ls "$dist_dir"/volley-*.whl)"
 }
 
@@ -216,6 +220,9 @@ case "${1:-}" in
     python_leg "$python" || status=1
     latest_leg || status=1
     docs || status=1
+    if [ "${VOLLEY_WHEEL:-1}" = 1 ]; then
+      (make_wheel && check_wheel) || status=1
+    fi
     exit $status
     ;;
   latest)

@@ -186,7 +186,7 @@ def test_spawned_child_attaches_and_samples_exactly_what_the_parent_samples():
     assert digest == _sample_digest(sampler, dataset.feature, seeds)
     assert checksum == pytest.approx(float(np.asarray(dataset.x, dtype=np.float64).sum()))
     # The child mapped all of x (Rss) but owns none of it privately: no copy.
-    x_kb = dataset.x.numel() * 4 // 1024
+    x_kb = as_numpy(dataset.x).nbytes // 1024  # torch tensor or, without torch, numpy array
     assert mappings["Rss"] >= x_kb
     assert mappings["Private_Clean"] + mappings["Private_Dirty"] == 0, mappings
     assert mappings["Pss"] <= mappings["Rss"] * 0.6, mappings  # parent holds the other half
