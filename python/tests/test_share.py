@@ -255,7 +255,10 @@ def test_no_leak_after_kill_9_of_the_parent(tmp_path):
         if parent.poll() is None:
             parent.kill()
         parent.stdout.close()
-    assert _dev_shm() - names_before == set(), "a killed run must leave nothing in /dev/shm"
+    # sem.mp-*: the killed parent's multiprocessing semaphores (its Event), which its resource
+    # tracker unlinks on its own schedule; not Volley's, and racy under load.
+    leaked = {name for name in _dev_shm() - names_before if not name.startswith("sem.mp-")}
+    assert leaked == set(), "a killed run must leave nothing in /dev/shm"
     deadline = time.monotonic() + 10
     while _shmem_kb() - shm_before > 60_000 and time.monotonic() < deadline:
         time.sleep(0.1)
