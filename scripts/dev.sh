@@ -4,9 +4,18 @@
 #   scripts/dev.sh main   install what is missing, build, train GraphSAGE on the bundled Cora
 #   scripts/dev.sh test   install what is missing, build, run every test (C++ and Python)
 #
-# Also: `scripts/dev.sh setup` (install + build only). Idempotent and quiet when everything is
-# present. Environment: VOLLEY_BUILD_DIR (default build/release), VOLLEY_CMAKE_ARGS (extra -D
-# flags, e.g. "-DVOLLEY_CUDA=OFF"), JOBS (default: number of cores).
+# `test` runs the Python tests and the main job twice, with the same build (one wheel installed
+# into both): in .venv (Debian's torch 1.13, PyG 2.5.3, numpy 1.x: the oldest Volley supports)
+# and in ~/.cache/volley/venv-latest (the newest torch, PyG and numpy from PyPI, requirements-latest.txt), so a
+# change that breaks either end fails CI.
+#
+# Also: `scripts/dev.sh setup` (install + build only), `scripts/dev.sh latest` (the second leg
+# alone), `scripts/dev.sh wheel` (the self-contained wheel in build/dist, checked in a fresh
+# venv), `scripts/dev.sh docs` (the API reference in build/docs, warnings as errors). Idempotent and quiet when everything is present. Environment: VOLLEY_BUILD_DIR (default
+# build/release), VOLLEY_CMAKE_ARGS (extra -D flags, e.g. "-DVOLLEY_CUDA=OFF"), JOBS (default:
+# number of cores), VOLLEY_LATEST=0 (skip the second leg), VOLLEY_LATEST_REFRESH=1 (upgrade
+# the second venv to what is newest today; a fresh machine always gets the newest), VOLLEY_WHEEL=0
+# (skip the wheel check that `test` ends with).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,6 +23,11 @@ cd "$root"
 build_dir="${VOLLEY_BUILD_DIR:-build/release}"
 venv="$root/.venv"
 python="$venv/bin/python"
+# Outside the checkout, so a fresh clone on a machine that already has it (CI after a session)
+# does not download torch's ~4 GB again; VOLLEY_LATEST_VENV moves it.
+latest_venv="${VOLLEY_LATEST_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/volley/venv-latest}"
+latest_python="$latest_venv/bin/python"
+wheelhouse="$root/build/wheelhouse"
 jobs="${JOBS:-$(nproc)}"
 
 log() { printf '[volley] %s\n' "$*" >&2; }
@@ -57,8 +71,27 @@ install_python() {
   fi
 }
 
-# One CMake build (driven by scikit-build-core through pip) gives the Python package, the volley
-# CLI (installed into .venv/bin) and the C++ test binaries (left in $build_dir).
+# The second leg's venv: no system site packages, the newest torch / PyG / numpy from PyPI.
+install_latest() {
+  if [ ! -x "$latest_python" ]; then
+    log "creating $latest_venv (newest torch, PyG and numpy from PyPI)"
+    /usr/bin/python3 -m venv "$latest_venv"
+  fi
+  local stamp="$latest_venv/.volley-requirements"
+  local upgrade=()
+  [ "${VOLLEY_LATEST_REFRESH:-0}" = 1 ] && upgrade=(--upgrade --upgrade-strategy eager)
+  if [ ${#upgrade[@]} -gt 0 ] || [ ! -f "$stamp" ] || ! cmp -s requirements-latest.txt "$stamp"; then
+    log "installing the newest torch, PyG and numpy from PyPI into $latest_venv"
+    "$latest_python" -m pip install -q --disable-pip-version-check "${upgrade[@]}" \
+      -r requirements-latest.txt
+    cp requirements-latest.txt "$stamp"
+  fi
+}
+
+# One CMake build (driven by scikit-build-core through `pip wheel`) gives one wheel in
+# build/wheelhouse — the Python package and the volley CLI — and the C++ test binaries (left in
+# $build_dir). The wheel is installed into .venv (and by the second leg into the second leg's venv): both
+# legs test the very same binaries.
 build() {
   # (Debian's pip 23.0 knows only the long --config-settings spelling.)
   local args=(--config-settings=build-dir="$build_dir"
@@ -67,13 +100,102 @@ build() {
               --config-settings=build.tool-args=-j"$jobs")
   for define in ${VOLLEY_CMAKE_ARGS:-}; do args+=(--config-settings=cmake.args="$define"); done
   local log_file="$root/build/pip-install.log"
-  mkdir -p "$root/build"
-  if ! "$python" -m pip install -v --no-build-isolation --no-deps --disable-pip-version-check \
-      "${args[@]}" . >"$log_file" 2>&1; then
+  mkdir -p "$wheelhouse"
+  rm -f "$wheelhouse"/volley-*.whl
+  if ! "$python" -m pip wheel -v --no-build-isolation --no-deps --disable-pip-version-check \
+      -w "$wheelhouse" "${args[@]}" . >"$log_file" 2>&1; then
     tail -n 60 "$log_file" >&2
     log "build failed (full log: $log_file)"
     exit 1
   fi
+  install_wheel "$python"
+}
+
+# Installs the wheel `build` made into the venv of python $1 (its dependencies are there).
+install_wheel() {
+  local wheel
+  wheel="$(ls "$wheelhouse"/volley-*.whl)"
+  "$1" -m pip install -q --no-deps --force-reinstall --disable-pip-version-check "$wheel" \
+    >>"$root/build/pip-install.log" 2>&1 || { log "cannot install $wheel with $1"; exit 1; }
+}
+
+# The Python tests and the main job with interpreter $1 (the installed wheel, not the sources:
+# pytest runs from the repository root, where no `volley` package lies).
+python_leg() {
+  local interpreter="$1" status=0
+  "$interpreter" - <<'PYTHON' >&2
+import numpy, sys
+try:
+    import torch
+    torch_version = torch.__version__
+except ImportError:
+    torch_version = "absent"
+try:
+    import torch_geometric
+    pyg_version = torch_geometric.__version__
+except ImportError:
+    pyg_version = "absent"
+print(f"[volley] python {sys.version.split()[0]}, torch {torch_version}, "
+      f"PyG {pyg_version}, numpy {numpy.__version__}")
+PYTHON
+  (cd "$root" && "$interpreter" -m pytest python/tests -q -p no:cacheprovider) || status=1
+  log "main job"
+  (cd "$root" && "$interpreter" examples/train_sage.py) || status=1
+  return $status
+}
+
+latest_leg() {
+  if [ "${VOLLEY_LATEST:-1}" = 0 ]; then
+    log "second leg skipped (VOLLEY_LATEST=0)"
+    return 0
+  fi
+  install_latest
+  install_wheel "$latest_python"
+  log "Python tests and main job, newest torch / PyG / numpy ($latest_venv)"
+  python_leg "$latest_python"
+}
+
+# `scripts/dev.sh wheel`: the wheel a user installs with `pip install volley-*.whl` — the build's
+# wheel with its shared libraries (gRPC, protobuf, abseil, fmt, METIS, zlib, ...) copied in and
+# its platform tag set by auditwheel — then checked in a fresh venv (scripts/wheel_check.py).
+wheel_venv="$root/.venv-wheel-test"
+dist_dir="$root/build/dist"
+make_wheel() {
+  local built
+  built="$(ls "$wheelhouse"/volley-*.whl)"
+  rm -rf "$dist_dir" && mkdir -p "$dist_dir"
+  log "auditwheel repair $(basename "$built")"
+  # auditwheel finds patchelf on PATH. It moves the CLI (an ELF file among the wheel's scripts) to
+  # <site-packages>/volley.scripts/volley, next to volley.libs/, and installs a small launcher
+  # script `volley` that execs it.
+  PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --wheel-dir "$dist_dir" "$built" \
+    >"$root/build/auditwheel.log" 2>&1 \
+    || { tail -n 30 "$root/build/auditwheel.log" >&2; log "auditwheel failed"; exit 1; }
+  # zlib is on auditwheel's list of libraries every manylinux system has; bundle it anyway.
+  PATH="$venv/bin:$PATH" "$python" "$root/scripts/wheel_bundle.py" "$(ls "$dist_dir"/volley-*.whl)" \
+    libz.so.1 >>"$root/build/auditwheel.log"
+  log "wheel: $(ls "$dist_dir"/volley-*.whl)"
+}
+
+check_wheel() {
+  local wheel
+  wheel="$(ls "$dist_dir"/volley-*.whl)"
+  rm -rf "$wheel_venv"
+  /usr/bin/python3 -m venv "$wheel_venv"
+  log "installing $(basename "$wheel") into a fresh venv ($wheel_venv), no Volley sources on its path"
+  "$wheel_venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel" \
+    -r "$root/requirements-wheel-test.txt"
+  # From /tmp, so that neither the checkout nor its python/ can be imported by accident.
+  (cd /tmp && "$wheel_venv/bin/python" "$root/scripts/wheel_check.py" --source "$root")
+}
+
+# The API reference (docs/): Sphinx with autodoc and napoleon over the installed package, and the
+# CLI's --help texts; warnings are errors, so a public name without docs fails CI.
+docs() {
+  log "API reference (Sphinx, warnings as errors) -> build/docs/index.html"
+  rm -rf "$root/build/docs"
+  VOLLEY_CLI="$venv/bin/volley" "$python" -m sphinx -E -W --keep-going -q -b html \
+    -d "$root/build/docs-doctrees" "$root/docs" "$root/build/docs"
 }
 
 setup() {
@@ -98,12 +220,30 @@ case "${1:-}" in
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" || status=1
     log "a checkout under a folder named dist configures the same files"
     scripts/check_dist_folder.sh --quick || status=1
-    log "Python tests"
-    (cd "$root" && "$python" -m pytest python/tests -q -p no:cacheprovider) || status=1
+    log "Python tests and main job, Debian's torch / PyG / numpy ($venv)"
+    python_leg "$python" || status=1
+    latest_leg || status=1
+    docs || status=1
+    if [ "${VOLLEY_WHEEL:-1}" = 1 ]; then
+      (make_wheel && check_wheel) || status=1
+    fi
     exit $status
     ;;
+  latest)
+    setup
+    latest_leg
+    ;;
+  docs)
+    setup
+    docs
+    ;;
+  wheel)
+    setup
+    make_wheel
+    check_wheel
+    ;;
   *)
-    echo "usage: scripts/dev.sh main|test|setup" >&2
+    echo "usage: scripts/dev.sh main|test|setup|latest|wheel|docs" >&2
     exit 2
     ;;
 esac

@@ -92,6 +92,62 @@ class Dataset:
         self._native = native
 
     @classmethod
+    def from_pyg(cls, data: Any, *, name: str = "", undirected: bool = False) -> "Dataset":
+        """A dataset from a PyG ``torch_geometric.data.Data`` (the inverse of ``to_pyg``).
+
+        Reads ``edge_index`` (edge ``i`` goes from ``edge_index[0, i]`` to
+        ``edge_index[1, i]``; the graph stores in-neighbors, as PyG aggregates them) and, when
+        present, ``num_nodes``, ``x``, ``y``, ``edge_weight`` and the splits: ``train_mask`` /
+        ``val_mask`` / ``test_mask`` (bool [N]) or ``train_idx`` / ``val_idx`` / ``test_idx``
+        (node ids). Other fields are not kept. Zero-copy where the native arrays allow (CPU
+        ``x``); the graph is built in C++.
+
+        Args:
+            data: a ``Data`` (or any object with those attributes).
+            name: the dataset's name (stored in ``volley.json`` when saved).
+            undirected: also store every edge reversed (one edge per pair, like
+                ``torch_geometric.utils.to_undirected``).
+
+        Returns:
+            The ``Dataset``.
+
+        Raises:
+            VolleyValueError: no ``edge_index``; labels that are not one class id per node
+                (``y`` of shape [N, C] with C > 1, or fractional values: regression or
+                multi-label targets); a 2-D mask (several splits: pick a column first); a
+                heterogeneous ``HeteroData``.
+            VolleyIndexError: an edge names a node >= ``num_nodes``.
+        """
+        if not hasattr(data, "edge_index") and hasattr(data, "node_types"):
+            raise VolleyValueError(
+                "Dataset.from_pyg() takes a homogeneous Data; heterogeneous graphs "
+                "(HeteroData) are not supported yet (convert with data.to_homogeneous())"
+            )
+        edge_index = getattr(data, "edge_index", None)
+        if edge_index is None:
+            raise VolleyValueError("Dataset.from_pyg(): the data has no edge_index")
+        num_nodes = getattr(data, "num_nodes", None)
+        graph = Graph.from_edge_index(
+            edge_index,
+            num_nodes=None if num_nodes is None else int(num_nodes),
+            undirected=undirected,
+            drop_duplicates=undirected,
+            edge_weight=getattr(data, "edge_weight", None),
+        )
+        splits = {
+            split: _split_ids(data, split, graph.num_nodes) for split in ("train", "val", "test")
+        }
+        return cls(
+            graph,
+            getattr(data, "x", None),
+            _class_labels(getattr(data, "y", None)),
+            train_idx=splits["train"],
+            val_idx=splits["val"],
+            test_idx=splits["test"],
+            name=name,
+        )
+
+    @classmethod
     def _from_native(cls, native: _NativeDataset) -> "Dataset":
         dataset = cls.__new__(cls)
         dataset._native = native
@@ -301,12 +357,17 @@ def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> 
     return Dataset._from_native(native)
 
 
-def save_dataset(dataset: Dataset, path: PathLike) -> None:
+def save_dataset(dataset: Any, path: PathLike, *, name: str = "") -> None:
     """Writes ``dataset`` as a dataset directory (created if missing; Volley's files replaced).
 
+    Example:
+        >>> volley.save_dataset(data, "products")   # a PyG Data, e.g. from PygNodePropPredDataset
+        >>> ds = volley.load_dataset("products")    # memory-mapped from now on
+
     Args:
-        dataset: the ``Dataset``.
+        dataset: a ``Dataset``, or a PyG ``Data`` (converted with ``Dataset.from_pyg``).
         path: the target directory.
+        name: the name stored for a PyG ``Data`` (default: the directory's name).
 
     Raises:
         VolleyOSError: the directory or a file cannot be written.
@@ -314,9 +375,13 @@ def save_dataset(dataset: Dataset, path: PathLike) -> None:
             dtype ``.npy`` cannot hold (bfloat16).
     """
     if not isinstance(dataset, Dataset):
-        raise VolleyTypeError(
-            f"save_dataset() takes a volley.Dataset, got {type(dataset).__name__}"
-        )
+        if not hasattr(dataset, "edge_index"):
+            raise VolleyTypeError(
+                "save_dataset() takes a volley.Dataset or a torch_geometric Data, "
+                f"got {type(dataset).__name__}"
+            )
+        default_name = os.path.basename(os.path.normpath(os.fspath(path)))
+        dataset = Dataset.from_pyg(dataset, name=name or default_name)
     _save_dataset(dataset._native, os.fspath(path))
 
 
@@ -401,6 +466,45 @@ def random_split(
         num_nodes, train_fraction=train_fraction, val_fraction=val_fraction, seed=seed
     )
     return Split(*(_tensor.to_output(ids) for ids in (train, val, test)))
+
+
+def _class_labels(y: Any) -> Any:
+    """PyG's ``y`` as int64 class ids [N]: [N, 1] is flattened (OGB's layout); float labels
+    are accepted when every value is a whole number or NaN (an unlabelled node, stored as -1)."""
+    if y is None:
+        return None
+    y = _tensor.to_input(y)
+    shape = _tensor.shape_of(y)
+    if len(shape) == 2 and shape[1] == 1:
+        y = y.reshape(-1)
+    elif len(shape) != 1:
+        raise VolleyValueError(
+            f"y has shape {list(shape)}; Volley stores one class id per node ([N] or [N, 1]), "
+            "so multi-label and multi-target labels are not supported"
+        )
+    if _tensor.dtype_name(y).startswith(("float", "bfloat")):
+        values = _tensor.to_numpy(y).astype(np.float64)
+        labelled = ~np.isnan(values)
+        if not np.all(np.floor(values[labelled]) == values[labelled]):
+            raise VolleyValueError(
+                "y holds fractional values (a regression target?); Volley stores class ids"
+            )
+        y = np.where(labelled, values, -1).astype(np.int64)
+    return y
+
+
+def _split_ids(data: Any, split: str, num_nodes: int) -> Any:
+    """The node ids of ``split`` from ``<split>_mask`` (bool [N]) or ``<split>_idx``."""
+    mask = getattr(data, f"{split}_mask", None)
+    if mask is None:
+        return getattr(data, f"{split}_idx", None)
+    values = _tensor.to_numpy(mask)
+    if values.ndim != 1 or values.shape[0] != num_nodes:
+        raise VolleyValueError(
+            f"{split}_mask has shape {list(values.shape)}, expected [{num_nodes}] (a 2-D mask "
+            f"holds several splits: pick one, e.g. data.{split}_mask = data.{split}_mask[:, 0])"
+        )
+    return np.flatnonzero(values).astype(np.int64)
 
 
 def _as_int64(values: Any) -> Any:

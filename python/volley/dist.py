@@ -172,9 +172,10 @@ class DistNeighborLoader(NeighborLoader):
     Args:
         addresses: every partition's server, in part order (``"host:port"``; a comma-separated
             string works too), or a connected ``DistGraph`` (worker topology).
-        num_neighbors, batch_size, input_nodes, shuffle, seed, replace, weighted, drop_last,
-        prefetch, copy, transform, feature_dtype, rank, world_size: as ``NeighborLoader``
-            (``input_nodes``: new ids or a boolean mask over them).
+        num_neighbors: as ``NeighborLoader``, and so are ``batch_size``, ``input_nodes`` (new
+            ids or a boolean mask over them), ``shuffle``, ``seed``, ``replace``, ``weighted``,
+            ``drop_last``, ``prefetch``, ``copy``, ``transform``, ``feature_dtype``, ``rank``
+            and ``world_size``.
         num_workers: batches in flight at once (worker topology: this process's loader threads;
             server-client: batches the server samples at once). Network waits cost no CPU, so
             it may exceed the cores; default max(4, cores).

@@ -36,10 +36,11 @@ class CliFixture : public TempDirTest {
   }
 
   // Runs `volley ARGUMENTS` with progress bars off; captures exit code, stdout and stderr.
-  Result run(const std::string& arguments) const {
+  // `environment` ("NAME=value ...") is set for that run only.
+  Result run(const std::string& arguments, const std::string& environment = "") const {
     const std::string command =
-        fmt::format("VOLLEY_PROGRESS=0 '{}' {} >'{}' 2>'{}'", VOLLEY_CLI_PATH, arguments,
-                    path("stdout"), path("stderr"));
+        fmt::format("VOLLEY_PROGRESS=0 {} '{}' {} >'{}' 2>'{}'", environment, VOLLEY_CLI_PATH,
+                    arguments, path("stdout"), path("stderr"));
     const int status = std::system(command.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(path("stdout")),
             slurp(path("stderr"))};

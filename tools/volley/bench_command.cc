@@ -1,5 +1,7 @@
 // `volley bench`: throughput measurements, one JSON line per measurement (ARCHITECTURE.md,
 // "What is measured, and how"). Figures that are compared are measured in the same run.
+// `sample` and `loader` take lists (`--threads 1,2 --batch-size 512,1024`) and measure every
+// combination; `--plot FILE.png` (any bench) then draws the lines (bench_plot.h).
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_cuda.h"
+#include "bench_plot.h"
 #include "bench_util.h"
 #include "commands.h"
 #include "volley/core/parallel.h"
@@ -25,7 +28,9 @@ namespace {
 struct SampleSettings {
   std::string dataset;
   std::string fanout = "15,10,5";
-  int64_t batch_size = 1024;
+  std::vector<int64_t> batch_sizes = {1024};  // measured one after the other (a sweep)
+  std::vector<int> thread_counts = {1};
+  int64_t batch_size = 1024;  // the configuration being measured
   int threads = 1;
   int64_t batches = 50;
   bool replace = false;
@@ -97,15 +102,41 @@ nlohmann::json figures_json(const char* bench, const SampleSettings& settings,
           {"nodes_per_second", static_cast<double>(figures.nodes) / figures.seconds}};
 }
 
+// --threads and --batch-size as comma-separated lists: every combination is measured.
+void add_sweep_options(CLI::App& command, SampleSettings& settings, const char* threads_help) {
+  command
+      .add_option("--batch-size", settings.batch_sizes,
+                  "Seeds per batch; a list (512,1024) measures each")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  command
+      .add_option("--threads", settings.thread_counts,
+                  fmt::format("{}; a list (1,2,4) measures each", threads_help))
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+// Calls measure(one) for each (batch size, thread count) of the sweep, batch sizes outermost.
+template <typename Measure>
+void for_each_configuration(const SampleSettings& settings, Measure&& measure) {
+  for (const int64_t batch_size : settings.batch_sizes) {
+    for (const int threads : settings.thread_counts) {
+      SampleSettings one = settings;
+      one.batch_size = batch_size;
+      one.threads = threads;
+      measure(one);
+    }
+  }
+}
+
 void add_sample(CLI::App& bench, SampleSettings& settings) {
   auto* command = bench.add_subcommand(
       "sample", "Sampled edges per second (SEPS) of the neighbor sampler (CPU, or CUDA GPU/UVA)");
   command->add_option("--dataset", settings.dataset, "Dataset directory")->required();
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
-  command->add_option("--batch-size", settings.batch_size, "Seeds per batch")
-      ->check(CLI::PositiveNumber);
-  command->add_option("--threads", settings.threads, "Sampling threads (CPU)")
-      ->check(CLI::PositiveNumber);
+  add_sweep_options(*command, settings, "Sampling threads (CPU)");
   command->add_option("--batches", settings.batches, "Batches to sample")
       ->check(CLI::PositiveNumber);
   command->add_flag("--replace", settings.replace, "Sample with replacement");
@@ -130,30 +161,77 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
     if (settings.device == "cuda") {
       parse_cuda_sampling_mode(settings.mode);  // a bad mode fails before any work
       require_cuda_device("--device", settings.cuda_device);
-      const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
-      const auto seeds = bench_seed_pool(dataset, settings.seed);
-      auto line = run_cuda_sample_bench(dataset, seeds, options,
-                                        {.mode = settings.mode,
-                                         .device = settings.cuda_device,
-                                         .batch_size = settings.batch_size,
-                                         .batches = settings.batches});
-      line["fanout"] = settings.fanout;
-      line["dataset"] = dataset.name;
-      std::cout << line.dump() << std::endl;
-      return;
     }
     const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
-    warm(dataset.graph);
     const auto seeds = bench_seed_pool(dataset, settings.seed);
-    run_sampling(dataset.graph, seeds,
-                 {.batch_size = settings.batch_size, .threads = 1, .batches = 2}, options);
-    const auto figures = run_sampling(dataset.graph, seeds, settings, options);
-    auto line = figures_json("sample", settings, figures);
-    line["device"] = "cpu";
-    line["weighted"] = settings.weighted;
-    line["dataset"] = dataset.name;
-    std::cout << line.dump() << std::endl;
+    if (settings.device == "cpu") warm(dataset.graph);
+    for_each_configuration(settings, [&](const SampleSettings& one) {
+      if (one.device == "cuda") {
+        auto line = run_cuda_sample_bench(dataset, seeds, options,
+                                          {.mode = one.mode,
+                                           .device = one.cuda_device,
+                                           .batch_size = one.batch_size,
+                                           .batches = one.batches});
+        line["fanout"] = one.fanout;
+        line["dataset"] = dataset.name;
+        std::cout << line.dump() << std::endl;
+        return;
+      }
+      run_sampling(dataset.graph, seeds, {.batch_size = one.batch_size, .threads = 1, .batches = 2},
+                   options);
+      const auto figures = run_sampling(dataset.graph, seeds, one, options);
+      auto line = figures_json("sample", one, figures);
+      line["device"] = "cpu";
+      line["weighted"] = one.weighted;
+      line["dataset"] = dataset.name;
+      std::cout << line.dump() << std::endl;
+    });
   });
+}
+
+// One loader measurement: an epoch of the pipeline, and sampling alone over the same seeds at
+// the same thread count (the stage split --plot draws).
+void run_loader_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
+                      const SampleSettings& settings) {
+  const int64_t count =
+      std::min<int64_t>(static_cast<int64_t>(seeds.size()), settings.batches * settings.batch_size);
+  std::vector<int64_t> inputs(seeds.begin(), seeds.begin() + count);
+  const NeighborSamplerOptions sampler{parse_fanouts(settings.fanout), false, false, settings.seed};
+  NeighborLoader loader(dataset.graph, dataset.features, dataset.labels, Array::from_vector(inputs),
+                        {.batch_size = settings.batch_size,
+                         .drop_last = true,
+                         .num_threads = settings.threads,
+                         .seed = settings.seed,
+                         .sampler = sampler});
+  auto run_epoch = [&](int64_t epoch_index) {
+    SampleFigures figures;
+    const auto start = Clock::now();
+    auto epoch = loader.start_epoch(epoch_index);
+    while (auto batch = epoch->next()) {
+      figures.edges += batch->edge_ids.numel();
+      figures.nodes += batch->nodes.numel();
+    }
+    figures.seconds = seconds_since(start);
+    return figures;
+  };
+  run_epoch(1000);  // warm: pages of the feature matrix, allocator
+  const auto sampled = run_sampling(dataset.graph, inputs,
+                                    {.batch_size = settings.batch_size,
+                                     .threads = settings.threads,
+                                     .batches = count / settings.batch_size},
+                                    sampler);
+  const auto loaded = run_epoch(0);
+  SampleSettings shown = settings;
+  shown.batches = count / settings.batch_size;
+  auto line = figures_json("loader", shown, loaded);
+  line["batches_per_second"] = static_cast<double>(shown.batches) / loaded.seconds;
+  line["sampling_only_seps"] = static_cast<double>(sampled.edges) / sampled.seconds;
+  line["sampling_only_seconds"] = sampled.seconds;
+  line["ratio_to_sampling_only"] = (static_cast<double>(loaded.edges) / loaded.seconds) /
+                                   (static_cast<double>(sampled.edges) / sampled.seconds);
+  line["feature_dim"] = dataset.features->dim(1);
+  line["dataset"] = dataset.name;
+  std::cout << line.dump() << std::endl;
 }
 
 // The loader with features and labels against sampling alone at the same thread count.
@@ -164,9 +242,7 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
       "against sampling alone in the same run");
   command->add_option("--dataset", settings.dataset, "Dataset directory")->required();
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
-  command->add_option("--batch-size", settings.batch_size, "Seeds per batch")
-      ->check(CLI::PositiveNumber);
-  command->add_option("--threads", settings.threads, "Worker threads")->check(CLI::PositiveNumber);
+  add_sweep_options(*command, settings, "Worker threads");
   command->add_option("--batches", settings.batches, "Batches to run")->check(CLI::PositiveNumber);
   command->add_option("--seed", settings.seed, "Random seed");
   command->callback([&settings] {
@@ -175,46 +251,8 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
     VOLLEY_REQUIRE(dataset.features.has_value(), ValueError, "dataset '{}' has no features to load",
                    settings.dataset);
     const auto seeds = bench_seed_pool(dataset, settings.seed);
-    const int64_t count = std::min<int64_t>(static_cast<int64_t>(seeds.size()),
-                                            settings.batches * settings.batch_size);
-    std::vector<int64_t> inputs(seeds.begin(), seeds.begin() + count);
-    const NeighborSamplerOptions sampler{parse_fanouts(settings.fanout), false, false,
-                                         settings.seed};
-    NeighborLoader loader(dataset.graph, dataset.features, dataset.labels,
-                          Array::from_vector(inputs),
-                          {.batch_size = settings.batch_size,
-                           .drop_last = true,
-                           .num_threads = settings.threads,
-                           .seed = settings.seed,
-                           .sampler = sampler});
-    auto run_epoch = [&](int64_t epoch_index) {
-      SampleFigures figures;
-      const auto start = Clock::now();
-      auto epoch = loader.start_epoch(epoch_index);
-      while (auto batch = epoch->next()) {
-        figures.edges += batch->edge_ids.numel();
-        figures.nodes += batch->nodes.numel();
-      }
-      figures.seconds = seconds_since(start);
-      return figures;
-    };
-    run_epoch(1000);  // warm: pages of the feature matrix, allocator
-    const auto sampled = run_sampling(dataset.graph, inputs,
-                                      {.batch_size = settings.batch_size,
-                                       .threads = settings.threads,
-                                       .batches = count / settings.batch_size},
-                                      sampler);
-    const auto loaded = run_epoch(0);
-    SampleSettings shown = settings;
-    shown.batches = count / settings.batch_size;
-    auto line = figures_json("loader", shown, loaded);
-    line["batches_per_second"] = static_cast<double>(shown.batches) / loaded.seconds;
-    line["sampling_only_seps"] = static_cast<double>(sampled.edges) / sampled.seconds;
-    line["ratio_to_sampling_only"] = (static_cast<double>(loaded.edges) / loaded.seconds) /
-                                     (static_cast<double>(sampled.edges) / sampled.seconds);
-    line["feature_dim"] = dataset.features->dim(1);
-    line["dataset"] = dataset.name;
-    std::cout << line.dump() << std::endl;
+    for_each_configuration(
+        settings, [&](const SampleSettings& one) { run_loader_bench(dataset, seeds, one); });
   });
 }
 
@@ -229,6 +267,7 @@ void add_bench_command(CLI::App& app, GlobalOptions& /*global*/) {
   add_loader(*bench, loader_settings);
   add_bench_gather(*bench);
   add_bench_dist(*bench);
+  add_plot_option(*bench);
 }
 
 }  // namespace volley::cli

@@ -1,9 +1,10 @@
-// `volley convert INPUT OUTPUT [--format edgelist|npz|npy] [--undirected] [--num-nodes N]
-//                 [--split none|planetoid|random] [--seed S]
+// `volley convert INPUT OUTPUT [--format edgelist|npz|npy|ogb] [--undirected] [--num-nodes N]
+//                 [--split none|planetoid|random] [--seed S] [--ogb-split NAME]
 //                 [--feature-dtype float32|uint8|float16] [--name NAME] ...`
-// Reads a graph (text edge list, .npz, or an int [2, E] / [E, 2] .npy edge array), builds the
-// in-neighbor Csr and writes a dataset directory (volley/graph/dataset.h). Prints one summary
-// line to stdout.
+// Reads a graph (text edge list, .npz, an int [2, E] / [E, 2] .npy edge array, or an OGB
+// node-property dataset directory), builds the in-neighbor Csr and writes a dataset directory
+// (volley/graph/dataset.h). Prints one summary line to stdout. OGB directories are converted
+// streaming (volley/graph/io/ogb.h) with the dataset's own split.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "volley/graph/io/edge_list.h"
 #include "volley/graph/io/npy.h"
 #include "volley/graph/io/npz.h"
+#include "volley/graph/io/ogb.h"
 #include "volley/graph/split.h"
 
 namespace volley::cli {
@@ -40,10 +42,12 @@ struct Arguments {
   double val_fraction = 0.2;
   std::string feature_dtype;  // empty: as read
   std::string name;
+  std::string ogb_split;  // empty: the only folder under split/
 };
 
 std::string format_of(const Arguments& arguments) {
   if (!arguments.format.empty()) return arguments.format;
+  if (is_ogb_directory(arguments.input)) return "ogb";
   const std::string extension = fs::path(arguments.input).extension().string();
   if (extension == ".npz") return "npz";
   if (extension == ".npy") return "npy";
@@ -119,8 +123,43 @@ void check_output(const std::string& output) {
                  output);
 }
 
+// OGB's on-disk layout, streamed straight into the output directory.
+void run_convert_ogb(const Arguments& arguments) {
+  VOLLEY_REQUIRE(arguments.split == "none", ValueError,
+                 "--split {}: OGB datasets bring their own split (split/<name>/; pick one with "
+                 "--ogb-split)",
+                 arguments.split);
+  VOLLEY_REQUIRE(!arguments.num_nodes.has_value() && !arguments.keep_edge_ids, ValueError,
+                 "--num-nodes and --edge-ids do not apply to OGB datasets (the node count is in "
+                 "raw/num-node-list.csv.gz)");
+  OgbConvertOptions options;
+  options.split = arguments.ogb_split;
+  options.undirected = arguments.undirected;
+  options.drop_self_loops = arguments.drop_self_loops;
+  if (!arguments.feature_dtype.empty())
+    options.feature_dtype = dtype_from_name(arguments.feature_dtype);
+  options.name = arguments.name;
+  const OgbConversion done = convert_ogb_node_dataset(arguments.input, arguments.output, options);
+  std::string summary =
+      fmt::format("wrote {} -> {}: {} nodes, {} edges", done.name, arguments.output,
+                  grouped(done.num_nodes), grouped(done.num_edges));
+  if (done.feature_dim > 0) {
+    summary += fmt::format(", {} {} features", grouped(done.feature_dim),
+                           dtype_name(options.feature_dtype));
+  }
+  if (done.num_classes > 0) summary += fmt::format(", {} classes", done.num_classes);
+  if (!done.split.empty()) {
+    summary += fmt::format(", split {} {}/{}/{}", done.split, grouped(done.num_train),
+                           grouped(done.num_val), grouped(done.num_test));
+  }
+  std::printf("%s\n", summary.c_str());
+}
+
 void run_convert(const Arguments& arguments) {
   check_output(arguments.output);
+  if (format_of(arguments) == "ogb") return run_convert_ogb(arguments);
+  VOLLEY_REQUIRE(arguments.ogb_split.empty(), ValueError,
+                 "--ogb-split applies to --format ogb only");
   // Stages: read, build the graph, node data and split, write.
   ProgressBar progress("convert", 4);
   Input input = read_input(arguments);
@@ -198,13 +237,18 @@ void run_convert(const Arguments& arguments) {
 void add_convert_command(CLI::App& app, GlobalOptions& /*global*/) {
   auto arguments = std::make_shared<Arguments>();
   auto* command = app.add_subcommand(
-      "convert", "Convert an edge list, .npz or .npy edge array into a dataset directory");
-  command->add_option("input", arguments->input, "Input file")->required();
+      "convert",
+      "Convert an edge list, .npz or .npy edge array, or an OGB dataset into a dataset directory");
+  command->add_option("input", arguments->input, "Input file (OGB: the dataset's directory)")
+      ->required();
   command->add_option("output", arguments->output, "Dataset directory to write")->required();
   command
       ->add_option("--format", arguments->format,
-                   "Input format (default: from the extension: .npz, .npy, else edgelist)")
-      ->check(CLI::IsMember({"edgelist", "npz", "npy"}));
+                   "Input format (default: ogb for a directory with raw/edge.csv.gz, else from "
+                   "the extension: .npz, .npy, else edgelist)")
+      ->check(CLI::IsMember({"edgelist", "npz", "npy", "ogb"}));
+  command->add_option("--ogb-split", arguments->ogb_split,
+                      "OGB: the folder under split/ to store (default: the only one)");
   command->add_flag("--undirected", arguments->undirected,
                     "Store every edge both ways and drop duplicate edges");
   command->add_flag("--drop-self-loops", arguments->drop_self_loops, "Drop edges v -> v");

@@ -13,6 +13,10 @@ int main(int argc, char** argv) {
   CLI::App app{"Volley: fast graph data paths for GNN training"};
   app.set_version_flag("--version", std::string("volley ") + volley::kVersion);
   app.require_subcommand(1);
+  // Options a subcommand does not know fall through to the app, so the global options work on
+  // either side of the subcommand: `volley -q generate ...` and `volley generate ... -q`. Set
+  // before the subcommands are added: they inherit it.
+  app.fallthrough();
   volley::cli::GlobalOptions global;
   app.add_flag("-q,--quiet", global.quiet, "No progress bars");
   app.add_option("-t,--threads", global.threads, "Worker threads (default: all cores)")
