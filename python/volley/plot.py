@@ -29,6 +29,8 @@ import os
 import sys
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
+from ._volley import VolleyImportError, VolleyValueError
+
 #: x-axis candidates, in order of preference.
 SWEEP_KEYS = ("threads", "batch_size", "loader_threads", "batch")
 
@@ -81,7 +83,7 @@ def read_lines(stream: Iterable[str]) -> List[Dict[str, Any]]:
         try:
             lines.append(json.loads(text))
         except json.JSONDecodeError as error:
-            raise ValueError(f"line {number}: not a JSON object: {error}") from error
+            raise VolleyValueError(f"line {number}: not a JSON object: {error}") from error
     return lines
 
 
@@ -198,21 +200,21 @@ def plot_bench(lines: Sequence[Dict[str, Any]], path: "os.PathLike[str] | str",
         One ``Panel`` per panel drawn.
 
     Raises:
-        ValueError: no lines, or a line without ``"bench"``.
-        ImportError: matplotlib is not installed.
+        VolleyValueError: no lines, or a line without ``"bench"``.
+        VolleyImportError: matplotlib is not installed.
     """
     if not lines:
-        raise ValueError("no bench lines to plot (volley bench prints one JSON line per figure)")
+        raise VolleyValueError("no bench lines to plot (volley bench prints one JSON line per figure)")
     by_bench: Dict[str, List[Dict[str, Any]]] = {}
     for line in lines:
         if "bench" not in line:
-            raise ValueError(f"not a volley bench line (no 'bench' field): {line}")
+            raise VolleyValueError(f"not a volley bench line (no 'bench' field): {line}")
         by_bench.setdefault(line["bench"], []).append(line)
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as error:
-        raise ImportError("plotting needs matplotlib (pip install matplotlib)") from error
+        raise VolleyImportError("plotting needs matplotlib (pip install matplotlib)") from error
 
     panels: List[Tuple[str, List[Dict[str, Any]], bool]] = []
     for bench, group in by_bench.items():
