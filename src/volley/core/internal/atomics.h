@@ -19,7 +19,8 @@ using DeviceAtomic = ::cuda::atomic_ref<T, ::cuda::thread_scope_device>;
 // Stores `desired` at *address if it holds `expected`; returns the value it held before.
 template <typename T>
 VOLLEY_HOST_DEVICE inline T atomic_compare_exchange(T* address, T expected, T desired) {
-  DeviceAtomic<T>(*address).compare_exchange_strong(expected, desired, ::cuda::memory_order_relaxed);
+  DeviceAtomic<T>(*address).compare_exchange_strong(expected, desired,
+                                                    ::cuda::memory_order_relaxed);
   return expected;  // on failure compare_exchange_strong loaded the current value into it
 }
 

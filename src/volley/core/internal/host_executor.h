@@ -31,7 +31,7 @@
 namespace volley::internal {
 
 struct HostExecutorOptions {
-  int threads = 8;      // worker threads (>= 1)
+  int threads = 8;         // worker threads (>= 1)
   uint64_t seed = 0x5eed;  // seeds the item order of every launch
 };
 

@@ -80,8 +80,8 @@ void launch_with_vector(Executor& executor, const DeviceGatherPlan& plan, const 
   while (lane_shift < 5 && (int64_t{1} << lane_shift) < vectors_per_row) ++lane_shift;
   const int64_t items = count << lane_shift;
   if (plan.lookup == nullptr) {
-    executor.for_each(items,
-                      GatherBody<Vector, void>{plan, ids, out, vectors_per_row, lane_shift, first_bad});
+    executor.for_each(
+        items, GatherBody<Vector, void>{plan, ids, out, vectors_per_row, lane_shift, first_bad});
   } else if (plan.lookup_is_32bit) {
     executor.for_each(
         items, GatherBody<Vector, int32_t>{plan, ids, out, vectors_per_row, lane_shift, first_bad});

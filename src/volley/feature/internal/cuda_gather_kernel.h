@@ -37,6 +37,7 @@ int64_t launch_device_gather(const DeviceGatherPlan& plan, const int64_t* ids, i
 // The same on the host executor, synchronously: the plan's tiers, the lookup, ids and out are
 // host memory.
 int64_t launch_host_gather(const DeviceGatherPlan& plan, const int64_t* ids, int64_t count,
-                           void* out, bool check, const internal::HostExecutorOptions& options = {});
+                           void* out, bool check,
+                           const internal::HostExecutorOptions& options = {});
 
 }  // namespace volley::feature_internal

@@ -86,8 +86,8 @@ class SamplerBackend final : public CudaSamplerBackend {
 
   // Counts and offsets of one hop's frontier; returns the hop's edge count.
   template <typename Index>
-  int64_t count_hop(const GraphRows<Index>& graph, const int64_t* frontier_nodes,
-                    int64_t frontier, const PickRule& rule) {
+  int64_t count_hop(const GraphRows<Index>& graph, const int64_t* frontier_nodes, int64_t frontier,
+                    const PickRule& rule) {
     const size_t frontier_bytes = static_cast<size_t>(frontier + 1) * sizeof(int64_t);
     counts_.reserve(frontier_bytes);
     offsets_.reserve(frontier_bytes);
@@ -149,7 +149,8 @@ class SamplerBackend final : public CudaSamplerBackend {
       const int64_t frontier = node_count - frontier_begin;
       int64_t hop_edges = 0, hop_nodes = 0;
       if (rule.fanout != 0 && frontier > 0) {
-        hop_edges = count_hop(graph, nodes_.template as<int64_t>() + frontier_begin, frontier, rule);
+        hop_edges =
+            count_hop(graph, nodes_.template as<int64_t>() + frontier_begin, frontier, rule);
       }
       if (hop_edges > 0) {
         const size_t kept = static_cast<size_t>(edge_count) * sizeof(int64_t);
@@ -158,13 +159,13 @@ class SamplerBackend final : public CudaSamplerBackend {
         cols_.reserve(needed, kept);
         edge_ids_.reserve(needed, kept);
         neighbors_.reserve(static_cast<size_t>(hop_edges) * sizeof(int64_t));
-        executor_.for_each(
-            frontier, PickBody<Index>{graph, nodes_.template as<int64_t>() + frontier_begin,
-                                      frontier_begin, rule, offsets_.template as<int64_t>(),
-                                      rows_.template as<int64_t>() + edge_count,
-                                      cols_.template as<int64_t>() + edge_count,
-                                      edge_ids_.template as<int64_t>() + edge_count,
-                                      neighbors_.template as<int64_t>()});
+        executor_.for_each(frontier,
+                           PickBody<Index>{graph, nodes_.template as<int64_t>() + frontier_begin,
+                                           frontier_begin, rule, offsets_.template as<int64_t>(),
+                                           rows_.template as<int64_t>() + edge_count,
+                                           cols_.template as<int64_t>() + edge_count,
+                                           edge_ids_.template as<int64_t>() + edge_count,
+                                           neighbors_.template as<int64_t>()});
         hop_nodes = relabel_hop(node_count, edge_count, hop_edges);
       }
       out.edges_per_hop.push_back(hop_edges);

@@ -91,7 +91,8 @@ struct CountBody {
     const int64_t target = frontier[i];
     const int64_t begin = graph.indptr[target];
     const int64_t degree = graph.indptr[target + 1] - begin;
-    counts[i] = pick_count(degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule);
+    counts[i] =
+        pick_count(degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule);
   }
 };
 
@@ -117,8 +118,8 @@ struct PickBody {
     const int64_t begin = graph.indptr[target];
     const int64_t degree = graph.indptr[target + 1] - begin;
     int64_t* positions = edge_ids + start;
-    pick_positions(target, degree, graph.weights != nullptr ? graph.weights + begin : nullptr,
-                   rule, picks, positions, reinterpret_cast<double*>(cols + start), rows + start);
+    pick_positions(target, degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule,
+                   picks, positions, reinterpret_cast<double*>(cols + start), rows + start);
     for (int64_t j = 0; j < picks; ++j) {
       const int64_t k = begin + positions[j];
       neighbors[start + j] = static_cast<int64_t>(graph.indices[k]);
@@ -139,7 +140,8 @@ struct FlagFirstBody {
   int64_t* flags;
   VOLLEY_HOST_DEVICE void operator()(int64_t j) const {
     if (j == 0) flags[count] = 0;
-    const unsigned long long slot = table_find(table, static_cast<unsigned long long>(neighbors[j]));
+    const unsigned long long slot =
+        table_find(table, static_cast<unsigned long long>(neighbors[j]));
     flags[j] = table.values[slot] == static_cast<unsigned long long>(base + j) ? 1 : 0;
   }
 };

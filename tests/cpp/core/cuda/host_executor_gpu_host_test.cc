@@ -42,8 +42,8 @@ TEST(HostExecutor, RunsEveryItemOnceInAShuffledOrder) {
   }
   std::vector<int64_t> identity(n);
   std::iota(identity.begin(), identity.end(), int64_t{0});
-  EXPECT_NE(first, identity);   // shuffled
-  EXPECT_NE(first, second);     // a fresh order per launch
+  EXPECT_NE(first, identity);  // shuffled
+  EXPECT_NE(first, second);    // a fresh order per launch
   EXPECT_EQ(executor.launches(), 2);
   executor.for_each(0, RecordBody{nullptr, nullptr, nullptr});  // nothing runs
   EXPECT_EQ(executor.launches(), 2);

@@ -31,7 +31,8 @@ struct HostTiers {
     const size_t row_bytes = matrix.nbytes() / static_cast<size_t>(n);
     std::vector<int64_t> order(static_cast<size_t>(n));  // tier order: hot rows first
     std::iota(order.begin(), order.end(), int64_t{0});
-    if (lookup_kind != Lookup::kNone) std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
+    if (lookup_kind != Lookup::kNone)
+      std::shuffle(order.begin(), order.end(), std::mt19937_64(seed));
     const auto hot = static_cast<int64_t>(hot_ratio * static_cast<double>(n));
     device_rows = Buffer::allocate(std::max<size_t>(static_cast<size_t>(hot) * row_bytes, 1));
     pinned_rows = Buffer::allocate(std::max<size_t>(static_cast<size_t>(n - hot) * row_bytes, 1));
@@ -120,8 +121,7 @@ TEST(CudaGatherGpuHost, OutOfRangeIdsAreReportedAtTheFirstPosition) {
   ids[150] = -1;
   ids[37] = n;  // the first bad one
   ids[90] = int64_t{1} << 40;
-  const std::string cpu =
-      message_of<IndexError>([&] {
+  const std::string cpu = message_of<IndexError>([&] {
     std::vector<float> scratch(ids.size() * 6);
     gather_rows(matrix, ids, DType::kFloat32, reinterpret_cast<std::byte*>(scratch.data()));
   });

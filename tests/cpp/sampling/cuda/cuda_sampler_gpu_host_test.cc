@@ -31,8 +31,8 @@ struct HostPlacedGraph {
 
   HostPlacedGraph(const Csr& graph, Placement placement) {
     internal::HostExecutor executor({.threads = 1});
-    const auto bulk = placement == Placement::kGpu ? internal::Memory::kDevice
-                                                   : internal::Memory::kPinned;
+    const auto bulk =
+        placement == Placement::kGpu ? internal::Memory::kDevice : internal::Memory::kPinned;
     auto place = [&](const Array& array, internal::Memory memory) {
       Buffer placed = executor.allocate(memory, std::max<size_t>(array.nbytes(), 1));
       executor.copy(placed.data(), array.raw_data(), array.nbytes());
@@ -120,8 +120,8 @@ std::vector<int64_t> random_seeds(int64_t n, size_t count, std::mt19937_64& rng)
   std::vector<int64_t> seeds;
   std::vector<bool> taken(static_cast<size_t>(n), false);
   while (seeds.size() < count) {
-    const int64_t seed =
-        static_cast<int64_t>(rng() % static_cast<uint64_t>(seeds.size() < 8 ? std::min<int64_t>(40, n) : n));
+    const int64_t seed = static_cast<int64_t>(
+        rng() % static_cast<uint64_t>(seeds.size() < 8 ? std::min<int64_t>(40, n) : n));
     if (!taken[static_cast<size_t>(seed)]) {
       taken[static_cast<size_t>(seed)] = true;
       seeds.push_back(seed);
@@ -149,8 +149,7 @@ int64_t compare_with_cpu(const Csr& graph, const std::vector<std::vector<int64_t
           const SampledSubgraph expected = sample_neighbors(graph, seeds, options, batch);
           BackendResult result;
           backend->sample(placed.view(options.weighted), seeds,
-                          {options.fanouts, options.replace, options.seed}, batch, nullptr,
-                          result);
+                          {options.fanouts, options.replace, options.seed}, batch, nullptr, result);
           expect_same_subgraph(
               expected, to_subgraph(result, static_cast<int64_t>(seeds.size())),
               fmt::format("{} {} fanouts [{}] replace {} weighted {} batch {}", name,
@@ -172,7 +171,8 @@ TEST(CudaSamplerGpuHost, EqualsTheCpuSamplerOnRandomGraphs) {
   for (int kind = 0; kind < 3; ++kind) {
     // int32 indices with edge ids; int64 indices; no edge ids (CSR positions).
     const Csr graph = random_graph(1500, 30000, 31 + kind, kind == 1, kind != 2);
-    compared += compare_with_cpu(graph, fanouts, {64, 300}, 17 + kind, fmt::format("graph {}", kind));
+    compared +=
+        compare_with_cpu(graph, fanouts, {64, 300}, 17 + kind, fmt::format("graph {}", kind));
     if (HasFailure()) return;
   }
   EXPECT_GT(compared, 200000);
@@ -204,9 +204,9 @@ TEST(CudaSamplerGpuHost, SmallGraphsEmptyHopsAndTableGrowth) {
     src.push_back(i);
     dst.push_back(0);
   }
-  const Csr star = build_csr(Array::from_vector(src), Array::from_vector(dst),
-                             Array::from_vector(std::vector<float>(src.size(), 1.0f)),
-                             {.num_nodes = 5000});
+  const Csr star =
+      build_csr(Array::from_vector(src), Array::from_vector(dst),
+                Array::from_vector(std::vector<float>(src.size(), 1.0f)), {.num_nodes = 5000});
   EXPECT_GT(compare_with_cpu(star, {{-1, 2}, {3000}}, {1, 3}, 5, "star"), 0);
 }
 
