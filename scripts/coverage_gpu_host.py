@@ -88,6 +88,9 @@ def main():
         print(f"{share}  {k:4d}/{n:<4d}  {rel}  ({how})")
     print(f"kernel logic (files the host build compiles): {logic_ran}/{logic_total} lines = "
           f"{100.0 * logic_ran / max(logic_total, 1):.1f}%")
+    folder = [r for r in rows if "/cuda/" in r[0]]
+    print(f"files under src/**/cuda/ only: {sum(r[2] for r in folder)}/{sum(r[1] for r in folder)} "
+          f"lines = {100.0 * sum(r[2] for r in folder) / max(sum(r[1] for r in folder), 1):.1f}%")
     print(f"everything under src/**/cuda/ + body headers: {ran}/{total} lines = "
           f"{100.0 * ran / max(total, 1):.1f}%")
 
