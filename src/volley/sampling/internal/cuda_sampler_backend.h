@@ -1,5 +1,5 @@
-// volley/sampling/internal/cuda_sampler_backend.h — the seam between the CUDA sampler's front
-// end (cuda_sampler.cc: argument checks, graph placement; every build) and its kernels
+// volley/sampling/internal/cuda_sampler_backend.h — the seam between NeighborSampler's CUDA
+// front end (cuda_sampler.cc: argument checks, graph placement; every build) and its kernels
 // (cuda/neighbor_sampler.cu in CUDA builds; cuda_sampler_stub.cc otherwise, which throws).
 //
 // Plain types only: nvcc cannot compile fmt (hence array.h / error.h), so the .cu side sees
@@ -39,7 +39,7 @@ struct BackendResult {
   std::vector<int64_t> edges_per_hop;  // hops
 };
 
-// The working memory and kernel driver of one CudaNeighborSampler.
+// The working memory and kernel driver of one NeighborSampler on a GPU.
 class CudaSamplerBackend {
  public:
   virtual ~CudaSamplerBackend() = default;
