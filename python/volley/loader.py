@@ -80,21 +80,21 @@ def _rows_input(rows: Any) -> Any:
 
 
 def _device_rows(rows: Any, device: int, what: str) -> Any:
-    """Features or labels for the CUDA loader: a native DeviceFeatureStore on ``device`` (a
-    ``volley.Feature`` made with that ``device`` as it is; anything else copied to the device,
+    """Features or labels for the CUDA loader: a native FeatureStore in GPU tiers on ``device``
+    (a ``volley.Feature`` made with that ``device`` as it is; anything else copied to the device,
     every row in device memory; labels as int64)."""
     if rows is None:
         return None
     if isinstance(rows, Feature):
-        if rows._device_store is not None:
+        if rows._device is not None:
             if rows._device != device:
                 raise ValueError(f"{what} live on cuda:{rows._device}, the loader on cuda:{device}")
-            return rows._device_store
+            return rows._native()
         rows = rows.gather(slice(None))  # a CPU store (tiered, mapped): its rows on the host
     matrix = _tensor.to_input(rows)
     if what == "labels":
         matrix = np.ascontiguousarray(_tensor.to_numpy(matrix), dtype=np.int64).reshape(-1)
-    return _volley.DeviceFeatureStore.build(matrix, -1, None, device)
+    return _volley.FeatureStore.build(matrix, [("cuda", -1)], None, device)
 
 
 class _CudaEpochStream:

@@ -325,8 +325,9 @@ void DistGraph::validate(const NeighborSamplerOptions& options) const {
 }
 
 void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-                       uint64_t batch_index, SampledSubgraph& out) const {
+                       uint64_t batch_index, SampledSubgraph& result) const {
   validate(options);
+  SubgraphBuilder out;
   const State& state = *state_;
   const PartitionBook& book = state.info.book;
   const int64_t num_nodes = book.num_nodes();
@@ -478,6 +479,7 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
                  "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds "
                  "or smaller fanouts",
                  nodes.size());
+  result = out.finish();
 }
 
 namespace {

@@ -38,10 +38,14 @@ class Layout {
   size_t size_ = 0;
 };
 
-void check_store(const std::optional<DeviceFeatureStore>& store, const char* what,
+void check_store(const std::optional<FeatureStore>& store, const char* what,
                  const CudaGraph& graph) {
   if (!store) return;
-  VOLLEY_REQUIRE(store->defined(), ValueError, "{} is an empty DeviceFeatureStore", what);
+  VOLLEY_REQUIRE(store->defined(), ValueError, "{} is an empty FeatureStore", what);
+  VOLLEY_REQUIRE(store->on_cuda(), ValueError,
+                 "{} must be in GPU tiers (FeatureStore::build with a cuda or pinned_host tier) "
+                 "for the CUDA loader, got {}",
+                 what, store->describe());
   VOLLEY_REQUIRE(store->num_rows() == graph.num_nodes(), ValueError,
                  "{} must have one row per node ({}), got {}", what, graph.num_nodes(),
                  store->describe());
@@ -61,17 +65,24 @@ void DeviceBatch::synchronize() const {
   if (ready) ready->synchronize();
 }
 
-DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const int64_t> seeds,
-                                uint64_t batch_index, const DeviceFeatureStore* features,
-                                const DeviceFeatureStore* labels, void* stream,
+DeviceBatch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> seeds,
+                                uint64_t batch_index, const FeatureStore* features,
+                                const FeatureStore* labels, void* stream,
                                 std::span<const int64_t> input_ids) {
-  const int device = sampler.graph().device();
+  VOLLEY_REQUIRE(sampler.on_cuda(), ValueError,
+                 "sample_device_batch needs a sampler over a CudaGraph, got a CPU sampler");
+  const int device = sampler.device();
+  for (const FeatureStore* store : {features, labels}) {
+    VOLLEY_REQUIRE(store == nullptr || store->device() == device, ValueError,
+                   "a feature store on cuda:{} cannot serve a sampler on cuda:{}",
+                   store ? store->device() : -1, device);
+  }
   DeviceBatch batch;
   batch.batch_size = static_cast<int64_t>(seeds.size());
   {
     // The subgraph's arrays are the sampler's working memory: copied out below, then released
     // (before the next sample(), which reuses them in `stream` order).
-    const DeviceSampledSubgraph sub = sampler.sample(seeds, batch_index, stream);
+    const SampledSubgraph sub = sampler.sample(seeds, batch_index, stream);
     const int64_t n = sub.nodes.numel();
     const int64_t e = sub.rows.numel();
     const auto count = static_cast<int64_t>(input_ids.size());
@@ -103,14 +114,14 @@ DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const in
           Array(slice(input_at, static_cast<size_t>(count) * 8), DType::kInt64, {count});
       cuda_copy(batch.input_ids.raw_data(), input_ids.data(), input_ids.size_bytes(), stream);
     }
-    const DeviceGatherOptions unchecked{.check_ids = false};  // sampled ids are graph nodes
-    auto gather = [&](const DeviceFeatureStore& store, size_t offset) {
+    GatherOptions unchecked;  // sampled ids are graph nodes
+    unchecked.stream = stream;
+    unchecked.check_ids = false;
+    auto gather = [&](const FeatureStore& store, size_t offset) {
       std::vector<int64_t> shape = {n};
       if (store.ndim() == 2) shape.push_back(store.width());
       Array rows(slice(offset, static_cast<size_t>(n) * store.row_bytes()), store.dtype(), shape);
-      if (n > 0) {
-        store.gather(batch.nodes.data<int64_t>(), n, rows.raw_data(), stream, unchecked);
-      }
+      store.gather(batch.nodes, rows, unchecked);
       return rows;
     };
     if (features) batch.x = gather(*features, x_at);
@@ -123,50 +134,31 @@ DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const in
   return batch;
 }
 
-Array gather_to_device(const DeviceFeatureStore& store, const Array& ids, void* stream) {
-  VOLLEY_REQUIRE(store.defined(), ValueError, "gather from an empty DeviceFeatureStore");
+Array gather_to_device(const FeatureStore& store, const Array& ids, void* stream) {
+  VOLLEY_REQUIRE(store.defined() && store.on_cuda(), ValueError,
+                 "gather_to_device needs a feature store in GPU tiers, got {}", store.describe());
   VOLLEY_REQUIRE(ids.defined() && ids.ndim() == 1 && ids.dtype() == DType::kInt64, ValueError,
                  "ids must be a 1-d int64 array, got {}",
                  ids.defined() ? ids.describe() : std::string("an undefined array"));
-  const bool on_device = ids.buffer().location() == Location::kCuda;
-  VOLLEY_REQUIRE(!on_device || ids.buffer().device() == store.device(), ValueError,
-                 "ids live on cuda:{}, the feature store on cuda:{}", ids.buffer().device(),
-                 store.device());
   const int64_t n = ids.numel();
-  if (!on_device) {
-    const int64_t* host = ids.data<int64_t>();
-    for (int64_t i = 0; i < n; ++i) {
-      VOLLEY_REQUIRE(host[i] >= 0 && host[i] < store.num_rows(), IndexError,
-                     "row id {} at position {} out of range for a store with {} rows", host[i], i,
-                     store.num_rows());
-    }
-  }
-  Layout layout;
-  const size_t out_at = layout.add(static_cast<size_t>(n) * store.row_bytes());
-  const size_t ids_at = on_device ? 0 : layout.add(static_cast<size_t>(n) * 8);
-  auto block = DeviceBlock::allocate(layout.size(), store.device(), stream);
-  const Buffer whole = Buffer::borrow(block->data(), layout.size(), block, /*writable=*/true,
-                                      Location::kCuda, store.device());
+  const size_t out_bytes = static_cast<size_t>(n) * store.row_bytes();
+  auto block = DeviceBlock::allocate(out_bytes, store.device(), stream);
+  const Buffer whole = Buffer::borrow(block->data(), std::max<size_t>(out_bytes, 1), block,
+                                      /*writable=*/true, Location::kCuda, store.device());
   std::vector<int64_t> shape = {n};
   if (store.ndim() == 2) shape.push_back(store.width());
-  Array out(whole.slice(out_at, static_cast<size_t>(n) * store.row_bytes()), store.dtype(), shape);
-  if (n == 0) return out;
-  const int64_t* device_ids = nullptr;
-  if (on_device) {
-    device_ids = ids.data<int64_t>();
-  } else {
-    std::byte* staged = block->data() + ids_at;
-    cuda_copy(staged, ids.raw_data(), ids.nbytes(), stream);
-    device_ids = reinterpret_cast<const int64_t*>(staged);
-  }
-  store.gather(device_ids, n, out.raw_data(), stream, {.check_ids = false});
+  Array out(whole.slice(0, out_bytes), store.dtype(), shape);
+  GatherOptions options;  // host ids are checked on the host; device ids must be in range
+  options.stream = stream;
+  options.check_ids = false;
+  store.gather(ids, out, options);
   return out;
 }
 
 // --- the loader -----------------------------------------------------------------------------
 
-CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<DeviceFeatureStore> features,
-                                       std::optional<DeviceFeatureStore> labels,
+CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
+                                       std::optional<FeatureStore> labels,
                                        std::optional<Array> input_nodes, LoaderOptions options)
     : graph_(std::move(graph)),
       features_(std::move(features)),
@@ -178,7 +170,7 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<DeviceFeat
                  options_.batch_size);
   VOLLEY_REQUIRE(options_.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
                  options_.prefetch);
-  CudaNeighborSampler check(graph_, options_.sampler);  // the sampler's option checks (no CUDA)
+  NeighborSampler check(graph_, options_.sampler);  // the sampler's option checks (no CUDA)
   check_store(features_, "features", graph_);
   check_store(labels_, "labels", graph_);
   if (features_) {
@@ -205,8 +197,8 @@ int64_t CudaNeighborLoader::num_batches() const {
 
 struct CudaEpoch::State {
   // Inputs (immutable while the thread runs).
-  CudaNeighborSampler sampler;
-  std::optional<DeviceFeatureStore> features, labels;
+  NeighborSampler sampler;
+  std::optional<FeatureStore> features, labels;
   Array input_nodes, order;
   LoaderOptions options;
   int64_t num_batches = 0;
@@ -221,7 +213,7 @@ struct CudaEpoch::State {
   bool stopping = false;
   std::thread thread;
 
-  State(CudaNeighborSampler s) : sampler(std::move(s)) {}
+  State(NeighborSampler s) : sampler(std::move(s)) {}
 
   DeviceBatch build(int64_t index) {
     if (options.on_batch_start) options.on_batch_start(index);
@@ -281,7 +273,7 @@ struct CudaEpoch::State {
 std::unique_ptr<CudaEpoch> CudaNeighborLoader::start_epoch(int64_t epoch_index) const {
   NeighborSamplerOptions sampler_options = options_.sampler;
   sampler_options.seed = loader_internal::epoch_sampler_seed(options_.seed, epoch_index);
-  auto state = std::make_shared<CudaEpoch::State>(CudaNeighborSampler(graph_, sampler_options));
+  auto state = std::make_shared<CudaEpoch::State>(NeighborSampler(graph_, sampler_options));
   state->features = features_;
   state->labels = labels_;
   state->input_nodes = input_nodes_;

@@ -7,7 +7,7 @@
 // `prefetch` batches on a stream of its own, while the consumer trains on the current one.
 //
 //   CudaGraph graph = CudaGraph::place(csr, {.mode = CudaSamplingMode::kGpu, .device = 0});
-//   DeviceFeatureStore x = DeviceFeatureStore::build(features, {.device_byte_budget = ~0ull});
+//   FeatureStore x = FeatureStore::build(features, {.tiers = {{.location = Location::kCuda}}});
 //   CudaNeighborLoader loader(graph, x, labels, train_idx,
 //                             {.batch_size = 1024, .shuffle = true,
 //                              .sampler = {.fanouts = {15, 10, 5}}});
@@ -40,9 +40,9 @@
 #include <vector>
 
 #include "volley/core/array.h"
-#include "volley/feature/cuda_gather.h"
+#include "volley/feature/feature_store.h"
 #include "volley/loader/neighbor_loader.h"  // LoaderOptions
-#include "volley/sampling/cuda_sampler.h"
+#include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
 
@@ -80,28 +80,31 @@ struct DeviceBatch {
 // sampler's own working memory is free for its next call (in `stream` order) when this
 // returns. The ready event is recorded on `stream`; the release stream is `stream` until
 // hand_over().
-DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const int64_t> seeds,
-                                uint64_t batch_index, const DeviceFeatureStore* features,
-                                const DeviceFeatureStore* labels, void* stream,
+// `sampler` must sample on a GPU (a CudaGraph); `features` / `labels` must be GPU stores on its
+// device (ValueError otherwise).
+DeviceBatch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> seeds,
+                                uint64_t batch_index, const FeatureStore* features,
+                                const FeatureStore* labels, void* stream,
                                 std::span<const int64_t> input_ids = {});
 
 // Rows `ids` (int64 [n], host or device memory of the store's device) of `store` into a new
 // device array owned like a batch's, queued on `stream` (ready in its order; freed in its
 // order). Host ids are checked on the host (IndexError); device ids must be in range (rows of
 // out-of-range ids are zero-filled).
-Array gather_to_device(const DeviceFeatureStore& store, const Array& ids, void* stream);
+Array gather_to_device(const FeatureStore& store, const Array& ids, void* stream);
 
 class CudaEpoch;
 
 class CudaNeighborLoader {
  public:
-  // `features` and `labels` (optional) must have graph.num_nodes() rows and live on the
-  // graph's device; `input_nodes` as for NeighborLoader. options.num_threads is ignored (one
-  // producer thread per epoch); options.prefetch is the number of batches built ahead (0: 2);
-  // options.feature_dtype must be the features' stored dtype (no conversion on the GPU);
-  // options.on_batch_start is called as in NeighborLoader.
-  CudaNeighborLoader(CudaGraph graph, std::optional<DeviceFeatureStore> features,
-                     std::optional<DeviceFeatureStore> labels, std::optional<Array> input_nodes,
+  // `features` and `labels` (optional) must have graph.num_nodes() rows in GPU tiers
+  // (FeatureStore with a kCuda and/or kPinnedHost tier) of the graph's device; `input_nodes` as for
+  // NeighborLoader. options.num_threads is ignored (one producer thread per epoch);
+  // options.prefetch is the number of batches built ahead (0: 2); options.feature_dtype must be the
+  // features' stored dtype (no conversion on the GPU); options.on_batch_start is called as in
+  // NeighborLoader.
+  CudaNeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
+                     std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                      LoaderOptions options);
 
   int64_t num_batches() const;
@@ -114,7 +117,7 @@ class CudaNeighborLoader {
 
  private:
   CudaGraph graph_;
-  std::optional<DeviceFeatureStore> features_, labels_;
+  std::optional<FeatureStore> features_, labels_;
   Array input_nodes_;
   LoaderOptions options_;
 };

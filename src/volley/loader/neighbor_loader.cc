@@ -295,18 +295,20 @@ Batch Epoch::make_batch(int64_t index, SampledSubgraph& subgraph) {
   const BatchSource& source = *shared_->source;
   source.sample(seeds, sampler, static_cast<uint64_t>(index), subgraph);
 
-  const auto num_nodes = static_cast<int64_t>(subgraph.nodes.size());
-  const auto num_edges = static_cast<int64_t>(subgraph.rows.size());
-  batch.nodes = Array::from_vector(subgraph.nodes);
+  const int64_t num_nodes = subgraph.num_nodes();
+  const int64_t num_edges = subgraph.num_edges();
+  batch.nodes = subgraph.nodes;  // shared, not copied
   batch.edge_index = Array::empty(DType::kInt64, {2, num_edges});
   int64_t* edge_index = batch.edge_index.data<int64_t>();
-  std::memcpy(edge_index, subgraph.cols.data(), static_cast<size_t>(num_edges) * sizeof(int64_t));
-  std::memcpy(edge_index + num_edges, subgraph.rows.data(),
-              static_cast<size_t>(num_edges) * sizeof(int64_t));
-  batch.edge_ids = Array::from_vector(subgraph.edge_ids);
+  const size_t edge_bytes = static_cast<size_t>(num_edges) * sizeof(int64_t);
+  if (num_edges > 0) {
+    std::memcpy(edge_index, subgraph.cols.raw_data(), edge_bytes);
+    std::memcpy(edge_index + num_edges, subgraph.rows.raw_data(), edge_bytes);
+  }
+  batch.edge_ids = subgraph.edge_ids;
   batch.nodes_per_hop = subgraph.nodes_per_hop;
   batch.edges_per_hop = subgraph.edges_per_hop;
-  const std::span<const int64_t> nodes(subgraph.nodes);
+  const std::span<const int64_t> nodes = subgraph.nodes.span<int64_t>();
   if (const int64_t width = source.feature_width(); width > 0) {
     const size_t bytes =
         static_cast<size_t>(num_nodes * width) * dtype_size(options_.feature_dtype);

@@ -116,7 +116,7 @@ void pick(const float* weights, int64_t degree, int64_t fanout, bool replace, Ph
 
 template <typename Index>
 void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-            uint64_t batch_index, NeighborScratch& scratch, SampledSubgraph& out) {
+            uint64_t batch_index, NeighborScratch& scratch, SubgraphBuilder& out) {
   const int64_t num_nodes = graph.num_nodes();
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
@@ -278,7 +278,7 @@ void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
-                          NeighborScratch& scratch, SampledSubgraph& out) {
+                          NeighborScratch& scratch, SubgraphBuilder& out) {
   if (graph.index_dtype() == DType::kInt32) {
     sample<int32_t>(graph, seeds, options, batch_index, scratch, out);
   } else {

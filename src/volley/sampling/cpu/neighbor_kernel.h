@@ -40,7 +40,7 @@ struct NeighborScratch {
 // distributed sampler's merge (a hash map sized to the batch).
 template <typename Map>
 void start_subgraph(std::span<const int64_t> seeds, int64_t num_nodes, Map& map,
-                    SampledSubgraph& out) {
+                    SubgraphBuilder& out) {
   auto& nodes = out.nodes;
   nodes.clear();
   nodes.reserve(seeds.size() * 8);
@@ -65,7 +65,7 @@ void start_subgraph(std::span<const int64_t> seeds, int64_t num_nodes, Map& map,
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
-                          NeighborScratch& scratch, SampledSubgraph& out);
+                          NeighborScratch& scratch, SubgraphBuilder& out);
 
 // One hop for targets held by rows [first_node, first_node + graph.num_nodes()) of `graph`
 // (row r is node first_node + r; neighbor ids are global): see sample_hop in neighbor_sampler.h.

@@ -1,6 +1,6 @@
-// volley/sampling/internal/cuda_sampler_backend.h — the seam between the CUDA sampler's front
-// end (cuda_sampler.cc: argument checks, graph placement; every build) and its kernels: one
-// driver and one set of bodies (cuda/neighbor_driver.h, cuda/neighbor_kernels.h) run by
+// volley/sampling/internal/cuda_sampler_backend.h — the seam between NeighborSampler's CUDA
+// front end (cuda_sampler.cc: argument checks, graph placement; every build) and its kernels:
+// one driver and one set of bodies (cuda/neighbor_driver.h, cuda/neighbor_kernels.h) run by
 //   * the CUDA executor (cuda/neighbor_sampler.cu in CUDA builds; cuda_sampler_stub.cc
 //     otherwise, which throws): make_cuda_sampler_backend;
 //   * the host executor (cuda/neighbor_sampler_host.cc, in builds that found the CUDA
@@ -45,7 +45,7 @@ struct BackendResult {
   std::vector<int64_t> edges_per_hop;  // hops
 };
 
-// The working memory and kernel driver of one CudaNeighborSampler.
+// The working memory and kernel driver of one NeighborSampler on a GPU.
 class CudaSamplerBackend {
  public:
   virtual ~CudaSamplerBackend() = default;

@@ -18,6 +18,12 @@ namespace {
 
 bool have_device() { return cuda_device_count() > 0; }
 
+// `matrix` in GPU tiers of device 0: `budget` bytes of rows in device memory, the rest pinned.
+FeatureStore on_gpu(const Array& matrix, size_t budget) {
+  return FeatureStore::build(matrix,
+                             {.tiers = {{.location = Location::kCuda, .byte_budget = budget}}});
+}
+
 struct Inputs {
   Csr graph;
   Array features;  // float32 [n, 12]
@@ -95,12 +101,9 @@ TEST(CudaLoader, BatchesEqualTheCpuLoaderInBothModes) {
       NeighborLoader cpu(inputs.graph, FeatureStore(inputs.features), FeatureStore(inputs.labels),
                          inputs.train, options);
       const CudaGraph graph = CudaGraph::place(inputs.graph, {.mode = mode});
-      // UVA: half the feature rows in device memory, the rest pinned, in degree order.
-      DeviceFeatureStoreOptions store;
-      store.device_byte_budget =
-          mode == CudaSamplingMode::kGpu ? ~size_t{0} : 1500 * 12 * sizeof(float);
-      CudaNeighborLoader gpu(graph, DeviceFeatureStore::build(inputs.features, store),
-                             DeviceFeatureStore::build(inputs.labels, {.device_byte_budget = 0}),
+      // UVA: half the feature rows in device memory, the rest pinned.
+      const size_t budget = mode == CudaSamplingMode::kGpu ? ~size_t{0} : 1500 * 12 * sizeof(float);
+      CudaNeighborLoader gpu(graph, on_gpu(inputs.features, budget), on_gpu(inputs.labels, 0),
                              inputs.train, options);
       ASSERT_EQ(cpu.num_batches(), gpu.num_batches());
       CudaStream consumer = CudaStream::create(0);
@@ -130,10 +133,8 @@ TEST(CudaLoader, HeldBatchesStayIntact) {
   options.prefetch = 3;
   NeighborLoader cpu(inputs.graph, FeatureStore(inputs.features), std::nullopt, inputs.train,
                      options);
-  CudaNeighborLoader gpu(
-      CudaGraph::place(inputs.graph),
-      DeviceFeatureStore::build(inputs.features, {.device_byte_budget = ~size_t{0}}), std::nullopt,
-      inputs.train, options);
+  CudaNeighborLoader gpu(CudaGraph::place(inputs.graph), on_gpu(inputs.features, ~size_t{0}),
+                         std::nullopt, inputs.train, options);
   auto gpu_epoch = gpu.start_epoch(3);
   std::vector<DeviceBatch> held;
   while (auto batch = gpu_epoch->next(nullptr)) held.push_back(std::move(*batch));
@@ -184,11 +185,8 @@ TEST(CudaLoader, NoDeviceMemoryGrowthOverAThousandBatches) {
   const Inputs inputs = make_inputs(5000, 60000, 9);
   LoaderOptions options = options_for(true);
   options.batch_size = 16;
-  CudaNeighborLoader gpu(
-      CudaGraph::place(inputs.graph),
-      DeviceFeatureStore::build(inputs.features, {.device_byte_budget = ~size_t{0}}),
-      DeviceFeatureStore::build(inputs.labels, {.device_byte_budget = ~size_t{0}}), std::nullopt,
-      options);
+  CudaNeighborLoader gpu(CudaGraph::place(inputs.graph), on_gpu(inputs.features, ~size_t{0}),
+                         on_gpu(inputs.labels, ~size_t{0}), std::nullopt, options);
   CudaStream consumer = CudaStream::create(0);
   auto run = [&](int64_t batches, int64_t first_epoch) {
     int64_t done = 0;

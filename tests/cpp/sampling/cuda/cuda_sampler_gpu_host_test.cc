@@ -56,17 +56,19 @@ struct HostPlacedGraph {
   }
 };
 
+// The backend's result as the front end wraps it (cuda_sampler.cc): slices of its buffers,
+// here host memory.
 SampledSubgraph to_subgraph(const BackendResult& result, int64_t num_seeds) {
-  auto vector = [](const Buffer& buffer, int64_t count) {
-    const auto* data = reinterpret_cast<const int64_t*>(buffer.data());
-    return std::vector<int64_t>(data, data + count);
+  auto array = [](const Buffer& buffer, int64_t count) {
+    return Array(buffer.slice(0, static_cast<size_t>(count) * sizeof(int64_t)), DType::kInt64,
+                 {count});
   };
   SampledSubgraph out;
   out.num_seeds = num_seeds;
-  out.nodes = vector(result.nodes, result.num_nodes);
-  out.rows = vector(result.rows, result.num_edges);
-  out.cols = vector(result.cols, result.num_edges);
-  out.edge_ids = vector(result.edge_ids, result.num_edges);
+  out.nodes = array(result.nodes, result.num_nodes);
+  out.rows = array(result.rows, result.num_edges);
+  out.cols = array(result.cols, result.num_edges);
+  out.edge_ids = array(result.edge_ids, result.num_edges);
   out.nodes_per_hop = result.nodes_per_hop;
   out.edges_per_hop = result.edges_per_hop;
   return out;
@@ -155,7 +157,7 @@ int64_t compare_with_cpu(const Csr& graph, const std::vector<std::vector<int64_t
               fmt::format("{} {} fanouts [{}] replace {} weighted {} batch {}", name,
                           placement == Placement::kGpu ? "GPU" : "UVA", fmt::join(fanout, ","),
                           options.replace, options.weighted, batch));
-          compared += static_cast<int64_t>(expected.rows.size());
+          compared += expected.num_edges();
           if (::testing::Test::HasFailure()) return compared;
         }
       }
@@ -220,7 +222,7 @@ TEST(CudaSamplerGpuHost, HeldResultsSurviveLaterBatches) {
   const auto first_seeds = random_seeds(2000, 200, rng);
   BackendResult first;
   backend->sample(placed.view(false), first_seeds, {options.fanouts, false, 1}, 0, nullptr, first);
-  const SampledSubgraph first_copy = to_subgraph(first, 200);
+  const SampledSubgraph first_copy = vectors_of(to_subgraph(first, 200)).finish();  // a copy
   for (uint64_t batch = 1; batch < 5; ++batch) {
     BackendResult later;
     backend->sample(placed.view(false), random_seeds(2000, 300, rng), {options.fanouts, false, 1},
