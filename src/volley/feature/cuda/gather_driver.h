@@ -1,6 +1,6 @@
-// volley/feature/cuda/gather_driver.h — the two-tier row gather of DeviceFeatureStore, written
-// once for both executors (core/internal/executor.h): gather_kernel.cu runs it with the CUDA
-// executor, gather_kernel_host.cc with the host executor (gpu-host tests).
+// volley/feature/cuda/gather_driver.h — the two-tier row gather of FeatureStore's GPU tiers,
+// written once for both executors (core/internal/executor.h): gather_kernel.cu runs it with the
+// CUDA executor, gather_kernel_host.cc with the host executor (gpu-host tests).
 //
 // Item t of a launch copies part of one row: `lanes` items (a power of two <= 32, about one
 // vector per lane) share row t / lanes; lane t % lanes moves vectors lane, lane + lanes, ... so

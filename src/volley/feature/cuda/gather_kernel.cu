@@ -1,5 +1,5 @@
-// The GPU row gather of DeviceFeatureStore on a CUDA device: gather_driver.h's body run by the
-// CUDA executor (CUDA builds only; gather_kernel_host.cc runs it on the host executor).
+// The row gather of FeatureStore's GPU tiers on a CUDA device: gather_driver.h's body run by
+// the CUDA executor (CUDA builds only; gather_kernel_host.cc runs it on the host executor).
 #include "volley/core/buffer.h"
 #include "volley/core/cuda/cuda_executor.cuh"
 #include "volley/feature/cuda/gather_driver.h"

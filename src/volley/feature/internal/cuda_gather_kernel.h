@@ -1,5 +1,5 @@
-// volley/feature/internal/cuda_gather_kernel.h — the seam between DeviceFeatureStore's front
-// end (cuda_gather.cc, every build) and its kernel: one body (cuda/gather_driver.h) run by
+// volley/feature/internal/cuda_gather_kernel.h — the seam between FeatureStore's GPU-tier front
+// end (gpu_tiers.cc, every build) and its kernel: one body (cuda/gather_driver.h) run by
 //   * the CUDA executor: launch_device_gather (cuda/gather_kernel.cu in CUDA builds,
 //     cuda_gather_stub.cc otherwise, which throws);
 //   * the host executor: launch_host_gather (cuda/gather_kernel_host.cc, builds with the CUDA
@@ -14,7 +14,7 @@
 
 namespace volley::feature_internal {
 
-// Where the rows of a DeviceFeatureStore live, as the kernel sees them.
+// Where the rows of a FeatureStore's GPU tiers live, as the kernel sees them.
 struct DeviceGatherPlan {
   const std::byte* device_rows = nullptr;  // device tier, hot_rows × row_bytes
   const std::byte* pinned_rows = nullptr;  // pinned host tier (device-readable), the rest

@@ -2,7 +2,7 @@
 // (gather_rows) at hot-cache ratios 0, 20% and 100% for float32, float16 and int64 rows, with
 // the tiers in id order or in a hot order (int32 and int64 lookups), every vector width; an
 // out-of-range id is reported at its position (the first one) and its row zero-filled. Tiers
-// are laid out as DeviceFeatureStore::build lays them out. Label gpu-host.
+// are laid out as FeatureStore's GPU tiers lay them out (gpu_tiers.cc). Label gpu-host.
 #include <gtest/gtest.h>
 
 #include <algorithm>
