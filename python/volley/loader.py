@@ -159,8 +159,8 @@ class NeighborLoader:
             same sampling, same rows), ready on torch's current stream when ``next`` returns
             it (the stream waits on an event; the host does not), its memory freed in that
             stream's order once no tensor refers to it. ``num_workers`` is unused there;
-            ``x`` keeps its stored dtype on the device and is converted to ``feature_dtype``
-            by torch.
+            ``x`` is gathered in its stored dtype and converted to ``feature_dtype`` on the GPU,
+            by the CPU loader's rules.
         rank, world_size: this process's share of the input nodes in data-parallel training.
             Default: ``torch.distributed``'s rank and world size when a process group is
             initialised, else a single process (0, 1). With ``world_size > 1`` every epoch
@@ -217,9 +217,6 @@ class NeighborLoader:
             placed = _cuda.place_graph(graph, self.mode, self.device)
             features = _device_rows(x, self.device, "features")
             self._cuda_rows = (placed, features, _device_rows(y, self.device, "labels"))
-            stored = features.dtype if features is not None else feature_dtype
-            self._x_dtype = None if stored == feature_dtype else feature_dtype
-            feature_dtype = stored
         self._setup(
             graph.num_nodes,
             num_neighbors,
@@ -390,15 +387,13 @@ class NeighborLoader:
         return self.transform(batch) if self.transform is not None else batch
 
     def _on_device(self, fields: dict) -> dict:
-        """Batch fields on the loader's CUDA device: copied there in CPU mode, ``x`` converted
-        to ``feature_dtype`` when the device store holds another dtype."""
+        """Batch fields on the loader's CUDA device: copied there in CPU mode (GPU and UVA
+        batches are there already, ``x`` converted to ``feature_dtype`` in C++)."""
         torch = _tensor.torch_module()
         target = torch.device("cuda", self.device)
         for key, value in fields.items():
             if isinstance(value, torch.Tensor) and value.device != target:
                 fields[key] = value.to(target, non_blocking=True)  # CPU mode
-        if getattr(self, "_x_dtype", None) is not None and fields["x"] is not None:
-            fields["x"] = fields["x"].to(getattr(torch, self._x_dtype))
         return fields
 
     def __repr__(self) -> str:

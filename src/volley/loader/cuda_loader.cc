@@ -6,6 +6,8 @@
 
 #include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
+#include "volley/feature/gather.h"  // gather_supports
+#include "volley/loader/internal/cuda_convert.h"
 #include "volley/loader/internal/device_memory.h"
 
 namespace volley {
@@ -49,12 +51,23 @@ void check_store(const std::optional<FeatureStore>& store, const char* what,
                  store->device(), graph.device());
 }
 
+// `rows` converted to `dtype` into `destination` (device memory for exactly that), queued on
+// `stream`.
+Array convert_on_device(const Array& rows, DType dtype, const Buffer& destination, void* stream) {
+  Array out(destination, dtype, rows.shape());
+  const bool queued =
+      loader_internal::launch_convert(rows.raw_data(), rows.dtype(), out.raw_data(), dtype,
+                                      rows.numel(), destination.device(), stream);
+  VOLLEY_ASSERT(queued);  // the loader checked gather_supports
+  return out;
+}
+
 }  // namespace
 
 Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> seeds,
                           uint64_t batch_index, const FeatureStore* features,
                           const FeatureStore* labels, void* stream,
-                          std::span<const int64_t> input_ids) {
+                          std::span<const int64_t> input_ids, std::optional<DType> x_dtype) {
   VOLLEY_REQUIRE(sampler.on_cuda(), ValueError,
                  "sample_device_batch needs a sampler over a CudaGraph, got a CPU sampler");
   const int device = sampler.device();
@@ -77,7 +90,12 @@ Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> see
     const size_t input_at = layout.add(static_cast<size_t>(count) * 8);
     const size_t edge_index_at = layout.add(static_cast<size_t>(2 * e) * 8);
     const size_t edge_ids_at = layout.add(static_cast<size_t>(e) * 8);
-    const size_t x_at = features ? layout.add(static_cast<size_t>(n) * features->row_bytes()) : 0;
+    const DType x_type = features ? x_dtype.value_or(features->dtype()) : DType::kFloat32;
+    const bool convert = features && x_type != features->dtype();
+    const size_t x_at =
+        features ? layout.add(static_cast<size_t>(n * features->width()) * dtype_size(x_type)) : 0;
+    const size_t staged_at =
+        convert ? layout.add(static_cast<size_t>(n) * features->row_bytes()) : 0;
     const size_t y_at = labels ? layout.add(static_cast<size_t>(n) * labels->row_bytes()) : 0;
     batch.memory = DeviceBlock::allocate(layout.size(), device, stream);
     const Buffer whole = Buffer::borrow(batch.memory->data(), layout.size(), batch.memory,
@@ -110,7 +128,11 @@ Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> see
       store.gather(batch.nodes, rows, unchecked);
       return rows;
     };
-    if (features) batch.x = gather(*features, x_at);
+    if (features) batch.x = gather(*features, convert ? staged_at : x_at);
+    if (convert) {
+      const size_t x_bytes = static_cast<size_t>(n * features->width()) * dtype_size(x_type);
+      batch.x = convert_on_device(batch.x, x_type, slice(x_at, x_bytes), stream);
+    }
     if (labels) batch.y = gather(*labels, y_at);
     batch.nodes_per_hop = sub.nodes_per_hop;
     batch.edges_per_hop = sub.edges_per_hop;
@@ -158,10 +180,8 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<FeatureSto
   if (features_) {
     VOLLEY_REQUIRE(features_->ndim() == 2, ValueError, "features must be [num_nodes, D], got {}",
                    features_->describe());
-    VOLLEY_REQUIRE(options_.feature_dtype == features_->dtype(), ValueError,
-                   "the CUDA loader delivers features in their stored dtype ({}), not {}; store "
-                   "them as {} or convert the batches",
-                   dtype_name(features_->dtype()), dtype_name(options_.feature_dtype),
+    VOLLEY_REQUIRE(gather_supports(features_->dtype(), options_.feature_dtype), ValueError,
+                   "features of dtype {} cannot be delivered as {}", dtype_name(features_->dtype()),
                    dtype_name(options_.feature_dtype));
   }
   if (labels_) {
@@ -204,7 +224,7 @@ struct CudaEpochWork {
     }
     Batch batch = sample_device_batch(sampler, seeds, static_cast<uint64_t>(index),
                                       features ? &*features : nullptr, labels ? &*labels : nullptr,
-                                      stream.handle(), input_ids);
+                                      stream.handle(), input_ids, options.feature_dtype);
     batch.index = index;
     return batch;
   }

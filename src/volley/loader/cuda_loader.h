@@ -25,7 +25,8 @@
 // torch's caching allocator, use on other streams needs record-stream care from the caller).
 // Determinism: batch b of epoch e equals the CPU loader's batch b of epoch e for the same
 // inputs and options (LoaderOptions.seed, shuffle, batch_size, drop_last, sampler).
-// Dtypes: x has the stored dtype of the feature store (no conversion on the GPU), y int64.
+// Dtypes: x in options.feature_dtype, converted on the GPU after the gather (the conversions and
+// rounding of the CPU gather, gather.h); y in the labels' stored dtype.
 // Errors: ValueError / IndexError for inconsistent arguments (as NeighborLoader); a failure
 // while building batch b is rethrown by next_on() for batch b, after which the epoch is over;
 // RuntimeError for CUDA failures and in a build without CUDA.
@@ -55,10 +56,13 @@ namespace volley {
 // hand_over().
 // `sampler` must sample on a GPU (a CudaGraph); `features` / `labels` must be GPU stores on its
 // device (ValueError otherwise).
+// `x_dtype`: the dtype of batch.x (default: the features' stored dtype), converted on the
+// device as gather_rows converts on the CPU (the caller checks gather_supports).
 Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> seeds,
                           uint64_t batch_index, const FeatureStore* features,
                           const FeatureStore* labels, void* stream,
-                          std::span<const int64_t> input_ids = {});
+                          std::span<const int64_t> input_ids = {},
+                          std::optional<DType> x_dtype = std::nullopt);
 
 // Rows `ids` (int64 [n], host or device memory of the store's device) of `store` into a new
 // device array owned like a batch's, queued on `stream` (ready in its order; freed in its
@@ -71,9 +75,9 @@ class CudaNeighborLoader {
   // `features` and `labels` (optional) must have graph.num_nodes() rows in GPU tiers
   // (FeatureStore with a kCuda and/or kPinnedHost tier) of the graph's device; `input_nodes` as for
   // NeighborLoader. options.num_threads is ignored (one producer thread per epoch);
-  // options.prefetch is the number of batches built ahead (0: 2); options.feature_dtype must be the
-  // features' stored dtype (no conversion on the GPU); options.on_batch_start is called as in
-  // NeighborLoader.
+  // options.prefetch is the number of batches built ahead (0: 2); options.feature_dtype is the
+  // dtype of x (ValueError when gather_supports refuses it); options.on_batch_start is called as
+  // in NeighborLoader.
   CudaNeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
                      std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                      LoaderOptions options);

@@ -126,6 +126,30 @@ TEST(CudaLoader, BatchesEqualTheCpuLoaderInBothModes) {
   }
 }
 
+// Features stored as float16 / bfloat16 arrive as float32, converted on the GPU exactly
+// as the CPU loader converts them while gathering.
+TEST(CudaLoader, FeatureDtypeIsConvertedOnTheGpuAsOnTheCpu) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
+  const Inputs inputs = make_inputs(2000, 20000, 13);
+  const LoaderOptions options = options_for(true);  // feature_dtype float32
+  for (const DType stored : {DType::kFloat16, DType::kBFloat16}) {
+    const Array features = inputs.features.cast(stored);
+    NeighborLoader cpu(inputs.graph, FeatureStore(features), FeatureStore(inputs.labels),
+                       inputs.train, options);
+    CudaNeighborLoader gpu(CudaGraph::place(inputs.graph), on_gpu(features, ~size_t{0}),
+                           on_gpu(inputs.labels, ~size_t{0}), inputs.train, options);
+    auto cpu_epoch = cpu.start_epoch(0);
+    auto gpu_epoch = gpu.start_epoch(0);
+    int64_t count = 0;
+    while (auto expected = cpu_epoch->next()) {
+      auto got = gpu_epoch->next_on(nullptr);
+      ASSERT_TRUE(got.has_value());
+      ASSERT_EQ(got->x.dtype(), DType::kFloat32);
+      expect_same(*expected, *got, fmt::format("{} batch {}", dtype_name(stored), count++));
+    }
+  }
+}
+
 TEST(CudaLoader, HeldBatchesStayIntact) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   const Inputs inputs = make_inputs(2000, 20000, 11);
