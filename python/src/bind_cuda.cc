@@ -1,6 +1,6 @@
-// python/src/bind_cuda.cc — the GPU data path: placed graphs, the CUDA loader, and the helpers
-// that hand device arrays to a consumer stream (the sampler and the feature store themselves are
-// bound once, in bind_sampling.cc and bind_feature.cc, for every device). Compiled in every build:
+// python/src/bind_cuda.cc — the GPU data path's own pieces: CUDA device queries, placed graphs
+// and the CUDA loader. The sampler, the feature store and the epoch are bound once, for every
+// device, in bind_sampling.cc and bind_feature.cc. Compiled in every build:
 // without CUDA the native calls throw the stubs' RuntimeError ("this build of Volley has no CUDA
 // support"), which Python sees as VolleyRuntimeError.
 //
@@ -27,12 +27,6 @@
 #include "volley/sampling/cuda_graph.h"
 
 namespace volley::python {
-namespace {
-
-void* as_stream(uintptr_t stream) { return reinterpret_cast<void*>(stream); }
-
-}  // namespace
-
 void bind_cuda(nb::module_& m) {
   m.def("cuda_built", &cuda_built, "Whether this build of Volley has CUDA support.");
   m.def("cuda_device_count", &cuda_device_count,
@@ -63,39 +57,20 @@ void bind_cuda(nb::module_& m) {
       .def_prop_ro("device_bytes", &CudaGraph::device_bytes)
       .def_prop_ro("pinned_bytes", &CudaGraph::pinned_bytes);
 
-  nb::class_<CudaEpoch>(m, "CudaEpoch", "One pass of a CudaNeighborLoader.")
-      .def(
-          "next",
-          [](CudaEpoch& epoch, uintptr_t stream) -> nb::object {
-            std::optional<DeviceBatch> batch;
-            {
-              nb::gil_scoped_release release;
-              batch = epoch.next(as_stream(stream));
-            }
-            if (!batch) return nb::none();
-            return batch_to_python(*batch);
-          },
-          nb::arg("stream"),
-          "The next batch as a dict of device arrays, ready in `stream` order; None after the "
-          "last.")
-      .def("stop", &CudaEpoch::stop, nb::call_guard<nb::gil_scoped_release>())
-      .def_prop_ro("num_batches", &CudaEpoch::num_batches);
-
   nb::class_<CudaNeighborLoader>(m, "CudaNeighborLoader",
                                  "The CUDA batch pipeline (loader/cuda_loader.h).")
       .def(
           "__init__",
           [](CudaNeighborLoader* self, const CudaGraph& graph, std::optional<FeatureStore> features,
              std::optional<FeatureStore> labels, const std::optional<InputArray>& input_nodes,
-             std::vector<int64_t> fanouts, const nb::kwargs& kwargs) {
-            LoaderOptions options = loader_options(std::move(fanouts), kwargs);
+             LoaderOptions options) {
             auto input_array = array_from_python(input_nodes, "input_nodes");
             nb::gil_scoped_release release;
             new (self) CudaNeighborLoader(graph, std::move(features), std::move(labels),
                                           std::move(input_array), std::move(options));
           },
           nb::arg("graph"), nb::arg("features").none(), nb::arg("labels").none(),
-          nb::arg("input_nodes").none(), nb::arg("fanouts"), nb::arg("kwargs"))
+          nb::arg("input_nodes").none(), nb::arg("options"))
       .def_prop_ro("num_batches", &CudaNeighborLoader::num_batches)
       .def("start_epoch", &CudaNeighborLoader::start_epoch, nb::arg("epoch"),
            nb::call_guard<nb::gil_scoped_release>());

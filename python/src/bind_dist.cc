@@ -195,10 +195,9 @@ void bind_dist(nb::module_& m) {
       .def(
           "__init__",
           [](ServerClientLoader* self, const std::string& address,
-             const std::optional<InputArray>& input_nodes, std::vector<int64_t> fanouts,
+             const std::optional<InputArray>& input_nodes, LoaderOptions options,
              const std::string& token, double deadline_seconds, double connect_seconds,
-             int64_t max_message_bytes, bool features, bool labels, const nb::kwargs& kwargs) {
-            LoaderOptions options = loader_options(std::move(fanouts), kwargs);
+             int64_t max_message_bytes, bool features, bool labels) {
             ClientOptions client =
                 client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
             auto input_array = array_from_python(input_nodes, "input_nodes");
@@ -206,10 +205,10 @@ void bind_dist(nb::module_& m) {
             new (self) ServerClientLoader(address, std::move(client), std::move(input_array),
                                           std::move(options), features, labels);
           },
-          nb::arg("address"), nb::arg("input_nodes").none(), nb::arg("fanouts"), nb::kw_only(),
+          nb::arg("address"), nb::arg("input_nodes").none(), nb::arg("options"), nb::kw_only(),
           nb::arg("token") = "", nb::arg("deadline_seconds") = 30.0,
           nb::arg("connect_seconds") = 30.0, nb::arg("max_message_bytes") = int64_t{512} << 20,
-          nb::arg("features") = true, nb::arg("labels") = true, nb::arg("kwargs"),
+          nb::arg("features") = true, nb::arg("labels") = true,
           "Connects to the server at `address`; loader options as NeighborLoader's.")
       .def_prop_ro("num_batches", &ServerClientLoader::num_batches)
       .def_prop_ro("num_inputs", &ServerClientLoader::num_inputs)

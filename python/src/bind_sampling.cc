@@ -4,12 +4,14 @@
 // they are (host arrays to numpy, device arrays through DLPack). The helpers
 // that do so (subgraph_to_python, batch_to_python) and the BatchSource / BatchStream bases are
 // shared with the distributed service's bindings (bind_dist.cc).
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -51,7 +53,7 @@ struct PyNeighborSampler {
       }
       return subgraph_to_python(sub);
     }
-    DeviceBatch batch;
+    Batch batch;
     {
       nb::gil_scoped_release release;
       if (stream.handle() == nullptr) stream = CudaStream::create(sampler.device());
@@ -82,6 +84,115 @@ std::optional<FeatureStore> rows_from_python(const std::optional<RowsInput>& inp
   return FeatureStore(array_from_python(std::get<InputArray>(*input), what));
 }
 
+// `callback(index)` as LoaderOptions::on_batch_start: runs on a worker thread with the GIL
+// taken; the callable is held by a shared_ptr whose last release takes the GIL, so copies of
+// the options (made with the GIL released) never touch Python reference counts.
+std::function<void(int64_t)> batch_start_hook(const nb::object& callback) {
+  if (callback.is_none()) return {};
+  std::shared_ptr<nb::object> held(new nb::object(callback), [](nb::object* object) {
+    nb::gil_scoped_acquire acquire;
+    delete object;
+  });
+  return [held](int64_t index) {
+    nb::gil_scoped_acquire acquire;
+    try {
+      (*held)(index);
+    } catch (nb::python_error& error) {
+      throw RuntimeError(error.what());
+    }
+  };
+}
+
+std::string sampler_repr(const NeighborSamplerOptions& options) {
+  return fmt::format("NeighborSamplerOptions(fanouts=[{}], replace={}, weighted={}, seed={})",
+                     fmt::join(options.fanouts, ", "), options.replace ? "True" : "False",
+                     options.weighted ? "True" : "False", options.seed);
+}
+
+void bind_options(nb::module_& m) {
+  nb::class_<NeighborSamplerOptions>(
+      m, "NeighborSamplerOptions",
+      "Neighbor sampling options (volley/sampling/neighbor_sampler.h): fanouts per hop (-1: all "
+      "neighbors), replace, weighted, seed. Checked by whatever uses them (ValueError naming the "
+      "offending value).")
+      .def(
+          "__init__",
+          [](NeighborSamplerOptions* self, std::vector<int64_t> fanouts, bool replace,
+             bool weighted, uint64_t seed) {
+            new (self) NeighborSamplerOptions{std::move(fanouts), replace, weighted, seed};
+          },
+          nb::arg("fanouts") = std::vector<int64_t>{}, nb::kw_only(), nb::arg("replace") = false,
+          nb::arg("weighted") = false, nb::arg("seed") = 0)
+      .def_rw("fanouts", &NeighborSamplerOptions::fanouts)
+      .def_rw("replace", &NeighborSamplerOptions::replace)
+      .def_rw("weighted", &NeighborSamplerOptions::weighted)
+      .def_rw("seed", &NeighborSamplerOptions::seed)
+      .def("__repr__", &sampler_repr);
+
+  nb::class_<LoaderOptions>(
+      m, "LoaderOptions",
+      "A loader's options (volley/loader/neighbor_loader.h), typed; checked once, when a loader "
+      "is built from them (ValueError naming the offending value). on_batch_start is a callable "
+      "run on a worker thread before each batch (tests: fault injection).")
+      .def(
+          "__init__",
+          [](LoaderOptions* self, const NeighborSamplerOptions& sampler, int64_t batch_size,
+             bool shuffle, bool drop_last, int num_threads, int prefetch, uint64_t seed, int rank,
+             int world_size, const std::string& feature_dtype, const nb::object& on_batch_start) {
+            new (self) LoaderOptions{.batch_size = batch_size,
+                                     .shuffle = shuffle,
+                                     .drop_last = drop_last,
+                                     .num_threads = num_threads,
+                                     .prefetch = prefetch,
+                                     .seed = seed,
+                                     .rank = rank,
+                                     .world_size = world_size,
+                                     .sampler = sampler,
+                                     .feature_dtype = dtype_from_name(feature_dtype),
+                                     .on_batch_start = batch_start_hook(on_batch_start)};
+          },
+          nb::arg("sampler"), nb::kw_only(), nb::arg("batch_size") = 1, nb::arg("shuffle") = false,
+          nb::arg("drop_last") = false, nb::arg("num_threads") = 0, nb::arg("prefetch") = 0,
+          nb::arg("seed") = 0, nb::arg("rank") = 0, nb::arg("world_size") = 1,
+          nb::arg("feature_dtype") = "float32", nb::arg("on_batch_start").none() = nb::none())
+      .def_rw("sampler", &LoaderOptions::sampler)
+      .def_rw("batch_size", &LoaderOptions::batch_size)
+      .def_rw("shuffle", &LoaderOptions::shuffle)
+      .def_rw("drop_last", &LoaderOptions::drop_last)
+      .def_rw("num_threads", &LoaderOptions::num_threads)
+      .def_rw("prefetch", &LoaderOptions::prefetch)
+      .def_rw("seed", &LoaderOptions::seed)
+      .def_rw("rank", &LoaderOptions::rank)
+      .def_rw("world_size", &LoaderOptions::world_size)
+      .def_prop_rw(
+          "feature_dtype",
+          [](const LoaderOptions& options) {
+            return std::string(dtype_name(options.feature_dtype));
+          },
+          [](LoaderOptions& options, const std::string& name) {
+            options.feature_dtype = dtype_from_name(name);
+          })
+      .def("__repr__", [](const LoaderOptions& options) {
+        return fmt::format(
+            "LoaderOptions(batch_size={}, shuffle={}, drop_last={}, num_threads={}, prefetch={}, "
+            "seed={}, rank={}, world_size={}, feature_dtype='{}', sampler={})",
+            options.batch_size, options.shuffle ? "True" : "False",
+            options.drop_last ? "True" : "False", options.num_threads, options.prefetch,
+            options.seed, options.rank, options.world_size, dtype_name(options.feature_dtype),
+            sampler_repr(options.sampler));
+      });
+
+  m.def(
+      "epoch_positions",
+      [](int64_t num_inputs, const LoaderOptions& options, int64_t epoch) {
+        loader_internal::check_loader_options(options, num_inputs);
+        return array_to_python(loader_internal::epoch_positions(num_inputs, options, epoch));
+      },
+      nb::arg("num_inputs"), nb::arg("options"), nb::arg("epoch"),
+      "Positions into `num_inputs` input nodes that options.rank visits in `epoch`, in batch "
+      "order (int64): the loaders' epoch order and rank split (see LoaderOptions.rank).");
+}
+
 }  // namespace
 
 Array host_ids_array(const InputArray& ids, std::string_view what) {
@@ -105,51 +216,8 @@ nb::dict subgraph_to_python(const SampledSubgraph& subgraph) {
   return result;
 }
 
-LoaderOptions loader_options(std::vector<int64_t> fanouts, const nb::kwargs& kwargs) {
-  LoaderOptions options;
-  options.sampler.fanouts = std::move(fanouts);
-  for (auto [key, value] : kwargs) {
-    const std::string name = nb::cast<std::string>(key);
-    if (name == "batch_size") {
-      options.batch_size = nb::cast<int64_t>(value);
-    } else if (name == "shuffle") {
-      options.shuffle = nb::cast<bool>(value);
-    } else if (name == "drop_last") {
-      options.drop_last = nb::cast<bool>(value);
-    } else if (name == "num_threads") {
-      options.num_threads = nb::cast<int>(value);
-    } else if (name == "prefetch") {
-      options.prefetch = nb::cast<int>(value);
-    } else if (name == "seed") {
-      options.seed = nb::cast<uint64_t>(value);
-    } else if (name == "replace") {
-      options.sampler.replace = nb::cast<bool>(value);
-    } else if (name == "weighted") {
-      options.sampler.weighted = nb::cast<bool>(value);
-    } else if (name == "feature_dtype") {
-      options.feature_dtype = dtype_from_name(nb::cast<std::string>(value));
-    } else if (name == "on_batch_start") {
-      if (value.is_none()) continue;
-      // Runs on a worker thread: take the GIL around the Python call.
-      options.on_batch_start = [callback = nb::borrow<nb::callable>(value)](int64_t index) {
-        nb::gil_scoped_acquire acquire;
-        try {
-          callback(index);
-        } catch (nb::python_error& error) {
-          throw RuntimeError(error.what());
-        }
-      };
-    } else {
-      throw ValueError(fmt::format(
-          "unknown loader option '{}' (batch_size, shuffle, drop_last, num_threads, prefetch, "
-          "seed, replace, weighted, feature_dtype, on_batch_start)",
-          name));
-    }
-  }
-  return options;
-}
-
 void bind_sampling(nb::module_& m) {
+  bind_options(m);
   m.def(
       "sample_neighbors",
       [](const Csr& graph, const InputArray& seeds, std::vector<int64_t> fanouts, bool replace,
@@ -200,32 +268,34 @@ void bind_sampling(nb::module_& m) {
                           "The batches of one epoch, in order; iterate with next().")
       .def(
           "next",
-          [](BatchStream& stream) -> nb::object {
+          [](BatchStream& stream, uintptr_t consumer_stream) -> nb::object {
             std::optional<Batch> batch;
             {
               nb::gil_scoped_release release;
-              batch = stream.next();
+              batch = stream.next_on(reinterpret_cast<void*>(consumer_stream));
             }
             if (!batch) return nb::none();
             return batch_to_python(*batch);
           },
+          nb::arg("stream") = 0,
           "The next batch as a dict, or None after the last. Raises the error of a batch that "
-          "failed.")
+          "failed. Device batches are ready in the order of `stream` (an integer cudaStream_t; "
+          "0: the legacy default stream) and freed in it; host batches ignore it.")
       .def("stop", &BatchStream::stop, nb::call_guard<nb::gil_scoped_release>(),
            "Stop producing batches early (idempotent).")
       .def_prop_ro("num_batches", &BatchStream::num_batches);
 
-  nb::class_<Epoch, BatchStream>(m, "Epoch", "One pass of a NeighborLoader.");
+  nb::class_<Epoch, BatchStream>(m, "Epoch",
+                                 "One pass of a loader (CPU or CUDA): batches in order.");
 
   nb::class_<NeighborLoader>(m, "NeighborLoader",
-                             "The C++ batch pipeline. Options are keyword arguments named as "
-                             "LoaderOptions' fields (see loader_options).")
+                             "The C++ batch pipeline (loader/neighbor_loader.h): one loader for "
+                             "every epoch of this rank.")
       .def(
           "__init__",
           [](NeighborLoader* self, const Csr& graph, const std::optional<RowsInput>& features,
              const std::optional<RowsInput>& labels, const std::optional<InputArray>& input_nodes,
-             std::vector<int64_t> fanouts, const nb::kwargs& kwargs) {
-            LoaderOptions options = loader_options(std::move(fanouts), kwargs);
+             LoaderOptions options) {
             auto feature_array = rows_from_python(features, "features");
             auto label_array = rows_from_python(labels, "labels");
             auto input_array = array_from_python(input_nodes, "input_nodes");
@@ -234,23 +304,29 @@ void bind_sampling(nb::module_& m) {
                                       std::move(input_array), std::move(options));
           },
           nb::arg("graph"), nb::arg("features").none(), nb::arg("labels").none(),
-          nb::arg("input_nodes").none(), nb::arg("fanouts"), nb::arg("kwargs"),
+          nb::arg("input_nodes").none(), nb::arg("options"),
           "A loader over a graph and optional features / labels of this process.")
       .def(
           "__init__",
           [](NeighborLoader* self, std::shared_ptr<const BatchSource> source,
-             const std::optional<InputArray>& input_nodes, std::vector<int64_t> fanouts,
-             const nb::kwargs& kwargs) {
-            LoaderOptions options = loader_options(std::move(fanouts), kwargs);
+             const std::optional<InputArray>& input_nodes, LoaderOptions options) {
             auto input_array = array_from_python(input_nodes, "input_nodes");
             nb::gil_scoped_release release;
             new (self)
                 NeighborLoader(std::move(source), std::move(input_array), std::move(options));
           },
-          nb::arg("source"), nb::arg("input_nodes").none(), nb::arg("fanouts"), nb::arg("kwargs"),
+          nb::arg("source"), nb::arg("input_nodes").none(), nb::arg("options"),
           "A loader over any BatchSource (e.g. a DistGraph).")
       .def_prop_ro("num_batches", &NeighborLoader::num_batches)
       .def_prop_ro("num_inputs", &NeighborLoader::num_inputs)
+      .def_prop_ro("options", &NeighborLoader::options)
+      .def(
+          "epoch_positions",
+          [](const NeighborLoader& loader, int64_t epoch) {
+            return array_to_python(loader.epoch_positions(epoch));
+          },
+          nb::arg("epoch"),
+          "Positions into the input nodes this rank visits in `epoch`, in batch order (int64).")
       .def("start_epoch", &NeighborLoader::start_epoch, nb::arg("epoch"),
            nb::call_guard<nb::gil_scoped_release>(), "Start an epoch; workers begin at once.");
 }

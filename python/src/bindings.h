@@ -36,7 +36,6 @@
 #include "volley/core/error.h"
 
 namespace volley {
-struct LoaderOptions;
 struct SampledSubgraph;
 }  // namespace volley
 
@@ -65,7 +64,7 @@ Array host_ids_array(const InputArray& ids, std::string_view what);
 // A sampled subgraph as a dict of zero-copy arrays (n_id, row, col, e_id; host or device) and
 // per-hop counts (num_sampled_nodes, num_sampled_edges). Needs the GIL.
 nb::dict subgraph_to_python(const SampledSubgraph& subgraph);
-// A loader batch (a host Batch or a DeviceBatch: the same fields) as a dict (PyG field names:
+// A loader batch (host or device arrays) as a dict (PyG field names:
 // n_id, input_id, edge_index, e_id, x, y, batch_size, num_sampled_nodes, num_sampled_edges,
 // index), arrays zero-copy, None for absent x / y. Needs the GIL.
 template <typename BatchLike>
@@ -83,10 +82,6 @@ nb::dict batch_to_python(BatchLike& batch) {
   result["num_sampled_edges"] = batch.edges_per_hop;
   return result;
 }
-// LoaderOptions from keyword arguments named as its fields (batch_size, shuffle, drop_last,
-// num_threads, prefetch, seed, replace, weighted, feature_dtype, on_batch_start); ValueError
-// for an unknown name. One parser for every loader binding.
-LoaderOptions loader_options(std::vector<int64_t> fanouts, const nb::kwargs& kwargs);
 
 void bind_core(nb::module_& m);
 void bind_graph(nb::module_& m);

@@ -176,3 +176,63 @@ def test_bad_arguments_raise_precise_errors(kwargs, error, message):
 def test_rejects_non_graph_data():
     with pytest.raises(TypeError, match="edge_index"):
         NeighborLoader(object(), [5])
+
+
+# --- the loader's policy lives in C++ (issue 13) ------------------------------------------------
+
+
+def test_options_cross_as_one_typed_struct():
+    from volley import _volley
+
+    options = _volley.LoaderOptions(
+        _volley.NeighborSamplerOptions([5, -1], replace=True), batch_size=7, shuffle=True,
+        seed=3, rank=1, world_size=2, feature_dtype="float16",
+    )
+    assert (options.batch_size, options.shuffle, options.rank, options.world_size) == (7, True, 1,
+                                                                                        2)
+    assert options.sampler.fanouts == [5, -1] and options.sampler.replace
+    assert options.feature_dtype == "float16"
+    assert "world_size=2" in repr(options)
+    with pytest.raises(TypeError):
+        _volley.LoaderOptions(_volley.NeighborSamplerOptions([5]), batch_size="64")
+    with pytest.raises(TypeError):
+        _volley.LoaderOptions(_volley.NeighborSamplerOptions([5]), unknown_option=1)
+    loader = NeighborLoader(random_data(), [4, 2], batch_size=10, shuffle=True, seed=9, rank=1,
+                            world_size=3, num_workers=2, feature_dtype="float32")
+    native = loader._native.options
+    assert (native.batch_size, native.seed, native.rank, native.world_size) == (10, 9, 1, 3)
+    assert native.sampler.fanouts == [4, 2] and native.num_threads == 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(rank=3, world_size=3), "got rank=3, world_size=3"),
+        (dict(num_workers=-2), "num_threads must be >= 0, got -2"),
+        (dict(prefetch=-1), "prefetch must be >= 0, got -1"),
+        (dict(input_nodes=[1, 2], rank=0, world_size=3, drop_last=True),
+         "2 input nodes cannot be split over 3 ranks with drop_last"),
+    ],
+)
+def test_options_are_checked_at_construction_with_the_value(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        NeighborLoader(random_data(), [3], **kwargs)
+
+
+def test_one_native_loader_serves_every_epoch_of_a_rank():
+    data = random_data()
+    train = torch.arange(1, 400, 2)
+    loader = NeighborLoader(data, [3, 3], batch_size=16, input_nodes=train, shuffle=True, seed=4,
+                            rank=1, world_size=3, num_workers=2)
+    native = loader._native
+    for epoch in range(3):
+        positions = loader.rank_positions(epoch)
+        assert len(positions) == 67  # ceil(200 / 3)
+        ids = torch.cat([batch.input_id for batch in loader])
+        assert loader._native is native
+        np.testing.assert_array_equal(ids.numpy(), positions)
+        # The rank's share of the single-process order: positions 1, 4, 7, ... of it.
+        single = NeighborLoader(data, [3, 3], batch_size=16, input_nodes=train, shuffle=True,
+                                seed=4)
+        order = single.rank_positions(epoch)
+        np.testing.assert_array_equal(positions, np.resize(order, 201)[1::3])

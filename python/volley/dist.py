@@ -584,8 +584,9 @@ class DistNeighborLoader(NeighborLoader):
             self.graph = None
             self.server = str(server)
             # The graph's size (for masks and the rank split) comes from the server's Info.
+            fanouts = native.NeighborSamplerOptions([int(k) for k in num_neighbors])
             probe = native.ServerClientLoader(
-                self.server, None, [int(k) for k in num_neighbors], batch_size=int(batch_size),
+                self.server, None, native.LoaderOptions(fanouts, batch_size=int(batch_size)),
                 **self._connection,
             )
             num_nodes = int(probe.info["num_nodes"])
@@ -600,24 +601,18 @@ class DistNeighborLoader(NeighborLoader):
             drop_last=drop_last,
             copy=copy,
             transform=transform,
-            options=dict(
-                prefetch=int(prefetch or 0),
-                replace=bool(replace),
-                weighted=bool(weighted),
-                feature_dtype=feature_dtype,
-            ),
+            prefetch=prefetch,
+            replace=replace,
+            weighted=weighted,
+            feature_dtype=feature_dtype,
             **rank_and_world,
         )
 
-    def _create_native(self, input_nodes: Optional[np.ndarray], shuffle: bool, seed: int) -> Any:
+    def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
         if self.mode == "worker":
-            return _volley.NeighborLoader(
-                self.graph._native, input_nodes, self.num_neighbors, shuffle=shuffle, seed=seed,
-                **self._options,
-            )
+            return _volley.NeighborLoader(self.graph._native, input_nodes, self._options)
         return _volley.ServerClientLoader(
-            self.server, input_nodes, self.num_neighbors, shuffle=shuffle, seed=seed,
-            **self._connection, **self._options,
+            self.server, input_nodes, self._options, **self._connection
         )
 
     def __repr__(self) -> str:

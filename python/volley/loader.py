@@ -26,7 +26,7 @@ current stream (see ``volley._cuda``).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -97,21 +97,6 @@ def _device_rows(rows: Any, device: int, what: str) -> Any:
     return _volley.FeatureStore.build(matrix, [("cuda", -1)], None, device)
 
 
-class _CudaEpochStream:
-    """A native CUDA epoch as the iterator sees it: ``next()`` hands each batch to torch's
-    current stream on the loader's device."""
-
-    def __init__(self, epoch: Any, device: int):
-        self._epoch = epoch
-        self._device = device
-
-    def next(self) -> Any:
-        return self._epoch.next(_cuda.current_stream(self._device))
-
-    def stop(self) -> None:
-        self._epoch.stop()
-
-
 def _pyg_data_class() -> Optional[type]:
     try:
         from torch_geometric.data import Data
@@ -174,15 +159,17 @@ class NeighborLoader:
             same sampling, same rows), ready on torch's current stream when ``next`` returns
             it (the stream waits on an event; the host does not), its memory freed in that
             stream's order once no tensor refers to it. ``num_workers`` is unused there;
-            ``x`` keeps its stored dtype on the device and is converted to ``feature_dtype``
-            by torch.
+            ``x`` is gathered in its stored dtype and converted to ``feature_dtype`` on the GPU,
+            by the CPU loader's rules.
         rank, world_size: this process's share of the input nodes in data-parallel training.
             Default: ``torch.distributed``'s rank and world size when a process group is
             initialised, else a single process (0, 1). With ``world_size > 1`` every epoch
-            shuffles the whole input list with the epoch's seed (the same on every rank; no
-            shuffle with ``shuffle=False``), pads it by repeating its first nodes to a multiple
-            of ``world_size`` (``DistributedSampler``'s default; with ``drop_last`` the tail is
-            dropped instead) and gives rank r the positions r, r + world_size, ... — so ranks
+            takes the single-process epoch order of the whole input list (shuffled by the
+            loader's Philox generator with the epoch's seed, the same on every rank; unshuffled
+            with ``shuffle=False``; until issue 13 this shuffle used numpy's generator, so
+            shuffled multi-rank epochs differ from earlier releases), pads it by repeating its
+            first nodes to a multiple of ``world_size`` (``DistributedSampler``'s default; with
+            ``drop_last`` the tail is dropped instead) and gives rank r the positions r, r + world_size, ... — so ranks
             are disjoint up to the at most ``world_size - 1`` padded nodes, all have the same
             number of batches (DDP never waits for a missing batch), and together cover every
             input node each epoch. Sampling randomness differs per rank and per epoch and is
@@ -230,9 +217,6 @@ class NeighborLoader:
             placed = _cuda.place_graph(graph, self.mode, self.device)
             features = _device_rows(x, self.device, "features")
             self._cuda_rows = (placed, features, _device_rows(y, self.device, "labels"))
-            stored = features.dtype if features is not None else feature_dtype
-            self._x_dtype = None if stored == feature_dtype else feature_dtype
-            feature_dtype = stored
         self._setup(
             graph.num_nodes,
             num_neighbors,
@@ -246,13 +230,11 @@ class NeighborLoader:
             transform=transform,
             rank=rank,
             world_size=world_size,
-            options=dict(
-                prefetch=int(prefetch or 0),
-                replace=bool(replace),
-                weighted=bool(weighted),
-                feature_dtype=feature_dtype,
-                on_batch_start=_on_batch_start,
-            ),
+            prefetch=prefetch,
+            replace=replace,
+            weighted=weighted,
+            feature_dtype=feature_dtype,
+            on_batch_start=_on_batch_start,
         )
 
     def _setup(
@@ -270,12 +252,19 @@ class NeighborLoader:
         transform: Optional[Callable[[Any], Any]],
         rank: Optional[int],
         world_size: Optional[int],
-        options: dict,
+        prefetch: Optional[int],
+        replace: bool,
+        weighted: bool,
+        feature_dtype: str,
+        on_batch_start: Optional[Callable[[int], None]] = None,
     ) -> None:
-        """What every loader shares, whatever serves its batches: input nodes, the split over
-        ranks, epochs and batch construction. Subclasses call it from ``__init__`` and override
+        """What every loader shares, whatever serves its batches: the arguments translated into
+        one typed ``LoaderOptions`` (checked once, in C++, when the native loader is built) and
+        the batch construction. Subclasses call it from ``__init__`` and override
         ``_create_native`` (the native loader: anything with ``num_batches`` and
-        ``start_epoch(epoch)`` returning a stream with ``next()`` / ``stop()``)."""
+        ``start_epoch(epoch)`` returning a stream with ``next()`` / ``stop()``). The native
+        loader serves every epoch: the epoch order, the split over ranks and ``input_id`` are
+        its business."""
         self._num_nodes = int(num_nodes)
         self.num_neighbors = [int(k) for k in num_neighbors]
         self.batch_size = int(batch_size)
@@ -289,47 +278,29 @@ class NeighborLoader:
         self._data_class = _pyg_data_class()
         self.rank, self.world_size = _rank_and_world_size(rank, world_size)
         self.drop_last = bool(drop_last)
-        self._options = dict(
+        self._options = _volley.LoaderOptions(
+            _volley.NeighborSamplerOptions(
+                self.num_neighbors, replace=bool(replace), weighted=bool(weighted)
+            ),
             batch_size=self.batch_size,
+            shuffle=self.shuffle,
             drop_last=self.drop_last,
             num_threads=self.num_workers,
-            **options,
+            prefetch=int(prefetch or 0),
+            seed=self.seed,
+            rank=self.rank,
+            world_size=self.world_size,
+            feature_dtype=feature_dtype,
+            on_batch_start=on_batch_start,
         )
-        if self.world_size == 1:
-            self._native = self._create_native(self.input_nodes, self.shuffle, self.seed)
-            return
-        # Several ranks: a native loader per epoch over this rank's share, in the order the
-        # shared epoch shuffle gave it (so the native loader does not shuffle again), sampling
-        # with a seed of its own for the rank (the native loader mixes in the epoch).
-        inputs = self.input_nodes
-        if inputs is None:
-            inputs = np.arange(self._num_nodes, dtype=np.int64)
-        self._all_inputs = inputs
-        count = len(inputs)
-        world = self.world_size
-        self._per_rank = count // world if self.drop_last else -(-count // world)
-        if self._per_rank == 0:
-            raise ValueError(
-                f"{count} input nodes cannot be split over {self.world_size} ranks"
-                + (" with drop_last" if self.drop_last and count else "")
-            )
-        self._rank_seed = _mix_seed(self.seed, self.rank)
-        self._native_epoch = -1
-        self._positions = self.rank_positions(0)
-        self._native = self._native_for(self._positions)
+        self._native = self._create_native(self.input_nodes)
 
-    def _create_native(self, input_nodes: Optional[np.ndarray], shuffle: bool, seed: int) -> Any:
+    def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
         """The native loader over ``input_nodes`` (None: all nodes) with this loader's options."""
         cuda_rows = getattr(self, "_cuda_rows", None)
         if cuda_rows is not None:
-            return _volley.CudaNeighborLoader(
-                *cuda_rows, input_nodes, self.num_neighbors, shuffle=shuffle, seed=seed,
-                **self._options,
-            )
-        return _NativeLoader(
-            *self._rows, input_nodes, self.num_neighbors, shuffle=shuffle, seed=seed,
-            **self._options,
-        )
+            return _volley.CudaNeighborLoader(*cuda_rows, input_nodes, self._options)
+        return _NativeLoader(*self._rows, input_nodes, self._options)
 
     def rank_positions(self, epoch: int) -> np.ndarray:
         """Positions in ``input_nodes`` that this rank takes in ``epoch`` (int64, in batch order).
@@ -337,21 +308,8 @@ class NeighborLoader:
         The same on every rank for a given ``seed`` and epoch up to the rank: the ranks' position
         lists are disjoint except for padding, equally long, and cover every input node.
         """
-        if self.world_size == 1:
-            count = self._num_nodes if self.input_nodes is None else len(self.input_nodes)
-            return np.arange(count, dtype=np.int64)
-        count = len(self._all_inputs)
-        if self.shuffle:
-            key = [self.seed & 0xFFFFFFFFFFFFFFFF, int(epoch)]
-            order = np.random.default_rng(key).permutation(count)
-        else:
-            order = np.arange(count, dtype=np.int64)
-        total = self._per_rank * self.world_size
-        order = np.resize(order, total)  # pads by repeating from the start, or drops the tail
-        return np.ascontiguousarray(order[self.rank :: self.world_size], dtype=np.int64)
-
-    def _native_for(self, positions: np.ndarray) -> Any:
-        return self._create_native(self._all_inputs[positions], False, self._rank_seed)
+        count = self._num_nodes if self.input_nodes is None else len(self.input_nodes)
+        return _volley.epoch_positions(count, self._options, int(epoch))
 
     @staticmethod
     def _unpack(data: Any, weighted: bool):
@@ -388,21 +346,17 @@ class NeighborLoader:
         self._epoch = int(epoch)
 
     def __iter__(self) -> Iterator[Any]:
-        positions = None
-        if self.world_size > 1:
-            if self._native_epoch != self._epoch:
-                positions = self.rank_positions(self._epoch)
-                if self._native_epoch != -1 or not np.array_equal(positions, self._positions):
-                    self._native = self._native_for(positions)
-                self._positions, self._native_epoch = positions, self._epoch
-            positions = self._positions
         epoch = self._native.start_epoch(self._epoch)
-        if getattr(self, "_cuda_rows", None) is not None:
-            epoch = _CudaEpochStream(epoch, self.device)
         self._epoch += 1
-        return _EpochIterator(self, epoch, positions)
+        return _EpochIterator(self, epoch)
 
-    def _to_batch(self, raw: dict, positions: Optional[np.ndarray] = None) -> Any:
+    def _consumer_stream(self) -> int:
+        """The stream device batches are handed to: torch's current stream on the loader's
+        device (0 on the CPU, where the stream is ignored)."""
+        device = getattr(self, "device", None)
+        return _cuda.current_stream(device) if device is not None else 0
+
+    def _to_batch(self, raw: dict) -> Any:
         def out(key: str) -> Any:
             value = _tensor.to_output(raw[key])
             if value is not None and self.copy:
@@ -415,9 +369,7 @@ class NeighborLoader:
             edge_index=out("edge_index"),
             n_id=out("n_id"),
             e_id=out("e_id"),
-            input_id=out("input_id") if positions is None else _tensor.to_output(
-                positions[_tensor.to_numpy(_tensor.to_output(raw["input_id"]))]
-            ),
+            input_id=out("input_id"),
             batch_size=int(raw["batch_size"]),
             num_sampled_nodes=list(raw["num_sampled_nodes"]),
             num_sampled_edges=list(raw["num_sampled_edges"]),
@@ -435,15 +387,13 @@ class NeighborLoader:
         return self.transform(batch) if self.transform is not None else batch
 
     def _on_device(self, fields: dict) -> dict:
-        """Batch fields on the loader's CUDA device: copied there in CPU mode, ``x`` converted
-        to ``feature_dtype`` when the device store holds another dtype."""
+        """Batch fields on the loader's CUDA device: copied there in CPU mode (GPU and UVA
+        batches are there already, ``x`` converted to ``feature_dtype`` in C++)."""
         torch = _tensor.torch_module()
         target = torch.device("cuda", self.device)
         for key, value in fields.items():
             if isinstance(value, torch.Tensor) and value.device != target:
-                fields[key] = value.to(target, non_blocking=True)  # CPU mode; input_id of ranks
-        if getattr(self, "_x_dtype", None) is not None and fields["x"] is not None:
-            fields["x"] = fields["x"].to(getattr(torch, self._x_dtype))
+                fields[key] = value.to(target, non_blocking=True)  # CPU mode
         return fields
 
     def __repr__(self) -> str:
@@ -461,10 +411,9 @@ class NeighborLoader:
 
 
 class _EpochIterator:
-    def __init__(self, loader: NeighborLoader, epoch: Any, positions: Optional[np.ndarray]):
+    def __init__(self, loader: NeighborLoader, epoch: Any):
         self._loader = loader
         self._epoch = epoch
-        self._positions = positions
 
     def __iter__(self) -> "_EpochIterator":
         return self
@@ -473,14 +422,14 @@ class _EpochIterator:
         if self._epoch is None:
             raise StopIteration
         try:
-            raw = self._epoch.next()
+            raw = self._epoch.next(self._loader._consumer_stream())
         except BaseException:
             self.close()
             raise
         if raw is None:
             self.close()
             raise StopIteration
-        return self._loader._to_batch(raw, self._positions)
+        return self._loader._to_batch(raw)
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -521,12 +470,3 @@ def _rank_and_world_size(rank: Optional[int], world_size: Optional[int]) -> Tupl
             f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}"
         )
     return rank, world_size
-
-
-def _mix_seed(seed: int, rank: int) -> int:
-    """A 63-bit seed for ``rank`` derived from ``seed`` (splitmix64), distinct per rank."""
-    mask = (1 << 64) - 1
-    z = (int(seed) * 0x9E3779B97F4A7C15 + (int(rank) + 1) * 0xBF58476D1CE4E5B9) & mask
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-    return (z ^ (z >> 31)) & 0x7FFFFFFFFFFFFFFF

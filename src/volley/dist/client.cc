@@ -668,17 +668,21 @@ class StreamedEpoch final : public BatchStream {
       : loader_(std::move(loader)) {
     const auto& state = *loader_;
     if (!state.client.token.empty()) context_.AddMetadata(internal::kTokenKey, state.client.token);
+    // This rank's share of the epoch, as the server's loader (one rank) must be asked for it.
+    loader_internal::EpochShare share =
+        loader_internal::epoch_share(state.input_nodes, state.options, epoch);
+    positions_ = share.positions;
     rpc::EpochRequest request;
     request.set_protocol(kProtocolVersion);
     request.set_fingerprint(state.info.fingerprint);
-    pack(std::span<const int64_t>(state.input_nodes.data<int64_t>(),
-                                  static_cast<size_t>(state.input_nodes.numel())),
+    pack(std::span<const int64_t>(share.input_nodes.data<int64_t>(),
+                                  static_cast<size_t>(share.input_nodes.numel())),
          request.mutable_input_nodes());
     request.set_epoch(epoch);
     request.set_batch_size(state.options.batch_size);
-    request.set_shuffle(state.options.shuffle);
+    request.set_shuffle(share.shuffle);
     request.set_drop_last(state.options.drop_last);
-    request.set_seed(state.options.seed);
+    request.set_seed(share.seed);
     for (int64_t fanout : state.options.sampler.fanouts) request.add_fanouts(fanout);
     request.set_replace(state.options.sampler.replace);
     request.set_weighted(state.options.sampler.weighted);
@@ -726,6 +730,7 @@ class StreamedEpoch final : public BatchStream {
     VOLLEY_REQUIRE(batch.index == delivered_ - 1, RuntimeError,
                    "server {}: batch {} arrived where batch {} was expected", state.address,
                    batch.index, delivered_ - 1);
+    loader_internal::remap_input_ids(batch, positions_);
     return batch;
   }
 
@@ -768,6 +773,7 @@ class StreamedEpoch final : public BatchStream {
   }
 
   std::shared_ptr<const ServerClientLoader::State> loader_;
+  Array positions_;  // this rank's input positions (several ranks), for the batches' input_ids
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReader<rpc::BatchMessage>> reader_;
   std::thread thread_;
@@ -789,10 +795,6 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
   VOLLEY_REQUIRE(client.deadline_seconds > 0 && client.connect_seconds > 0, ValueError,
                  "deadline_seconds and connect_seconds must be > 0, got {} and {}",
                  client.deadline_seconds, client.connect_seconds);
-  VOLLEY_REQUIRE(options.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
-                 options.batch_size);
-  VOLLEY_REQUIRE(options.num_threads >= 0, ValueError, "num_threads must be >= 0, got {}",
-                 options.num_threads);
   auto state = std::make_shared<State>();
   state->address = std::move(address);
   state->client = std::move(client);
@@ -842,9 +844,8 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
     for (int64_t i = 0; i < n; ++i) ids[i] = i;
   }
   state->input_nodes = inputs;
-  const int64_t count = inputs.numel();
-  const int64_t batch = state->options.batch_size;
-  state->num_batches = state->options.drop_last ? count / batch : (count + batch - 1) / batch;
+  loader_internal::check_loader_options(state->options, inputs.numel());
+  state->num_batches = loader_internal::num_batches(inputs.numel(), state->options);
   state_ = std::move(state);
 }
 

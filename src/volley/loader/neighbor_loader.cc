@@ -138,6 +138,103 @@ uint64_t epoch_sampler_seed(uint64_t seed, int64_t epoch) {
   return mix(seed ^ 0xa5a5a5a5a5a5a5a5ULL, static_cast<uint64_t>(epoch));
 }
 
+namespace {
+
+// The base seed rank `rank` of several samples with (SplitMix64 of seed and rank, 63 bits):
+// distinct per rank. The formula of the earlier Python split, kept so that unshuffled
+// multi-rank epochs are unchanged.
+uint64_t rank_seed(uint64_t seed, int rank) {
+  uint64_t z =
+      seed * 0x9e3779b97f4a7c15ULL + (static_cast<uint64_t>(rank) + 1) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) & 0x7fffffffffffffffULL;
+}
+
+uint64_t sampling_seed(const LoaderOptions& options) {
+  return options.world_size > 1 ? rank_seed(options.seed, options.rank) : options.seed;
+}
+
+}  // namespace
+
+void check_loader_options(const LoaderOptions& options, int64_t num_inputs) {
+  VOLLEY_REQUIRE(options.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
+                 options.batch_size);
+  VOLLEY_REQUIRE(options.num_threads >= 0, ValueError, "num_threads must be >= 0, got {}",
+                 options.num_threads);
+  VOLLEY_REQUIRE(options.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
+                 options.prefetch);
+  VOLLEY_REQUIRE(options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size,
+                 ValueError, "rank must be in [0, world_size), got rank={}, world_size={}",
+                 options.rank, options.world_size);
+  VOLLEY_REQUIRE(options.world_size == 1 || inputs_per_rank(num_inputs, options) > 0, ValueError,
+                 "{} input nodes cannot be split over {} ranks{}", num_inputs, options.world_size,
+                 options.drop_last && num_inputs > 0 ? " with drop_last" : "");
+}
+
+int64_t inputs_per_rank(int64_t num_inputs, const LoaderOptions& options) {
+  const int64_t world = options.world_size;
+  if (world <= 1) return num_inputs;
+  return options.drop_last ? num_inputs / world : (num_inputs + world - 1) / world;
+}
+
+int64_t num_batches(int64_t num_inputs, const LoaderOptions& options) {
+  const int64_t n = inputs_per_rank(num_inputs, options);
+  return options.drop_last ? n / options.batch_size
+                           : (n + options.batch_size - 1) / options.batch_size;
+}
+
+Array epoch_positions(int64_t num_inputs, const LoaderOptions& options, int64_t epoch) {
+  Array order = epoch_order(num_inputs, options.shuffle, options.seed, epoch);
+  if (options.world_size <= 1) return order;
+  const int64_t world = options.world_size;
+  const int64_t count = inputs_per_rank(num_inputs, options);
+  Array positions = Array::empty(DType::kInt64, {count});
+  const int64_t* all = order.data<int64_t>();
+  int64_t* mine = positions.data<int64_t>();
+  for (int64_t i = 0; i < count; ++i) {
+    // Padding repeats the order from its start (DistributedSampler's default).
+    mine[i] = all[(options.rank + i * world) % num_inputs];
+  }
+  return positions;
+}
+
+uint64_t epoch_sampler_seed(const LoaderOptions& options, int64_t epoch) {
+  return epoch_sampler_seed(sampling_seed(options), epoch);
+}
+
+EpochShare epoch_share(const Array& input_nodes, const LoaderOptions& options, int64_t epoch) {
+  EpochShare share;
+  if (options.world_size <= 1) {
+    share.input_nodes = input_nodes;
+    share.shuffle = options.shuffle;
+    share.seed = options.seed;
+    return share;
+  }
+  share.positions = epoch_positions(input_nodes.numel(), options, epoch);
+  const int64_t count = share.positions.numel();
+  share.input_nodes = Array::empty(DType::kInt64, {count});
+  const int64_t* positions = share.positions.data<int64_t>();
+  const int64_t* inputs = input_nodes.data<int64_t>();
+  int64_t* out = share.input_nodes.data<int64_t>();
+  for (int64_t i = 0; i < count; ++i) out[i] = inputs[positions[i]];
+  share.seed = sampling_seed(options);
+  return share;
+}
+
+void remap_input_ids(Batch& batch, const Array& positions) {
+  if (!positions.defined()) return;
+  const int64_t count = positions.numel();
+  const int64_t* map = positions.data<int64_t>();
+  int64_t* ids = batch.input_ids.data<int64_t>();
+  for (int64_t i = 0; i < batch.input_ids.numel(); ++i) {
+    VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < count, RuntimeError,
+                   "batch {}: input id {} outside this rank's {} inputs", batch.index, ids[i],
+                   count);
+    ids[i] = map[ids[i]];
+  }
+}
+
 }  // namespace loader_internal
 
 NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
@@ -151,14 +248,10 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
                                std::optional<Array> input_nodes, LoaderOptions options)
     : options_(std::move(options)) {
   VOLLEY_REQUIRE(source != nullptr, ValueError, "the loader needs a batch source, got none");
-  VOLLEY_REQUIRE(options_.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
-                 options_.batch_size);
-  VOLLEY_REQUIRE(options_.num_threads >= 0, ValueError, "num_threads must be >= 0, got {}",
-                 options_.num_threads);
-  VOLLEY_REQUIRE(options_.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
-                 options_.prefetch);
-  source->validate(options_.sampler);
   const int64_t n = source->num_nodes();
+  const bool given = input_nodes && input_nodes->numel() > 0;
+  loader_internal::check_loader_options(options_, given ? input_nodes->numel() : n);
+  source->validate(options_.sampler);
   if (source->feature_width() > 0) {
     VOLLEY_REQUIRE(gather_supports(source->feature_dtype(), options_.feature_dtype), ValueError,
                    "features of dtype {} cannot be delivered as {}",
@@ -173,85 +266,55 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
 }
 
 int64_t NeighborLoader::num_batches() const {
-  const int64_t n = input_nodes_.numel();
-  return options_.drop_last ? n / options_.batch_size
-                            : (n + options_.batch_size - 1) / options_.batch_size;
+  return loader_internal::num_batches(input_nodes_.numel(), options_);
 }
+
+Array NeighborLoader::epoch_positions(int64_t epoch_index) const {
+  return loader_internal::epoch_positions(input_nodes_.numel(), options_, epoch_index);
+}
+
+// What the producers of one CPU epoch share: the loader's state, the epoch's order and seed.
+struct NeighborLoader::EpochWork {
+  std::shared_ptr<const Shared> shared;
+  Array order;  // int64: input positions in epoch order
+  LoaderOptions options;
+  uint64_t sampler_seed = 0;
+  int threads = 1;
+  int64_t prefetch = 1;
+
+  Batch make_batch(int64_t index, SampledSubgraph& subgraph) const;
+  // Feature buffers of delivered batches, recycled once no one else holds them (large batches
+  // would otherwise pay for fresh pages — faults and zeroing — every time). The pool belongs to
+  // the loader, so later epochs reuse the buffers of earlier ones.
+  Buffer acquire_feature_buffer(size_t bytes) const;
+};
 
 std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
-  Array order = loader_internal::epoch_order(input_nodes_.numel(), options_.shuffle, options_.seed,
-                                             epoch_index);
-  const uint64_t sampler_seed = loader_internal::epoch_sampler_seed(options_.seed, epoch_index);
-  return std::unique_ptr<Epoch>(new Epoch(shared_, std::move(order), options_, sampler_seed));
+  auto work = std::make_shared<EpochWork>();
+  work->shared = shared_;
+  work->order = epoch_positions(epoch_index);
+  work->options = options_;
+  work->sampler_seed = loader_internal::epoch_sampler_seed(options_, epoch_index);
+  const int64_t batches = num_batches();
+  work->threads = static_cast<int>(
+      std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, batches)));
+  work->prefetch = options_.prefetch == 0 ? 2 * work->threads : std::max(options_.prefetch, 1);
+  Epoch::Producers producers;
+  producers.threads = work->threads;
+  producers.prefetch = work->prefetch;
+  producers.make_builder = [work]() -> Epoch::BuildBatch {
+    // One subgraph per worker thread, reused across its batches.
+    auto subgraph = std::make_shared<SampledSubgraph>();
+    return [work, subgraph](int64_t index) { return work->make_batch(index, *subgraph); };
+  };
+  producers.context = work;
+  return std::make_unique<Epoch>(batches, std::move(producers));
 }
 
-Epoch::Epoch(std::shared_ptr<const NeighborLoader::Shared> shared, Array order,
-             LoaderOptions options, uint64_t sampler_seed)
-    : shared_(std::move(shared)),
-      order_(std::move(order)),
-      options_(std::move(options)),
-      sampler_seed_(sampler_seed) {
-  const int64_t n = order_.numel();
-  num_batches_ = options_.drop_last ? n / options_.batch_size
-                                    : (n + options_.batch_size - 1) / options_.batch_size;
-  const int threads = static_cast<int>(
-      std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, num_batches_)));
-  if (options_.prefetch == 0) options_.prefetch = 2 * threads;
-  options_.prefetch = std::max(options_.prefetch, 1);
-  workers_.reserve(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { worker_loop(); });
-}
-
-Epoch::~Epoch() { stop(); }
-
-void Epoch::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  space_changed_.notify_all();
-  ready_changed_.notify_all();
-  for (auto& worker : workers_) {
-    if (worker.joinable()) worker.join();
-  }
-}
-
-void Epoch::worker_loop() {
-  SampledSubgraph subgraph;
-  while (true) {
-    int64_t index;
-    {
-      std::unique_lock lock(mutex_);
-      space_changed_.wait(lock, [&] {
-        return stopping_ || next_to_claim_ >= num_batches_ ||
-               next_to_claim_ < next_to_deliver_ + options_.prefetch;
-      });
-      if (stopping_ || next_to_claim_ >= num_batches_) return;
-      index = next_to_claim_++;
-    }
-    std::optional<Batch> batch;
-    std::exception_ptr error;
-    try {
-      batch = make_batch(index, subgraph);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    {
-      std::lock_guard lock(mutex_);
-      if (error) {
-        failed_[index] = error;
-      } else {
-        ready_.emplace(index, std::move(*batch));
-      }
-    }
-    ready_changed_.notify_all();
-  }
-}
-
-Buffer Epoch::acquire_feature_buffer(size_t bytes) {
-  const size_t capacity = 2 * workers_.size() + static_cast<size_t>(options_.prefetch) + 2;
-  std::lock_guard lock(shared_->pool_mutex);
-  std::vector<Buffer>& pool = shared_->pool;
+Buffer NeighborLoader::EpochWork::acquire_feature_buffer(size_t bytes) const {
+  const size_t capacity = 2 * static_cast<size_t>(threads) + static_cast<size_t>(prefetch) + 2;
+  std::lock_guard lock(shared->pool_mutex);
+  std::vector<Buffer>& pool = shared->pool;
   // The smallest free buffer that fits; failing that, replace a free one that is too small.
   Buffer* best = nullptr;
   Buffer* free_small = nullptr;
@@ -273,26 +336,26 @@ Buffer Epoch::acquire_feature_buffer(size_t bytes) {
   return fresh.slice(0, bytes);
 }
 
-Batch Epoch::make_batch(int64_t index, SampledSubgraph& subgraph) {
-  if (options_.on_batch_start) options_.on_batch_start(index);
-  const int64_t begin = index * options_.batch_size;
-  const int64_t end = std::min(order_.numel(), begin + options_.batch_size);
+Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subgraph) const {
+  if (options.on_batch_start) options.on_batch_start(index);
+  const int64_t begin = index * options.batch_size;
+  const int64_t end = std::min(order.numel(), begin + options.batch_size);
   const int64_t count = end - begin;
   Batch batch;
   batch.index = index;
   batch.batch_size = count;
   batch.input_ids = Array::empty(DType::kInt64, {count});
   std::vector<int64_t> seeds(static_cast<size_t>(count));
-  const int64_t* order = order_.data<int64_t>();
-  const int64_t* inputs = shared_->input_nodes.data<int64_t>();
+  const int64_t* positions = order.data<int64_t>();
+  const int64_t* inputs = shared->input_nodes.data<int64_t>();
   int64_t* input_ids = batch.input_ids.data<int64_t>();
   for (int64_t i = 0; i < count; ++i) {
-    input_ids[i] = order[begin + i];
-    seeds[static_cast<size_t>(i)] = inputs[order[begin + i]];
+    input_ids[i] = positions[begin + i];
+    seeds[static_cast<size_t>(i)] = inputs[positions[begin + i]];
   }
-  NeighborSamplerOptions sampler = options_.sampler;
-  sampler.seed = sampler_seed_;
-  const BatchSource& source = *shared_->source;
+  NeighborSamplerOptions sampler = options.sampler;
+  sampler.seed = sampler_seed;
+  const BatchSource& source = *shared->source;
   source.sample(seeds, sampler, static_cast<uint64_t>(index), subgraph);
 
   const int64_t num_nodes = subgraph.num_nodes();
@@ -310,37 +373,15 @@ Batch Epoch::make_batch(int64_t index, SampledSubgraph& subgraph) {
   batch.edges_per_hop = subgraph.edges_per_hop;
   const std::span<const int64_t> nodes = subgraph.nodes.span<int64_t>();
   if (const int64_t width = source.feature_width(); width > 0) {
-    const size_t bytes =
-        static_cast<size_t>(num_nodes * width) * dtype_size(options_.feature_dtype);
-    batch.x = Array(acquire_feature_buffer(bytes), options_.feature_dtype, {num_nodes, width});
-    source.gather_features(nodes, options_.feature_dtype, batch.x.raw_data());
+    const size_t bytes = static_cast<size_t>(num_nodes * width) * dtype_size(options.feature_dtype);
+    batch.x = Array(acquire_feature_buffer(bytes), options.feature_dtype, {num_nodes, width});
+    source.gather_features(nodes, options.feature_dtype, batch.x.raw_data());
   }
   if (source.has_labels()) {
     batch.y = Array::empty(DType::kInt64, {num_nodes});
     source.gather_labels(nodes, batch.y.data<int64_t>());
   }
   return batch;
-}
-
-std::optional<Batch> Epoch::next() {
-  std::unique_lock lock(mutex_);
-  if (next_to_deliver_ >= num_batches_) return std::nullopt;
-  ready_changed_.wait(lock, [&] {
-    return stopping_ || ready_.count(next_to_deliver_) || failed_.count(next_to_deliver_);
-  });
-  if (stopping_) return std::nullopt;
-  if (auto failed = failed_.find(next_to_deliver_); failed != failed_.end()) {
-    const std::exception_ptr error = failed->second;
-    next_to_deliver_ = num_batches_;  // the epoch is over
-    lock.unlock();
-    stop();
-    std::rethrow_exception(error);
-  }
-  auto node = ready_.extract(next_to_deliver_);
-  ++next_to_deliver_;
-  lock.unlock();
-  space_changed_.notify_all();
-  return std::move(node.mapped());
 }
 
 }  // namespace volley

@@ -1,10 +1,10 @@
 // volley/loader/neighbor_loader.h — the batch pipeline: seeds → sample → gather → ready batches.
 //
 // An epoch shuffles the input nodes (seeded), cuts them into batches, and runs the batches
-// through a pool of worker threads. Each worker takes a whole batch — samples its subgraph,
-// gathers features and labels of every sampled node into the batch's own memory — and hands it
-// to a bounded reorder queue; the consumer receives batches strictly in order. No Python worker
-// processes, no pickling.
+// through a pool of worker threads (the producers of an Epoch, batch.h). Each worker takes a whole
+// batch — samples its subgraph, gathers features and labels of every sampled node into the batch's
+// own memory — and hands it to a bounded reorder queue; the consumer receives batches strictly in
+// order. No Python worker processes, no pickling.
 //
 //   NeighborLoader loader(graph, features, labels, train_idx,
 //                         {.batch_size = 1024, .shuffle = true, .num_threads = 2,
@@ -13,7 +13,8 @@
 //   while (auto batch = epoch->next()) { ... batch->x ... }
 //
 // Determinism: batch b of epoch e is a pure function of (inputs, options, e, b): the shuffle is
-// keyed by (seed, e) and sampling by (mix(seed, e), b), whatever the thread count.
+// keyed by (seed, e) and sampling by (mix(seed, e), b), whatever the thread count. One RNG
+// (Philox) decides everything, the split over data-parallel ranks included (options.rank).
 // Memory: each batch owns its arrays (shared, reference-counted Buffers). The pipeline recycles
 // a batch's feature memory for a later batch (of this or a later epoch) only once nobody else
 // holds it, so arrays handed out stay valid as long as they are referenced.
@@ -37,6 +38,7 @@
 #include "volley/core/array.h"
 #include "volley/feature/feature_store.h"
 #include "volley/graph/csr.h"
+#include "volley/loader/batch.h"
 #include "volley/loader/batch_source.h"
 #include "volley/sampling/neighbor_sampler.h"
 
@@ -49,6 +51,15 @@ struct LoaderOptions {
   int num_threads = 0;  // worker threads; 0 = hardware threads
   int prefetch = 0;     // batches in flight or ready ahead of the consumer; 0 = 2 × threads
   uint64_t seed = 0;
+  // Data-parallel training: this process is rank `rank` of `world_size` (0 <= rank <
+  // world_size). With world_size > 1 every epoch takes the single-process epoch order of all
+  // input nodes (shuffled or not, the same on every rank), pads it by repeating its first
+  // positions to a multiple of world_size (drop_last: cuts the tail instead) and gives rank r
+  // the positions r, r + world_size, ... (torch's DistributedSampler split): ranks are disjoint
+  // up to the padding, equally long, and cover every input each epoch. Rank r samples with
+  // seeds of its own (mix(seed, r)); Batch::input_ids still index the full input list.
+  int rank = 0;
+  int world_size = 1;
   NeighborSamplerOptions sampler;  // sampler.seed is ignored: the loader derives it from `seed`
   DType feature_dtype = DType::kFloat32;  // dtype of batch.x (features converted on gather)
   // Called by a worker before it builds batch `index` (from the worker thread). An exception it
@@ -57,29 +68,14 @@ struct LoaderOptions {
   std::function<void(int64_t index)> on_batch_start;
 };
 
-// One mini-batch. Arrays live in host memory.
-struct Batch {
-  int64_t index = 0;       // position of the batch in its epoch
-  int64_t batch_size = 0;  // number of seeds
-  Array nodes;             // int64 [n]: global ids, seeds first (PyG n_id)
-  Array input_ids;         // int64 [batch_size]: positions of the seeds in input_nodes
-  Array edge_index;        // int64 [2, E]: local ids, row 0 = sources (neighbors), row 1 = targets
-  Array edge_ids;          // int64 [E] (PyG e_id)
-  Array x;                 // [n, D] in options.feature_dtype, when the loader has features
-  Array y;                 // int64 [n], when the loader has labels
-  std::vector<int64_t> nodes_per_hop;  // PyG num_sampled_nodes
-  std::vector<int64_t> edges_per_hop;  // PyG num_sampled_edges
-};
-
-class Epoch;
-
 class NeighborLoader {
  public:
   // `features` [N, D] and `labels` [N] (int64 or any integer dtype) are optional and must have
   // N = graph.num_nodes() rows; each is a FeatureStore (tiered, shared, mapped) or an Array,
   // which converts to a single-tier store without a copy. `input_nodes` (int64) lists the seed
-  // nodes; empty means all nodes. Throws ValueError / IndexError for inconsistent arguments,
-  // naming them.
+  // nodes; empty means all nodes. `options` are checked here, once (check_loader_options and
+  // the source's sampler checks). Throws ValueError / IndexError for inconsistent arguments,
+  // naming them and the offending value.
   NeighborLoader(Csr graph, std::optional<FeatureStore> features,
                  std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                  LoaderOptions options);
@@ -87,60 +83,25 @@ class NeighborLoader {
   NeighborLoader(std::shared_ptr<const BatchSource> source, std::optional<Array> input_nodes,
                  LoaderOptions options);
 
+  // Batches per epoch of this rank.
   int64_t num_batches() const;
+  // All input nodes (every rank's).
   int64_t num_inputs() const { return input_nodes_.numel(); }
   const LoaderOptions& options() const { return options_; }
+  // Positions into the input nodes that this rank visits in epoch `epoch_index`, in batch order
+  // (int64): what the batches' input_ids list, concatenated.
+  Array epoch_positions(int64_t epoch_index) const;
 
-  // Starts epoch `epoch_index` (workers begin at once).
+  // Starts epoch `epoch_index` (workers begin at once). Any number of epochs, in any order,
+  // from one loader.
   std::unique_ptr<Epoch> start_epoch(int64_t epoch_index) const;
 
  private:
-  friend class Epoch;
   struct Shared;
+  struct EpochWork;
   std::shared_ptr<const Shared> shared_;
   Array input_nodes_;
   LoaderOptions options_;
-};
-
-class Epoch final : public BatchStream {
- public:
-  ~Epoch() override;
-  Epoch(const Epoch&) = delete;
-  Epoch& operator=(const Epoch&) = delete;
-
-  // The next batch in order, or nullopt after the last. Blocks until it is ready. Rethrows a
-  // worker's exception for the batch that failed.
-  std::optional<Batch> next() override;
-  // Stops the workers (idempotent); next() then returns nullopt.
-  void stop() override;
-  int64_t num_batches() const override { return num_batches_; }
-
- private:
-  friend class NeighborLoader;
-  Epoch(std::shared_ptr<const NeighborLoader::Shared> shared, Array order, LoaderOptions options,
-        uint64_t sampler_seed);
-  void worker_loop();
-  Batch make_batch(int64_t index, SampledSubgraph& subgraph);
-
-  std::shared_ptr<const NeighborLoader::Shared> shared_;
-  Array order_;  // int64: input positions in epoch order
-  LoaderOptions options_;
-  uint64_t sampler_seed_;
-  int64_t num_batches_;
-
-  std::mutex mutex_;
-  std::condition_variable ready_changed_;
-  std::condition_variable space_changed_;
-  int64_t next_to_claim_ = 0;
-  int64_t next_to_deliver_ = 0;
-  std::map<int64_t, Batch> ready_;
-  std::map<int64_t, std::exception_ptr> failed_;
-  // Feature buffers of delivered batches, recycled once no one else holds them (large batches
-  // would otherwise pay for fresh pages — faults and zeroing — every time). The pool belongs to
-  // the loader, so later epochs reuse the buffers of earlier ones.
-  Buffer acquire_feature_buffer(size_t bytes);
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
 };
 
 // Deterministic permutation of [0, n) keyed by `seed` (Fisher–Yates on Philox draws).
@@ -156,6 +117,37 @@ Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t num_n
 Array epoch_order(int64_t num_inputs, bool shuffle, uint64_t seed, int64_t epoch);
 // The sampler seed of epoch `epoch` (batch b is then sampled with batch index b).
 uint64_t epoch_sampler_seed(uint64_t seed, int64_t epoch);
+
+// The policy every loader applies to its options (CPU, CUDA, server-client), in one place.
+// ValueError naming the offending value: batch_size < 1, num_threads or prefetch < 0, rank
+// outside [0, world_size), world_size < 1, or fewer input nodes than one per rank.
+void check_loader_options(const LoaderOptions& options, int64_t num_inputs);
+// Input nodes one rank visits per epoch: num_inputs for one rank; else num_inputs / world_size
+// rounded up (padded) or, with drop_last, down.
+int64_t inputs_per_rank(int64_t num_inputs, const LoaderOptions& options);
+// Batches per epoch of one rank.
+int64_t num_batches(int64_t num_inputs, const LoaderOptions& options);
+// Positions into the input nodes that options.rank visits in epoch `epoch`, in batch order
+// (int64 [inputs_per_rank]); see LoaderOptions::rank.
+Array epoch_positions(int64_t num_inputs, const LoaderOptions& options, int64_t epoch);
+// The sampler seed of epoch `epoch` for options.rank.
+uint64_t epoch_sampler_seed(const LoaderOptions& options, int64_t epoch);
+
+// For a loader that shuffles and samples by itself elsewhere (a server's: dist
+// ServerClientLoader), what to ask it for so that its batches are options.rank's share of epoch
+// `epoch`. One rank: the inputs, shuffle and seed as they are. Several ranks: the rank's inputs
+// in batch order, no shuffle, the rank's seed, and the positions that map the batches'
+// input_ids back into `input_nodes` (remap_input_ids).
+struct EpochShare {
+  Array input_nodes;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  Array positions;  // undefined for one rank
+};
+EpochShare epoch_share(const Array& input_nodes, const LoaderOptions& options, int64_t epoch);
+// batch.input_ids[i] = positions[batch.input_ids[i]]; nothing when `positions` is undefined.
+// RuntimeError for an input id outside `positions` (a malformed batch).
+void remap_input_ids(Batch& batch, const Array& positions);
 }  // namespace loader_internal
 
 }  // namespace volley

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -162,6 +164,154 @@ TEST(NeighborLoader, RejectsBadArguments) {
   EXPECT_THROW(NeighborLoader(f.graph, std::nullopt, std::nullopt, std::nullopt,
                               {.batch_size = 0, .sampler = {.fanouts = {2}}}),
                ValueError);
+}
+
+// --- Data-parallel split (LoaderOptions::rank / world_size) ------------------------------------
+
+struct RankEpoch {
+  std::vector<int64_t> positions;  // input_ids of every batch, concatenated
+  std::vector<std::vector<int64_t>> nodes;
+  int64_t num_batches = 0;
+};
+
+RankEpoch run_rank(const NeighborLoader& loader, int64_t epoch_index) {
+  RankEpoch result;
+  result.num_batches = loader.num_batches();
+  auto epoch = loader.start_epoch(epoch_index);
+  while (auto batch = epoch->next()) {
+    const auto ids = batch->input_ids.to_vector<int64_t>();
+    result.positions.insert(result.positions.end(), ids.begin(), ids.end());
+    result.nodes.push_back(batch->nodes.to_vector<int64_t>());
+  }
+  return result;
+}
+
+TEST(NeighborLoaderRanks, SplitTheSingleProcessOrderAndCoverEveryInput) {
+  const auto f = make_fixture();
+  std::vector<int64_t> train;
+  for (int64_t i = 0; i < 1000; i += 7) train.push_back(i);  // 143: uneven over 3 ranks
+  const int64_t count = static_cast<int64_t>(train.size());
+  LoaderOptions options{.batch_size = 16, .shuffle = true, .seed = 4, .sampler = {.fanouts = {3}}};
+  NeighborLoader single(f.graph, std::nullopt, std::nullopt, Array::from_vector(train), options);
+  std::vector<std::unique_ptr<NeighborLoader>> loaders;  // one per rank, for every epoch
+  for (int rank = 0; rank < 3; ++rank) {
+    options.rank = rank;
+    options.world_size = 3;
+    options.num_threads = 1 + rank;
+    loaders.push_back(std::make_unique<NeighborLoader>(f.graph, std::nullopt, std::nullopt,
+                                                       Array::from_vector(train), options));
+  }
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    const auto order = single.epoch_positions(epoch).to_vector<int64_t>();
+    std::multiset<int64_t> covered;
+    for (int rank = 0; rank < 3; ++rank) {
+      const RankEpoch got = run_rank(*loaders[rank], epoch);
+      ASSERT_EQ(got.positions.size(), 48u);  // ceil(143 / 3), padded
+      EXPECT_EQ(got.num_batches, 3);
+      for (size_t j = 0; j < got.positions.size(); ++j) {
+        EXPECT_EQ(got.positions[j], order[(rank + 3 * j) % count]) << rank << " " << j;
+      }
+      EXPECT_EQ(got.positions, loaders[rank]->epoch_positions(epoch).to_vector<int64_t>());
+      covered.insert(got.positions.begin(), got.positions.end());
+    }
+    EXPECT_EQ(covered.size(), 144u);  // every input once, position order[0] twice (padding)
+    EXPECT_EQ(covered.count(order[0]), 2u);
+    EXPECT_EQ(std::set<int64_t>(covered.begin(), covered.end()).size(), 143u);
+  }
+}
+
+TEST(NeighborLoaderRanks, DropLastCutsTheTailAndRanksSampleDifferently) {
+  const auto f = make_fixture();
+  LoaderOptions options{.batch_size = 10,
+                        .drop_last = true,
+                        .seed = 8,
+                        .world_size = 2,
+                        .sampler = {.fanouts = {5, 5}}};
+  std::vector<int64_t> inputs;
+  for (int64_t i = 0; i < 101; ++i) inputs.push_back(i * 9);
+  NeighborLoader rank0(f.graph, std::nullopt, std::nullopt, Array::from_vector(inputs), options);
+  options.rank = 1;
+  NeighborLoader rank1(f.graph, std::nullopt, std::nullopt, Array::from_vector(inputs), options);
+  const RankEpoch a = run_rank(rank0, 0);
+  const RankEpoch b = run_rank(rank1, 0);
+  EXPECT_EQ(a.num_batches, 5);  // 50 inputs each, whole batches of 10
+  for (size_t j = 0; j < a.positions.size(); ++j) {
+    EXPECT_EQ(a.positions[j], static_cast<int64_t>(2 * j));  // unshuffled: 0, 2, 4, ...
+    EXPECT_EQ(b.positions[j], static_cast<int64_t>(2 * j + 1));
+  }
+  // Epochs sample differently; the same epoch again samples the same.
+  EXPECT_NE(run_rank(rank0, 1).nodes, a.nodes);
+  EXPECT_EQ(run_rank(rank0, 0).nodes, a.nodes);
+}
+
+TEST(NeighborLoaderRanks, EpochShareReproducesTheRankThroughAOneRankLoader) {
+  // What a server-client trainer asks its server for: the rank's inputs, unshuffled, with the
+  // rank's seed; input_ids mapped back give the rank's own batches.
+  const auto f = make_fixture();
+  std::vector<int64_t> train;
+  for (int64_t i = 5; i < 1000; i += 4) train.push_back(i);
+  const Array inputs = Array::from_vector(train);
+  const LoaderOptions options{.batch_size = 32,
+                              .shuffle = true,
+                              .seed = 21,
+                              .rank = 2,
+                              .world_size = 3,
+                              .sampler = {.fanouts = {4, 2}}};
+  NeighborLoader rank(f.graph, std::nullopt, std::nullopt, inputs, options);
+  const auto share = loader_internal::epoch_share(inputs, options, 3);
+  EXPECT_FALSE(share.shuffle);
+  LoaderOptions one = options;
+  one.rank = 0;
+  one.world_size = 1;
+  one.shuffle = share.shuffle;
+  one.seed = share.seed;
+  NeighborLoader server(f.graph, std::nullopt, std::nullopt, share.input_nodes, one);
+  auto expected = rank.start_epoch(3);
+  auto actual = server.start_epoch(3);
+  int64_t batches = 0;
+  while (auto want = expected->next()) {
+    auto got = actual->next();
+    ASSERT_TRUE(got.has_value());
+    loader_internal::remap_input_ids(*got, share.positions);
+    EXPECT_EQ(got->input_ids.to_vector<int64_t>(), want->input_ids.to_vector<int64_t>());
+    EXPECT_EQ(got->nodes.to_vector<int64_t>(), want->nodes.to_vector<int64_t>());
+    EXPECT_EQ(got->edge_ids.to_vector<int64_t>(), want->edge_ids.to_vector<int64_t>());
+    ++batches;
+  }
+  EXPECT_EQ(batches, rank.num_batches());
+  EXPECT_FALSE(actual->next().has_value());
+  // One rank: the share is the request as it is.
+  const auto whole = loader_internal::epoch_share(inputs, one, 3);
+  EXPECT_FALSE(whole.positions.defined());
+}
+
+TEST(NeighborLoaderRanks, OptionsAreCheckedOnceWithTheOffendingValue) {
+  const auto f = make_fixture();
+  auto message = [&](LoaderOptions options, std::optional<Array> inputs = std::nullopt) {
+    try {
+      NeighborLoader(f.graph, std::nullopt, std::nullopt, std::move(inputs), std::move(options));
+    } catch (const ValueError& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message({.rank = 2, .world_size = 2, .sampler = {.fanouts = {2}}}),
+            "rank must be in [0, world_size), got rank=2, world_size=2");
+  EXPECT_EQ(message({.rank = -1, .world_size = 2, .sampler = {.fanouts = {2}}}),
+            "rank must be in [0, world_size), got rank=-1, world_size=2");
+  EXPECT_EQ(message({.world_size = 0, .sampler = {.fanouts = {2}}}),
+            "rank must be in [0, world_size), got rank=0, world_size=0");
+  EXPECT_EQ(message({.drop_last = true, .world_size = 3, .sampler = {.fanouts = {2}}},
+                    Array::from_vector<int64_t>({1, 2})),
+            "2 input nodes cannot be split over 3 ranks with drop_last");
+  EXPECT_EQ(message({.num_threads = -2, .sampler = {.fanouts = {2}}}),
+            "num_threads must be >= 0, got -2");
+  EXPECT_EQ(message({.prefetch = -1, .sampler = {.fanouts = {2}}}),
+            "prefetch must be >= 0, got -1");
+  // Without drop_last, fewer inputs than ranks are padded.
+  EXPECT_EQ(
+      message({.world_size = 3, .sampler = {.fanouts = {2}}}, Array::from_vector<int64_t>({1, 2})),
+      "no error");
 }
 
 }  // namespace

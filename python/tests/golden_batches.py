@@ -1,0 +1,241 @@
+"""Golden checksums of ``volley.loader.NeighborLoader`` batches for the documented option sets.
+
+A SHA-256 per epoch over every batch's arrays (``n_id``, ``edge_index``, ``e_id``, ``x``, ``y``,
+``input_id``, ``batch_size`` and the per-hop counts), on a seeded generated graph and on bundled
+Cora. ``test_golden_batches.py`` compares the loader against ``data/golden_batches.json``, so a
+change that alters any batch of any option set fails a test.
+
+Regenerate (only for an intended, documented change of the batches)::
+
+    PYTHONPATH=python python python/tests/golden_batches.py --write
+
+History: recorded before the loader's policy moved to C++ (issue 13). The rank split with
+``shuffle=True`` then changed once, from numpy's generator to Philox (the single-process epoch
+order); only the entries with ``world_size > 1`` and ``shuffle=True`` were regenerated
+(``golden_batches.py --write --rank-split``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import numpy as np
+
+GOLDEN_PATH = Path(__file__).resolve().parent / "data" / "golden_batches.json"
+EPOCHS = 2
+
+_MASK = (1 << 64) - 1
+
+
+def _splitmix(values: np.ndarray) -> np.ndarray:
+    """SplitMix64 of uint64 ``values`` (exact integer arithmetic: the same on every platform)."""
+    with np.errstate(over="ignore"):
+        z = values.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def generated_graph(num_nodes: int = 3000, num_edges: int = 30000, width: int = 6,
+                    num_classes: int = 5) -> Dict[str, np.ndarray]:
+    """A seeded graph with skewed degrees, float32 features, int64 labels and edge weights.
+
+    Built from SplitMix64 hashes of counters only (no library RNG), so the bytes never change
+    with numpy's version: sources are skewed towards low ids (hubs), targets uniform.
+    """
+    counter = np.arange(4 * num_edges + num_nodes * (width + 1), dtype=np.uint64)
+    bits = _splitmix(counter)
+    unit = (bits >> np.uint64(11)).astype(np.float64) / float(1 << 53)  # [0, 1)
+    e = num_edges
+    source = np.minimum((unit[:e] ** 2 * num_nodes).astype(np.int64), num_nodes - 1)
+    target = (bits[e : 2 * e] % np.uint64(num_nodes)).astype(np.int64)
+    weight = (unit[2 * e : 3 * e] * 4.0).astype(np.float32)
+    weight[bits[3 * e : 4 * e] % np.uint64(10) == 0] = 0.0  # some zero-weight edges
+    rest = unit[4 * e :]
+    x = (rest[: num_nodes * width].reshape(num_nodes, width) * 2.0 - 1.0).astype(np.float32)
+    y = (bits[4 * e + num_nodes * width :] % np.uint64(num_classes)).astype(np.int64)
+    return dict(edge_index=np.stack([source, target]), x=x, y=y, edge_weight=weight,
+                num_nodes=np.int64(num_nodes))
+
+
+def option_sets() -> List[Tuple[str, str, Dict[str, Any]]]:
+    """(name, dataset, NeighborLoader keyword arguments): the documented option combinations.
+
+    ``input`` names an input-node choice resolved per dataset (``all``, ``ids``, ``mask``).
+    """
+    sets: List[Tuple[str, str, Dict[str, Any]]] = []
+
+    def add(name: str, dataset: str, **kwargs: Any) -> None:
+        sets.append((name, dataset, kwargs))
+
+    base = dict(num_neighbors=[5, 3], batch_size=64, input="ids", seed=11)
+    for shuffle in (False, True):
+        for drop_last in (False, True):
+            for workers in (1, 2):
+                add(f"gen-shuffle{int(shuffle)}-drop{int(drop_last)}-w{workers}", "generated",
+                    **{**base, "shuffle": shuffle, "drop_last": drop_last, "num_workers": workers})
+    for fanout in ([10], [-1], [4, -1], [3, 2, 2], [0, 5]):
+        name = "gen-fanout" + "_".join(str(k) for k in fanout)
+        add(name, "generated", **{**base, "num_neighbors": fanout, "shuffle": True,
+                                  "num_workers": 2})
+    add("gen-replace", "generated", **{**base, "replace": True, "shuffle": True})
+    add("gen-weighted", "generated", **{**base, "weighted": True, "shuffle": True})
+    add("gen-weighted-replace", "generated", **{**base, "weighted": True, "replace": True})
+    add("gen-batch1", "generated", **{**base, "batch_size": 1, "input": "few"})
+    add("gen-batch1000-all", "generated", **{**base, "batch_size": 1000, "input": "all",
+                                             "shuffle": True})
+    add("gen-mask", "generated", **{**base, "input": "mask", "shuffle": True})
+    add("gen-float16", "generated", **{**base, "feature_dtype": "float16", "shuffle": True})
+    add("gen-copy-numpy", "generated", **{**base, "copy": True, "format": "numpy",
+                                          "shuffle": True})
+    add("gen-batch-class", "generated", **{**base, "format": "batch", "shuffle": True})
+    for world in (2, 3):
+        for rank in range(world):
+            for shuffle in (False, True):
+                for drop_last in (False, True):
+                    add(f"gen-rank{rank}of{world}-shuffle{int(shuffle)}-drop{int(drop_last)}",
+                        "generated", **{**base, "input": "odd", "rank": rank,
+                                        "world_size": world, "shuffle": shuffle,
+                                        "drop_last": drop_last, "num_workers": 1 + rank % 2})
+    cora = dict(num_neighbors=[10, 5], batch_size=128, seed=3)
+    add("cora-train", "cora", **{**cora, "input": "train", "shuffle": True, "num_workers": 2})
+    add("cora-all-noshuffle", "cora", **{**cora, "input": "all", "num_workers": 1})
+    add("cora-all-neighbors", "cora", **{**cora, "num_neighbors": [-1], "input": "train"})
+    for rank in range(2):
+        add(f"cora-rank{rank}of2", "cora", **{**cora, "input": "train", "shuffle": True,
+                                               "rank": rank, "world_size": 2})
+        add(f"cora-rank{rank}of2-noshuffle", "cora", **{**cora, "input": "all", "rank": rank,
+                                                         "world_size": 2})
+    return sets
+
+
+def changed_by_rank_split(name: str, kwargs: Dict[str, Any]) -> bool:
+    """Whether an option set's batches were allowed to change when the rank split moved to
+    Philox: several ranks with a shuffled epoch (unshuffled splits stay bit-identical)."""
+    return kwargs.get("world_size", 1) > 1 and bool(kwargs.get("shuffle", False))
+
+
+def _inputs(kind: str, num_nodes: int, dataset: Any) -> Any:
+    if kind == "all":
+        return None
+    if kind == "ids":
+        return np.arange(0, num_nodes, 3, dtype=np.int64)[::-1].copy()
+    if kind == "few":
+        return np.arange(7, num_nodes, 97, dtype=np.int64)
+    if kind == "odd":
+        return np.arange(1, 1001, 2, dtype=np.int64)  # 500 ids: uneven over 3 ranks
+    if kind == "mask":
+        mask = np.zeros(num_nodes, dtype=bool)
+        mask[(np.arange(num_nodes) * 7) % 11 < 4] = True
+        return mask
+    if kind == "train":
+        return dataset.train_idx
+    raise ValueError(kind)
+
+
+def _data(dataset: str, fmt: str) -> Any:
+    import torch
+
+    if dataset == "cora":
+        import volley
+
+        return volley.datasets.cora()
+    graph = generated_graph()
+    from torch_geometric.data import Data
+
+    return Data(
+        edge_index=torch.from_numpy(graph["edge_index"]), x=torch.from_numpy(graph["x"]),
+        y=torch.from_numpy(graph["y"]), edge_weight=torch.from_numpy(graph["edge_weight"]),
+        num_nodes=int(graph["num_nodes"]),
+    )
+
+
+def _field_bytes(value: Any) -> Tuple[str, Tuple[int, ...], bytes]:
+    array = value if isinstance(value, np.ndarray) else value.detach().cpu().numpy()
+    array = np.ascontiguousarray(array)
+    return str(array.dtype), tuple(array.shape), array.tobytes()
+
+
+def batch_digest_update(digest: Any, batch: Any) -> None:
+    """Feeds one batch's fields, in a fixed order, into ``digest``."""
+    for key in ("n_id", "edge_index", "e_id", "x", "y", "input_id"):
+        value = getattr(batch, key, None)
+        if value is None:
+            digest.update(f"{key}:none;".encode())
+            continue
+        dtype, shape, raw = _field_bytes(value)
+        digest.update(f"{key}:{dtype}:{shape};".encode())
+        digest.update(raw)
+    counts = [int(batch.batch_size)] + [-1] + list(batch.num_sampled_nodes) + [-1] + list(
+        batch.num_sampled_edges
+    )
+    digest.update(np.asarray(counts, dtype=np.int64).tobytes())
+
+
+def run_option_set(dataset: str, kwargs: Dict[str, Any], epochs: int = EPOCHS) -> Dict[str, Any]:
+    """Iterates the loader ``epochs`` times; returns its length and one SHA-256 per epoch."""
+    import volley
+    import volley._tensor
+    from volley.loader import NeighborLoader
+
+    kwargs = dict(kwargs)
+    fmt = kwargs.pop("format", "pyg")
+    data = _data(dataset, fmt)
+    num_nodes = int(data.num_nodes)
+    kwargs["input_nodes"] = _inputs(kwargs.pop("input"), num_nodes, data)
+    saved_torch = volley._tensor._torch
+    saved_class = volley.loader._pyg_data_class
+    try:
+        if fmt == "numpy":
+            volley._tensor._torch = None
+        elif fmt == "batch":
+            volley.loader._pyg_data_class = lambda: None
+        loader = NeighborLoader(data, **kwargs)
+        digests = []
+        for _ in range(epochs):
+            digest = hashlib.sha256()
+            count = 0
+            for batch in loader:
+                expected_class = "Data" if fmt == "pyg" else "Batch"
+                assert type(batch).__name__ == expected_class, type(batch)
+                batch_digest_update(digest, batch)
+                count += 1
+            digests.append(f"{count}:{digest.hexdigest()}")
+        return dict(num_batches=len(loader), epochs=digests)
+    finally:
+        volley._tensor._torch = saved_torch
+        volley.loader._pyg_data_class = saved_class
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="rewrite the golden file")
+    parser.add_argument("--only", default="", help="only the option sets whose name has this")
+    parser.add_argument("--rank-split", action="store_true",
+                        help="only the option sets the Philox rank split changed")
+    args = parser.parse_args(argv)
+    current = {
+        name: run_option_set(dataset, kwargs)
+        for name, dataset, kwargs in option_sets()
+        if args.only in name and (not args.rank_split or changed_by_rank_split(name, kwargs))
+    }
+    golden = json.loads(GOLDEN_PATH.read_text()) if GOLDEN_PATH.exists() else {}
+    differing = sorted(name for name, value in current.items() if golden.get(name) != value)
+    print(f"{len(current)} option sets, {len(differing)} differ from {GOLDEN_PATH.name}")
+    for name in differing:
+        print("  differs:", name)
+    if args.write:
+        golden.update(current)
+        GOLDEN_PATH.parent.mkdir(parents=True, exist_ok=True)
+        GOLDEN_PATH.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
+        print("wrote", GOLDEN_PATH)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
