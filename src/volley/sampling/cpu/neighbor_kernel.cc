@@ -143,7 +143,7 @@ SlotMap start_slot_map(int64_t num_nodes, NeighborScratch& scratch) {
 
 template <typename Index>
 void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-            uint64_t batch_index, NeighborScratch& scratch, SampledSubgraph& out) {
+            uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
   const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
@@ -258,7 +258,7 @@ void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
-                          NeighborScratch& scratch, SampledSubgraph& out) {
+                          NeighborScratch& scratch, HostSubgraph& out) {
   if (graph.index_dtype() == DType::kInt32) {
     sample<int32_t>(graph, seeds, options, batch_index, scratch, out);
   } else {

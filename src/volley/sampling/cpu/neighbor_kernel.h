@@ -35,7 +35,7 @@ struct NeighborScratch {
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
-                          NeighborScratch& scratch, SampledSubgraph& out);
+                          NeighborScratch& scratch, HostSubgraph& out);
 
 // One hop for targets held by rows [first_node, first_node + graph.num_nodes()) of `graph`
 // (row r is node first_node + r; neighbor ids are global): see sample_hop in neighbor_sampler.h.
