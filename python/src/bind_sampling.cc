@@ -19,6 +19,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "volley/core/recycler.h"
 #include "volley/loader/neighbor_loader.h"
 #include "volley/sampling/neighbor_sampler.h"
 
@@ -30,6 +31,20 @@ Array vector_array(const std::shared_ptr<SampledSubgraph>& holder, std::vector<i
   Buffer buffer = Buffer::borrow(values.data(), values.size() * sizeof(int64_t), holder,
                                  /*writable=*/true, Location::kHost);
   return Array(std::move(buffer), DType::kInt64, {static_cast<int64_t>(values.size())});
+}
+
+// A subgraph to sample into: one whose arrays Python has let go of (its vectors' capacity reused,
+// so a batch maps and faults no fresh pages), or a new one. At most 4 wait, each kept only while
+// its vectors hold at most 128 MiB.
+std::shared_ptr<SampledSubgraph> recycled_subgraph() {
+  static auto* stock = new Recycler<SampledSubgraph>(
+      {.max_idle = 4, .keep = [](const SampledSubgraph& subgraph) {
+         const size_t bytes = (subgraph.nodes.capacity() + subgraph.rows.capacity() +
+                               subgraph.cols.capacity() + subgraph.edge_ids.capacity()) *
+                              sizeof(int64_t);
+         return bytes <= (size_t{128} << 20);
+       }});
+  return stock->acquire();
 }
 
 // Features or labels handed to the loader: a FeatureStore as it is, or an array (zero-copy).
@@ -115,11 +130,11 @@ void bind_sampling(nb::module_& m) {
       [](const Csr& graph, const InputArray& seeds, std::vector<int64_t> fanouts, bool replace,
          bool weighted, uint64_t seed, uint64_t batch_index) {
         const Array seed_array = host_ids_array(seeds, "seeds");
-        auto holder = std::make_shared<SampledSubgraph>();
+        auto holder = recycled_subgraph();
         {
           nb::gil_scoped_release release;
-          *holder = sample_neighbors(graph, seed_array.span<int64_t>(),
-                                     {std::move(fanouts), replace, weighted, seed}, batch_index);
+          sample_neighbors(graph, seed_array.span<int64_t>(),
+                           {std::move(fanouts), replace, weighted, seed}, batch_index, *holder);
         }
         return subgraph_to_python(holder);
       },

@@ -62,8 +62,10 @@ struct SampledSubgraph {
   std::vector<int64_t> edges_per_hop;  // size hops
 };
 
-// Reusable per-thread working memory (a global→local id map sized to the graph). Optional: pass
-// one per thread to avoid reallocating it per call.
+// Reusable per-thread working memory (a global→local id map sized to the graph). Optional: a
+// call without one borrows one from a process-wide stock (at most max(2, hardware threads) idle
+// scratches, each 8 bytes per graph node plus working lists trimmed to 16 MiB on return), so
+// that repeated calls neither map nor zero the map anew.
 class SamplerScratch {
  public:
   SamplerScratch();
@@ -87,6 +89,11 @@ void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                                  const NeighborSamplerOptions& options, uint64_t batch_index,
                                  SamplerScratch* scratch = nullptr);
+// The same into `out` (overwritten), reusing the capacity of its vectors: a caller that recycles
+// its subgraphs allocates nothing once they have grown to the batches' size.
+void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
+                      const NeighborSamplerOptions& options, uint64_t batch_index,
+                      SampledSubgraph& out, SamplerScratch* scratch = nullptr);
 
 // --- One hop over a slice of the graph (the distributed sampler's building block) ----------
 //
