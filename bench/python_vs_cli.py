@@ -42,11 +42,22 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def import_torch() -> None:
+    """Imports torch when installed, as a training script has: Volley then returns tensors, and
+    the first timed batch does not pay for the import (about 1.5 s)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+
+
 def child_sample(args: argparse.Namespace) -> dict:
     """One Python sampling measurement (runs in its own process)."""
     import numpy as np
 
     import volley
+
+    import_torch()
 
     dataset = volley.load_dataset(args.dataset)
     graph = dataset.graph
@@ -112,6 +123,8 @@ def child_gather(args: argparse.Namespace, with_out: bool) -> dict:
     import numpy as np
 
     import volley
+
+    import_torch()
 
     volley.set_num_threads(args.threads)
     table = np.empty((args.rows, args.dim), dtype=np.float32)  # numpy advises huge pages
