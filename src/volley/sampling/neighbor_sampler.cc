@@ -41,13 +41,9 @@ void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                       const NeighborSamplerOptions& options, uint64_t batch_index,
                       SampledSubgraph& out, SamplerScratch* scratch) {
   validate_sampler_options(graph, options);
-  if (scratch != nullptr) {
-    cpu::sample_neighbors_cpu(graph, seeds, options, batch_index,
-                              SamplerScratchAccess::get(*scratch), out);
-    return;
-  }
-  const auto borrowed = cpu::borrow_scratch();
-  cpu::sample_neighbors_cpu(graph, seeds, options, batch_index, *borrowed, out);
+  const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
+  cpu::sample_neighbors_cpu(graph, seeds, options, batch_index,
+                            borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
 }
 
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
@@ -67,14 +63,9 @@ void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> t
   VOLLEY_REQUIRE(hop >= 0 && hop < 256, ValueError, "hop {} out of range [0, 256)", hop);
   VOLLEY_REQUIRE(!options.weighted || graph.has_weights(), ValueError,
                  "weighted sampling needs edge weights, but the graph has none");
-  if (scratch != nullptr) {
-    cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index,
-                        SamplerScratchAccess::get(*scratch), out);
-    return;
-  }
-  const auto borrowed = cpu::borrow_scratch();
-  cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index, *borrowed,
-                      out);
+  const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
+  cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index,
+                      borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
 }
 
 }  // namespace volley
