@@ -51,6 +51,16 @@ def import_torch() -> None:
         pass
 
 
+def usage_since(usage: resource.struct_rusage, batches: int) -> dict:
+    """Where the time went since `usage` (robust to a busy machine): CPU seconds, faults."""
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "cpu_seconds": now.ru_utime + now.ru_stime - usage.ru_utime - usage.ru_stime,
+        "system_seconds": now.ru_stime - usage.ru_stime,
+        "faults_per_batch": (now.ru_minflt - usage.ru_minflt) / batches,
+    }
+
+
 def child_sample(args: argparse.Namespace) -> dict:
     """One Python sampling measurement (runs in its own process)."""
     import numpy as np
@@ -104,17 +114,13 @@ def child_sample(args: argparse.Namespace) -> dict:
     for worker in workers:
         worker.join()
     seconds = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_SELF)
     first_seconds = (state["first_done"] or time.perf_counter()) - start
     return {
         "seps": state["edges"] / seconds,
         "sampled_edges": state["edges"],
         "seconds": seconds,
         "first_seps": state["first_edges"] / first_seconds,
-        # Where the time went (robust to a busy machine): CPU seconds, page faults per batch.
-        "cpu_seconds": after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime,
-        "system_seconds": after.ru_stime - usage.ru_stime,
-        "faults_per_batch": (after.ru_minflt - usage.ru_minflt) / args.batches,
+        **usage_since(usage, args.batches),
     }
 
 
@@ -145,7 +151,6 @@ def child_gather(args: argparse.Namespace, with_out: bool) -> dict:
         if index == 0:
             first_done = time.perf_counter()
     seconds = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_SELF)
     total = args.gather_batch * args.dim * 4 * args.gather_batches
     return {
         "gather_gbps": total / seconds / 1e9,
@@ -153,9 +158,7 @@ def child_gather(args: argparse.Namespace, with_out: bool) -> dict:
         "after_first_gbps": total * (len(ids) - 1) / len(ids) / (seconds - (first_done - start))
         / 1e9,
         "seconds": seconds,
-        "cpu_seconds": after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime,
-        "system_seconds": after.ru_stime - usage.ru_stime,
-        "faults_per_batch": (after.ru_minflt - usage.ru_minflt) / args.gather_batches,
+        **usage_since(usage, args.gather_batches),
     }
 
 
