@@ -22,6 +22,7 @@
 
 #include "bindings.h"
 #include "volley/core/cuda_device.h"
+#include "volley/core/recycler.h"
 #include "volley/loader/cuda_loader.h"  // sample_device_batch
 #include "volley/loader/neighbor_loader.h"
 #include "volley/sampling/neighbor_sampler.h"
@@ -37,6 +38,20 @@ Array edge_row(const Array& edge_index, int64_t row) {
                {e});
 }
 
+// A subgraph to sample into: one whose arrays Python has let go of (its vectors' capacity reused,
+// so a batch maps and faults no fresh pages), or a new one. At most 4 wait, each kept only while
+// its vectors hold at most 128 MiB.
+std::shared_ptr<HostSubgraph> recycled_subgraph() {
+  static auto* stock = new Recycler<HostSubgraph>(
+      {.max_idle = 4, .keep = [](const HostSubgraph& subgraph) {
+         const size_t bytes = (subgraph.nodes.capacity() + subgraph.rows.capacity() +
+                               subgraph.cols.capacity() + subgraph.edge_ids.capacity()) *
+                              sizeof(int64_t);
+         return bytes <= (size_t{128} << 20);
+       }});
+  return stock->acquire();
+}
+
 // The one sampler as Python holds it: on a GPU, with a stream of its own, each batch copied
 // into memory of its own that is handed to the caller's stream (see bind_cuda.cc).
 struct PyNeighborSampler {
@@ -46,12 +61,13 @@ struct PyNeighborSampler {
   nb::dict sample(const InputArray& seeds, uint64_t batch_index, uintptr_t consumer_stream) {
     const Array seed_array = host_ids_array(seeds, "seeds");
     if (!sampler.on_cuda()) {
-      SampledSubgraph sub;
+      auto holder = recycled_subgraph();
       {
         nb::gil_scoped_release release;
-        sub = sampler.sample(seed_array.span<int64_t>(), batch_index);
+        sample_neighbors(sampler.graph(), seed_array.span<int64_t>(), sampler.options(),
+                         batch_index, *holder);
       }
-      return subgraph_to_python(sub);
+      return subgraph_to_python(HostSubgraph::view(holder));
     }
     Batch batch;
     {
@@ -223,13 +239,13 @@ void bind_sampling(nb::module_& m) {
       [](const Csr& graph, const InputArray& seeds, std::vector<int64_t> fanouts, bool replace,
          bool weighted, uint64_t seed, uint64_t batch_index) {
         const Array seed_array = host_ids_array(seeds, "seeds");
-        SampledSubgraph sub;
+        auto holder = recycled_subgraph();
         {
           nb::gil_scoped_release release;
-          sub = sample_neighbors(graph, seed_array.span<int64_t>(),
-                                 {std::move(fanouts), replace, weighted, seed}, batch_index);
+          sample_neighbors(graph, seed_array.span<int64_t>(),
+                           {std::move(fanouts), replace, weighted, seed}, batch_index, *holder);
         }
-        return subgraph_to_python(sub);
+        return subgraph_to_python(HostSubgraph::view(holder));
       },
       nb::arg("graph"), nb::arg("seeds"), nb::arg("fanouts"), nb::arg("replace") = false,
       nb::arg("weighted") = false, nb::arg("seed") = 0, nb::arg("batch_index") = 0,

@@ -51,9 +51,7 @@ Array vector_array(const std::shared_ptr<HostSubgraph>& holder, std::vector<int6
 
 }  // namespace
 
-SampledSubgraph HostSubgraph::finish() {
-  auto holder = std::make_shared<HostSubgraph>(std::move(*this));
-  *this = HostSubgraph();
+SampledSubgraph HostSubgraph::view(const std::shared_ptr<HostSubgraph>& holder) {
   SampledSubgraph out;
   out.nodes = vector_array(holder, holder->nodes);
   out.num_seeds = holder->num_seeds;
@@ -63,6 +61,12 @@ SampledSubgraph HostSubgraph::finish() {
   out.nodes_per_hop = holder->nodes_per_hop;
   out.edges_per_hop = holder->edges_per_hop;
   return out;
+}
+
+SampledSubgraph HostSubgraph::finish() {
+  auto holder = std::make_shared<HostSubgraph>(std::move(*this));
+  *this = HostSubgraph();
+  return view(holder);
 }
 
 SampledSubgraph SampledSubgraph::to_host(void* stream) const {
@@ -83,15 +87,20 @@ SampledSubgraph SampledSubgraph::to_host(void* stream) const {
   return host.finish();
 }
 
+void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
+                      const NeighborSamplerOptions& options, uint64_t batch_index,
+                      HostSubgraph& out, SamplerScratch* scratch) {
+  validate_sampler_options(graph, options);
+  const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
+  cpu::sample_neighbors_cpu(graph, seeds, options, batch_index,
+                            borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
+}
+
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                                  const NeighborSamplerOptions& options, uint64_t batch_index,
                                  SamplerScratch* scratch) {
-  validate_sampler_options(graph, options);
-  SamplerScratch local;
-  SamplerScratch& use = scratch != nullptr ? *scratch : local;
   HostSubgraph result;
-  cpu::sample_neighbors_cpu(graph, seeds, options, batch_index, SamplerScratchAccess::get(use),
-                            result);
+  sample_neighbors(graph, seeds, options, batch_index, result, scratch);
   return result.finish();
 }
 
@@ -115,7 +124,7 @@ int64_t NeighborSampler::num_nodes() const {
 SampledSubgraph NeighborSampler::sample(std::span<const int64_t> seeds, uint64_t batch_index,
                                         void* stream) {
   if (on_cuda_) return sample_cuda(seeds, batch_index, stream);
-  // The sampler's scratch when it is free; a concurrent call uses its own.
+  // The sampler's scratch when it is free; a concurrent call borrows one.
   std::unique_lock lock(*mutex_, std::try_to_lock);
   return sample_neighbors(graph_, seeds, options_, batch_index,
                           lock.owns_lock() ? &scratch_ : nullptr);
@@ -130,10 +139,9 @@ void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> t
   VOLLEY_REQUIRE(hop >= 0 && hop < 256, ValueError, "hop {} out of range [0, 256)", hop);
   VOLLEY_REQUIRE(!options.weighted || graph.has_weights(), ValueError,
                  "weighted sampling needs edge weights, but the graph has none");
-  SamplerScratch local;
-  SamplerScratch& use = scratch != nullptr ? *scratch : local;
+  const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
   cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index,
-                      SamplerScratchAccess::get(use), out);
+                      borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
 }
 
 }  // namespace volley

@@ -99,10 +99,15 @@ struct HostSubgraph {
 
   // The vectors moved into host arrays (zero-copy); the builder is left empty.
   SampledSubgraph finish();
+  // The vectors of `*holder` as host arrays (zero-copy), which keep `holder` alive: a holder
+  // from a Recycler (core/recycler.h) returns to its stock when the last array goes.
+  static SampledSubgraph view(const std::shared_ptr<HostSubgraph>& holder);
 };
 
-// Reusable per-thread working memory (a global→local id map sized to the graph). Optional: pass
-// one per thread to avoid reallocating it per call.
+// Reusable per-thread working memory (a global→local id map sized to the graph). Optional: a
+// call without one borrows one from a process-wide stock (at most max(2, hardware threads) idle
+// scratches, each 8 bytes per graph node plus working lists trimmed to 16 MiB on return), so
+// that repeated calls neither map nor zero the map anew.
 class SamplerScratch {
  public:
   SamplerScratch();
@@ -128,6 +133,11 @@ void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                                  const NeighborSamplerOptions& options, uint64_t batch_index,
                                  SamplerScratch* scratch = nullptr);
+// The same into `out` (overwritten), reusing the capacity of its vectors: a caller that recycles
+// its subgraphs allocates nothing once they have grown to the batches' size.
+void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
+                      const NeighborSamplerOptions& options, uint64_t batch_index,
+                      HostSubgraph& out, SamplerScratch* scratch = nullptr);
 
 namespace sampling_internal {
 class CudaSamplerBackend;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct NeighborScratch {
   std::vector<uint64_t> bitmap;
   std::vector<double> keys;
 };
+
+// A scratch from the process-wide stock for a call that brought none (see SamplerScratch in
+// neighbor_sampler.h for the bound); it goes back when the pointer is dropped.
+std::shared_ptr<NeighborScratch> borrow_scratch();
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
