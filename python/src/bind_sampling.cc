@@ -42,13 +42,12 @@ Array edge_row(const Array& edge_index, int64_t row) {
 // so a batch maps and faults no fresh pages), or a new one. At most 4 wait, each kept only while
 // its vectors hold at most 128 MiB.
 std::shared_ptr<HostSubgraph> recycled_subgraph() {
-  static auto* stock = new Recycler<HostSubgraph>(
-      {.max_idle = 4, .keep = [](const HostSubgraph& subgraph) {
-         const size_t bytes = (subgraph.nodes.capacity() + subgraph.rows.capacity() +
-                               subgraph.cols.capacity() + subgraph.edge_ids.capacity()) *
-                              sizeof(int64_t);
-         return bytes <= (size_t{128} << 20);
-       }});
+  const auto keep = [](const HostSubgraph& subgraph) {
+    const size_t values = subgraph.nodes.capacity() + subgraph.rows.capacity() +
+                          subgraph.cols.capacity() + subgraph.edge_ids.capacity();
+    return values * sizeof(int64_t) <= (size_t{128} << 20);
+  };
+  static auto* stock = new Recycler<HostSubgraph>({.max_idle = 4, .keep = keep});
   return stock->acquire();
 }
 

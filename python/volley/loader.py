@@ -88,7 +88,9 @@ def _device_rows(rows: Any, device: int, what: str) -> Any:
     if isinstance(rows, Feature):
         if rows._device is not None:
             if rows._device != device:
-                raise _volley.VolleyValueError(f"{what} live on cuda:{rows._device}, the loader on cuda:{device}")
+                raise _volley.VolleyValueError(
+                    f"{what} live on cuda:{rows._device}, the loader on cuda:{device}"
+                )
             return rows._native()
         rows = rows.gather(slice(None))  # a CPU store (tiered, mapped): its rows on the host
     matrix = _tensor.to_input(rows)

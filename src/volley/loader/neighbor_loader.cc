@@ -280,7 +280,7 @@ Array NeighborLoader::epoch_positions(int64_t epoch_index) const {
 // What the producers of one CPU epoch share: the loader's state, the epoch's order and seed.
 struct NeighborLoader::EpochWork {
   std::shared_ptr<const Shared> shared;
-  Array order;  // int64: input positions in epoch order
+  Array order;            // int64: input positions in epoch order
   LoaderOptions options;  // options.sampler.seed: this epoch's sampler seed
   int threads = 1;
   int64_t prefetch = 1;

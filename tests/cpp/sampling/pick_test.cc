@@ -185,8 +185,7 @@ TEST(PickRules, SingleTargetsAcrossFanoutsAndDegrees) {
       NeighborSamplerOptions options{{fanout}, (variant & 1) != 0, (variant & 2) != 0, 99};
       const sampling_internal::PickRule rule{fanout, options.replace, options.seed, 0, 4};
       for (int64_t target = 0; target < 2000; target += 37) {
-        const HostSubgraph expected =
-            vectors_of(sample_neighbors(graph, {{target}}, options, 4));
+        const HostSubgraph expected = vectors_of(sample_neighbors(graph, {{target}}, options, 4));
         const int64_t begin = graph.begin(target), degree = graph.degree(target);
         const float* weights = options.weighted ? graph.weights()->data<float>() + begin : nullptr;
         const int64_t count = sampling_internal::pick_count(degree, weights, rule);
