@@ -150,13 +150,13 @@ void bind_dist(nb::module_& m) {
           [](const DistGraph& graph, const InputArray& seeds, std::vector<int64_t> fanouts,
              bool replace, bool weighted, uint64_t seed, uint64_t batch_index) {
             const Array seed_array = host_ids_array(seeds, "seeds");
-            auto holder = std::make_shared<SampledSubgraph>();
+            SampledSubgraph sub;
             {
               nb::gil_scoped_release release;
               graph.sample(seed_array.span<int64_t>(),
-                           {std::move(fanouts), replace, weighted, seed}, batch_index, *holder);
+                           {std::move(fanouts), replace, weighted, seed}, batch_index, sub);
             }
-            return subgraph_to_python(holder);
+            return subgraph_to_python(sub);
           },
           nb::arg("seeds"), nb::arg("fanouts"), nb::arg("replace") = false,
           nb::arg("weighted") = false, nb::arg("seed") = 0, nb::arg("batch_index") = 0,

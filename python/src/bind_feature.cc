@@ -3,7 +3,9 @@
 //
 // Inputs are borrowed zero-copy (the store keeps the Python object alive); gathered rows come
 // back as new arrays, or are written into a caller's writable C-contiguous CPU array (`out=`).
-// Every gather and build runs without the GIL.
+// A store in GPU tiers gathers on its device into a new device array, ready in the order of
+// the caller's stream and freed in that order (see bind_cuda.cc). Every gather and build runs
+// without the GIL.
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "volley/feature/feature_store.h"
 #include "volley/feature/hotness.h"
 #include "volley/graph/dataset.h"
+#include "volley/loader/cuda_loader.h"  // gather_to_device
 
 namespace volley::python {
 namespace {
@@ -61,17 +64,21 @@ bool same_dtype(nb::dlpack::dtype given, DType dtype) {
 Location parse_location(const std::string& name) {
   if (name == "host") return Location::kHost;
   if (name == "shared" || name == "shared_memory") return Location::kSharedMemory;
-  throw ValueError(
-      fmt::format("a cache tier lives in \"host\" or \"shared\" memory, got \"{}\"", name));
+  if (name == "cuda") return Location::kCuda;
+  if (name == "pinned" || name == "pinned_host") return Location::kPinnedHost;
+  throw ValueError(fmt::format(
+      "a cache tier lives in \"host\", \"shared\", \"cuda\" or \"pinned_host\" memory, got "
+      "\"{}\"",
+      name));
 }
 
 FeatureStoreOptions store_options(const std::vector<std::pair<std::string, int64_t>>& tiers,
-                                  const std::optional<InputArray>& hot_order) {
+                                  const std::optional<InputArray>& hot_order, int device = 0) {
   FeatureStoreOptions options;
   for (const auto& [location, budget] : tiers) {
-    options.tiers.push_back(
-        {.location = parse_location(location),
-         .byte_budget = budget < 0 ? Buffer::npos : static_cast<size_t>(budget)});
+    options.tiers.push_back({.location = parse_location(location),
+                             .byte_budget = budget < 0 ? Buffer::npos : static_cast<size_t>(budget),
+                             .device = device});
   }
   options.hot_order = array_from_python(hot_order, "hot_order");
   return options;
@@ -93,15 +100,16 @@ void bind_feature(nb::module_& m) {
       .def_static(
           "build",
           [](const InputArray& matrix, const std::vector<std::pair<std::string, int64_t>>& tiers,
-             const std::optional<InputArray>& hot_order) {
+             const std::optional<InputArray>& hot_order, int device) {
             Array array = array_from_python(matrix, "features");
-            FeatureStoreOptions options = store_options(tiers, hot_order);
+            FeatureStoreOptions options = store_options(tiers, hot_order, device);
             nb::gil_scoped_release release;
             return FeatureStore::build(array, options);
           },
           nb::arg("matrix"), nb::arg("tiers"), nb::arg("hot_order").none() = nb::none(),
+          nb::arg("device") = 0,
           "Hottest rows into cache tiers [(location, byte_budget or -1), ...]; the rest stay in "
-          "`matrix`.")
+          "`matrix`. GPU tiers: [(\"cuda\", bytes)] on CUDA device `device`, the rest pinned.")
       .def_static(
           "from_npy",
           [](const std::string& path, const std::vector<std::pair<std::string, int64_t>>& tiers,
@@ -131,6 +139,9 @@ void bind_feature(nb::module_& m) {
       .def_prop_ro("dtype",
                    [](const FeatureStore& store) { return std::string(dtype_name(store.dtype())); })
       .def_prop_ro("has_lookup", &FeatureStore::has_lookup)
+      .def_prop_ro("on_cuda", &FeatureStore::on_cuda)
+      .def_prop_ro("device", &FeatureStore::device)
+      .def("describe", &FeatureStore::describe)
       .def_prop_ro("shared_name", &FeatureStore::shared_name)
       .def_prop_ro(
           "tiers",
@@ -157,8 +168,20 @@ void bind_feature(nb::module_& m) {
       .def(
           "gather",
           [](const FeatureStore& store, const InputArray& ids,
-             const std::optional<std::string>& dtype, std::optional<OutputArray> out,
-             int threads) -> nb::object {
+             const std::optional<std::string>& dtype, std::optional<OutputArray> out, int threads,
+             uintptr_t stream) -> nb::object {
+            if (store.on_cuda()) {
+              VOLLEY_REQUIRE(!out && !dtype, ValueError,
+                             "a feature store in GPU tiers gathers its stored dtype into a new "
+                             "device array: pass neither dtype nor out");
+              const Array id_array = array_from_python(ids, "ids");
+              Array rows;
+              {
+                nb::gil_scoped_release release;
+                rows = gather_to_device(store, id_array, reinterpret_cast<void*>(stream));
+              }
+              return array_to_python(rows);
+            }
             const Array id_array = ids_array(ids);
             GatherOptions options;
             if (dtype) options.out_dtype = dtype_from_name(*dtype);
@@ -189,9 +212,11 @@ void bind_feature(nb::module_& m) {
             return nb::none();
           },
           nb::arg("ids"), nb::arg("dtype").none() = nb::none(), nb::arg("out").none() = nb::none(),
-          nb::arg("threads") = 0,
+          nb::arg("threads") = 0, nb::arg("stream") = 0,
           "Rows `ids` (int64) as a new array [n, D] (or [n]), or written into `out` (returns "
-          "None). `dtype` converts on the way; threads=1 gathers on the calling thread.")
+          "None). `dtype` converts on the way; threads=1 gathers on the calling thread. GPU "
+          "stores: ids on the host or the device, rows as a new device array ready in `stream` "
+          "order (an integer cudaStream_t).")
       .def("__repr__", [](const FeatureStore& store) {
         return "<volley FeatureStore " + store.describe() + ">";
       });

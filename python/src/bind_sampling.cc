@@ -1,7 +1,7 @@
 // python/src/bind_sampling.cc — neighbor sampling and the batch pipeline.
 //
-// Results cross zero-copy: a sampled subgraph's vectors are moved into a shared holder that the
-// returned arrays keep alive; a loader batch's Arrays are handed over as they are. The helpers
+// Results cross zero-copy: a sampled subgraph's and a loader batch's Arrays are handed over as
+// they are (host arrays to numpy, device arrays through DLPack). The helpers
 // that do so (subgraph_to_python, batch_to_python) and the BatchSource / BatchStream bases are
 // shared with the distributed service's bindings (bind_dist.cc).
 #include <functional>
@@ -21,18 +21,73 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "volley/core/cuda_device.h"
+#include "volley/core/recycler.h"
+#include "volley/loader/cuda_loader.h"  // sample_device_batch
 #include "volley/loader/neighbor_loader.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::python {
 namespace {
 
-// A 1-d int64 Array over a vector that `holder` keeps alive.
-Array vector_array(const std::shared_ptr<SampledSubgraph>& holder, std::vector<int64_t>& values) {
-  Buffer buffer = Buffer::borrow(values.data(), values.size() * sizeof(int64_t), holder,
-                                 /*writable=*/true, Location::kHost);
-  return Array(std::move(buffer), DType::kInt64, {static_cast<int64_t>(values.size())});
+// A row of a [2, E] int64 array as a [E] array over the same memory.
+Array edge_row(const Array& edge_index, int64_t row) {
+  const int64_t e = edge_index.dim(1);
+  const size_t bytes = static_cast<size_t>(e) * sizeof(int64_t);
+  return Array(edge_index.buffer().slice(static_cast<size_t>(row) * bytes, bytes), DType::kInt64,
+               {e});
 }
+
+// A subgraph to sample into: one whose arrays Python has let go of (its vectors' capacity reused,
+// so a batch maps and faults no fresh pages), or a new one. At most 4 wait, each kept only while
+// its vectors hold at most 128 MiB.
+std::shared_ptr<HostSubgraph> recycled_subgraph() {
+  const auto keep = [](const HostSubgraph& subgraph) {
+    const size_t values = subgraph.nodes.capacity() + subgraph.rows.capacity() +
+                          subgraph.cols.capacity() + subgraph.edge_ids.capacity();
+    return values * sizeof(int64_t) <= (size_t{128} << 20);
+  };
+  static auto* stock = new Recycler<HostSubgraph>({.max_idle = 4, .keep = keep});
+  return stock->acquire();
+}
+
+// The one sampler as Python holds it: on a GPU, with a stream of its own, each batch copied
+// into memory of its own that is handed to the caller's stream (see bind_cuda.cc).
+struct PyNeighborSampler {
+  NeighborSampler sampler;
+  CudaStream stream;
+
+  nb::dict sample(const InputArray& seeds, uint64_t batch_index, uintptr_t consumer_stream) {
+    const Array seed_array = host_ids_array(seeds, "seeds");
+    if (!sampler.on_cuda()) {
+      auto holder = recycled_subgraph();
+      {
+        nb::gil_scoped_release release;
+        sample_neighbors(sampler.graph(), seed_array.span<int64_t>(), sampler.options(),
+                         batch_index, *holder);
+      }
+      return subgraph_to_python(HostSubgraph::view(holder));
+    }
+    Batch batch;
+    {
+      nb::gil_scoped_release release;
+      if (stream.handle() == nullptr) stream = CudaStream::create(sampler.device());
+      batch = sample_device_batch(sampler, seed_array.span<int64_t>(), batch_index, nullptr,
+                                  nullptr, stream.handle());
+      batch.hand_over(reinterpret_cast<void*>(consumer_stream));
+    }
+    nb::dict result;
+    result["n_id"] = array_to_python(batch.nodes);
+    result["row"] = array_to_python(edge_row(batch.edge_index, 1));
+    result["col"] = array_to_python(edge_row(batch.edge_index, 0));
+    result["e_id"] = array_to_python(batch.edge_ids);
+    result["num_sampled_nodes"] = batch.nodes_per_hop;
+    result["num_sampled_edges"] = batch.edges_per_hop;
+    return result;
+  }
+};
+
+using SamplerGraph = std::variant<Csr, CudaGraph>;
 
 // Features or labels handed to the loader: a FeatureStore as it is, or an array (zero-copy).
 using RowsInput = std::variant<FeatureStore, InputArray>;
@@ -165,14 +220,14 @@ Array host_ids_array(const InputArray& ids, std::string_view what) {
   return array;
 }
 
-nb::dict subgraph_to_python(const std::shared_ptr<SampledSubgraph>& holder) {
+nb::dict subgraph_to_python(const SampledSubgraph& subgraph) {
   nb::dict result;
-  result["n_id"] = array_to_python(vector_array(holder, holder->nodes));
-  result["row"] = array_to_python(vector_array(holder, holder->rows));
-  result["col"] = array_to_python(vector_array(holder, holder->cols));
-  result["e_id"] = array_to_python(vector_array(holder, holder->edge_ids));
-  result["num_sampled_nodes"] = holder->nodes_per_hop;
-  result["num_sampled_edges"] = holder->edges_per_hop;
+  result["n_id"] = array_to_python(subgraph.nodes);
+  result["row"] = array_to_python(subgraph.rows);
+  result["col"] = array_to_python(subgraph.cols);
+  result["e_id"] = array_to_python(subgraph.edge_ids);
+  result["num_sampled_nodes"] = subgraph.nodes_per_hop;
+  result["num_sampled_edges"] = subgraph.edges_per_hop;
   return result;
 }
 
@@ -183,18 +238,40 @@ void bind_sampling(nb::module_& m) {
       [](const Csr& graph, const InputArray& seeds, std::vector<int64_t> fanouts, bool replace,
          bool weighted, uint64_t seed, uint64_t batch_index) {
         const Array seed_array = host_ids_array(seeds, "seeds");
-        auto holder = std::make_shared<SampledSubgraph>();
+        auto holder = recycled_subgraph();
         {
           nb::gil_scoped_release release;
-          *holder = sample_neighbors(graph, seed_array.span<int64_t>(),
-                                     {std::move(fanouts), replace, weighted, seed}, batch_index);
+          sample_neighbors(graph, seed_array.span<int64_t>(),
+                           {std::move(fanouts), replace, weighted, seed}, batch_index, *holder);
         }
-        return subgraph_to_python(holder);
+        return subgraph_to_python(HostSubgraph::view(holder));
       },
       nb::arg("graph"), nb::arg("seeds"), nb::arg("fanouts"), nb::arg("replace") = false,
       nb::arg("weighted") = false, nb::arg("seed") = 0, nb::arg("batch_index") = 0,
       "Multi-hop neighbor sampling (see volley/sampling/neighbor_sampler.h). Returns a dict with "
       "n_id, row, col, e_id (int64 arrays) and num_sampled_nodes / num_sampled_edges lists.");
+
+  nb::class_<PyNeighborSampler>(m, "NeighborSampler",
+                                "The one sampler: CPU over a Csr, CUDA over a CudaGraph "
+                                "(sampling/neighbor_sampler.h).")
+      .def(
+          "__init__",
+          [](PyNeighborSampler* self, const SamplerGraph& graph, std::vector<int64_t> fanouts,
+             bool replace, bool weighted, uint64_t seed) {
+            NeighborSamplerOptions options{std::move(fanouts), replace, weighted, seed};
+            std::visit(
+                [&](const auto& g) {
+                  new (self) PyNeighborSampler{NeighborSampler(g, options), {}};
+                },
+                graph);
+          },
+          nb::arg("graph"), nb::arg("fanouts"), nb::arg("replace") = false,
+          nb::arg("weighted") = false, nb::arg("seed") = 0)
+      .def_prop_ro("on_cuda", [](const PyNeighborSampler& s) { return s.sampler.on_cuda(); })
+      .def("sample", &PyNeighborSampler::sample, nb::arg("seeds"), nb::arg("batch_index"),
+           nb::arg("stream") = 0,
+           "One batch: dict of arrays n_id, row, col, e_id and per-hop counts; on a GPU device "
+           "arrays ready in `stream` order (an integer cudaStream_t).");
 
   nb::class_<BatchSource>(m, "BatchSource",
                           "Where a loader's batches come from (see loader/batch_source.h).")
@@ -206,22 +283,25 @@ void bind_sampling(nb::module_& m) {
                           "The batches of one epoch, in order; iterate with next().")
       .def(
           "next",
-          [](BatchStream& stream) -> nb::object {
+          [](BatchStream& stream, uintptr_t consumer_stream) -> nb::object {
             std::optional<Batch> batch;
             {
               nb::gil_scoped_release release;
-              batch = stream.next();
+              batch = stream.next_on(reinterpret_cast<void*>(consumer_stream));
             }
             if (!batch) return nb::none();
             return batch_to_python(*batch);
           },
+          nb::arg("stream") = 0,
           "The next batch as a dict, or None after the last. Raises the error of a batch that "
-          "failed.")
+          "failed. Device batches are ready in the order of `stream` (an integer cudaStream_t; "
+          "0: the legacy default stream) and freed in it; host batches ignore it.")
       .def("stop", &BatchStream::stop, nb::call_guard<nb::gil_scoped_release>(),
            "Stop producing batches early (idempotent).")
       .def_prop_ro("num_batches", &BatchStream::num_batches);
 
-  nb::class_<Epoch, BatchStream>(m, "Epoch", "One pass of a NeighborLoader.");
+  nb::class_<Epoch, BatchStream>(m, "Epoch",
+                                 "One pass of a loader (CPU or CUDA): batches in order.");
 
   nb::class_<NeighborLoader>(m, "NeighborLoader",
                              "The C++ batch pipeline (loader/neighbor_loader.h): one loader for "

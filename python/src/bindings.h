@@ -63,10 +63,10 @@ std::optional<Array> array_from_python(const std::optional<InputArray>& input,
 // Shared by the sampling and distributed-service bindings (bind_sampling.cc):
 // A 1-d int64 host Array over `ids` (ValueError naming `what` otherwise). Needs the GIL.
 Array host_ids_array(const InputArray& ids, std::string_view what);
-// A sampled subgraph as a dict of zero-copy arrays (n_id, row, col, e_id) and per-hop counts
-// (num_sampled_nodes, num_sampled_edges); the arrays keep `holder` alive. Needs the GIL.
-nb::dict subgraph_to_python(const std::shared_ptr<SampledSubgraph>& holder);
-// A loader batch (a host Batch or a DeviceBatch: the same fields) as a dict (PyG field names:
+// A sampled subgraph as a dict of zero-copy arrays (n_id, row, col, e_id; host or device) and
+// per-hop counts (num_sampled_nodes, num_sampled_edges). Needs the GIL.
+nb::dict subgraph_to_python(const SampledSubgraph& subgraph);
+// A loader batch (host or device arrays) as a dict (PyG field names:
 // n_id, input_id, edge_index, e_id, x, y, batch_size, num_sampled_nodes, num_sampled_edges,
 // index), arrays zero-copy, None for absent x / y. Needs the GIL.
 template <typename BatchLike>

@@ -195,7 +195,6 @@ class Feature:
         device: Any = None,
     ):
         self._device = _cuda.parse_device(device)
-        self._device_store: Any = None
         if self._device is not None and shared:
             raise VolleyValueError(
                 "shared=True is for host memory; a Feature on a CUDA device cannot be shared"
@@ -285,8 +284,8 @@ class Feature:
                 self._store = _NativeStore(matrix)
 
     def _build_device(self, data: Any) -> None:
-        """The GPU tiers (``device=``): a native DeviceFeatureStore, plus a zero-copy CPU store
-        over the same host matrix for shape, dtype and host-side reads."""
+        """The GPU tiers (``device=``): one native FeatureStore with a device tier (the hottest
+        ``cache_bytes``, all rows without a size) and a pinned host tier for the rest."""
         if isinstance(data, _NativeStore):
             raise VolleyValueError(
                 "a native FeatureStore cannot be moved to a CUDA device; pass the array"
@@ -296,8 +295,7 @@ class Feature:
         matrix = _tensor.to_input(data)
         hot_order = self._hot_order_ids()
         budget = self._cache_bytes if self._cache_bytes > 0 else -1
-        self._device_store = _volley.DeviceFeatureStore.build(matrix, budget, hot_order, self._device)
-        self._store = _NativeStore(matrix)
+        self._store = _NativeStore.build(matrix, [("cuda", budget)], hot_order, self._device)
 
     @property
     def device(self) -> Any:
@@ -327,7 +325,7 @@ class Feature:
             VolleyIndexError: an id out of range (the message names it and its position).
         """
         store = self._native()
-        if self._device_store is not None:
+        if store.on_cuda:
             rows = self._gather_device(ids)
         else:
             rows = _tensor.to_output(store.gather(_as_ids(ids, store.num_rows)))
@@ -351,7 +349,7 @@ class Feature:
             The rows (a new tensor/array), or ``out`` when given.
         """
         store = self._native()
-        if self._device_store is not None:
+        if store.on_cuda:
             rows = self._gather_device(ids)
             if dtype is not None:
                 rows = rows.to(getattr(_tensor.torch_module(), dtype))
@@ -375,7 +373,7 @@ class Feature:
         else:
             id_array = _as_ids(ids, len(self))
         stream = _cuda.current_stream(self._device)
-        return _tensor.to_output(self._device_store.gather(id_array, stream))
+        return _tensor.to_output(self._native().gather(id_array, stream=stream))
 
     def size(self, dim: Optional[int] = None) -> Any:
         """The shape (as ``torch.Tensor.size``), or one dimension of it."""
@@ -426,7 +424,14 @@ class Feature:
 
         Returns:
             self.
+
+        Raises:
+            VolleyValueError: a Feature on a CUDA device (its tiers are device and pinned memory).
         """
+        if self._device is not None:
+            raise VolleyValueError(
+                "a Feature on a CUDA device cannot be shared: share the CPU Feature"
+            )
         self._store = _share.share_feature_store(self._native())
         return self
 
@@ -445,8 +450,8 @@ class Feature:
     def __repr__(self) -> str:
         if self._store is None:
             return "Feature(empty)"
-        if self._device_store is not None:
-            return f"Feature({self._device_store.describe()})"
+        if self._store.on_cuda:
+            return f"Feature({self._store.describe()})"
         tiers = ", ".join(f"{t['location']}:{t['rows']}" for t in self._store.tiers)
         return f"Feature(shape={self.shape}, dtype={self._store.dtype}, tiers=[{tiers}])"
 

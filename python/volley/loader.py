@@ -80,36 +80,23 @@ def _rows_input(rows: Any) -> Any:
 
 
 def _device_rows(rows: Any, device: int, what: str) -> Any:
-    """Features or labels for the CUDA loader: a native DeviceFeatureStore on ``device`` (a
-    ``volley.Feature`` made with that ``device`` as it is; anything else copied to the device,
+    """Features or labels for the CUDA loader: a native FeatureStore in GPU tiers on ``device``
+    (a ``volley.Feature`` made with that ``device`` as it is; anything else copied to the device,
     every row in device memory; labels as int64)."""
     if rows is None:
         return None
     if isinstance(rows, Feature):
-        if rows._device_store is not None:
+        if rows._device is not None:
             if rows._device != device:
-                raise _volley.VolleyValueError(f"{what} live on cuda:{rows._device}, the loader on cuda:{device}")
-            return rows._device_store
+                raise _volley.VolleyValueError(
+                    f"{what} live on cuda:{rows._device}, the loader on cuda:{device}"
+                )
+            return rows._native()
         rows = rows.gather(slice(None))  # a CPU store (tiered, mapped): its rows on the host
     matrix = _tensor.to_input(rows)
     if what == "labels":
         matrix = np.ascontiguousarray(_tensor.to_numpy(matrix), dtype=np.int64).reshape(-1)
-    return _volley.DeviceFeatureStore.build(matrix, -1, None, device)
-
-
-class _CudaEpochStream:
-    """A native CUDA epoch as the iterator sees it: ``next()`` hands each batch to torch's
-    current stream on the loader's device."""
-
-    def __init__(self, epoch: Any, device: int):
-        self._epoch = epoch
-        self._device = device
-
-    def next(self) -> Any:
-        return self._epoch.next(_cuda.current_stream(self._device))
-
-    def stop(self) -> None:
-        self._epoch.stop()
+    return _volley.FeatureStore.build(matrix, [("cuda", -1)], None, device)
 
 
 def _pyg_data_class() -> Optional[type]:
@@ -174,8 +161,8 @@ class NeighborLoader:
             same sampling, same rows), ready on torch's current stream when ``next`` returns
             it (the stream waits on an event; the host does not), its memory freed in that
             stream's order once no tensor refers to it. ``num_workers`` is unused there;
-            ``x`` keeps its stored dtype on the device and is converted to ``feature_dtype``
-            by torch.
+            ``x`` is gathered in its stored dtype and converted to ``feature_dtype`` on the GPU,
+            by the CPU loader's rules.
         rank, world_size: this process's share of the input nodes in data-parallel training.
             Default: ``torch.distributed``'s rank and world size when a process group is
             initialised, else a single process (0, 1). With ``world_size > 1`` every epoch
@@ -232,9 +219,6 @@ class NeighborLoader:
             placed = _cuda.place_graph(graph, self.mode, self.device)
             features = _device_rows(x, self.device, "features")
             self._cuda_rows = (placed, features, _device_rows(y, self.device, "labels"))
-            stored = features.dtype if features is not None else feature_dtype
-            self._x_dtype = None if stored == feature_dtype else feature_dtype
-            feature_dtype = stored
         self._setup(
             graph.num_nodes,
             num_neighbors,
@@ -367,10 +351,14 @@ class NeighborLoader:
 
     def __iter__(self) -> Iterator[Any]:
         epoch = self._native.start_epoch(self._epoch)
-        if getattr(self, "_cuda_rows", None) is not None:
-            epoch = _CudaEpochStream(epoch, self.device)
         self._epoch += 1
         return _EpochIterator(self, epoch)
+
+    def _consumer_stream(self) -> int:
+        """The stream device batches are handed to: torch's current stream on the loader's
+        device (0 on the CPU, where the stream is ignored)."""
+        device = getattr(self, "device", None)
+        return _cuda.current_stream(device) if device is not None else 0
 
     def _to_batch(self, raw: dict) -> Any:
         def out(key: str) -> Any:
@@ -403,15 +391,13 @@ class NeighborLoader:
         return self.transform(batch) if self.transform is not None else batch
 
     def _on_device(self, fields: dict) -> dict:
-        """Batch fields on the loader's CUDA device: copied there in CPU mode, ``x`` converted
-        to ``feature_dtype`` when the device store holds another dtype."""
+        """Batch fields on the loader's CUDA device: copied there in CPU mode (GPU and UVA
+        batches are there already, ``x`` converted to ``feature_dtype`` in C++)."""
         torch = _tensor.torch_module()
         target = torch.device("cuda", self.device)
         for key, value in fields.items():
             if isinstance(value, torch.Tensor) and value.device != target:
                 fields[key] = value.to(target, non_blocking=True)  # CPU mode
-        if getattr(self, "_x_dtype", None) is not None and fields["x"] is not None:
-            fields["x"] = fields["x"].to(getattr(torch, self._x_dtype))
         return fields
 
     def __repr__(self) -> str:
@@ -440,7 +426,7 @@ class _EpochIterator:
         if self._epoch is None:
             raise StopIteration
         try:
-            raw = self._epoch.next()
+            raw = self._epoch.next(self._loader._consumer_stream())
         except BaseException:
             self.close()
             raise

@@ -20,7 +20,6 @@ import numpy as np
 from . import _cuda, _tensor
 from . import _volley
 from ._volley import VolleyValueError
-from ._volley import sample_neighbors as _sample_neighbors
 from .graph import Graph
 
 
@@ -101,11 +100,11 @@ class NeighborSampler:
         self.graph = graph
         self._configure(sizes, replace, weighted, seed, has_weights=graph.weights is not None)
         self.device, self.mode = _cuda.resolve(device, mode)
-        if self.mode != "CPU":
-            placed = _cuda.place_graph(graph, self.mode, self.device)
-            self._cuda_sampler = _volley.CudaNeighborSampler(
-                placed, self.sizes, self.replace, self.weighted, self.seed
-            )
+        # One native sampler: where the graph lives (host, or placed for the GPU) picks the kernel.
+        native_graph = graph._csr if self.mode == "CPU" else _cuda.place_graph(graph, self.mode, self.device)
+        self._native_sampler = _volley.NeighborSampler(
+            native_graph, self.sizes, self.replace, self.weighted, self.seed
+        )
 
     def _configure(
         self, sizes: Sequence[int], replace: bool, weighted: bool, seed: int, *, has_weights: bool
@@ -127,16 +126,12 @@ class NeighborSampler:
         self._calls = 0
         self.device: Optional[int] = None
         self.mode = "CPU"
-        self._cuda_sampler: Any = None
+        self._native_sampler: Any = None
 
     def _sample_raw(self, seeds: np.ndarray, batch_index: int) -> dict:
         """The native sampler's dict for int64 ``seeds`` (overridden by ``DistSampler``)."""
-        if self._cuda_sampler is not None:
-            stream = _cuda.current_stream(self.device)
-            return self._cuda_sampler.sample(seeds, batch_index, stream)
-        return _sample_neighbors(
-            self.graph._csr, seeds, self.sizes, self.replace, self.weighted, self.seed, batch_index
-        )
+        stream = _cuda.current_stream(self.device) if self.device is not None else 0
+        return self._native_sampler.sample(seeds, batch_index, stream)
 
     def sample_subgraph(self, seeds: Any, batch_index: Optional[int] = None) -> SampledSubgraph:
         """Samples one batch and returns the raw result (zero-copy arrays).

@@ -19,7 +19,7 @@
 #include "volley/feature/gather.h"
 #include "volley/graph/dataset.h"
 #include "volley/loader/neighbor_loader.h"
-#include "volley/sampling/cuda_sampler.h"
+#include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::cli {
@@ -75,8 +75,8 @@ SampleFigures run_sampling(const Csr& graph, const std::vector<int64_t>& seeds,
                                      static_cast<size_t>(settings.batch_size));
       const auto result =
           sample_neighbors(graph, batch, options, static_cast<uint64_t>(b), &scratch);
-      my_edges += static_cast<int64_t>(result.rows.size());
-      my_nodes += static_cast<int64_t>(result.nodes.size());
+      my_edges += result.num_edges();
+      my_nodes += result.num_nodes();
     }
     edges += my_edges;
     nodes += my_nodes;

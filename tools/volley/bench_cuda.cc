@@ -11,8 +11,8 @@
 
 #include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
-#include "volley/feature/cuda_gather.h"
-#include "volley/sampling/cuda_sampler.h"
+#include "volley/feature/feature_store.h"
+#include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::cli {
 namespace {
@@ -49,7 +49,7 @@ nlohmann::json run_cuda_sample_bench(const Dataset& dataset, const std::vector<i
                  settings.batch_size, seeds.size());
   const CudaGraph graph =
       CudaGraph::place(dataset.graph, {.mode = mode, .device = settings.device});
-  CudaNeighborSampler sampler(graph, options);
+  NeighborSampler sampler(graph, options);
   CudaStream stream = CudaStream::create(settings.device);
   auto batch_seeds = [&](int64_t b) {
     return std::span<const int64_t>(seeds.data() + (b % available) * settings.batch_size,
@@ -63,8 +63,8 @@ nlohmann::json run_cuda_sample_bench(const Dataset& dataset, const std::vector<i
   const auto start = Clock::now();
   for (int64_t b = 0; b < settings.batches; ++b) {
     const auto batch = sampler.sample(batch_seeds(b), static_cast<uint64_t>(b), stream.handle());
-    edges += batch.rows.numel();
-    nodes += batch.nodes.numel();
+    edges += batch.num_edges();
+    nodes += batch.num_nodes();
   }
   stream.synchronize();
   const double seconds = seconds_since(start);
@@ -97,10 +97,13 @@ nlohmann::json run_cuda_gather_bench(const Array& table,
                  "the gather bench needs at least one non-empty batch");
   const auto budget =
       static_cast<size_t>(settings.cache_fraction * static_cast<double>(table.nbytes()));
-  const DeviceFeatureStore store =
-      DeviceFeatureStore::build(table, {.device_byte_budget = budget, .device = settings.device});
+  const FeatureStore store = FeatureStore::build(
+      table,
+      {.tiers = {{.location = Location::kCuda, .byte_budget = budget, .device = settings.device}}});
+  const int64_t device_rows = store.tiers()[0].num_slots();
   const size_t per_batch = batches.front().size();
   const size_t out_bytes = per_batch * store.row_bytes();
+  const auto count = static_cast<int64_t>(per_batch);
   // All batches' ids on the device up front, as a sampler would leave them.
   Buffer ids =
       Buffer::allocate_device(batches.size() * per_batch * sizeof(int64_t), settings.device);
@@ -109,15 +112,20 @@ nlohmann::json run_cuda_gather_bench(const Array& table,
     VOLLEY_REQUIRE(batches[b].size() == per_batch, ValueError, "batches must have equal sizes");
     cuda_copy(ids.data() + b * per_batch * sizeof(int64_t), batches[b].data(),
               per_batch * sizeof(int64_t), nullptr);
-    for (int64_t id : batches[b]) device_hits += id < store.device_rows() ? 1 : 0;
+    for (int64_t id : batches[b]) device_hits += id < device_rows ? 1 : 0;
   }
   cuda_synchronize(nullptr);
-  Buffer out = Buffer::allocate_device(out_bytes, settings.device);
+  std::vector<int64_t> out_shape = {count};
+  if (store.ndim() == 2) out_shape.push_back(store.width());
+  const Array out(Buffer::allocate_device(out_bytes, settings.device), store.dtype(), out_shape);
   CudaStream stream = CudaStream::create(settings.device);
+  GatherOptions options;
+  options.stream = stream.handle();
+  options.check_ids = false;
   auto gather = [&](size_t b) {
-    store.gather(reinterpret_cast<const int64_t*>(ids.data()) + b * per_batch,
-                 static_cast<int64_t>(per_batch), out.data(), stream.handle(),
-                 {.check_ids = false});
+    const Array batch_ids(ids.slice(b * per_batch * sizeof(int64_t), per_batch * sizeof(int64_t)),
+                          DType::kInt64, {count});
+    store.gather(batch_ids, out, options);
   };
   gather(0);  // warm
   stream.synchronize();
@@ -137,7 +145,7 @@ nlohmann::json run_cuda_gather_bench(const Array& table,
                          {"batch", per_batch},
                          {"batches", batches.size()},
                          {"cache_fraction", settings.cache_fraction},
-                         {"device_rows", store.device_rows()},
+                         {"device_rows", device_rows},
                          {"device_hit_rate", hit_rate},
                          {"bytes_per_batch", out_bytes},
                          {"gather_seconds", seconds},

@@ -37,7 +37,7 @@ struct CudaGatherBench {
   uint64_t seed = 0;
 };
 
-// GB/s of DeviceFeatureStore::gather (device ids → device output) over `batches`, with the
+// GB/s of FeatureStore::gather on GPU tiers (device ids → device output) over `batches`, with the
 // copy bandwidths of the same run and the bound the tier mix allows.
 nlohmann::json run_cuda_gather_bench(const Array& table,
                                      const std::vector<std::vector<int64_t>>& batches,

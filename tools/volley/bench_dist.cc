@@ -189,8 +189,8 @@ Figures run_batches(const BatchSource& source, const Seeds& seeds,
     try {
       for (int64_t b = next++; b < first + count; b = next++) {
         source.sample(seeds.batch(b), options, static_cast<uint64_t>(b), subgraph);
-        my_edges += static_cast<int64_t>(subgraph.rows.size());
-        my_nodes += static_cast<int64_t>(subgraph.nodes.size());
+        my_edges += subgraph.num_edges();
+        my_nodes += subgraph.num_nodes();
         if (bar) bar->advance();
       }
     } catch (...) {
@@ -230,10 +230,10 @@ void check_equal(const std::string& mode, const BatchSource& dist, const Csr& wh
           mode, b, field, a.size(), w.size(), i, i < a.size() ? std::to_string(a[i]) : "none",
           i < w.size() ? std::to_string(w[i]) : "none"));
     };
-    compare("nodes", got.nodes, want.nodes);
-    compare("rows", got.rows, want.rows);
-    compare("cols", got.cols, want.cols);
-    compare("edge_ids", got.edge_ids, want.edge_ids);
+    compare("nodes", got.nodes.to_vector<int64_t>(), want.nodes.to_vector<int64_t>());
+    compare("rows", got.rows.to_vector<int64_t>(), want.rows.to_vector<int64_t>());
+    compare("cols", got.cols.to_vector<int64_t>(), want.cols.to_vector<int64_t>());
+    compare("edge_ids", got.edge_ids.to_vector<int64_t>(), want.edge_ids.to_vector<int64_t>());
     compare("nodes_per_hop", got.nodes_per_hop, want.nodes_per_hop);
     compare("edges_per_hop", got.edges_per_hop, want.edges_per_hop);
   }

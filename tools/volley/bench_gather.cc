@@ -45,7 +45,7 @@ struct GatherSettings {
   int64_t prefetch_bytes = 0;
   uint64_t seed = 0;
   bool huge_pages = true;
-  std::string device = "cpu";    // cpu: FeatureStore::gather; cuda: DeviceFeatureStore::gather
+  std::string device = "cpu";    // cpu: host tiers; cuda: GPU tiers (FeatureStore::gather)
   double cache_fraction = 0.25;  // cuda: share of the table in device memory
   int cuda_device = 0;
 };
@@ -252,9 +252,10 @@ void add_bench_gather(CLI::App& bench) {
   command->add_flag("--huge-pages,!--no-huge-pages", settings.huge_pages,
                     "Host tier: back the table with transparent huge pages, as FeatureStore does "
                     "for the host tiers it allocates and numpy for large arrays (default: on)");
-  command->add_option("--device", settings.device,
-                      "cpu, or cuda: DeviceFeatureStore::gather on --cuda-device (device cache + "
-                      "pinned host rows), printed next to the copy bandwidths of the same run");
+  command->add_option(
+      "--device", settings.device,
+      "cpu, or cuda: FeatureStore::gather on GPU tiers of --cuda-device (device cache + "
+      "pinned host rows), printed next to the copy bandwidths of the same run");
   command
       ->add_option("--cache-fraction", settings.cache_fraction,
                    "With --device cuda: share of the table's bytes in device memory")

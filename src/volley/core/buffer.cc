@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "volley/core/error.h"
+#include "volley/core/host_pool.h"
 #include "volley/core/internal/cuda_memory.h"
 
 namespace volley {
@@ -52,15 +53,30 @@ class Storage {
 
 namespace {
 
+// Small blocks from the C library's heap; large ones from the host pool (host_pool.h), so that
+// per-batch outputs reuse mapped pages instead of faulting in fresh ones.
 class HostStorage final : public Storage {
  public:
   explicit HostStorage(size_t bytes) : Storage(nullptr, bytes, Location::kHost) {
     if (bytes == 0) return;
+    if (bytes >= kHostPoolMinBytes) {
+      data = static_cast<std::byte*>(host_pool_allocate(bytes, &pooled_bytes_));
+      return;
+    }
     const size_t rounded = (bytes + 63) / 64 * 64;
     data = static_cast<std::byte*>(std::aligned_alloc(64, rounded));
     VOLLEY_REQUIRE(data != nullptr, RuntimeError, "out of memory allocating {} bytes", bytes);
   }
-  ~HostStorage() override { std::free(data); }
+  ~HostStorage() override {
+    if (pooled_bytes_ != 0) {
+      host_pool_release(data, pooled_bytes_);
+    } else {
+      std::free(data);
+    }
+  }
+
+ private:
+  size_t pooled_bytes_ = 0;  // the pool block's size; 0 for heap memory
 };
 
 // Shared-memory segment layout: a 64-byte header (magic, owner count, payload size), then the

@@ -2,7 +2,7 @@
 //
 // A Buffer is a cheap, copyable handle (shared ownership) to a block of bytes in one of these
 // locations:
-//   kHost          pageable heap memory, 64-byte aligned;
+//   kHost          pageable memory, 64-byte aligned (>= 256 KiB: recycled, see host_pool.h);
 //   kSharedMemory  memory another process can attach to by name, either
 //                  - an anonymous memfd segment (create_shareable; preferred): no name in
 //                    /dev/shm at all, so nothing can leak even when every process holding it is
@@ -47,7 +47,7 @@ class Buffer {
   // An empty buffer: data() == nullptr, size() == 0.
   Buffer() = default;
 
-  // Uninitialised heap memory, 64-byte aligned.
+  // Uninitialised host memory, 64-byte aligned (from 256 KiB: the host pool's, host_pool.h).
   static Buffer allocate(size_t bytes);
   // Zero-filled heap memory.
   static Buffer zeros(size_t bytes);

@@ -128,7 +128,7 @@ void merge_hop(const MergeScratch& scratch, size_t frontier_begin, Builder& buil
 }
 
 // One hop over the builder's frontier (nothing when the fanout is 0 or the frontier empty).
-void sample_one_hop(const DistGraph::State& state, const Hop& hop, const SampledSubgraph& out,
+void sample_one_hop(const DistGraph::State& state, const Hop& hop, const HostSubgraph& out,
                     MergeScratch& scratch, Builder& builder) {
   const size_t begin = builder.frontier_begin();
   const size_t end = builder.frontier_end();
@@ -162,8 +162,9 @@ void sample_one_hop(const DistGraph::State& state, const Hop& hop, const Sampled
 }  // namespace
 
 void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-                       uint64_t batch_index, SampledSubgraph& out) const {
+                       uint64_t batch_index, SampledSubgraph& result) const {
   validate(options);
+  HostSubgraph out;
   const State& state = *state_;
   const auto parts = static_cast<size_t>(state.num_parts());
   thread_local MergeScratch scratch;
@@ -176,6 +177,7 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
                    scratch, builder);
   }
   builder.finish();
+  result = out.finish();
 }
 
 SampledSubgraph DistGraph::sample(std::span<const int64_t> seeds,

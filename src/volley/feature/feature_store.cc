@@ -10,24 +10,12 @@
 #include "volley/core/parallel.h"
 #include "volley/feature/cpu/gather_kernel.h"
 #include "volley/feature/gather.h"
+#include "volley/feature/internal/store_state.h"
 #include "volley/graph/io/npy.h"
 
 namespace volley {
 
 namespace fi = feature_internal;
-
-struct FeatureStore::State {
-  std::vector<Tier> tiers;
-  int64_t num_rows = 0;
-  int64_t width = 1;
-  int64_t ndim = 2;
-  DType dtype = DType::kFloat32;
-  size_t row_bytes = 0;
-  Buffer lookup;  // empty: identity; else uint32 or uint64 entries
-  bool lookup_is_32bit = false;
-  std::string shared_name;
-  fi::RowMap map;  // bases of tiers() and the lookup, for the kernel
-};
 
 namespace {
 
@@ -180,8 +168,44 @@ FeatureStore FeatureStore::attach_shared(const std::string& name) {
   return store;
 }
 
+namespace feature_internal {
+
+std::vector<int64_t> placement_order(const std::optional<Array>& hot_order, int64_t n) {
+  std::vector<int64_t> order;
+  if (!hot_order) return order;
+  const Array& hot = *hot_order;
+  VOLLEY_REQUIRE(hot.defined() && hot.ndim() == 1 && hot.dtype() == DType::kInt64, ValueError,
+                 "hot_order must be a 1-d int64 array, got {}", hot.describe());
+  VOLLEY_REQUIRE(hot.numel() <= n, ValueError, "hot_order lists {} rows; the matrix has only {}",
+                 hot.numel(), n);
+  std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
+  const int64_t* ids = hot.data<int64_t>();
+  order.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < hot.numel(); ++i) {
+    VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
+                   "hot_order id {} at position {} out of range for a matrix with {} rows", ids[i],
+                   i, n);
+    VOLLEY_REQUIRE(!seen[static_cast<size_t>(ids[i])], ValueError,
+                   "hot_order lists row {} twice (second time at position {})", ids[i], i);
+    seen[static_cast<size_t>(ids[i])] = 1;
+    order.push_back(ids[i]);
+  }
+  for (int64_t id = 0; id < n; ++id) {
+    if (!seen[static_cast<size_t>(id)]) order.push_back(id);
+  }
+  return order;
+}
+
+}  // namespace feature_internal
+
 FeatureStore FeatureStore::build(const Array& matrix, const FeatureStoreOptions& options) {
   auto state = state_for(matrix);
+  if (fi::wants_gpu_tiers(options)) {
+    fi::build_gpu_tiers(matrix, options, *state);
+    FeatureStore store;
+    store.state_ = std::move(state);
+    return store;
+  }
   const int64_t n = state->num_rows;
   VOLLEY_REQUIRE(options.tiers.size() < static_cast<size_t>(fi::RowMap::kMaxTiers), ValueError,
                  "a feature store has at most {} cache tiers, got {}", fi::RowMap::kMaxTiers - 1,
@@ -189,33 +213,10 @@ FeatureStore FeatureStore::build(const Array& matrix, const FeatureStoreOptions&
   for (size_t t = 0; t < options.tiers.size(); ++t) {
     const Location where = options.tiers[t].location;
     VOLLEY_REQUIRE(where == Location::kHost || where == Location::kSharedMemory, ValueError,
-                   "cache tier {} must be in host or shared memory, not {}", t,
+                   "cache tier {} must be in host, shared, cuda or pinned_host memory, not {}", t,
                    location_name(where));
   }
-  // The order rows are placed in: the hot order, then every unlisted row in id order.
-  std::vector<int64_t> order;
-  if (options.hot_order) {
-    const Array& hot = *options.hot_order;
-    VOLLEY_REQUIRE(hot.ndim() == 1 && hot.dtype() == DType::kInt64, ValueError,
-                   "hot_order must be a 1-d int64 array, got {}", hot.describe());
-    VOLLEY_REQUIRE(hot.numel() <= n, ValueError, "hot_order lists {} rows; the matrix has only {}",
-                   hot.numel(), n);
-    std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
-    const int64_t* ids = hot.data<int64_t>();
-    order.reserve(static_cast<size_t>(n));
-    for (int64_t i = 0; i < hot.numel(); ++i) {
-      VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
-                     "hot_order id {} at position {} out of range for a matrix with {} rows",
-                     ids[i], i, n);
-      VOLLEY_REQUIRE(!seen[static_cast<size_t>(ids[i])], ValueError,
-                     "hot_order lists row {} twice (second time at position {})", ids[i], i);
-      seen[static_cast<size_t>(ids[i])] = 1;
-      order.push_back(ids[i]);
-    }
-    for (int64_t id = 0; id < n; ++id) {
-      if (!seen[static_cast<size_t>(id)]) order.push_back(id);
-    }
-  }
+  const std::vector<int64_t> order = fi::placement_order(options.hot_order, n);
   const bool in_id_order = !options.hot_order;
   auto order_at = [&](int64_t position) {
     return in_id_order ? position : order[static_cast<size_t>(position)];
@@ -308,7 +309,11 @@ int64_t FeatureStore::width() const { return state_ ? state_->width : 0; }
 int64_t FeatureStore::ndim() const { return state_ ? state_->ndim : 0; }
 DType FeatureStore::dtype() const { return state_ ? state_->dtype : DType::kFloat32; }
 size_t FeatureStore::row_bytes() const { return state_ ? state_->row_bytes : 0; }
-bool FeatureStore::has_lookup() const { return state_ && !state_->lookup.empty(); }
+bool FeatureStore::has_lookup() const {
+  return state_ && (!state_->lookup.empty() || !state_->device_lookup.empty());
+}
+bool FeatureStore::on_cuda() const { return state_ && state_->on_cuda(); }
+int FeatureStore::device() const { return state_ ? state_->device : -1; }
 
 const std::vector<Tier>& FeatureStore::tiers() const {
   static const std::vector<Tier> kNone;
@@ -323,6 +328,7 @@ const std::string& FeatureStore::shared_name() const {
 RowLocation FeatureStore::locate(int64_t id) const {
   VOLLEY_REQUIRE(id >= 0 && id < num_rows(), IndexError,
                  "row id {} out of range for a feature store with {} rows", id, num_rows());
+  if (state_->on_cuda()) return fi::locate_on_gpu(*state_, id);
   if (state_->lookup.empty()) return {0, id};
   if (state_->lookup_is_32bit) {
     const uint32_t entry = reinterpret_cast<const uint32_t*>(state_->lookup.data())[id];
@@ -349,11 +355,51 @@ std::string FeatureStore::describe() const {
   return text;
 }
 
+void FeatureStore::gather(const Array& ids, const Array& out, const GatherOptions& options) const {
+  VOLLEY_REQUIRE(state_ != nullptr, ValueError, "gather from an undefined feature store");
+  const State& state = *state_;
+  VOLLEY_REQUIRE(ids.defined() && ids.ndim() == 1 && ids.dtype() == DType::kInt64, ValueError,
+                 "ids must be a 1-d int64 array, got {}",
+                 ids.defined() ? ids.describe() : std::string("an undefined array"));
+  const int64_t n = ids.numel();
+  VOLLEY_REQUIRE(out.defined() && out.ndim() >= 1 && out.dim(0) == n &&
+                     out.numel() == n * state.width && out.buffer().writable(),
+                 ValueError, "out must be a writable array of {} rows × {} elements, got {}", n,
+                 state.width, out.defined() ? out.describe() : std::string("an undefined array"));
+  if (state.on_cuda()) {
+    fi::gather_on_gpu(state, ids, out, options);
+    return;
+  }
+  VOLLEY_REQUIRE(!options.out_dtype || *options.out_dtype == out.dtype(), ValueError,
+                 "out_dtype {} differs from the dtype of out, {}",
+                 dtype_name(options.out_dtype.value_or(out.dtype())), out.describe());
+  VOLLEY_REQUIRE(ids.buffer().host_accessible() && out.buffer().host_accessible(), ValueError,
+                 "a feature store in host memory gathers host ids into host memory; got ids in {} "
+                 "and out in {} memory",
+                 location_name(ids.buffer().location()), location_name(out.buffer().location()));
+  GatherOptions host = options;
+  host.out_dtype = out.dtype();
+  gather(ids.span<int64_t>(), out.raw_data(), host);
+}
+
 void FeatureStore::gather(std::span<const int64_t> ids, std::byte* out,
                           const GatherOptions& options) const {
   VOLLEY_REQUIRE(state_ != nullptr, ValueError, "gather from an undefined feature store");
   const State& state = *state_;
   const DType out_dtype = options.out_dtype.value_or(state.dtype);
+  if (state.on_cuda()) {  // host memory in and out, through the device
+    const auto n = static_cast<int64_t>(ids.size());
+    std::vector<int64_t> shape = {n};
+    if (state.ndim == 2) shape.push_back(state.width);
+    const size_t out_bytes = static_cast<size_t>(n) * state.row_bytes;
+    const Array id_array(Buffer::borrow(const_cast<int64_t*>(ids.data()), ids.size_bytes(), {},
+                                        /*writable=*/false, Location::kHost),
+                         DType::kInt64, {n});
+    const Array out_array(Buffer::borrow(out, out_bytes, {}, true, Location::kHost), out_dtype,
+                          shape);
+    fi::gather_on_gpu(state, id_array, out_array, options);
+    return;
+  }
   VOLLEY_REQUIRE(gather_supports(state.dtype, out_dtype), ValueError, "cannot gather {} rows as {}",
                  dtype_name(state.dtype), dtype_name(out_dtype));
   VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);

@@ -6,9 +6,12 @@
 //   host memory       heap rows (a copy of the hottest rows, or the caller's array as it is);
 //   shared memory     a segment another process attaches to by name (attach_shared);
 //   mapped file       a read-only map of an .npy file: rows are paged in on demand, never
-//                     copied up front, so a matrix larger than RAM works.
-// (GPU tiers — device memory, pinned host memory read over UVA — slot in as further Locations
-// of the same Tier; gather picks its kernel by where tiers and output live.)
+//                     copied up front, so a matrix larger than RAM works;
+//   device memory     (kCuda) a GPU cache of the hottest rows;
+//   pinned host       (kPinnedHost) page-locked host memory the GPU reads directly (UVA).
+// A store whose tiers are GPU tiers (a device tier and/or a pinned tier) is gathered by a CUDA
+// kernel on its device; a store of host tiers by the CPU kernel. gather() picks the kernel from
+// where the tiers live and writes where `out` lives.
 //
 //   FeatureStore x(features);                              // one tier: the array itself, no copy
 //   FeatureStore big = FeatureStore::from_npy("papers/features.npy");   // mapped, not loaded
@@ -17,6 +20,10 @@
 //                    .hot_order = hotness_by_degree(graph)});  // hottest 4 GiB on the heap
 //   Array batch = tiered.gather(ids, {.out_dtype = DType::kFloat32});  // [ids.size(), D]
 //   tiered.gather(ids, slot.data(), {.threads = 1});       // into the caller's memory
+//   FeatureStore gpu = FeatureStore::build(               // hottest 8 GiB on cuda:0, the rest
+//       big_matrix, {.tiers = {{.location = Location::kCuda, .byte_budget = 8ull << 30}},
+//                    .hot_order = hotness_by_degree(graph)});   // in pinned host memory
+//   gpu.gather(device_ids, device_out, {.stream = stream.handle()});   // on the GPU
 //
 // Ids → rows: with a single tier in id order there is no lookup (row id is slot id). Otherwise
 // one packed lookup entry per row gives (tier, slot): uint32 with the tier in bits 28–31 when
@@ -30,8 +37,18 @@
 // the arrays gather() returns, are advised to use transparent huge pages: with 4 KiB pages nearly
 // every random row read misses the TLB, and a fresh 100 MB output costs 25,000 page faults.
 //
+// GPU tiers: with a hot order, one device-side lookup entry per row (int32 when N < 2^31, else
+// int64): slot s >= 0 in the device tier, or ~s in the pinned tier; without one, the device tier
+// holds rows [0, device rows) and no lookup is needed. The kernel copies whole rows with up to
+// 16-byte loads and stores, a group of threads per row. It does not convert dtypes: a GPU store
+// gathers its stored dtype (ValueError for another out_dtype). Work is queued on
+// options.stream (a cudaStream_t as void*; nullptr = the legacy default stream); with
+// check_ids (the default) the call then waits for the stream and throws IndexError naming the
+// first out-of-range id and its position; without, it returns at once and rows of
+// out-of-range ids are zero-filled (nothing is read out of bounds either way).
+//
 // Thread safety: a FeatureStore is immutable after construction; copies share its tiers and
-// any number of threads may gather concurrently.
+// any number of threads may gather concurrently (GPU stores: on their own streams).
 #pragma once
 
 #include <cstdint>
@@ -59,10 +76,16 @@ class Tier {
 };
 
 // A cache tier to fill with the hottest rows not yet placed.
+//   Host tiers: kHost or kSharedMemory, any number (at most 7), fastest first.
+//   GPU tiers: {kCuda} (device cache; the rows it cannot hold go to pinned host memory),
+//   {kCuda, kPinnedHost} (the same, said explicitly) or {kPinnedHost} (every row pinned: UVA
+//   only). The pinned tier always takes every remaining row (its budget is ignored): the GPU
+//   cannot read the pageable source matrix. Host and GPU tiers do not mix.
 struct TierSpec {
-  Location location = Location::kHost;  // kHost or kSharedMemory
+  Location location = Location::kHost;  // kHost, kSharedMemory, kCuda or kPinnedHost
   size_t byte_budget = Buffer::npos;    // rows that fit entirely; npos = all remaining rows
   std::string shared_name;              // kSharedMemory: segment name ("" = a unique one)
+  int device = 0;                       // kCuda / kPinnedHost: the CUDA device that reads it
 };
 
 struct FeatureStoreOptions {
@@ -78,6 +101,10 @@ struct GatherOptions {
   std::optional<DType> out_dtype;  // default: the stored dtype
   int threads = 0;  // 1: the calling thread only; otherwise the default pool (set_num_threads)
   std::optional<bool> streaming_stores;  // non-temporal output stores; default: when >= 8 MiB
+  // GPU stores: the CUDA stream the gather is queued on (a cudaStream_t as void*), and whether
+  // to wait for it and throw IndexError for an out-of-range id (see above).
+  void* stream = nullptr;
+  bool check_ids = true;
 };
 
 struct RowLocation {
@@ -103,9 +130,12 @@ class FeatureStore {
   // does not exist or is not a feature segment).
   static FeatureStore attach_shared(const std::string& name);
   // A tiered store: the hottest rows go to options.tiers in order, as their byte budgets allow;
-  // the rest stay in `matrix` (not copied). ValueError for a bad option (a tier location other
-  // than host or shared memory, more than 7 tiers, a malformed hot order), IndexError for a hot
-  // order id out of range.
+  // the rest stay in `matrix` (not copied) — or, for GPU tiers, go to pinned host memory.
+  // ValueError for a bad option (a tier location not listed at TierSpec, host and GPU tiers
+  // mixed, more than 7 tiers, a malformed hot order, a negative device, zero-width rows for GPU
+  // tiers), IndexError for a hot order id out of range; RuntimeError for GPU tiers in a build
+  // without CUDA ("this build of Volley has no CUDA support"), a missing device, or a failed
+  // allocation or copy.
   static FeatureStore build(const Array& matrix, const FeatureStoreOptions& options);
 
   bool defined() const { return state_ != nullptr; }
@@ -119,6 +149,9 @@ class FeatureStore {
   const std::vector<Tier>& tiers() const;
   // Whether ids go through a lookup (false: one tier in id order).
   bool has_lookup() const;
+  // Whether the tiers are GPU tiers (gathered by the CUDA kernel), and their device (-1 if not).
+  bool on_cuda() const;
+  int device() const;
   // Tier and slot of row `id` (IndexError when out of range).
   RowLocation locate(int64_t id) const;
   // The segment name when the store is a single shared-memory tier made by create_shared, else "".
@@ -126,8 +159,15 @@ class FeatureStore {
   // "float32[2449029, 100] in 2 tiers: host 1.2 GB (300000 rows), mapped_file (2149029 rows)"
   std::string describe() const;
 
-  // Writes rows `ids` to `out` (host memory for ids.size() × width() elements of the output
-  // dtype). Throws IndexError / ValueError as described above.
+  // The one gather: out[i, :] = row ids[i]. `ids` is a 1-d int64 array, `out` [n, D] (or [n])
+  // of the output dtype. Host stores: both in host-accessible memory. GPU stores: ids in host
+  // memory, or in memory of the store's device (or pinned); `out` in device memory of the
+  // store's device or in pinned host memory (the kernel writes it, in stream order), or in
+  // pageable host memory (gathered on the device, then copied back; the call waits). Throws
+  // IndexError / ValueError as described above (a bad shape, dtype or location of ids / out).
+  void gather(const Array& ids, const Array& out, const GatherOptions& options = {}) const;
+  // Host ids into host memory `out` (ids.size() × width() elements of the output dtype), for
+  // any store; the CPU loader's entry.
   void gather(std::span<const int64_t> ids, std::byte* out,
               const GatherOptions& options = {}) const;
   // Same into a new host Array [ids.size(), D] (or [ids.size()] for a vector store).

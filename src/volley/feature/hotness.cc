@@ -54,7 +54,7 @@ Array hotness_by_sampling(const Csr& graph, std::span<const int64_t> seeds,
                                       static_cast<size_t>(std::min(batch_size, total - first)));
       const SampledSubgraph sampled =
           sample_neighbors(graph, part, options, static_cast<uint64_t>(b), &scratch);
-      for (const int64_t node : sampled.nodes) {
+      for (const int64_t node : sampled.nodes.span<int64_t>()) {
         counts[static_cast<size_t>(node)].fetch_add(1, std::memory_order_relaxed);
       }
     }

@@ -5,8 +5,8 @@
 // spread over servers. It asks a BatchSource to sample a subgraph and to gather rows:
 //   LocalBatchSource   a Csr and FeatureStores in this process (the default);
 //   DistBatchSource    partitions served over gRPC (volley/dist/client.h).
-// A BatchStream is what a consumer iterates: an Epoch of the local pipeline, or batches streamed
-// from a server (server-client mode, volley/dist/client.h).
+// A BatchStream is what a consumer iterates: an Epoch (batch.h) of the CPU or CUDA pipeline, or
+// batches streamed from a server (server-client mode, volley/dist/client.h).
 //
 // Contract for implementers: every method may be called from many worker threads at once; an
 // exception fails the one batch being built (the loader rethrows it from next()).
@@ -84,6 +84,10 @@ class BatchStream {
   // The next batch, or nullopt after the last. Blocks until it is ready; rethrows the error of a
   // batch that failed (after which the stream is finished).
   virtual std::optional<Batch> next() = 0;
+  // The same, handed over to `consumer_stream` (a cudaStream_t as void*): a batch in device
+  // memory is ready in that stream's order and its memory is freed in it (Batch::hand_over).
+  // Streams of host batches ignore it: next().
+  virtual std::optional<Batch> next_on(void* consumer_stream);  // (defined in epoch.cc)
   // Stops producing batches (idempotent); next() then returns nullopt.
   virtual void stop() = 0;
   virtual int64_t num_batches() const = 0;

@@ -3,14 +3,11 @@
 #include "volley/loader/cuda_loader.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <exception>
-#include <map>
-#include <mutex>
-#include <thread>
 
 #include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
+#include "volley/feature/gather.h"  // gather_supports
+#include "volley/loader/internal/cuda_convert.h"
 #include "volley/loader/internal/device_memory.h"
 
 namespace volley {
@@ -38,10 +35,14 @@ class Layout {
   size_t size_ = 0;
 };
 
-void check_store(const std::optional<DeviceFeatureStore>& store, const char* what,
+void check_store(const std::optional<FeatureStore>& store, const char* what,
                  const CudaGraph& graph) {
   if (!store) return;
-  VOLLEY_REQUIRE(store->defined(), ValueError, "{} is an empty DeviceFeatureStore", what);
+  VOLLEY_REQUIRE(store->defined(), ValueError, "{} is an empty FeatureStore", what);
+  VOLLEY_REQUIRE(store->on_cuda(), ValueError,
+                 "{} must be in GPU tiers (FeatureStore::build with a cuda or pinned_host tier) "
+                 "for the CUDA loader, got {}",
+                 what, store->describe());
   VOLLEY_REQUIRE(store->num_rows() == graph.num_nodes(), ValueError,
                  "{} must have one row per node ({}), got {}", what, graph.num_nodes(),
                  store->describe());
@@ -50,28 +51,37 @@ void check_store(const std::optional<DeviceFeatureStore>& store, const char* wha
                  store->device(), graph.device());
 }
 
+// `rows` converted to `dtype` into `destination` (device memory for exactly that), queued on
+// `stream`.
+Array convert_on_device(const Array& rows, DType dtype, const Buffer& destination, void* stream) {
+  Array out(destination, dtype, rows.shape());
+  const bool queued =
+      loader_internal::launch_convert(rows.raw_data(), rows.dtype(), out.raw_data(), dtype,
+                                      rows.numel(), destination.device(), stream);
+  VOLLEY_ASSERT(queued);  // the loader checked gather_supports
+  return out;
+}
+
 }  // namespace
 
-void DeviceBatch::hand_over(void* consumer_stream) {
-  if (ready) ready->make_wait(consumer_stream);
-  if (memory) memory->set_release_stream(consumer_stream);
-}
-
-void DeviceBatch::synchronize() const {
-  if (ready) ready->synchronize();
-}
-
-DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const int64_t> seeds,
-                                uint64_t batch_index, const DeviceFeatureStore* features,
-                                const DeviceFeatureStore* labels, void* stream,
-                                std::span<const int64_t> input_ids) {
-  const int device = sampler.graph().device();
-  DeviceBatch batch;
+Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> seeds,
+                          uint64_t batch_index, const FeatureStore* features,
+                          const FeatureStore* labels, void* stream,
+                          std::span<const int64_t> input_ids, std::optional<DType> x_dtype) {
+  VOLLEY_REQUIRE(sampler.on_cuda(), ValueError,
+                 "sample_device_batch needs a sampler over a CudaGraph, got a CPU sampler");
+  const int device = sampler.device();
+  for (const FeatureStore* store : {features, labels}) {
+    VOLLEY_REQUIRE(store == nullptr || store->device() == device, ValueError,
+                   "a feature store on cuda:{} cannot serve a sampler on cuda:{}",
+                   store ? store->device() : -1, device);
+  }
+  Batch batch;
   batch.batch_size = static_cast<int64_t>(seeds.size());
   {
     // The subgraph's arrays are the sampler's working memory: copied out below, then released
     // (before the next sample(), which reuses them in `stream` order).
-    const DeviceSampledSubgraph sub = sampler.sample(seeds, batch_index, stream);
+    const SampledSubgraph sub = sampler.sample(seeds, batch_index, stream);
     const int64_t n = sub.nodes.numel();
     const int64_t e = sub.rows.numel();
     const auto count = static_cast<int64_t>(input_ids.size());
@@ -80,7 +90,12 @@ DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const in
     const size_t input_at = layout.add(static_cast<size_t>(count) * 8);
     const size_t edge_index_at = layout.add(static_cast<size_t>(2 * e) * 8);
     const size_t edge_ids_at = layout.add(static_cast<size_t>(e) * 8);
-    const size_t x_at = features ? layout.add(static_cast<size_t>(n) * features->row_bytes()) : 0;
+    const DType x_type = features ? x_dtype.value_or(features->dtype()) : DType::kFloat32;
+    const bool convert = features && x_type != features->dtype();
+    const size_t x_at =
+        features ? layout.add(static_cast<size_t>(n * features->width()) * dtype_size(x_type)) : 0;
+    const size_t staged_at =
+        convert ? layout.add(static_cast<size_t>(n) * features->row_bytes()) : 0;
     const size_t y_at = labels ? layout.add(static_cast<size_t>(n) * labels->row_bytes()) : 0;
     batch.memory = DeviceBlock::allocate(layout.size(), device, stream);
     const Buffer whole = Buffer::borrow(batch.memory->data(), layout.size(), batch.memory,
@@ -103,17 +118,21 @@ DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const in
           Array(slice(input_at, static_cast<size_t>(count) * 8), DType::kInt64, {count});
       cuda_copy(batch.input_ids.raw_data(), input_ids.data(), input_ids.size_bytes(), stream);
     }
-    const DeviceGatherOptions unchecked{.check_ids = false};  // sampled ids are graph nodes
-    auto gather = [&](const DeviceFeatureStore& store, size_t offset) {
+    GatherOptions unchecked;  // sampled ids are graph nodes
+    unchecked.stream = stream;
+    unchecked.check_ids = false;
+    auto gather = [&](const FeatureStore& store, size_t offset) {
       std::vector<int64_t> shape = {n};
       if (store.ndim() == 2) shape.push_back(store.width());
       Array rows(slice(offset, static_cast<size_t>(n) * store.row_bytes()), store.dtype(), shape);
-      if (n > 0) {
-        store.gather(batch.nodes.data<int64_t>(), n, rows.raw_data(), stream, unchecked);
-      }
+      store.gather(batch.nodes, rows, unchecked);
       return rows;
     };
-    if (features) batch.x = gather(*features, x_at);
+    if (features) batch.x = gather(*features, convert ? staged_at : x_at);
+    if (convert) {
+      const size_t x_bytes = static_cast<size_t>(n * features->width()) * dtype_size(x_type);
+      batch.x = convert_on_device(batch.x, x_type, slice(x_at, x_bytes), stream);
+    }
     if (labels) batch.y = gather(*labels, y_at);
     batch.nodes_per_hop = sub.nodes_per_hop;
     batch.edges_per_hop = sub.edges_per_hop;
@@ -123,50 +142,31 @@ DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const in
   return batch;
 }
 
-Array gather_to_device(const DeviceFeatureStore& store, const Array& ids, void* stream) {
-  VOLLEY_REQUIRE(store.defined(), ValueError, "gather from an empty DeviceFeatureStore");
+Array gather_to_device(const FeatureStore& store, const Array& ids, void* stream) {
+  VOLLEY_REQUIRE(store.defined() && store.on_cuda(), ValueError,
+                 "gather_to_device needs a feature store in GPU tiers, got {}", store.describe());
   VOLLEY_REQUIRE(ids.defined() && ids.ndim() == 1 && ids.dtype() == DType::kInt64, ValueError,
                  "ids must be a 1-d int64 array, got {}",
                  ids.defined() ? ids.describe() : std::string("an undefined array"));
-  const bool on_device = ids.buffer().location() == Location::kCuda;
-  VOLLEY_REQUIRE(!on_device || ids.buffer().device() == store.device(), ValueError,
-                 "ids live on cuda:{}, the feature store on cuda:{}", ids.buffer().device(),
-                 store.device());
   const int64_t n = ids.numel();
-  if (!on_device) {
-    const int64_t* host = ids.data<int64_t>();
-    for (int64_t i = 0; i < n; ++i) {
-      VOLLEY_REQUIRE(host[i] >= 0 && host[i] < store.num_rows(), IndexError,
-                     "row id {} at position {} out of range for a store with {} rows", host[i], i,
-                     store.num_rows());
-    }
-  }
-  Layout layout;
-  const size_t out_at = layout.add(static_cast<size_t>(n) * store.row_bytes());
-  const size_t ids_at = on_device ? 0 : layout.add(static_cast<size_t>(n) * 8);
-  auto block = DeviceBlock::allocate(layout.size(), store.device(), stream);
-  const Buffer whole = Buffer::borrow(block->data(), layout.size(), block, /*writable=*/true,
-                                      Location::kCuda, store.device());
+  const size_t out_bytes = static_cast<size_t>(n) * store.row_bytes();
+  auto block = DeviceBlock::allocate(out_bytes, store.device(), stream);
+  const Buffer whole = Buffer::borrow(block->data(), std::max<size_t>(out_bytes, 1), block,
+                                      /*writable=*/true, Location::kCuda, store.device());
   std::vector<int64_t> shape = {n};
   if (store.ndim() == 2) shape.push_back(store.width());
-  Array out(whole.slice(out_at, static_cast<size_t>(n) * store.row_bytes()), store.dtype(), shape);
-  if (n == 0) return out;
-  const int64_t* device_ids = nullptr;
-  if (on_device) {
-    device_ids = ids.data<int64_t>();
-  } else {
-    std::byte* staged = block->data() + ids_at;
-    cuda_copy(staged, ids.raw_data(), ids.nbytes(), stream);
-    device_ids = reinterpret_cast<const int64_t*>(staged);
-  }
-  store.gather(device_ids, n, out.raw_data(), stream, {.check_ids = false});
+  Array out(whole.slice(0, out_bytes), store.dtype(), shape);
+  GatherOptions options;  // host ids are checked on the host; device ids must be in range
+  options.stream = stream;
+  options.check_ids = false;
+  store.gather(ids, out, options);
   return out;
 }
 
 // --- the loader -----------------------------------------------------------------------------
 
-CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<DeviceFeatureStore> features,
-                                       std::optional<DeviceFeatureStore> labels,
+CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
+                                       std::optional<FeatureStore> labels,
                                        std::optional<Array> input_nodes, LoaderOptions options)
     : graph_(std::move(graph)),
       features_(std::move(features)),
@@ -174,16 +174,14 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<DeviceFeat
       options_(std::move(options)) {
   VOLLEY_REQUIRE(graph_.defined(), ValueError,
                  "the CUDA loader needs a placed graph (CudaGraph::place), got an empty one");
-  CudaNeighborSampler check(graph_, options_.sampler);  // the sampler's option checks (no CUDA)
+  NeighborSampler check(graph_, options_.sampler);  // the sampler's option checks (no CUDA)
   check_store(features_, "features", graph_);
   check_store(labels_, "labels", graph_);
   if (features_) {
     VOLLEY_REQUIRE(features_->ndim() == 2, ValueError, "features must be [num_nodes, D], got {}",
                    features_->describe());
-    VOLLEY_REQUIRE(options_.feature_dtype == features_->dtype(), ValueError,
-                   "the CUDA loader delivers features in their stored dtype ({}), not {}; store "
-                   "them as {} or convert the batches",
-                   dtype_name(features_->dtype()), dtype_name(options_.feature_dtype),
+    VOLLEY_REQUIRE(gather_supports(features_->dtype(), options_.feature_dtype), ValueError,
+                   "features of dtype {} cannot be delivered as {}", dtype_name(features_->dtype()),
                    dtype_name(options_.feature_dtype));
   }
   if (labels_) {
@@ -198,27 +196,21 @@ int64_t CudaNeighborLoader::num_batches() const {
   return loader_internal::num_batches(input_nodes_.numel(), options_);
 }
 
-struct CudaEpoch::State {
-  // Inputs (immutable while the thread runs).
-  CudaNeighborSampler sampler;
-  std::optional<DeviceFeatureStore> features, labels;
+namespace {
+
+// What the producer of one CUDA epoch holds: its sampler, stores, order and stream. The stream
+// outlives every batch not handed out (Epoch::Producers::context).
+struct CudaEpochWork {
+  explicit CudaEpochWork(NeighborSampler s) : sampler(std::move(s)) {}
+
+  NeighborSampler sampler;
+  std::optional<FeatureStore> features, labels;
   Array input_nodes, order;
   LoaderOptions options;
-  int64_t num_batches = 0;
   int device = 0;
-  CudaStream stream;  // declared before the batches: destroyed after them
+  CudaStream stream;
 
-  std::mutex mutex;
-  std::condition_variable ready_changed, space_changed;
-  std::map<int64_t, DeviceBatch> ready;
-  std::map<int64_t, std::exception_ptr> failed;
-  int64_t next_to_deliver = 0;
-  bool stopping = false;
-  std::thread thread;
-
-  State(CudaNeighborSampler s) : sampler(std::move(s)) {}
-
-  DeviceBatch build(int64_t index) {
+  Batch build(int64_t index) {
     if (options.on_batch_start) options.on_batch_start(index);
     const int64_t begin = index * options.batch_size;
     const int64_t end = std::min(order.numel(), begin + options.batch_size);
@@ -230,110 +222,36 @@ struct CudaEpoch::State {
       input_ids[static_cast<size_t>(i - begin)] = positions[i];
       seeds[static_cast<size_t>(i - begin)] = inputs[positions[i]];
     }
-    DeviceBatch batch = sample_device_batch(
-        sampler, seeds, static_cast<uint64_t>(index), features ? &*features : nullptr,
-        labels ? &*labels : nullptr, stream.handle(), input_ids);
+    Batch batch = sample_device_batch(sampler, seeds, static_cast<uint64_t>(index),
+                                      features ? &*features : nullptr, labels ? &*labels : nullptr,
+                                      stream.handle(), input_ids, options.feature_dtype);
     batch.index = index;
     return batch;
   }
-
-  void run() {
-    int64_t index = 0;
-    try {
-      loader_internal::set_current_device(device);
-    } catch (...) {
-      std::lock_guard lock(mutex);
-      failed[0] = std::current_exception();
-      ready_changed.notify_all();
-      return;
-    }
-    for (; index < num_batches; ++index) {
-      {
-        std::unique_lock lock(mutex);
-        space_changed.wait(lock,
-                           [&] { return stopping || index < next_to_deliver + options.prefetch; });
-        if (stopping) return;
-      }
-      std::optional<DeviceBatch> batch;
-      std::exception_ptr error;
-      try {
-        batch = build(index);
-      } catch (...) {
-        error = std::current_exception();
-      }
-      std::lock_guard lock(mutex);
-      if (error) {
-        failed[index] = error;
-        ready_changed.notify_all();
-        return;  // the epoch ends at the first failure
-      }
-      ready.emplace(index, std::move(*batch));
-      ready_changed.notify_all();
-    }
-  }
 };
 
-std::unique_ptr<CudaEpoch> CudaNeighborLoader::start_epoch(int64_t epoch_index) const {
+}  // namespace
+
+std::unique_ptr<Epoch> CudaNeighborLoader::start_epoch(int64_t epoch_index) const {
   NeighborSamplerOptions sampler_options = options_.sampler;
   sampler_options.seed = loader_internal::epoch_sampler_seed(options_, epoch_index);
-  auto state = std::make_shared<CudaEpoch::State>(CudaNeighborSampler(graph_, sampler_options));
-  state->features = features_;
-  state->labels = labels_;
-  state->input_nodes = input_nodes_;
-  state->order = loader_internal::epoch_positions(input_nodes_.numel(), options_, epoch_index);
-  state->options = options_;
-  if (state->options.prefetch == 0) state->options.prefetch = 2;
-  state->num_batches = num_batches();
-  state->device = graph_.device();
-  state->stream = CudaStream::create(graph_.device());
-  state->thread = std::thread([raw = state.get()] { raw->run(); });
-  const int64_t count = state->num_batches;
-  return std::unique_ptr<CudaEpoch>(new CudaEpoch(std::move(state), count));
-}
-
-CudaEpoch::CudaEpoch(std::shared_ptr<State> state, int64_t num_batches)
-    : state_(std::move(state)), num_batches_(num_batches) {}
-
-CudaEpoch::~CudaEpoch() {
-  stop();
-  // Batches never handed out are freed on the loader's stream, before the stream goes.
-  std::lock_guard lock(state_->mutex);
-  state_->ready.clear();
-}
-
-void CudaEpoch::stop() {
-  {
-    std::lock_guard lock(state_->mutex);
-    state_->stopping = true;
-  }
-  state_->space_changed.notify_all();
-  state_->ready_changed.notify_all();
-  if (state_->thread.joinable()) state_->thread.join();
-}
-
-std::optional<DeviceBatch> CudaEpoch::next(void* consumer_stream) {
-  State& state = *state_;
-  std::unique_lock lock(state.mutex);
-  if (state.next_to_deliver >= num_batches_) return std::nullopt;
-  state.ready_changed.wait(lock, [&] {
-    return state.stopping || state.ready.count(state.next_to_deliver) || !state.failed.empty();
-  });
-  if (auto node = state.ready.extract(state.next_to_deliver); !node.empty()) {
-    ++state.next_to_deliver;
-    lock.unlock();
-    state.space_changed.notify_all();
-    DeviceBatch batch = std::move(node.mapped());
-    batch.hand_over(consumer_stream);
-    return batch;
-  }
-  if (!state.failed.empty()) {
-    const std::exception_ptr error = state.failed.begin()->second;
-    state.next_to_deliver = num_batches_;
-    lock.unlock();
-    stop();
-    std::rethrow_exception(error);
-  }
-  return std::nullopt;  // stopped
+  auto work = std::make_shared<CudaEpochWork>(NeighborSampler(graph_, sampler_options));
+  work->features = features_;
+  work->labels = labels_;
+  work->input_nodes = input_nodes_;
+  work->order = loader_internal::epoch_positions(input_nodes_.numel(), options_, epoch_index);
+  work->options = options_;
+  work->device = graph_.device();
+  work->stream = CudaStream::create(graph_.device());
+  Epoch::Producers producers;
+  producers.threads = 1;  // one producer: the batches are queued on one stream, in order
+  producers.prefetch = options_.prefetch == 0 ? 2 : options_.prefetch;
+  producers.make_builder = [work]() -> Epoch::BuildBatch {
+    loader_internal::set_current_device(work->device);
+    return [work](int64_t index) { return work->build(index); };
+  };
+  producers.context = work;
+  return std::make_unique<Epoch>(num_batches(), std::move(producers));
 }
 
 }  // namespace volley

@@ -7,28 +7,29 @@
 // `prefetch` batches on a stream of its own, while the consumer trains on the current one.
 //
 //   CudaGraph graph = CudaGraph::place(csr, {.mode = CudaSamplingMode::kGpu, .device = 0});
-//   DeviceFeatureStore x = DeviceFeatureStore::build(features, {.device_byte_budget = ~0ull});
+//   FeatureStore x = FeatureStore::build(features, {.tiers = {{.location = Location::kCuda}}});
 //   CudaNeighborLoader loader(graph, x, labels, train_idx,
 //                             {.batch_size = 1024, .shuffle = true,
 //                              .sampler = {.fanouts = {15, 10, 5}}});
-//   auto epoch = loader.start_epoch(0);
-//   while (auto batch = epoch->next(consumer_stream)) { ... batch->x ... }
+//   auto epoch = loader.start_epoch(0);                   // the one Epoch type (batch.h)
+//   while (auto batch = epoch->next_on(consumer_stream)) { ... batch->x ... }
 //
 // Streams and readiness: batch i is built on the loader's stream and an event is recorded after
-// its last kernel. next(consumer_stream) makes `consumer_stream` wait for that event
+// its last kernel. next_on(consumer_stream) makes `consumer_stream` wait for that event
 // (cudaStreamWaitEvent: the host does not block): work queued on `consumer_stream` afterwards
 // sees the finished batch. Using the arrays on another stream needs the caller's own event.
 // Memory: each batch owns one device allocation (from a stream-ordered pool) holding all its
 // arrays; it is freed when the last handle to any of its arrays goes, in stream order on the
-// consumer stream given to next() — after the work queued there. A batch's memory is therefore
+// consumer stream given to next_on() — after the work queued there. A batch's memory is therefore
 // never reused while the consumer holds it or has work pending on it on that stream (as with
 // torch's caching allocator, use on other streams needs record-stream care from the caller).
 // Determinism: batch b of epoch e equals the CPU loader's batch b of epoch e for the same
 // inputs and options (LoaderOptions.seed, shuffle, batch_size, drop_last, rank, world_size,
 // sampler): the epoch order and rank split are the CPU loader's (loader_internal).
-// Dtypes: x has the stored dtype of the feature store (no conversion on the GPU), y int64.
+// Dtypes: x in options.feature_dtype, converted on the GPU after the gather (the conversions and
+// rounding of the CPU gather, gather.h); y in the labels' stored dtype.
 // Errors: ValueError / IndexError for inconsistent arguments (as NeighborLoader); a failure
-// while building batch b is rethrown by next() for batch b, after which the epoch is over;
+// while building batch b is rethrown by next_on() for batch b, after which the epoch is over;
 // RuntimeError for CUDA failures and in a build without CUDA.
 // Thread safety: one consumer per epoch; a loader may run several epochs (each has its own
 // stream, thread and sampler).
@@ -41,39 +42,12 @@
 #include <vector>
 
 #include "volley/core/array.h"
-#include "volley/feature/cuda_gather.h"
+#include "volley/feature/feature_store.h"
+#include "volley/loader/batch.h"
 #include "volley/loader/neighbor_loader.h"  // LoaderOptions
-#include "volley/sampling/cuda_sampler.h"
+#include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
-
-namespace loader_internal {
-class DeviceEvent;
-class DeviceBlock;
-}  // namespace loader_internal
-
-// One mini-batch with its arrays in device memory (Batch's fields, same meaning).
-struct DeviceBatch {
-  int64_t index = 0;
-  int64_t batch_size = 0;
-  Array nodes;       // int64 [n], global ids, seeds first
-  Array input_ids;   // int64 [batch_size], positions of the seeds in the input nodes
-  Array edge_index;  // int64 [2, E], row 0 sources (neighbors), row 1 targets
-  Array edge_ids;    // int64 [E]
-  Array x;           // [n, D] (stored dtype), when the loader has features
-  Array y;           // [n] (stored dtype), when the loader has labels
-  std::vector<int64_t> nodes_per_hop;
-  std::vector<int64_t> edges_per_hop;
-
-  // Makes `consumer_stream` wait for the batch (no host wait) and frees the batch's memory in
-  // its stream order. Call once, before queuing work on the arrays; next() calls it.
-  void hand_over(void* consumer_stream);
-  // Waits on the host until the batch is complete (tests, host copies).
-  void synchronize() const;
-
-  std::shared_ptr<loader_internal::DeviceEvent> ready;  // recorded after the batch's last work
-  std::shared_ptr<loader_internal::DeviceBlock> memory;
-};
 
 // Samples `seeds` (batch `batch_index`) and gathers `features` / `labels` rows of every sampled
 // node (each optional, num_rows == graph nodes), on `stream`, into one new device allocation
@@ -81,28 +55,32 @@ struct DeviceBatch {
 // sampler's own working memory is free for its next call (in `stream` order) when this
 // returns. The ready event is recorded on `stream`; the release stream is `stream` until
 // hand_over().
-DeviceBatch sample_device_batch(CudaNeighborSampler& sampler, std::span<const int64_t> seeds,
-                                uint64_t batch_index, const DeviceFeatureStore* features,
-                                const DeviceFeatureStore* labels, void* stream,
-                                std::span<const int64_t> input_ids = {});
+// `sampler` must sample on a GPU (a CudaGraph); `features` / `labels` must be GPU stores on its
+// device (ValueError otherwise).
+// `x_dtype`: the dtype of batch.x (default: the features' stored dtype), converted on the
+// device as gather_rows converts on the CPU (the caller checks gather_supports).
+Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> seeds,
+                          uint64_t batch_index, const FeatureStore* features,
+                          const FeatureStore* labels, void* stream,
+                          std::span<const int64_t> input_ids = {},
+                          std::optional<DType> x_dtype = std::nullopt);
 
 // Rows `ids` (int64 [n], host or device memory of the store's device) of `store` into a new
 // device array owned like a batch's, queued on `stream` (ready in its order; freed in its
 // order). Host ids are checked on the host (IndexError); device ids must be in range (rows of
 // out-of-range ids are zero-filled).
-Array gather_to_device(const DeviceFeatureStore& store, const Array& ids, void* stream);
-
-class CudaEpoch;
+Array gather_to_device(const FeatureStore& store, const Array& ids, void* stream);
 
 class CudaNeighborLoader {
  public:
-  // `features` and `labels` (optional) must have graph.num_nodes() rows and live on the
-  // graph's device; `input_nodes` as for NeighborLoader. options.num_threads is ignored (one
-  // producer thread per epoch); options.prefetch is the number of batches built ahead (0: 2);
-  // options.feature_dtype must be the features' stored dtype (no conversion on the GPU);
-  // options.on_batch_start is called as in NeighborLoader.
-  CudaNeighborLoader(CudaGraph graph, std::optional<DeviceFeatureStore> features,
-                     std::optional<DeviceFeatureStore> labels, std::optional<Array> input_nodes,
+  // `features` and `labels` (optional) must have graph.num_nodes() rows in GPU tiers
+  // (FeatureStore with a kCuda and/or kPinnedHost tier) of the graph's device; `input_nodes` as for
+  // NeighborLoader. options.num_threads is ignored (one producer thread per epoch);
+  // options.prefetch is the number of batches built ahead (0: 2); options.feature_dtype is the
+  // dtype of x (ValueError when gather_supports refuses it); options.on_batch_start is called as
+  // in NeighborLoader.
+  CudaNeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
+                     std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                      LoaderOptions options);
 
   int64_t num_batches() const;
@@ -110,35 +88,15 @@ class CudaNeighborLoader {
   const LoaderOptions& options() const { return options_; }
   const CudaGraph& graph() const { return graph_; }
 
-  // Starts epoch `epoch_index`: its thread begins building batches at once.
-  std::unique_ptr<CudaEpoch> start_epoch(int64_t epoch_index) const;
+  // Starts epoch `epoch_index`: its producer thread begins building batches at once, on a
+  // stream of its own; the batches come out of the same ordered queue as the CPU loader's.
+  std::unique_ptr<Epoch> start_epoch(int64_t epoch_index) const;
 
  private:
   CudaGraph graph_;
-  std::optional<DeviceFeatureStore> features_, labels_;
+  std::optional<FeatureStore> features_, labels_;
   Array input_nodes_;
   LoaderOptions options_;
-};
-
-class CudaEpoch {
- public:
-  ~CudaEpoch();  // stops and joins the thread; batches not handed out are freed
-  CudaEpoch(const CudaEpoch&) = delete;
-  CudaEpoch& operator=(const CudaEpoch&) = delete;
-
-  // The next batch in order, handed over to `consumer_stream` (see the header comment), or
-  // nullopt after the last. Blocks until the batch's work is queued (not until it has run).
-  std::optional<DeviceBatch> next(void* consumer_stream);
-  // Stops the producer (idempotent); next() then returns nullopt.
-  void stop();
-  int64_t num_batches() const { return num_batches_; }
-
- private:
-  friend class CudaNeighborLoader;
-  struct State;
-  CudaEpoch(std::shared_ptr<State> state, int64_t num_batches);
-  std::shared_ptr<State> state_;
-  int64_t num_batches_;
 };
 
 }  // namespace volley

@@ -277,75 +277,48 @@ Array NeighborLoader::epoch_positions(int64_t epoch_index) const {
   return loader_internal::epoch_positions(input_nodes_.numel(), options_, epoch_index);
 }
 
+// What the producers of one CPU epoch share: the loader's state, the epoch's order and seed.
+struct NeighborLoader::EpochWork {
+  std::shared_ptr<const Shared> shared;
+  Array order;            // int64: input positions in epoch order
+  LoaderOptions options;  // options.sampler.seed: this epoch's sampler seed
+  int threads = 1;
+  int64_t prefetch = 1;
+
+  Batch make_batch(int64_t index, SampledSubgraph& subgraph) const;
+  // Feature buffers of delivered batches, recycled once no one else holds them (large batches
+  // would otherwise pay for fresh pages — faults and zeroing — every time). The pool belongs to
+  // the loader, so later epochs reuse the buffers of earlier ones.
+  Buffer acquire_feature_buffer(size_t bytes) const;
+};
+
 std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
-  Array order = epoch_positions(epoch_index);
-  const uint64_t sampler_seed = loader_internal::epoch_sampler_seed(options_, epoch_index);
-  return std::unique_ptr<Epoch>(new Epoch(shared_, std::move(order), options_, sampler_seed));
+  auto work = std::make_shared<EpochWork>();
+  work->shared = shared_;
+  work->order = epoch_positions(epoch_index);
+  work->options = options_;
+  // The epoch's sampler seed, set once: every batch samples with it.
+  work->options.sampler.seed = loader_internal::epoch_sampler_seed(options_, epoch_index);
+  const int64_t batches = num_batches();
+  work->threads = static_cast<int>(
+      std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, batches)));
+  work->prefetch = options_.prefetch == 0 ? 2 * work->threads : std::max(options_.prefetch, 1);
+  Epoch::Producers producers;
+  producers.threads = work->threads;
+  producers.prefetch = work->prefetch;
+  producers.make_builder = [work]() -> Epoch::BuildBatch {
+    // One subgraph per worker thread, reused across its batches.
+    auto subgraph = std::make_shared<SampledSubgraph>();
+    return [work, subgraph](int64_t index) { return work->make_batch(index, *subgraph); };
+  };
+  producers.context = work;
+  return std::make_unique<Epoch>(batches, std::move(producers));
 }
 
-Epoch::Epoch(std::shared_ptr<const NeighborLoader::Shared> shared, Array order,
-             LoaderOptions options, uint64_t sampler_seed)
-    : shared_(std::move(shared)), order_(std::move(order)), options_(std::move(options)) {
-  options_.sampler.seed = sampler_seed;  // the epoch's: every batch samples with it
-  num_batches_ = batches_of(order_.numel(), options_);
-  const int threads = static_cast<int>(
-      std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, num_batches_)));
-  if (options_.prefetch == 0) options_.prefetch = 2 * threads;
-  options_.prefetch = std::max(options_.prefetch, 1);
-  workers_.reserve(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { worker_loop(); });
-}
-
-Epoch::~Epoch() { stop(); }
-
-void Epoch::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  space_changed_.notify_all();
-  ready_changed_.notify_all();
-  for (auto& worker : workers_) {
-    if (worker.joinable()) worker.join();
-  }
-}
-
-void Epoch::worker_loop() {
-  SampledSubgraph subgraph;
-  while (true) {
-    int64_t index;
-    {
-      std::unique_lock lock(mutex_);
-      space_changed_.wait(lock, [&] {
-        return stopping_ || next_to_claim_ >= num_batches_ ||
-               next_to_claim_ < next_to_deliver_ + options_.prefetch;
-      });
-      if (stopping_ || next_to_claim_ >= num_batches_) return;
-      index = next_to_claim_++;
-    }
-    std::optional<Batch> batch;
-    std::exception_ptr error;
-    try {
-      batch = make_batch(index, subgraph);
-    } catch (...) {
-      error = std::current_exception();
-    }
-    {
-      std::lock_guard lock(mutex_);
-      if (error) {
-        failed_[index] = error;
-      } else {
-        ready_.emplace(index, std::move(*batch));
-      }
-    }
-    ready_changed_.notify_all();
-  }
-}
-
-Buffer Epoch::acquire_feature_buffer(size_t bytes) {
-  const size_t capacity = 2 * workers_.size() + static_cast<size_t>(options_.prefetch) + 2;
-  std::lock_guard lock(shared_->pool_mutex);
-  std::vector<Buffer>& pool = shared_->pool;
+Buffer NeighborLoader::EpochWork::acquire_feature_buffer(size_t bytes) const {
+  const size_t capacity = 2 * static_cast<size_t>(threads) + static_cast<size_t>(prefetch) + 2;
+  std::lock_guard lock(shared->pool_mutex);
+  std::vector<Buffer>& pool = shared->pool;
   // The smallest free buffer that fits; failing that, replace a free one that is too small.
   Buffer* best = nullptr;
   Buffer* free_small = nullptr;
@@ -367,70 +340,50 @@ Buffer Epoch::acquire_feature_buffer(size_t bytes) {
   return fresh.slice(0, bytes);
 }
 
-Batch Epoch::make_batch(int64_t index, SampledSubgraph& subgraph) {
-  if (options_.on_batch_start) options_.on_batch_start(index);
-  const int64_t begin = index * options_.batch_size;
-  const int64_t end = std::min(order_.numel(), begin + options_.batch_size);
+Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subgraph) const {
+  if (options.on_batch_start) options.on_batch_start(index);
+  const int64_t begin = index * options.batch_size;
+  const int64_t end = std::min(order.numel(), begin + options.batch_size);
   const int64_t count = end - begin;
   Batch batch;
   batch.index = index;
   batch.batch_size = count;
   batch.input_ids = Array::empty(DType::kInt64, {count});
   std::vector<int64_t> seeds(static_cast<size_t>(count));
-  const int64_t* order = order_.data<int64_t>();
-  const int64_t* inputs = shared_->input_nodes.data<int64_t>();
+  const int64_t* positions = order.data<int64_t>();
+  const int64_t* inputs = shared->input_nodes.data<int64_t>();
   int64_t* input_ids = batch.input_ids.data<int64_t>();
   for (int64_t i = 0; i < count; ++i) {
-    input_ids[i] = order[begin + i];
-    seeds[static_cast<size_t>(i)] = inputs[order[begin + i]];
+    input_ids[i] = positions[begin + i];
+    seeds[static_cast<size_t>(i)] = inputs[positions[begin + i]];
   }
-  const BatchSource& source = *shared_->source;
-  source.sample(seeds, options_.sampler, static_cast<uint64_t>(index), subgraph);
+  const BatchSource& source = *shared->source;
+  source.sample(seeds, options.sampler, static_cast<uint64_t>(index), subgraph);
 
-  const auto num_nodes = static_cast<int64_t>(subgraph.nodes.size());
-  const auto num_edges = static_cast<int64_t>(subgraph.rows.size());
-  batch.nodes = Array::from_vector(subgraph.nodes);
+  const int64_t num_nodes = subgraph.num_nodes();
+  const int64_t num_edges = subgraph.num_edges();
+  batch.nodes = subgraph.nodes;  // shared, not copied
   batch.edge_index = Array::empty(DType::kInt64, {2, num_edges});
   int64_t* edge_index = batch.edge_index.data<int64_t>();
-  std::memcpy(edge_index, subgraph.cols.data(), static_cast<size_t>(num_edges) * sizeof(int64_t));
-  std::memcpy(edge_index + num_edges, subgraph.rows.data(),
-              static_cast<size_t>(num_edges) * sizeof(int64_t));
-  batch.edge_ids = Array::from_vector(subgraph.edge_ids);
+  const size_t edge_bytes = static_cast<size_t>(num_edges) * sizeof(int64_t);
+  if (num_edges > 0) {
+    std::memcpy(edge_index, subgraph.cols.raw_data(), edge_bytes);
+    std::memcpy(edge_index + num_edges, subgraph.rows.raw_data(), edge_bytes);
+  }
+  batch.edge_ids = subgraph.edge_ids;
   batch.nodes_per_hop = subgraph.nodes_per_hop;
   batch.edges_per_hop = subgraph.edges_per_hop;
-  const std::span<const int64_t> nodes(subgraph.nodes);
+  const std::span<const int64_t> nodes = subgraph.nodes.span<int64_t>();
   if (const int64_t width = source.feature_width(); width > 0) {
-    const size_t bytes =
-        static_cast<size_t>(num_nodes * width) * dtype_size(options_.feature_dtype);
-    batch.x = Array(acquire_feature_buffer(bytes), options_.feature_dtype, {num_nodes, width});
-    source.gather_features(nodes, options_.feature_dtype, batch.x.raw_data());
+    const size_t bytes = static_cast<size_t>(num_nodes * width) * dtype_size(options.feature_dtype);
+    batch.x = Array(acquire_feature_buffer(bytes), options.feature_dtype, {num_nodes, width});
+    source.gather_features(nodes, options.feature_dtype, batch.x.raw_data());
   }
   if (source.has_labels()) {
     batch.y = Array::empty(DType::kInt64, {num_nodes});
     source.gather_labels(nodes, batch.y.data<int64_t>());
   }
   return batch;
-}
-
-std::optional<Batch> Epoch::next() {
-  std::unique_lock lock(mutex_);
-  if (next_to_deliver_ >= num_batches_) return std::nullopt;
-  ready_changed_.wait(lock, [&] {
-    return stopping_ || ready_.count(next_to_deliver_) || failed_.count(next_to_deliver_);
-  });
-  if (stopping_) return std::nullopt;
-  if (auto failed = failed_.find(next_to_deliver_); failed != failed_.end()) {
-    const std::exception_ptr error = failed->second;
-    next_to_deliver_ = num_batches_;  // the epoch is over
-    lock.unlock();
-    stop();
-    std::rethrow_exception(error);
-  }
-  auto node = ready_.extract(next_to_deliver_);
-  ++next_to_deliver_;
-  lock.unlock();
-  space_changed_.notify_all();
-  return std::move(node.mapped());
 }
 
 }  // namespace volley

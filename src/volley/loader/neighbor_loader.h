@@ -1,10 +1,10 @@
 // volley/loader/neighbor_loader.h — the batch pipeline: seeds → sample → gather → ready batches.
 //
 // An epoch shuffles the input nodes (seeded), cuts them into batches, and runs the batches
-// through a pool of worker threads. Each worker takes a whole batch — samples its subgraph,
-// gathers features and labels of every sampled node into the batch's own memory — and hands it
-// to a bounded reorder queue; the consumer receives batches strictly in order. No Python worker
-// processes, no pickling.
+// through a pool of worker threads (the producers of an Epoch, batch.h). Each worker takes a whole
+// batch — samples its subgraph, gathers features and labels of every sampled node into the batch's
+// own memory — and hands it to a bounded reorder queue; the consumer receives batches strictly in
+// order. No Python worker processes, no pickling.
 //
 //   NeighborLoader loader(graph, features, labels, train_idx,
 //                         {.batch_size = 1024, .shuffle = true, .num_threads = 2,
@@ -38,6 +38,7 @@
 #include "volley/core/array.h"
 #include "volley/feature/feature_store.h"
 #include "volley/graph/csr.h"
+#include "volley/loader/batch.h"
 #include "volley/loader/batch_source.h"
 #include "volley/sampling/neighbor_sampler.h"
 
@@ -66,22 +67,6 @@ struct LoaderOptions {
   // injection in tests.
   std::function<void(int64_t index)> on_batch_start;
 };
-
-// One mini-batch. Arrays live in host memory.
-struct Batch {
-  int64_t index = 0;       // position of the batch in its epoch
-  int64_t batch_size = 0;  // number of seeds
-  Array nodes;             // int64 [n]: global ids, seeds first (PyG n_id)
-  Array input_ids;         // int64 [batch_size]: positions of the seeds in input_nodes
-  Array edge_index;        // int64 [2, E]: local ids, row 0 = sources (neighbors), row 1 = targets
-  Array edge_ids;          // int64 [E] (PyG e_id)
-  Array x;                 // [n, D] in options.feature_dtype, when the loader has features
-  Array y;                 // int64 [n], when the loader has labels
-  std::vector<int64_t> nodes_per_hop;  // PyG num_sampled_nodes
-  std::vector<int64_t> edges_per_hop;  // PyG num_sampled_edges
-};
-
-class Epoch;
 
 class NeighborLoader {
  public:
@@ -112,51 +97,11 @@ class NeighborLoader {
   std::unique_ptr<Epoch> start_epoch(int64_t epoch_index) const;
 
  private:
-  friend class Epoch;
   struct Shared;
+  struct EpochWork;
   std::shared_ptr<const Shared> shared_;
   Array input_nodes_;
   LoaderOptions options_;
-};
-
-class Epoch final : public BatchStream {
- public:
-  ~Epoch() override;
-  Epoch(const Epoch&) = delete;
-  Epoch& operator=(const Epoch&) = delete;
-
-  // The next batch in order, or nullopt after the last. Blocks until it is ready. Rethrows a
-  // worker's exception for the batch that failed.
-  std::optional<Batch> next() override;
-  // Stops the workers (idempotent); next() then returns nullopt.
-  void stop() override;
-  int64_t num_batches() const override { return num_batches_; }
-
- private:
-  friend class NeighborLoader;
-  Epoch(std::shared_ptr<const NeighborLoader::Shared> shared, Array order, LoaderOptions options,
-        uint64_t sampler_seed);
-  void worker_loop();
-  Batch make_batch(int64_t index, SampledSubgraph& subgraph);
-
-  std::shared_ptr<const NeighborLoader::Shared> shared_;
-  Array order_;            // int64: input positions in epoch order
-  LoaderOptions options_;  // options_.sampler.seed: this epoch's sampler seed
-  int64_t num_batches_;
-
-  std::mutex mutex_;
-  std::condition_variable ready_changed_;
-  std::condition_variable space_changed_;
-  int64_t next_to_claim_ = 0;
-  int64_t next_to_deliver_ = 0;
-  std::map<int64_t, Batch> ready_;
-  std::map<int64_t, std::exception_ptr> failed_;
-  // Feature buffers of delivered batches, recycled once no one else holds them (large batches
-  // would otherwise pay for fresh pages — faults and zeroing — every time). The pool belongs to
-  // the loader, so later epochs reuse the buffers of earlier ones.
-  Buffer acquire_feature_buffer(size_t bytes);
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
 };
 
 // Deterministic permutation of [0, n) keyed by `seed` (Fisher–Yates on Philox draws).

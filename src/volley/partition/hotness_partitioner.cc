@@ -50,7 +50,7 @@ void simulate_epoch(
         const uint64_t batch_index = (static_cast<uint64_t>(p) << 32) | static_cast<uint64_t>(b);
         const SampledSubgraph batch =
             sample_neighbors(graph, batch_seeds, sampler, batch_index, &scratch);
-        for (int64_t node : batch.nodes) {
+        for (int64_t node : batch.nodes.span<int64_t>()) {
           std::atomic_ref<uint32_t>(reads[static_cast<size_t>(node)])
               .fetch_add(1, std::memory_order_relaxed);
         }

@@ -1,6 +1,6 @@
-// The CUDA sampler's front end (every build): argument checks on the host, graph placement,
-// and dispatch to the kernels behind internal/cuda_sampler_backend.h.
-#include "volley/sampling/cuda_sampler.h"
+// The CUDA branch of NeighborSampler (every build): argument checks on the host, graph
+// placement (CudaGraph), and dispatch to the kernels behind internal/cuda_sampler_backend.h.
+#include "volley/sampling/cuda_graph.h"
 
 #include <algorithm>
 #include <cctype>
@@ -12,6 +12,7 @@
 #include "volley/core/error.h"
 #include "volley/sampling/internal/cuda_sampler_backend.h"
 #include "volley/sampling/internal/cuda_sampler_checks.h"
+#include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
 namespace {
@@ -116,23 +117,6 @@ size_t CudaGraph::pinned_bytes() const {
   return bytes;
 }
 
-SampledSubgraph DeviceSampledSubgraph::to_host(void* stream) const {
-  SampledSubgraph host;
-  host.num_seeds = num_seeds;
-  host.nodes_per_hop = nodes_per_hop;
-  host.edges_per_hop = edges_per_hop;
-  auto copy = [&](const Array& from, std::vector<int64_t>& to) {
-    to.resize(static_cast<size_t>(from.defined() ? from.numel() : 0));
-    cuda_copy(to.data(), from.raw_data(), to.size() * sizeof(int64_t), stream);
-  };
-  copy(nodes, host.nodes);
-  copy(rows, host.rows);
-  copy(cols, host.cols);
-  copy(edge_ids, host.edge_ids);
-  if (!host.nodes.empty()) cuda_synchronize(stream);
-  return host;
-}
-
 namespace sampling_internal {
 
 // The CPU sampler's seed checks, with its messages (neighbor_kernel.cc).
@@ -157,7 +141,7 @@ void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOpt
   if (!graph.defined()) {
     validate_sampler_options(options, /*graph_has_weights=*/true);  // the option checks alone
     throw ValueError(
-        "CudaNeighborSampler needs a placed graph (CudaGraph::place), got an empty one");
+        "NeighborSampler on a GPU needs a placed graph (CudaGraph::place), got an empty one");
   }
   validate_sampler_options(options, graph.has_weights());
 }
@@ -171,32 +155,32 @@ void throw_batch_too_large(int64_t nodes) {
 
 }  // namespace sampling_internal
 
-CudaNeighborSampler::CudaNeighborSampler(CudaGraph graph, NeighborSamplerOptions options)
-    : graph_(std::move(graph)), options_(std::move(options)) {
-  sampling_internal::check_cuda_sampler_options(graph_, options_);
+NeighborSampler::NeighborSampler(CudaGraph graph, NeighborSamplerOptions options)
+    : cuda_graph_(std::move(graph)),
+      on_cuda_(true),
+      options_(std::move(options)),
+      mutex_(std::make_unique<std::mutex>()) {
+  sampling_internal::check_cuda_sampler_options(cuda_graph_, options_);
 }
 
-CudaNeighborSampler::~CudaNeighborSampler() = default;
-CudaNeighborSampler::CudaNeighborSampler(CudaNeighborSampler&&) noexcept = default;
-CudaNeighborSampler& CudaNeighborSampler::operator=(CudaNeighborSampler&&) noexcept = default;
-
-DeviceSampledSubgraph CudaNeighborSampler::sample(std::span<const int64_t> seeds,
-                                                  uint64_t batch_index, void* stream) {
-  sampling_internal::check_seeds(graph_.num_nodes(), seeds);
-  DeviceSampledSubgraph out;
+SampledSubgraph NeighborSampler::sample_cuda(std::span<const int64_t> seeds, uint64_t batch_index,
+                                             void* stream) {
+  sampling_internal::check_seeds(cuda_graph_.num_nodes(), seeds);
+  SampledSubgraph out;
   if (seeds.empty()) {  // the CPU sampler's empty result, without touching the device
     out.nodes = out.rows = out.cols = out.edge_ids = Array(Buffer(), DType::kInt64, {0});
     out.nodes_per_hop.assign(options_.fanouts.size() + 1, 0);
     out.edges_per_hop.assign(options_.fanouts.size(), 0);
     return out;
   }
-  if (!backend_) backend_ = sampling_internal::make_cuda_sampler_backend(graph_.device());
+  std::lock_guard lock(*mutex_);  // one workspace per sampler
+  if (!backend_) backend_ = sampling_internal::make_cuda_sampler_backend(cuda_graph_.device());
   sampling_internal::DeviceGraphView view;
-  view.indptr = graph_.indptr().data<int64_t>();
-  view.indices = graph_.indices().raw_data();
-  view.indices_are_32bit = graph_.index_dtype() == DType::kInt32;
-  view.edge_ids = graph_.has_edge_ids() ? graph_.edge_ids()->data<int64_t>() : nullptr;
-  view.weights = options_.weighted ? graph_.weights()->data<float>() : nullptr;
+  view.indptr = cuda_graph_.indptr().data<int64_t>();
+  view.indices = cuda_graph_.indices().raw_data();
+  view.indices_are_32bit = cuda_graph_.index_dtype() == DType::kInt32;
+  view.edge_ids = cuda_graph_.has_edge_ids() ? cuda_graph_.edge_ids()->data<int64_t>() : nullptr;
+  view.weights = options_.weighted ? cuda_graph_.weights()->data<float>() : nullptr;
   sampling_internal::BackendResult result;
   backend_->sample(view, seeds, {options_.fanouts, options_.replace, options_.seed}, batch_index,
                    stream, result);

@@ -1,7 +1,10 @@
-// Argument checks and dispatch of sample_neighbors; the CPU kernel is in cpu/neighbor_kernel.h.
+// Argument checks and dispatch of the sampler: the CPU kernel is in cpu/neighbor_kernel.h, the
+// CUDA branch of NeighborSampler (and CudaGraph) in cuda_sampler.cc.
 #include "volley/sampling/neighbor_sampler.h"
 
+#include "volley/core/cuda_device.h"
 #include "volley/sampling/cpu/neighbor_kernel.h"
+#include "volley/sampling/internal/cuda_sampler_backend.h"
 
 namespace volley {
 
@@ -37,16 +40,94 @@ void validate_sampler_options(const Csr& graph, const NeighborSamplerOptions& op
   validate_sampler_options(options, graph.has_weights());
 }
 
+namespace {
+
+// A 1-d int64 host array over `values`, which `holder` keeps alive.
+Array vector_array(const std::shared_ptr<HostSubgraph>& holder, std::vector<int64_t>& values) {
+  Buffer buffer = Buffer::borrow(values.data(), values.size() * sizeof(int64_t), holder,
+                                 /*writable=*/true, Location::kHost);
+  return Array(std::move(buffer), DType::kInt64, {static_cast<int64_t>(values.size())});
+}
+
+}  // namespace
+
+SampledSubgraph HostSubgraph::view(const std::shared_ptr<HostSubgraph>& holder) {
+  SampledSubgraph out;
+  out.nodes = vector_array(holder, holder->nodes);
+  out.num_seeds = holder->num_seeds;
+  out.rows = vector_array(holder, holder->rows);
+  out.cols = vector_array(holder, holder->cols);
+  out.edge_ids = vector_array(holder, holder->edge_ids);
+  out.nodes_per_hop = holder->nodes_per_hop;
+  out.edges_per_hop = holder->edges_per_hop;
+  return out;
+}
+
+SampledSubgraph HostSubgraph::finish() {
+  auto holder = std::make_shared<HostSubgraph>(std::move(*this));
+  *this = HostSubgraph();
+  return view(holder);
+}
+
+SampledSubgraph SampledSubgraph::to_host(void* stream) const {
+  if (location() != Location::kCuda) return *this;
+  HostSubgraph host;
+  host.num_seeds = num_seeds;
+  host.nodes_per_hop = nodes_per_hop;
+  host.edges_per_hop = edges_per_hop;
+  auto copy = [&](const Array& from, std::vector<int64_t>& to) {
+    to.resize(static_cast<size_t>(from.defined() ? from.numel() : 0));
+    if (!to.empty()) cuda_copy(to.data(), from.raw_data(), to.size() * sizeof(int64_t), stream);
+  };
+  copy(nodes, host.nodes);
+  copy(rows, host.rows);
+  copy(cols, host.cols);
+  copy(edge_ids, host.edge_ids);
+  if (!host.nodes.empty()) cuda_synchronize(stream);
+  return host.finish();
+}
+
+void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
+                      const NeighborSamplerOptions& options, uint64_t batch_index,
+                      HostSubgraph& out, SamplerScratch* scratch) {
+  validate_sampler_options(graph, options);
+  const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
+  cpu::sample_neighbors_cpu(graph, seeds, options, batch_index,
+                            borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
+}
+
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                                  const NeighborSamplerOptions& options, uint64_t batch_index,
                                  SamplerScratch* scratch) {
-  validate_sampler_options(graph, options);
-  SamplerScratch local;
-  SamplerScratch& use = scratch != nullptr ? *scratch : local;
-  SampledSubgraph result;
-  cpu::sample_neighbors_cpu(graph, seeds, options, batch_index, SamplerScratchAccess::get(use),
-                            result);
-  return result;
+  HostSubgraph result;
+  sample_neighbors(graph, seeds, options, batch_index, result, scratch);
+  return result.finish();
+}
+
+NeighborSampler::NeighborSampler(Csr graph, NeighborSamplerOptions options)
+    : graph_(std::move(graph)),
+      options_(std::move(options)),
+      mutex_(std::make_unique<std::mutex>()) {
+  VOLLEY_REQUIRE(graph_.indptr().defined(), ValueError,
+                 "NeighborSampler needs a graph, got an empty (default) Csr");
+  validate_sampler_options(graph_, options_);
+}
+
+NeighborSampler::~NeighborSampler() = default;
+NeighborSampler::NeighborSampler(NeighborSampler&&) noexcept = default;
+NeighborSampler& NeighborSampler::operator=(NeighborSampler&&) noexcept = default;
+
+int64_t NeighborSampler::num_nodes() const {
+  return on_cuda_ ? cuda_graph_.num_nodes() : graph_.num_nodes();
+}
+
+SampledSubgraph NeighborSampler::sample(std::span<const int64_t> seeds, uint64_t batch_index,
+                                        void* stream) {
+  if (on_cuda_) return sample_cuda(seeds, batch_index, stream);
+  // The sampler's scratch when it is free; a concurrent call borrows one.
+  std::unique_lock lock(*mutex_, std::try_to_lock);
+  return sample_neighbors(graph_, seeds, options_, batch_index,
+                          lock.owns_lock() ? &scratch_ : nullptr);
 }
 
 void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
@@ -58,10 +139,9 @@ void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> t
   VOLLEY_REQUIRE(hop >= 0 && hop < 256, ValueError, "hop {} out of range [0, 256)", hop);
   VOLLEY_REQUIRE(!options.weighted || graph.has_weights(), ValueError,
                  "weighted sampling needs edge weights, but the graph has none");
-  SamplerScratch local;
-  SamplerScratch& use = scratch != nullptr ? *scratch : local;
+  const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
   cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index,
-                      SamplerScratchAccess::get(use), out);
+                      borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
 }
 
 }  // namespace volley

@@ -5,9 +5,17 @@
 // bit-identical for any thread count and on any device. The CPU implementation is the oracle
 // for the CUDA one.
 //
+// One entry, NeighborSampler, picks the device from where the graph lives:
+//   Csr in host memory                    → the CPU kernel (sampling/cpu/);
+//   CudaGraph (cuda_graph.h): a Csr placed in device memory (GPU) or pinned host memory read by
+//   the GPU (UVA)                         → the CUDA kernels (sampling/cuda/).
+// Either way the result is one SampledSubgraph whose arrays live where the sampler ran.
+//
 //   NeighborSamplerOptions options{.fanouts = {15, 10, 5}, .seed = 42};
-//   SampledSubgraph batch = sample_neighbors(graph, seeds, options, /*batch_index=*/0);
+//   NeighborSampler sampler(graph, options);                  // or CudaGraph::place(graph, ...)
+//   SampledSubgraph batch = sampler.sample(seeds, /*batch_index=*/0);
 //   // batch.nodes[0 : seeds.size()] == seeds; batch.rows/cols/edge_ids: the sampled edges.
+//   SampledSubgraph same = sample_neighbors(graph, seeds, options, 0);  // the CPU oracle
 //
 // Semantics (PyG's NeighborLoader, non-disjoint):
 //   * Hop h expands the nodes first reached at hop h - 1 (hop 0: the seeds); a node is expanded
@@ -29,19 +37,26 @@
 //   * Edges are grouped by hop: hop h holds edges_per_hop[h] edges; nodes_per_hop[0] is the
 //     number of seeds and nodes_per_hop[h + 1] the nodes first reached at hop h.
 //
-// Errors: ValueError for an empty fanout list, a fanout < -1, `weighted` on a graph without
-// weights, or a duplicate seed (naming the id and both positions); IndexError for a seed < 0 or
-// >= num_nodes (naming it and its position). An empty seed list gives an empty result.
-// Thread safety: concurrent calls on the same graph are safe.
+// Errors: ValueError for an empty fanout list, a fanout < -1, more than 255 hops, `weighted` on
+// a graph without weights, or a duplicate seed (naming the id and both positions); IndexError
+// for a seed < 0 or >= num_nodes (naming it and its position); ValueError when a batch reaches
+// 2^31 nodes. An empty seed list gives an empty result. On the GPU every check runs on the host
+// before any CUDA work, with the same messages; RuntimeError for a failing CUDA call, and for a
+// CudaGraph in a build without CUDA ("this build of Volley has no CUDA support").
+// Thread safety: concurrent sample_neighbors calls on the same graph are safe; a NeighborSampler
+// may be shared by threads (CPU: a call that finds the sampler's scratch busy uses its own;
+// CUDA: calls are serialised, as they share one workspace).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
 #include "volley/core/array.h"
 #include "volley/graph/csr.h"
+#include "volley/sampling/cuda_graph.h"
 
 namespace volley {
 
@@ -52,18 +67,47 @@ struct NeighborSamplerOptions {
   uint64_t seed = 0;
 };
 
+// One sampled batch. The arrays are 1-d int64 and live where the sampler ran: host memory for
+// the CPU sampler, device memory of the graph's GPU for the CUDA sampler (ready in the order of
+// the stream sample() was given). The per-hop counts are always on the host.
 struct SampledSubgraph {
-  std::vector<int64_t> nodes;  // global ids; seeds first
+  Array nodes;  // int64 [num nodes]: global ids; seeds first
   int64_t num_seeds = 0;
-  std::vector<int64_t> rows;           // local index of each edge's target
-  std::vector<int64_t> cols;           // local index of each edge's neighbor (source, for kIn)
-  std::vector<int64_t> edge_ids;       // graph edge id of each edge
+  Array rows;                          // int64 [num edges]: local index of each edge's target
+  Array cols;                          // int64 [num edges]: local index of each edge's neighbor
+  Array edge_ids;                      // int64 [num edges]: graph edge id of each edge
   std::vector<int64_t> nodes_per_hop;  // size hops + 1
   std::vector<int64_t> edges_per_hop;  // size hops
+
+  int64_t num_nodes() const { return nodes.defined() ? nodes.numel() : 0; }
+  int64_t num_edges() const { return rows.defined() ? rows.numel() : 0; }
+  // Where the arrays live (kCuda for a GPU result; a host location otherwise).
+  Location location() const { return nodes.buffer().location(); }
+  // The same subgraph in host memory: *this (shared, no copy) when it is there already, else a
+  // copy made on `stream` (a cudaStream_t as void*; nullptr: the legacy default stream) that
+  // this call waits for. RuntimeError for a failing copy.
+  SampledSubgraph to_host(void* stream = nullptr) const;
 };
 
-// Reusable per-thread working memory (a global→local id map sized to the graph). Optional: pass
-// one per thread to avoid reallocating it per call.
+// Host vectors a sampler fills as it goes (the CPU kernel, the distributed merge), with the
+// fields of SampledSubgraph. finish() turns them into one without copying.
+struct HostSubgraph {
+  std::vector<int64_t> nodes;
+  int64_t num_seeds = 0;
+  std::vector<int64_t> rows, cols, edge_ids;
+  std::vector<int64_t> nodes_per_hop, edges_per_hop;
+
+  // The vectors moved into host arrays (zero-copy); the builder is left empty.
+  SampledSubgraph finish();
+  // The vectors of `*holder` as host arrays (zero-copy), which keep `holder` alive: a holder
+  // from a Recycler (core/recycler.h) returns to its stock when the last array goes.
+  static SampledSubgraph view(const std::shared_ptr<HostSubgraph>& holder);
+};
+
+// Reusable per-thread working memory (a global→local id map sized to the graph). Optional: a
+// call without one borrows one from a process-wide stock (at most max(2, hardware threads) idle
+// scratches, each 8 bytes per graph node plus working lists trimmed to 16 MiB on return), so
+// that repeated calls neither map nor zero the map anew.
 class SamplerScratch {
  public:
   SamplerScratch();
@@ -84,9 +128,62 @@ void validate_sampler_options(const Csr& graph, const NeighborSamplerOptions& op
 // behind servers): one set of rules and messages for every sampler.
 void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_has_weights);
 
+// The CPU sampler as a function: `graph` in host memory, result in host memory. The oracle
+// every other sampler is tested against.
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                                  const NeighborSamplerOptions& options, uint64_t batch_index,
                                  SamplerScratch* scratch = nullptr);
+// The same into `out` (overwritten), reusing the capacity of its vectors: a caller that recycles
+// its subgraphs allocates nothing once they have grown to the batches' size.
+void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
+                      const NeighborSamplerOptions& options, uint64_t batch_index,
+                      HostSubgraph& out, SamplerScratch* scratch = nullptr);
+
+namespace sampling_internal {
+class CudaSamplerBackend;
+}
+
+// The one sampler entry: the constructor checks the options against the graph (ValueError as
+// above; no CUDA call), sample() runs where the graph lives.
+class NeighborSampler {
+ public:
+  // CPU sampling over a host graph.
+  NeighborSampler(Csr graph, NeighborSamplerOptions options);
+  // CUDA sampling (GPU or UVA, as `graph` was placed). ValueError for an undefined CudaGraph.
+  NeighborSampler(CudaGraph graph, NeighborSamplerOptions options);
+  ~NeighborSampler();
+  NeighborSampler(NeighborSampler&&) noexcept;
+  NeighborSampler& operator=(NeighborSampler&&) noexcept;
+
+  // One batch. `seeds`: host int64 ids, distinct, in [0, num_nodes), checked on the host first.
+  // CPU: `stream` is ignored; the result is complete on return. CUDA: every copy and kernel is
+  // queued on `stream`; the call waits on it twice per hop (for counts that size the next
+  // step), and the last kernels filling the arrays may still be queued on return: use them in
+  // stream order. The CUDA sampler keeps its working memory between calls; the arrays are
+  // slices of it, and the next call allocates fresh ones while the caller holds them.
+  SampledSubgraph sample(std::span<const int64_t> seeds, uint64_t batch_index,
+                         void* stream = nullptr);
+
+  // Whether sample() runs the CUDA kernels (a CudaGraph) or the CPU kernel (a Csr).
+  bool on_cuda() const { return on_cuda_; }
+  // The graph's CUDA device, -1 on the CPU.
+  int device() const { return on_cuda_ ? cuda_graph_.device() : -1; }
+  int64_t num_nodes() const;
+  const NeighborSamplerOptions& options() const { return options_; }
+  const Csr& graph() const { return graph_; }                  // CPU sampler (else undefined)
+  const CudaGraph& cuda_graph() const { return cuda_graph_; }  // CUDA sampler (else undefined)
+
+ private:
+  SampledSubgraph sample_cuda(std::span<const int64_t> seeds, uint64_t batch_index, void* stream);
+
+  Csr graph_;
+  CudaGraph cuda_graph_;
+  bool on_cuda_ = false;
+  NeighborSamplerOptions options_;
+  std::unique_ptr<std::mutex> mutex_;  // guards scratch_ / backend_
+  SamplerScratch scratch_;
+  std::unique_ptr<sampling_internal::CudaSamplerBackend> backend_;
+};
 
 // --- One hop over a slice of the graph (the distributed sampler's building block) ----------
 //

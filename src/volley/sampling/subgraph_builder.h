@@ -1,7 +1,8 @@
-// volley/sampling/subgraph_builder.h — builds a SampledSubgraph hop by hop: the seed map, the
-// relabel of sampled neighbors to local ids, and the per-hop counters.
+// volley/sampling/subgraph_builder.h — builds a HostSubgraph (the host vectors of a
+// SampledSubgraph) hop by hop: the seed map, the relabel of sampled neighbors to local ids, and
+// the per-hop counters.
 //
-// One builder for every sampler that produces a SampledSubgraph on the host: the CPU kernel
+// One builder for every sampler that produces a subgraph on the host: the CPU kernel
 // (a map sized to the graph) and the distributed sampler's merge (a hash map sized to the batch)
 // fill it the same way, so their outputs agree bit for bit.
 //
@@ -12,6 +13,7 @@
 //     builder.end_hop();  // neighbors → local ids (first seen, in edge order); counters
 //   }
 //   builder.finish();     // ValueError when the batch outgrew int32 local ids
+//   SampledSubgraph result = out.finish();  // the vectors as host arrays, no copy
 //
 // `Map` maps a global id to a local id for one batch; it must be empty when the builder starts:
 //   int32_t insert(int64_t id, int32_t local)  records id → local and returns -1, or returns
@@ -38,7 +40,7 @@ class SubgraphBuilder {
   // Puts `seeds` first in out.nodes (local ids 0..) and clears the rest of `out`. IndexError for
   // a seed out of [0, num_nodes), ValueError for a repeated seed (naming both positions).
   SubgraphBuilder(std::span<const int64_t> seeds, int64_t num_nodes, Map& map,
-                  std::vector<int64_t>& neighbors, SampledSubgraph& out)
+                  std::vector<int64_t>& neighbors, HostSubgraph& out)
       : map_(map), neighbors_(neighbors), out_(out) {
     auto& nodes = out.nodes;
     nodes.clear();
@@ -120,7 +122,7 @@ class SubgraphBuilder {
  private:
   Map& map_;
   std::vector<int64_t>& neighbors_;
-  SampledSubgraph& out_;
+  HostSubgraph& out_;
   size_t frontier_begin_ = 0;
   size_t frontier_end_ = 0;
 };

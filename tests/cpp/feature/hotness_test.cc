@@ -58,7 +58,7 @@ TEST(Hotness, BySamplingIsDeterministicForAnyThreadCount) {
     const size_t count = std::min<size_t>(64, seeds.size() - b * 64);
     const auto sampled =
         sample_neighbors(graph, std::span<const int64_t>(seeds).subspan(b * 64, count), options, b);
-    for (const int64_t node : sampled.nodes) ++counts[static_cast<size_t>(node)];
+    for (const int64_t node : sampled.nodes.span<int64_t>()) ++counts[static_cast<size_t>(node)];
   }
   for (size_t i = 1; i < one.size(); ++i) {
     const int64_t a = counts[static_cast<size_t>(one[i - 1])];
@@ -69,9 +69,8 @@ TEST(Hotness, BySamplingIsDeterministicForAnyThreadCount) {
   const auto limited = hotness_by_sampling(graph, seeds, options, 64, 1).to_vector<int64_t>();
   const auto first_batch =
       sample_neighbors(graph, std::span<const int64_t>(seeds).subspan(0, 64), options, 0);
-  auto hot = std::vector<int64_t>(limited.begin(),
-                                  limited.begin() + static_cast<int64_t>(first_batch.nodes.size()));
-  auto sampled = first_batch.nodes;
+  auto hot = std::vector<int64_t>(limited.begin(), limited.begin() + first_batch.num_nodes());
+  auto sampled = first_batch.nodes.to_vector<int64_t>();
   std::sort(hot.begin(), hot.end());
   std::sort(sampled.begin(), sampled.end());
   EXPECT_EQ(hot, sampled);

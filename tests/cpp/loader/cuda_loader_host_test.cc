@@ -26,6 +26,24 @@ TEST(CudaLoaderHost, AnUnplacedGraphIsAValueError) {
   EXPECT_NE(message.find("needs a placed graph"), std::string::npos) << message;
 }
 
+TEST(CudaLoaderHost, HostStoresAreRefused) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is present";
+  // A placed graph needs a device; the store check is reached through sample_device_batch.
+  LoaderOptions options;
+  options.sampler.fanouts = {2};
+  NeighborSampler cpu(small_graph(), options.sampler);
+  const FeatureStore host(Array::zeros(DType::kFloat32, {4, 2}));
+  const std::vector<int64_t> seeds = {0};
+  EXPECT_NE(message_of<ValueError>([&] {
+              sample_device_batch(cpu, seeds, 0, &host, nullptr, nullptr);
+            }).find("needs a sampler over a CudaGraph"),
+            std::string::npos);
+  EXPECT_NE(message_of<ValueError>([&] {
+              gather_to_device(host, Array::from_vector(std::vector<int64_t>{1}), nullptr);
+            }).find("needs a feature store in GPU tiers"),
+            std::string::npos);
+}
+
 TEST(CudaLoaderHost, NoCudaOrNoDeviceIsAClearRuntimeError) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is present";
   const std::string message =

@@ -1,4 +1,5 @@
-// The CUDA sampler's and GPU gather's host side, in any build and without a GPU: mode parsing,
+// NeighborSampler's CUDA branch and the GPU feature tiers, host side, in any build and without a
+// GPU: mode parsing,
 // argument checks that happen before any CUDA call (with the CPU sampler's messages), and a
 // clear error — not a crash — where CUDA or a device is missing. (With a GPU,
 // tests/cpp/sampling/cuda/ checks the results against the CPU sampler.)
@@ -6,8 +7,8 @@
 
 #include "test_util.h"
 #include "volley/core/cuda_device.h"
-#include "volley/feature/cuda_gather.h"  // NoDeviceIsAClearError
-#include "volley/sampling/cuda_sampler.h"
+#include "volley/feature/feature_store.h"  // NoDeviceIsAClearError
+#include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/internal/cuda_sampler_checks.h"
 
 namespace volley {
@@ -43,11 +44,11 @@ TEST(CudaSamplerHost, OptionErrorsMatchTheCpuSampler) {
     const std::string cpu =
         message_of<ValueError>([&] { validate_sampler_options(graph, options); });
     ASSERT_NE(cpu, "<no exception>");
-    EXPECT_EQ(message_of<ValueError>([&] { CudaNeighborSampler(CudaGraph(), options); }), cpu);
+    EXPECT_EQ(message_of<ValueError>([&] { NeighborSampler(CudaGraph(), options); }), cpu);
   }
   // Valid options on an unplaced graph: a ValueError saying so.
   EXPECT_NE(message_of<ValueError>([&] {
-              CudaNeighborSampler(CudaGraph(), {{5}});
+              NeighborSampler(CudaGraph(), {{5}});
             }).find("needs a placed graph"),
             std::string::npos);
 }
@@ -109,7 +110,13 @@ TEST(CudaSamplerHost, NoDeviceIsAClearError) {
   EXPECT_NE(message_of<RuntimeError>([] { measure_device_copy_bandwidth(0, 1 << 20); }),
             "<no exception>");
   const Array matrix = Array::zeros(DType::kFloat32, {10, 4});
-  EXPECT_NE(message_of<RuntimeError>([&] { DeviceFeatureStore::build(matrix); }), "<no exception>");
+  for (const Location where : {Location::kCuda, Location::kPinnedHost}) {
+    const std::string message = message_of<RuntimeError>(
+        [&] { FeatureStore::build(matrix, {.tiers = {{.location = where}}}); });
+    EXPECT_NE(message.find(cuda_built() ? "0 CUDA device(s) are visible" : "no CUDA support"),
+              std::string::npos)
+        << message;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // tests/cpp/sampling/expect_subgraph.h — one comparison of two sampled subgraphs, field by field,
 // for every test that checks a sampler (CUDA, distributed, host runs of the pick rules) against
-// the CPU sampler.
+// the CPU sampler; and the subgraph as host vectors, for tests that index it.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,8 +11,24 @@
 
 namespace volley {
 
-inline void expect_same_subgraph(const SampledSubgraph& a, const SampledSubgraph& b,
+// The subgraph's arrays as host vectors (copied to the host first when they live on a GPU).
+inline HostSubgraph vectors_of(const SampledSubgraph& subgraph) {
+  const SampledSubgraph host = subgraph.to_host();
+  HostSubgraph out;
+  out.nodes = host.nodes.to_vector<int64_t>();
+  out.num_seeds = host.num_seeds;
+  out.rows = host.rows.to_vector<int64_t>();
+  out.cols = host.cols.to_vector<int64_t>();
+  out.edge_ids = host.edge_ids.to_vector<int64_t>();
+  out.nodes_per_hop = host.nodes_per_hop;
+  out.edges_per_hop = host.edges_per_hop;
+  return out;
+}
+
+inline void expect_same_subgraph(const SampledSubgraph& got, const SampledSubgraph& want,
                                  const std::string& where) {
+  const HostSubgraph a = vectors_of(got);
+  const HostSubgraph b = vectors_of(want);
   EXPECT_EQ(a.nodes, b.nodes) << where;
   EXPECT_EQ(a.num_seeds, b.num_seeds) << where;
   EXPECT_EQ(a.rows, b.rows) << where;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sampling/expect_subgraph.h"
 #include "test_graphs.h"
 #include "test_util.h"
 
@@ -24,7 +25,8 @@ Csr random_graph(int64_t n, int64_t m, uint64_t seed, bool with_weights = false)
 
 // Every structural promise of neighbor_sampler.h on one result.
 void check_structure(const Csr& graph, const std::vector<int64_t>& seeds,
-                     const NeighborSamplerOptions& options, const SampledSubgraph& s) {
+                     const NeighborSamplerOptions& options, const SampledSubgraph& subgraph) {
+  const HostSubgraph s = vectors_of(subgraph);
   ASSERT_EQ(s.num_seeds, static_cast<int64_t>(seeds.size()));
   ASSERT_TRUE(std::equal(seeds.begin(), seeds.end(), s.nodes.begin()));
   std::set<int64_t> unique(s.nodes.begin(), s.nodes.end());
@@ -118,14 +120,14 @@ TEST(NeighborSampler, PureFunctionOfSeedAndBatch) {
   const Csr graph = random_graph(2000, 30000, 3);
   std::vector<int64_t> seeds = {5, 17, 1999, 0, 42};
   NeighborSamplerOptions options{{4, 3}, false, false, 7};
-  const auto a = sample_neighbors(graph, seeds, options, 11);
+  const auto a = vectors_of(sample_neighbors(graph, seeds, options, 11));
   SamplerScratch scratch;
   sample_neighbors(graph, {{1, 2, 3}}, options, 0, &scratch);  // dirty the scratch first
-  const auto b = sample_neighbors(graph, seeds, options, 11, &scratch);
+  const auto b = vectors_of(sample_neighbors(graph, seeds, options, 11, &scratch));
   EXPECT_EQ(a.nodes, b.nodes);
   EXPECT_EQ(a.edge_ids, b.edge_ids);
-  const auto other_batch = sample_neighbors(graph, seeds, options, 12);
-  const auto other_seed = sample_neighbors(graph, seeds, {{4, 3}, false, false, 8}, 11);
+  const auto other_batch = vectors_of(sample_neighbors(graph, seeds, options, 12));
+  const auto other_seed = vectors_of(sample_neighbors(graph, seeds, {{4, 3}, false, false, 8}, 11));
   EXPECT_NE(a.edge_ids, other_batch.edge_ids);
   EXPECT_NE(a.edge_ids, other_seed.edge_ids);
 }
@@ -134,7 +136,7 @@ TEST(NeighborSampler, IdenticalForAnyThreadCount) {
   const Csr graph = random_graph(5000, 80000, 4);
   constexpr int kBatches = 24;
   auto run = [&](int threads) {
-    std::vector<SampledSubgraph> results(kBatches);
+    std::vector<HostSubgraph> results(kBatches);
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
@@ -142,7 +144,8 @@ TEST(NeighborSampler, IdenticalForAnyThreadCount) {
         for (int b = t; b < kBatches; b += threads) {
           std::vector<int64_t> seeds;
           for (int64_t i = 0; i < 64; ++i) seeds.push_back((b * 64 + i) % 5000);
-          results[b] = sample_neighbors(graph, seeds, {{10, 5}, false, false, 3}, b, &scratch);
+          results[b] =
+              vectors_of(sample_neighbors(graph, seeds, {{10, 5}, false, false, 3}, b, &scratch));
         }
       });
     }
@@ -187,7 +190,7 @@ TEST(NeighborSampler, UniformWithoutReplacementChiSquareOnKSubsets) {
   constexpr int kTrials = 20000;
   std::map<std::vector<int64_t>, int> counts;
   for (int t = 0; t < kTrials; ++t) {
-    const auto s = sample_neighbors(graph, {{0}}, {{3}, false, false, 5}, t);
+    const auto s = vectors_of(sample_neighbors(graph, {{0}}, {{3}, false, false, 5}, t));
     std::vector<int64_t> subset(s.nodes.begin() + 1, s.nodes.end());
     std::sort(subset.begin(), subset.end());
     ASSERT_EQ(subset.size(), 3u);
@@ -203,7 +206,7 @@ TEST(NeighborSampler, UniformWithReplacementChiSquareOnNeighbors) {
   constexpr int kTrials = 7000;
   std::map<std::vector<int64_t>, int> counts;
   for (int t = 0; t < kTrials; ++t) {
-    const auto s = sample_neighbors(graph, {{0}}, {{4}, true, false, 6}, t);
+    const auto s = vectors_of(sample_neighbors(graph, {{0}}, {{4}, true, false, 6}, t));
     ASSERT_EQ(s.edge_ids.size(), 4u);
     for (int64_t col : s.cols) ++counts[{s.nodes[col]}];
   }
@@ -217,7 +220,7 @@ TEST(NeighborSampler, WeightedFrequenciesFollowWeights) {
   constexpr int kTrials = 20000;
   std::vector<int> with(7, 0);
   for (int t = 0; t < kTrials; ++t) {
-    const auto s = sample_neighbors(graph, {{0}}, {{1}, true, true, 8}, t);
+    const auto s = vectors_of(sample_neighbors(graph, {{0}}, {{1}, true, true, 8}, t));
     ASSERT_EQ(s.cols.size(), 1u);
     ++with[s.nodes[s.cols[0]]];
   }
@@ -233,7 +236,7 @@ TEST(NeighborSampler, WeightedFrequenciesFollowWeights) {
   // Without replacement, k = 1 is a single draw ∝ weight too.
   std::vector<int> without(7, 0);
   for (int t = 0; t < kTrials; ++t) {
-    const auto s = sample_neighbors(graph, {{0}}, {{1}, false, true, 9}, t);
+    const auto s = vectors_of(sample_neighbors(graph, {{0}}, {{1}, false, true, 9}, t));
     ASSERT_EQ(s.cols.size(), 1u);
     ++without[s.nodes[s.cols[0]]];
   }
@@ -246,7 +249,7 @@ TEST(NeighborSampler, WeightedFrequenciesFollowWeights) {
   }
   EXPECT_LT(chi2, 20.52);
   // k = 5 without replacement: only the five positive-weight neighbors, all distinct.
-  const auto s = sample_neighbors(graph, {{0}}, {{5}, false, true, 1}, 0);
+  const auto s = vectors_of(sample_neighbors(graph, {{0}}, {{5}, false, true, 1}, 0));
   std::set<int64_t> chosen;
   for (int64_t col : s.cols) chosen.insert(s.nodes[col]);
   EXPECT_EQ(chosen, (std::set<int64_t>{1, 2, 3, 4, 6}));
@@ -254,7 +257,7 @@ TEST(NeighborSampler, WeightedFrequenciesFollowWeights) {
 
 TEST(NeighborSampler, LargeFanoutWithoutReplacementIsDistinctAndSorted) {
   const Csr graph = star(1000);
-  const auto s = sample_neighbors(graph, {{0}}, {{300}, false, false, 2}, 0);
+  const auto s = vectors_of(sample_neighbors(graph, {{0}}, {{300}, false, false, 2}, 0));
   ASSERT_EQ(s.edge_ids.size(), 300u);
   EXPECT_TRUE(std::is_sorted(s.edge_ids.begin(), s.edge_ids.end()));
   EXPECT_EQ(std::set<int64_t>(s.edge_ids.begin(), s.edge_ids.end()).size(), 300u);
@@ -281,12 +284,50 @@ TEST(NeighborSampler, ErrorsAndEdgeCases) {
               sample_neighbors(graph, {{0}}, {{2}, false, true}, 0);
             }),
             "weighted sampling needs edge weights, but the graph has none");
-  const auto empty = sample_neighbors(graph, {}, {{2, 2}}, 0);
+  const auto empty = vectors_of(sample_neighbors(graph, {}, {{2, 2}}, 0));
   EXPECT_TRUE(empty.nodes.empty());
   EXPECT_EQ(empty.nodes_per_hop, (std::vector<int64_t>{0, 0, 0}));
-  const auto zero = sample_neighbors(graph, {{0}}, {{0, 3}}, 0);
+  const auto zero = vectors_of(sample_neighbors(graph, {{0}}, {{0, 3}}, 0));
   EXPECT_EQ(zero.nodes, (std::vector<int64_t>{0}));
   EXPECT_EQ(zero.edges_per_hop, (std::vector<int64_t>{0, 0}));
+}
+
+// The one entry over a host graph runs the CPU kernel: the oracle's result, in host memory,
+// whatever the scratch state and however many threads share the sampler.
+TEST(NeighborSampler, OneEntryOnAHostGraphIsTheCpuSampler) {
+  const Csr graph = random_graph(2000, 30000, 5, /*with_weights=*/true);
+  const NeighborSamplerOptions options{{4, 3}, false, true, 21};
+  NeighborSampler sampler(graph, options);
+  EXPECT_FALSE(sampler.on_cuda());
+  EXPECT_EQ(sampler.device(), -1);
+  EXPECT_EQ(sampler.num_nodes(), 2000);
+  std::vector<SampledSubgraph> got(16);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (size_t b = static_cast<size_t>(t); b < got.size(); b += 4) {
+        std::vector<int64_t> seeds;
+        for (int64_t i = 0; i < 32; ++i) seeds.push_back((static_cast<int64_t>(b) * 97 + i) % 2000);
+        got[b] = sampler.sample(seeds, b);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (size_t b = 0; b < got.size(); ++b) {
+    std::vector<int64_t> seeds;
+    for (int64_t i = 0; i < 32; ++i) seeds.push_back((static_cast<int64_t>(b) * 97 + i) % 2000);
+    EXPECT_NE(got[b].location(), Location::kCuda);
+    expect_same_subgraph(got[b], sample_neighbors(graph, seeds, options, b),
+                         "batch " + std::to_string(b));
+    // to_host() of a host result shares its arrays.
+    EXPECT_EQ(got[b].to_host().nodes.raw_data(), got[b].nodes.raw_data());
+  }
+  EXPECT_EQ(message_of<ValueError>([&] {
+              NeighborSampler(graph, {{2}, false, false, 0}).sample({{3, 3}}, 0);
+            }),
+            "duplicate seed id 3 at positions 0 and 1; seeds must be distinct");
+  EXPECT_EQ(message_of<ValueError>([&] { NeighborSampler(Csr(), options); }),
+            "NeighborSampler needs a graph, got an empty (default) Csr");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 
+#include "sampling/expect_subgraph.h"
 #include "test_util.h"
 #include "volley/core/error.h"
 #include "volley/sampling/neighbor_sampler.h"
@@ -54,7 +55,7 @@ Csr slice(const Csr& graph, int64_t begin, int64_t end) {
 std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> first_hop(
     const Csr& graph, const std::vector<int64_t>& seeds, NeighborSamplerOptions options,
     uint64_t batch) {
-  const SampledSubgraph result = sample_neighbors(graph, seeds, options, batch);
+  const HostSubgraph result = vectors_of(sample_neighbors(graph, seeds, options, batch));
   std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> picks;
   for (int64_t seed : seeds) picks[seed];
   for (int64_t j = 0; j < result.edges_per_hop[0]; ++j) {

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <thread>
+#include <utility>
 
 #include "volley/core/error.h"
+#include "volley/core/recycler.h"
 #include "volley/sampling/subgraph_builder.h"
 
 namespace volley::cpu {
@@ -143,7 +146,7 @@ SlotMap start_slot_map(int64_t num_nodes, NeighborScratch& scratch) {
 
 template <typename Index>
 void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-            uint64_t batch_index, NeighborScratch& scratch, SampledSubgraph& out) {
+            uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
   const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
@@ -244,6 +247,24 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
 
 }  // namespace
 
+std::shared_ptr<NeighborScratch> borrow_scratch() {
+  // Working lists beyond this are freed on return: one huge batch is not kept for ever.
+  constexpr size_t kKeptListBytes = size_t{16} << 20;
+  static auto* stock = new Recycler<NeighborScratch>(
+      {.max_idle = std::max<size_t>(2, std::thread::hardware_concurrency()),
+       .keep = [](NeighborScratch& scratch) {
+         const auto trim = [](auto& list) {
+           if (list.capacity() * sizeof(list[0]) > kKeptListBytes) std::exchange(list, {});
+         };
+         trim(scratch.picked);
+         trim(scratch.neighbors);
+         trim(scratch.bitmap);
+         trim(scratch.keys);
+         return true;
+       }});
+  return stock->acquire();
+}
+
 void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
                     int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
                     NeighborScratch& scratch, HopSample& out) {
@@ -258,7 +279,7 @@ void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
-                          NeighborScratch& scratch, SampledSubgraph& out) {
+                          NeighborScratch& scratch, HostSubgraph& out) {
   if (graph.index_dtype() == DType::kInt32) {
     sample<int32_t>(graph, seeds, options, batch_index, scratch, out);
   } else {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -33,9 +34,13 @@ struct NeighborScratch {
   std::vector<double> keys;
 };
 
+// A scratch from the process-wide stock for a call that brought none (see SamplerScratch in
+// neighbor_sampler.h for the bound); it goes back when the pointer is dropped.
+std::shared_ptr<NeighborScratch> borrow_scratch();
+
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
-                          NeighborScratch& scratch, SampledSubgraph& out);
+                          NeighborScratch& scratch, HostSubgraph& out);
 
 // One hop for targets held by rows [first_node, first_node + graph.num_nodes()) of `graph`
 // (row r is node first_node + r; neighbor ids are global): see sample_hop in neighbor_sampler.h.

@@ -1,6 +1,11 @@
-// volley/sampling/internal/cuda_sampler_backend.h — the seam between the CUDA sampler's front
-// end (cuda_sampler.cc: argument checks, graph placement; every build) and its kernels
-// (cuda/neighbor_sampler.cu in CUDA builds; cuda_sampler_stub.cc otherwise, which throws).
+// volley/sampling/internal/cuda_sampler_backend.h — the seam between NeighborSampler's CUDA
+// front end (cuda_sampler.cc: argument checks, graph placement; every build) and its kernels:
+// one driver and one set of bodies (cuda/neighbor_driver.h, cuda/neighbor_kernels.h) run by
+//   * the CUDA executor (cuda/neighbor_sampler.cu in CUDA builds; cuda_sampler_stub.cc
+//     otherwise, which throws): make_cuda_sampler_backend;
+//   * the host executor (cuda/neighbor_sampler_host.cc, in builds that found the CUDA
+//     toolkit's CCCL headers, VOLLEY_WITH_GPU_HOST): make_host_sampler_backend. Its "device"
+//     pointers are host pointers; the gpu-host tests run it against the CPU sampler.
 //
 // Plain types only: nvcc cannot compile fmt (hence array.h / error.h), so the .cu side sees
 // raw device pointers and Buffers, and throws through helpers defined in .cc files.
@@ -12,6 +17,7 @@
 #include <vector>
 
 #include "volley/core/buffer.h"
+#include "volley/core/internal/host_executor.h"
 
 namespace volley::sampling_internal {
 
@@ -39,7 +45,7 @@ struct BackendResult {
   std::vector<int64_t> edges_per_hop;  // hops
 };
 
-// The working memory and kernel driver of one CudaNeighborSampler.
+// The working memory and kernel driver of one NeighborSampler on a GPU.
 class CudaSamplerBackend {
  public:
   virtual ~CudaSamplerBackend() = default;
@@ -51,6 +57,10 @@ class CudaSamplerBackend {
 };
 
 std::unique_ptr<CudaSamplerBackend> make_cuda_sampler_backend(int device);
+// The same driver on host threads; `stream` is ignored and the graph view holds host pointers.
+// Result buffers are host memory.
+std::unique_ptr<CudaSamplerBackend> make_host_sampler_backend(
+    const internal::HostExecutorOptions& options = {});
 
 // ValueError "batch reached N nodes, more than the 2^31 ..." (the CPU sampler's message).
 [[noreturn]] void throw_batch_too_large(int64_t nodes);

@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <span>
 
-#include "volley/sampling/cuda_sampler.h"
+#include "volley/sampling/cuda_graph.h"
+#include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::sampling_internal {
 

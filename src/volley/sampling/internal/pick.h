@@ -3,8 +3,9 @@
 //
 // The CPU sampler (cpu/neighbor_kernel.cc) is the oracle; the CUDA sampler (cuda/) must return
 // exactly what it returns. Everything here is VOLLEY_HOST_DEVICE and works in caller-provided
-// fixed scratch (no allocation), so the CUDA kernel runs it one thread per target and the host
-// tests (tests/cpp/sampling/pick_test.cc) run the very same code against the CPU sampler.
+// fixed scratch (no allocation), so the GPU sampler's PickBody (cuda/neighbor_kernels.h) runs it
+// one item per target on either executor, and tests/cpp/sampling/pick_test.cc runs the very same
+// code against the CPU sampler.
 //
 // What makes host and device agree bit for bit:
 //   * the random stream: Philox keyed by options.seed, counter neighbor_stream_counter(node, hop,

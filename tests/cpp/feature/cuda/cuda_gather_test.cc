@@ -3,11 +3,12 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "volley/core/cuda_device.h"
-#include "volley/feature/cuda_gather.h"
 #include "volley/feature/feature_store.h"
 
 namespace volley {
@@ -22,6 +23,37 @@ Array random_matrix(DType dtype, int64_t rows, int64_t width, uint64_t seed) {
     matrix.raw_data()[i] = static_cast<std::byte>(rng() & 0x7f);  // no NaN patterns needed
   }
   return matrix;
+}
+
+// GPU tiers: `budget` bytes of rows on device 0 (hottest by `hot_order`), the rest pinned.
+FeatureStoreOptions gpu_tiers(size_t budget, std::optional<Array> hot_order = std::nullopt) {
+  return {.tiers = {{.location = Location::kCuda, .byte_budget = budget}},
+          .hot_order = std::move(hot_order)};
+}
+
+int64_t device_rows(const FeatureStore& store) { return store.tiers()[0].num_slots(); }
+
+// An uninitialised device array on device 0.
+Array device_array(DType dtype, std::vector<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  const size_t bytes = static_cast<size_t>(count) * dtype_size(dtype);
+  return Array(Buffer::allocate_device(std::max<size_t>(bytes, 1), 0).slice(0, bytes), dtype,
+               std::move(shape));
+}
+
+// Rows `ids` gathered on the device into a new device array.
+Array gather_on_device(const FeatureStore& store, const std::vector<int64_t>& ids,
+                       void* stream = nullptr, bool check_ids = true) {
+  std::vector<int64_t> shape = {static_cast<int64_t>(ids.size())};
+  if (store.ndim() == 2) shape.push_back(store.width());
+  Array out = device_array(store.dtype(), shape);
+  GatherOptions options;
+  options.stream = stream;
+  options.check_ids = check_ids;
+  store.gather(Array::from_vector(ids), out, options);
+  if (stream != nullptr) cuda_synchronize(stream);
+  return out;
 }
 
 std::vector<std::byte> to_host(const Array& device_array) {
@@ -48,17 +80,21 @@ TEST(CudaGather, EqualsTheCpuGatherForEveryDtypeWidthAndTierMix) {
       const Array expected = FeatureStore(matrix).gather(ids);
       const size_t row_bytes = matrix.nbytes() / static_cast<size_t>(n);
       for (int mix = 0; mix < 5; ++mix) {
-        DeviceFeatureStoreOptions options;
         // 0: all pinned; 1: all on the device; 2, 3: a third on the device in id order / by a
         // hot order listing half the rows; 4: a hot order, nothing on the device.
-        options.device_byte_budget = mix == 0 || mix == 4 ? 0
-                                     : mix == 1           ? matrix.nbytes()
-                                                          : matrix.nbytes() / 3;
-        if (mix >= 3) options.hot_order = Array::from_vector(hot);
-        const DeviceFeatureStore store = DeviceFeatureStore::build(matrix, options);
+        const size_t budget = mix == 0 || mix == 4 ? 0
+                              : mix == 1           ? matrix.nbytes()
+                                                   : matrix.nbytes() / 3;
+        std::optional<Array> hot_order;
+        if (mix >= 3) hot_order = Array::from_vector(hot);
+        const FeatureStore store = FeatureStore::build(matrix, gpu_tiers(budget, hot_order));
+        ASSERT_TRUE(store.on_cuda());
         ASSERT_EQ(store.row_bytes(), row_bytes);
-        ASSERT_EQ(store.device_rows() + store.pinned_rows(), n);
-        const Array got = store.gather(ids, stream.handle());
+        ASSERT_EQ(device_rows(store) + store.tiers()[1].num_slots(), n);
+        const Array got = gather_on_device(store, ids, stream.handle());
+        // Host memory out (through the device) gives the same bytes.
+        const Array host = store.gather(ids);
+        ASSERT_EQ(std::memcmp(host.raw_data(), expected.raw_data(), host.nbytes()), 0);
         ASSERT_EQ(got.shape(), expected.shape());
         const auto bytes = to_host(got);
         ASSERT_EQ(std::memcmp(bytes.data(), expected.raw_data(), bytes.size()), 0)
@@ -74,10 +110,9 @@ TEST(CudaGather, EqualsTheCpuGatherForEveryDtypeWidthAndTierMix) {
 TEST(CudaGather, MisalignedOutputAndHotOrderPlacement) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   const Array matrix = random_matrix(DType::kFloat32, 100, 16, 3);  // 64-byte rows
-  const DeviceFeatureStore store = DeviceFeatureStore::build(
-      matrix, {.device_byte_budget = 64 * 10,
-               .hot_order = Array::from_vector(std::vector<int64_t>{99, 5, 42})});
-  EXPECT_EQ(store.device_rows(), 10);
+  const FeatureStore store = FeatureStore::build(
+      matrix, gpu_tiers(64 * 10, Array::from_vector(std::vector<int64_t>{99, 5, 42})));
+  EXPECT_EQ(device_rows(store), 10);
   EXPECT_EQ(store.locate(99).tier, 0);
   EXPECT_EQ(store.locate(99).slot, 0);
   EXPECT_EQ(store.locate(42).slot, 2);
@@ -87,10 +122,10 @@ TEST(CudaGather, MisalignedOutputAndHotOrderPlacement) {
   // An output 4 bytes off 16-byte alignment takes the 4-byte path and must still be exact.
   const std::vector<int64_t> ids = {99, 0, 50, 42, 7};
   const Buffer out = Buffer::allocate_device(ids.size() * 64 + 4, 0);
-  const Buffer device_ids = Buffer::allocate_device(ids.size() * 8, 0);
-  cuda_copy(device_ids.data(), ids.data(), ids.size() * 8, nullptr);
-  store.gather(reinterpret_cast<const int64_t*>(device_ids.data()),
-               static_cast<int64_t>(ids.size()), out.data() + 4);
+  const Array device_ids = device_array(DType::kInt64, {static_cast<int64_t>(ids.size())});
+  cuda_copy(device_ids.raw_data(), ids.data(), ids.size() * 8, nullptr);
+  store.gather(device_ids, Array(out.slice(4, ids.size() * 64), DType::kFloat32,
+                                 {static_cast<int64_t>(ids.size()), 16}));
   std::vector<std::byte> got(ids.size() * 64);
   cuda_copy(got.data(), out.data() + 4, got.size(), nullptr);
   cuda_synchronize(nullptr);
@@ -101,16 +136,33 @@ TEST(CudaGather, MisalignedOutputAndHotOrderPlacement) {
 TEST(CudaGather, OutOfRangeIdsAreReportedOrZeroFilled) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   const Array matrix = random_matrix(DType::kFloat32, 50, 4, 5);
-  const DeviceFeatureStore store = DeviceFeatureStore::build(matrix, {.device_byte_budget = 400});
-  try {
-    store.gather(std::vector<int64_t>{1, 2, 50, 3, -1});
-    FAIL() << "no IndexError";
-  } catch (const IndexError& error) {
-    EXPECT_NE(std::string(error.what()).find("row id 50 at position 2 out of range"),
-              std::string::npos)
-        << error.what();
+  const FeatureStore store = FeatureStore::build(matrix, gpu_tiers(400));
+  const std::vector<int64_t> bad = {1, 2, 50, 3, -1};
+  // Host ids are checked on the host; device ids by the kernel: the same message.
+  const Array device_ids = device_array(DType::kInt64, {5});
+  cuda_copy(device_ids.raw_data(), bad.data(), 40, nullptr);
+  cuda_synchronize(nullptr);
+  for (int on_device = 0; on_device < 2; ++on_device) {
+    try {
+      if (on_device) {
+        store.gather(device_ids, device_array(DType::kFloat32, {5, 4}));
+      } else {
+        gather_on_device(store, bad);
+      }
+      FAIL() << "no IndexError";
+    } catch (const IndexError& error) {
+      EXPECT_NE(std::string(error.what()).find("row id 50 at position 2 out of range"),
+                std::string::npos)
+          << error.what();
+    }
   }
-  const Array got = store.gather(std::vector<int64_t>{1, -5}, nullptr, {.check_ids = false});
+  const Array minus_five = device_array(DType::kInt64, {2});
+  const std::vector<int64_t> ids = {1, -5};
+  cuda_copy(minus_five.raw_data(), ids.data(), 16, nullptr);
+  const Array got = device_array(DType::kFloat32, {2, 4});
+  GatherOptions unchecked;
+  unchecked.check_ids = false;
+  store.gather(minus_five, got, unchecked);
   const auto bytes = to_host(got);
   EXPECT_EQ(std::memcmp(bytes.data(), matrix.raw_data() + 16, 16), 0);
   for (size_t i = 16; i < 32; ++i) EXPECT_EQ(bytes[i], std::byte{0});
@@ -119,19 +171,17 @@ TEST(CudaGather, OutOfRangeIdsAreReportedOrZeroFilled) {
 TEST(CudaGather, NoLeakOverAThousandGathers) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
   const Array matrix = random_matrix(DType::kFloat32, 100000, 64, 9);
-  const DeviceFeatureStore store =
-      DeviceFeatureStore::build(matrix, {.device_byte_budget = matrix.nbytes() / 4});
+  const FeatureStore store = FeatureStore::build(matrix, gpu_tiers(matrix.nbytes() / 4));
   std::mt19937_64 rng(4);
   std::vector<int64_t> ids(20000);
   for (auto& id : ids) id = static_cast<int64_t>(rng() % 100000);
-  const Buffer device_ids = Buffer::allocate_device(ids.size() * 8, 0);
-  const Buffer out = Buffer::allocate_device(ids.size() * store.row_bytes(), 0);
-  cuda_copy(device_ids.data(), ids.data(), ids.size() * 8, nullptr);
+  const Array device_ids = device_array(DType::kInt64, {static_cast<int64_t>(ids.size())});
+  const Array out = device_array(DType::kFloat32, {static_cast<int64_t>(ids.size()), 64});
+  cuda_copy(device_ids.raw_data(), ids.data(), ids.size() * 8, nullptr);
   CudaStream stream = CudaStream::create(0);
-  auto once = [&] {
-    store.gather(reinterpret_cast<const int64_t*>(device_ids.data()),
-                 static_cast<int64_t>(ids.size()), out.data(), stream.handle());
-  };
+  GatherOptions options;
+  options.stream = stream.handle();
+  auto once = [&] { store.gather(device_ids, out, options); };
   once();
   stream.synchronize();
   size_t free_before = 0, free_after = 0, total = 0;

@@ -18,6 +18,12 @@ namespace {
 
 bool have_device() { return cuda_device_count() > 0; }
 
+// `matrix` in GPU tiers of device 0: `budget` bytes of rows in device memory, the rest pinned.
+FeatureStore on_gpu(const Array& matrix, size_t budget) {
+  return FeatureStore::build(matrix,
+                             {.tiers = {{.location = Location::kCuda, .byte_budget = budget}}});
+}
+
 struct Inputs {
   Csr graph;
   Array features;  // float32 [n, 12]
@@ -61,7 +67,7 @@ std::vector<T> host_values(const Array& array) {
   return std::vector<T>(data, data + array.numel());
 }
 
-void expect_same(const Batch& cpu, DeviceBatch& gpu, const std::string& where) {
+void expect_same(const Batch& cpu, Batch& gpu, const std::string& where) {
   gpu.synchronize();
   EXPECT_EQ(cpu.index, gpu.index) << where;
   EXPECT_EQ(cpu.batch_size, gpu.batch_size) << where;
@@ -95,12 +101,9 @@ TEST(CudaLoader, BatchesEqualTheCpuLoaderInBothModes) {
       NeighborLoader cpu(inputs.graph, FeatureStore(inputs.features), FeatureStore(inputs.labels),
                          inputs.train, options);
       const CudaGraph graph = CudaGraph::place(inputs.graph, {.mode = mode});
-      // UVA: half the feature rows in device memory, the rest pinned, in degree order.
-      DeviceFeatureStoreOptions store;
-      store.device_byte_budget =
-          mode == CudaSamplingMode::kGpu ? ~size_t{0} : 1500 * 12 * sizeof(float);
-      CudaNeighborLoader gpu(graph, DeviceFeatureStore::build(inputs.features, store),
-                             DeviceFeatureStore::build(inputs.labels, {.device_byte_budget = 0}),
+      // UVA: half the feature rows in device memory, the rest pinned.
+      const size_t budget = mode == CudaSamplingMode::kGpu ? ~size_t{0} : 1500 * 12 * sizeof(float);
+      CudaNeighborLoader gpu(graph, on_gpu(inputs.features, budget), on_gpu(inputs.labels, 0),
                              inputs.train, options);
       ASSERT_EQ(cpu.num_batches(), gpu.num_batches());
       CudaStream consumer = CudaStream::create(0);
@@ -109,16 +112,40 @@ TEST(CudaLoader, BatchesEqualTheCpuLoaderInBothModes) {
         auto gpu_epoch = gpu.start_epoch(epoch);
         int64_t count = 0;
         while (auto expected = cpu_epoch->next()) {
-          auto got = gpu_epoch->next(consumer.handle());
+          auto got = gpu_epoch->next_on(consumer.handle());
           ASSERT_TRUE(got.has_value());
           expect_same(*expected, *got,
                       fmt::format("mode {} shuffle {} epoch {} batch {}",
                                   cuda_sampling_mode_name(mode), shuffle, epoch, count));
           ++count;
         }
-        EXPECT_FALSE(gpu_epoch->next(consumer.handle()).has_value());
+        EXPECT_FALSE(gpu_epoch->next_on(consumer.handle()).has_value());
         EXPECT_EQ(count, gpu.num_batches());
       }
+    }
+  }
+}
+
+// Features stored as float16 / bfloat16 arrive as float32, converted on the GPU exactly
+// as the CPU loader converts them while gathering.
+TEST(CudaLoader, FeatureDtypeIsConvertedOnTheGpuAsOnTheCpu) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
+  const Inputs inputs = make_inputs(2000, 20000, 13);
+  const LoaderOptions options = options_for(true);  // feature_dtype float32
+  for (const DType stored : {DType::kFloat16, DType::kBFloat16}) {
+    const Array features = inputs.features.cast(stored);
+    NeighborLoader cpu(inputs.graph, FeatureStore(features), FeatureStore(inputs.labels),
+                       inputs.train, options);
+    CudaNeighborLoader gpu(CudaGraph::place(inputs.graph), on_gpu(features, ~size_t{0}),
+                           on_gpu(inputs.labels, ~size_t{0}), inputs.train, options);
+    auto cpu_epoch = cpu.start_epoch(0);
+    auto gpu_epoch = gpu.start_epoch(0);
+    int64_t count = 0;
+    while (auto expected = cpu_epoch->next()) {
+      auto got = gpu_epoch->next_on(nullptr);
+      ASSERT_TRUE(got.has_value());
+      ASSERT_EQ(got->x.dtype(), DType::kFloat32);
+      expect_same(*expected, *got, fmt::format("{} batch {}", dtype_name(stored), count++));
     }
   }
 }
@@ -130,13 +157,11 @@ TEST(CudaLoader, HeldBatchesStayIntact) {
   options.prefetch = 3;
   NeighborLoader cpu(inputs.graph, FeatureStore(inputs.features), std::nullopt, inputs.train,
                      options);
-  CudaNeighborLoader gpu(
-      CudaGraph::place(inputs.graph),
-      DeviceFeatureStore::build(inputs.features, {.device_byte_budget = ~size_t{0}}), std::nullopt,
-      inputs.train, options);
+  CudaNeighborLoader gpu(CudaGraph::place(inputs.graph), on_gpu(inputs.features, ~size_t{0}),
+                         std::nullopt, inputs.train, options);
   auto gpu_epoch = gpu.start_epoch(3);
-  std::vector<DeviceBatch> held;
-  while (auto batch = gpu_epoch->next(nullptr)) held.push_back(std::move(*batch));
+  std::vector<Batch> held;
+  while (auto batch = gpu_epoch->next_on(nullptr)) held.push_back(std::move(*batch));
   auto cpu_epoch = gpu.num_batches() > 0 ? cpu.start_epoch(3) : nullptr;
   for (auto& batch : held) {
     auto expected = cpu_epoch->next();
@@ -157,10 +182,10 @@ TEST(CudaLoader, AFailingBatchIsRethrownForThatBatch) {
   CudaNeighborLoader gpu(CudaGraph::place(inputs.graph), std::nullopt, std::nullopt, inputs.train,
                          options);
   auto epoch = gpu.start_epoch(0);
-  EXPECT_TRUE(epoch->next(nullptr).has_value());
-  EXPECT_TRUE(epoch->next(nullptr).has_value());
-  EXPECT_THROW(epoch->next(nullptr), ValueError);
-  EXPECT_FALSE(epoch->next(nullptr).has_value());
+  EXPECT_TRUE(epoch->next_on(nullptr).has_value());
+  EXPECT_TRUE(epoch->next_on(nullptr).has_value());
+  EXPECT_THROW(epoch->next_on(nullptr), ValueError);
+  EXPECT_FALSE(epoch->next_on(nullptr).has_value());
 }
 
 TEST(CudaLoader, StoppingEarlyAndDestroyingMidEpochIsClean) {
@@ -168,12 +193,12 @@ TEST(CudaLoader, StoppingEarlyAndDestroyingMidEpochIsClean) {
   const Inputs inputs = make_inputs(1000, 8000, 5);
   CudaNeighborLoader gpu(CudaGraph::place(inputs.graph), std::nullopt, std::nullopt, inputs.train,
                          options_for(true));
-  std::optional<DeviceBatch> kept;
+  std::optional<Batch> kept;
   {
     auto epoch = gpu.start_epoch(0);
-    kept = epoch->next(nullptr);
+    kept = epoch->next_on(nullptr);
     epoch->stop();
-    EXPECT_FALSE(epoch->next(nullptr).has_value());
+    EXPECT_FALSE(epoch->next_on(nullptr).has_value());
   }
   ASSERT_TRUE(kept.has_value());
   EXPECT_EQ(to_host<int64_t>(kept->nodes).size(), static_cast<size_t>(kept->nodes.numel()));
@@ -184,18 +209,15 @@ TEST(CudaLoader, NoDeviceMemoryGrowthOverAThousandBatches) {
   const Inputs inputs = make_inputs(5000, 60000, 9);
   LoaderOptions options = options_for(true);
   options.batch_size = 16;
-  CudaNeighborLoader gpu(
-      CudaGraph::place(inputs.graph),
-      DeviceFeatureStore::build(inputs.features, {.device_byte_budget = ~size_t{0}}),
-      DeviceFeatureStore::build(inputs.labels, {.device_byte_budget = ~size_t{0}}), std::nullopt,
-      options);
+  CudaNeighborLoader gpu(CudaGraph::place(inputs.graph), on_gpu(inputs.features, ~size_t{0}),
+                         on_gpu(inputs.labels, ~size_t{0}), std::nullopt, options);
   CudaStream consumer = CudaStream::create(0);
   auto run = [&](int64_t batches, int64_t first_epoch) {
     int64_t done = 0;
     for (int64_t epoch = first_epoch; done < batches; ++epoch) {
       auto stream = gpu.start_epoch(epoch);
       while (done < batches) {
-        auto batch = stream->next(consumer.handle());
+        auto batch = stream->next_on(consumer.handle());
         if (!batch) break;
         ++done;
       }

@@ -1,0 +1,122 @@
+// volley/loader/batch.h — one mini-batch, and the epoch that delivers batches in order.
+//
+// A Batch is the same type on every device: its arrays live where the loader built them (host
+// memory for the CPU loader, device memory for the CUDA loader; Batch::location() says which).
+// An Epoch is the one ordered, bounded queue between the producers of an epoch's batches and
+// its consumer: the CPU loader runs several worker threads that each build whole batches, the
+// CUDA loader one thread that queues each batch's work on a CUDA stream of its own. Either way
+// the consumer receives batch 0, 1, 2, ... in order, with at most `prefetch` batches claimed
+// or ready ahead of it.
+//
+//   auto epoch = loader.start_epoch(0);               // NeighborLoader or CudaNeighborLoader
+//   while (auto batch = epoch->next_on(stream)) { ... batch->x ... }   // stream: see below
+//
+// Device batches and streams: a device batch's last kernel is followed by an event; next_on(s)
+// makes stream `s` (a cudaStream_t as void*; nullptr = the legacy default stream) wait for
+// that event (no host wait) and frees the batch's memory in s's order once no one holds its
+// arrays. Host batches ignore the stream (next() is next_on(nullptr)).
+// Failure: an exception while building batch b is rethrown by next() for batch b, after which
+// the epoch is over. Destroying the epoch (or stop()) stops the producers and joins them; a
+// producer mid-batch finishes that batch first.
+// Thread safety: one consumer per epoch.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "volley/core/array.h"
+#include "volley/loader/batch_source.h"
+
+namespace volley {
+
+namespace loader_internal {
+class DeviceEvent;
+class DeviceBlock;
+}  // namespace loader_internal
+
+// One mini-batch.
+struct Batch {
+  int64_t index = 0;       // position of the batch in its epoch
+  int64_t batch_size = 0;  // number of seeds
+  Array nodes;             // int64 [n]: global ids, seeds first (PyG n_id)
+  Array input_ids;         // int64 [batch_size]: positions of the seeds in input_nodes
+  Array edge_index;        // int64 [2, E]: local ids, row 0 = sources (neighbors), row 1 = targets
+  Array edge_ids;          // int64 [E] (PyG e_id)
+  Array x;                 // [n, D] in options.feature_dtype, when the loader has features
+  Array y;                 // int64 [n], when the loader has labels
+  std::vector<int64_t> nodes_per_hop;  // PyG num_sampled_nodes
+  std::vector<int64_t> edges_per_hop;  // PyG num_sampled_edges
+
+  // Device batches only (null for host batches): the event recorded after the batch's last
+  // work, and the one device allocation holding its arrays.
+  std::shared_ptr<loader_internal::DeviceEvent> ready;
+  std::shared_ptr<loader_internal::DeviceBlock> memory;
+
+  // Where the arrays live (kCuda for a device batch).
+  Location location() const { return nodes.buffer().location(); }
+  // Device batches: makes `consumer_stream` wait for the batch (no host wait) and frees the
+  // batch's memory in its stream order. Call once, before queuing work on the arrays
+  // (Epoch::next_on calls it). Host batches: nothing.
+  void hand_over(void* consumer_stream);
+  // Device batches: waits on the host until the batch is complete. Host batches: nothing.
+  void synchronize() const;
+};
+
+class Epoch final : public BatchStream {
+ public:
+  // Builds batch `index` on a producer thread.
+  using BuildBatch = std::function<Batch(int64_t index)>;
+  struct Producers {
+    int threads = 1;       // producer threads (at most one per batch is started)
+    int64_t prefetch = 1;  // batches claimed or ready ahead of the consumer (>= 1)
+    // Called once on each producer thread, first: that thread's builder (its own scratch,
+    // stream, ...). An exception it throws fails the first batch the thread would build.
+    std::function<BuildBatch()> make_builder;
+    // Kept alive until every batch not handed out is gone (e.g. the stream their memory is
+    // released on).
+    std::shared_ptr<const void> context;
+  };
+
+  // Starts the producers of an epoch of `num_batches` batches (a loader's start_epoch does).
+  Epoch(int64_t num_batches, Producers producers);
+  ~Epoch() override;
+  Epoch(const Epoch&) = delete;
+  Epoch& operator=(const Epoch&) = delete;
+
+  // The next batch in order, handed over to `consumer_stream` (see above), or nullopt after the
+  // last. Blocks until it is ready (for a device batch: until its work is queued). Rethrows the
+  // exception of the batch that failed.
+  std::optional<Batch> next_on(void* consumer_stream) override;
+  std::optional<Batch> next() override { return next_on(nullptr); }
+  // Stops the producers (idempotent); next() then returns nullopt.
+  void stop() override;
+  int64_t num_batches() const override { return num_batches_; }
+
+ private:
+  void producer_loop();
+
+  std::shared_ptr<const void> context_;  // declared first: destroyed after the batches
+  int64_t num_batches_;
+  int64_t prefetch_;
+  std::function<BuildBatch()> make_builder_;
+
+  std::mutex mutex_;
+  std::condition_variable ready_changed_;
+  std::condition_variable space_changed_;
+  int64_t next_to_claim_ = 0;
+  int64_t next_to_deliver_ = 0;
+  std::map<int64_t, Batch> ready_;
+  std::map<int64_t, std::exception_ptr> failed_;
+  bool stopping_ = false;
+  std::vector<std::thread> producers_;
+};
+
+}  // namespace volley

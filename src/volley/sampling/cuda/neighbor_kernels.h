@@ -1,0 +1,178 @@
+// volley/sampling/cuda/neighbor_kernels.h — the per-item bodies of the GPU neighbor sampler,
+// written once for both executors (core/internal/executor.h): nvcc compiles them into CUDA
+// kernels (neighbor_sampler.cu), g++ runs them on the host executor (neighbor_sampler_host.cc)
+// in the gpu-host tests. Each body reads and writes only the arrays it is given.
+//
+// One hop, in launch order (neighbor_driver.h drives them):
+//   CountBody          target i: how many neighbors it gets (pick.h's pick_count);
+//   PickBody           target i: pick.h's pick_positions (the CPU kernel's draws in its order),
+//                      then rows, edge ids and the neighbors' global ids at its offset;
+//   InsertBody         position j: insert key[j] with value base + j (atomic min), so a key's
+//                      entry ends at the position of its first occurrence (or an earlier local id);
+//   FlagFirstBody      j is a first occurrence iff its key's entry holds base + j;
+//   AssignBody         first occurrences append their node and store the final local id;
+//   ColumnsBody        every edge reads its neighbor's local id from the table.
+#pragma once
+
+#include <cstdint>
+
+#include "volley/core/host_device.h"
+#include "volley/core/internal/atomics.h"
+#include "volley/sampling/internal/pick.h"
+
+namespace volley::sampling_internal {
+
+// --- global id → value hash table (open addressing, linear probing) ---------------------------
+constexpr unsigned long long kEmptyKey = ~0ull;  // empty key; also the initial (max) value
+
+struct Table {
+  unsigned long long* keys;
+  unsigned long long* values;
+  unsigned long long mask;  // capacity - 1 (capacity a power of two)
+};
+
+VOLLEY_HOST_DEVICE inline unsigned long long hash_id(unsigned long long x) {  // murmur3 finaliser
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+// Inserts `key` (if absent) and lowers its value to `value`. Items of one launch race here.
+VOLLEY_HOST_DEVICE inline void table_insert_min(Table table, unsigned long long key,
+                                                unsigned long long value) {
+  unsigned long long slot = hash_id(key) & table.mask;
+  while (true) {
+    const unsigned long long previous =
+        internal::atomic_compare_exchange(&table.keys[slot], kEmptyKey, key);
+    if (previous == kEmptyKey || previous == key) {
+      internal::atomic_min(&table.values[slot], value);
+      return;
+    }
+    slot = (slot + 1) & table.mask;
+  }
+}
+
+// The slot of `key`, which must be present (inserted by an earlier launch).
+VOLLEY_HOST_DEVICE inline unsigned long long table_find(Table table, unsigned long long key) {
+  unsigned long long slot = hash_id(key) & table.mask;
+  while (table.keys[slot] != key) slot = (slot + 1) & table.mask;
+  return slot;
+}
+
+// --- bodies -----------------------------------------------------------------------------------
+// Item j: inserts keys[j] with value base + j (seeds and re-insertion with base 0; a hop's
+// neighbors with base = nodes so far).
+struct InsertBody {
+  static constexpr const char* kName = "sampler insert";
+  Table table;
+  const int64_t* keys;
+  int64_t base;
+  VOLLEY_HOST_DEVICE void operator()(int64_t j) const {
+    table_insert_min(table, static_cast<unsigned long long>(keys[j]),
+                     static_cast<unsigned long long>(base + j));
+  }
+};
+
+// Item i < count: counts[i] = picks of frontier[i]; item 0 also zeroes counts[count], so the
+// exclusive scan's last element is the total.
+template <typename Index>
+struct CountBody {
+  static constexpr const char* kName = "sampler count";
+  GraphRows<Index> graph;
+  const int64_t* frontier;
+  int64_t count;
+  PickRule rule;
+  int64_t* counts;
+  VOLLEY_HOST_DEVICE void operator()(int64_t i) const {
+    if (i == 0) counts[count] = 0;
+    const int64_t target = frontier[i];
+    const int64_t begin = graph.indptr[target];
+    const int64_t degree = graph.indptr[target + 1] - begin;
+    counts[i] =
+        pick_count(degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule);
+  }
+};
+
+// Target i's picks go to [offsets[i], offsets[i + 1]) of rows / edge_ids / neighbors; the same
+// slices of edge_ids (positions), cols (keys, as doubles) and rows (order) are its scratch.
+template <typename Index>
+struct PickBody {
+  static constexpr const char* kName = "sampler pick";
+  GraphRows<Index> graph;
+  const int64_t* frontier;
+  int64_t first_local;  // local id of frontier[0]
+  PickRule rule;
+  const int64_t* offsets;
+  int64_t* rows;
+  int64_t* cols;
+  int64_t* edge_ids;
+  int64_t* neighbors;
+  VOLLEY_HOST_DEVICE void operator()(int64_t i) const {
+    const int64_t start = offsets[i];
+    const int64_t picks = offsets[i + 1] - start;
+    if (picks == 0) return;
+    const int64_t target = frontier[i];
+    const int64_t begin = graph.indptr[target];
+    const int64_t degree = graph.indptr[target + 1] - begin;
+    int64_t* positions = edge_ids + start;
+    pick_positions(target, degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule,
+                   picks, positions, reinterpret_cast<double*>(cols + start), rows + start);
+    for (int64_t j = 0; j < picks; ++j) {
+      const int64_t k = begin + positions[j];
+      neighbors[start + j] = static_cast<int64_t>(graph.indices[k]);
+      edge_ids[start + j] = graph.edge_ids != nullptr ? graph.edge_ids[k] : k;
+      rows[start + j] = first_local + i;
+    }
+  }
+};
+
+// Item j < count: flags[j] = 1 iff neighbors[j] is its first occurrence; item 0 also zeroes
+// flags[count] (the scan's total).
+struct FlagFirstBody {
+  static constexpr const char* kName = "sampler flag";
+  Table table;
+  const int64_t* neighbors;
+  int64_t count;
+  int64_t base;
+  int64_t* flags;
+  VOLLEY_HOST_DEVICE void operator()(int64_t j) const {
+    if (j == 0) flags[count] = 0;
+    const unsigned long long slot =
+        table_find(table, static_cast<unsigned long long>(neighbors[j]));
+    flags[j] = table.values[slot] == static_cast<unsigned long long>(base + j) ? 1 : 0;
+  }
+};
+
+// First occurrence j becomes node base + ranks[j]; its table entry takes that local id.
+struct AssignBody {
+  static constexpr const char* kName = "sampler assign";
+  Table table;
+  const int64_t* neighbors;
+  int64_t base;
+  const int64_t* flags;
+  const int64_t* ranks;
+  int64_t* nodes;
+  VOLLEY_HOST_DEVICE void operator()(int64_t j) const {
+    if (flags[j] == 0) return;
+    const int64_t local = base + ranks[j];
+    nodes[local] = neighbors[j];
+    table.values[table_find(table, static_cast<unsigned long long>(neighbors[j]))] =
+        static_cast<unsigned long long>(local);
+  }
+};
+
+struct ColumnsBody {
+  static constexpr const char* kName = "sampler columns";
+  Table table;
+  const int64_t* neighbors;
+  int64_t* cols;
+  VOLLEY_HOST_DEVICE void operator()(int64_t j) const {
+    cols[j] = static_cast<int64_t>(
+        table.values[table_find(table, static_cast<unsigned long long>(neighbors[j]))]);
+  }
+};
+
+}  // namespace volley::sampling_internal

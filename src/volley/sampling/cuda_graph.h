@@ -1,0 +1,85 @@
+// volley/sampling/cuda_graph.h — a graph placed where a CUDA GPU samples it.
+//
+// NeighborSampler (neighbor_sampler.h) samples on the GPU when it is given a CudaGraph, and
+// returns exactly what the CPU sampler returns for the same (seeds, options, batch index). Two
+// placements, the modes Quiver users know:
+//   GPU  indptr, indices, edge ids and weights in device memory: fastest; the graph must fit;
+//   UVA  indptr in device memory; indices, edge ids and weights in pinned (page-locked) host
+//        memory that the kernels read directly over PCIe/NVLink (unified virtual addressing):
+//        graphs larger than the GPU, at the cost of host-link bandwidth.
+//
+//   CudaGraph placed = CudaGraph::place(graph, {.mode = CudaSamplingMode::kUva, .device = 0});
+//   NeighborSampler sampler(placed, {.fanouts = {15, 10, 5}, .seed = 42});
+//   CudaStream stream = CudaStream::create(0);                    // volley/core/cuda_device.h
+//   SampledSubgraph batch = sampler.sample(seeds, /*batch_index=*/7, stream.handle());
+//   // batch.nodes / rows / cols / edge_ids: int64 device arrays, ready in stream order;
+//   SampledSubgraph same = batch.to_host(stream.handle());   // == sample_neighbors(graph, ...)
+//
+// Errors: ValueError for a bad mode or device; RuntimeError in a build without CUDA ("this
+// build of Volley has no CUDA support"), for a missing device, or a failed allocation or copy.
+// Thread safety: a CudaGraph is immutable and may be shared by any number of samplers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "volley/core/array.h"
+#include "volley/graph/csr.h"
+
+namespace volley {
+
+enum class CudaSamplingMode {
+  kGpu,  // the whole graph in device memory
+  kUva,  // indptr on the device; indices, edge ids, weights in pinned host memory
+};
+
+// "GPU" or "UVA" (any case) → the mode; ValueError naming the text otherwise. Works in every
+// build (no CUDA call).
+CudaSamplingMode parse_cuda_sampling_mode(std::string_view name);
+// "GPU" / "UVA".
+std::string_view cuda_sampling_mode_name(CudaSamplingMode mode);
+
+struct CudaGraphOptions {
+  CudaSamplingMode mode = CudaSamplingMode::kGpu;
+  int device = 0;  // CUDA device ordinal
+};
+
+// A Csr placed for CUDA sampling. Copies only what is not already where the mode needs it (an
+// array already in device memory of that device, or in pinned memory, is shared, not copied).
+class CudaGraph {
+ public:
+  CudaGraph() = default;  // undefined: defined() == false
+
+  // Places `graph` (ValueError for an out-of-range mode or a negative device; RuntimeError for
+  // a build without CUDA, a missing device, or a failed allocation or copy). Synchronous.
+  static CudaGraph place(const Csr& graph, const CudaGraphOptions& options = {});
+
+  bool defined() const { return indptr_.defined(); }
+  // Where the graph lives decides the mode: indices in device memory → GPU, pinned → UVA.
+  CudaSamplingMode mode() const;
+  int device() const { return device_; }
+  int64_t num_nodes() const { return num_nodes_; }
+  int64_t num_edges() const { return num_edges_; }
+  DType index_dtype() const { return indices_.dtype(); }
+  bool has_edge_ids() const { return edge_ids_.has_value(); }
+  bool has_weights() const { return weights_.has_value(); }
+  // int64 [N + 1], device memory.
+  const Array& indptr() const { return indptr_; }
+  // int32/int64 [E]; device memory (GPU) or pinned host memory (UVA). Same for the next two.
+  const Array& indices() const { return indices_; }
+  const std::optional<Array>& edge_ids() const { return edge_ids_; }
+  const std::optional<Array>& weights() const { return weights_; }
+  // Bytes of the graph in device memory / in pinned host memory.
+  size_t device_bytes() const;
+  size_t pinned_bytes() const;
+
+ private:
+  Array indptr_, indices_;
+  std::optional<Array> edge_ids_, weights_;
+  int device_ = 0;
+  int64_t num_nodes_ = 0;
+  int64_t num_edges_ = 0;
+};
+
+}  // namespace volley
