@@ -107,7 +107,7 @@ def main() -> int:
             shutil.copytree(os.path.join(args.source, part), os.path.join(scratch, part),
                             ignore=shutil.ignore_patterns("__pycache__", "out"))
         tests = os.path.join(scratch, "python", "tests")
-        env = dict(os.environ, VOLLEY_CLI=cli)
+        env = dict(os.environ, VOLLEY_CLI=cli, VOLLEY_SOURCE_DIR=os.path.abspath(args.source))
         env.pop("PYTHONPATH", None)
         result = subprocess.run(
             [sys.executable, "-m", "pytest", tests, "-q", "-p", "no:cacheprovider"],

@@ -1,6 +1,7 @@
 """One version: project(volley VERSION x.y.z) in CMakeLists.txt feeds the Python package."""
 
 import importlib.metadata
+import os
 import pathlib
 import re
 
@@ -10,7 +11,9 @@ import volley
 
 
 def _project_version():
-    root = pathlib.Path(__file__).resolve().parents[2]
+    # The checkout's root; VOLLEY_SOURCE_DIR when the tests run from a copy outside it (the
+    # wheel check runs them from a scratch directory).
+    root = pathlib.Path(os.environ.get("VOLLEY_SOURCE_DIR") or pathlib.Path(__file__).resolve().parents[2])
     text = (root / "CMakeLists.txt").read_text()
     match = re.search(r"project\(volley VERSION ([0-9]+\.[0-9]+\.[0-9]+)", text)
     assert match, "CMakeLists.txt has no project(volley VERSION x.y.z)"
