@@ -11,6 +11,7 @@
 #include <random>
 
 #include "sampling/expect_subgraph.h"
+#include "test_graphs.h"
 #include "volley/graph/generate.h"
 #include "volley/sampling/internal/cuda_sampler_backend.h"
 
@@ -72,22 +73,6 @@ SampledSubgraph to_subgraph(const BackendResult& result, int64_t num_seeds) {
   out.nodes_per_hop = result.nodes_per_hop;
   out.edges_per_hop = result.edges_per_hop;
   return out;
-}
-
-// Skewed targets: hubs far above the fanouts (low ids) and many degree-0 nodes; a fifth of the
-// weights are zero.
-Csr random_graph(int64_t n, int64_t m, uint64_t seed, bool force_int64, bool keep_edge_ids) {
-  std::mt19937_64 rng(seed);
-  std::vector<int64_t> src(m), dst(m);
-  std::vector<float> w(m);
-  for (int64_t i = 0; i < m; ++i) {
-    src[i] = static_cast<int64_t>(rng() % n);
-    dst[i] = static_cast<int64_t>((rng() % n) * (rng() % n) / n);
-    w[i] = static_cast<float>(rng() % 5) * 0.25f;
-  }
-  return build_csr(
-      Array::from_vector(src), Array::from_vector(dst), Array::from_vector(w),
-      {.num_nodes = n, .keep_edge_ids = keep_edge_ids, .force_int64_indices = force_int64});
 }
 
 // `volley generate`'s R-MAT graph (power-law degrees, hubs of thousands of neighbors), with
@@ -172,7 +157,8 @@ TEST(CudaSamplerGpuHost, EqualsTheCpuSamplerOnRandomGraphs) {
   int64_t compared = 0;
   for (int kind = 0; kind < 3; ++kind) {
     // int32 indices with edge ids; int64 indices; no edge ids (CSR positions).
-    const Csr graph = random_graph(1500, 30000, 31 + kind, kind == 1, kind != 2);
+    const Csr graph = skewed_random_graph(
+        1500, 30000, 31 + kind, {.keep_edge_ids = kind != 2, .force_int64_indices = kind == 1});
     compared +=
         compare_with_cpu(graph, fanouts, {64, 300}, 17 + kind, fmt::format("graph {}", kind));
     if (HasFailure()) return;
@@ -214,7 +200,7 @@ TEST(CudaSamplerGpuHost, SmallGraphsEmptyHopsAndTableGrowth) {
 
 // A batch the caller still holds is never overwritten by the next one.
 TEST(CudaSamplerGpuHost, HeldResultsSurviveLaterBatches) {
-  const Csr graph = random_graph(2000, 40000, 5, false, true);
+  const Csr graph = skewed_random_graph(2000, 40000, 5);
   const HostPlacedGraph placed(graph, Placement::kGpu);
   auto backend = sampling_internal::make_host_sampler_backend();
   const NeighborSamplerOptions options{{10, 5}, false, false, 1};

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "sampling/expect_subgraph.h"
+#include "test_graphs.h"
 #include "volley/core/cuda_device.h"
 #include "volley/sampling/neighbor_sampler.h"
 
@@ -16,21 +17,6 @@ namespace volley {
 namespace {
 
 bool have_device() { return cuda_device_count() > 0; }
-
-Csr random_graph(int64_t n, int64_t m, uint64_t seed, bool force_int64, bool keep_edge_ids) {
-  std::mt19937_64 rng(seed);
-  std::vector<int64_t> src(m), dst(m);
-  std::vector<float> w(m);
-  for (int64_t i = 0; i < m; ++i) {
-    // Skewed targets: hubs far above the fanouts (low ids), and many degree-0 nodes.
-    src[i] = static_cast<int64_t>(rng() % n);
-    dst[i] = static_cast<int64_t>((rng() % n) * (rng() % n) / n);
-    w[i] = static_cast<float>(rng() % 5) * 0.25f;  // a fifth are zero
-  }
-  return build_csr(
-      Array::from_vector(src), Array::from_vector(dst), Array::from_vector(w),
-      {.num_nodes = n, .keep_edge_ids = keep_edge_ids, .force_int64_indices = force_int64});
-}
 
 std::vector<int64_t> random_seeds(int64_t n, size_t count, std::mt19937_64& rng) {
   std::vector<int64_t> seeds;
@@ -53,7 +39,9 @@ TEST(CudaSampler, EqualsTheCpuSamplerInBothModes) {
   CudaStream stream = CudaStream::create(0);
   int64_t compared = 0;
   for (int graph_kind = 0; graph_kind < 3; ++graph_kind) {
-    const Csr graph = random_graph(5000, 120000, 31 + graph_kind, graph_kind == 1, graph_kind != 2);
+    const Csr graph = skewed_random_graph(
+        5000, 120000, 31 + graph_kind,
+        {.keep_edge_ids = graph_kind != 2, .force_int64_indices = graph_kind == 1});
     for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
       const CudaGraph placed = CudaGraph::place(graph, {.mode = mode});
       ASSERT_EQ(placed.mode(), mode);
@@ -85,7 +73,7 @@ TEST(CudaSampler, EqualsTheCpuSamplerInBothModes) {
 
 TEST(CudaSampler, DefaultStreamEmptySeedsAndSeedErrors) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
-  const Csr graph = random_graph(1000, 20000, 3, false, true);
+  const Csr graph = skewed_random_graph(1000, 20000, 3);
   NeighborSampler sampler(CudaGraph::place(graph), {{5, 5}, false, false, 9});
   const std::vector<int64_t> seeds = {4, 8, 15, 16, 23, 42};
   expect_same_subgraph(sample_neighbors(graph, seeds, sampler.options(), 3),
@@ -99,7 +87,7 @@ TEST(CudaSampler, DefaultStreamEmptySeedsAndSeedErrors) {
 // A batch the caller still holds is never overwritten by the next one.
 TEST(CudaSampler, HeldResultsSurviveLaterBatches) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
-  const Csr graph = random_graph(4000, 80000, 5, false, true);
+  const Csr graph = skewed_random_graph(4000, 80000, 5);
   NeighborSampler sampler(CudaGraph::place(graph), {{10, 5}, false, false, 1});
   std::mt19937_64 rng(2);
   const auto first_seeds = random_seeds(4000, 200, rng);
@@ -113,7 +101,7 @@ TEST(CudaSampler, HeldResultsSurviveLaterBatches) {
 
 TEST(CudaSampler, NoLeakOverAThousandBatches) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device on this machine";
-  const Csr graph = random_graph(20000, 400000, 8, false, true);
+  const Csr graph = skewed_random_graph(20000, 400000, 8);
   for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
     NeighborSampler sampler(CudaGraph::place(graph, {.mode = mode}),
                             {{10, 10, 5}, false, false, 4});
