@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
+#include "volley/core/parallel.h"
 #include "volley/core/philox.h"
 #include "volley/feature/gather.h"  // gather_supports
 
@@ -86,7 +86,7 @@ int64_t batches_of(int64_t count, const LoaderOptions& options) {
 
 int resolve_threads(int requested) {
   if (requested > 0) return requested;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return default_num_threads();
 }
 
 }  // namespace

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <thread>
 #include <utility>
 
 #include "volley/core/error.h"
+#include "volley/core/parallel.h"
 #include "volley/core/recycler.h"
 #include "volley/sampling/subgraph_builder.h"
 
@@ -251,7 +251,7 @@ std::shared_ptr<NeighborScratch> borrow_scratch() {
   // Working lists beyond this are freed on return: one huge batch is not kept for ever.
   constexpr size_t kKeptListBytes = size_t{16} << 20;
   static auto* stock = new Recycler<NeighborScratch>(
-      {.max_idle = std::max<size_t>(2, std::thread::hardware_concurrency()),
+      {.max_idle = std::max<size_t>(2, static_cast<size_t>(default_num_threads())),
        .keep = [](NeighborScratch& scratch) {
          const auto trim = [](auto& list) {
            if (list.capacity() * sizeof(list[0]) > kKeptListBytes) std::exchange(list, {});
