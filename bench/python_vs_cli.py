@@ -12,6 +12,9 @@ medians with the ratio Python / CLI:
     (no warm-up batch), on T Python threads taking whole batches (the sampler releases the GIL),
     against ``volley bench sample`` with the same dataset, fanouts, batch size, batches, threads.
     ``first_seps`` is the Python figure over the first 5 batches alone.
+  * ``first``: the first 5 batches of a fresh process on both sides: the Python child with
+    ``--batches 5`` against ``volley bench sample --batches 5 --warmup 0`` (the CLI otherwise
+    warms up with 2 untimed batches), graph pages in on both sides.
   * ``gather``: ``Feature.gather(ids)`` (a new output per batch) and ``Feature.gather(ids,
     out=...)`` on a ``--rows`` x ``--dim`` float32 table in heap memory, uniform random batches of
     ``--gather-batch`` ids, ``volley.set_num_threads(T)``, timed from the first batch, against
@@ -186,6 +189,12 @@ def measurements(args: argparse.Namespace, name: str, pythonpath: str, cli: str,
         found.append(
             ("cli sample", [cli, "-q", "bench", "sample", "--dataset", args.dataset] + common
              + sample, env, "seps"))
+    if "first" in args.what:  # a fresh process's first 5 batches on both sides, no warm-up
+        first = ["--fanout", args.fanout, "--batch-size", str(args.batch_size), "--batches", "5"]
+        found.append(("python first", me + ["--child", "sample"] + common + first, env, "seps"))
+        found.append(
+            ("cli first", [cli, "-q", "bench", "sample", "--dataset", args.dataset, "--warmup",
+                           "0"] + common + first, env, "seps"))
     if "gather" in args.what:
         found.append(("python gather", me + ["--child", "gather"] + common + gather + shown, env,
                       "gather_gbps"))
@@ -234,7 +243,7 @@ def parent(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", required=True, help="dataset directory (volley generate)")
-    parser.add_argument("--what", default="sample,gather", help="sample, gather, loader")
+    parser.add_argument("--what", default="sample,gather", help="sample, first, gather, loader")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--fanout", default="15,10,5")

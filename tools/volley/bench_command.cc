@@ -33,6 +33,7 @@ struct SampleSettings {
   int64_t batch_size = 1024;  // the configuration being measured
   int threads = 1;
   int64_t batches = 50;
+  int64_t warmup = 2;  // sample: untimed batches first (0: time a fresh process's first batches)
   bool replace = false;
   bool weighted = false;
   uint64_t seed = 0;
@@ -139,6 +140,12 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
   add_sweep_options(*command, settings, "Sampling threads (CPU)");
   command->add_option("--batches", settings.batches, "Batches to sample")
       ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--warmup", settings.warmup,
+                   "Untimed batches before the timed ones (CPU; 0 times the first batches of a "
+                   "fresh process, page faults and all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command->add_flag("--replace", settings.replace, "Sample with replacement");
   command->add_flag("--weighted", settings.weighted,
                     "Sample proportionally to edge weights (the dataset needs weights)");
@@ -177,12 +184,15 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
         std::cout << line.dump() << std::endl;
         return;
       }
-      run_sampling(dataset.graph, seeds, {.batch_size = one.batch_size, .threads = 1, .batches = 2},
-                   options);
+      if (one.warmup > 0) {
+        run_sampling(dataset.graph, seeds,
+                     {.batch_size = one.batch_size, .threads = 1, .batches = one.warmup}, options);
+      }
       const auto figures = run_sampling(dataset.graph, seeds, one, options);
       auto line = figures_json("sample", one, figures);
       line["device"] = "cpu";
       line["weighted"] = one.weighted;
+      line["warmup"] = one.warmup;
       line["dataset"] = dataset.name;
       std::cout << line.dump() << std::endl;
     });

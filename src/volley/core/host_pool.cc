@@ -143,9 +143,18 @@ class Pool {
   }
 
  private:
+  // Blocks of 4 MiB and more ask for transparent huge pages (as numpy does for its large arrays):
+  // a fresh block then faults once per 2 MiB instead of once per 4 KiB. Advice only: where huge
+  // pages are off, or none is free, the kernel maps ordinary pages.
+  static constexpr size_t kHugePageAdviceBytes = size_t{4} << 20;
+
   static void* map(size_t bytes) {
     void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return data == MAP_FAILED ? nullptr : data;
+    if (data == MAP_FAILED) return nullptr;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= kHugePageAdviceBytes) madvise(data, bytes, MADV_HUGEPAGE);
+#endif
+    return data;
   }
 
   static void unmap(const std::vector<std::pair<void*, size_t>>& blocks) noexcept {

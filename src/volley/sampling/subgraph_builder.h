@@ -24,6 +24,7 @@
 // `out`; it is used by one thread at a time.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -93,6 +94,11 @@ class SubgraphBuilder {
     auto& nodes = out_.nodes;
     const size_t count = neighbors_.size();
     const size_t edges_before = out_.cols.size();
+    // Grow with headroom: after clear(), resize() would reserve exactly this batch's size, and
+    // every later, slightly larger batch of a recycled output would map (and fault) it anew.
+    if (edges_before + count > out_.cols.capacity()) {
+      out_.cols.reserve(std::max(edges_before + count, out_.cols.capacity() * 3 / 2));
+    }
     out_.cols.resize(edges_before + count);
     int64_t* cols = out_.cols.data() + edges_before;
     const int64_t* neighbors = neighbors_.data();

@@ -148,6 +148,20 @@ TEST_F(CliTest, BenchSamplePrintsSepsAsJson) {
   EXPECT_EQ(line["threads"], 2);
   EXPECT_GT(line["sampled_edges"].get<int64_t>(), 0);
   EXPECT_GT(line["seps"].get<double>(), 0.0);
+  EXPECT_EQ(line["warmup"], 2);
+}
+
+TEST_F(CliTest, BenchSampleWarmupZeroTimesTheFirstBatches) {
+  const Result result =
+      run("bench sample --dataset " + kCora + " --fanout 5 --batch-size 32 --batches 2 --warmup 0");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto line = last_json_line(result.out);
+  EXPECT_EQ(line["warmup"], 0);
+  EXPECT_EQ(line["batches"], 2);
+  EXPECT_GT(line["sampled_edges"].get<int64_t>(), 0);
+  const Result bad = run("bench sample --dataset " + kCora + " --warmup -1");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--warmup"), std::string::npos) << bad.err;
 }
 
 TEST_F(CliTest, BenchLoaderComparesWithSamplingOnly) {
