@@ -1,0 +1,112 @@
+// volley/sampling/negative_sampler.h — seeded negative sampling for link prediction, and the
+// seed set of a link batch.
+//
+// A link-prediction batch scores positive edges (src, dst) of the graph against negatives: node
+// pairs drawn at random that should score low. Like neighbor sampling, negative sampling here
+// is a pure function of (graph, options, batch index, position): negative i of batch b comes
+// from Philox keyed by a mix of options.seed with the counter (draw, i, batch), so the result is
+// bit-identical for any thread count.
+//
+//   NegativeSampler negatives(graph, {.distribution = NegativeDistribution::kDegree,
+//                                     .reject_existing = true, .seed = 7});
+//   auto pairs = negatives.sample_pairs(/*count=*/2048, /*batch_index=*/b);    // "binary"
+//   auto dst_neg = negatives.sample_destinations(src, /*per_source=*/5, b);     // "triplet"
+//   LinkSeeds seeds = link_seeds({src, dst, pairs.src, pairs.dst});  // unique nodes + local ids
+//
+// Distributions (over the graph's nodes, the same for sources and destinations):
+//   * kUniform: every node equally likely;
+//   * kDegree: P(v) ∝ degree(v)^degree_power (word2vec's 0.75 by default), degree being the
+//     length of v's CSR row (in-degree for the default kIn orientation); nodes of degree 0 are
+//     never drawn (ValueError when every node has degree 0);
+//   * kWeights: P(v) ∝ weights[v] (float64 [N], finite, >= 0, not all 0) — PyG's
+//     NegativeSampling(src_weight / dst_weight) when both are the same vector.
+//
+// Rejection of existing edges (reject_existing): a draw (s, d) that is an edge s → d of the graph
+// (d ∈ row(s) for kOut, s ∈ row(d) for kIn) is drawn again, up to max_draws draws for that
+// negative; if every draw hits an edge (e.g. s is linked to nearly every node), the last draw is
+// kept and counted in `kept_existing` of the result, so callers can warn. Membership is a binary
+// search in sorted rows (build_csr sorts them; checked once at construction) and a scan otherwise.
+//
+// Errors: ValueError for an unknown distribution, degree_power not finite, max_draws < 1,
+// weights of the wrong length or with a negative / non-finite / all-zero mass, a graph with no
+// nodes, count or per_source < 0; IndexError for a source id out of [0, num_nodes) (naming it and
+// its position).
+// Work runs on the default pool (parallel.h); results do not depend on its size.
+// Thread safety: a NegativeSampler is immutable after construction; calls may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "volley/core/philox.h"
+#include "volley/graph/csr.h"
+
+namespace volley {
+
+enum class NegativeDistribution { kUniform, kDegree, kWeights };
+
+struct NegativeSamplerOptions {
+  NegativeDistribution distribution = NegativeDistribution::kUniform;
+  double degree_power = 0.75;    // kDegree only
+  std::vector<double> weights;   // kWeights only: one per node
+  bool reject_existing = false;  // redraw negatives that are edges of the graph
+  int max_draws = 16;            // draws per negative with reject_existing (>= 1)
+  uint64_t seed = 0;
+};
+
+struct NegativePairs {
+  std::vector<int64_t> src;
+  std::vector<int64_t> dst;
+  int64_t kept_existing = 0;  // negatives that are edges after max_draws draws
+};
+
+struct NegativeDestinations {
+  std::vector<int64_t> dst;   // [sources.size() * per_source], negatives of source i at i*k..
+  int64_t kept_existing = 0;  // as in NegativePairs
+};
+
+class NegativeSampler {
+ public:
+  // Checks the options (ValueError) and prepares the distribution: O(N) for kDegree/kWeights,
+  // O(E) once to learn whether rows are sorted when reject_existing is set. Keeps a copy of
+  // `graph` (arrays are shared, not copied).
+  NegativeSampler(const Csr& graph, NegativeSamplerOptions options);
+
+  // "binary": `count` pairs, each end drawn from the distribution independently.
+  NegativePairs sample_pairs(int64_t count, uint64_t batch_index) const;
+
+  // "triplet": `per_source` destinations for each of `sources` (ids in [0, N)); with
+  // reject_existing none is an edge from its source unless counted in kept_existing.
+  NegativeDestinations sample_destinations(std::span<const int64_t> sources, int64_t per_source,
+                                           uint64_t batch_index) const;
+
+  // Whether s → d is an edge of the graph (in its orientation's meaning, see above).
+  bool has_edge(int64_t src, int64_t dst) const;
+
+  const NegativeSamplerOptions& options() const { return options_; }
+
+ private:
+  int64_t draw(PhiloxStream& rng) const;  // one node from the distribution
+  PhiloxStream stream(uint64_t position, uint64_t batch_index) const;
+
+  Csr graph_;
+  NegativeSamplerOptions options_;
+  std::vector<double> cumulative_;  // kDegree / kWeights: inclusive prefix sums of the mass
+  int64_t last_positive_ = 0;       // the last node with a positive mass (rounding guard)
+  bool rows_sorted_ = true;
+};
+
+// The seed nodes of a link batch: the sorted, distinct ids of every given id array (as PyG's
+// `torch.cat(...).unique(return_inverse=True)`), and for each input array the local index
+// (position in `nodes`) of each of its ids.
+struct LinkSeeds {
+  std::vector<int64_t> nodes;               // sorted, distinct
+  std::vector<std::vector<int64_t>> local;  // local[a][i]: index in nodes of ids[a][i]
+};
+
+// Builds LinkSeeds of `ids` (each array's ids >= 0; IndexError naming the array, position and
+// value otherwise).
+LinkSeeds link_seeds(std::span<const std::span<const int64_t>> ids);
+
+}  // namespace volley

@@ -1,0 +1,211 @@
+// Negative sampling for link prediction (negative_sampler.h): determinism across thread counts,
+// the distributions, exact rejection of existing edges, and the seed set of a link batch.
+#include "volley/sampling/negative_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "test_graphs.h"
+#include "test_util.h"
+#include "volley/core/error.h"
+#include "volley/core/parallel.h"
+
+namespace volley {
+namespace {
+
+// Sets the default pool's size; restores it when it goes.
+struct ThreadCount {
+  explicit ThreadCount(int n) : before(get_num_threads()) { set_num_threads(n); }
+  ~ThreadCount() { set_num_threads(before); }
+  int before;
+};
+
+TEST(NegativeSampler, PairsAreAPureFunctionOfSeedAndBatch) {
+  const Csr graph = skewed_random_graph(500, 4000, 1);
+  const NegativeSampler sampler(graph, {.reject_existing = true, .seed = 9});
+  NegativePairs one, many;
+  {
+    ThreadCount threads(1);
+    one = sampler.sample_pairs(5000, 3);
+  }
+  {
+    ThreadCount threads(4);
+    many = sampler.sample_pairs(5000, 3);
+  }
+  EXPECT_EQ(one.src, many.src);
+  EXPECT_EQ(one.dst, many.dst);
+  const NegativePairs other_batch = sampler.sample_pairs(5000, 4);
+  EXPECT_NE(one.src, other_batch.src);
+  const NegativeSampler other_seed(graph, {.reject_existing = true, .seed = 10});
+  EXPECT_NE(one.dst, other_seed.sample_pairs(5000, 3).dst);
+  // A shorter request is a prefix: negative i does not depend on how many were asked for.
+  const NegativePairs prefix = sampler.sample_pairs(100, 3);
+  EXPECT_TRUE(std::equal(prefix.src.begin(), prefix.src.end(), one.src.begin()));
+}
+
+TEST(NegativeSampler, RejectionLeavesNoExistingEdge) {
+  const Csr graph = skewed_random_graph(300, 6000, 2);
+  const NegativeSampler plain(graph, {.seed = 1});
+  const NegativeSampler rejecting(graph, {.reject_existing = true, .max_draws = 64, .seed = 1});
+  const NegativePairs drawn = plain.sample_pairs(20000, 0);
+  int64_t hits = 0;
+  for (size_t i = 0; i < drawn.src.size(); ++i) hits += plain.has_edge(drawn.src[i], drawn.dst[i]);
+  EXPECT_GT(hits, 0);  // the check below can fail: without rejection some negatives are edges
+  const NegativePairs clean = rejecting.sample_pairs(20000, 0);
+  EXPECT_EQ(clean.kept_existing, 0);
+  for (size_t i = 0; i < clean.src.size(); ++i) {
+    EXPECT_FALSE(rejecting.has_edge(clean.src[i], clean.dst[i])) << i;
+  }
+}
+
+TEST(NegativeSampler, HasEdgeFollowsTheOrientationAndUnsortedRows) {
+  // Edges 0->1, 2->1, 1->3 in the default (in-neighbor) orientation.
+  const Csr in =
+      build_csr(Array::from_vector(std::vector<int64_t>{0, 2, 1}),
+                Array::from_vector(std::vector<int64_t>{1, 1, 3}), std::nullopt, {.num_nodes = 4});
+  const NegativeSampler sampler(in, {.reject_existing = true});
+  EXPECT_TRUE(sampler.has_edge(0, 1));
+  EXPECT_TRUE(sampler.has_edge(2, 1));
+  EXPECT_TRUE(sampler.has_edge(1, 3));
+  EXPECT_FALSE(sampler.has_edge(1, 0));
+  EXPECT_FALSE(sampler.has_edge(3, 1));
+  const NegativeSampler out(in.transposed(), {.reject_existing = true});
+  EXPECT_EQ(in.transposed().orientation(), Orientation::kOut);
+  EXPECT_TRUE(out.has_edge(0, 1));
+  EXPECT_FALSE(out.has_edge(1, 0));
+  // Row 1 holds {2, 0}: unsorted, found by a scan.
+  const Csr unsorted = Csr::from_arrays(Array::from_vector(std::vector<int64_t>{0, 0, 2, 2, 3}),
+                                        Array::from_vector(std::vector<int32_t>{2, 0, 1}));
+  const NegativeSampler scan(unsorted, {.reject_existing = true});
+  EXPECT_TRUE(scan.has_edge(0, 1));
+  EXPECT_TRUE(scan.has_edge(2, 1));
+  EXPECT_FALSE(scan.has_edge(3, 1));
+}
+
+TEST(NegativeSampler, DegreeDistributionFollowsDegreeToThePower) {
+  // Node 0 has in-degree 16, node 1 in-degree 1, nodes 2.. none.
+  std::vector<int64_t> src, dst;
+  for (int64_t i = 0; i < 16; ++i) src.push_back(2 + i), dst.push_back(0);
+  src.push_back(2), dst.push_back(1);
+  const Csr graph =
+      build_csr(Array::from_vector(src), Array::from_vector(dst), std::nullopt, {.num_nodes = 20});
+  const NegativeSampler sampler(
+      graph, {.distribution = NegativeDistribution::kDegree, .degree_power = 0.5, .seed = 3});
+  const NegativePairs drawn = sampler.sample_pairs(40000, 0);
+  int64_t zero = 0, one = 0;
+  for (const int64_t d : drawn.dst) {
+    ASSERT_TRUE(d == 0 || d == 1) << d;  // degree-0 nodes are never drawn
+    (d == 0 ? zero : one) += 1;
+  }
+  // P(0) = 16^0.5 / (16^0.5 + 1) = 0.8.
+  EXPECT_NEAR(static_cast<double>(zero) / 40000, 0.8, 0.01);
+}
+
+TEST(NegativeSampler, WeightsPickOnlyPositiveMass) {
+  const Csr graph = skewed_random_graph(10, 30, 4);
+  std::vector<double> weights(10, 0.0);
+  weights[7] = 1.0;
+  weights[3] = 3.0;
+  const NegativeSampler sampler(
+      graph, {.distribution = NegativeDistribution::kWeights, .weights = weights, .seed = 5});
+  const NegativePairs drawn = sampler.sample_pairs(20000, 1);
+  int64_t threes = 0;
+  for (const int64_t s : drawn.src) {
+    ASSERT_TRUE(s == 3 || s == 7) << s;
+    threes += s == 3;
+  }
+  EXPECT_NEAR(static_cast<double>(threes) / 20000, 0.75, 0.015);
+}
+
+TEST(NegativeSampler, TripletDestinationsAvoidTheirSourcesEdges) {
+  const Csr graph = skewed_random_graph(200, 3000, 6);
+  const NegativeSampler sampler(graph, {.reject_existing = true, .max_draws = 64, .seed = 2});
+  const std::vector<int64_t> sources = {0, 5, 199, 5};
+  const NegativeDestinations drawn = sampler.sample_destinations(sources, 50, 7);
+  ASSERT_EQ(drawn.dst.size(), 200u);
+  EXPECT_EQ(drawn.kept_existing, 0);
+  for (size_t i = 0; i < drawn.dst.size(); ++i) {
+    EXPECT_FALSE(sampler.has_edge(sources[i / 50], drawn.dst[i])) << i;
+  }
+  EXPECT_EQ(sampler.sample_destinations(sources, 50, 7).dst, drawn.dst);
+  EXPECT_TRUE(sampler.sample_destinations({}, 5, 0).dst.empty());
+}
+
+TEST(NegativeSampler, AnImpossibleRejectionIsCountedNotLooped) {
+  // Node 0 is linked from every node (self loop included): no negative (s, 0) exists, and with
+  // one destination in the distribution every draw is an edge.
+  std::vector<int64_t> src = {0, 1, 2}, dst = {0, 0, 0};
+  const Csr graph =
+      build_csr(Array::from_vector(src), Array::from_vector(dst), std::nullopt, {.num_nodes = 3});
+  std::vector<double> weights = {1.0, 0.0, 0.0};
+  const NegativeSampler sampler(graph, {.distribution = NegativeDistribution::kWeights,
+                                        .weights = weights,
+                                        .reject_existing = true,
+                                        .max_draws = 4});
+  const NegativeDestinations drawn = sampler.sample_destinations(std::vector<int64_t>{1, 2}, 3, 0);
+  EXPECT_EQ(drawn.kept_existing, 6);
+  for (const int64_t d : drawn.dst) EXPECT_EQ(d, 0);
+}
+
+TEST(NegativeSampler, BadOptionsAndIdsNameTheValue) {
+  const Csr graph = skewed_random_graph(10, 30, 4);
+  EXPECT_NE(message_of<ValueError>([&] {
+              NegativeSampler(graph, {.max_draws = 0});
+            }).find("max_draws must be at least 1, got 0"),
+            std::string::npos);
+  EXPECT_NE(message_of<ValueError>([&] {
+              NegativeSampler(graph, {.distribution = NegativeDistribution::kWeights,
+                                      .weights = std::vector<double>(3, 1.0)});
+            }).find("3 entries; the graph has 10 nodes"),
+            std::string::npos);
+  std::vector<double> bad(10, 1.0);
+  bad[4] = -1;
+  EXPECT_NE(message_of<ValueError>([&] {
+              NegativeSampler(graph,
+                              {.distribution = NegativeDistribution::kWeights, .weights = bad});
+            }).find("weight -1 of node 4"),
+            std::string::npos);
+  EXPECT_NE(message_of<ValueError>([&] {
+              NegativeSampler(graph, {.distribution = NegativeDistribution::kWeights,
+                                      .weights = std::vector<double>(10, 0.0)});
+            }).find("no node to draw"),
+            std::string::npos);
+  EXPECT_NE(message_of<ValueError>([&] {
+              NegativeSampler(graph, {.weights = std::vector<double>(10, 1.0)});
+            }).find("not kWeights"),
+            std::string::npos);
+  EXPECT_NE(message_of<ValueError>([&] {
+              NegativeSampler(graph,
+                              {.distribution = NegativeDistribution::kDegree, .degree_power = NAN});
+            }).find("degree_power must be finite"),
+            std::string::npos);
+  const NegativeSampler sampler(graph, {});
+  EXPECT_NE(message_of<ValueError>([&] { sampler.sample_pairs(-1, 0); }).find("got -1"),
+            std::string::npos);
+  EXPECT_NE(message_of<IndexError>([&] {
+              sampler.sample_destinations(std::vector<int64_t>{1, 10}, 2, 0);
+            }).find("source id 10 at position 1"),
+            std::string::npos);
+}
+
+TEST(LinkSeeds, SortedDistinctNodesAndLocalIndices) {
+  const std::vector<int64_t> src = {5, 2, 5}, dst = {2, 9, 7}, neg = {9, 0};
+  const std::span<const int64_t> arrays[] = {src, dst, neg};
+  const LinkSeeds seeds = link_seeds(arrays);
+  EXPECT_EQ(seeds.nodes, (std::vector<int64_t>{0, 2, 5, 7, 9}));
+  ASSERT_EQ(seeds.local.size(), 3u);
+  EXPECT_EQ(seeds.local[0], (std::vector<int64_t>{2, 1, 2}));
+  EXPECT_EQ(seeds.local[1], (std::vector<int64_t>{1, 4, 3}));
+  EXPECT_EQ(seeds.local[2], (std::vector<int64_t>{4, 0}));
+  const std::vector<int64_t> bad = {1, -3};
+  const std::span<const int64_t> with_bad[] = {src, bad};
+  EXPECT_NE(message_of<IndexError>([&] {
+              link_seeds(with_bad);
+            }).find("node id -3 at position 1 of id array 1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace volley
