@@ -45,6 +45,7 @@ from .dataset import (
 from .feature import Feature, hotness_by_degree, hotness_by_sampling
 from .graph import Graph
 from .partition import PartitionBook, load_partition, partition
+from .negative import NegativeSampler
 from .sampler import Adj, NeighborSampler
 from . import loader
 from . import dist
@@ -76,6 +77,7 @@ __all__ = [
     "load_dataset",
     "load_partition",
     "loader",
+    "NegativeSampler",
     "NeighborSampler",
     "partition",
     "PartitionBook",

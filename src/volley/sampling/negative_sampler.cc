@@ -103,6 +103,9 @@ int64_t NegativeSampler::draw(PhiloxStream& rng) const {
 }
 
 bool NegativeSampler::has_edge(int64_t src, int64_t dst) const {
+  const int64_t n = graph_.num_nodes();
+  VOLLEY_REQUIRE(src >= 0 && src < n && dst >= 0 && dst < n, IndexError,
+                 "edge ({}, {}) has an id out of range for a graph with {} nodes", src, dst, n);
   const bool by_row_of_src = graph_.orientation() == Orientation::kOut;
   const int64_t row = by_row_of_src ? src : dst;
   const int64_t wanted = by_row_of_src ? dst : src;

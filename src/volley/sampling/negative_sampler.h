@@ -81,7 +81,8 @@ class NegativeSampler {
   NegativeDestinations sample_destinations(std::span<const int64_t> sources, int64_t per_source,
                                            uint64_t batch_index) const;
 
-  // Whether s → d is an edge of the graph (in its orientation's meaning, see above).
+  // Whether s → d is an edge of the graph (in its orientation's meaning, see above); IndexError
+  // for an id out of [0, N).
   bool has_edge(int64_t src, int64_t dst) const;
 
   const NegativeSamplerOptions& options() const { return options_; }

@@ -182,6 +182,8 @@ TEST(NegativeSampler, BadOptionsAndIdsNameTheValue) {
             }).find("degree_power must be finite"),
             std::string::npos);
   const NegativeSampler sampler(graph, {});
+  EXPECT_NE(message_of<IndexError>([&] { sampler.has_edge(3, 10); }).find("(3, 10)"),
+            std::string::npos);
   EXPECT_NE(message_of<ValueError>([&] { sampler.sample_pairs(-1, 0); }).find("got -1"),
             std::string::npos);
   EXPECT_NE(message_of<IndexError>([&] {
