@@ -8,6 +8,11 @@
 // of core/half.h (round to nearest even; NaN and infinity kept).
 #pragma once
 
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#endif
+
 #include <cstddef>
 #include <cstdint>
 
@@ -25,8 +30,37 @@ struct BFloat16 {
   uint16_t bits;
 };
 
-VOLLEY_HOST_DEVICE inline float to_float(Half value) { return half_to_float(value.bits); }
-VOLLEY_HOST_DEVICE inline float to_float(BFloat16 value) { return bfloat16_to_float(value.bits); }
+// On a GPU the 16-bit conversions are the hardware's (one cvt instruction, round to nearest
+// even, as before this kernel was shared); on the host core/half.h's, which the CPU gather uses
+// and which give the same bits for every finite value and infinity (NaN payloads may differ).
+VOLLEY_HOST_DEVICE inline float to_float(Half value) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(value.bits));
+#else
+  return half_to_float(value.bits);
+#endif
+}
+VOLLEY_HOST_DEVICE inline float to_float(BFloat16 value) {
+#if defined(__CUDA_ARCH__)
+  return __bfloat162float(__ushort_as_bfloat16(value.bits));
+#else
+  return bfloat16_to_float(value.bits);
+#endif
+}
+VOLLEY_HOST_DEVICE inline Half to_half(float value) {
+#if defined(__CUDA_ARCH__)
+  return {__half_as_ushort(__float2half_rn(value))};
+#else
+  return {float_to_half(value)};
+#endif
+}
+VOLLEY_HOST_DEVICE inline BFloat16 to_bfloat16(float value) {
+#if defined(__CUDA_ARCH__)
+  return {__bfloat16_as_ushort(__float2bfloat16_rn(value))};
+#else
+  return {float_to_bfloat16(value)};
+#endif
+}
 template <typename From>
 VOLLEY_HOST_DEVICE inline float to_float(From value) {
   return static_cast<float>(value);
@@ -50,11 +84,11 @@ struct Convert<int64_t> {
 };
 template <>
 struct Convert<Half> {
-  VOLLEY_HOST_DEVICE static Half apply(float value) { return {float_to_half(value)}; }
+  VOLLEY_HOST_DEVICE static Half apply(float value) { return to_half(value); }
 };
 template <>
 struct Convert<BFloat16> {
-  VOLLEY_HOST_DEVICE static BFloat16 apply(float value) { return {float_to_bfloat16(value)}; }
+  VOLLEY_HOST_DEVICE static BFloat16 apply(float value) { return to_bfloat16(value); }
 };
 
 // out[i] = convert(in[i]).
