@@ -14,6 +14,7 @@
 #include "volley/core/cuda_device.h"
 #include "volley/core/internal/emulated_device.h"
 #include "volley/loader/cuda_loader.h"
+#include "volley/loader/internal/cuda_convert.h"
 #include "volley/loader/neighbor_loader.h"
 
 namespace volley {
@@ -75,7 +76,8 @@ void expect_same(const Batch& cpu, Batch& gpu, const std::string& where) {
 }
 
 // Runs epoch `epoch` of both loaders to the end; returns the number of batches compared.
-int64_t compare_epoch(const NeighborLoader& cpu, const CudaNeighborLoader& gpu, int64_t epoch,
+template <class GpuLoader>
+int64_t compare_epoch(const NeighborLoader& cpu, const GpuLoader& gpu, int64_t epoch,
                       const std::string& where) {
   auto cpu_epoch = cpu.start_epoch(epoch);
   auto gpu_epoch = gpu.start_epoch(epoch);
@@ -213,6 +215,31 @@ TEST(CudaLoaderGpuHost, HeldBatchesStayIntactAndFailuresSurfaceForTheirBatch) {
   EXPECT_FALSE(epoch->next_on(nullptr).has_value());
 }
 
+// NeighborLoader is the one entry: given a placed graph it builds the batches on the GPU, in
+// the mode the graph's placement says.
+TEST(CudaLoaderGpuHost, OneLoaderEntryPicksTheDeviceFromWhereTheGraphLives) {
+  ScopedCudaEmulation emulated;
+  const Inputs inputs = make_inputs(600, 6000, 17);
+  const LoaderOptions options = options_for(true, true, 1, 2);
+  const NeighborLoader cpu(inputs.graph, FeatureStore(inputs.features), FeatureStore(inputs.labels),
+                           inputs.train, options);
+  EXPECT_FALSE(cpu.on_cuda());
+  for (const CudaSamplingMode mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
+    const NeighborLoader gpu(CudaGraph::place(inputs.graph, {.mode = mode}),
+                             on_gpu(inputs.features, 2048), on_gpu(inputs.labels, 0), inputs.train,
+                             options);
+    EXPECT_TRUE(gpu.on_cuda());
+    EXPECT_EQ(gpu.num_inputs(), cpu.num_inputs());
+    EXPECT_EQ(gpu.num_batches(), cpu.num_batches());
+    EXPECT_EQ(bytes_of(gpu.epoch_positions(1)), bytes_of(cpu.epoch_positions(1)));
+    const std::string where = fmt::format("one entry, {}", cuda_sampling_mode_name(mode));
+    EXPECT_EQ(compare_epoch(cpu, gpu, 1, where), cpu.num_batches()) << where;
+  }
+  EXPECT_THROW(NeighborLoader(CudaGraph::place(inputs.graph), FeatureStore(inputs.features),
+                              std::nullopt, inputs.train, options),
+               ValueError);  // host tiers with a placed graph
+}
+
 TEST(CudaLoaderGpuHost, ArgumentsAreCheckedAsOnAGpu) {
   ScopedCudaEmulation emulated;
   const Inputs inputs = make_inputs(300, 2000, 5);
@@ -241,6 +268,19 @@ TEST(CudaLoaderGpuHost, ArgumentsAreCheckedAsOnAGpu) {
   std::memcpy(want.data(), inputs.features.raw_data() + 299 * 24, 24);
   std::memcpy(want.data() + 24, inputs.features.raw_data(), 24);
   EXPECT_EQ(bytes_of(rows), want);
+}
+
+// The convert bodies refuse what gather_supports refuses (the loader checks it first), queuing
+// nothing; an empty launch is a success.
+TEST(CudaLoaderGpuHost, ConvertRefusesUnsupportedPairs) {
+  std::vector<std::byte> in(64, std::byte{1}), out(64, std::byte{7});
+  using loader_internal::launch_host_convert;
+  EXPECT_FALSE(launch_host_convert(in.data(), DType::kFloat16, out.data(), DType::kInt64, 4));
+  EXPECT_FALSE(launch_host_convert(in.data(), DType::kInt64, out.data(), DType::kInt64, 4));
+  EXPECT_FALSE(launch_host_convert(in.data(), DType::kFloat64, out.data(), DType::kFloat16, 4));
+  EXPECT_FALSE(launch_host_convert(in.data(), DType::kInt32, out.data(), DType::kBFloat16, 4));
+  EXPECT_TRUE(launch_host_convert(in.data(), DType::kInt32, out.data(), DType::kFloat32, 0));
+  EXPECT_EQ(out, std::vector<std::byte>(64, std::byte{7}));  // nothing written
 }
 
 }  // namespace
