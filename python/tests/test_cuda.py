@@ -235,6 +235,8 @@ def _cpu_and_gpu_loaders(mode, **kwargs):
 def test_loader_batches_equal_cpu(mode):
     cpu, gpu = _cpu_and_gpu_loaders(mode)
     assert len(cpu) == len(gpu)
+    # GPU and UVA batches come from the native GPU pipeline (also on the host-executor device).
+    assert isinstance(gpu._native, _volley.CudaNeighborLoader) == (mode != "CPU")
     for _epoch in range(2):
         count = 0
         for want, got in zip(cpu, gpu):
