@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "bindings.h"
+#include "volley/core/cuda_device.h"
 
 namespace volley::python {
 
@@ -99,11 +100,14 @@ nb::object array_to_python(const Array& array) {
   const dlpack::dtype dtype = to_dlpack(array.dtype());
   int device_type = nb::device::cpu::value;
   int device_id = 0;
-  if (buffer.location() == Location::kCuda) {
+  // The host-executor device's "device" memory is host memory: handed over as CPU arrays.
+  const bool emulated = buffer.location() == Location::kCuda && cuda_emulated();
+  if (buffer.location() == Location::kCuda && !emulated) {
     device_type = nb::device::cuda::value;
     device_id = buffer.device();
   }
-  const bool numpy_can_hold = buffer.host_accessible() && array.dtype() != DType::kBFloat16;
+  const bool numpy_can_hold =
+      (buffer.host_accessible() || emulated) && array.dtype() != DType::kBFloat16;
   const bool writable = buffer.writable();
 
   if (numpy_can_hold) {

@@ -32,6 +32,8 @@ void bind_cuda(nb::module_& m) {
   m.def("cuda_device_count", &cuda_device_count,
         "Visible CUDA devices (0 without CUDA support or without a device).");
   m.def("cuda_device_name", &cuda_device_name, nb::arg("device"));
+  m.def("cuda_emulated", &cuda_emulated,
+        "Whether the host-executor device stands in for cuda:0 (VOLLEY_HOST_EXECUTOR=1, tests).");
   m.def(
       "check_cuda_sampling_mode",
       [](const std::string& mode) {

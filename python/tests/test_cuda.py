@@ -2,8 +2,11 @@
 NeighborLoader.
 
 CPU-side tests run everywhere: argument checks, and the clear error a CUDA request gets from a
-build without CUDA or a machine without a GPU. GPU tests run only where torch sees a GPU and
-this build of Volley has CUDA; they compare every device output with the CPU path's, exactly.
+build without CUDA or a machine without a GPU. GPU tests run where torch sees a GPU and this
+build of Volley has CUDA, and in CI on the host-executor device (``VOLLEY_HOST_EXECUTOR=1``:
+test_cuda_host_executor.py runs this file so): the same GPU and UVA code paths with their kernels
+on host threads and device arrays as CPU tensors. They compare every device output with the CPU
+path's, exactly. Tests of CUDA streams and device memory accounting need a real GPU.
 """
 
 from __future__ import annotations
@@ -17,9 +20,29 @@ from volley.loader import NeighborLoader
 
 torch = pytest.importorskip("torch")
 
-HAS_GPU = bool(_volley.cuda_built()) and torch.cuda.is_available() and _volley.cuda_device_count() > 0
-needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU and a CUDA build of Volley")
-no_gpu = pytest.mark.skipif(HAS_GPU, reason="checks the error raised without a usable GPU")
+EMULATED = bool(_volley.cuda_emulated())  # the host-executor device stands in for cuda:0
+HAS_GPU = (
+    not EMULATED
+    and bool(_volley.cuda_built())
+    and torch.cuda.is_available()
+    and _volley.cuda_device_count() > 0
+)
+RUNS_GPU_PATHS = HAS_GPU or EMULATED
+needs_gpu = pytest.mark.skipif(
+    not RUNS_GPU_PATHS, reason="needs a CUDA GPU (or VOLLEY_HOST_EXECUTOR=1: test_cuda_host_executor.py)"
+)
+needs_real_gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a real GPU (CUDA streams, device memory)")
+no_gpu = pytest.mark.skipif(RUNS_GPU_PATHS, reason="checks the error raised without a usable GPU")
+
+
+def _to_device(tensor):
+    """``tensor`` where the device path's inputs live: the GPU, or the CPU when emulated."""
+    return tensor.cuda() if HAS_GPU else tensor
+
+
+def _on_device(tensor) -> bool:
+    """Whether ``tensor`` is a device output: a CUDA tensor, or a CPU one when emulated."""
+    return tensor.is_cuda if HAS_GPU else tensor.device.type == "cpu"
 
 
 def _graph_data(num_nodes: int = 400, num_edges: int = 4000, dim: int = 8, seed: int = 0):
@@ -160,15 +183,15 @@ def test_sampler_equals_cpu(mode):
     for batch in range(5):
         seeds = torch.randperm(2000)[:128]
         want = cpu.sample_subgraph(seeds, batch)
-        got = gpu.sample_subgraph(seeds.cuda(), batch)
-        assert got.n_id.is_cuda
+        got = gpu.sample_subgraph(_to_device(seeds), batch)
+        assert _on_device(got.n_id)
         for field in ("n_id", "row", "col", "e_id"):
             assert torch.equal(getattr(got, field).cpu(), getattr(want, field)), field
         assert got.num_sampled_nodes == want.num_sampled_nodes
         assert got.num_sampled_edges == want.num_sampled_edges
 
 
-@needs_gpu
+@needs_real_gpu
 def test_sampler_results_on_a_side_stream():
     edge_index, _, _ = _graph_data(2000, 30000)
     graph = volley.Graph.from_edge_index(edge_index)
@@ -189,9 +212,9 @@ def test_feature_gather_equals_cpu(cache):
     _, x, _ = _graph_data(2000, 100, dim=16)
     feature = volley.Feature(x, device="cuda", device_cache_size=cache)
     ids = torch.randint(0, 2000, (777,))
-    for id_input in (ids, ids.cuda(), ids.numpy()):
+    for id_input in (ids, _to_device(ids), ids.numpy()):
         rows = feature[id_input]
-        assert rows.is_cuda and torch.equal(rows.cpu(), x[ids])
+        assert _on_device(rows) and torch.equal(rows.cpu(), x[ids])
     with pytest.raises(IndexError, match="2000"):
         feature[torch.tensor([1, 2000])]
 
@@ -212,10 +235,12 @@ def _cpu_and_gpu_loaders(mode, **kwargs):
 def test_loader_batches_equal_cpu(mode):
     cpu, gpu = _cpu_and_gpu_loaders(mode)
     assert len(cpu) == len(gpu)
+    # GPU and UVA batches come from the native GPU pipeline (also on the host-executor device).
+    assert isinstance(gpu._native, _volley.CudaNeighborLoader) == (mode != "CPU")
     for _epoch in range(2):
         count = 0
         for want, got in zip(cpu, gpu):
-            assert got.x.is_cuda and got.edge_index.is_cuda and got.n_id.is_cuda
+            assert _on_device(got.x) and _on_device(got.edge_index) and _on_device(got.n_id)
             for field in ("x", "y", "edge_index", "n_id", "e_id", "input_id"):
                 assert torch.equal(getattr(got, field).cpu(), getattr(want, field)), field
             assert got.batch_size == want.batch_size
@@ -224,7 +249,7 @@ def test_loader_batches_equal_cpu(mode):
         assert count == len(cpu)
 
 
-@needs_gpu
+@needs_real_gpu
 def test_loader_memory_does_not_grow_over_1000_batches():
     _, gpu = _cpu_and_gpu_loaders("GPU")
 

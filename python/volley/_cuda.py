@@ -11,6 +11,13 @@ written (no host wait), and their memory is freed in that stream's order when th
 view goes. Work queued on the current stream afterwards sees complete data; to use the tensors
 on another stream, make it wait on the current one (``stream.wait_stream``) and call
 ``tensor.record_stream`` as with any torch tensor.
+
+Testing without a GPU: with the environment variable ``VOLLEY_HOST_EXECUTOR=1`` set before
+``volley`` is imported (in a build with the host executor), a *host-executor device* stands in
+for ``cuda:0``: the GPU and UVA paths run end to end — graph placement, the GPU feature tiers, the
+CUDA loader's batch pipeline — with their kernels on host threads and every "device" array in
+host memory, handed to torch as CPU tensors. Only the tests set it; a user never gets it by
+default.
 """
 
 from __future__ import annotations
@@ -26,6 +33,19 @@ MODES = ("GPU", "UVA", "CPU")
 def cuda_built() -> bool:
     """Whether this build of Volley has CUDA support."""
     return bool(_volley.cuda_built())
+
+
+def emulated() -> bool:
+    """Whether the host-executor device stands in for ``cuda:0`` (``VOLLEY_HOST_EXECUTOR=1``:
+    tests of the GPU paths on a machine without a GPU; device arrays arrive as CPU tensors)."""
+    return bool(_volley.cuda_emulated())
+
+
+def torch_device(ordinal: int) -> Any:
+    """The ``torch.device`` that device arrays of CUDA device ``ordinal`` arrive on: ``cuda:N``,
+    or the CPU on the host-executor device (see :func:`emulated`)."""
+    torch = _tensor.torch_module()
+    return torch.device("cpu") if emulated() else torch.device("cuda", ordinal)
 
 
 def parse_device(device: Any) -> Optional[int]:

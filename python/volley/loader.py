@@ -394,7 +394,7 @@ class NeighborLoader:
         """Batch fields on the loader's CUDA device: copied there in CPU mode (GPU and UVA
         batches are there already, ``x`` converted to ``feature_dtype`` in C++)."""
         torch = _tensor.torch_module()
-        target = torch.device("cuda", self.device)
+        target = _cuda.torch_device(self.device)
         for key, value in fields.items():
             if isinstance(value, torch.Tensor) and value.device != target:
                 fields[key] = value.to(target, non_blocking=True)  # CPU mode

@@ -12,9 +12,11 @@
 #include <random>
 #include <utility>
 
+#include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
 #include "volley/core/host_pool.h"
 #include "volley/core/internal/cuda_memory.h"
+#include "volley/core/internal/emulated_device.h"
 
 namespace volley {
 
@@ -175,18 +177,31 @@ class CudaStorage final : public Storage {
   CudaStorage(size_t bytes, Location where, int device_ordinal) : Storage(nullptr, bytes, where) {
     device = device_ordinal;
     if (bytes == 0) return;
+    if (cuda_emulated()) {  // the host-executor device: host memory, tagged as device / pinned
+      VOLLEY_REQUIRE(device <= 0, RuntimeError,
+                     "CUDA device {} requested, but 1 CUDA device(s) are visible (emulated)",
+                     device);
+      emulated_ = true;
+      data = static_cast<std::byte*>(emulated_allocate(bytes));
+      return;
+    }
     data = static_cast<std::byte*>(where == Location::kPinnedHost
                                        ? cuda_allocate_pinned(bytes)
                                        : cuda_allocate_device(bytes, device));
   }
   ~CudaStorage() override {
     if (data == nullptr) return;
-    if (location == Location::kPinnedHost) {
+    if (emulated_) {
+      emulated_free(data);
+    } else if (location == Location::kPinnedHost) {
       cuda_free_pinned(data);
     } else {
       cuda_free_device(data, device);
     }
   }
+
+ private:
+  bool emulated_ = false;
 };
 
 std::string unique_segment_name() {

@@ -20,10 +20,19 @@
 
 namespace volley {
 
-// Whether this build of Volley has CUDA support (VOLLEY_CUDA).
+// Whether this build of Volley has CUDA support (VOLLEY_CUDA), or the host-executor device
+// stands in for one (cuda_emulated()).
 bool cuda_built();
-// Visible CUDA devices; 0 without CUDA support or when the driver reports none. Never throws.
+// Visible CUDA devices; 0 without CUDA support or when the driver reports none; 1 (the
+// emulated device) when cuda_emulated(). Never throws.
 int cuda_device_count();
+// Whether the host-executor device stands in for CUDA device 0 in this process: only when the
+// environment variable VOLLEY_HOST_EXECUTOR=1 was set (read once, at the first query) in a
+// build with the host executor, for testing the GPU paths on a machine without a GPU. Then
+// "device" and "pinned" memory are host memory, streams and events do nothing, cuda_copy is a
+// memmove, and the GPU kernels run on host threads (core/internal/emulated_device.h). Never
+// the default; never throws.
+bool cuda_emulated();
 // "NVIDIA H100 80GB HBM3" for device `device`.
 std::string cuda_device_name(int device);
 

@@ -1,6 +1,8 @@
 // CPU-only build: cuda_device.h reports no devices; everything else is a clear error.
 #include "volley/core/cuda_device.h"
 
+#include <cstring>
+
 #include "volley/core/error.h"
 
 namespace volley {
@@ -13,10 +15,19 @@ namespace {
 }
 }  // namespace
 
-bool cuda_built() { return false; }
-int cuda_device_count() { return 0; }
-std::string cuda_device_name(int) { no_cuda("cuda_device_name"); }
-CudaStream CudaStream::create(int) { no_cuda("CudaStream::create"); }
+// The host-executor device (cuda_emulated()) works here too: it needs no CUDA runtime.
+bool cuda_built() { return cuda_emulated(); }
+int cuda_device_count() { return cuda_emulated() ? 1 : 0; }
+std::string cuda_device_name(int) {
+  if (cuda_emulated()) return "Volley host executor (emulated CUDA device)";
+  no_cuda("cuda_device_name");
+}
+CudaStream CudaStream::create(int device) {
+  if (!cuda_emulated()) no_cuda("CudaStream::create");
+  CudaStream result;  // no stream: the host executor's work is synchronous
+  result.device_ = device;
+  return result;
+}
 CudaStream::~CudaStream() = default;
 CudaStream::CudaStream(CudaStream&& other) noexcept
     : handle_(other.handle_), device_(other.device_) {}
@@ -25,9 +36,16 @@ CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
   device_ = other.device_;
   return *this;
 }
-void CudaStream::synchronize() const { no_cuda("CudaStream::synchronize"); }
-void cuda_synchronize(void*) { no_cuda("cuda_synchronize"); }
-void cuda_copy(void*, const void*, size_t, void*) { no_cuda("cuda_copy"); }
+void CudaStream::synchronize() const {
+  if (!cuda_emulated()) no_cuda("CudaStream::synchronize");
+}
+void cuda_synchronize(void*) {
+  if (!cuda_emulated()) no_cuda("cuda_synchronize");
+}
+void cuda_copy(void* destination, const void* source, size_t bytes, void*) {
+  if (!cuda_emulated()) no_cuda("cuda_copy");
+  if (bytes > 0) std::memmove(destination, source, bytes);
+}
 double measure_device_copy_bandwidth(int, size_t, int) { no_cuda("measure_device_copy_bandwidth"); }
 double measure_pinned_upload_bandwidth(int, size_t, int) {
   no_cuda("measure_pinned_upload_bandwidth");

@@ -170,6 +170,16 @@ bool device_reachable(const Buffer& buffer, int device) {
          buffer.location() == Location::kPinnedHost;
 }
 
+// The gather kernel on the CUDA executor, or on the host executor when the host-executor device
+// stands in for CUDA (cuda_emulated(): every pointer is host memory).
+int64_t run_gather(const FeatureStore::State& state, const int64_t* ids, int64_t n, void* out,
+                   void* stream, bool check) {
+#if defined(VOLLEY_WITH_GPU_HOST)
+  if (cuda_emulated()) return launch_host_gather(state.plan(), ids, n, out, check);
+#endif
+  return launch_device_gather(state.plan(), ids, n, out, stream, check);
+}
+
 [[noreturn]] void throw_bad_id(int64_t id, int64_t position, int64_t num_rows) {
   throw IndexError(
       fmt::format("row id {} at position {} out of range for a feature store with {} rows", id,
@@ -212,8 +222,7 @@ void gather_on_gpu(const FeatureStore::State& state, const Array& ids, const Arr
     out_pointer = staged_out.data();
   }
   const bool check = options.check_ids && ids_on_device;
-  const int64_t bad =
-      launch_device_gather(state.plan(), id_pointer, n, out_pointer, options.stream, check);
+  const int64_t bad = run_gather(state, id_pointer, n, out_pointer, options.stream, check);
   if (bad >= 0) {
     int64_t id = 0;
     cuda_copy(&id, id_pointer + bad, sizeof id, options.stream);

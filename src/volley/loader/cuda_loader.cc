@@ -55,9 +55,17 @@ void check_store(const std::optional<FeatureStore>& store, const char* what,
 // `stream`.
 Array convert_on_device(const Array& rows, DType dtype, const Buffer& destination, void* stream) {
   Array out(destination, dtype, rows.shape());
-  const bool queued =
-      loader_internal::launch_convert(rows.raw_data(), rows.dtype(), out.raw_data(), dtype,
-                                      rows.numel(), destination.device(), stream);
+  bool queued = false;
+#if defined(VOLLEY_WITH_GPU_HOST)
+  if (cuda_emulated()) {  // the host-executor device: the same bodies on host threads
+    queued = loader_internal::launch_host_convert(rows.raw_data(), rows.dtype(), out.raw_data(),
+                                                  dtype, rows.numel());
+  } else  // NOLINT(readability/braces)
+#endif
+  {
+    queued = loader_internal::launch_convert(rows.raw_data(), rows.dtype(), out.raw_data(), dtype,
+                                             rows.numel(), destination.device(), stream);
+  }
   VOLLEY_ASSERT(queued);  // the loader checked gather_supports
   return out;
 }

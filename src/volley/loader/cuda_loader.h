@@ -1,5 +1,7 @@
 // volley/loader/cuda_loader.h — the batch pipeline on a CUDA GPU: seeds → sample → gather, with
-// every array of a batch in device memory, prepared ahead of the training step.
+// every array of a batch in device memory, prepared ahead of the training step. NeighborLoader's
+// CudaGraph constructor (neighbor_loader.h) is the one entry that picks it from where the data
+// lives; this class is what it runs.
 //
 // The same batches as NeighborLoader (neighbor_loader.h) — the same seeds per batch, sampled
 // with the same seeds (the CUDA sampler equals the CPU sampler bit for bit), the same feature
@@ -85,6 +87,7 @@ class CudaNeighborLoader {
 
   int64_t num_batches() const;
   int64_t num_inputs() const { return input_nodes_.numel(); }
+  const Array& input_nodes() const { return input_nodes_; }  // checked; all nodes when none given
   const LoaderOptions& options() const { return options_; }
   const CudaGraph& graph() const { return graph_; }
 

@@ -1,8 +1,9 @@
-// CPU-only build: no device memory and no events; asking for them is a clear error.
+// CPU-only build: no CUDA runtime behind DeviceBlock and DeviceEvent; asking for it is a clear
+// error (the host-executor device, device_memory.cc, needs none of these).
 #include "volley/core/error.h"
 #include "volley/loader/internal/device_memory.h"
 
-namespace volley::loader_internal {
+namespace volley::loader_internal::cuda_runtime {
 namespace {
 [[noreturn]] void no_cuda() {
   throw RuntimeError(
@@ -11,23 +12,13 @@ namespace {
 }
 }  // namespace
 
-std::shared_ptr<DeviceBlock> DeviceBlock::allocate(size_t, int, void*) { no_cuda(); }
-DeviceBlock::~DeviceBlock() = default;
-DeviceEvent DeviceEvent::create(int) { no_cuda(); }
-DeviceEvent::~DeviceEvent() = default;
-DeviceEvent::DeviceEvent(DeviceEvent&& other) noexcept
-    : handle_(other.handle_), device_(other.device_) {
-  other.handle_ = nullptr;
-}
-DeviceEvent& DeviceEvent::operator=(DeviceEvent&& other) noexcept {
-  handle_ = other.handle_;
-  device_ = other.device_;
-  other.handle_ = nullptr;
-  return *this;
-}
-void DeviceEvent::record(void*) { no_cuda(); }
-void DeviceEvent::make_wait(void*) const { no_cuda(); }
-void DeviceEvent::synchronize() const { no_cuda(); }
-void set_current_device(int) { no_cuda(); }
+void* pool_allocate(size_t, int, void*) { no_cuda(); }
+void pool_free(void*, int, void*) noexcept {}
+void* event_create(int) { no_cuda(); }
+void event_destroy(void*) noexcept {}
+void event_record(void*, int, void*) { no_cuda(); }
+void event_make_wait(void*, void*) { no_cuda(); }
+void event_synchronize(void*) { no_cuda(); }
+void set_device(int) { no_cuda(); }
 
-}  // namespace volley::loader_internal
+}  // namespace volley::loader_internal::cuda_runtime

@@ -6,6 +6,7 @@
 #include "volley/core/parallel.h"
 #include "volley/core/philox.h"
 #include "volley/feature/gather.h"  // gather_supports
+#include "volley/loader/cuda_loader.h"
 
 namespace volley {
 
@@ -269,6 +270,16 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
   shared_ = std::move(shared);
 }
 
+NeighborLoader::NeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
+                               std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
+                               LoaderOptions options)
+    : cuda_(std::make_shared<const CudaNeighborLoader>(std::move(graph), std::move(features),
+                                                       std::move(labels), std::move(input_nodes),
+                                                       options)),
+      options_(std::move(options)) {
+  input_nodes_ = cuda_->input_nodes();
+}
+
 int64_t NeighborLoader::num_batches() const {
   return loader_internal::num_batches(input_nodes_.numel(), options_);
 }
@@ -293,6 +304,7 @@ struct NeighborLoader::EpochWork {
 };
 
 std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
+  if (cuda_) return cuda_->start_epoch(epoch_index);
   auto work = std::make_shared<EpochWork>();
   work->shared = shared_;
   work->order = epoch_positions(epoch_index);

@@ -40,9 +40,12 @@
 #include "volley/graph/csr.h"
 #include "volley/loader/batch.h"
 #include "volley/loader/batch_source.h"
+#include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
+
+class CudaNeighborLoader;  // cuda_loader.h
 
 struct LoaderOptions {
   int64_t batch_size = 1;
@@ -82,6 +85,16 @@ class NeighborLoader {
   // The same pipeline over any BatchSource (e.g. partitions served over gRPC).
   NeighborLoader(std::shared_ptr<const BatchSource> source, std::optional<Array> input_nodes,
                  LoaderOptions options);
+  // The same batches built on a GPU: the device follows where the data lives — a graph placed
+  // for CUDA sampling (GPU or UVA, CudaGraph::mode()) and `features` / `labels` in GPU tiers of
+  // its device; every array of a batch in device memory. The arguments, errors and stream rules
+  // are CudaNeighborLoader's (cuda_loader.h), which builds the batches.
+  NeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
+                 std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
+                 LoaderOptions options);
+
+  // Whether batches are built on a GPU (the CudaGraph constructor).
+  bool on_cuda() const { return cuda_ != nullptr; }
 
   // Batches per epoch of this rank.
   int64_t num_batches() const;
@@ -100,6 +113,7 @@ class NeighborLoader {
   struct Shared;
   struct EpochWork;
   std::shared_ptr<const Shared> shared_;
+  std::shared_ptr<const CudaNeighborLoader> cuda_;  // set: the GPU pipeline builds the batches
   Array input_nodes_;
   LoaderOptions options_;
 };

@@ -146,6 +146,13 @@ void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOpt
   validate_sampler_options(options, graph.has_weights());
 }
 
+std::unique_ptr<CudaSamplerBackend> make_sampler_backend(int device) {
+#if defined(VOLLEY_WITH_GPU_HOST)
+  if (cuda_emulated()) return make_host_sampler_backend();
+#endif
+  return make_cuda_sampler_backend(device);
+}
+
 void throw_batch_too_large(int64_t nodes) {
   throw ValueError(fmt::format(
       "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds or smaller "
@@ -174,7 +181,7 @@ SampledSubgraph NeighborSampler::sample_cuda(std::span<const int64_t> seeds, uin
     return out;
   }
   std::lock_guard lock(*mutex_);  // one workspace per sampler
-  if (!backend_) backend_ = sampling_internal::make_cuda_sampler_backend(cuda_graph_.device());
+  if (!backend_) backend_ = sampling_internal::make_sampler_backend(cuda_graph_.device());
   sampling_internal::DeviceGraphView view;
   view.indptr = cuda_graph_.indptr().data<int64_t>();
   view.indices = cuda_graph_.indices().raw_data();

@@ -2,6 +2,7 @@
 #include "volley/core/cuda_device.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "volley/core/buffer.h"
@@ -13,6 +14,7 @@ namespace volley {
 bool cuda_built() { return true; }
 
 int cuda_device_count() {
+  if (cuda_emulated()) return 1;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();
@@ -22,12 +24,18 @@ int cuda_device_count() {
 }
 
 std::string cuda_device_name(int device) {
+  if (cuda_emulated()) return "Volley host executor (emulated CUDA device)";
   cudaDeviceProp properties{};
   VOLLEY_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
   return properties.name;
 }
 
 CudaStream CudaStream::create(int device) {
+  if (cuda_emulated()) {  // no stream: the host executor's work is synchronous
+    CudaStream result;
+    result.device_ = device;
+    return result;
+  }
   cuda::DeviceGuard guard(device);
   cudaStream_t stream = nullptr;
   VOLLEY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -56,11 +64,16 @@ CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
 void CudaStream::synchronize() const { cuda_synchronize(handle_); }
 
 void cuda_synchronize(void* stream) {
+  if (cuda_emulated()) return;
   VOLLEY_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
 
 void cuda_copy(void* destination, const void* source, size_t bytes, void* stream) {
   if (bytes == 0) return;
+  if (cuda_emulated()) {
+    std::memmove(destination, source, bytes);
+    return;
+  }
   VOLLEY_CUDA_CHECK(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault,
                                     static_cast<cudaStream_t>(stream)));
 }

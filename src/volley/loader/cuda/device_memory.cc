@@ -1,10 +1,10 @@
-// CUDA build: stream-ordered device memory from one pool per device, and events (plain C++
-// against the CUDA runtime; no device code).
+// CUDA build: the CUDA runtime calls behind DeviceBlock and DeviceEvent (device_memory.cc):
+// stream-ordered device memory from one pool per device, and events (plain C++ against the
+// CUDA runtime; no device code).
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <mutex>
-#include <utility>
 #include <vector>
 
 #include "volley/core/cuda/cuda_check.h"
@@ -37,73 +37,53 @@ cudaMemPool_t pool_for(int device) {
 
 }  // namespace
 
-std::shared_ptr<DeviceBlock> DeviceBlock::allocate(size_t bytes, int device, void* stream) {
+namespace cuda_runtime {
+
+void* pool_allocate(size_t bytes, int device, void* stream) {
   cuda::DeviceGuard guard(device);
   cudaMemPool_t pool = pool_for(device);
-  std::shared_ptr<DeviceBlock> block(new DeviceBlock());
   void* pointer = nullptr;
-  const size_t size = bytes > 0 ? bytes : 1;
-  VOLLEY_CUDA_CHECK(
-      cudaMallocFromPoolAsync(&pointer, size, pool, static_cast<cudaStream_t>(stream)));
-  block->data_ = static_cast<std::byte*>(pointer);
-  block->size_ = bytes;
-  block->device_ = device;
-  block->release_stream_.store(stream);
-  return block;
+  VOLLEY_CUDA_CHECK(cudaMallocFromPoolAsync(&pointer, bytes > 0 ? bytes : 1, pool,
+                                            static_cast<cudaStream_t>(stream)));
+  return pointer;
 }
 
-DeviceBlock::~DeviceBlock() {
-  if (data_ == nullptr) return;
+void pool_free(void* data, int device, void* stream) noexcept {
   int previous = 0;
   if (cudaGetDevice(&previous) != cudaSuccess) return;
-  cudaSetDevice(device_);
-  if (cudaFreeAsync(data_, static_cast<cudaStream_t>(release_stream_.load())) != cudaSuccess) {
+  cudaSetDevice(device);
+  if (cudaFreeAsync(data, static_cast<cudaStream_t>(stream)) != cudaSuccess) {
     cudaGetLastError();  // e.g. the driver shutting down at exit: nothing left to free into
   }
   cudaSetDevice(previous);
 }
 
-DeviceEvent DeviceEvent::create(int device) {
+void* event_create(int device) {
   cuda::DeviceGuard guard(device);
   cudaEvent_t event = nullptr;
   VOLLEY_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  DeviceEvent result;
-  result.handle_ = event;
-  result.device_ = device;
-  return result;
+  return event;
 }
 
-DeviceEvent::~DeviceEvent() {
-  if (handle_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(handle_));
-}
+void event_destroy(void* event) noexcept { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }
 
-DeviceEvent::DeviceEvent(DeviceEvent&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)), device_(other.device_) {}
-
-DeviceEvent& DeviceEvent::operator=(DeviceEvent&& other) noexcept {
-  if (this != &other) {
-    if (handle_ != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(handle_));
-    handle_ = std::exchange(other.handle_, nullptr);
-    device_ = other.device_;
-  }
-  return *this;
-}
-
-void DeviceEvent::record(void* stream) {
-  cuda::DeviceGuard guard(device_);
+void event_record(void* event, int device, void* stream) {
+  cuda::DeviceGuard guard(device);
   VOLLEY_CUDA_CHECK(
-      cudaEventRecord(static_cast<cudaEvent_t>(handle_), static_cast<cudaStream_t>(stream)));
+      cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
 }
 
-void DeviceEvent::make_wait(void* stream) const {
+void event_make_wait(void* event, void* stream) {
   VOLLEY_CUDA_CHECK(
-      cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(handle_), 0));
+      cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
 }
 
-void DeviceEvent::synchronize() const {
-  VOLLEY_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)));
+void event_synchronize(void* event) {
+  VOLLEY_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
 }
 
-void set_current_device(int device) { VOLLEY_CUDA_CHECK(cudaSetDevice(device)); }
+void set_device(int device) { VOLLEY_CUDA_CHECK(cudaSetDevice(device)); }
+
+}  // namespace cuda_runtime
 
 }  // namespace volley::loader_internal

@@ -1,8 +1,11 @@
 // volley/loader/internal/device_memory.h — stream-ordered device memory and events for the CUDA
 // loader (cuda_loader.cc, every build), without CUDA headers.
 //
-// Implemented in cuda/device_memory.cc (CUDA builds) and device_memory_stub.cc (otherwise: every
-// function throws RuntimeError "no CUDA support").
+// The classes are implemented in device_memory.cc (every build): on the host-executor device
+// (cuda_emulated(), core/cuda_device.h) a block is host memory and events do nothing (the host
+// executor's work is synchronous); otherwise they call the CUDA runtime through the functions
+// at the end of this header, implemented in cuda/device_memory.cc (CUDA builds) and
+// device_memory_stub.cc (otherwise: they throw RuntimeError "no CUDA support").
 //
 // A DeviceBlock is one allocation from a per-device stream-ordered memory pool
 // (cudaMallocFromPoolAsync on the producer's stream). It is freed with cudaFreeAsync on its
@@ -37,6 +40,7 @@ class DeviceBlock {
   std::byte* data_ = nullptr;
   size_t size_ = 0;
   int device_ = 0;
+  bool emulated_ = false;  // host memory of the host-executor device
   std::atomic<void*> release_stream_{nullptr};
 };
 
@@ -52,14 +56,27 @@ class DeviceEvent {
   void record(void* stream);           // cudaEventRecord
   void make_wait(void* stream) const;  // cudaStreamWaitEvent(stream, event): no host wait
   void synchronize() const;            // cudaEventSynchronize
-  bool defined() const { return handle_ != nullptr; }
+  bool defined() const { return handle_ != nullptr || emulated_; }
 
  private:
   void* handle_ = nullptr;
   int device_ = 0;
+  bool emulated_ = false;  // the host-executor device's event: nothing to record or wait for
 };
 
-// Makes `device` current on the calling thread (cudaSetDevice, checked).
+// Makes `device` current on the calling thread (cudaSetDevice, checked; nothing when emulated).
 void set_current_device(int device);
+
+// The CUDA runtime calls behind the classes above (checked; the free and destroy are not).
+namespace cuda_runtime {
+void* pool_allocate(size_t bytes, int device, void* stream);    // cudaMallocFromPoolAsync
+void pool_free(void* data, int device, void* stream) noexcept;  // cudaFreeAsync
+void* event_create(int device);
+void event_destroy(void* event) noexcept;
+void event_record(void* event, int device, void* stream);
+void event_make_wait(void* event, void* stream);
+void event_synchronize(void* event);
+void set_device(int device);
+}  // namespace cuda_runtime
 
 }  // namespace volley::loader_internal

@@ -62,6 +62,10 @@ std::unique_ptr<CudaSamplerBackend> make_cuda_sampler_backend(int device);
 std::unique_ptr<CudaSamplerBackend> make_host_sampler_backend(
     const internal::HostExecutorOptions& options = {});
 
+// The backend of a sampler on `device`: the host executor's when the host-executor device
+// stands in for CUDA (cuda_emulated(), core/cuda_device.h), the CUDA executor's otherwise.
+std::unique_ptr<CudaSamplerBackend> make_sampler_backend(int device);
+
 // ValueError "batch reached N nodes, more than the 2^31 ..." (the CPU sampler's message).
 [[noreturn]] void throw_batch_too_large(int64_t nodes);
 
