@@ -98,7 +98,7 @@ std::vector<std::vector<int64_t>> epoch_trace(const Dataset& dataset, const Cach
                                    static_cast<size_t>(s.batch_size));
     const auto sub =
         sample_neighbors(dataset.graph, batch, options, static_cast<uint64_t>(b), &scratch);
-    const Array& nodes = sub.nodes();
+    const Array& nodes = sub.nodes;
     trace[static_cast<size_t>(b)].assign(nodes.data<int64_t>(),
                                          nodes.data<int64_t>() + nodes.numel());
     if (b % 50 == 0) std::cerr << fmt::format("\rsampling the trace: batch {}/{}", b, batches);

@@ -275,6 +275,16 @@ Array open_array(const std::string& directory, const ArrayEntry& entry, bool mem
                             verify_checksum);
 }
 
+// A read-only view of `array` (a resident topology array keeps the read-only contract of a
+// mapped dataset).
+Array read_only(Array array) {
+  const Buffer& bytes = array.buffer();
+  auto owner = std::make_shared<Buffer>(bytes);
+  Buffer view = Buffer::borrow(bytes.data(), bytes.size(), std::move(owner), /*writable=*/false,
+                               Location::kHost);
+  return Array(std::move(view), array.dtype(), array.shape());
+}
+
 bool is_topology(const std::string& field) {
   return field == "indptr" || field == "indices" || field == "edge_ids" || field == "weights";
 }
@@ -315,8 +325,10 @@ Dataset load_dataset(const std::string& directory, const DatasetLoadOptions& opt
       throw ValueError(fmt::format("{}: arrays.{}.{} (num_nodes {}, num_edges {})", manifest.path,
                                    entry.field, problem, n, e));
     }
-    const bool map = options.memory_map && !(resident && is_topology(entry.field));
-    Array array = open_array(directory, entry, map, options.verify_checksums);
+    const bool read_in = options.memory_map && resident && is_topology(entry.field);
+    Array array =
+        open_array(directory, entry, options.memory_map && !read_in, options.verify_checksums);
+    if (read_in) array = read_only(std::move(array));
     const std::string values = value_problem(entry.field, array, n, manifest.num_classes);
     if (!values.empty()) {
       throw ValueError(fmt::format("{}: {}", (fs::path(directory) / entry.file).string(), values));
