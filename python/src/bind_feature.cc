@@ -299,16 +299,22 @@ void bind_feature(nb::module_& m) {
       });
   m.def(
       "dataset_store",
-      [](const Dataset& dataset, const std::string& field) -> std::optional<FeatureStore> {
+      [](const Dataset& dataset, const std::string& field, int64_t cache_bytes,
+         const std::string& policy, std::optional<bool> disk) -> std::optional<FeatureStore> {
         VOLLEY_REQUIRE(field == "features" || field == "labels", ValueError,
                        "dataset_store field must be \"features\" or \"labels\", got \"{}\"", field);
         const std::optional<Array>& array = field == "features" ? dataset.features : dataset.labels;
         if (!array) return std::nullopt;
-        return FeatureStore(*array);
+        if (cache_bytes < 0 && policy == "dynamic" && !disk) return FeatureStore(*array);
+        FeatureStoreOptions options;
+        disk_options(options, cache_bytes, policy, disk, /*io_uring=*/true);
+        nb::gil_scoped_release release;
+        return FeatureStore::build(*array, options);
       },
-      nb::arg("dataset"), nb::arg("field"),
-      "A store over a dataset's features or labels as they are (a mapped dataset stays mapped).");
-
+      nb::arg("dataset"), nb::arg("field"), nb::arg("cache_bytes") = -1,
+      nb::arg("policy") = "dynamic", nb::arg("disk").none() = nb::none(),
+      "A store over a dataset's features or labels as they are (a mapped dataset stays mapped; "
+      "one larger than half the RAM gets the disk tier), with the row cache of from_npy.");
   m.def("disk_io_support", &disk_io_support,
         "How this process reads a disk tier: \"io_uring\" or \"pread (io_uring refused: ...)\".");
   bind_hotness(m);

@@ -89,3 +89,30 @@ def test_bad_policies_and_changed_files_raise(tmp_path):
         feature[np.array([100], dtype=np.int64)]
     with pytest.raises(volley.VolleyOSError, match="x.npy"):
         volley.Feature(str(path), disk=True)
+
+
+@pytest.mark.parametrize("policy", [None, "static", "dynamic"])
+def test_neighbor_loader_takes_the_row_cache_options(cora_dir, policy):
+    from volley.loader import NeighborLoader
+
+    cora = volley.load_dataset(cora_dir)
+    x = to_numpy(cora.x)
+    loader = NeighborLoader(
+        cora, [5], batch_size=50, input_nodes=cora.train_idx, seed=0,
+        cache_bytes="64K", policy=policy,
+    )
+    batch = next(iter(loader))
+    n_id = to_numpy(batch.n_id)
+    np.testing.assert_array_equal(to_numpy(batch.x), x[n_id].astype(np.float32))
+
+
+def test_neighbor_loader_row_cache_needs_a_dataset():
+    from volley.loader import NeighborLoader
+
+    class Data:
+        edge_index = np.array([[0, 1], [1, 0]], dtype=np.int64)
+        x = np.ones((2, 3), np.float32)
+        num_nodes = 2
+
+    with pytest.raises(volley.VolleyValueError, match="volley.Dataset"):
+        NeighborLoader(Data(), [1], batch_size=1, cache_bytes="1M")

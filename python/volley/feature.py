@@ -38,6 +38,7 @@ import numpy as np
 from . import _cuda, _share, _tensor
 from . import _volley
 from ._volley import FeatureStore as _NativeStore
+from ._volley import dataset_store as _dataset_store
 from ._volley import disk_io_support as _disk_io_support
 from ._volley import VolleyRuntimeError, VolleyTypeError, VolleyValueError
 from ._volley import hotness_by_degree as _hotness_by_degree
@@ -282,6 +283,37 @@ class Feature:
         feature = cls()
         feature._store = _NativeStore.attach_shared(shared_name)
         return feature
+
+    @classmethod
+    def _loader_rows(
+        cls, native: Any, x: Any, mode: str, cache_bytes: Any, policy: Optional[str]
+    ) -> Any:
+        """The features ``NeighborLoader`` reads: in CPU mode a ``volley.Dataset``'s features
+        (``native``: its native dataset, None for other data) through its native store (the
+        disk tier past half the RAM; ``cache_bytes`` / ``policy`` size its row cache), else
+        ``x`` as given."""
+        wants_cache = cache_bytes is not None or policy is not None
+        if mode == "CPU" and native is not None and native.features is not None:
+            return cls._from_dataset(native, cache_bytes, policy)
+        if wants_cache:
+            raise VolleyValueError(
+                "cache_bytes/policy size the row cache of a volley.Dataset's features in CPU "
+                "mode; for other data pass x=volley.Feature(path, cache_bytes=..., policy=...)"
+            )
+        return x
+
+    @classmethod
+    def _from_dataset(cls, native: Any, cache_bytes: Any, policy: Optional[str]) -> "Feature":
+        """A dataset's features through the native store (the disk tier past half the RAM),
+        with ``cache_bytes`` / ``policy`` as for a path (``NeighborLoader`` passes them on)."""
+        given = cache_bytes is not None
+        store = _dataset_store(
+            native,
+            "features",
+            cache_bytes=_parse_bytes(cache_bytes) if given else -1,
+            policy=_check_policy(policy, given),
+        )
+        return cls._from_store(store)
 
     @classmethod
     def _from_store(cls, store: _NativeStore) -> "Feature":
