@@ -46,15 +46,21 @@ Staging allocate_staging(size_t bytes) {
   return Staging(pointer);
 }
 
-// A ring and staging slots per thread, shared by every reader the thread uses.
+// A ring and staging slots per thread, shared by every reader the thread uses. A forked child
+// inherits its parent's thread-local ring (the same kernel ring): it makes its own on first use.
 struct ThreadRing {
   io_uring ring{};
   bool ready = false;
+  pid_t owner = 0;
   Staging staging = allocate_staging(DiskReader::kQueueDepth * DiskReader::kMaxReadBytes);
 
-  ThreadRing() { ready = io_uring_queue_init(DiskReader::kQueueDepth, &ring, 0) == 0; }
+  ThreadRing() { open(); }
   ~ThreadRing() {
     if (ready) io_uring_queue_exit(&ring);
+  }
+  void open() {
+    ready = io_uring_queue_init(DiskReader::kQueueDepth, &ring, 0) == 0;
+    owner = getpid();
   }
   // After a failure with reads possibly still in flight: a fresh ring, and the old staging
   // memory is left to the kernel's late writes (leaked on purpose; failures are rare).
@@ -62,12 +68,16 @@ struct ThreadRing {
     if (ready) io_uring_queue_exit(&ring);
     (void)staging.release();
     staging = allocate_staging(DiskReader::kQueueDepth * DiskReader::kMaxReadBytes);
-    ready = io_uring_queue_init(DiskReader::kQueueDepth, &ring, 0) == 0;
+    open();
   }
 };
 
 ThreadRing& thread_ring() {
   thread_local ThreadRing ring;
+  if (ring.owner != getpid()) {  // a forked child: the parent's ring is not ours to use
+    if (ring.ready) io_uring_queue_exit(&ring.ring);  // unmaps this process's view only
+    ring.open();
+  }
   return ring;
 }
 

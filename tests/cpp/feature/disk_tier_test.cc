@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -151,6 +152,35 @@ TEST_F(DiskTierTest, MatchesTheMappedGather) {
       }
     }
   }
+}
+
+// A forked child (DataLoader workers, torch.multiprocessing) reads through its own ring, not the
+// parent's, and both get the right rows.
+TEST_F(DiskTierTest, AForkedChildReadsThroughItsOwnRing) {
+  const std::string file = path("x.npy");
+  const Array matrix = random_matrix(1000, 40, 11);
+  write_npy(file, matrix);
+  const FeatureStore store =
+      FeatureStore::from_npy(file, {.source_reads = SourceReads::kDisk, .cache_bytes = 0});
+  const std::vector<int64_t> ids = random_ids(700, 1000, 4);
+  auto matches = [&] {
+    const Array got = store.gather(ids, {.threads = 1});
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (std::memcmp(got.raw_data() + i * 160, matrix.raw_data() + ids[i] * 160, 160) != 0) {
+        return false;
+      }
+    }
+    return true;
+  };
+  ASSERT_TRUE(matches());  // the parent's thread ring exists now
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(matches() && matches() ? 0 : 1);
+  const bool parent_ok = matches();
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(parent_ok);
 }
 
 TEST_F(DiskTierTest, BadFilesRaiseClearErrors) {
