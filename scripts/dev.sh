@@ -38,6 +38,7 @@ apt_packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libmetis-dev libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc
+  liburing-dev
   python3 python3-dev python3-venv python3-torch
   time
 )

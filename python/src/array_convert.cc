@@ -85,11 +85,28 @@ nb::object make_ndarray(Data data, const std::vector<size_t>& shape, nb::handle 
   return result.cast(nb::rv_policy::reference);
 }
 
+// A mapped file handed to Python is backed by a private copy-on-write view (MAP_NORESERVE: only
+// the pages written cost memory): numpy still shows it read-only, but an in-place op on a torch
+// tensor over it never faults and never reaches the file. Inside Volley the map stays read-only;
+// where the kernel refuses the view, Python gets the read-only map.
+Buffer python_view(const Buffer& buffer) {
+  if (buffer.location() != Location::kMappedFile || buffer.writable() || buffer.empty()) {
+    return buffer;
+  }
+  try {
+    return Buffer::map_file(buffer.file_path(), buffer.file_offset(), buffer.size(),
+                            MapMode::kCopyOnWrite);
+  } catch (const Error&) {
+    return buffer;
+  }
+}
+
 }  // namespace
 
 nb::object array_to_python(const Array& array) {
   if (!array.defined()) return nb::none();
-  const Buffer& buffer = array.buffer();
+  const Buffer buffer = python_view(array.buffer());
+  const bool writable = array.buffer().writable();
   std::byte* data = buffer.data() != nullptr ? buffer.data() : empty_storage;
 
   // The owner keeps a handle to the bytes (shared ownership) for as long as Python needs them.
@@ -108,7 +125,6 @@ nb::object array_to_python(const Array& array) {
   }
   const bool numpy_can_hold =
       (buffer.host_accessible() || emulated) && array.dtype() != DType::kBFloat16;
-  const bool writable = buffer.writable();
 
   if (numpy_can_hold) {
     return writable

@@ -84,12 +84,74 @@ FeatureStoreOptions store_options(const std::vector<std::pair<std::string, int64
   return options;
 }
 
-}  // namespace
+CachePolicy parse_policy(const std::string& name) {
+  if (name == "static") return CachePolicy::kStatic;
+  if (name == "dynamic" || name == "sieve") return CachePolicy::kDynamic;
+  throw ValueError(fmt::format(
+      "a row-cache policy is \"static\" (hottest rows) or \"dynamic\" (SIEVE), got \"{}\"", name));
+}
 
-void bind_feature(nb::module_& m) {
-  nb::class_<FeatureStore>(m, "FeatureStore",
-                           "Rows of a matrix (or vector) in tiers, gathered by id (see "
-                           "src/volley/feature/feature_store.h).")
+// from_npy's disk-tier options: cache_bytes < 0 = the default; disk None = automatic.
+void disk_options(FeatureStoreOptions& options, int64_t cache_bytes, const std::string& policy,
+                  std::optional<bool> disk, bool io_uring) {
+  options.cache_bytes = cache_bytes < 0 ? Buffer::npos : static_cast<size_t>(cache_bytes);
+  options.cache_policy = parse_policy(policy);
+  options.source_reads = !disk   ? SourceReads::kAuto
+                         : *disk ? SourceReads::kDisk
+                                 : SourceReads::kMapped;
+  options.allow_io_uring = io_uring;
+}
+
+// FeatureStore.gather: see its docstring below.
+nb::object gather_rows(const FeatureStore& store, const InputArray& ids,
+                       const std::optional<std::string>& dtype, std::optional<OutputArray> out,
+                       int threads, uintptr_t stream) {
+  if (store.on_cuda()) {
+    VOLLEY_REQUIRE(!out && !dtype, ValueError,
+                   "a feature store in GPU tiers gathers its stored dtype into a new "
+                   "device array: pass neither dtype nor out");
+    const Array id_array = array_from_python(ids, "ids");
+    Array rows;
+    {
+      nb::gil_scoped_release release;
+      rows = gather_to_device(store, id_array, reinterpret_cast<void*>(stream));
+    }
+    return array_to_python(rows);
+  }
+  const Array id_array = ids_array(ids);
+  GatherOptions options;
+  if (dtype) options.out_dtype = dtype_from_name(*dtype);
+  options.threads = threads;
+  const DType out_dtype = options.out_dtype.value_or(store.dtype());
+  if (!out) {
+    Array result;
+    {
+      nb::gil_scoped_release release;
+      result = store.gather(id_array.span<int64_t>(), options);
+    }
+    return array_to_python(result);
+  }
+  const size_t expected =
+      static_cast<size_t>(id_array.numel()) * static_cast<size_t>(store.width());
+  VOLLEY_REQUIRE(out->device_type() == nb::device::cpu::value, ValueError,
+                 "out must be a CPU array");
+  VOLLEY_REQUIRE(same_dtype(out->dtype(), out_dtype) && out->size() == expected, ValueError,
+                 "out must be a contiguous {} array of {} elements ({} ids × {} "
+                 "columns), got {} elements of another shape or dtype",
+                 dtype_name(out_dtype), expected, id_array.numel(), store.width(), out->size());
+  auto* destination = static_cast<std::byte*>(out->data());
+  {
+    nb::gil_scoped_release release;
+    store.gather(id_array.span<int64_t>(), destination, options);
+  }
+  return nb::none();
+}
+
+using Tiers = std::vector<std::pair<std::string, int64_t>>;
+using StoreClass = nb::class_<FeatureStore>;
+
+void bind_store_construction(StoreClass& store) {
+  store
       .def(
           "__init__",
           [](FeatureStore* self, const InputArray& matrix) {
@@ -99,7 +161,7 @@ void bind_feature(nb::module_& m) {
           nb::arg("matrix"), "One tier over the array as it is (zero-copy).")
       .def_static(
           "build",
-          [](const InputArray& matrix, const std::vector<std::pair<std::string, int64_t>>& tiers,
+          [](const InputArray& matrix, const Tiers& tiers,
              const std::optional<InputArray>& hot_order, int device) {
             Array array = array_from_python(matrix, "features");
             FeatureStoreOptions options = store_options(tiers, hot_order, device);
@@ -112,15 +174,21 @@ void bind_feature(nb::module_& m) {
           "`matrix`. GPU tiers: [(\"cuda\", bytes)] on CUDA device `device`, the rest pinned.")
       .def_static(
           "from_npy",
-          [](const std::string& path, const std::vector<std::pair<std::string, int64_t>>& tiers,
-             const std::optional<InputArray>& hot_order) {
+          [](const std::string& path, const Tiers& tiers,
+             const std::optional<InputArray>& hot_order, int64_t cache_bytes,
+             const std::string& policy, std::optional<bool> disk, bool io_uring) {
             FeatureStoreOptions options = store_options(tiers, hot_order);
+            disk_options(options, cache_bytes, policy, disk, io_uring);
             nb::gil_scoped_release release;
             return FeatureStore::from_npy(path, options);
           },
-          nb::arg("path"), nb::arg("tiers") = std::vector<std::pair<std::string, int64_t>>(),
-          nb::arg("hot_order").none() = nb::none(),
-          "Maps an .npy file read-only (nothing read up front), optionally with cache tiers.")
+          nb::arg("path"), nb::arg("tiers") = Tiers(), nb::arg("hot_order").none() = nb::none(),
+          nb::arg("cache_bytes") = -1, nb::arg("policy") = "dynamic",
+          nb::arg("disk").none() = nb::none(), nb::arg("io_uring") = true,
+          "Maps an .npy file read-only (nothing read up front), optionally with cache tiers. "
+          "disk: None picks the disk tier for a file larger than half the RAM, True / False "
+          "force it; cache_bytes (-1: a quarter of the RAM) and policy (\"static\" or "
+          "\"dynamic\") size the row cache; io_uring=False reads with pread.")
       .def_static(
           "create_shared",
           [](const InputArray& matrix, const std::string& name) {
@@ -132,22 +200,34 @@ void bind_feature(nb::module_& m) {
           "Copies the matrix into a new shared-memory segment other processes can attach to.")
       .def_static("attach_shared", &FeatureStore::attach_shared, nb::arg("name"),
                   nb::call_guard<nb::gil_scoped_release>(),
-                  "Attaches to a segment made by create_shared (any process).")
-      .def_prop_ro("num_rows", &FeatureStore::num_rows)
+                  "Attaches to a segment made by create_shared (any process).");
+}
+
+void bind_store_properties(StoreClass& store) {
+  store.def_prop_ro("num_rows", &FeatureStore::num_rows)
       .def_prop_ro("width", &FeatureStore::width)
       .def_prop_ro("ndim", &FeatureStore::ndim)
       .def_prop_ro("dtype",
-                   [](const FeatureStore& store) { return std::string(dtype_name(store.dtype())); })
+                   [](const FeatureStore& self) { return std::string(dtype_name(self.dtype())); })
       .def_prop_ro("has_lookup", &FeatureStore::has_lookup)
       .def_prop_ro("on_cuda", &FeatureStore::on_cuda)
       .def_prop_ro("device", &FeatureStore::device)
       .def("describe", &FeatureStore::describe)
+      .def_prop_ro("disk_io", &FeatureStore::disk_io,
+                   "How the disk tier reads (\"io_uring, O_DIRECT, ...\"); \"\" without one.")
+      .def_prop_ro(
+          "disk_stats",
+          [](const FeatureStore& self) {
+            const FeatureStore::DiskStats stats = self.disk_stats();
+            return std::make_pair(stats.hits, stats.misses);
+          },
+          "(rows served from memory, rows read from the disk) by the disk tier so far.")
       .def_prop_ro("shared_name", &FeatureStore::shared_name)
       .def_prop_ro(
           "tiers",
-          [](const FeatureStore& store) {
+          [](const FeatureStore& self) {
             nb::list tiers;
-            for (const Tier& tier : store.tiers()) {
+            for (const Tier& tier : self.tiers()) {
               nb::dict entry;
               entry["location"] = std::string(location_name(tier.location()));
               entry["rows"] = tier.num_slots();
@@ -160,79 +240,14 @@ void bind_feature(nb::module_& m) {
           "One dict per tier, fastest first: location, rows, nbytes, shared_name.")
       .def(
           "locate",
-          [](const FeatureStore& store, int64_t id) {
-            const RowLocation where = store.locate(id);
+          [](const FeatureStore& self, int64_t id) {
+            const RowLocation where = self.locate(id);
             return std::make_pair(where.tier, where.slot);
           },
-          nb::arg("id"), "(tier, slot) of row `id`.")
-      .def(
-          "gather",
-          [](const FeatureStore& store, const InputArray& ids,
-             const std::optional<std::string>& dtype, std::optional<OutputArray> out, int threads,
-             uintptr_t stream) -> nb::object {
-            if (store.on_cuda()) {
-              VOLLEY_REQUIRE(!out && !dtype, ValueError,
-                             "a feature store in GPU tiers gathers its stored dtype into a new "
-                             "device array: pass neither dtype nor out");
-              const Array id_array = array_from_python(ids, "ids");
-              Array rows;
-              {
-                nb::gil_scoped_release release;
-                rows = gather_to_device(store, id_array, reinterpret_cast<void*>(stream));
-              }
-              return array_to_python(rows);
-            }
-            const Array id_array = ids_array(ids);
-            GatherOptions options;
-            if (dtype) options.out_dtype = dtype_from_name(*dtype);
-            options.threads = threads;
-            const DType out_dtype = options.out_dtype.value_or(store.dtype());
-            if (!out) {
-              Array result;
-              {
-                nb::gil_scoped_release release;
-                result = store.gather(id_array.span<int64_t>(), options);
-              }
-              return array_to_python(result);
-            }
-            const size_t expected =
-                static_cast<size_t>(id_array.numel()) * static_cast<size_t>(store.width());
-            VOLLEY_REQUIRE(out->device_type() == nb::device::cpu::value, ValueError,
-                           "out must be a CPU array");
-            VOLLEY_REQUIRE(
-                same_dtype(out->dtype(), out_dtype) && out->size() == expected, ValueError,
-                "out must be a contiguous {} array of {} elements ({} ids × {} "
-                "columns), got {} elements of another shape or dtype",
-                dtype_name(out_dtype), expected, id_array.numel(), store.width(), out->size());
-            auto* destination = static_cast<std::byte*>(out->data());
-            {
-              nb::gil_scoped_release release;
-              store.gather(id_array.span<int64_t>(), destination, options);
-            }
-            return nb::none();
-          },
-          nb::arg("ids"), nb::arg("dtype").none() = nb::none(), nb::arg("out").none() = nb::none(),
-          nb::arg("threads") = 0, nb::arg("stream") = 0,
-          "Rows `ids` (int64) as a new array [n, D] (or [n]), or written into `out` (returns "
-          "None). `dtype` converts on the way; threads=1 gathers on the calling thread. GPU "
-          "stores: ids on the host or the device, rows as a new device array ready in `stream` "
-          "order (an integer cudaStream_t).")
-      .def("__repr__", [](const FeatureStore& store) {
-        return "<volley FeatureStore " + store.describe() + ">";
-      });
+          nb::arg("id"), "(tier, slot) of row `id`.");
+}
 
-  m.def(
-      "dataset_store",
-      [](const Dataset& dataset, const std::string& field) -> std::optional<FeatureStore> {
-        VOLLEY_REQUIRE(field == "features" || field == "labels", ValueError,
-                       "dataset_store field must be \"features\" or \"labels\", got \"{}\"", field);
-        const std::optional<Array>& array = field == "features" ? dataset.features : dataset.labels;
-        if (!array) return std::nullopt;
-        return FeatureStore(*array);
-      },
-      nb::arg("dataset"), nb::arg("field"),
-      "A store over a dataset's features or labels as they are (a mapped dataset stays mapped).");
-
+void bind_hotness(nb::module_& m) {
   m.def(
       "hotness_by_degree",
       [](const Csr& graph) {
@@ -262,6 +277,47 @@ void bind_feature(nb::module_& m) {
       nb::arg("max_batches") = 0, nb::arg("replace") = false, nb::arg("weighted") = false,
       nb::arg("seed") = 0,
       "Rows by how many batches of a simulated epoch sample them, most first (int64 [N]).");
+}
+
+}  // namespace
+
+void bind_feature(nb::module_& m) {
+  StoreClass store(m, "FeatureStore",
+                   "Rows of a matrix (or vector) in tiers, gathered by id (see "
+                   "src/volley/feature/feature_store.h).");
+  bind_store_construction(store);
+  bind_store_properties(store);
+  store
+      .def("gather", &gather_rows, nb::arg("ids"), nb::arg("dtype").none() = nb::none(),
+           nb::arg("out").none() = nb::none(), nb::arg("threads") = 0, nb::arg("stream") = 0,
+           "Rows `ids` (int64) as a new array [n, D] (or [n]), or written into `out` (returns "
+           "None). `dtype` converts on the way; threads=1 gathers on the calling thread. GPU "
+           "stores: ids on the host or the device, rows as a new device array ready in `stream` "
+           "order (an integer cudaStream_t).")
+      .def("__repr__", [](const FeatureStore& self) {
+        return "<volley FeatureStore " + self.describe() + ">";
+      });
+  m.def(
+      "dataset_store",
+      [](const Dataset& dataset, const std::string& field, int64_t cache_bytes,
+         const std::string& policy, std::optional<bool> disk) -> std::optional<FeatureStore> {
+        VOLLEY_REQUIRE(field == "features" || field == "labels", ValueError,
+                       "dataset_store field must be \"features\" or \"labels\", got \"{}\"", field);
+        const std::optional<Array>& array = field == "features" ? dataset.features : dataset.labels;
+        if (!array) return std::nullopt;
+        if (cache_bytes < 0 && policy == "dynamic" && !disk) return FeatureStore(*array);
+        FeatureStoreOptions options;
+        disk_options(options, cache_bytes, policy, disk, /*io_uring=*/true);
+        nb::gil_scoped_release release;
+        return FeatureStore::build(*array, options);
+      },
+      nb::arg("dataset"), nb::arg("field"), nb::arg("cache_bytes") = -1,
+      nb::arg("policy") = "dynamic", nb::arg("disk").none() = nb::none(),
+      "A store over a dataset's features or labels as they are (a mapped dataset stays mapped; "
+      "one larger than half the RAM gets the disk tier), with the row cache of from_npy.");
+  m.def("disk_io_support", &disk_io_support,
+        "How this process reads a disk tier: \"io_uring\" or \"pread (io_uring refused: ...)\".");
+  bind_hotness(m);
 }
 
 }  // namespace volley::python

@@ -42,7 +42,7 @@ from .dataset import (
     save_dataset,
     verify_dataset,
 )
-from .feature import Feature, hotness_by_degree, hotness_by_sampling
+from .feature import Feature, disk_io_support, hotness_by_degree, hotness_by_sampling
 from .graph import Graph
 from .partition import PartitionBook, load_partition, partition
 from .negative import NegativeSampler
@@ -70,6 +70,7 @@ __all__ = [
     "VolleyTypeError",
     "VolleyValueError",
     "datasets",
+    "disk_io_support",
     "dist",
     "get_num_threads",
     "hotness_by_degree",

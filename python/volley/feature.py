@@ -38,6 +38,8 @@ import numpy as np
 from . import _cuda, _share, _tensor
 from . import _volley
 from ._volley import FeatureStore as _NativeStore
+from ._volley import dataset_store as _dataset_store
+from ._volley import disk_io_support as _disk_io_support
 from ._volley import VolleyRuntimeError, VolleyTypeError, VolleyValueError
 from ._volley import hotness_by_degree as _hotness_by_degree
 from ._volley import hotness_by_sampling as _hotness_by_sampling
@@ -145,15 +147,52 @@ def _graph_csr(graph: Any) -> Any:
     raise VolleyTypeError(f"expected a volley.Graph, got {type(graph).__name__}")
 
 
+def disk_io_support() -> str:
+    """How this process reads a feature disk tier, detected once.
+
+    Returns:
+        ``"io_uring"``, or ``"pread (io_uring refused: <reason>)"`` where the kernel or a
+        sandbox (seccomp, some containers) refuses io_uring.
+    """
+    return str(_disk_io_support())
+
+
+def _check_policy(policy: Optional[str], cache_given: bool) -> str:
+    """The native row-cache policy for ``Feature(policy=...)``."""
+    if policy is None:
+        return "static" if cache_given else "dynamic"
+    if policy == "lookahead":
+        raise VolleyValueError(
+            'policy="lookahead" (Belady over the loader\'s next batches) is not implemented yet; '
+            'use "dynamic" (SIEVE) or "static"'
+        )
+    if policy not in ("static", "dynamic", "sieve"):
+        raise VolleyValueError(
+            f'policy must be "static", "dynamic" (SIEVE) or "lookahead", got {policy!r}'
+        )
+    return policy
+
+
 class Feature:
     """An N×D feature matrix (or [N] labels) in tiers; ``feature[n_id]`` gathers rows.
 
     Args:
         data: a torch tensor or numpy array (used zero-copy), a path to an ``.npy`` file
-            (memory-mapped read-only: a matrix larger than RAM works), or None to fill later with
+            (memory-mapped read-only: a matrix of any size opens; one larger than half the RAM
+            is read through the disk tier, see ``disk``), or None to fill later with
             ``from_cpu_tensor`` (Quiver style).
-        cache_bytes: bytes (or a size such as ``"4G"``) of the hottest rows to copy into a
-            compact host cache tier; the other rows are read from ``data`` itself. 0: no cache.
+        cache_bytes: bytes (or a size such as ``"8G"``) of host memory for rows: with
+            ``policy="static"`` a compact tier of the hottest rows (the other rows are read from
+            ``data`` itself); with ``policy="dynamic"`` a SIEVE cache in front of the disk tier.
+            None: no cache for an array; a quarter of the RAM for a disk tier.
+        policy: the row cache of a path: ``"static"`` (hottest rows by ``hot_order``, the
+            default when ``cache_bytes`` is given) or ``"dynamic"`` (SIEVE, filled by misses;
+            the default otherwise). ``"lookahead"`` (Belady over the loader's next batches) is
+            not implemented yet and raises.
+        disk: for a path, None picks the disk tier by itself when the file exceeds half the RAM
+            (rows read with io_uring and O_DIRECT past the page cache); True / False force it.
+        io_uring: False reads the disk tier with pread (io_uring is detected at open anyway;
+            ``volley.disk_io_support()`` says which).
         hot_order: which rows are hottest: None (id order), ``"degree"`` (in-degree of
             ``graph``), or int64 row ids hottest first (e.g. from ``hotness_by_sampling``).
         graph: the ``volley.Graph`` for ``hot_order="degree"``.
@@ -183,7 +222,7 @@ class Feature:
         self,
         data: Any = None,
         *,
-        cache_bytes: Union[int, str] = 0,
+        cache_bytes: Union[int, str, None] = None,
         hot_order: Any = None,
         graph: Optional[Graph] = None,
         shared: bool = False,
@@ -193,6 +232,9 @@ class Feature:
         cache_policy: Optional[str] = None,
         csr_topo: Optional[Graph] = None,
         device: Any = None,
+        policy: Optional[str] = None,
+        disk: Optional[bool] = None,
+        io_uring: bool = True,
     ):
         self._device = _cuda.parse_device(device)
         if self._device is not None and shared:
@@ -205,6 +247,10 @@ class Feature:
         self.device_list = device_list
         self.cache_policy = cache_policy
         self._cache_bytes = _parse_bytes(cache_bytes) or _parse_bytes(device_cache_size)
+        self._cache_given = cache_bytes is not None or device_cache_size is not None
+        self._policy = _check_policy(policy, self._cache_given)
+        self._disk = disk
+        self._io_uring = bool(io_uring)
         if csr_topo is not None:
             graph = graph if graph is not None else csr_topo
             hot_order = "degree" if hot_order is None else hot_order
@@ -239,6 +285,37 @@ class Feature:
         return feature
 
     @classmethod
+    def _loader_rows(
+        cls, native: Any, x: Any, mode: str, cache_bytes: Any, policy: Optional[str]
+    ) -> Any:
+        """The features ``NeighborLoader`` reads: in CPU mode a ``volley.Dataset``'s features
+        (``native``: its native dataset, None for other data) through its native store (the
+        disk tier past half the RAM; ``cache_bytes`` / ``policy`` size its row cache), else
+        ``x`` as given."""
+        wants_cache = cache_bytes is not None or policy is not None
+        if mode == "CPU" and native is not None and native.features is not None:
+            return cls._from_dataset(native, cache_bytes, policy)
+        if wants_cache:
+            raise VolleyValueError(
+                "cache_bytes/policy size the row cache of a volley.Dataset's features in CPU "
+                "mode; for other data pass x=volley.Feature(path, cache_bytes=..., policy=...)"
+            )
+        return x
+
+    @classmethod
+    def _from_dataset(cls, native: Any, cache_bytes: Any, policy: Optional[str]) -> "Feature":
+        """A dataset's features through the native store (the disk tier past half the RAM),
+        with ``cache_bytes`` / ``policy`` as for a path (``NeighborLoader`` passes them on)."""
+        given = cache_bytes is not None
+        store = _dataset_store(
+            native,
+            "features",
+            cache_bytes=_parse_bytes(cache_bytes) if given else -1,
+            policy=_check_policy(policy, given),
+        )
+        return cls._from_store(store)
+
+    @classmethod
     def _from_store(cls, store: _NativeStore) -> "Feature":
         feature = cls()
         feature._store = store
@@ -269,8 +346,20 @@ class Feature:
         elif isinstance(data, (str, os.PathLike)):
             if self._shared:
                 raise VolleyValueError("shared=True copies an array; pass the array, not a path")
-            self._store = _NativeStore.from_npy(os.fspath(data), tiers, hot_order)
+            self._store = _NativeStore.from_npy(
+                os.fspath(data),
+                [],
+                hot_order,
+                cache_bytes=self._cache_bytes if self._cache_given else -1,
+                policy=self._policy,
+                disk=self._disk,
+                io_uring=self._io_uring,
+            )
         else:
+            if self._disk:
+                raise VolleyValueError(
+                    "disk=True: the disk tier reads a mapped .npy file; pass its path, not an array"
+                )
             matrix = _tensor.to_input(data)
             if self._shared:
                 if tiers or hot_order is not None:
@@ -399,6 +488,18 @@ class Feature:
         if torch is not None:
             return getattr(torch, name if name != "bool" else "bool")
         return name if name == "bfloat16" else np.dtype(name)
+
+    @property
+    def disk_io(self) -> str:
+        """How the disk tier reads rows (``"io_uring, O_DIRECT, 64 reads in flight"``), or
+        ``""`` when the rows are in memory or read through a map."""
+        return str(self._native().disk_io)
+
+    @property
+    def disk_stats(self) -> tuple:
+        """(rows served from memory, rows read from the disk) by the disk tier so far."""
+        hits, misses = self._native().disk_stats
+        return int(hits), int(misses)
 
     @property
     def tiers(self) -> List[dict]:

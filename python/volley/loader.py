@@ -163,6 +163,9 @@ class NeighborLoader:
             stream's order once no tensor refers to it. ``num_workers`` is unused there;
             ``x`` is gathered in its stored dtype and converted to ``feature_dtype`` on the GPU,
             by the CPU loader's rules.
+        cache_bytes, policy: the row cache of a ``volley.Dataset``'s features, as
+            ``volley.Feature(path, cache_bytes=..., policy=...)`` (CPU mode; features larger
+            than half the RAM are read through the disk tier by themselves).
         rank, world_size: this process's share of the input nodes in data-parallel training.
             Default: ``torch.distributed``'s rank and world size when a process group is
             initialised, else a single process (0, 1). With ``world_size > 1`` every epoch
@@ -207,12 +210,16 @@ class NeighborLoader:
         world_size: Optional[int] = None,
         device: Any = None,
         mode: Optional[str] = None,
+        cache_bytes: Any = None,
+        policy: Optional[str] = None,
         _on_batch_start: Optional[Callable[[int], None]] = None,
     ):
         graph, x, y = self._unpack(data, weighted)
         self.data = data
         self.graph = graph
         self.device, self.mode = _cuda.resolve(device, mode)
+        native = data._native if isinstance(data, Dataset) else None
+        x = Feature._loader_rows(native, x, self.mode, cache_bytes, policy)  # disk tier, row cache
         if self.mode == "CPU":
             self._rows = (graph._csr, _rows_input(x), _rows_input(y))
         else:

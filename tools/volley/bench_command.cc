@@ -12,11 +12,14 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_cuda.h"
+#include "bench_disk.h"
 #include "bench_plot.h"
 #include "bench_util.h"
 #include "commands.h"
 #include "volley/core/parallel.h"
+#include "volley/feature/feature_store.h"
 #include "volley/feature/gather.h"
+#include "volley/feature/hotness.h"
 #include "volley/graph/dataset.h"
 #include "volley/loader/neighbor_loader.h"
 #include "volley/sampling/cuda_graph.h"
@@ -41,6 +44,9 @@ struct SampleSettings {
   std::string device = "cpu";  // sample: cpu or cuda
   std::string mode = "GPU";    // sample --device cuda: GPU or UVA
   int cuda_device = 0;
+  // loader: how the features are read (auto, mapped, static, dynamic) and the row cache.
+  std::string policy = "auto";
+  size_t cache_bytes = Buffer::npos;
 };
 
 // Touches every page of the graph so the first timed batches do not pay for page faults.
@@ -199,6 +205,37 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
   });
 }
 
+// The loader bench's feature store: --policy auto (FeatureStore's own choice), mapped, static
+// (a host tier of the highest-degree rows) or dynamic (the disk tier and a SIEVE cache).
+FeatureStore bench_features(const Dataset& dataset, const SampleSettings& settings) {
+  const Array& matrix = *dataset.features;
+  if (settings.policy == "auto" && settings.cache_bytes == Buffer::npos)
+    return FeatureStore(matrix);
+  FeatureStoreOptions options;
+  options.cache_bytes = settings.cache_bytes;
+  if (settings.policy == "mapped") {
+    options.source_reads = SourceReads::kMapped;
+  } else if (settings.policy == "static") {
+    options.cache_policy = CachePolicy::kStatic;
+    options.hot_order = hotness_by_degree(dataset.graph);
+  } else {
+    VOLLEY_REQUIRE(settings.policy == "dynamic" || settings.policy == "auto", ValueError,
+                   "--policy must be auto, mapped, static or dynamic, got '{}'", settings.policy);
+  }
+  return FeatureStore::build(matrix, options);
+}
+
+// A progress bar on stderr for runs longer than a few seconds.
+void progress(const char* what, int64_t done, int64_t total, Clock::time_point start) {
+  const double elapsed = seconds_since(start);
+  if (elapsed < 2 || (done % 4 != 0 && done != total)) return;
+  const int width = 30;
+  const auto filled = static_cast<int>(width * done / std::max<int64_t>(1, total));
+  std::cerr << fmt::format("\r{} [{}{}] {}/{} batches, {:.1f} s", what, std::string(filled, '#'),
+                           std::string(width - filled, '.'), done, total, elapsed)
+            << (done == total ? "\n" : "") << std::flush;
+}
+
 // One loader measurement: an epoch of the pipeline, and sampling alone over the same seeds at
 // the same thread count (the stage split --plot draws).
 void run_loader_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
@@ -207,7 +244,8 @@ void run_loader_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
       std::min<int64_t>(static_cast<int64_t>(seeds.size()), settings.batches * settings.batch_size);
   std::vector<int64_t> inputs(seeds.begin(), seeds.begin() + count);
   const NeighborSamplerOptions sampler{parse_fanouts(settings.fanout), false, false, settings.seed};
-  NeighborLoader loader(dataset.graph, dataset.features, dataset.labels, Array::from_vector(inputs),
+  const FeatureStore features = bench_features(dataset, settings);
+  NeighborLoader loader(dataset.graph, features, dataset.labels, Array::from_vector(inputs),
                         {.batch_size = settings.batch_size,
                          .drop_last = true,
                          .num_threads = settings.threads,
@@ -217,14 +255,18 @@ void run_loader_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
     SampleFigures figures;
     const auto start = Clock::now();
     auto epoch = loader.start_epoch(epoch_index);
+    int64_t done = 0;
     while (auto batch = epoch->next()) {
       figures.edges += batch->edge_ids.numel();
       figures.nodes += batch->nodes.numel();
+      progress("loader", ++done, count / settings.batch_size, start);
     }
     figures.seconds = seconds_since(start);
     return figures;
   };
-  run_epoch(1000);  // warm: pages of the feature matrix, allocator
+  // Warm the pages of a matrix in memory and the allocator; a disk tier is measured cold (a warm
+  // epoch would fill its cache with the very rows measured).
+  if (features.disk_io().empty()) run_epoch(1000);
   const auto sampled = run_sampling(dataset.graph, inputs,
                                     {.batch_size = settings.batch_size,
                                      .threads = settings.threads,
@@ -240,6 +282,14 @@ void run_loader_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
   line["ratio_to_sampling_only"] = (static_cast<double>(loaded.edges) / loaded.seconds) /
                                    (static_cast<double>(sampled.edges) / sampled.seconds);
   line["feature_dim"] = dataset.features->dim(1);
+  line["features"] = features.describe();
+  line["rows_per_second"] = static_cast<double>(loaded.nodes) / loaded.seconds;
+  if (!features.disk_io().empty()) {
+    const FeatureStore::DiskStats stats = features.disk_stats();
+    line["row_hits"] = stats.hits;
+    line["rows_from_disk"] = stats.misses;
+    line["disk_rows_per_second"] = static_cast<double>(stats.misses) / loaded.seconds;
+  }
   line["dataset"] = dataset.name;
   std::cout << line.dump() << std::endl;
 }
@@ -255,6 +305,11 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
   add_sweep_options(*command, settings, "Worker threads");
   command->add_option("--batches", settings.batches, "Batches to run")->check(CLI::PositiveNumber);
   command->add_option("--seed", settings.seed, "Random seed");
+  command->add_option("--policy", settings.policy,
+                      "Features: auto (the disk tier past half the RAM), mapped, static (a host "
+                      "tier of --cache-bytes rows) or dynamic (disk tier + SIEVE cache)");
+  command->add_option("--cache-bytes", settings.cache_bytes, "Row cache budget (e.g. 8G)")
+      ->transform(CLI::AsSizeValue(false));
   command->callback([&settings] {
     const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
     warm(dataset.graph);
@@ -277,6 +332,7 @@ void add_bench_command(CLI::App& app, GlobalOptions& /*global*/) {
   add_loader(*bench, loader_settings);
   add_bench_gather(*bench);
   add_bench_dist(*bench);
+  add_bench_disk(*bench);
   add_plot_option(*bench);
 }
 

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "text.h"
 #include "volley/core/buffer.h"
+#include "volley/feature/feature_store.h"
 #include "volley/graph/dataset.h"
 #include "volley/graph/io/npy.h"
 #include "volley/graph/io/npz.h"
@@ -128,6 +129,7 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
     }
     json["in_degree"] = degree_json(in_degree);
     json["out_degree"] = degree_json(out_degree);
+    json["disk_io"] = disk_io_support();
     if (verify) json["verify"] = {{"ok", true}, {"problems", Json::array()}};
     print_json(json);
     return;
@@ -150,6 +152,8 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
   } else {
     std::printf("features: none\n");
   }
+  // How a feature disk tier would read here (feature_store.h: past half the RAM).
+  std::printf("disk reads: %s\n", disk_io_support().c_str());
   std::printf("classes: %s%s\n", grouped(dataset.num_classes).c_str(),
               dataset.labels ? "" : " (no labels)");
   if (has_split) {

@@ -51,6 +51,8 @@ class Storage {
   bool writable = true;
   int device = -1;
   std::string name;
+  std::string file_path;   // kMappedFile: the file
+  size_t file_offset = 0;  // kMappedFile: the file offset of `data`
 };
 
 namespace {
@@ -148,11 +150,11 @@ class MemfdStorage final : public Storage {
 
 class MappedStorage final : public Storage {
  public:
-  MappedStorage(void* mapping, size_t mapped_bytes, size_t skip, size_t length)
+  MappedStorage(void* mapping, size_t mapped_bytes, size_t skip, size_t length, bool can_write)
       : Storage(static_cast<std::byte*>(mapping) + skip, length, Location::kMappedFile),
         mapping_(mapping),
         mapped_bytes_(mapped_bytes) {
-    writable = false;
+    writable = can_write;
   }
   ~MappedStorage() override {
     if (mapping_ != nullptr) munmap(mapping_, mapped_bytes_);
@@ -421,7 +423,26 @@ Buffer Buffer::attach_shared(const std::string& name) {
   return buffer;
 }
 
-Buffer Buffer::map_file(const std::string& path, size_t offset, size_t length) {
+namespace internal {
+namespace {
+
+// Why a map was refused, and the way out, for the error message.
+std::string map_failure_advice(int error_number, MapMode mode) {
+  if (error_number != ENOMEM) return "";
+  if (mode == MapMode::kCopyOnWrite) {
+    return "; a writable copy-on-write view is refused by the kernel's commit limit "
+           "(vm.overcommit_memory): map it read-only (MapMode::kReadOnly), or read it through a "
+           "feature store's disk tier (volley.Feature(path, cache_bytes=...))";
+  }
+  return "; the process is out of address space or map areas: raise `ulimit -v` or "
+         "vm.max_map_count, or read it through a feature store's disk tier "
+         "(volley.Feature(path, cache_bytes=...))";
+}
+
+}  // namespace
+}  // namespace internal
+
+Buffer Buffer::map_file(const std::string& path, size_t offset, size_t length, MapMode mode) {
   internal::FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
   VOLLEY_REQUIRE(fd.get() >= 0, IoError, "cannot open '{}': {}", path, internal::errno_text(errno));
   struct stat info {};
@@ -435,22 +456,36 @@ Buffer Buffer::map_file(const std::string& path, size_t offset, size_t length) {
   VOLLEY_REQUIRE(length <= file_bytes - offset, IoError,
                  "'{}': truncated: expected {} bytes from offset {}, the file has {} bytes", path,
                  length, offset, file_bytes);
+  const bool copy_on_write = mode == MapMode::kCopyOnWrite;
   Buffer buffer;
   if (length == 0) {
-    buffer.storage_ = std::make_shared<internal::MappedStorage>(nullptr, 0, 0, 0);
+    buffer.storage_ = std::make_shared<internal::MappedStorage>(nullptr, 0, 0, 0, copy_on_write);
+    buffer.storage_->file_path = path;
     return buffer;
   }
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t aligned_offset = offset / page * page;
   const size_t skip = offset - aligned_offset;
   const size_t mapped_bytes = skip + length;
-  // Private copy-on-write pages: a stray write (e.g. an in-place op on a torch tensor viewing
-  // the file) stays in this process instead of crashing it; the file is never modified.
-  void* mapping = mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(),
-                       static_cast<off_t>(aligned_offset));
-  VOLLEY_REQUIRE(mapping != MAP_FAILED, IoError, "cannot map '{}': {}", path,
-                 internal::errno_text(errno));
-  buffer.storage_ = std::make_shared<internal::MappedStorage>(mapping, mapped_bytes, skip, length);
+  // Read-only pages are shared with the page cache and never charged against the commit limit.
+  // A copy-on-write view is private (the file is never modified) and MAP_NORESERVE, so only the
+  // pages actually written need memory.
+  const int protection = copy_on_write ? PROT_READ | PROT_WRITE : PROT_READ;
+  const int flags = copy_on_write ? MAP_PRIVATE | MAP_NORESERVE : MAP_SHARED;
+  void* mapping =
+      mmap(nullptr, mapped_bytes, protection, flags, fd.get(), static_cast<off_t>(aligned_offset));
+  if (mapping == MAP_FAILED) {
+    const int error_number = errno;
+    throw IoError(fmt::format("cannot map '{}' ({} bytes{}): {}{}", path, mapped_bytes,
+                              copy_on_write ? ", copy-on-write" : ", read-only",
+                              internal::errno_text(error_number),
+                              internal::map_failure_advice(error_number, mode)));
+  }
+  auto storage =
+      std::make_shared<internal::MappedStorage>(mapping, mapped_bytes, skip, length, copy_on_write);
+  storage->file_path = path;
+  storage->file_offset = offset;
+  buffer.storage_ = std::move(storage);
   buffer.data_ = buffer.storage_->data;
   buffer.size_ = length;
   return buffer;
@@ -503,6 +538,16 @@ size_t Buffer::offset() const {
 const std::string& Buffer::shared_name() const {
   static const std::string kEmpty;
   return storage_ ? storage_->name : kEmpty;
+}
+
+const std::string& Buffer::file_path() const {
+  static const std::string kEmpty;
+  return storage_ && storage_->location == Location::kMappedFile ? storage_->file_path : kEmpty;
+}
+
+size_t Buffer::file_offset() const {
+  if (!storage_ || storage_->location != Location::kMappedFile) return 0;
+  return storage_->file_offset + offset();
 }
 
 Buffer Buffer::slice(size_t offset, size_t length) const {

@@ -9,8 +9,11 @@
 //                    killed — the kernel frees it with the last descriptor and mapping; or
 //                  - a POSIX shared-memory segment (create_shared) in /dev/shm, unlinked when the
 //                    last owner in any process lets go (leaks if every owner is killed);
-//   kMappedFile    a memory map of a file region (never copied into RAM up front); reported
-//                  read-only; pages are private copy-on-write, so the file is never modified;
+//   kMappedFile    a memory map of a file region (never copied into RAM up front). By default
+//                  mapped PROT_READ: the kernel charges nothing against the commit limit, so a
+//                  file of any size opens whatever the RAM (a write through data() faults).
+//                  MapMode::kCopyOnWrite asks for a writable view instead: private pages with
+//                  MAP_NORESERVE, so the file is never modified and only written pages count;
 //   kPinnedHost    page-locked host memory a GPU reads directly (CUDA builds only);
 //   kCuda          device memory on CUDA device `device()` (CUDA builds only);
 //   kExternal      memory owned by someone else (a numpy array, a torch tensor), kept alive by a
@@ -35,6 +38,10 @@
 namespace volley {
 
 enum class Location { kHost, kSharedMemory, kMappedFile, kPinnedHost, kCuda, kExternal };
+
+// How map_file maps: read-only (the default: never charged against the commit limit), or a
+// private writable copy-on-write view (MAP_NORESERVE; writes stay in this process).
+enum class MapMode { kReadOnly, kCopyOnWrite };
 
 std::string_view location_name(Location location);
 
@@ -68,8 +75,13 @@ class Buffer {
   // gone (for memfd: the process that held the handle exited), is not a Volley segment, or
   // cannot be mapped; ValueError for a malformed memfd handle.
   static Buffer attach_shared(const std::string& name);
-  // Maps `length` bytes of `path` from `offset` read-only (length == npos: to the end of file).
-  static Buffer map_file(const std::string& path, size_t offset = 0, size_t length = npos);
+  // Maps `length` bytes of `path` from `offset` (length == npos: to the end of file), read-only
+  // unless `mode` asks for a copy-on-write view (then writable() is true). Opening never depends
+  // on RAM: nothing is read up front and a read-only map is not charged against the commit limit.
+  // IoError for a missing / short file or a refused map; the message names the file, the size
+  // and what to do about it.
+  static Buffer map_file(const std::string& path, size_t offset = 0, size_t length = npos,
+                         MapMode mode = MapMode::kReadOnly);
   // Page-locked host memory (CUDA builds; RuntimeError otherwise).
   static Buffer allocate_pinned(size_t bytes);
   // Device memory on CUDA device `device` (CUDA builds; RuntimeError otherwise).
@@ -87,7 +99,7 @@ class Buffer {
   Location location() const;
   // CUDA device ordinal for kCuda, -1 otherwise.
   int device() const;
-  // Whether the bytes may be written (false for mapped files and read-only borrows).
+  // Whether the bytes may be written (false for read-only mapped files and read-only borrows).
   bool writable() const;
   // Whether the CPU can dereference data() (false only for kCuda).
   bool host_accessible() const;
@@ -97,6 +109,10 @@ class Buffer {
   // Byte offset of data() from the start of the underlying allocation (non-zero for slices):
   // with shared_name(), it locates a view inside a shared segment.
   size_t offset() const;
+  // kMappedFile: the mapped file's path and the file offset of data() (what a reader that
+  // bypasses the map, such as the feature store's disk tier, opens); "" and 0 otherwise.
+  const std::string& file_path() const;
+  size_t file_offset() const;
 
   // How many Buffer handles (views included) share these bytes; 0 for an empty buffer. A pool
   // may recycle a buffer whose count shows it holds the only handle.

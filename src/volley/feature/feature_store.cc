@@ -1,6 +1,7 @@
 #include "volley/feature/feature_store.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,6 +11,7 @@
 #include "volley/core/parallel.h"
 #include "volley/feature/cpu/gather_kernel.h"
 #include "volley/feature/gather.h"
+#include "volley/feature/internal/disk_tier.h"
 #include "volley/feature/internal/store_state.h"
 #include "volley/graph/io/npy.h"
 
@@ -79,6 +81,16 @@ void advise_huge_pages(std::byte* data, size_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
+// Rows of a mapped file read through the map are read at random: without this advice the
+// kernel reads ~128 KiB ahead around every faulting row (16x fewer rows/s past the page cache).
+void advise_random(const Array& matrix) {
+  if (matrix.buffer().location() != Location::kMappedFile || matrix.nbytes() == 0) return;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(matrix.raw_data()) & ~(page - 1);
+  const auto end = reinterpret_cast<uintptr_t>(matrix.raw_data()) + matrix.nbytes();
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_RANDOM);
+}
+
 // Copies rows `ids` of `matrix` into `destination` (slots in order), in parallel.
 void copy_rows(const Array& matrix, std::span<const int64_t> ids, std::byte* destination) {
   gather_rows_parallel(matrix, ids, matrix.dtype(), destination);
@@ -87,6 +99,10 @@ void copy_rows(const Array& matrix, std::span<const int64_t> ids, std::byte* des
 }  // namespace
 
 FeatureStore::FeatureStore(Array matrix) {
+  if (matrix.defined() && fi::wants_disk_tier(matrix, {})) {
+    *this = build(matrix, {});  // a mapped file larger than its share of RAM: the disk tier
+    return;
+  }
   auto state = state_for(matrix);
   state->tiers.emplace_back(std::move(matrix));
   finish_map(*state);
@@ -94,8 +110,7 @@ FeatureStore::FeatureStore(Array matrix) {
 }
 
 FeatureStore FeatureStore::from_npy(const std::string& path, const FeatureStoreOptions& options) {
-  Array matrix = read_npy(path, /*memory_map=*/true);
-  if (options.tiers.empty() && !options.hot_order) return FeatureStore(std::move(matrix));
+  const Array matrix = read_npy(path, /*memory_map=*/true);
   return build(matrix, options);
 }
 
@@ -198,15 +213,9 @@ std::vector<int64_t> placement_order(const std::optional<Array>& hot_order, int6
 
 }  // namespace feature_internal
 
-FeatureStore FeatureStore::build(const Array& matrix, const FeatureStoreOptions& options) {
-  auto state = state_for(matrix);
-  if (fi::wants_gpu_tiers(options)) {
-    fi::build_gpu_tiers(matrix, options, *state);
-    FeatureStore store;
-    store.state_ = std::move(state);
-    return store;
-  }
-  const int64_t n = state->num_rows;
+namespace {
+
+void check_host_tiers(const FeatureStoreOptions& options) {
   VOLLEY_REQUIRE(options.tiers.size() < static_cast<size_t>(fi::RowMap::kMaxTiers), ValueError,
                  "a feature store has at most {} cache tiers, got {}", fi::RowMap::kMaxTiers - 1,
                  options.tiers.size());
@@ -216,84 +225,140 @@ FeatureStore FeatureStore::build(const Array& matrix, const FeatureStoreOptions&
                    "cache tier {} must be in host, shared, cuda or pinned_host memory, not {}", t,
                    location_name(where));
   }
-  const std::vector<int64_t> order = fi::placement_order(options.hot_order, n);
-  const bool in_id_order = !options.hot_order;
-  auto order_at = [&](int64_t position) {
-    return in_id_order ? position : order[static_cast<size_t>(position)];
-  };
+}
 
-  // How many rows each cache tier takes.
+// How many rows each cache tier takes.
+std::vector<int64_t> tier_takes(const std::vector<TierSpec>& tiers, size_t row_bytes, int64_t n) {
   std::vector<int64_t> takes;
   int64_t placed = 0;
-  for (const TierSpec& spec : options.tiers) {
+  for (const TierSpec& spec : tiers) {
     int64_t fit = n - placed;
-    if (spec.byte_budget != Buffer::npos && state->row_bytes > 0) {
-      fit = std::min<int64_t>(fit, static_cast<int64_t>(spec.byte_budget / state->row_bytes));
+    if (spec.byte_budget != Buffer::npos && row_bytes > 0) {
+      fit = std::min<int64_t>(fit, static_cast<int64_t>(spec.byte_budget / row_bytes));
     }
     takes.push_back(fit);
     placed += fit;
   }
-  const bool source_tier = placed < n || options.tiers.empty();
+  return takes;
+}
 
-  // Fill the cache tiers.
+// Fills the cache tiers with rows in placement order (`order`, empty: id order): through the
+// disk tier's reader when the store has one (sorted, coalesced reads), else from the matrix.
+void fill_tiers(const Array& matrix, const std::vector<TierSpec>& tiers,
+                const std::vector<int64_t>& order, const std::vector<int64_t>& takes,
+                FeatureStore::State& state) {
   std::vector<int64_t> ids_buffer;
   int64_t position = 0;
-  for (size_t t = 0; t < options.tiers.size(); ++t) {
-    const TierSpec& spec = options.tiers[t];
+  for (size_t t = 0; t < tiers.size(); ++t) {
+    const TierSpec& spec = tiers[t];
     const int64_t count = takes[t];
-    const size_t bytes = static_cast<size_t>(count) * state->row_bytes;
+    const size_t bytes = static_cast<size_t>(count) * state.row_bytes;
     Buffer buffer = spec.location != Location::kSharedMemory ? Buffer::allocate(bytes)
                     : spec.shared_name.empty()               ? Buffer::create_shareable(bytes)
                                                : Buffer::create_shared(bytes, spec.shared_name);
     if (spec.location == Location::kHost) advise_huge_pages(buffer.data(), bytes);
-    Array rows(std::move(buffer), state->dtype, tier_shape(*state, count));
-    if (in_id_order) {
+    Array rows(std::move(buffer), state.dtype, tier_shape(state, count));
+    std::span<const int64_t> ids;
+    if (order.empty()) {
       ids_buffer.resize(static_cast<size_t>(count));
       for (int64_t i = 0; i < count; ++i) ids_buffer[static_cast<size_t>(i)] = position + i;
-      copy_rows(matrix, ids_buffer, rows.raw_data());
+      ids = ids_buffer;
     } else {
-      copy_rows(matrix,
-                std::span<const int64_t>(order).subspan(static_cast<size_t>(position),
-                                                        static_cast<size_t>(count)),
-                rows.raw_data());
+      ids = std::span<const int64_t>(order).subspan(static_cast<size_t>(position),
+                                                    static_cast<size_t>(count));
     }
-    state->tiers.emplace_back(std::move(rows));
+    if (state.disk) {
+      std::vector<std::byte*> destinations(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i)
+        destinations[i] = rows.raw_data() + i * state.row_bytes;
+      state.disk->reader->read(ids, destinations);
+    } else {
+      copy_rows(matrix, ids, rows.raw_data());
+    }
+    state.tiers.emplace_back(std::move(rows));
     position += count;
   }
-  if (source_tier) state->tiers.emplace_back(matrix);
+}
 
-  // The lookup: absent when one tier holds every row in id order.
-  const bool identity = state->tiers.size() == 1 && in_id_order;
-  if (!identity) {
-    const auto source_index = static_cast<uint64_t>(state->tiers.size() - 1);
-    state->lookup_is_32bit = n < (int64_t{1} << fi::kTierShift32);
-    const size_t entry_bytes = state->lookup_is_32bit ? 4 : 8;
-    state->lookup = Buffer::allocate(static_cast<size_t>(n) * entry_bytes);
-    auto fill = [&](auto* lookup, int shift) {
-      using Entry = std::remove_pointer_t<decltype(lookup)>;
-      if (source_tier) {
-        parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
-          for (int64_t id = begin; id < end; ++id) {
-            lookup[id] = static_cast<Entry>((source_index << shift) | static_cast<uint64_t>(id));
-          }
-        });
-      }
-      int64_t at = 0;
-      for (size_t t = 0; t < takes.size(); ++t) {
-        for (int64_t slot = 0; slot < takes[t]; ++slot, ++at) {
-          lookup[order_at(at)] =
-              static_cast<Entry>((static_cast<uint64_t>(t) << shift) | static_cast<uint64_t>(slot));
+// The packed id → (tier, slot) lookup (absent when one tier holds every row in id order).
+void build_lookup(FeatureStore::State& state, const std::vector<int64_t>& order,
+                  const std::vector<int64_t>& takes, bool source_tier) {
+  const int64_t n = state.num_rows;
+  const bool in_id_order = order.empty();
+  if (state.tiers.size() == 1 && in_id_order) return;
+  auto order_at = [&](int64_t position) {
+    return in_id_order ? position : order[static_cast<size_t>(position)];
+  };
+  const auto source_index = static_cast<uint64_t>(state.tiers.size() - 1);
+  state.lookup_is_32bit = n < (int64_t{1} << fi::kTierShift32);
+  const size_t entry_bytes = state.lookup_is_32bit ? 4 : 8;
+  state.lookup = Buffer::allocate(static_cast<size_t>(n) * entry_bytes);
+  auto fill = [&](auto* lookup, int shift) {
+    using Entry = std::remove_pointer_t<decltype(lookup)>;
+    if (source_tier) {
+      parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+        for (int64_t id = begin; id < end; ++id) {
+          lookup[id] = static_cast<Entry>((source_index << shift) | static_cast<uint64_t>(id));
         }
-      }
-    };
-    if (state->lookup_is_32bit) {
-      fill(reinterpret_cast<uint32_t*>(state->lookup.data()), fi::kTierShift32);
-    } else {
-      fill(reinterpret_cast<uint64_t*>(state->lookup.data()), fi::kTierShift64);
+      });
     }
+    int64_t at = 0;
+    for (size_t t = 0; t < takes.size(); ++t) {
+      for (int64_t slot = 0; slot < takes[t]; ++slot, ++at) {
+        lookup[order_at(at)] =
+            static_cast<Entry>((static_cast<uint64_t>(t) << shift) | static_cast<uint64_t>(slot));
+      }
+    }
+  };
+  if (state.lookup_is_32bit) {
+    fill(reinterpret_cast<uint32_t*>(state.lookup.data()), fi::kTierShift32);
+  } else {
+    fill(reinterpret_cast<uint64_t*>(state.lookup.data()), fi::kTierShift64);
   }
-  finish_map(*state);
+}
+
+}  // namespace
+
+FeatureStore FeatureStore::build(const Array& matrix, const FeatureStoreOptions& options) {
+  auto state = state_for(matrix);
   FeatureStore store;
+  if (fi::wants_gpu_tiers(options)) {
+    fi::build_gpu_tiers(matrix, options, *state);
+    store.state_ = std::move(state);
+    return store;
+  }
+  check_host_tiers(options);
+  std::vector<TierSpec> tiers = options.tiers;
+  const bool disk = fi::wants_disk_tier(matrix, options);
+  const size_t cache_bytes = disk                                  ? fi::cache_budget(options)
+                             : options.cache_bytes == Buffer::npos ? 0
+                                                                   : options.cache_bytes;
+  if (disk) state->disk = fi::open_disk_tier(matrix, options, cache_bytes);
+  // Static hotness: the hottest rows that fit cache_bytes in a host tier before the others.
+  if (options.cache_policy == CachePolicy::kStatic && cache_bytes >= state->row_bytes) {
+    VOLLEY_REQUIRE(tiers.size() + 1 < static_cast<size_t>(fi::RowMap::kMaxTiers), ValueError,
+                   "a feature store has at most {} cache tiers, got {} and the static cache",
+                   fi::RowMap::kMaxTiers - 1, tiers.size());
+    TierSpec cache;
+    cache.location = Location::kHost;
+    cache.byte_budget = cache_bytes;
+    tiers.insert(tiers.begin(), cache);
+  }
+  const int64_t n = state->num_rows;
+  const std::vector<int64_t> order = fi::placement_order(options.hot_order, n);
+  const std::vector<int64_t> takes = tier_takes(tiers, state->row_bytes, n);
+  int64_t placed = 0;
+  for (const int64_t take : takes) placed += take;
+  const bool source_tier = placed < n || tiers.empty();
+  fill_tiers(matrix, tiers, order, takes, *state);
+  if (source_tier) {
+    if (!state->disk) advise_random(matrix);
+    state->tiers.emplace_back(matrix);
+  } else {
+    state->disk.reset();  // every row is cached: the disk tier is never read
+  }
+  build_lookup(*state, order, takes, source_tier);
+  finish_map(*state);
   store.state_ = std::move(state);
   return store;
 }
@@ -329,15 +394,21 @@ RowLocation FeatureStore::locate(int64_t id) const {
   VOLLEY_REQUIRE(id >= 0 && id < num_rows(), IndexError,
                  "row id {} out of range for a feature store with {} rows", id, num_rows());
   if (state_->on_cuda()) return fi::locate_on_gpu(*state_, id);
-  if (state_->lookup.empty()) return {0, id};
-  if (state_->lookup_is_32bit) {
-    const uint32_t entry = reinterpret_cast<const uint32_t*>(state_->lookup.data())[id];
-    return {static_cast<int>(entry >> fi::kTierShift32),
-            static_cast<int64_t>(entry & ((1u << fi::kTierShift32) - 1))};
-  }
-  const uint64_t entry = reinterpret_cast<const uint64_t*>(state_->lookup.data())[id];
-  return {static_cast<int>(entry >> fi::kTierShift64),
-          static_cast<int64_t>(entry & ((uint64_t{1} << fi::kTierShift64) - 1))};
+  return fi::locate_host(*state_, id);
+}
+
+std::string FeatureStore::disk_io() const {
+  return state_ && state_->disk ? state_->disk->reader->describe() : std::string();
+}
+
+FeatureStore::DiskStats FeatureStore::disk_stats() const {
+  if (!state_ || !state_->disk) return {};
+  return {state_->disk->hits.load(), state_->disk->misses.load()};
+}
+
+std::string disk_io_support() {
+  const std::string refusal = fi::io_uring_refusal();
+  return refusal.empty() ? std::string("io_uring") : "pread (" + refusal + ")";
 }
 
 std::string FeatureStore::describe() const {
@@ -348,9 +419,16 @@ std::string FeatureStore::describe() const {
       fmt::format("] in {} tier{}:", state_->tiers.size(), state_->tiers.size() == 1 ? "" : "s");
   for (size_t t = 0; t < state_->tiers.size(); ++t) {
     const Tier& tier = state_->tiers[t];
-    text +=
-        fmt::format("{} {} ({} rows, {:.1f} MB)", t == 0 ? "" : ",", location_name(tier.location()),
-                    tier.num_slots(), static_cast<double>(tier.nbytes()) / 1e6);
+    const bool on_disk = state_->disk && t + 1 == state_->tiers.size();
+    text += fmt::format("{} {} ({} rows, {:.1f} MB)", t == 0 ? "" : ",",
+                        on_disk ? std::string_view("disk") : location_name(tier.location()),
+                        tier.num_slots(), static_cast<double>(tier.nbytes()) / 1e6);
+  }
+  if (state_->disk) {
+    text += fmt::format("; disk reads: {}", state_->disk->reader->describe());
+    if (state_->disk->cache) {
+      text += fmt::format("; SIEVE row cache of {} rows", state_->disk->cache->capacity());
+    }
   }
   return text;
 }
@@ -426,9 +504,16 @@ void FeatureStore::gather(std::span<const int64_t> ids, std::byte* out,
   // Chunks of about 1 MiB of output: big enough to amortise scheduling, small enough to balance.
   const int64_t grain =
       std::max<int64_t>(256, (int64_t{1} << 20) / std::max<int64_t>(1, out_row_bytes));
+  auto run = [&](std::span<const int64_t> part, std::byte* into) {
+    if (state.disk) {
+      fi::gather_with_disk(state, part, out_dtype, into);
+    } else {
+      fi::gather_kernel(state.map, part, out_dtype, into, mode, out_bytes);
+    }
+  };
   if (options.threads == 1 || count <= grain || get_num_threads() == 1) {
     if (const int64_t bad = first_bad(0, ids.size()); bad >= 0) fail(bad);
-    fi::gather_kernel(state.map, ids, out_dtype, out, mode, out_bytes);
+    run(ids, out);
     return;
   }
   std::atomic<int64_t> bad_position{std::numeric_limits<int64_t>::max()};
@@ -440,9 +525,8 @@ void FeatureStore::gather(std::span<const int64_t> ids, std::byte* out,
       }
       return;
     }
-    fi::gather_kernel(state.map,
-                      ids.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)),
-                      out_dtype, out + static_cast<size_t>(begin) * out_row_bytes, mode, out_bytes);
+    run(ids.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin)),
+        out + static_cast<size_t>(begin) * out_row_bytes);
   });
   if (bad_position.load() != std::numeric_limits<int64_t>::max()) fail(bad_position.load());
 }

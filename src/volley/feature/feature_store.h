@@ -6,7 +6,9 @@
 //   host memory       heap rows (a copy of the hottest rows, or the caller's array as it is);
 //   shared memory     a segment another process attaches to by name (attach_shared);
 //   mapped file       a read-only map of an .npy file: rows are paged in on demand, never
-//                     copied up front, so a matrix larger than RAM works;
+//                     copied up front, so a matrix larger than RAM opens;
+//   disk              the same file read past the page cache (io_uring + O_DIRECT, see "Disk
+//                     tier" below), behind an optional host-memory row cache;
 //   device memory     (kCuda) a GPU cache of the hottest rows;
 //   pinned host       (kPinnedHost) page-locked host memory the GPU reads directly (UVA).
 // A store whose tiers are GPU tiers (a device tier and/or a pinned tier) is gathered by a CUDA
@@ -47,7 +49,23 @@
 // first out-of-range id and its position; without, it returns at once and rows of
 // out-of-range ids are zero-filled (nothing is read out of bounds either way).
 //
-// Thread safety: a FeatureStore is immutable after construction; copies share its tiers and
+// Disk tier: the last (source) tier of a store over a mapped file may be read from the disk
+// instead of through the map. The rows a gather needs that no faster tier or the row cache
+// holds are sorted, adjacent ones coalesced into one read, and read with io_uring and O_DIRECT,
+// up to 64 reads in flight, then copied into the caller's output (feature/internal/
+// disk_reader.h). Where io_uring is refused it reads with pread (disk_io_support() says which,
+// detected at open; `volley info` shows it). SourceReads::kAuto picks the disk tier when the
+// matrix is a mapped file larger than kDiskTierRamShare of the physical RAM: then the page cache
+// cannot hold it, and paging rows in through the map reads ~128 KiB of readahead per 3 KiB row.
+// The row cache in front of it (cache_bytes, cache_policy):
+//   kStatic   the hottest rows of hot_order (or id order) in a host tier, filled at build;
+//   kDynamic  SIEVE over cache_bytes of slots, filled by misses: hits take no lock (a per-slot
+//             version check), inserts and evictions one mutex.
+// A file that was truncated or changed on disk after open raises IoError naming it; no read
+// waits longer than 60 s (IoError). Memory: cache_bytes plus per-thread staging (8 MiB).
+//
+// Thread safety: a FeatureStore is immutable after construction (the dynamic cache's contents
+// change, behind its own synchronisation); copies share its tiers and
 // any number of threads may gather concurrently (GPU stores: on their own streams).
 #pragma once
 
@@ -88,6 +106,19 @@ struct TierSpec {
   int device = 0;                       // kCuda / kPinnedHost: the CUDA device that reads it
 };
 
+// How the source tier of a mapped file is read (see "Disk tier" above).
+enum class SourceReads {
+  kAuto,    // the disk tier when the matrix is a mapped file > kDiskTierRamShare of RAM
+  kMapped,  // through the map (page cache)
+  kDisk,    // the disk tier (ValueError when the matrix is not a mapped file)
+};
+// The row cache in front of the disk tier.
+enum class CachePolicy { kStatic, kDynamic };
+// The share of physical RAM above which kAuto reads a mapped matrix from the disk.
+inline constexpr double kDiskTierRamShare = 0.5;
+// cache_bytes when an automatic disk tier is picked without one: a quarter of physical RAM.
+inline constexpr double kDefaultCacheRamShare = 0.25;
+
 struct FeatureStoreOptions {
   // Cache tiers, fastest first. Rows that fit in none are read from the source matrix itself
   // (its own Location: host, shared, mapped file, borrowed), which becomes the last tier.
@@ -95,7 +126,18 @@ struct FeatureStoreOptions {
   // int64 row ids, hottest first (see hotness.h); may list fewer than N rows (the rest follow in
   // id order). Absent: id order. Must hold distinct ids in [0, N).
   std::optional<Array> hot_order;
+  // Disk tier (host stores over a mapped file only).
+  SourceReads source_reads = SourceReads::kAuto;
+  // Host memory for the row cache in front of the disk tier; npos = the default share of RAM
+  // (for a store without a disk tier: none). With kStatic, any store gets a host tier of the
+  // hottest rows that fit cache_bytes, before `tiers`.
+  size_t cache_bytes = Buffer::npos;
+  CachePolicy cache_policy = CachePolicy::kDynamic;
+  bool allow_io_uring = true;  // false: pread only
 };
+
+// How this process would read a disk tier: "io_uring" or "pread (io_uring refused: ...)".
+std::string disk_io_support();
 
 struct GatherOptions {
   std::optional<DType> out_dtype;  // default: the stored dtype
@@ -117,10 +159,12 @@ class FeatureStore {
   // An empty store (defined() == false).
   FeatureStore() = default;
   // One tier over `matrix` as it is (no copy): [N, D] or [N], host-accessible memory of any
-  // Location. ValueError otherwise. Implicit, so an Array of rows is accepted wherever a store
-  // is (the loader).
+  // Location (a mapped file larger than kDiskTierRamShare of RAM: the disk tier and a row cache
+  // of the default size, as build() with default options). ValueError otherwise. Implicit, so an
+  // Array of rows is accepted wherever a store is (the loader).
   FeatureStore(Array matrix);  // NOLINT(google-explicit-constructor)
-  // Maps an .npy file read-only (IoError for a missing or malformed file).
+  // Maps an .npy file read-only (IoError for a missing or malformed file); with the default
+  // options a file larger than kDiskTierRamShare of RAM gets the disk tier.
   static FeatureStore from_npy(const std::string& path, const FeatureStoreOptions& options = {});
   // Copies `matrix` into a new shared-memory segment that other processes can attach to (by
   // shared_name()) while any process holds the store: an anonymous memfd segment when `name` is
@@ -158,6 +202,15 @@ class FeatureStore {
   const std::string& shared_name() const;
   // "float32[2449029, 100] in 2 tiers: host 1.2 GB (300000 rows), mapped_file (2149029 rows)"
   std::string describe() const;
+  // The disk tier's reads ("io_uring, O_DIRECT, 64 reads in flight"), "" without a disk tier.
+  std::string disk_io() const;
+  // Row-cache counters of the disk tier since construction (zeros without one): rows served by
+  // the faster tiers or the cache, and rows read from the disk.
+  struct DiskStats {
+    int64_t hits = 0;
+    int64_t misses = 0;
+  };
+  DiskStats disk_stats() const;
 
   // The one gather: out[i, :] = row ids[i]. `ids` is a 1-d int64 array, `out` [n, D] (or [n])
   // of the output dtype. Host stores: both in host-accessible memory. GPU stores: ids in host

@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "volley/core/files.h"
@@ -273,12 +275,49 @@ Array open_array(const std::string& directory, const ArrayEntry& entry, bool mem
                             verify_checksum);
 }
 
+// A read-only view of `array` (a resident topology array keeps the read-only contract of a
+// mapped dataset).
+Array read_only(Array array) {
+  const Buffer& bytes = array.buffer();
+  auto owner = std::make_shared<Buffer>(bytes);
+  Buffer view = Buffer::borrow(bytes.data(), bytes.size(), std::move(owner), /*writable=*/false,
+                               Location::kHost);
+  return Array(std::move(view), array.dtype(), array.shape());
+}
+
+bool is_topology(const std::string& field) {
+  return field == "indptr" || field == "indices" || field == "edge_ids" || field == "weights";
+}
+
+// Whether the topology arrays are read into memory rather than mapped (see DatasetLoadOptions).
+bool topology_resident(const Manifest& manifest, const DatasetLoadOptions& options) {
+  if (!options.memory_map) return true;
+  size_t budget = options.resident_graph_bytes;
+  if (budget == static_cast<size_t>(-1)) {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_bytes = sysconf(_SC_PAGESIZE);
+    budget = pages > 0 && page_bytes > 0
+                 ? static_cast<size_t>(pages) * static_cast<size_t>(page_bytes) / 4
+                 : 0;
+  }
+  size_t bytes = 0;
+  for (const ArrayEntry& entry : manifest.arrays) {
+    if (!is_topology(entry.field)) continue;
+    size_t count = 1;
+    for (const int64_t extent : entry.shape)
+      count *= static_cast<size_t>(std::max<int64_t>(0, extent));
+    bytes += count * dtype_size(entry.dtype);
+  }
+  return bytes <= budget;
+}
+
 }  // namespace
 
 Dataset load_dataset(const std::string& directory, const DatasetLoadOptions& options) {
   const Manifest manifest = ManifestReader(manifest_path(directory)).read(directory);
   const int64_t n = manifest.num_nodes;
   const int64_t e = manifest.num_edges;
+  const bool resident = topology_resident(manifest, options);
   std::map<std::string, Array> arrays;
   for (const ArrayEntry& entry : manifest.arrays) {
     const std::string problem = shape_problem(entry.field, entry.dtype, entry.shape, n, e);
@@ -286,7 +325,10 @@ Dataset load_dataset(const std::string& directory, const DatasetLoadOptions& opt
       throw ValueError(fmt::format("{}: arrays.{}.{} (num_nodes {}, num_edges {})", manifest.path,
                                    entry.field, problem, n, e));
     }
-    Array array = open_array(directory, entry, options.memory_map, options.verify_checksums);
+    const bool read_in = options.memory_map && resident && is_topology(entry.field);
+    Array array =
+        open_array(directory, entry, options.memory_map && !read_in, options.verify_checksums);
+    if (read_in) array = read_only(std::move(array));
     const std::string values = value_problem(entry.field, array, n, manifest.num_classes);
     if (!values.empty()) {
       throw ValueError(fmt::format("{}: {}", (fs::path(directory) / entry.file).string(), values));

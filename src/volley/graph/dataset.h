@@ -54,6 +54,11 @@ struct DatasetLoadOptions {
   bool verify_checksums = false;
   // Validate the graph (indptr monotone, ids in range): O(E), on by default.
   bool validate_graph = true;
+  // With memory_map: the topology (indptr, indices, edge_ids, weights) is read into heap memory
+  // when its bytes fit this budget, so feature I/O through the page cache cannot evict it and
+  // sampling keeps its in-memory speed. npos (the default): a quarter of the physical RAM; 0:
+  // map the topology like the other arrays.
+  size_t resident_graph_bytes = static_cast<size_t>(-1);
 };
 
 // Reads a dataset directory. Throws IoError (missing/truncated/corrupt file, bad manifest) or

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,9 @@
 #include "volley/feature/internal/cuda_gather_kernel.h"
 
 namespace volley {
+namespace feature_internal {
+struct DiskTier;
+}
 
 struct FeatureStore::State {
   std::vector<Tier> tiers;
@@ -24,6 +28,8 @@ struct FeatureStore::State {
   bool lookup_is_32bit = false;
   std::string shared_name;
   feature_internal::RowMap map;  // bases of tiers and the lookup, for the CPU kernel
+  // The disk tier (internal/disk_tier.h): the last tier is read from its file, not its map.
+  std::shared_ptr<const feature_internal::DiskTier> disk;
 
   // GPU tiers (device >= 0): tiers = {device rows (kCuda), pinned rows (kPinnedHost)}.
   int device = -1;
@@ -51,6 +57,19 @@ void build_gpu_tiers(const Array& matrix, const FeatureStoreOptions& options,
 void gather_on_gpu(const FeatureStore::State& state, const Array& ids, const Array& out,
                    const GatherOptions& options);
 RowLocation locate_on_gpu(const FeatureStore::State& state, int64_t id);
+
+// Tier and slot of row `id` of a host store (id in range).
+inline RowLocation locate_host(const FeatureStore::State& state, int64_t id) {
+  if (state.lookup.empty()) return {0, id};
+  if (state.lookup_is_32bit) {
+    const uint32_t entry = reinterpret_cast<const uint32_t*>(state.lookup.data())[id];
+    return {static_cast<int>(entry >> kTierShift32),
+            static_cast<int64_t>(entry & ((1U << kTierShift32) - 1))};
+  }
+  const uint64_t entry = reinterpret_cast<const uint64_t*>(state.lookup.data())[id];
+  return {static_cast<int>(entry >> kTierShift64),
+          static_cast<int64_t>(entry & ((uint64_t{1} << kTierShift64) - 1))};
+}
 
 }  // namespace feature_internal
 }  // namespace volley

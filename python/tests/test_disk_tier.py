@@ -1,0 +1,118 @@
+"""Features larger than memory: a sparse 64 GiB .npy opens and gathers; the disk tier (io_uring
+or pread, static or SIEVE cache) equals numpy; bad files and bad options raise clear errors."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import volley
+from volley._tensor import to_numpy
+
+
+def physical_ram() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def sparse_npy(path, rows: int, width: int) -> int:
+    """A float32 [rows, width] .npy whose data is a hole (truncate: no disk used); returns the
+    byte offset of its data."""
+    header = np.lib.format.header_data_from_array_1_0(np.zeros((1, width), np.float32))
+    header["shape"] = (rows, width)
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+        offset = f.tell()
+    os.truncate(path, offset + rows * width * 4)
+    return offset
+
+
+def test_a_sparse_64_gib_file_opens_as_features_and_gathers(tmp_path):
+    path = tmp_path / "huge.npy"
+    width = 800
+    rows = (64 << 30) // (width * 4)
+    offset = sparse_npy(path, rows, width)
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, np.arange(width, dtype=np.float32).tobytes(), offset + 11 * width * 4)
+    finally:
+        os.close(fd)
+    feature = volley.Feature(str(path))
+    assert feature.shape == (rows, width)
+    if 64 << 30 > physical_ram() // 2:
+        assert feature.disk_io != ""  # picked by itself
+    rows_out = to_numpy(feature[np.array([rows - 1, 11, 0, 11], dtype=np.int64)])
+    assert rows_out.shape == (4, width)
+    np.testing.assert_array_equal(rows_out[1], np.arange(width, dtype=np.float32))
+    np.testing.assert_array_equal(rows_out[3], np.arange(width, dtype=np.float32))
+    assert not rows_out[0].any() and not rows_out[2].any()
+
+
+@pytest.mark.parametrize("policy", ["static", "dynamic"])
+@pytest.mark.parametrize("io_uring", [True, False])
+def test_the_disk_tier_equals_numpy(tmp_path, policy, io_uring):
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((2000, 33)).astype(np.float32)
+    path = tmp_path / "x.npy"
+    np.save(path, table)
+    feature = volley.Feature(
+        str(path), cache_bytes="40K", policy=policy, disk=True, io_uring=io_uring
+    )
+    assert feature.disk_io.startswith("io_uring" if io_uring else "pread")
+    ids = rng.integers(0, 2000, size=3000).astype(np.int64)
+    for _ in range(2):
+        np.testing.assert_array_equal(to_numpy(feature[ids]), table[ids])
+    hits, misses = feature.disk_stats
+    assert hits + misses == 2 * len(ids) and hits > 0
+    half = to_numpy(feature.gather(ids[:50], dtype="float16"))
+    np.testing.assert_array_equal(half, table[ids[:50]].astype(np.float16))
+
+
+def test_disk_io_support_names_the_reader():
+    support = volley.disk_io_support()
+    assert support == "io_uring" or support.startswith("pread (io_uring refused")
+
+
+def test_bad_policies_and_changed_files_raise(tmp_path):
+    path = tmp_path / "x.npy"
+    np.save(path, np.ones((256, 8), np.float32))
+    with pytest.raises(volley.VolleyValueError, match="lookahead"):
+        volley.Feature(str(path), policy="lookahead")
+    with pytest.raises(volley.VolleyValueError, match="'fifo'"):
+        volley.Feature(str(path), policy="fifo")
+    with pytest.raises(volley.VolleyValueError, match="mapped .npy file"):
+        volley.Feature(np.ones((4, 2), np.float32), disk=True)
+    feature = volley.Feature(str(path), disk=True, cache_bytes=0)
+    os.truncate(path, 200)
+    with pytest.raises(volley.VolleyOSError, match="changed on disk"):
+        feature[np.array([100], dtype=np.int64)]
+    with pytest.raises(volley.VolleyOSError, match="x.npy"):
+        volley.Feature(str(path), disk=True)
+
+
+@pytest.mark.parametrize("policy", [None, "static", "dynamic"])
+def test_neighbor_loader_takes_the_row_cache_options(cora_dir, policy):
+    from volley.loader import NeighborLoader
+
+    cora = volley.load_dataset(cora_dir)
+    x = to_numpy(cora.x)
+    loader = NeighborLoader(
+        cora, [5], batch_size=50, input_nodes=cora.train_idx, seed=0,
+        cache_bytes="64K", policy=policy,
+    )
+    batch = next(iter(loader))
+    n_id = to_numpy(batch.n_id)
+    np.testing.assert_array_equal(to_numpy(batch.x), x[n_id].astype(np.float32))
+
+
+def test_neighbor_loader_row_cache_needs_a_dataset():
+    from volley.loader import NeighborLoader
+
+    class Data:
+        edge_index = np.array([[0, 1], [1, 0]], dtype=np.int64)
+        x = np.ones((2, 3), np.float32)
+        num_nodes = 2
+
+    with pytest.raises(volley.VolleyValueError, match="volley.Dataset"):
+        NeighborLoader(Data(), [1], batch_size=1, cache_bytes="1M")

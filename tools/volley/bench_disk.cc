@@ -1,0 +1,296 @@
+// `volley bench disk` and `volley bench cache`: the disk's own random-read limit (an io_uring,
+// O_DIRECT probe, as fio --rw=randread --direct=1 --ioengine=io_uring --iodepth=64 does), and
+// the hit rates of the disk tier's row-cache policies on an epoch's real access trace against
+// Belady's offline optimum.
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <list>
+#include <queue>
+#include <random>
+#include <unordered_map>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench_disk.h"
+#include "bench_util.h"
+#include "volley/core/error.h"
+#include "volley/feature/hotness.h"
+#include "volley/graph/dataset.h"
+#include "volley/sampling/neighbor_sampler.h"
+
+namespace volley::cli {
+namespace {
+
+// Random `block`-byte O_DIRECT reads of `path`, `depth` in flight, for `seconds`.
+nlohmann::json probe_disk(const std::string& path, double seconds, unsigned depth, size_t block) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  VOLLEY_REQUIRE(fd >= 0, IoError, "cannot open '{}' with O_DIRECT: {}", path,
+                 internal::errno_text(errno));
+  struct stat info {};
+  fstat(fd, &info);
+  const uint64_t blocks = static_cast<uint64_t>(info.st_size) / block;
+  VOLLEY_REQUIRE(blocks > 0, ValueError, "'{}' is smaller than one {}-byte block", path, block);
+  io_uring ring{};
+  const int init = io_uring_queue_init(depth, &ring, 0);
+  VOLLEY_REQUIRE(init == 0, IoError, "io_uring refused: {}", internal::errno_text(-init));
+  auto* memory = static_cast<std::byte*>(std::aligned_alloc(4096, depth * block));
+  std::mt19937_64 rng(1);
+  int64_t reads = 0;
+  const auto start = Clock::now();
+  auto submit = [&](unsigned slot) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+    io_uring_prep_read(sqe, fd, memory + slot * block, static_cast<unsigned>(block),
+                       (rng() % blocks) * block);
+    io_uring_sqe_set_data64(sqe, slot);
+  };
+  for (unsigned slot = 0; slot < depth; ++slot) submit(slot);
+  io_uring_submit(&ring);
+  unsigned in_flight = depth;
+  bool stopping = false;
+  while (in_flight > 0) {
+    io_uring_cqe* cqe = nullptr;
+    VOLLEY_REQUIRE(io_uring_wait_cqe(&ring, &cqe) == 0, IoError, "io_uring wait failed");
+    const auto slot = static_cast<unsigned>(io_uring_cqe_get_data64(cqe));
+    VOLLEY_REQUIRE(cqe->res > 0, IoError, "probe read of '{}' failed: {}", path,
+                   internal::errno_text(-cqe->res));
+    io_uring_cqe_seen(&ring, cqe);
+    --in_flight;
+    ++reads;
+    if (!stopping && (reads & 255) == 0) stopping = seconds_since(start) >= seconds;
+    if (!stopping) {
+      submit(slot);
+      io_uring_submit(&ring);
+      ++in_flight;
+    }
+  }
+  const double elapsed = seconds_since(start);
+  io_uring_queue_exit(&ring);
+  std::free(memory);
+  ::close(fd);
+  const double iops = static_cast<double>(reads) / elapsed;
+  return {{"bench", "disk"},
+          {"file", path},
+          {"block_bytes", block},
+          {"depth", depth},
+          {"seconds", elapsed},
+          {"iops", iops},
+          {"mib_per_second", iops * static_cast<double>(block) / (1 << 20)}};
+}
+
+// The rows of each batch of an epoch, as the loader samples them (a pure function of (seed,
+// batch index)): the access trace every policy is measured on.
+std::vector<std::vector<int64_t>> epoch_trace(const Dataset& dataset, const CacheBenchSettings& s) {
+  const std::vector<int64_t> seeds = bench_seed_pool(dataset, s.seed);
+  const NeighborSamplerOptions options{parse_fanouts(s.fanout), false, false, s.seed};
+  const int64_t available = static_cast<int64_t>(seeds.size()) / s.batch_size;
+  const int64_t batches = s.batches > 0 ? std::min(s.batches, available) : available;
+  std::vector<std::vector<int64_t>> trace(static_cast<size_t>(batches));
+  SamplerScratch scratch;
+  for (int64_t b = 0; b < batches; ++b) {
+    std::span<const int64_t> batch(seeds.data() + b * s.batch_size,
+                                   static_cast<size_t>(s.batch_size));
+    const auto sub =
+        sample_neighbors(dataset.graph, batch, options, static_cast<uint64_t>(b), &scratch);
+    const Array& nodes = sub.nodes;
+    trace[static_cast<size_t>(b)].assign(nodes.data<int64_t>(),
+                                         nodes.data<int64_t>() + nodes.numel());
+    if (b % 50 == 0) std::cerr << fmt::format("\rsampling the trace: batch {}/{}", b, batches);
+  }
+  std::cerr << "\r" << std::string(48, ' ') << "\r";
+  return trace;
+}
+
+struct Access {
+  int64_t id;
+  int64_t batch;
+  int64_t next;  // position of this id's next access, or INT64_MAX
+  int64_t prev;  // position of its previous access, or -1
+};
+
+std::vector<Access> flatten(const std::vector<std::vector<int64_t>>& trace) {
+  std::vector<Access> accesses;
+  for (size_t b = 0; b < trace.size(); ++b) {
+    for (const int64_t id : trace[b])
+      accesses.push_back({id, static_cast<int64_t>(b), INT64_MAX, -1});
+  }
+  std::unordered_map<int64_t, int64_t> seen;
+  for (int64_t i = static_cast<int64_t>(accesses.size()) - 1; i >= 0; --i) {
+    auto [it, fresh] = seen.try_emplace(accesses[i].id, i);
+    if (!fresh) {
+      accesses[i].next = it->second;
+      accesses[it->second].prev = i;
+      it->second = i;
+    }
+  }
+  return accesses;
+}
+
+double static_hit_rate(const std::vector<Access>& accesses, const Array& hot, int64_t capacity) {
+  std::vector<uint8_t> cached(static_cast<size_t>(hot.numel()), 0);
+  for (int64_t i = 0; i < std::min(capacity, hot.numel()); ++i) cached[hot.data<int64_t>()[i]] = 1;
+  int64_t hits = 0;
+  for (const Access& a : accesses) hits += cached[static_cast<size_t>(a.id)];
+  return static_cast<double>(hits) / static_cast<double>(accesses.size());
+}
+
+double sieve_hit_rate(const std::vector<Access>& accesses, int64_t capacity) {
+  std::list<std::pair<int64_t, bool>> queue;  // front = head (newest)
+  std::unordered_map<int64_t, std::list<std::pair<int64_t, bool>>::iterator> where;
+  auto hand = queue.end();
+  int64_t hits = 0;
+  for (const Access& a : accesses) {
+    if (auto it = where.find(a.id); it != where.end()) {
+      it->second->second = true;
+      ++hits;
+      continue;
+    }
+    if (static_cast<int64_t>(where.size()) >= capacity) {
+      if (hand == queue.end()) hand = std::prev(queue.end());
+      while (hand->second) {
+        hand->second = false;
+        hand = hand == queue.begin() ? std::prev(queue.end()) : std::prev(hand);
+      }
+      auto victim = hand;
+      hand = victim == queue.begin() ? queue.end() : std::prev(victim);
+      where.erase(victim->first);
+      queue.erase(victim);
+    }
+    queue.emplace_front(a.id, false);
+    where[a.id] = queue.begin();
+  }
+  return static_cast<double>(hits) / static_cast<double>(accesses.size());
+}
+
+// Belady's rule over a window: evict the cached row whose next use is farthest, where uses
+// past `window` batches ahead are unknown (window < 0: the whole epoch, the offline optimum).
+// Rows with no known next use go first, least recently used first.
+double belady_hit_rate(const std::vector<Access>& accesses, int64_t capacity, int64_t window) {
+  std::priority_queue<std::pair<int64_t, int64_t>> known;  // (next use, id); lazy deletion
+  std::unordered_map<int64_t, int64_t> next_of;            // cached id → its next use
+  std::list<int64_t> unknown;       // cached ids with no next use in the window, oldest first
+  std::vector<size_t> batch_begin;  // first access of each batch
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    if (i == 0 || accesses[i].batch != accesses[i - 1].batch) batch_begin.push_back(i);
+  }
+  batch_begin.push_back(accesses.size());
+  int64_t hits = 0;
+  for (size_t i = 0; i < accesses.size(); ++i) {
+    const Access& a = accesses[i];
+    if (window >= 0 && (i == 0 || accesses[i - 1].batch != a.batch)) {
+      // Batch a.batch + window enters the window: cached rows it uses get a known next use.
+      const auto entering = static_cast<size_t>(a.batch + window);
+      for (size_t j = entering < batch_begin.size() - 1 ? batch_begin[entering] : accesses.size();
+           j < accesses.size() && j < batch_begin[std::min(entering + 1, batch_begin.size() - 1)];
+           ++j) {
+        if (accesses[j].prev < 0 || static_cast<size_t>(accesses[j].prev) >= i) continue;
+        auto cached = next_of.find(accesses[j].id);
+        if (cached != next_of.end() && cached->second == INT64_MAX) {
+          cached->second = static_cast<int64_t>(j);
+          known.emplace(static_cast<int64_t>(j), accesses[j].id);
+        }
+      }
+    }
+    const int64_t horizon = window < 0 ? INT64_MAX : a.batch + window;
+    const bool visible = a.next != INT64_MAX && accesses[a.next].batch <= horizon;
+    auto it = next_of.find(a.id);
+    if (it != next_of.end()) {
+      ++hits;
+    } else if (static_cast<int64_t>(next_of.size()) >= capacity) {
+      bool evicted = false;
+      while (!unknown.empty() && !evicted) {
+        const int64_t victim = unknown.front();
+        unknown.pop_front();
+        auto v = next_of.find(victim);
+        if (v != next_of.end() && v->second == INT64_MAX) {
+          next_of.erase(v);
+          evicted = true;
+        }
+      }
+      while (!evicted) {
+        const auto [next, victim] = known.top();
+        known.pop();
+        auto v = next_of.find(victim);
+        if (v != next_of.end() && v->second == next) {
+          next_of.erase(v);
+          evicted = true;
+        }
+      }
+    }
+    const int64_t next = visible ? a.next : INT64_MAX;
+    next_of[a.id] = next;
+    if (visible) {
+      known.emplace(next, a.id);
+    } else {
+      unknown.push_back(a.id);
+    }
+  }
+  return static_cast<double>(hits) / static_cast<double>(accesses.size());
+}
+
+}  // namespace
+
+void run_cache_bench(const CacheBenchSettings& settings) {
+  const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
+  VOLLEY_REQUIRE(dataset.features.has_value(), ValueError, "dataset '{}' has no features",
+                 settings.dataset);
+  const size_t row_bytes =
+      dataset.features->nbytes() / static_cast<size_t>(dataset.features->dim(0));
+  const auto capacity = static_cast<int64_t>(settings.cache_bytes / row_bytes);
+  const auto trace = epoch_trace(dataset, settings);
+  const std::vector<Access> accesses = flatten(trace);
+  const Array hot = hotness_by_degree(dataset.graph);
+  nlohmann::json line = {{"bench", "cache"},
+                         {"dataset", dataset.name},
+                         {"batches", trace.size()},
+                         {"batch_size", settings.batch_size},
+                         {"fanout", settings.fanout},
+                         {"rows_accessed", accesses.size()},
+                         {"cache_bytes", settings.cache_bytes},
+                         {"cache_rows", capacity}};
+  line["hit_rate_static_degree"] = static_hit_rate(accesses, hot, capacity);
+  line["hit_rate_sieve"] = sieve_hit_rate(accesses, capacity);
+  line["lookahead_batches"] = settings.lookahead;
+  line["hit_rate_lookahead_belady"] = belady_hit_rate(accesses, capacity, settings.lookahead);
+  line["hit_rate_belady_offline"] = belady_hit_rate(accesses, capacity, -1);
+  std::cout << line.dump() << std::endl;
+}
+
+void run_disk_probe(const std::string& file, double seconds) {
+  std::cout << probe_disk(file, seconds, 64, 4096).dump() << std::endl;
+}
+
+void add_bench_disk(CLI::App& bench) {
+  static std::string file;
+  static double seconds = 10;
+  auto* disk = bench.add_subcommand(
+      "disk", "The disk's 4 KiB random-read limit: O_DIRECT reads, io_uring, 64 in flight");
+  disk->add_option("--file", file, "A large file on the disk to probe (only read)")->required();
+  disk->add_option("--seconds", seconds, "How long to probe")->check(CLI::PositiveNumber);
+  disk->callback([] { run_disk_probe(file, seconds); });
+
+  static CacheBenchSettings settings;
+  auto* cache = bench.add_subcommand(
+      "cache",
+      "Hit rates of the disk tier's row-cache policies (static degree, SIEVE, lookahead) on an "
+      "epoch's sampled rows, against Belady's offline optimum");
+  cache->add_option("--dataset", settings.dataset, "Dataset directory")->required();
+  cache->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
+  cache->add_option("--batch-size", settings.batch_size, "Seeds per batch")
+      ->check(CLI::PositiveNumber);
+  cache->add_option("--batches", settings.batches, "Batches of the trace (0: the whole epoch)");
+  cache->add_option("--cache-bytes", settings.cache_bytes, "Cache budget (e.g. 8G)")
+      ->transform(CLI::AsSizeValue(false));
+  cache->add_option("--lookahead", settings.lookahead, "Batches the lookahead policy sees ahead")
+      ->check(CLI::NonNegativeNumber);
+  cache->add_option("--seed", settings.seed, "Random seed");
+  cache->callback([] { run_cache_bench(settings); });
+}
+
+}  // namespace volley::cli
