@@ -144,6 +144,11 @@ void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOpt
         "NeighborSampler on a GPU needs a placed graph (CudaGraph::place), got an empty one");
   }
   validate_sampler_options(options, graph.has_weights());
+  VOLLEY_REQUIRE(options.subgraph_type == SubgraphType::kDirectional && !options.disjoint,
+                 ValueError,
+                 "the CUDA sampler samples directional, non-disjoint subgraphs only, got "
+                 "subgraph_type={}, disjoint={}; use the CPU sampler (mode=\"CPU\") for these",
+                 subgraph_type_name(options.subgraph_type), options.disjoint);
 }
 
 void throw_batch_too_large(int64_t nodes) {
