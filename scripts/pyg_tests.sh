@@ -43,13 +43,42 @@ fetch test/loader/test_neighbor_loader.py "$work/test/loader/test_neighbor_loade
 cat >"$work/test/loader/conftest.py" <<'PY'
 import os
 VOLLEY = os.environ.get("VOLLEY_SUBSTITUTE") == "1"
+BUILT = [0]  # loaders built so far: a test that passes without building one proves nothing
 if VOLLEY:
     import torch_geometric.loader
     import volley.loader
     torch_geometric.loader.NeighborLoader = volley.loader.NeighborLoader
+    _init = volley.loader.NeighborLoader.__init__
+
+    def _counting_init(self, *args, **kwargs):
+        BUILT[0] += 1
+        _init(self, *args, **kwargs)
+
+    volley.loader.NeighborLoader.__init__ = _counting_init
 
 BACKEND_ONLY = ("No neighbor sampler installed", "Package pyg_lib not found",
                 "'pyg-lib' does not support")
+
+EMPTY = []
+
+def pytest_runtest_setup(item):
+    item.built_before = BUILT[0]
+
+import pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if VOLLEY and report.when == "call" and report.passed and BUILT[0] == item.built_before:
+        EMPTY.append(item.nodeid)
+
+def pytest_terminal_summary(terminalreporter):
+    if VOLLEY:
+        terminalreporter.write_line(
+            f"passed without building a Volley loader (returned early): {len(EMPTY)}")
+        for nodeid in EMPTY:
+            terminalreporter.write_line(f"  early return: {nodeid}")
 
 def pytest_collection_modifyitems(items):
     if not VOLLEY:
@@ -72,7 +101,8 @@ run() {  # run <label> <substitute 0|1>
     -rfEs test/loader/test_neighbor_loader.py >"$log" 2>&1) || true
   if [ -n "${PYG_TESTS_VERBOSE:-}" ]; then grep -E '^(FAILED|ERROR|SKIPPED)' "$log" || true; fi
   if [ -n "${PYG_TESTS_LOGS:-}" ]; then mkdir -p "$PYG_TESTS_LOGS" && cp "$log" "$PYG_TESTS_LOGS/"; fi
-  printf '%-7s PyG %s: %s\n' "$1" "$tag" "$(grep -E '(passed|failed|error|skipped)' "$log" | tail -1)"
+  printf '%-7s PyG %s: %s\n' "$1" "$tag" "$(grep -E ' in [0-9.]+s' "$log" | tail -1)"
+  grep -E '^passed without building' "$log" | sed 's/^/        /' || true
 }
 [ -z "${PYG_TESTS_SKIP_PYG:-}" ] && run pyg 0
 run volley 1

@@ -153,13 +153,18 @@ def restore(table: Table, value: Any) -> Any:
 
 
 def edge_index_type() -> Any:
-    """PyG's ``EdgeIndex`` class when the installed PyG has one (its loaders return one), else
-    None."""
+    """PyG's ``EdgeIndex`` class when the installed PyG's loaders return one (PyG 2.5; from 2.6
+    on they return a plain tensor again), else None."""
     try:
+        import torch_geometric
         from torch_geometric import EdgeIndex
     except Exception:
         return None
-    return EdgeIndex
+    try:
+        major, minor = (int(part) for part in torch_geometric.__version__.split(".")[:2])
+    except ValueError:
+        return None
+    return EdgeIndex if (major, minor) == (2, 5) else None
 
 
 def wrap_edge_index(edge_index: Any, num_nodes: int, cls: Any) -> Any:
