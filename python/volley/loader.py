@@ -213,6 +213,9 @@ class NeighborLoader:
         VolleyNotImplementedError: temporal sampling, a custom ``neighbor_sampler``.
     """
 
+    # Defaults for subclasses that call _setup without __init__ (volley.dist).
+    subgraph_type, disjoint, transform_sampler_output, pin_memory = "directional", False, None, False
+
     def __init__(
         self,
         data: Any,
@@ -447,9 +450,8 @@ class NeighborLoader:
         return _cuda.current_stream(device) if device is not None else 0
 
     def __call__(self, index: Any) -> Any:
-        """The batch of the seeds ``index`` (node ids: a list, tensor or array), as PyG's
-        ``NeighborLoader(...)(index)`` gives it; sampled with batch index 0 of this loader's
-        current epoch seed. ``input_id`` holds the positions in ``index``."""
+        """The batch of the seeds ``index`` (ids: list, tensor or array), as PyG's ``loader(index)``;
+        batch index 0 of the current epoch's seed; ``input_id``: positions in ``index``."""
         return self._to_batch(_pyg_compat.sample_seeds(self, index))
 
     def _to_batch(self, raw: dict) -> Any:
@@ -473,7 +475,7 @@ class NeighborLoader:
         if self.disjoint:
             batch = raw.get("batch")
             fields["batch"] = out(batch) if batch is not None else fields["n_id"][:0]
-        if self.subgraph_type != "directional":  # PyG reports no per-hop counts for these
+        if self.subgraph_type != "directional":  # PyG gives no per-hop counts for these
             fields["num_sampled_nodes"] = fields["num_sampled_edges"] = None
         for table in getattr(self, "_node_tables", []):
             fields[table.name] = _pyg_compat.restore(table, out(raw["node_attrs"][table.name]))
@@ -504,8 +506,7 @@ class NeighborLoader:
         return self.transform(batch) if self.transform is not None else batch
 
     def _attribute_names(self) -> List[str]:
-        tables = getattr(self, "_node_tables", []) + getattr(self, "_edge_tables", [])
-        return [t.name for t in tables] + list(getattr(self, "_python_attrs", []))
+        return [t.name for t in self._node_tables + self._edge_tables] + list(self._python_attrs)
 
     def _on_device(self, fields: dict) -> dict:
         """Batch fields on the loader's CUDA device: copied there in CPU mode (GPU and UVA
@@ -518,8 +519,7 @@ class NeighborLoader:
         return fields
 
     def __repr__(self) -> str:
-        """``NeighborLoader()``, as PyG's loaders print (the options: ``describe()``)."""
-        return f"{self.__class__.__name__}()"
+        return f"{self.__class__.__name__}()"  # as PyG's loaders print; options: describe()
 
     def describe(self) -> str:
         """The loader's options in one line (what ``repr`` showed before PyG's ``NeighborLoader()``)."""
