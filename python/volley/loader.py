@@ -157,10 +157,11 @@ class NeighborLoader:
         num_workers: C++ worker threads (not processes); 0 (the default): all cores.
         pin_memory: batch tensors copied to pinned host memory when CUDA is available.
         generator: a ``torch.Generator``; when ``seed`` is None the base seed is drawn from it.
-        persistent_workers, timeout, worker_init_fn, multiprocessing_context, prefetch_factor,
-            pin_memory_device, in_order: tune PyG's worker processes; accepted, no effect.
+        kwargs: the ``DataLoader`` arguments that only tune PyG's worker processes
+            (``persistent_workers``, ``timeout``, ``worker_init_fn``, ``prefetch_factor``,
+            ``multiprocessing_context``, ``pin_memory_device``, ``in_order``): no effect.
 
-    Volley's own keyword arguments:
+    Other Parameters:
         seed: base random seed. None draws one from ``generator``, else ``torch.initial_seed()``
             (so ``torch.manual_seed`` makes runs repeatable), or numpy when torch is absent.
         weighted: sample proportionally to ``data.edge_weight`` (``weight_attr="edge_weight"``).
@@ -201,10 +202,9 @@ class NeighborLoader:
             indexes the full ``input_nodes``.
 
     Each batch is a PyG ``Data`` when PyG is importable, else a ``volley.loader.Batch`` (``x``,
-    ``y``, ``edge_index``, ``n_id``, ``e_id``, ``input_id``, ``batch_size``,
-    ``num_sampled_nodes``, ``num_sampled_edges``; ``batch`` when disjoint). ``loader(seeds)``
-    returns the batch of a list of seeds. With ``"bidirectional"`` or ``"induced"``,
-    ``num_sampled_nodes`` and ``num_sampled_edges`` are None, as in PyG.
+    ``y``, ``edge_index``, ``n_id``, ``e_id``, ``input_id``, ``batch_size``, ``num_sampled_nodes``,
+    ``num_sampled_edges``; ``batch`` when disjoint; no per-hop counts when bidirectional or
+    induced, as in PyG). ``loader(seeds)`` returns the batch of a list of seeds.
 
     Raises:
         VolleyValueError / VolleyIndexError: inconsistent arguments (bad fanout, seed out of
