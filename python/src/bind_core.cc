@@ -95,6 +95,11 @@ void bind_errors(nb::module_& m) {
   error_classes.import = new_exception(
       m, "VolleyImportError", "An optional dependency (torch, torch_geometric) is missing.",
       nb::make_tuple(base, nb::handle(PyExc_ImportError)));
+  // Raised from Python only (no C++ counterpart): a feature another issue brings.
+  new_exception(m, "VolleyNotImplementedError",
+                "A documented argument or mode Volley does not support yet; the message names the "
+                "issue that brings it.",
+                nb::make_tuple(base, nb::handle(PyExc_NotImplementedError)));
 
   nb::register_exception_translator([](const std::exception_ptr& error, void*) {
     try {

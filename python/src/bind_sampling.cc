@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -119,31 +120,61 @@ std::function<void(int64_t)> batch_start_hook(const nb::object& callback) {
 }
 
 std::string sampler_repr(const NeighborSamplerOptions& options) {
-  return fmt::format("NeighborSamplerOptions(fanouts=[{}], replace={}, weighted={}, seed={})",
-                     fmt::join(options.fanouts, ", "), options.replace ? "True" : "False",
-                     options.weighted ? "True" : "False", options.seed);
+  return fmt::format(
+      "NeighborSamplerOptions(fanouts=[{}], replace={}, weighted={}, seed={}, "
+      "subgraph_type='{}', disjoint={})",
+      fmt::join(options.fanouts, ", "), options.replace ? "True" : "False",
+      options.weighted ? "True" : "False", options.seed, subgraph_type_name(options.subgraph_type),
+      options.disjoint ? "True" : "False");
 }
 
-void bind_options(nb::module_& m) {
+void bind_sampler_options(nb::module_& m) {
   nb::class_<NeighborSamplerOptions>(
       m, "NeighborSamplerOptions",
       "Neighbor sampling options (volley/sampling/neighbor_sampler.h): fanouts per hop (-1: all "
-      "neighbors), replace, weighted, seed. Checked by whatever uses them (ValueError naming the "
-      "offending value).")
+      "neighbors), replace, weighted, seed, subgraph_type ('directional', 'bidirectional', "
+      "'induced') and disjoint. Checked by whatever uses them (ValueError naming the offending "
+      "value).")
       .def(
           "__init__",
           [](NeighborSamplerOptions* self, std::vector<int64_t> fanouts, bool replace,
-             bool weighted, uint64_t seed) {
-            new (self) NeighborSamplerOptions{std::move(fanouts), replace, weighted, seed};
+             bool weighted, uint64_t seed, const std::string& subgraph_type, bool disjoint) {
+            new (self) NeighborSamplerOptions{std::move(fanouts),
+                                              replace,
+                                              weighted,
+                                              seed,
+                                              subgraph_type_from_name(subgraph_type),
+                                              disjoint};
           },
           nb::arg("fanouts") = std::vector<int64_t>{}, nb::kw_only(), nb::arg("replace") = false,
-          nb::arg("weighted") = false, nb::arg("seed") = 0)
+          nb::arg("weighted") = false, nb::arg("seed") = 0,
+          nb::arg("subgraph_type") = "directional", nb::arg("disjoint") = false)
       .def_rw("fanouts", &NeighborSamplerOptions::fanouts)
       .def_rw("replace", &NeighborSamplerOptions::replace)
       .def_rw("weighted", &NeighborSamplerOptions::weighted)
       .def_rw("seed", &NeighborSamplerOptions::seed)
+      .def_prop_rw(
+          "subgraph_type",
+          [](const NeighborSamplerOptions& o) {
+            return std::string(subgraph_type_name(o.subgraph_type));
+          },
+          [](NeighborSamplerOptions& o, const std::string& name) {
+            o.subgraph_type = subgraph_type_from_name(name);
+          })
+      .def_rw("disjoint", &NeighborSamplerOptions::disjoint)
       .def("__repr__", &sampler_repr);
+}
 
+std::string loader_repr(const LoaderOptions& options) {
+  return fmt::format(
+      "LoaderOptions(batch_size={}, shuffle={}, drop_last={}, num_threads={}, prefetch={}, "
+      "seed={}, rank={}, world_size={}, feature_dtype='{}', sampler={})",
+      options.batch_size, options.shuffle ? "True" : "False", options.drop_last ? "True" : "False",
+      options.num_threads, options.prefetch, options.seed, options.rank, options.world_size,
+      dtype_name(options.feature_dtype), sampler_repr(options.sampler));
+}
+
+void bind_loader_options(nb::module_& m) {
   nb::class_<LoaderOptions>(
       m, "LoaderOptions",
       "A loader's options (volley/loader/neighbor_loader.h), typed; checked once, when a loader "
@@ -187,16 +218,12 @@ void bind_options(nb::module_& m) {
           [](LoaderOptions& options, const std::string& name) {
             options.feature_dtype = dtype_from_name(name);
           })
-      .def("__repr__", [](const LoaderOptions& options) {
-        return fmt::format(
-            "LoaderOptions(batch_size={}, shuffle={}, drop_last={}, num_threads={}, prefetch={}, "
-            "seed={}, rank={}, world_size={}, feature_dtype='{}', sampler={})",
-            options.batch_size, options.shuffle ? "True" : "False",
-            options.drop_last ? "True" : "False", options.num_threads, options.prefetch,
-            options.seed, options.rank, options.world_size, dtype_name(options.feature_dtype),
-            sampler_repr(options.sampler));
-      });
+      .def("__repr__", &loader_repr);
+}
 
+void bind_options(nb::module_& m) {
+  bind_sampler_options(m);
+  bind_loader_options(m);
   m.def(
       "epoch_positions",
       [](int64_t num_inputs, const LoaderOptions& options, int64_t epoch) {
@@ -206,6 +233,17 @@ void bind_options(nb::module_& m) {
       nb::arg("num_inputs"), nb::arg("options"), nb::arg("epoch"),
       "Positions into `num_inputs` input nodes that options.rank visits in `epoch`, in batch "
       "order (int64): the loaders' epoch order and rank split (see LoaderOptions.rank).");
+}
+
+// Named tables for LoaderAttributes, each a FeatureStore or an array (zero-copy).
+using NamedRows = std::vector<std::pair<std::string, RowsInput>>;
+
+std::vector<std::pair<std::string, FeatureStore>> named_stores(const NamedRows& tables) {
+  std::vector<std::pair<std::string, FeatureStore>> stores;
+  for (const auto& [name, rows] : tables) {
+    stores.emplace_back(name, *rows_from_python(rows, name));
+  }
+  return stores;
 }
 
 }  // namespace
@@ -228,11 +266,13 @@ nb::dict subgraph_to_python(const SampledSubgraph& subgraph) {
   result["e_id"] = array_to_python(subgraph.edge_ids);
   result["num_sampled_nodes"] = subgraph.nodes_per_hop;
   result["num_sampled_edges"] = subgraph.edges_per_hop;
+  result["batch"] = array_to_python(subgraph.batch);
   return result;
 }
 
-void bind_sampling(nb::module_& m) {
-  bind_options(m);
+namespace {
+
+void bind_samplers(nb::module_& m) {
   m.def(
       "sample_neighbors",
       [](const Csr& graph, const InputArray& seeds, std::vector<int64_t> fanouts, bool replace,
@@ -272,7 +312,9 @@ void bind_sampling(nb::module_& m) {
            nb::arg("stream") = 0,
            "One batch: dict of arrays n_id, row, col, e_id and per-hop counts; on a GPU device "
            "arrays ready in `stream` order (an integer cudaStream_t).");
+}
 
+void bind_streams(nb::module_& m) {
   nb::class_<BatchSource>(m, "BatchSource",
                           "Where a loader's batches come from (see loader/batch_source.h).")
       .def_prop_ro("num_nodes", &BatchSource::num_nodes)
@@ -302,7 +344,9 @@ void bind_sampling(nb::module_& m) {
 
   nb::class_<Epoch, BatchStream>(m, "Epoch",
                                  "One pass of a loader (CPU or CUDA): batches in order.");
+}
 
+void bind_loader(nb::module_& m) {
   nb::class_<NeighborLoader>(m, "NeighborLoader",
                              "The C++ batch pipeline (loader/neighbor_loader.h): one loader for "
                              "every epoch of this rank.")
@@ -310,17 +354,21 @@ void bind_sampling(nb::module_& m) {
           "__init__",
           [](NeighborLoader* self, const Csr& graph, const std::optional<RowsInput>& features,
              const std::optional<RowsInput>& labels, const std::optional<InputArray>& input_nodes,
-             LoaderOptions options) {
+             LoaderOptions options, const NamedRows& node_attrs, const NamedRows& edge_attrs) {
             auto feature_array = rows_from_python(features, "features");
             auto label_array = rows_from_python(labels, "labels");
             auto input_array = array_from_python(input_nodes, "input_nodes");
+            LoaderAttributes attributes{named_stores(node_attrs), named_stores(edge_attrs)};
             nb::gil_scoped_release release;
-            new (self) NeighborLoader(graph, std::move(feature_array), std::move(label_array),
-                                      std::move(input_array), std::move(options));
+            new (self)
+                NeighborLoader(graph, std::move(feature_array), std::move(label_array),
+                               std::move(input_array), std::move(options), std::move(attributes));
           },
           nb::arg("graph"), nb::arg("features").none(), nb::arg("labels").none(),
-          nb::arg("input_nodes").none(), nb::arg("options"),
-          "A loader over a graph and optional features / labels of this process.")
+          nb::arg("input_nodes").none(), nb::arg("options"), nb::arg("node_attrs") = NamedRows{},
+          nb::arg("edge_attrs") = NamedRows{},
+          "A loader over a graph and optional features / labels of this process; node_attrs / "
+          "edge_attrs: (name, table) pairs carried into every batch (LoaderAttributes).")
       .def(
           "__init__",
           [](NeighborLoader* self, std::shared_ptr<const BatchSource> source,
@@ -344,6 +392,15 @@ void bind_sampling(nb::module_& m) {
           "Positions into the input nodes this rank visits in `epoch`, in batch order (int64).")
       .def("start_epoch", &NeighborLoader::start_epoch, nb::arg("epoch"),
            nb::call_guard<nb::gil_scoped_release>(), "Start an epoch; workers begin at once.");
+}
+
+}  // namespace
+
+void bind_sampling(nb::module_& m) {
+  bind_options(m);
+  bind_samplers(m);
+  bind_streams(m);
+  bind_loader(m);
 }
 
 }  // namespace volley::python

@@ -82,6 +82,16 @@ nb::dict batch_to_python(BatchLike& batch) {
   result["y"] = array_to_python(batch.y);
   result["num_sampled_nodes"] = batch.nodes_per_hop;
   result["num_sampled_edges"] = batch.edges_per_hop;
+  if constexpr (requires { batch.node_attrs; }) {
+    result["batch"] = array_to_python(batch.batch_ids);
+    nb::dict node_attrs, edge_attrs;
+    for (const auto& [name, values] : batch.node_attrs)
+      node_attrs[name.c_str()] = array_to_python(values);
+    for (const auto& [name, values] : batch.edge_attrs)
+      edge_attrs[name.c_str()] = array_to_python(values);
+    result["node_attrs"] = node_attrs;
+    result["edge_attrs"] = edge_attrs;
+  }
   return result;
 }
 

@@ -12,7 +12,9 @@ Every error Volley raises on purpose derives from ``VolleyError`` and from the m
 so ``except ValueError`` and ``except volley.VolleyError`` both catch it: ``VolleyValueError``
 (ValueError), ``VolleyTypeError`` (TypeError), ``VolleyIndexError`` (IndexError),
 ``VolleyOSError`` (OSError), ``VolleyRuntimeError`` (RuntimeError), ``VolleyImportError``
-(ImportError: torch or torch_geometric missing) and ``VolleyInternalError`` (a bug); the
+(ImportError: torch or torch_geometric missing), ``VolleyNotImplementedError``
+(NotImplementedError: an argument whose feature another issue brings) and
+``VolleyInternalError`` (a bug); the
 distributed service (``volley.dist``) adds ``VolleyConnectionError`` (ConnectionError),
 ``VolleyTimeoutError`` (TimeoutError) and ``VolleyPermissionError`` (PermissionError).
 """
@@ -23,6 +25,7 @@ from ._volley import (
     VolleyImportError,
     VolleyIndexError,
     VolleyInternalError,
+    VolleyNotImplementedError,
     VolleyOSError,
     VolleyPermissionError,
     VolleyRuntimeError,
@@ -63,6 +66,7 @@ __all__ = [
     "VolleyImportError",
     "VolleyIndexError",
     "VolleyInternalError",
+    "VolleyNotImplementedError",
     "VolleyOSError",
     "VolleyPermissionError",
     "VolleyRuntimeError",

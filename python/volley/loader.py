@@ -26,11 +26,11 @@ current stream (see ``volley._cuda``).
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _cuda, _tensor
+from . import _cuda, _pyg_compat, _tensor
 from . import _volley
 from ._volley import NeighborLoader as _NativeLoader
 from .dataset import Dataset
@@ -125,30 +125,51 @@ def _as_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[np.ndarray]:
 
 
 class NeighborLoader:
-    """Mini-batches of sampled subgraphs around seed nodes, with features and labels gathered.
+    """Mini-batches of sampled subgraphs around seed nodes, with every attribute gathered.
 
-    Argument names follow ``torch_geometric.loader.NeighborLoader``.
+    PyG's ``torch_geometric.loader.NeighborLoader`` (signature, positional order and defaults
+    of PyG 2.5 to 2.8; checked by PyG's own tests, ``scripts/pyg_tests.sh``): batches carry every
+    node-level attribute of ``data`` indexed by ``n_id`` and every edge-level one by ``e_id``
+    (gathered in C++ in their stored dtype and shape), the graph-level ones copied, and
+    ``edge_index`` as an ``EdgeIndex`` sorted by column where the installed PyG has that class.
 
     Args:
-        data: a PyG ``Data`` (``edge_index``, optional ``x``, ``y``, ``edge_weight``) or a
-            ``volley.Dataset``. ``x`` and ``y`` may be ``volley.Feature`` stores (tiered, shared
-            or memory-mapped); rows are gathered from them in C++.
+        data: a PyG ``Data`` (``edge_index`` plus any attributes; ``x`` and ``y`` may be
+            ``volley.Feature`` stores) or a ``volley.Dataset``.
         num_neighbors: fanout per hop, innermost first; ``-1`` takes all neighbors.
-        batch_size: seeds per batch.
         input_nodes: seed ids (tensor/array/list), a boolean mask over nodes, or None for all.
-        shuffle: reshuffle the seeds every epoch.
-        num_workers: C++ worker threads (not processes); default: all cores.
-        seed: base random seed. None draws one from ``torch.initial_seed()`` (so
-            ``torch.manual_seed`` makes runs repeatable) or numpy when torch is absent.
+        input_time, time_attr: temporal sampling; not supported yet (issue 16): anything but
+            None raises ``VolleyNotImplementedError``.
         replace: sample with replacement.
-        weighted: sample proportionally to edge weights (``data.edge_weight``).
-        drop_last: drop the last incomplete batch. With several ranks it also drops the
-            ``len(input_nodes) % world_size`` input nodes left over by the even split (without
-            it, the split is padded instead; see ``rank``).
+        subgraph_type: ``"directional"`` (the sampled edges), ``"bidirectional"`` (and their
+            reverses, coalesced) or ``"induced"`` (every edge between sampled nodes); a
+            ``torch_geometric.sampler.base.SubgraphType`` works too. CPU sampler only.
+        disjoint: every seed gets a subgraph of its own; batches carry ``batch`` (the seed
+            position of each node). CPU sampler only.
+        temporal_strategy: ``"uniform"`` or ``"last"``; no effect without temporal sampling.
+        weight_attr: name of an edge attribute of ``data`` to sample proportionally to.
+        transform: callable applied to each batch.
+        transform_sampler_output: callable applied to each batch's
+            ``torch_geometric.sampler.SamplerOutput`` before the batch is built from it.
+        is_sorted, filter_per_worker: hints to PyG's sorting and worker processes; no effect.
+        neighbor_sampler: only None (PyG's default). directed: ``False`` means ``"induced"``.
+        batch_size, shuffle, drop_last: as in ``torch.utils.data.DataLoader``.
+        num_workers: C++ worker threads (not processes); 0 (the default): all cores.
+        pin_memory: batch tensors copied to pinned host memory when CUDA is available.
+        generator: a ``torch.Generator``; when ``seed`` is None the base seed is drawn from it.
+        kwargs: the ``DataLoader`` arguments that only tune PyG's worker processes
+            (``persistent_workers``, ``timeout``, ``worker_init_fn``, ``prefetch_factor``,
+            ``multiprocessing_context``, ``pin_memory_device``, ``in_order``): no effect.
+
+    Other Parameters:
+        seed: base random seed. None draws one from ``generator``, else ``torch.initial_seed()``
+            (so ``torch.manual_seed`` makes runs repeatable), or numpy when torch is absent.
+        weighted: sample proportionally to ``data.edge_weight`` (``weight_attr="edge_weight"``).
         prefetch: batches prepared ahead of the consumer; default 2 × workers.
-        copy: hand out copies instead of views of the pipeline's batch memory. Views are safe
-            (the memory is never reused while referenced), so this is rarely needed.
-        transform: optional callable applied to each batch.
+        copy: hand out copies instead of views of the pipeline's batch memory (views are safe).
+        feature_dtype: dtype of ``batch.x``. None (default): ``x`` as stored for a ``Data``
+            tensor, float32 for a ``volley.Feature`` or ``volley.Dataset``; a dtype name
+            converts while gathering (e.g. uint8/float16 stores to float32).
         device: None or ``"cpu"`` (batches in host memory), or a CUDA device (``"cuda"``,
             ``"cuda:N"``, an ordinal, a ``torch.device``): batches arrive as CUDA tensors.
         mode: with a CUDA device, ``"GPU"`` (graph and features in device memory), ``"UVA"``
@@ -162,7 +183,9 @@ class NeighborLoader:
             it (the stream waits on an event; the host does not), its memory freed in that
             stream's order once no tensor refers to it. ``num_workers`` is unused there;
             ``x`` is gathered in its stored dtype and converted to ``feature_dtype`` on the GPU,
-            by the CPU loader's rules.
+            by the CPU loader's rules. Attributes besides ``x`` and ``y`` are indexed on the
+            device by torch; ``subgraph_type`` other than directional and ``disjoint`` are
+            refused there (VolleyValueError).
         cache_bytes, policy: the row cache of a ``volley.Dataset``'s features, as
             ``volley.Feature(path, cache_bytes=..., policy=...)`` (CPU mode; features larger
             than half the RAM are read through the disk tier by themselves).
@@ -177,35 +200,55 @@ class NeighborLoader:
             ``drop_last`` the tail is dropped instead) and gives rank r the positions r,
             r + world_size, ... — so ranks are disjoint up to the at most ``world_size - 1``
             padded nodes, all have the same number of batches (DDP never waits for a missing
-            batch), and together cover every input node each epoch. Sampling randomness differs per rank and per epoch and is
-            reproducible from ``seed``. ``input_id`` still indexes the full ``input_nodes``.
+            batch), and together cover every input node each epoch. Sampling randomness differs
+            per rank and per epoch and is reproducible from ``seed``. ``input_id`` still
+            indexes the full ``input_nodes``.
 
-    Each batch is a PyG ``Data`` when PyG is importable, else a ``volley.loader.Batch``; both
-    carry ``x``, ``y``, ``edge_index``, ``n_id``, ``e_id``, ``input_id``, ``batch_size``,
-    ``num_sampled_nodes`` and ``num_sampled_edges``. ``x`` is float32 (features stored as
-    uint8/float16 are converted while gathered).
+    Each batch is a PyG ``Data`` when PyG is importable, else a ``volley.loader.Batch`` (``x``,
+    ``y``, ``edge_index``, ``n_id``, ``e_id``, ``input_id``, ``batch_size``, ``num_sampled_nodes``,
+    ``num_sampled_edges``; ``batch`` when disjoint; no per-hop counts when bidirectional or
+    induced, as in PyG). ``loader(seeds)`` returns the batch of a list of seeds.
 
     Raises:
-        ValueError / IndexError: inconsistent arguments (bad fanout, seed out of range, ...).
+        VolleyValueError / VolleyIndexError: inconsistent arguments (bad fanout, seed out of
+        range, unknown subgraph_type, ...). VolleyTypeError: an unknown keyword argument, or a
+        DataLoader argument PyG's loader sets itself (collate_fn, sampler, batch_sampler).
+        VolleyNotImplementedError: temporal sampling, a custom ``neighbor_sampler``.
     """
+
+    # Defaults for subclasses that call _setup without __init__ (volley.dist).
+    subgraph_type, disjoint, transform_sampler_output, pin_memory = "directional", False, None, False
 
     def __init__(
         self,
         data: Any,
         num_neighbors: Sequence[int],
-        batch_size: int = 1,
         input_nodes: Any = None,
-        shuffle: bool = False,
-        num_workers: Optional[int] = None,
-        seed: Optional[int] = None,
-        *,
+        input_time: Any = None,
         replace: bool = False,
-        weighted: bool = False,
+        subgraph_type: Any = "directional",
+        disjoint: bool = False,
+        temporal_strategy: str = "uniform",
+        time_attr: Optional[str] = None,
+        weight_attr: Optional[str] = None,
+        transform: Optional[Callable[[Any], Any]] = None,
+        transform_sampler_output: Optional[Callable[[Any], Any]] = None,
+        is_sorted: bool = False,
+        filter_per_worker: Optional[bool] = None,
+        neighbor_sampler: Any = None,
+        directed: bool = True,
+        *,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        num_workers: int = 0,
         drop_last: bool = False,
+        pin_memory: bool = False,
+        generator: Any = None,
+        seed: Optional[int] = None,
+        weighted: bool = False,
         prefetch: Optional[int] = None,
         copy: bool = False,
-        transform: Optional[Callable[[Any], Any]] = None,
-        feature_dtype: str = "float32",
+        feature_dtype: Optional[str] = None,
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         device: Any = None,
@@ -213,11 +256,27 @@ class NeighborLoader:
         cache_bytes: Any = None,
         policy: Optional[str] = None,
         _on_batch_start: Optional[Callable[[int], None]] = None,
+        **kwargs: Any,
     ):
-        graph, x, y = self._unpack(data, weighted)
+        _pyg_compat.check_loader_kwargs(kwargs)
+        _pyg_compat.refuse_temporal(input_time, time_attr, temporal_strategy)
+        if neighbor_sampler is not None:
+            raise _volley.VolleyNotImplementedError(
+                f"neighbor_sampler={type(neighbor_sampler).__name__}: a custom PyG sampler cannot "
+                "drive Volley's C++ pipeline; pass None"
+            )
+        kind = _pyg_compat.subgraph_type_name(subgraph_type, directed)
+        self.subgraph_type, self.disjoint = kind, bool(disjoint)
+        self.filter_per_worker, self.is_sorted = filter_per_worker, bool(is_sorted)
+        self.transform_sampler_output = transform_sampler_output
+        self.pin_memory = bool(pin_memory)
+        if seed is None:
+            seed = _pyg_compat.seed_from_generator(generator)
+        graph, x, y = self._unpack(data, weighted, weight_attr)
         self.data = data
         self.graph = graph
         self.device, self.mode = _cuda.resolve(device, mode)
+        x, y = self._split_attributes(data, x, y, feature_dtype)
         native = data._native if isinstance(data, Dataset) else None
         x = Feature._loader_rows(native, x, self.mode, cache_bytes, policy)  # disk tier, row cache
         if self.mode == "CPU":
@@ -241,10 +300,17 @@ class NeighborLoader:
             world_size=world_size,
             prefetch=prefetch,
             replace=replace,
-            weighted=weighted,
-            feature_dtype=feature_dtype,
+            weighted=weighted or weight_attr is not None,
+            feature_dtype=self._feature_dtype,
             on_batch_start=_on_batch_start,
+            subgraph_type=kind,
+            disjoint=self.disjoint,
         )
+
+    def _split_attributes(self, data: Any, x: Any, y: Any, feature_dtype: Optional[str]) -> Tuple[Any, Any]:
+        """Sorts ``data``'s attributes (``_pyg_compat.split_loader_attributes``); returns the
+        (x, y) left for the features / labels path."""
+        return _pyg_compat.split_loader_attributes(self, data, x, y, feature_dtype)
 
     def _setup(
         self,
@@ -266,6 +332,8 @@ class NeighborLoader:
         weighted: bool,
         feature_dtype: str,
         on_batch_start: Optional[Callable[[int], None]] = None,
+        subgraph_type: str = "directional",
+        disjoint: bool = False,
     ) -> None:
         """What every loader shares, whatever serves its batches: the arguments translated into
         one typed ``LoaderOptions`` (checked once, in C++, when the native loader is built) and
@@ -285,11 +353,16 @@ class NeighborLoader:
         self.input_nodes = _as_input_nodes(input_nodes, self._num_nodes)
         self._epoch = 0
         self._data_class = _pyg_data_class()
+        self._edge_index_class = _pyg_compat.edge_index_type() if self._data_class else None
         self.rank, self.world_size = _rank_and_world_size(rank, world_size)
         self.drop_last = bool(drop_last)
         self._options = _volley.LoaderOptions(
             _volley.NeighborSamplerOptions(
-                self.num_neighbors, replace=bool(replace), weighted=bool(weighted)
+                self.num_neighbors,
+                replace=bool(replace),
+                weighted=bool(weighted),
+                subgraph_type=subgraph_type,
+                disjoint=bool(disjoint),
             ),
             batch_size=self.batch_size,
             shuffle=self.shuffle,
@@ -309,7 +382,14 @@ class NeighborLoader:
         cuda_rows = getattr(self, "_cuda_rows", None)
         if cuda_rows is not None:
             return _volley.CudaNeighborLoader(*cuda_rows, input_nodes, self._options)
-        return _NativeLoader(*self._rows, input_nodes, self._options)
+        tables = getattr(self, "_node_tables", []), getattr(self, "_edge_tables", [])
+        return _NativeLoader(
+            *self._rows,
+            input_nodes,
+            self._options,
+            [(t.name, t.rows) for t in tables[0]],
+            [(t.name, t.rows) for t in tables[1]],
+        )
 
     def rank_positions(self, epoch: int) -> np.ndarray:
         """Positions in ``input_nodes`` that this rank takes in ``epoch`` (int64, in batch order):
@@ -323,8 +403,13 @@ class NeighborLoader:
         return _volley.epoch_positions(count, self._options, int(epoch))
 
     @staticmethod
-    def _unpack(data: Any, weighted: bool):
+    def _unpack(data: Any, weighted: bool, weight_attr: Optional[str] = None):
         if isinstance(data, Dataset):
+            if weight_attr is not None:
+                raise _volley.VolleyValueError(
+                    f"weight_attr={weight_attr!r} needs a PyG Data; a volley.Dataset samples "
+                    "by its graph's weights (weighted=True)"
+                )
             return data.graph, data.x, data.y
         edge_index = getattr(data, "edge_index", None)
         if edge_index is None:
@@ -332,16 +417,20 @@ class NeighborLoader:
                 f"data must be a torch_geometric.data.Data with edge_index or a volley.Dataset, "
                 f"got {type(data).__name__}"
             )
-        weight = getattr(data, "edge_weight", None) if weighted else None
-        if weighted and weight is None:
-            raise _volley.VolleyValueError("weighted=True needs data.edge_weight")
+        attr = weight_attr if weight_attr is not None else ("edge_weight" if weighted else None)
+        weight = getattr(data, attr, None) if attr is not None else None
+        if attr is not None and weight is None:
+            raise _volley.VolleyValueError(
+                f"weighted sampling needs data.{attr}, but data has no attribute {attr!r}"
+            )
         cached = getattr(data, "_volley_graph", None)
-        if cached is None or cached[1] != (id(edge_index), weighted):
+        key = (id(edge_index), attr, id(weight))
+        if cached is None or cached[1] != key:
             graph = Graph.from_edge_index(
                 edge_index, num_nodes=getattr(data, "num_nodes", None), edge_weight=weight
             )
             try:  # cache on the Data object so several loaders share one graph
-                object.__setattr__(data, "_volley_graph", (graph, (id(edge_index), weighted)))
+                object.__setattr__(data, "_volley_graph", (graph, key))
             except Exception:
                 pass
         else:
@@ -367,35 +456,64 @@ class NeighborLoader:
         device = getattr(self, "device", None)
         return _cuda.current_stream(device) if device is not None else 0
 
+    def __call__(self, index: Any) -> Any:
+        """The batch of the seeds ``index`` (ids: list, tensor or array), as PyG's ``loader(index)``;
+        batch index 0 of the current epoch's seed; ``input_id``: positions in ``index``."""
+        return self._to_batch(_pyg_compat.sample_seeds(self, index))
+
     def _to_batch(self, raw: dict) -> Any:
-        def out(key: str) -> Any:
-            value = _tensor.to_output(raw[key])
+        def out(value: Any) -> Any:
+            value = _tensor.to_output(value)
             if value is not None and self.copy:
                 value = value.clone() if hasattr(value, "clone") else value.copy()
             return value
 
         fields = dict(
-            x=out("x"),
-            y=out("y"),
-            edge_index=out("edge_index"),
-            n_id=out("n_id"),
-            e_id=out("e_id"),
-            input_id=out("input_id"),
+            x=out(raw["x"]),
+            y=out(raw["y"]),
+            edge_index=out(raw["edge_index"]),
+            n_id=out(raw["n_id"]),
+            e_id=out(raw["e_id"]),
+            input_id=out(raw["input_id"]),
             batch_size=int(raw["batch_size"]),
             num_sampled_nodes=list(raw["num_sampled_nodes"]),
             num_sampled_edges=list(raw["num_sampled_edges"]),
         )
+        if self.disjoint:
+            batch = raw.get("batch")
+            fields["batch"] = out(batch) if batch is not None else fields["n_id"][:0]
+        if self.subgraph_type != "directional":  # PyG gives no per-hop counts for these
+            fields["num_sampled_nodes"] = fields["num_sampled_edges"] = None
+        for table in getattr(self, "_node_tables", []):
+            fields[table.name] = _pyg_compat.restore(table, out(raw["node_attrs"][table.name]))
+        for table in getattr(self, "_edge_tables", []):
+            fields[table.name] = _pyg_compat.restore(table, out(raw["edge_attrs"][table.name]))
         if getattr(self, "device", None) is not None:
             fields = self._on_device(fields)
-        if fields["x"] is None:
-            del fields["x"]
-        if fields["y"] is None:
-            del fields["y"]
+        if self.transform_sampler_output is not None:
+            sampled = self.transform_sampler_output(_pyg_compat.sampler_output(fields))
+            _pyg_compat.apply_sampler_output(fields, sampled, self.data, self._attribute_names())
+        for key in getattr(self, "_python_attrs", []):
+            value = self.data[key]
+            index = fields["n_id"] if self.data.is_node_attr(key) else fields["e_id"]
+            fields[key] = value[index.to(value.device)]
+        for key, value in getattr(self, "_graph_attrs", {}).items():
+            fields.setdefault(key, value)
+        fields = {k: v for k, v in fields.items() if v is not None or k not in ("x", "y")}
+        if self.pin_memory:
+            fields = _pyg_compat.pin(fields)
+        edge_index_class = getattr(self, "_edge_index_class", None)
         if self._data_class is not None and _tensor.using_torch():
+            fields["edge_index"] = _pyg_compat.wrap_edge_index(
+                fields["edge_index"], int(fields["n_id"].shape[0]), edge_index_class
+            )
             batch = self._data_class(**fields)
         else:
             batch = Batch(**fields)
         return self.transform(batch) if self.transform is not None else batch
+
+    def _attribute_names(self) -> List[str]:
+        return [t.name for t in self._node_tables + self._edge_tables] + list(self._python_attrs)
 
     def _on_device(self, fields: dict) -> dict:
         """Batch fields on the loader's CUDA device: copied there in CPU mode (GPU and UVA
@@ -408,9 +526,15 @@ class NeighborLoader:
         return fields
 
     def __repr__(self) -> str:
+        return f"{self.__class__.__name__}()"  # as PyG's loaders print; options: describe()
+
+    def describe(self) -> str:
+        """The loader's options in one line (what ``repr`` showed before PyG's ``NeighborLoader()``)."""
         return (
             f"NeighborLoader(num_neighbors={self.num_neighbors}, batch_size={self.batch_size}, "
             f"batches={len(self)}, shuffle={self.shuffle}, num_workers={self.num_workers}"
+            + (f", subgraph_type={self.subgraph_type}" if self.subgraph_type != "directional" else "")
+            + (", disjoint=True" if self.disjoint else "")
             + (f", rank={self.rank}/{self.world_size}" if self.world_size > 1 else "")
             + (
                 f", device=cuda:{self.device}, mode={self.mode}"

@@ -29,7 +29,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "volley/core/array.h"
@@ -54,6 +56,11 @@ struct Batch {
   Array y;                 // int64 [n], when the loader has labels
   std::vector<int64_t> nodes_per_hop;  // PyG num_sampled_nodes
   std::vector<int64_t> edges_per_hop;  // PyG num_sampled_edges
+  Array batch_ids;  // disjoint sampling: int64 [n], each node's seed position (PyG batch)
+  // Further attributes (NeighborLoader's LoaderAttributes), in their stored dtype and width:
+  // node attributes hold the rows of `nodes`, edge attributes the rows of `edge_ids`.
+  std::vector<std::pair<std::string, Array>> node_attrs;
+  std::vector<std::pair<std::string, Array>> edge_attrs;
 
   // Device batches only (null for host batches): the event recorded after the batch's last
   // work, and the one device allocation holding its arrays.

@@ -13,6 +13,7 @@ namespace volley {
 struct NeighborLoader::Shared {
   std::shared_ptr<const BatchSource> source;
   Array input_nodes;
+  LoaderAttributes attributes;
   // Recycled batch feature buffers, shared by every epoch of the loader.
   mutable std::mutex pool_mutex;
   mutable std::vector<Buffer> pool;
@@ -242,12 +243,31 @@ void remap_input_ids(Batch& batch, const Array& positions) {
 
 }  // namespace loader_internal
 
+namespace {
+
+void check_attributes(const LoaderAttributes& attributes, int64_t num_nodes, int64_t num_edges) {
+  const auto check = [](const auto& tables, int64_t rows, const char* what) {
+    for (const auto& [name, store] : tables) {
+      VOLLEY_REQUIRE(store.defined() && store.num_rows() == rows && !store.on_cuda(), ValueError,
+                     "{} attribute '{}' must be a host table of {} rows, got {}", what, name, rows,
+                     store.defined() ? store.describe() : std::string("an empty store"));
+    }
+  };
+  check(attributes.node, num_nodes, "node");
+  check(attributes.edge, num_edges, "edge");
+}
+
+}  // namespace
+
 NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
                                std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
-                               LoaderOptions options)
-    : NeighborLoader(std::make_shared<LocalBatchSource>(std::move(graph), std::move(features),
-                                                        std::move(labels)),
-                     std::move(input_nodes), std::move(options)) {}
+                               LoaderOptions options, LoaderAttributes attributes)
+    : NeighborLoader(
+          std::make_shared<LocalBatchSource>(graph, std::move(features), std::move(labels)),
+          std::move(input_nodes), std::move(options)) {
+  check_attributes(attributes, graph.num_nodes(), graph.num_edges());
+  std::const_pointer_cast<Shared>(shared_)->attributes = std::move(attributes);
+}
 
 NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
                                std::optional<Array> input_nodes, LoaderOptions options)
@@ -297,6 +317,9 @@ struct NeighborLoader::EpochWork {
   int64_t prefetch = 1;
 
   Batch make_batch(int64_t index, SampledSubgraph& subgraph) const;
+  // The loader's LoaderAttributes at the subgraph's nodes and edges, into batch.node_attrs /
+  // batch.edge_attrs.
+  void gather_attributes(const SampledSubgraph& subgraph, Batch& batch) const;
   // Feature buffers of delivered batches, recycled once no one else holds them (large batches
   // would otherwise pay for fresh pages — faults and zeroing — every time). The pool belongs to
   // the loader, so later epochs reuse the buffers of earlier ones.
@@ -328,7 +351,9 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
 }
 
 Buffer NeighborLoader::EpochWork::acquire_feature_buffer(size_t bytes) const {
-  const size_t capacity = 2 * static_cast<size_t>(threads) + static_cast<size_t>(prefetch) + 2;
+  const size_t tables = 1 + shared->attributes.node.size() + shared->attributes.edge.size();
+  const size_t capacity =
+      tables * (2 * static_cast<size_t>(threads) + static_cast<size_t>(prefetch) + 2);
   std::lock_guard lock(shared->pool_mutex);
   std::vector<Buffer>& pool = shared->pool;
   // The smallest free buffer that fits; failing that, replace a free one that is too small.
@@ -395,7 +420,32 @@ Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subg
     batch.y = Array::empty(DType::kInt64, {num_nodes});
     source.gather_labels(nodes, batch.y.data<int64_t>());
   }
+  batch.batch_ids = subgraph.batch;
+  gather_attributes(subgraph, batch);
   return batch;
+}
+
+void NeighborLoader::EpochWork::gather_attributes(const SampledSubgraph& subgraph,
+                                                  Batch& batch) const {
+  const auto gather = [&](const auto& tables, const Array& ids, auto& out) {
+    out.clear();
+    const std::span<const int64_t> rows =
+        ids.defined() ? ids.span<int64_t>() : std::span<const int64_t>();
+    const auto count = static_cast<int64_t>(rows.size());
+    for (const auto& [name, store] : tables) {
+      const int64_t width = store.width();
+      const size_t bytes = static_cast<size_t>(count * width) * dtype_size(store.dtype());
+      std::vector<int64_t> shape{count};
+      if (store.ndim() == 2) shape.push_back(width);
+      Array values(acquire_feature_buffer(bytes), store.dtype(), shape);
+      GatherOptions options;
+      options.threads = 1;  // batch-level parallelism: each worker gathers its own batch
+      if (count > 0) store.gather(rows, values.raw_data(), options);
+      out.emplace_back(name, std::move(values));
+    }
+  };
+  gather(shared->attributes.node, subgraph.nodes, batch.node_attrs);
+  gather(shared->attributes.edge, subgraph.edge_ids, batch.edge_attrs);
 }
 
 }  // namespace volley

@@ -32,7 +32,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "volley/core/array.h"
@@ -71,6 +73,16 @@ struct LoaderOptions {
   std::function<void(int64_t index)> on_batch_start;
 };
 
+// Further per-node and per-edge tables carried into every batch (PyG carries every attribute
+// of a Data): node tables have one row per graph node and are gathered at the batch's nodes,
+// edge tables one row per graph edge (the edge ids of the graph) and are gathered at its
+// edge_ids. Any dtype, [N] or [N, D]; gathered as stored (no conversion) through
+// FeatureStore::gather, on the batch's worker thread. Host stores only.
+struct LoaderAttributes {
+  std::vector<std::pair<std::string, FeatureStore>> node;
+  std::vector<std::pair<std::string, FeatureStore>> edge;
+};
+
 class NeighborLoader {
  public:
   // `features` [N, D] and `labels` [N] (int64 or any integer dtype) are optional and must have
@@ -79,9 +91,11 @@ class NeighborLoader {
   // nodes; empty means all nodes. `options` are checked here, once (check_loader_options and
   // the source's sampler checks). Throws ValueError / IndexError for inconsistent arguments,
   // naming them and the offending value.
+  // `attributes`: ValueError naming a table whose row count is not the graph's node (edge)
+  // count, or that lives on a GPU.
   NeighborLoader(Csr graph, std::optional<FeatureStore> features,
                  std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
-                 LoaderOptions options);
+                 LoaderOptions options, LoaderAttributes attributes = {});
   // The same pipeline over any BatchSource (e.g. partitions served over gRPC).
   NeighborLoader(std::shared_ptr<const BatchSource> source, std::optional<Array> input_nodes,
                  LoaderOptions options);

@@ -138,6 +138,11 @@ void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds) {
 // The CPU sampler's option checks (validate_sampler_options), on a placed graph's metadata.
 // Fanout checks come first so they need no graph.
 void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOptions& options) {
+  VOLLEY_REQUIRE(options.subgraph_type == SubgraphType::kDirectional && !options.disjoint,
+                 ValueError,
+                 "the CUDA sampler samples directional, non-disjoint subgraphs only, got "
+                 "subgraph_type={}, disjoint={}; use the CPU sampler (mode=\"CPU\") for these",
+                 subgraph_type_name(options.subgraph_type), options.disjoint);
   if (!graph.defined()) {
     validate_sampler_options(options, /*graph_has_weights=*/true);  // the option checks alone
     throw ValueError(

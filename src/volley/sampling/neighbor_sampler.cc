@@ -2,6 +2,8 @@
 // CUDA branch of NeighborSampler (and CudaGraph) in cuda_sampler.cc.
 #include "volley/sampling/neighbor_sampler.h"
 
+#include <fmt/format.h>
+
 #include "volley/core/cuda_device.h"
 #include "volley/sampling/cpu/neighbor_kernel.h"
 #include "volley/sampling/internal/cuda_sampler_backend.h"
@@ -22,6 +24,27 @@ struct SamplerScratchAccess {
   }
 };
 
+const char* subgraph_type_name(SubgraphType type) {
+  switch (type) {
+    case SubgraphType::kDirectional:
+      return "directional";
+    case SubgraphType::kBidirectional:
+      return "bidirectional";
+    case SubgraphType::kInduced:
+      return "induced";
+  }
+  return "unknown";
+}
+
+SubgraphType subgraph_type_from_name(std::string_view name) {
+  for (SubgraphType type :
+       {SubgraphType::kDirectional, SubgraphType::kBidirectional, SubgraphType::kInduced}) {
+    if (name == subgraph_type_name(type)) return type;
+  }
+  throw ValueError(fmt::format(
+      "subgraph_type must be 'directional', 'bidirectional' or 'induced', got '{}'", name));
+}
+
 void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_has_weights) {
   VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
                  "fanouts must list at least one hop (e.g. [15, 10]), got an empty list");
@@ -34,6 +57,8 @@ void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_
                  "weighted sampling needs edge weights, but the graph has none");
   VOLLEY_REQUIRE(options.fanouts.size() < 256, ValueError, "at most 255 hops are supported, got {}",
                  options.fanouts.size());
+  VOLLEY_REQUIRE(!(options.disjoint && options.subgraph_type == SubgraphType::kInduced), ValueError,
+                 "disjoint sampling does not support subgraph_type='induced'");
 }
 
 void validate_sampler_options(const Csr& graph, const NeighborSamplerOptions& options) {
@@ -60,6 +85,9 @@ SampledSubgraph HostSubgraph::view(const std::shared_ptr<HostSubgraph>& holder) 
   out.edge_ids = vector_array(holder, holder->edge_ids);
   out.nodes_per_hop = holder->nodes_per_hop;
   out.edges_per_hop = holder->edges_per_hop;
+  if (!holder->batch.empty()) {
+    out.batch = vector_array(holder, holder->batch);
+  }
   return out;
 }
 
@@ -83,6 +111,7 @@ SampledSubgraph SampledSubgraph::to_host(void* stream) const {
   copy(rows, host.rows);
   copy(cols, host.cols);
   copy(edge_ids, host.edge_ids);
+  copy(batch, host.batch);
   if (!host.nodes.empty()) cuda_synchronize(stream);
   return host.finish();
 }

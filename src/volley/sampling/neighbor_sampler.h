@@ -38,20 +38,21 @@
 //     number of seeds and nodes_per_hop[h + 1] the nodes first reached at hop h.
 //
 // Errors: ValueError for an empty fanout list, a fanout < -1, more than 255 hops, `weighted` on
-// a graph without weights, or a duplicate seed (naming the id and both positions); IndexError
-// for a seed < 0 or >= num_nodes (naming it and its position); ValueError when a batch reaches
-// 2^31 nodes. An empty seed list gives an empty result. On the GPU every check runs on the host
-// before any CUDA work, with the same messages; RuntimeError for a failing CUDA call, and for a
-// CudaGraph in a build without CUDA ("this build of Volley has no CUDA support").
-// Thread safety: concurrent sample_neighbors calls on the same graph are safe; a NeighborSampler
-// may be shared by threads (CPU: a call that finds the sampler's scratch busy uses its own;
-// CUDA: calls are serialised, as they share one workspace).
+// a graph without weights, disjoint with kInduced, or a duplicate seed (unless disjoint) (naming
+// the id and both positions); IndexError for a seed < 0 or >= num_nodes (naming it and its
+// position); ValueError when a batch reaches 2^31 nodes. An empty seed list gives an empty result.
+// On the GPU every check runs on the host before any CUDA work, with the same messages;
+// RuntimeError for a failing CUDA call, and for a CudaGraph in a build without CUDA ("this build of
+// Volley has no CUDA support"). Thread safety: concurrent sample_neighbors calls on the same graph
+// are safe; a NeighborSampler may be shared by threads (CPU: a call that finds the sampler's
+// scratch busy uses its own; CUDA: calls are serialised, as they share one workspace).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "volley/core/array.h"
@@ -60,11 +61,32 @@
 
 namespace volley {
 
+// Which edges a sampled subgraph holds (PyG's `subgraph_type`):
+//   kDirectional    the sampled edges, neighbor → target, grouped by hop (the default);
+//   kBidirectional  the sampled edges and their reverses, coalesced: each (source, target) pair
+//                   once, sorted by target then source, edge_ids those of a sampled edge that
+//                   gave the pair (the edge itself, or the one it reverses);
+//   kInduced        every graph edge between two sampled nodes, sorted by target (edges of a
+//                   target in CSR order).
+// Nodes, their order and the random draws are the same for all three; edges_per_hop is empty
+// unless directional (PyG reports no per-hop edge counts for the other two).
+enum class SubgraphType : uint8_t { kDirectional, kBidirectional, kInduced };
+
+// "directional", "bidirectional", "induced" (PyG's names), and back: ValueError naming an
+// unknown name.
+const char* subgraph_type_name(SubgraphType type);
+SubgraphType subgraph_type_from_name(std::string_view name);
+
 struct NeighborSamplerOptions {
   std::vector<int64_t> fanouts;  // per hop, outermost last; -1 = all neighbors
   bool replace = false;
   bool weighted = false;
   uint64_t seed = 0;
+  SubgraphType subgraph_type = SubgraphType::kDirectional;
+  // PyG's `disjoint`: every seed grows a tree of its own (a node reached from two seeds appears
+  // twice, once per tree; seeds may repeat). SampledSubgraph::batch gives each node's tree.
+  // Not with kInduced (ValueError, as in PyG).
+  bool disjoint = false;
 };
 
 // One sampled batch. The arrays are 1-d int64 and live where the sampler ran: host memory for
@@ -78,6 +100,7 @@ struct SampledSubgraph {
   Array edge_ids;                      // int64 [num edges]: graph edge id of each edge
   std::vector<int64_t> nodes_per_hop;  // size hops + 1
   std::vector<int64_t> edges_per_hop;  // size hops
+  Array batch;  // disjoint sampling: int64 [num nodes], the seed position of each node's tree
 
   int64_t num_nodes() const { return nodes.defined() ? nodes.numel() : 0; }
   int64_t num_edges() const { return rows.defined() ? rows.numel() : 0; }
@@ -96,6 +119,7 @@ struct HostSubgraph {
   int64_t num_seeds = 0;
   std::vector<int64_t> rows, cols, edge_ids;
   std::vector<int64_t> nodes_per_hop, edges_per_hop;
+  std::vector<int64_t> batch;  // disjoint sampling only (else empty)
 
   // The vectors moved into host arrays (zero-copy); the builder is left empty.
   SampledSubgraph finish();

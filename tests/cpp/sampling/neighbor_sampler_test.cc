@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "volley/core/parallel.h"
 
@@ -328,6 +329,76 @@ TEST(NeighborSampler, OneEntryOnAHostGraphIsTheCpuSampler) {
             "duplicate seed id 3 at positions 0 and 1; seeds must be distinct");
   EXPECT_EQ(message_of<ValueError>([&] { NeighborSampler(Csr(), options); }),
             "NeighborSampler needs a graph, got an empty (default) Csr");
+}
+
+// subgraph_type (PyG's): the same nodes as directional; induced holds every graph edge between
+// them, bidirectional the sampled edges and their reverses, coalesced and sorted by target.
+TEST(SubgraphType, InducedAndBidirectionalKeepNodesAndChangeEdges) {
+  const Csr graph = random_graph(300, 3000, 5);
+  const std::vector<int64_t> seeds{4, 77, 150, 299};
+  NeighborSamplerOptions options{.fanouts = {3, 2}, .seed = 9};
+  const HostSubgraph directed = vectors_of(sample_neighbors(graph, seeds, options, 1));
+  options.subgraph_type = SubgraphType::kInduced;
+  const HostSubgraph induced = vectors_of(sample_neighbors(graph, seeds, options, 1));
+  options.subgraph_type = SubgraphType::kBidirectional;
+  const HostSubgraph both = vectors_of(sample_neighbors(graph, seeds, options, 1));
+  EXPECT_EQ(induced.nodes, directed.nodes);
+  EXPECT_EQ(both.nodes, directed.nodes);
+  EXPECT_TRUE(induced.edges_per_hop.empty());
+  std::map<int64_t, int64_t> local;
+  for (size_t i = 0; i < directed.nodes.size(); ++i) local[directed.nodes[i]] = i;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> expected, got;  // (target, source, edge id)
+  for (const auto& [node, i] : local) {
+    for (int64_t k = graph.begin(node); k < graph.end(node); ++k) {
+      const auto found = local.find(graph.neighbor(k));
+      if (found != local.end()) expected.insert({i, found->second, graph.edge_id(k)});
+    }
+  }
+  for (size_t j = 0; j < induced.rows.size(); ++j)
+    got.insert({induced.rows[j], induced.cols[j], induced.edge_ids[j]});
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(induced.rows.size(), expected.size());
+  std::set<std::pair<int64_t, int64_t>> pairs;  // (target, source)
+  for (size_t j = 0; j < directed.rows.size(); ++j) {
+    pairs.insert({directed.rows[j], directed.cols[j]});
+    pairs.insert({directed.cols[j], directed.rows[j]});
+  }
+  std::vector<std::pair<int64_t, int64_t>> listed;
+  for (size_t j = 0; j < both.rows.size(); ++j) listed.emplace_back(both.rows[j], both.cols[j]);
+  const std::vector<std::pair<int64_t, int64_t>> sorted_pairs(pairs.begin(), pairs.end());
+  EXPECT_EQ(listed, sorted_pairs);
+}
+
+// disjoint: tree i is exactly what seed i alone samples, nodes tagged by `batch`.
+TEST(SubgraphType, DisjointTreesAreTheSingleSeedSamples) {
+  const Csr graph = random_graph(200, 2500, 6);
+  const std::vector<int64_t> seeds{10, 3, 10, 150};  // a seed may repeat
+  NeighborSamplerOptions options{.fanouts = {4, 3}, .seed = 2, .disjoint = true};
+  const SampledSubgraph result = sample_neighbors(graph, seeds, options, 7);
+  const HostSubgraph all = vectors_of(result);
+  const std::vector<int64_t> batch = result.batch.to_vector<int64_t>();
+  ASSERT_EQ(batch.size(), all.nodes.size());
+  options.disjoint = false;
+  for (size_t tree = 0; tree < seeds.size(); ++tree) {
+    const HostSubgraph alone = vectors_of(sample_neighbors(graph, {{seeds[tree]}}, options, 7));
+    std::vector<int64_t> nodes;
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (batch[i] == static_cast<int64_t>(tree)) nodes.push_back(all.nodes[i]);
+    std::sort(nodes.begin(), nodes.end());
+    std::vector<int64_t> want = alone.nodes;
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(nodes, want) << "tree " << tree;
+  }
+  for (size_t j = 0; j < all.rows.size(); ++j) EXPECT_EQ(batch[all.rows[j]], batch[all.cols[j]]);
+  options = {.fanouts = {2}, .subgraph_type = SubgraphType::kInduced, .disjoint = true};
+  EXPECT_EQ(message_of<ValueError>([&] { sample_neighbors(graph, seeds, options, 0); }),
+            "disjoint sampling does not support subgraph_type='induced'");
+  EXPECT_EQ(message_of<ValueError>([&] { NeighborSampler(CudaGraph(), options); }),
+            "the CUDA sampler samples directional, non-disjoint subgraphs only, got "
+            "subgraph_type=induced, disjoint=true; use the CPU sampler (mode=\"CPU\") for these");
+  EXPECT_EQ(subgraph_type_from_name("bidirectional"), SubgraphType::kBidirectional);
+  EXPECT_EQ(message_of<ValueError>([] { subgraph_type_from_name("up"); }),
+            "subgraph_type must be 'directional', 'bidirectional' or 'induced', got 'up'");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <unordered_map>
 #include <utility>
 
 #include "volley/core/error.h"
@@ -129,6 +130,11 @@ struct SlotMap {
     slot = {generation, local};
     return -1;
   }
+  // The local id recorded for `id` in this batch, or -1.
+  int32_t find(int64_t id) const {
+    const auto& slot = slots[id];
+    return slot.stamp == generation ? slot.local : -1;
+  }
   void prefetch(int64_t id) const { __builtin_prefetch(slots + id); }
 };
 
@@ -144,36 +150,49 @@ SlotMap start_slot_map(int64_t num_nodes, NeighborScratch& scratch) {
   return {scratch.slots.data(), scratch.generation};
 }
 
-template <typename Index>
-void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-            uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
+// Disjoint sampling's map: keys are tree-qualified ids (root * num_nodes + node), so the same
+// node reached from two seeds gets two local ids.
+struct HashMap {
+  std::unordered_map<int64_t, int32_t> map;
+  int32_t insert(int64_t id, int32_t local) {
+    const auto [it, fresh] = map.try_emplace(id, local);
+    return fresh ? -1 : it->second;
+  }
+  void prefetch(int64_t) const {}
+};
+
+// The hops of one batch into `builder`. Frontier entries are keys: a node id, or with
+// `tree_size` > 0 (disjoint) root * tree_size + node; neighbors get the key of their target's
+// tree. Each hop runs in two passes so that independent memory accesses overlap (the graph is
+// far larger than the caches): pass 1 (here) picks the edges of every frontier node, with the
+// CSR rows of later targets prefetched; pass 2 (builder.end_hop) maps the neighbors to local ids
+// in the same order, with their map slots prefetched. The order is exactly that of a single pass.
+template <typename Index, typename Map>
+void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t batch_index,
+            NeighborScratch& scratch, SubgraphBuilder<Map>& builder, const HostSubgraph& out,
+            int64_t tree_size) {
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
   const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
   const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
-  SlotMap map = start_slot_map(graph.num_nodes(), scratch);
-  SubgraphBuilder builder(seeds, graph.num_nodes(), map, scratch.neighbors, out);
   const auto& nodes = out.nodes;
-
-  // Each hop runs in two passes so that independent memory accesses overlap (the graph is far
-  // larger than the caches): pass 1 (here) picks the edges of every frontier node, with the CSR
-  // rows of later targets prefetched; pass 2 (builder.end_hop) maps the neighbors to local ids in
-  // the same order, with their map slots prefetched. The order is exactly that of a single pass.
+  const auto node_of = [tree_size](int64_t key) { return tree_size > 0 ? key % tree_size : key; };
   constexpr size_t kAhead = 16;
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     const int64_t fanout = options.fanouts[hop];
     const size_t frontier_end = builder.frontier_end();
     for (size_t i = builder.frontier_begin(); fanout != 0 && i < frontier_end; ++i) {
-      if (i + kAhead < frontier_end) __builtin_prefetch(indptr + nodes[i + kAhead]);
+      if (i + kAhead < frontier_end) __builtin_prefetch(indptr + node_of(nodes[i + kAhead]));
       if (i + kAhead / 2 < frontier_end)
-        __builtin_prefetch(indices + indptr[nodes[i + kAhead / 2]]);
-      const int64_t target = nodes[i];
+        __builtin_prefetch(indices + indptr[node_of(nodes[i + kAhead / 2])]);
+      const int64_t target = node_of(nodes[i]);
+      const int64_t tree = nodes[i] - target;  // 0 unless disjoint
       const int64_t row_begin = indptr[target];
       const int64_t degree = indptr[target + 1] - row_begin;
       if (degree == 0) continue;
       auto emit = [&](int64_t position) {
         const int64_t k = row_begin + position;
-        builder.add_edge(i, static_cast<int64_t>(indices[k]),
+        builder.add_edge(i, tree + static_cast<int64_t>(indices[k]),
                          edge_ids != nullptr ? edge_ids[k] : k);
       };
       const bool take_all = fanout == -1 || (!options.replace && degree <= fanout);
@@ -190,6 +209,109 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamp
     builder.end_hop();
   }
   builder.finish();
+}
+
+// kInduced: replaces the sampled edges by every graph edge between two sampled nodes (the map
+// still holds the batch), grouped by target in node order, each target's in CSR order.
+template <typename Index>
+void induce(const Csr& graph, const SlotMap& map, HostSubgraph& out) {
+  const int64_t* indptr = graph.indptr().data<int64_t>();
+  const Index* indices = graph.indices().template data<Index>();
+  const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
+  out.rows.clear();
+  out.cols.clear();
+  out.edge_ids.clear();
+  for (size_t i = 0; i < out.nodes.size(); ++i) {
+    const int64_t node = out.nodes[i];
+    for (int64_t k = indptr[node]; k < indptr[node + 1]; ++k) {
+      const int32_t local = map.find(static_cast<int64_t>(indices[k]));
+      if (local < 0) continue;
+      out.rows.push_back(static_cast<int64_t>(i));
+      out.cols.push_back(local);
+      out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
+    }
+  }
+  out.edges_per_hop.clear();
+}
+
+// kBidirectional: the sampled edges and their reverses, each (source, target) pair once, sorted
+// by target then source; a pair keeps the edge id of its first occurrence (sampled edges before
+// reverses, in edge order).
+void make_bidirectional(HostSubgraph& out) {
+  struct Edge {
+    int64_t target, source, order, id;
+  };
+  const size_t count = out.rows.size();
+  std::vector<Edge> edges;
+  edges.reserve(2 * count);
+  for (size_t j = 0; j < count; ++j) {
+    const auto order = static_cast<int64_t>(j);
+    edges.push_back({out.rows[j], out.cols[j], order, out.edge_ids[j]});
+    edges.push_back(
+        {out.cols[j], out.rows[j], order + static_cast<int64_t>(count), out.edge_ids[j]});
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
+    if (a.target != b.target) return a.target < b.target;
+    if (a.source != b.source) return a.source < b.source;
+    return a.order < b.order;
+  });
+  out.rows.clear();
+  out.cols.clear();
+  out.edge_ids.clear();
+  for (size_t j = 0; j < edges.size(); ++j) {
+    if (j > 0 && edges[j].target == edges[j - 1].target && edges[j].source == edges[j - 1].source)
+      continue;
+    out.rows.push_back(edges[j].target);
+    out.cols.push_back(edges[j].source);
+    out.edge_ids.push_back(edges[j].id);
+  }
+  out.edges_per_hop.clear();
+}
+
+// Disjoint sampling: seeds become keys root * num_nodes + seed (checked first, with the
+// builder's messages), the builder runs over a hash map, and the keys are split into
+// out.nodes and out.batch at the end.
+template <typename Index>
+void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
+                     const NeighborSamplerOptions& options, uint64_t batch_index,
+                     NeighborScratch& scratch, HostSubgraph& out) {
+  const int64_t n = graph.num_nodes();
+  const auto count = static_cast<int64_t>(seeds.size());
+  VOLLEY_REQUIRE(n == 0 || count <= (int64_t{1} << 62) / std::max<int64_t>(n, 1), ValueError,
+                 "disjoint sampling of {} seeds over {} nodes exceeds 2^62 tree-qualified ids",
+                 count, n);
+  std::vector<int64_t> keys(seeds.size());
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t seed = seeds[static_cast<size_t>(i)];
+    VOLLEY_REQUIRE(seed >= 0 && seed < n, IndexError,
+                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i, n);
+    keys[static_cast<size_t>(i)] = i * n + seed;
+  }
+  HashMap map;
+  map.map.reserve(seeds.size() * 8);
+  SubgraphBuilder builder(keys, std::max<int64_t>(count * n, 1), map, scratch.neighbors, out);
+  expand<Index>(graph, options, batch_index, scratch, builder, out, n);
+  out.batch.resize(out.nodes.size());
+  for (size_t i = 0; i < out.nodes.size(); ++i) {
+    out.batch[i] = out.nodes[i] / n;
+    out.nodes[i] %= n;
+  }
+  if (options.subgraph_type == SubgraphType::kBidirectional) make_bidirectional(out);
+}
+
+template <typename Index>
+void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+            uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
+  if (options.disjoint) {
+    sample_disjoint<Index>(graph, seeds, options, batch_index, scratch, out);
+    return;
+  }
+  out.batch.clear();
+  SlotMap map = start_slot_map(graph.num_nodes(), scratch);
+  SubgraphBuilder builder(seeds, graph.num_nodes(), map, scratch.neighbors, out);
+  expand<Index>(graph, options, batch_index, scratch, builder, out, 0);
+  if (options.subgraph_type == SubgraphType::kInduced) induce<Index>(graph, map, out);
+  if (options.subgraph_type == SubgraphType::kBidirectional) make_bidirectional(out);
 }
 
 template <typename Index>

@@ -209,124 +209,104 @@ VOLLEY_HOST_DEVICE void heap_sort(int64_t n, Before before, Swap swap) {
 }
 }  // namespace detail
 
-// Writes the positions (relative to the row start) of the `count` == pick_count(...) neighbors
-// picked for `target`, in output order, to positions[0, count). Scratch: `keys` and `order`
-// hold `count` doubles / int64 each (used by weighted sampling only). Draws exactly what the
-// CPU kernel draws, in the same order.
-VOLLEY_HOST_DEVICE inline void pick_positions(int64_t target, int64_t degree,
-                                              const float* row_weights, const PickRule& rule,
-                                              int64_t count, int64_t* positions, double* keys,
-                                              int64_t* order) {
-  if (count == 0) return;
-  if (takes_all(degree, rule)) {
-    for (int64_t p = 0; p < degree; ++p) positions[p] = p;
-    return;
-  }
-  PhiloxStream rng(rule.seed, neighbor_stream_counter(target, rule.hop, rule.batch));
-  const int64_t k = rule.fanout;
-  if (row_weights == nullptr) {
-    if (rule.replace) {
-      for (int64_t j = 0; j < k; ++j) {
-        positions[j] = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(degree)));
-      }
-      return;
-    }
-    // Floyd's algorithm with the picks kept sorted: picks at step j lie in [0, j), so j itself
-    // always goes at the end.
-    int64_t size = 0;
-    for (int64_t j = degree - k; j < degree; ++j) {
-      const int64_t t = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(j + 1)));
-      int64_t low = 0, high = size;
-      while (low < high) {
-        const int64_t middle = low + (high - low) / 2;
-        if (positions[middle] < t) {
-          low = middle + 1;
-        } else {
-          high = middle;
-        }
-      }
-      if (low < size && positions[low] == t) {
-        positions[size++] = j;
+namespace detail {
+// Uniform without replacement, 0 < k < degree: Floyd's algorithm with the picks kept sorted
+// (picks at step j lie in [0, j), so j itself always goes at the end).
+VOLLEY_HOST_DEVICE inline void pick_uniform_floyd(int64_t degree, int64_t k, PhiloxStream& rng,
+                                                  int64_t* positions) {
+  int64_t size = 0;
+  for (int64_t j = degree - k; j < degree; ++j) {
+    const int64_t t = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(j + 1)));
+    int64_t low = 0, high = size;
+    while (low < high) {
+      const int64_t middle = low + (high - low) / 2;
+      if (positions[middle] < t) {
+        low = middle + 1;
       } else {
-        for (int64_t m = size; m > low; --m) positions[m] = positions[m - 1];
-        positions[low] = t;
-        ++size;
+        high = middle;
       }
     }
-    return;
+    if (low < size && positions[low] == t) {
+      positions[size++] = j;
+    } else {
+      for (int64_t m = size; m > low; --m) positions[m] = positions[m - 1];
+      positions[low] = t;
+      ++size;
+    }
   }
-  if (!rule.replace) {
-    if (count < k) {  // fewer positive weights than the fanout: all of them, no draws needed
-      int64_t size = 0;
-      for (int64_t i = 0; i < degree; ++i) {
-        if (row_weights[i] > 0.0f) positions[size++] = i;
-      }
-      return;
+}
+
+// Weighted without replacement, k <= the positive weights: Efraimidis–Spirakis, one uniform per
+// neighbor in CSR order (zero weights draw too, which keeps the stream aligned with the CPU
+// kernel); keeps the k best by (key desc, position asc) in a heap whose root is the worst kept,
+// then sorts them by position.
+VOLLEY_HOST_DEVICE inline void pick_weighted_keys(int64_t degree, const float* row_weights,
+                                                  int64_t k, PhiloxStream& rng, int64_t* positions,
+                                                  double* keys) {
+  auto worse = [&](int64_t a, int64_t b) {  // slot a holds a worse pick than slot b
+    return keys[a] < keys[b] || (keys[a] == keys[b] && positions[a] > positions[b]);
+  };
+  auto swap_slots = [&](int64_t a, int64_t b) {
+    const double key = keys[a];
+    keys[a] = keys[b];
+    keys[b] = key;
+    const int64_t position = positions[a];
+    positions[a] = positions[b];
+    positions[b] = position;
+  };
+  auto sift_down = [&](int64_t root) {  // min-heap under `worse`
+    while (true) {
+      int64_t child = 2 * root + 1;
+      if (child >= k) return;
+      if (child + 1 < k && worse(child + 1, child)) ++child;
+      if (!worse(child, root)) return;
+      swap_slots(root, child);
+      root = child;
     }
-    // Efraimidis–Spirakis: one uniform per neighbor in CSR order (zero weights draw too, which
-    // keeps the stream aligned with the CPU kernel); keep the k best by (key desc, position asc)
-    // in a heap whose root is the worst kept.
-    auto worse = [&](int64_t a, int64_t b) {  // slot a holds a worse pick than slot b
-      return keys[a] < keys[b] || (keys[a] == keys[b] && positions[a] > positions[b]);
-    };
-    auto swap_slots = [&](int64_t a, int64_t b) {
-      const double key = keys[a];
-      keys[a] = keys[b];
-      keys[b] = key;
-      const int64_t position = positions[a];
-      positions[a] = positions[b];
-      positions[b] = position;
-    };
-    auto sift_down = [&](int64_t root) {  // min-heap under `worse`
-      while (true) {
-        int64_t child = 2 * root + 1;
-        if (child >= k) return;
-        if (child + 1 < k && worse(child + 1, child)) ++child;
-        if (!worse(child, root)) return;
-        swap_slots(root, child);
-        root = child;
+  };
+  int64_t size = 0;
+  for (int64_t i = 0; i < degree; ++i) {
+    const double u = 1.0 - rng.uniform_double();  // (0, 1]
+    if (!(row_weights[i] > 0.0f)) continue;
+    const double key = weighted_key(u, row_weights[i]);
+    if (size < k) {
+      keys[size] = key;
+      positions[size] = i;
+      for (int64_t child = size++; child > 0;) {  // sift up
+        const int64_t parent = (child - 1) / 2;
+        if (!worse(child, parent)) break;
+        swap_slots(child, parent);
+        child = parent;
       }
-    };
-    int64_t size = 0;
-    for (int64_t i = 0; i < degree; ++i) {
-      const double u = 1.0 - rng.uniform_double();  // (0, 1]
-      if (!(row_weights[i] > 0.0f)) continue;
-      const double key = weighted_key(u, row_weights[i]);
-      if (size < k) {
-        keys[size] = key;
-        positions[size] = i;
-        for (int64_t child = size++; child > 0;) {  // sift up
-          const int64_t parent = (child - 1) / 2;
-          if (!worse(child, parent)) break;
-          swap_slots(child, parent);
-          child = parent;
-        }
-      } else if (key > keys[0] || (key == keys[0] && i < positions[0])) {
-        keys[0] = key;
-        positions[0] = i;
-        sift_down(0);
-      }
+    } else if (key > keys[0] || (key == keys[0] && i < positions[0])) {
+      keys[0] = key;
+      positions[0] = i;
+      sift_down(0);
     }
-    detail::heap_sort(
-        k, [&](int64_t a, int64_t b) { return positions[a] < positions[b]; },
-        [&](int64_t a, int64_t b) {
-          const int64_t position = positions[a];
-          positions[a] = positions[b];
-          positions[b] = position;
-        });
-    return;
   }
-  // Weighted with replacement (count == k, some weight positive): inverse CDF. The CPU kernel
-  // finds the first position whose running sum exceeds each target; here the targets are
-  // visited in increasing order during one pass over the running sum (the same sums: the same
-  // additions in the same order).
+  heap_sort(
+      k, [&](int64_t a, int64_t b) { return positions[a] < positions[b]; },
+      [&](int64_t a, int64_t b) {
+        const int64_t position = positions[a];
+        positions[a] = positions[b];
+        positions[b] = position;
+      });
+}
+
+// Weighted with replacement (some weight positive): inverse CDF. The CPU kernel finds the first
+// position whose running sum exceeds each target; here the targets are visited in increasing
+// order during one pass over the running sum (the same sums: the same additions in the same
+// order).
+VOLLEY_HOST_DEVICE inline void pick_weighted_cdf(int64_t degree, const float* row_weights,
+                                                 int64_t k, PhiloxStream& rng, int64_t* positions,
+                                                 double* keys, int64_t* order) {
   double total = 0.0;
   for (int64_t i = 0; i < degree; ++i) total += static_cast<double>(row_weights[i]);
   for (int64_t j = 0; j < k; ++j) {
     keys[j] = rng.uniform_double() * total;
     order[j] = j;
   }
-  detail::heap_sort(
+  heap_sort(
       k,
       [&](int64_t a, int64_t b) {
         const double ka = keys[order[a]], kb = keys[order[b]];
@@ -350,6 +330,46 @@ VOLLEY_HOST_DEVICE inline void pick_positions(int64_t target, int64_t degree,
     while (position > 0 && row_weights[position] == 0.0f) --position;
     positions[j] = position;
   }
+}
+}  // namespace detail
+
+// Writes the positions (relative to the row start) of the `count` == pick_count(...) neighbors
+// picked for `target`, in output order, to positions[0, count). Scratch: `keys` and `order`
+// hold `count` doubles / int64 each (used by weighted sampling only). Draws exactly what the
+// CPU kernel draws, in the same order.
+VOLLEY_HOST_DEVICE inline void pick_positions(int64_t target, int64_t degree,
+                                              const float* row_weights, const PickRule& rule,
+                                              int64_t count, int64_t* positions, double* keys,
+                                              int64_t* order) {
+  if (count == 0) return;
+  if (takes_all(degree, rule)) {
+    for (int64_t p = 0; p < degree; ++p) positions[p] = p;
+    return;
+  }
+  PhiloxStream rng(rule.seed, neighbor_stream_counter(target, rule.hop, rule.batch));
+  const int64_t k = rule.fanout;
+  if (row_weights == nullptr) {
+    if (rule.replace) {
+      for (int64_t j = 0; j < k; ++j) {
+        positions[j] = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(degree)));
+      }
+      return;
+    }
+    detail::pick_uniform_floyd(degree, k, rng, positions);
+    return;
+  }
+  if (!rule.replace) {
+    if (count < k) {  // fewer positive weights than the fanout: all of them, no draws needed
+      int64_t size = 0;
+      for (int64_t i = 0; i < degree; ++i) {
+        if (row_weights[i] > 0.0f) positions[size++] = i;
+      }
+      return;
+    }
+    detail::pick_weighted_keys(degree, row_weights, k, rng, positions, keys);
+    return;
+  }
+  detail::pick_weighted_cdf(degree, row_weights, k, rng, positions, keys, order);
 }
 
 }  // namespace volley::sampling_internal

@@ -1,0 +1,277 @@
+"""What ``volley.loader.NeighborLoader`` needs to behave as PyG's ``NeighborLoader`` does
+(internal): PyG's arguments checked and translated, the attributes of a ``Data`` split into the
+node- and edge-level tables the C++ loader gathers, and the batch built with PyG's types."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from . import _tensor
+from . import _volley
+
+#: ``torch.utils.data.DataLoader`` arguments that only tune PyG's Python worker processes:
+#: accepted, no effect (Volley's workers are C++ threads; see ``NeighborLoader``).
+WORKER_ONLY = (
+    "persistent_workers",
+    "timeout",
+    "worker_init_fn",
+    "multiprocessing_context",
+    "prefetch_factor",
+    "pin_memory_device",
+    "in_order",
+)
+#: DataLoader arguments a NeighborLoader cannot take (PyG's NeighborLoader sets them itself).
+REFUSED = ("collate_fn", "sampler", "batch_sampler", "dataset")
+
+SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
+
+
+def check_loader_kwargs(kwargs: Dict[str, Any]) -> None:
+    """Refuses a DataLoader argument PyG's NeighborLoader cannot take, or an unknown one."""
+    for key in kwargs:
+        if key in REFUSED:
+            raise _volley.VolleyTypeError(
+                f"NeighborLoader sets {key} itself (as PyG's does); got {key}={kwargs[key]!r}"
+            )
+        if key not in WORKER_ONLY:
+            raise _volley.VolleyTypeError(f"NeighborLoader got an unexpected keyword argument '{key}'")
+
+
+def subgraph_type_name(subgraph_type: Any, directed: bool) -> str:
+    """PyG's ``subgraph_type`` (a string or ``SubgraphType``) as a name; ``directed=False`` is
+    PyG's deprecated spelling of ``"induced"``."""
+    name = getattr(subgraph_type, "value", subgraph_type)
+    if not directed:
+        name = "induced"
+    if name not in SUBGRAPH_TYPES:
+        raise _volley.VolleyValueError(
+            f"subgraph_type must be one of {', '.join(SUBGRAPH_TYPES)}, got {subgraph_type!r}"
+        )
+    return str(name)
+
+
+def refuse_temporal(input_time: Any, time_attr: Optional[str], temporal_strategy: str) -> None:
+    if temporal_strategy not in ("uniform", "last"):
+        raise _volley.VolleyValueError(
+            f"temporal_strategy must be 'uniform' or 'last', got {temporal_strategy!r}"
+        )
+    for name, value in (("input_time", input_time), ("time_attr", time_attr)):
+        if value is not None:
+            raise _volley.VolleyNotImplementedError(
+                f"temporal sampling ({name}={value!r}) is not supported yet: it is issue 16"
+            )
+
+
+def seed_from_generator(generator: Any) -> Optional[int]:
+    """A base seed drawn from a ``torch.Generator`` (PyG shuffles with it), or None."""
+    if generator is None:
+        return None
+    torch = _tensor.torch_module()
+    if torch is None or not isinstance(generator, torch.Generator):
+        raise _volley.VolleyTypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return int(torch.randint(0, 2**62, (), generator=generator))
+
+
+class Table:
+    """One attribute the C++ loader gathers: ``rows`` [N] or [N, D] (zero-copy when the value is
+    contiguous), ``shape`` the trailing shape to restore."""
+
+    def __init__(self, name: str, value: Any):
+        self.name = name
+        array = _tensor.to_input(value)
+        self.bool = False
+        if hasattr(array, "contiguous"):
+            array = array.contiguous()
+            torch = _tensor.torch_module()
+            if array.dtype == torch.bool:  # DLPack of older torch has no bool: bytes, viewed back
+                array, self.bool = array.view(torch.uint8), True
+        shape = tuple(array.shape)
+        self.tail = shape[1:]
+        if len(shape) > 2:
+            array = array.reshape(shape[0], -1)
+        self.rows = array
+
+
+def split_attributes(data: Any, special: Tuple[str, ...]) -> Tuple[List[Table], List[Table], Dict[str, Any]]:
+    """The attributes of a PyG ``Data`` besides ``edge_index`` and ``special``: node-level and
+    edge-level tensors (PyG's ``is_node_attr`` / ``is_edge_attr``, concatenated on dim 0) as
+    tables, everything else (graph-level) as it is."""
+    node: List[Table] = []
+    edge: List[Table] = []
+    graph: Dict[str, Any] = {}
+    if not hasattr(data, "is_node_attr"):
+        return node, edge, graph
+    torch = _tensor.torch_module()
+    for key in _keys(data):
+        if key in ("edge_index", "num_nodes", "adj_t", "_volley_graph") or key in special:
+            continue
+        value = data[key]
+        tensor = torch is not None and isinstance(value, torch.Tensor)
+        level = None
+        if tensor or isinstance(value, np.ndarray):
+            if data.is_node_attr(key):
+                level = "node"
+            elif data.is_edge_attr(key):
+                level = "edge"
+            if level is not None and data.__cat_dim__(key, value) != 0:
+                level = None
+        if level is None:
+            graph[key] = value
+            continue
+        if tensor and (value.is_cuda or value.dtype not in _DTYPES or value.dim() == 0):
+            graph[key] = value  # not gatherable in C++: copied as a graph-level value
+            continue
+        (node if level == "node" else edge).append(Table(key, value))
+    return node, edge, graph
+
+
+def _keys(data: Any) -> List[str]:
+    keys = data.keys
+    return list(keys() if callable(keys) else keys)
+
+
+def _dtypes() -> tuple:
+    torch = _tensor.torch_module()
+    if torch is None:
+        return ()
+    return (torch.bool, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64,
+            torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+_DTYPES = _dtypes()
+
+
+def restore(table: Table, value: Any) -> Any:
+    """A gathered table with its dtype (bool) and trailing shape back."""
+    if table.bool:
+        value = value.view(_tensor.torch_module().bool)
+    if len(table.tail) > 1:
+        return value.reshape((value.shape[0],) + table.tail)
+    return value
+
+
+def edge_index_type() -> Any:
+    """PyG's ``EdgeIndex`` class when the installed PyG's loaders return one (PyG 2.5; from 2.6
+    on they return a plain tensor again), else None."""
+    try:
+        import torch_geometric
+        from torch_geometric import EdgeIndex
+    except Exception:
+        return None
+    try:
+        major, minor = (int(part) for part in torch_geometric.__version__.split(".")[:2])
+    except ValueError:
+        return None
+    return EdgeIndex if (major, minor) == (2, 5) else None
+
+
+def wrap_edge_index(edge_index: Any, num_nodes: int, cls: Any) -> Any:
+    """``edge_index`` as PyG's loaders return it: an ``EdgeIndex`` sorted by column (every
+    subgraph type's edges are grouped by target in node order) with its sparse size."""
+    if cls is None or edge_index is None:
+        return edge_index
+    return cls(edge_index, sparse_size=(num_nodes, num_nodes), sort_order="col")
+
+
+def sampler_output(fields: Dict[str, Any]) -> Any:
+    """The batch's sampling result as PyG's ``SamplerOutput`` (for ``transform_sampler_output``)."""
+    from torch_geometric.sampler import SamplerOutput
+
+    edge_index = fields["edge_index"]
+    return SamplerOutput(
+        node=fields["n_id"],
+        row=edge_index[0],
+        col=edge_index[1],
+        edge=fields.get("e_id"),
+        batch=fields.get("batch"),
+        num_sampled_nodes=fields.get("num_sampled_nodes"),
+        num_sampled_edges=fields.get("num_sampled_edges"),
+        metadata=(fields["input_id"], None),
+    )
+
+
+def apply_sampler_output(fields: Dict[str, Any], out: Any, data: Any, attributes: List[str]) -> None:
+    """Rebuilds the batch fields from a transformed ``SamplerOutput``: ids and edges from ``out``,
+    the attributes indexed anew (in Python) when its nodes or edges changed."""
+    torch = _tensor.torch_module()
+    nodes_changed = out.node is not fields["n_id"]
+    edges_changed = out.edge is not fields.get("e_id")
+    fields["n_id"] = out.node
+    fields["edge_index"] = torch.stack([out.row, out.col], dim=0)
+    fields["e_id"] = out.edge
+    fields["batch"] = out.batch
+    fields["num_sampled_nodes"] = out.num_sampled_nodes
+    fields["num_sampled_edges"] = out.num_sampled_edges
+    for key in attributes:
+        value = data[key]
+        if data.is_node_attr(key) and nodes_changed:
+            fields[key] = value[out.node.to(value.device)]
+        elif data.is_edge_attr(key) and edges_changed:
+            fields[key] = value[out.edge.to(value.device)] if out.edge is not None else None
+
+
+def split_loader_attributes(loader: Any, data: Any, x: Any, y: Any, feature_dtype: Optional[str]) -> Tuple[Any, Any]:
+    """``NeighborLoader._split_attributes``: ``x`` and ``y`` for the features / labels path (a
+    ``volley.Feature``, a ``Dataset``'s, or ``x`` converted to an explicit ``feature_dtype``);
+    the other node and edge tensors (``x`` / ``y`` too when kept as stored) as tables gathered
+    in C++ (``loader._node_tables`` / ``_edge_tables``), indexed by torch on a CUDA loader
+    (``loader._python_attrs``); the rest graph-level (``loader._graph_attrs``). Returns the
+    (x, y) left for the features / labels path."""
+    from .dataset import Dataset
+    from .feature import Feature
+
+    loader._node_tables, loader._edge_tables = [], []
+    loader._graph_attrs, loader._python_attrs = {}, []
+    loader._feature_dtype = feature_dtype or "float32"
+    if isinstance(data, Dataset) or not hasattr(data, "is_node_attr") or not _tensor.using_torch():
+        return x, y
+    special = []
+    if isinstance(x, Feature) or feature_dtype is not None:
+        special.append("x")
+    if isinstance(y, Feature):
+        special.append("y")
+    nodes, edges, loader._graph_attrs = split_attributes(data, tuple(special))
+    if loader.mode != "CPU":  # the CUDA loaders carry x and y; torch indexes the rest
+        loader._python_attrs = [t.name for t in nodes + edges if t.name not in ("x", "y")]
+        return x, y
+    loader._node_tables, loader._edge_tables = nodes, edges
+    names = {t.name for t in nodes}
+    return (x if "x" in special or "x" not in names else None,
+            y if "y" in special or "y" not in names else None)
+
+
+def sample_seeds(loader: Any, index: Any) -> dict:
+    """``NeighborLoader.__call__``: the raw batch of the seeds ``index``, built by a one-batch
+    native loader with the loader's options."""
+    seeds = np.ascontiguousarray(_tensor.to_numpy(index), dtype=np.int64).reshape(-1)
+    options = _volley.LoaderOptions(
+        loader._options.sampler,
+        batch_size=max(1, len(seeds)),
+        num_threads=1,
+        seed=loader._options.seed,
+        feature_dtype=loader._options.feature_dtype,
+    )
+    saved = loader._options
+    loader._options = options
+    try:
+        native = loader._create_native(seeds)
+    finally:
+        loader._options = saved
+    stream = native.start_epoch(loader._epoch)
+    try:
+        return stream.next(loader._consumer_stream())
+    finally:
+        stream.stop()
+
+
+def pin(fields: dict) -> dict:
+    """Tensors of a batch in pinned host memory when a CUDA device is present (``pin_memory``)."""
+    torch = _tensor.torch_module()
+    if torch is None or not torch.cuda.is_available():
+        return fields
+    return {
+        key: value.pin_memory() if isinstance(value, torch.Tensor) and not value.is_cuda else value
+        for key, value in fields.items()
+    }

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# scripts/pyg_tests.sh — runs PyG's own test/loader/test_neighbor_loader.py, from the PyG version
+# installed in a Python environment, twice: against PyG itself and with
+# torch_geometric.loader.NeighborLoader replaced by volley.loader.NeighborLoader before
+# collection. Prints the pass / fail / skip counts of both runs.
+#
+#   scripts/pyg_tests.sh [PYTHON] [TAG]
+#     PYTHON  interpreter of the leg (default .venv/bin/python)
+#     TAG     PyG git tag whose tests to run (default: the installed torch_geometric.__version__;
+#             PyG 2.8.1 has no tag, 2.8.0.post1's loader tests are the newest released ones)
+#   PYG_GIT   a git directory of github.com/pyg-team/pytorch_geometric (default: the snapshot
+#             /work/.mirror/pyg-team+pytorch_geometric/repo); without one, the tag's tarball is
+#             downloaded from GitHub. Nothing of PyG is copied into this repository: the tests
+#             are written to a temporary directory that is removed afterwards.
+#   VOLLEY_CLI / PYTHONPATH as for python/tests (PYTHONPATH defaults to ./python).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+python=${1:-$root/.venv/bin/python}
+python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")"  # absolute (tests run elsewhere)
+tag=${2:-$("$python" -c 'import torch_geometric; print(torch_geometric.__version__)' 2>/dev/null | tail -1)}
+git_dir=${PYG_GIT:-/work/.mirror/pyg-team+pytorch_geometric/repo}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+fetch() {  # fetch <path in the PyG tree> <destination>
+  if [ -d "$git_dir" ]; then
+    git --git-dir="$git_dir" show "$tag:$1" >"$2"
+  else
+    [ -f "$work/pyg.tar.gz" ] || curl -fsSL -o "$work/pyg.tar.gz" \
+      "https://github.com/pyg-team/pytorch_geometric/archive/refs/tags/$tag.tar.gz"
+    tar -xzOf "$work/pyg.tar.gz" --wildcards "*/$1" >"$2"
+  fi
+}
+mkdir -p "$work/test/loader"
+fetch test/conftest.py "$work/test/conftest.py"
+fetch test/loader/test_neighbor_loader.py "$work/test/loader/test_neighbor_loader.py"
+# Imported by pytest before the test module is collected: the substitution is in place when the
+# test file runs `from torch_geometric.loader import NeighborLoader`. In the Volley run, Volley
+# is the sampling backend, so the skips that only say "PyG's backend (pyg-lib / torch-sparse)
+# is missing" are lifted and the test module's backend flags read True; tests that call a
+# backend directly (two-package equality tests), need another package (torch_frame) or the
+# internet keep their skips.
+cat >"$work/test/loader/conftest.py" <<'PY'
+import os
+VOLLEY = os.environ.get("VOLLEY_SUBSTITUTE") == "1"
+BUILT = [0]  # loaders built so far: a test that passes without building one proves nothing
+if VOLLEY:
+    import torch_geometric.loader
+    import volley.loader
+    torch_geometric.loader.NeighborLoader = volley.loader.NeighborLoader
+    _init = volley.loader.NeighborLoader.__init__
+
+    def _counting_init(self, *args, **kwargs):
+        BUILT[0] += 1
+        _init(self, *args, **kwargs)
+
+    volley.loader.NeighborLoader.__init__ = _counting_init
+
+BACKEND_ONLY = ("No neighbor sampler installed", "Package pyg_lib not found",
+                "'pyg-lib' does not support")
+
+EMPTY = []
+
+def pytest_runtest_setup(item):
+    item.built_before = BUILT[0]
+
+import pytest
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if VOLLEY and report.when == "call" and report.passed and BUILT[0] == item.built_before:
+        EMPTY.append(item.nodeid)
+
+def pytest_terminal_summary(terminalreporter):
+    if VOLLEY:
+        terminalreporter.write_line(
+            f"passed without building a Volley loader (returned early): {len(EMPTY)}")
+        for nodeid in EMPTY:
+            terminalreporter.write_line(f"  early return: {nodeid}")
+
+def pytest_collection_modifyitems(items):
+    if not VOLLEY:
+        return
+    for item in items:
+        item.own_markers = [
+            m for m in item.own_markers
+            if not (m.name == "skipif" and str(m.kwargs.get("reason", "")).startswith(BACKEND_ONLY))
+        ]
+        for flag in ("WITH_PYG_LIB", "WITH_TORCH_SPARSE", "WITH_WEIGHTED_NEIGHBOR_SAMPLE",
+                     "WITH_EDGE_TIME_NEIGHBOR_SAMPLE"):
+            if hasattr(item.module, flag):
+                setattr(item.module, flag, True)
+PY
+
+export PYTHONPATH=${PYTHONPATH:-$root/python}
+run() {  # run <label> <substitute 0|1>
+  local log="$work/$1.log"
+  (cd "$work" && VOLLEY_SUBSTITUTE=$2 timeout 900 "$python" -m pytest -q -p no:cacheprovider \
+    -rfEs test/loader/test_neighbor_loader.py >"$log" 2>&1) || true
+  if [ -n "${PYG_TESTS_VERBOSE:-}" ]; then grep -E '^(FAILED|ERROR|SKIPPED)' "$log" || true; fi
+  if [ -n "${PYG_TESTS_LOGS:-}" ]; then mkdir -p "$PYG_TESTS_LOGS" && cp "$log" "$PYG_TESTS_LOGS/"; fi
+  printf '%-7s PyG %s: %s\n' "$1" "$tag" "$(grep -E ' in [0-9.]+s' "$log" | tail -1)"
+  grep -E '^passed without building' "$log" | sed 's/^/        /' || true
+}
+[ -z "${PYG_TESTS_SKIP_PYG:-}" ] && run pyg 0
+run volley 1
