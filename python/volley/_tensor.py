@@ -18,11 +18,11 @@ the mapping is read-only and such a write faults. Use ``tensor.clone()``, or loa
 from __future__ import annotations
 
 import warnings
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from ._volley import VolleyTypeError
+from ._volley import VolleyTypeError, VolleyValueError
 
 _UNSET = object()
 # The torch module once imported, None when torch is absent; tests set it to None to exercise
@@ -134,3 +134,28 @@ def shape_of(value: Any) -> tuple:
     """The shape of a torch tensor or numpy array as a tuple of ints."""
     return tuple(int(n) for n in value.shape)
 
+
+def default_seed() -> int:
+    """A loader seed when none is given: torch's initial seed, else fresh entropy."""
+    torch = torch_module()
+    if torch is not None:
+        return int(torch.initial_seed()) & 0x7FFFFFFFFFFFFFFF
+    return int(np.random.SeedSequence().entropy) & 0x7FFFFFFFFFFFFFFF
+
+
+def rank_and_world_size(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
+    """(rank, world_size): as given, else from an initialised torch.distributed, else (0, 1)."""
+    if rank is None and world_size is None:
+        torch = torch_module()
+        distributed = getattr(torch, "distributed", None) if torch is not None else None
+        if distributed is not None and distributed.is_available() and distributed.is_initialized():
+            return int(distributed.get_rank()), int(distributed.get_world_size())
+        return 0, 1
+    if rank is None or world_size is None:
+        raise VolleyValueError("pass both rank and world_size, or neither (torch.distributed decides)")
+    rank, world_size = int(rank), int(world_size)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise VolleyValueError(
+            f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}"
+        )
+    return rank, world_size

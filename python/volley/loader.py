@@ -32,6 +32,7 @@ import numpy as np
 
 from . import _cuda, _pyg_compat, _tensor
 from . import _volley
+from ._tensor import default_seed as _default_seed, rank_and_world_size as _rank_and_world_size
 from ._volley import NeighborLoader as _NativeLoader
 from .dataset import Dataset
 from .feature import Feature
@@ -580,28 +581,3 @@ class _EpochIterator:
             self.close()
         except Exception:
             pass
-
-
-def _default_seed() -> int:
-    torch = _tensor.torch_module()
-    if torch is not None:
-        return int(torch.initial_seed()) & 0x7FFFFFFFFFFFFFFF
-    return int(np.random.SeedSequence().entropy) & 0x7FFFFFFFFFFFFFFF
-
-
-def _rank_and_world_size(rank: Optional[int], world_size: Optional[int]) -> Tuple[int, int]:
-    """(rank, world_size): as given, else from an initialised torch.distributed, else (0, 1)."""
-    if rank is None and world_size is None:
-        torch = _tensor.torch_module()
-        distributed = getattr(torch, "distributed", None) if torch is not None else None
-        if distributed is not None and distributed.is_available() and distributed.is_initialized():
-            return int(distributed.get_rank()), int(distributed.get_world_size())
-        return 0, 1
-    if rank is None or world_size is None:
-        raise _volley.VolleyValueError("pass both rank and world_size, or neither (torch.distributed decides)")
-    rank, world_size = int(rank), int(world_size)
-    if world_size < 1 or not 0 <= rank < world_size:
-        raise _volley.VolleyValueError(
-            f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}"
-        )
-    return rank, world_size
