@@ -203,3 +203,8 @@ def test_empty_id_list_gathers_no_rows():
     feature = volley.Feature(np.ones((4, 2), dtype=np.float32))
     assert tuple(feature[[]].shape) == (0, 2)
     assert tuple(feature.gather([]).shape) == (0, 2)
+
+
+def test_num_nodes_too_large_to_allocate_names_the_value():
+    with pytest.raises(volley.VolleyValueError, match="num_nodes=1125899906842624"):
+        volley.Graph.from_edge_index(np.array([[0], [1]]), num_nodes=2**50)

@@ -92,7 +92,7 @@ class Graph:
         if dtype not in _INDEX_DTYPES:
             raise VolleyValueError(f"edge_index must hold int32 or int64 node ids, got {dtype}")
         if num_nodes is not None:
-            num_nodes = _tensor.check_int(num_nodes, "num_nodes", 0, 2**31 - 1)
+            num_nodes = _tensor.check_int(num_nodes, "num_nodes", 0, 2**62)
         _tensor.check_choice(orientation, "orientation", ("in", "out"))
         weights = None
         if edge_weight is not None:
