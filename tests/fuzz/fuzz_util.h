@@ -17,21 +17,23 @@
 
 namespace volley::fuzz {
 
-// A private directory for this process's scratch files (under /dev/shm when it exists: fast).
+// A private directory for this process's scratch files (under /dev/shm when it exists: fast),
+// removed at exit. Held by a pointer that is never freed, so that the exit handler can still
+// read it after static destructors ran.
 inline const std::string& scratch_dir() {
-  static const std::string dir = [] {
+  static const std::string* const dir = [] {
     const std::filesystem::path base = std::filesystem::is_directory("/dev/shm")
-                                           ? "/dev/shm"
+                                           ? std::filesystem::path("/dev/shm")
                                            : std::filesystem::temp_directory_path();
-    std::string path = (base / ("volley-fuzz-" + std::to_string(getpid()))).string();
-    std::filesystem::create_directories(path);
+    auto* path = new std::string((base / ("volley-fuzz-" + std::to_string(getpid()))).string());
+    std::filesystem::create_directories(*path);
     std::atexit([] {
       std::error_code ignored;
       std::filesystem::remove_all(scratch_dir(), ignored);
     });
     return path;
   }();
-  return dir;
+  return *dir;
 }
 
 // Writes the fuzzer's bytes to `name` inside scratch_dir(); returns the path.

@@ -78,7 +78,8 @@ class JsonChecker {
       Json json = Json::parse(text);
       if (!json.is_object()) fail("", "a JSON object", brief(json));
       return json;
-    } catch (const Json::parse_error& error) {
+    } catch (const Json::exception& error) {
+      // parse_error, and out_of_range for a number too large for a double (1E400).
       throw IoError(fmt::format("{}: not valid JSON: {}", path_, error.what()));
     }
   }

@@ -226,6 +226,11 @@ TEST_F(DatasetTest, ManifestMismatchesAreRefusedPrecisely) {
   std::ofstream(manifest_path) << "{\"format\": ";
   EXPECT_THAT(load_error(), HasSubstr(manifest_path + ": not valid JSON:"));
 
+  // Found by manifest_fuzz: a number too large for a double escaped as nlohmann's out_of_range.
+  std::ofstream(manifest_path) << "{\"num_nodes\": 1E400}";
+  EXPECT_THAT(load_error(), HasSubstr(manifest_path + ": not valid JSON: [json.exception."
+                                                      "out_of_range.406] number overflow"));
+
   fs::remove(manifest_path);
   EXPECT_THAT(load_error(), HasSubstr(manifest_path + ": cannot open the dataset manifest"));
   EXPECT_FALSE(is_dataset_directory(dir_));
@@ -233,6 +238,7 @@ TEST_F(DatasetTest, ManifestMismatchesAreRefusedPrecisely) {
 
 TEST_F(DatasetTest, DeeplyNestedManifestIsRefusedNotACrash) {
   save_dataset(toy(), dir_);
+  Json json = manifest();
   // 200 KB of brackets: nlohmann's dump (and any recursive walk) would exhaust the stack.
   std::ofstream(file("volley.json")) << std::string(100000, '[') << std::string(100000, ']');
   EXPECT_THAT(load_error(), HasSubstr(": not a Volley manifest: arrays and objects nest deeper "
@@ -242,7 +248,6 @@ TEST_F(DatasetTest, DeeplyNestedManifestIsRefusedNotACrash) {
       << std::string(100000, '}') << "}";
   EXPECT_THAT(load_error(), HasSubstr("nest deeper than 64 levels"));
   // Brackets inside strings do not count.
-  Json json = manifest();
   json["name"] = std::string(1000, '[');
   write_manifest(json);
   EXPECT_NO_THROW(load_dataset(dir_));

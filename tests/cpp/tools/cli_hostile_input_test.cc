@@ -94,12 +94,12 @@ TEST_F(CliHostileTest, PartitionPartsOutOfRangeIsOneShortLine) {
 
 TEST_F(CliHostileTest, PartitionIntoManyPartsWorksUnderTheDefaultOpenFileLimit) {
   const std::string command = fmt::format(
-      "ulimit -n 1024 && VOLLEY_PROGRESS=0 '{}' partition '{}' '{}' --parts 600 -m "
+      "ulimit -Sn 1024 && VOLLEY_PROGRESS=0 '{}' partition '{}' '{}' --parts 600 -m "
       "random >'{}' 2>'{}'",
       VOLLEY_CLI_PATH, kCora, path("out"), path("stdout"), path("stderr"));
   const int status = std::system(command.c_str());
   ASSERT_EQ(status, 0) << slurp(path("stderr"));
-  EXPECT_TRUE(fs::exists(path("out/partitions.json")));
+  EXPECT_TRUE(fs::exists(path("out/partition.json")));
   EXPECT_TRUE(fs::exists(path("out/part-599/part.json")));
 }
 
