@@ -157,8 +157,10 @@ def check_int(value: Any, what: str, minimum: int, maximum: int) -> int:
     if isinstance(value, (bool, np.bool_)) or not _is_integer_scalar(value):
         raise VolleyTypeError(f"{what} must be an integer, got {_describe(value)}")
     number = int(value)
-    if not minimum <= number <= maximum:
-        raise VolleyValueError(f"{what} must be in [{minimum}, {maximum}], got {number}")
+    if number < minimum:
+        raise VolleyValueError(f"{what} must be >= {minimum}, got {number}")
+    if number > maximum:
+        raise VolleyValueError(f"{what} must be <= {maximum}, got {number}")
     return number
 
 

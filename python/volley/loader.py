@@ -263,7 +263,7 @@ class NeighborLoader:
         self.num_neighbors = [int(k) for k in num_neighbors]
         self.batch_size = _tensor.check_int(batch_size, "batch_size", 1, 2**31 - 1)
         self.shuffle = bool(shuffle)
-        self.num_workers = _tensor.check_int(num_workers, "num_workers", 0, 65536)
+        self.num_workers = _tensor.check_int(num_workers, "num_workers", -(2**31), 65536)
         self.seed = _tensor.check_int(seed, "seed", 0, 2**64 - 1) if seed is not None else _default_seed()
         self.copy = bool(copy)
         self.transform = transform
