@@ -11,7 +11,10 @@
 #
 # Also: `scripts/dev.sh setup` (install + build only), `scripts/dev.sh latest` (the second leg
 # alone), `scripts/dev.sh wheel` (the self-contained wheel in build/dist, checked in a fresh
-# venv), `scripts/dev.sh docs` (the API reference in build/docs, warnings as errors). Idempotent and quiet when everything is present. Environment: VOLLEY_BUILD_DIR (default
+# venv), `scripts/dev.sh docs` (the API reference in build/docs, warnings as errors),
+# `scripts/dev.sh fuzz` (libFuzzer targets of the file readers under ASan/UBSan, clang-14,
+# VOLLEY_FUZZ_SECONDS each, default 30; build in build/fuzz), `scripts/dev.sh sanitize` (the C++
+# test suite and CLI built with ASan + UBSan in build/sanitize, then ctest). Idempotent and quiet when everything is present. Environment: VOLLEY_BUILD_DIR (default
 # build/release), VOLLEY_CMAKE_ARGS (extra -D flags, e.g. "-DVOLLEY_CUDA=OFF"), JOBS (default:
 # number of cores), VOLLEY_LATEST=0 (skip the second leg), VOLLEY_LATEST_REFRESH=1 (upgrade
 # the second venv to what is newest today; a fresh machine always gets the newest), VOLLEY_WHEEL=0
@@ -41,6 +44,7 @@ apt_packages=(
   liburing-dev
   python3 python3-dev python3-venv python3-torch
   time
+  clang-14 libclang-rt-14-dev
 )
 
 install_system() {
@@ -199,6 +203,53 @@ docs() {
     -d "$root/build/docs-doctrees" "$root/docs" "$root/build/docs"
 }
 
+# `scripts/dev.sh fuzz`: builds tests/fuzz's libFuzzer targets with clang-14 (ASan + UBSan, only
+# core and graph instrumented) and runs each for VOLLEY_FUZZ_SECONDS over its corpus
+# (tests/fuzz/corpus/<target>, read-only; new inputs go to build/fuzz/corpus/<target>). A crash,
+# a sanitizer report, a leak or an input slower than 10 s fails; the reproducer is left in
+# build/fuzz/ (crash-*, timeout-*, leak-*), to be added to the corpus with the fix.
+fuzz_targets=(edge_list_fuzz manifest_fuzz npy_fuzz npz_fuzz)
+fuzz() {
+  local fuzz_dir="$root/build/fuzz" seconds="${VOLLEY_FUZZ_SECONDS:-30}" status=0
+  log "fuzz: building ${fuzz_targets[*]} with clang-14 (ASan + UBSan) in $fuzz_dir"
+  cmake -S "$root" -B "$fuzz_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DVOLLEY_FUZZ=ON \
+    -DVOLLEY_TESTS=OFF -DVOLLEY_TOOLS=OFF -DVOLLEY_PYTHON=OFF -DVOLLEY_DIST=OFF \
+    -DVOLLEY_CUDA=OFF -DVOLLEY_GPU_HOST=OFF >"$root/build/fuzz-configure.log" 2>&1 \
+    || { tail -n 30 "$root/build/fuzz-configure.log" >&2; log "fuzz: configure failed"; exit 1; }
+  ninja -C "$fuzz_dir" -j "$jobs" "${fuzz_targets[@]}" >"$root/build/fuzz-build.log" 2>&1 \
+    || { tail -n 40 "$root/build/fuzz-build.log" >&2; log "fuzz: build failed"; exit 1; }
+  for target in "${fuzz_targets[@]}"; do
+    local corpus="$fuzz_dir/corpus/$target"
+    mkdir -p "$corpus"
+    log "fuzz: $target for ${seconds} s"
+    (cd "$fuzz_dir" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      "$fuzz_dir/tests/fuzz/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      -max_len=65536 -print_final_stats=1 "$corpus" "$root/tests/fuzz/corpus/${target%_fuzz}" \
+      >"$fuzz_dir/$target.log" 2>&1) \
+      || { tail -n 40 "$fuzz_dir/$target.log" >&2; log "fuzz: $target FAILED (log: $fuzz_dir/$target.log)"; status=1; }
+    grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" "$fuzz_dir/$target.log" \
+      | sed "s/^/[volley]   $target /" >&2 || true
+  done
+  return $status
+}
+
+# `scripts/dev.sh sanitize`: the C++ tests and the CLI (which the CLI tests run) built with
+# AddressSanitizer + UndefinedBehaviorSanitizer (VOLLEY_SANITIZE=ON, g++, no CUDA, no Python
+# module) in build/sanitize, then ctest. Slow from scratch on a small machine (see README).
+sanitize() {
+  local sanitize_dir="$root/build/sanitize"
+  log "sanitize: ASan + UBSan build of the C++ tests and the CLI in $sanitize_dir"
+  cmake -S "$root" -B "$sanitize_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DVOLLEY_SANITIZE=ON -DVOLLEY_TESTS=ON -DVOLLEY_PYTHON=OFF -DVOLLEY_CUDA=OFF \
+    >"$root/build/sanitize-configure.log" 2>&1 \
+    || { tail -n 30 "$root/build/sanitize-configure.log" >&2; log "sanitize: configure failed"; exit 1; }
+  ninja -C "$sanitize_dir" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1 \
+    || { tail -n 40 "$root/build/sanitize-build.log" >&2; log "sanitize: build failed"; exit 1; }
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir "$sanitize_dir" --output-on-failure -j "$jobs"
+}
+
 setup() {
   install_system
   install_python
@@ -243,8 +294,16 @@ case "${1:-}" in
     make_wheel
     check_wheel
     ;;
+  fuzz)
+    install_system
+    fuzz
+    ;;
+  sanitize)
+    install_system
+    sanitize
+    ;;
   *)
-    echo "usage: scripts/dev.sh main|test|setup|latest|wheel|docs" >&2
+    echo "usage: scripts/dev.sh main|test|setup|latest|wheel|docs|fuzz|sanitize" >&2
     exit 2
     ;;
 esac

@@ -105,7 +105,18 @@ void bind_errors(nb::module_& m) {
     try {
       std::rethrow_exception(error);
     } catch (const Error& e) {
-      PyErr_SetString(class_for(e.kind()), e.what());
+      // Messages may quote bytes of a user's file that are not UTF-8 (a corrupt volley.json):
+      // those are escaped (\xNN) rather than lost with the whole message.
+      const std::string_view text = e.what();
+      PyObject* message = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()),
+                                               "backslashreplace");
+      if (message == nullptr) {
+        PyErr_Clear();
+        PyErr_SetString(class_for(e.kind()), "(a Volley error whose message cannot be decoded)");
+        return;
+      }
+      PyErr_SetObject(class_for(e.kind()), message);
+      Py_DECREF(message);
     }
   });
 }

@@ -17,9 +17,8 @@ Orientation parse_orientation(std::string_view name) {
   throw ValueError(fmt::format("orientation must be \"in\" or \"out\", got \"{}\"", name));
 }
 
-}  // namespace
-
-void bind_graph(nb::module_& m) {
+// The Csr class.
+void bind_csr_class(nb::module_& m) {
   nb::class_<Csr>(m, "Csr",
                   "An immutable graph in compressed sparse rows (see src/volley/graph/csr.h). "
                   "Array properties are zero-copy views that keep the graph's memory alive.")
@@ -54,7 +53,10 @@ void bind_graph(nb::module_& m) {
       .def_prop_ro("weights", [](const Csr& csr) { return array_to_python(csr.weights()); })
       .def("transposed", &Csr::transposed, nb::call_guard<nb::gil_scoped_release>(),
            "The same edges in the other orientation (a new graph).");
+}
 
+// build_csr: a Csr from a COO edge list.
+void bind_build_csr(nb::module_& m) {
   m.def(
       "build_csr",
       [](const InputArray& src, const InputArray& dst, const std::optional<InputArray>& weights,
@@ -80,7 +82,10 @@ void bind_graph(nb::module_& m) {
       nb::arg("drop_duplicates") = false, nb::arg("keep_edge_ids") = true,
       nb::arg("force_int64_indices") = false,
       "Builds a Csr from a COO edge list (edge i: src[i] -> dst[i]); see CsrBuildOptions.");
+}
 
+// planetoid_split and random_split.
+void bind_splits(nb::module_& m) {
   // Splits (split.h) come back as a (train, val, test) tuple of int64 arrays.
   const auto split_to_python = [](const Split& split) {
     return nb::make_tuple(array_to_python(split.train), array_to_python(split.val),
@@ -124,6 +129,14 @@ void bind_graph(nb::module_& m) {
       nb::arg("num_nodes"), nb::kw_only(), nb::arg("train_fraction") = 0.6,
       nb::arg("val_fraction") = 0.2, nb::arg("seed") = 0,
       "A uniform random split of the nodes into train / val / test.");
+}
+
+}  // namespace
+
+void bind_graph(nb::module_& m) {
+  bind_csr_class(m);
+  bind_build_csr(m);
+  bind_splits(m);
 }
 
 }  // namespace volley::python

@@ -83,7 +83,8 @@ void def_partition(nb::module_& m, const char* name, const char* input_name, con
       nb::arg("cache_bytes") = 0, nb::arg("simulate_epoch") = false, doc);
 }
 
-void bind_partition(nb::module_& m) {
+// PartitionBook and Partition.
+static void bind_partition_classes(nb::module_& m) {
   nb::class_<PartitionBook>(m, "PartitionBook",
                             "Which partition owns a new node id (see partition_book.h).")
       .def(nb::init<std::vector<int64_t>>(), nb::arg("offsets"))
@@ -120,7 +121,10 @@ void bind_partition(nb::module_& m) {
       .def_prop_ro("cache_features", [](const Partition& partition) {
         return array_to_python(partition.cache_features);
       });
+}
 
+// Partitioning: metis_available, partition_dataset(_in_memory), assign_partitions.
+static void bind_partitioners(nb::module_& m) {
   m.def("metis_available", &metis_available,
         "Whether this build has METIS (the metis and hotness methods need it).");
   def_partition<std::string>(
@@ -145,6 +149,10 @@ void bind_partition(nb::module_& m) {
       nb::arg("balance_tolerance") = 0.05, nb::arg("seed") = 0,
       nb::arg("fanouts") = std::vector<int64_t>{15, 10, 5}, nb::arg("batch_size") = 1024,
       "The partition of each node (int32 [N]); nothing written.");
+}
+
+// Reading a partitioned dataset: partitions, manifest, node map, verification.
+static void bind_partition_readers(nb::module_& m) {
   m.def(
       "load_partition",
       [](const std::string& directory, int64_t part, bool memory_map, bool verify_checksums,
@@ -190,6 +198,12 @@ void bind_partition(nb::module_& m) {
         nb::call_guard<nb::gil_scoped_release>(),
         "Checks every file of a partitioned dataset; returns the problems.");
   m.def("is_partitioned_directory", &is_partitioned_directory, nb::arg("path"));
+}
+
+void bind_partition(nb::module_& m) {
+  bind_partition_classes(m);
+  bind_partitioners(m);
+  bind_partition_readers(m);
 }
 
 }  // namespace volley::python

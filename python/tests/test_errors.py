@@ -163,4 +163,4 @@ def test_loader_input_errors_are_volley_value_errors():
     dataset = volley.Dataset(graph, np.ones((2, 3), dtype=np.float32), np.zeros(2, np.int64))
     _assert_volley_and_builtin(
         lambda: volley.loader.NeighborLoader(dataset, [2], input_nodes=np.array([0.5])),
-        volley.VolleyValueError, ValueError, "float64")
+        volley.VolleyTypeError, TypeError, "float64")

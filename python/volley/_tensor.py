@@ -159,3 +159,111 @@ def rank_and_world_size(rank: Optional[int], world_size: Optional[int]) -> Tuple
             f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}"
         )
     return rank, world_size
+
+
+def _describe(value: Any) -> str:
+    """A short description of a value for an error message: its repr (cut) and type."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def check_int(value: Any, what: str, minimum: int, maximum: int) -> int:
+    """Checks that ``value`` is an integer (Python or numpy/torch scalar, not a bool, not a float)
+    in ``[minimum, maximum]`` and returns it as an int.
+
+    Raises:
+        VolleyTypeError: not an integer (a float, a bool, a string, None, ...), naming the value.
+        VolleyValueError: out of range, naming the value and the range.
+    """
+    from ._volley import VolleyValueError
+
+    if isinstance(value, (bool, np.bool_)) or not _is_integer_scalar(value):
+        raise VolleyTypeError(f"{what} must be an integer, got {_describe(value)}")
+    number = int(value)
+    if number < minimum:
+        raise VolleyValueError(f"{what} must be >= {minimum}, got {number}")
+    if number > maximum:
+        raise VolleyValueError(f"{what} must be <= {maximum}, got {number}")
+    return number
+
+
+def _is_integer_scalar(value: Any) -> bool:
+    if isinstance(value, (int, np.integer)):
+        return True
+    torch = torch_module()
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.dim() == 0 and not value.is_floating_point() and not value.is_complex() \
+            and value.dtype != torch.bool
+    return False
+
+
+def check_choice(value: Any, what: str, choices: tuple) -> str:
+    """Checks that ``value`` is one of the strings ``choices`` and returns it.
+
+    Raises:
+        VolleyTypeError: not a string, naming the value.
+        VolleyValueError: a string not among ``choices``.
+    """
+    from ._volley import VolleyValueError
+
+    if not isinstance(value, str):
+        raise VolleyTypeError(f"{what} must be one of {', '.join(map(repr, choices))}, "
+                              f"got {_describe(value)}")
+    if value not in choices:
+        raise VolleyValueError(f"{what} must be one of {', '.join(map(repr, choices))}, "
+                               f'got "{value}"')
+    return value
+
+
+def as_ids(value: Any, what: str, *, mask_length: Optional[int] = None) -> np.ndarray:
+    """Node ids as a contiguous 1-d int64 numpy array, refusing what is not integer ids.
+
+    Args:
+        value: a torch tensor, numpy array, list or tuple of integers. An empty list (``[]``,
+            which numpy would make float64) is an empty id array, as in torch and PyG.
+        what: the argument's name, for error messages.
+        mask_length: when given, a boolean array of exactly this length is a mask and gives the
+            positions of its True entries (an all-False mask gives no ids).
+
+    Raises:
+        VolleyTypeError: floats, bools (other than an accepted mask), strings, objects, NaN:
+            the message names the dtype or value.
+        VolleyValueError: a boolean mask of the wrong length.
+    """
+    from ._volley import VolleyValueError
+
+    if isinstance(value, (str, bytes)) or value is None or isinstance(value, (int, float, bool)):
+        raise VolleyTypeError(
+            f"{what} must be a 1-d array of integer node ids, got {_describe(value)}")
+    if isinstance(value, (list, tuple)) and len(value) == 0:
+        return np.zeros(0, dtype=np.int64)
+    array = to_numpy(value)
+    if array.dtype == np.bool_:
+        if mask_length is not None:
+            if array.shape != (mask_length,):
+                raise VolleyValueError(
+                    f"a boolean {what} mask must have shape ({mask_length},), got {array.shape}")
+            return np.flatnonzero(array).astype(np.int64)
+        raise VolleyTypeError(f"{what} must hold integer node ids, got a bool array "
+                              f"(a mask is not accepted here)")
+    if array.size == 0 and array.dtype.kind == "f" and not isinstance(value, np.ndarray) \
+            and not _is_tensor(value):
+        return np.zeros(0, dtype=np.int64)  # e.g. [[]]: numpy's float64 for empty nests
+    if not np.issubdtype(array.dtype, np.integer):
+        raise VolleyTypeError(f"{what} must hold integer node ids, got dtype {array.dtype}"
+                              + _first_non_integer(array))
+    return np.ascontiguousarray(array, dtype=np.int64).reshape(-1)
+
+
+def _is_tensor(value: Any) -> bool:
+    torch = torch_module()
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _first_non_integer(array: np.ndarray) -> str:
+    """" (first value 1.5)" for a non-empty float array, "" otherwise."""
+    if array.size == 0 or array.dtype.kind not in "fc":
+        return ""
+    return f" (first value {array.reshape(-1)[0]!r})"

@@ -68,8 +68,14 @@ def _as_ids(ids: Any, num_rows: int) -> Any:
     """Row ids for the native gather: a 1-d int64 CPU tensor or numpy array."""
     if isinstance(ids, slice):
         return np.arange(*ids.indices(num_rows), dtype=np.int64)
+    if isinstance(ids, (bool, np.bool_)):
+        raise VolleyTypeError(f"ids must be integers, got the bool {ids!r}")
     if isinstance(ids, (int, np.integer)):
         return np.array([ids], dtype=np.int64)
+    if isinstance(ids, (list, tuple)) and len(ids) == 0:
+        return np.zeros(0, dtype=np.int64)  # x[[]]: no rows, as torch gives
+    if isinstance(ids, (str, bytes, float)) or ids is None:
+        raise VolleyTypeError(f"ids must be integers, got {ids!r} ({type(ids).__name__})")
     ids = _tensor.to_input(ids)
     torch = _tensor.torch_module()
     if torch is not None and isinstance(ids, torch.Tensor):
@@ -83,6 +89,32 @@ def _as_ids(ids: Any, num_rows: int) -> Any:
     if not np.issubdtype(ids.dtype, np.integer):
         raise VolleyTypeError(f"ids must be integers, got {ids.dtype}")
     return np.ascontiguousarray(ids.reshape(-1), dtype=np.int64)
+
+
+def _check_out(out: Any) -> None:
+    """Refuses an ``out`` the native gather could not write in place (it would write a copy)."""
+    torch = _tensor.torch_module()
+    if torch is not None and isinstance(out, torch.Tensor):
+        if out.device.type != "cpu":
+            raise VolleyValueError(f"out must be a CPU tensor, got one on {out.device}")
+        if not out.is_contiguous():
+            raise VolleyValueError(
+                f"out must be C-contiguous (written in place), got a tensor of shape "
+                f"{tuple(out.shape)} with strides {out.stride()}; pass out.contiguous() and copy "
+                f"back, or omit out"
+            )
+        return
+    if not isinstance(out, np.ndarray):
+        raise VolleyTypeError(
+            f"out must be a torch tensor or a numpy array, got {type(out).__name__}")
+    if not out.flags.c_contiguous:
+        raise VolleyValueError(
+            f"out must be C-contiguous (written in place), got an array of shape {out.shape} "
+            f"with strides {out.strides}; pass np.ascontiguousarray(out) and copy back, or omit "
+            f"out"
+        )
+    if not out.flags.writeable:
+        raise VolleyValueError("out must be writable, got a read-only array")
 
 
 def hotness_by_degree(graph: Graph) -> Any:
@@ -449,6 +481,7 @@ class Feature:
         id_array = _as_ids(ids, store.num_rows)
         if out is None:
             return _tensor.to_output(store.gather(id_array, dtype=dtype, threads=threads))
+        _check_out(out)
         store.gather(id_array, dtype=dtype, out=out, threads=threads)
         return out
 

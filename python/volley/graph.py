@@ -80,6 +80,10 @@ class Graph:
             VolleyIndexError: an id is negative or >= ``num_nodes`` (the message names the edge
                 position and the id).
         """
+        if isinstance(edge_index, (list, tuple)) and all(
+            isinstance(row, (list, tuple)) and len(row) == 0 for row in edge_index
+        ):
+            edge_index = np.zeros((len(edge_index), 0), dtype=np.int64)  # [[], []]: no edges
         edge_index = _tensor.to_input(edge_index)
         shape = _tensor.shape_of(edge_index)
         if len(shape) != 2 or shape[0] != 2:
@@ -87,19 +91,28 @@ class Graph:
         dtype = _tensor.dtype_name(edge_index)
         if dtype not in _INDEX_DTYPES:
             raise VolleyValueError(f"edge_index must hold int32 or int64 node ids, got {dtype}")
+        if num_nodes is not None:
+            num_nodes = _tensor.check_int(num_nodes, "num_nodes", 0, 2**62)
+        _tensor.check_choice(orientation, "orientation", ("in", "out"))
         weights = None
         if edge_weight is not None:
             weights = _as_float32(_tensor.to_input(edge_weight))
-        csr = build_csr(
-            edge_index[0],
-            edge_index[1],
-            weights,
-            num_nodes=num_nodes,
-            orientation=orientation,
-            symmetrize=undirected,
-            drop_self_loops=drop_self_loops,
-            drop_duplicates=drop_duplicates,
-        )
+        try:
+            csr = build_csr(
+                edge_index[0],
+                edge_index[1],
+                weights,
+                num_nodes=num_nodes,
+                orientation=orientation,
+                symmetrize=undirected,
+                drop_self_loops=drop_self_loops,
+                drop_duplicates=drop_duplicates,
+            )
+        except MemoryError as error:
+            raise VolleyValueError(
+                f"num_nodes={num_nodes}: the graph's arrays (indptr alone is "
+                f"{8 * ((num_nodes or 0) + 1)} bytes) cannot be allocated: out of memory"
+            ) from error
         return cls(csr)
 
     @classmethod

@@ -113,16 +113,8 @@ def _as_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[np.ndarray]:
         return None
     if isinstance(input_nodes, tuple):
         raise _volley.VolleyValueError("heterogeneous input_nodes (node_type, ids) are not supported yet")
-    values = _tensor.to_numpy(input_nodes)
-    if values.dtype == np.bool_:
-        if values.shape != (num_nodes,):
-            raise _volley.VolleyValueError(
-                f"a boolean input_nodes mask must have shape ({num_nodes},), got {values.shape}"
-            )
-        return np.nonzero(values)[0].astype(np.int64)
-    if not np.issubdtype(values.dtype, np.integer):
-        raise _volley.VolleyValueError(f"input_nodes must hold integer ids or a boolean mask, got {values.dtype}")
-    return np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
+    # Integer ids or a bool mask of length N; an empty selection stays empty (no batches).
+    return _tensor.as_ids(input_nodes, "input_nodes", mask_length=num_nodes)
 
 
 class NeighborLoader:
@@ -345,10 +337,10 @@ class NeighborLoader:
         its business."""
         self._num_nodes = int(num_nodes)
         self.num_neighbors = [int(k) for k in num_neighbors]
-        self.batch_size = int(batch_size)
+        self.batch_size = _tensor.check_int(batch_size, "batch_size", 1, 2**31 - 1)
         self.shuffle = bool(shuffle)
-        self.num_workers = int(num_workers)
-        self.seed = int(seed) if seed is not None else _default_seed()
+        self.num_workers = _tensor.check_int(num_workers, "num_workers", -(2**31), 65536)
+        self.seed = _tensor.check_int(seed, "seed", 0, 2**64 - 1) if seed is not None else _default_seed()
         self.copy = bool(copy)
         self.transform = transform
         self.input_nodes = _as_input_nodes(input_nodes, self._num_nodes)
@@ -369,7 +361,7 @@ class NeighborLoader:
             shuffle=self.shuffle,
             drop_last=self.drop_last,
             num_threads=self.num_workers,
-            prefetch=int(prefetch or 0),
+            prefetch=_tensor.check_int(prefetch or 0, "prefetch", 0, 65536),
             seed=self.seed,
             rank=self.rank,
             world_size=self.world_size,

@@ -110,7 +110,7 @@ class NeighborSampler:
         self, sizes: Sequence[int], replace: bool, weighted: bool, seed: int, *, has_weights: bool
     ) -> None:
         """Checks and stores the options (shared with ``volley.dist.DistSampler``)."""
-        self.sizes = [int(size) for size in sizes]
+        self.sizes = [_tensor.check_int(size, "sizes[]", -(2**31), 2**31 - 1) for size in sizes]
         if not self.sizes:
             raise VolleyValueError("sizes must list at least one hop, e.g. [15, 10]")
         for hop, size in enumerate(self.sizes):
@@ -122,7 +122,7 @@ class NeighborSampler:
             raise VolleyValueError("weighted sampling needs edge weights, but the graph has none")
         self.replace = bool(replace)
         self.weighted = bool(weighted)
-        self.seed = int(seed)
+        self.seed = _tensor.check_int(seed, "seed", 0, 2**64 - 1)
         self._calls = 0
         self.device: Optional[int] = None
         self.mode = "CPU"
@@ -151,8 +151,9 @@ class NeighborSampler:
         """
         if batch_index is None:
             batch_index = self._calls
+        batch_index = _tensor.check_int(batch_index, "batch_index", 0, 2**63 - 1)
         self._calls += 1
-        ids = np.ascontiguousarray(_tensor.to_numpy(seeds), dtype=np.int64).reshape(-1)
+        ids = _tensor.as_ids(seeds, "seeds")
         out = self._sample_raw(ids, batch_index)
         return SampledSubgraph(
             _tensor.to_output(out["n_id"]),

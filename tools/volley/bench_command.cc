@@ -115,13 +115,13 @@ void add_sweep_options(CLI::App& command, SampleSettings& settings, const char* 
       .add_option("--batch-size", settings.batch_sizes,
                   "Seeds per batch; a list (512,1024) measures each")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   command
       .add_option("--threads", settings.thread_counts,
                   fmt::format("{}; a list (1,2,4) measures each", threads_help))
       ->delimiter(',')
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
 }
 
@@ -145,12 +145,12 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
   add_sweep_options(*command, settings, "Sampling threads (CPU)");
   command->add_option("--batches", settings.batches, "Batches to sample")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   command
       ->add_option("--warmup", settings.warmup,
                    "Untimed batches before the timed ones (CPU; 0 times the first batches of a "
                    "fresh process, page faults and all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   command->add_flag("--replace", settings.replace, "Sample with replacement");
   command->add_flag("--weighted", settings.weighted,
@@ -163,7 +163,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
       "--mode", settings.mode,
       "With --device cuda: GPU (graph in device memory) or UVA (indices in pinned host memory)");
   command->add_option("--cuda-device", settings.cuda_device, "CUDA device ordinal")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command->callback([&settings, mode] {
     VOLLEY_REQUIRE(settings.device == "cpu" || settings.device == "cuda", ValueError,
                    "--device must be cpu or cuda, got '{}'", settings.device);
@@ -303,7 +303,7 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
   command->add_option("--dataset", settings.dataset, "Dataset directory")->required();
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
   add_sweep_options(*command, settings, "Worker threads");
-  command->add_option("--batches", settings.batches, "Batches to run")->check(CLI::PositiveNumber);
+  command->add_option("--batches", settings.batches, "Batches to run")->check(kPositive);
   command->add_option("--seed", settings.seed, "Random seed");
   command->add_option("--policy", settings.policy,
                       "Features: auto (the disk tier past half the RAM), mapped, static (a host "

@@ -234,14 +234,14 @@ void add_bench_gather(CLI::App& bench) {
       "gather",
       "Feature gather bandwidth (GB/s) against a sequential memcpy of the same bytes, same run");
   command->add_option("--rows", settings.rows, "Rows N of the generated table")
-      ->check(CLI::PositiveNumber);
-  command->add_option("--dim", settings.dim, "Row width D")->check(CLI::PositiveNumber);
+      ->check(kPositive);
+  command->add_option("--dim", settings.dim, "Row width D")->check(kPositive);
   command->add_option("--dtype", settings.dtype, "Stored dtype (float32, float16, bfloat16, ...)");
   command->add_option("--out-dtype", settings.out_dtype, "Gathered dtype (default: stored)");
   command->add_option("--batch", settings.batch, "Random ids per batch")
-      ->check(CLI::PositiveNumber);
-  command->add_option("--threads", settings.threads, "Gather threads")->check(CLI::PositiveNumber);
-  command->add_option("--batches", settings.batches, "Timed batches")->check(CLI::PositiveNumber);
+      ->check(kPositive);
+  command->add_option("--threads", settings.threads, "Gather threads")->check(kPositive);
+  command->add_option("--batches", settings.batches, "Timed batches")->check(kPositive);
   command->add_option("--tier", settings.tier, "host, shared or mapped");
   command->add_option("--file", settings.file, "Mapped tier: .npy path to write (removed after)");
   command->add_option("--stores", settings.stores,
@@ -261,7 +261,7 @@ void add_bench_gather(CLI::App& bench) {
                    "With --device cuda: share of the table's bytes in device memory")
       ->check(CLI::Range(0.0, 1.0));
   command->add_option("--cuda-device", settings.cuda_device, "CUDA device ordinal")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command->callback([] { run_gather_bench(settings); });
 }
 

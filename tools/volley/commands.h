@@ -8,6 +8,25 @@
 
 namespace volley::cli {
 
+// Readable stand-ins for CLI::PositiveNumber / CLI::NonNegativeNumber, whose messages print the
+// range up to DBL_MAX (309 digits): "must be a number >= 1, got '0'".
+inline CLI::Validator at_least(double minimum) {
+  return CLI::Validator(
+      [minimum](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value)) {
+          return "must be a number >= " + CLI::detail::to_string(minimum) + ", got '" + text + "'";
+        }
+        if (value < minimum) {
+          return "must be >= " + CLI::detail::to_string(minimum) + ", got " + text;
+        }
+        return "";
+      },
+      "NUMBER >= " + CLI::detail::to_string(minimum));
+}
+inline const CLI::Validator kPositive = at_least(1);
+inline const CLI::Validator kNonNegative = at_least(0);
+
 // Options every command sees.
 struct GlobalOptions {
   bool quiet = false;  // no progress bars

@@ -262,7 +262,7 @@ void add_convert_command(CLI::App& app, GlobalOptions& /*global*/) {
   command
       ->add_option("--num-nodes", arguments->num_nodes,
                    "Number of nodes (default: from the input, or max id + 1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command->add_option("--split", arguments->split, "Train/val/test split to store")
       ->check(CLI::IsMember({"none", "planetoid", "random"}))
       ->capture_default_str();

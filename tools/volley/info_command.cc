@@ -15,6 +15,7 @@
 #include "text.h"
 #include "volley/core/buffer.h"
 #include "volley/feature/feature_store.h"
+#include "volley/core/files.h"
 #include "volley/graph/dataset.h"
 #include "volley/graph/io/npy.h"
 #include "volley/graph/io/npz.h"
@@ -176,6 +177,38 @@ std::string dtype_of_descr(const NpyHeaderFields& fields, bool* readable) {
   return dtype ? std::string(dtype_name(*dtype)) : fields.descr;
 }
 
+// Why an array whose header Volley reads still cannot be read: a shape whose byte size overflows,
+// or data bytes other than the shape needs (a truncated file). Empty when it can be read.
+std::string data_problem(const NpyHeaderFields& fields, size_t data_offset, uint64_t image_bytes,
+                         const std::string& source) {
+  const auto dtype = dtype_from_npy_descr(fields.descr);
+  if (!dtype) return "";
+  if (image_bytes < data_offset) return "truncated inside the header";
+  const uint64_t found = image_bytes - data_offset;
+  size_t needed = 0;
+  try {
+    needed = npy_data_bytes(NpyHeader{*dtype, fields.shape, data_offset}, source);
+  } catch (const IoError&) {
+    return fmt::format("impossible shape {}: its byte size overflows 64 bits",
+                       shape_text(fields.shape));
+  }
+  if (found < needed) {
+    return fmt::format("truncated: {} data bytes, the shape needs {}", found, needed);
+  }
+  if (found > needed) {
+    return fmt::format("{} data bytes, the shape needs {} ({} extra)", found, needed,
+                       found - needed);
+  }
+  return "";
+}
+
+// " (not readable by Volley)" or " (not readable by Volley: PROBLEM)" or "".
+std::string unreadable_note(bool readable, const std::string& problem) {
+  if (readable) return "";
+  return problem.empty() ? " (not readable by Volley)"
+                         : fmt::format(" (not readable by Volley: {})", problem);
+}
+
 void describe_npz(const std::string& path, bool as_json) {
   const NpzFile npz = NpzFile::open(path);
   Json members = Json::array();
@@ -183,20 +216,26 @@ void describe_npz(const std::string& path, bool as_json) {
   size_t width = 0;
   for (const auto& member : npz.members()) width = std::max(width, member.name.size());
   for (const auto& member : npz.members()) {
-    const NpyHeaderFields fields = npz.header_fields(member.file_name);
+    size_t data_offset = 0;
+    const NpyHeaderFields fields = npz.header_fields(member.file_name, &data_offset);
     bool readable = false;
     const std::string dtype = dtype_of_descr(fields, &readable);
+    const std::string problem =
+        readable ? data_problem(fields, data_offset, member.size, path + ":" + member.file_name)
+                 : "";
+    readable = readable && problem.empty();
     members.push_back({{"name", member.name},
                        {"dtype", dtype},
                        {"shape", fields.shape},
                        {"readable", readable},
+                       {"problem", problem.empty() ? Json() : Json(problem)},
                        {"compression", member.deflated ? "deflated" : "stored"},
                        {"bytes", member.size},
                        {"compressed_bytes", member.compressed_size}});
     lines.push_back(fmt::format("  {:<{}}  {:<8} {:<16} {} {} bytes{}", member.name, width, dtype,
                                 shape_text(fields.shape), member.deflated ? "deflated" : "stored",
                                 grouped(static_cast<int64_t>(member.size)),
-                                readable ? "" : " (not readable by Volley)"));
+                                unreadable_note(readable, problem)));
   }
   if (as_json) {
     print_json({{"path", path}, {"kind", "npz"}, {"members", members}});
@@ -213,7 +252,10 @@ void describe_npy(const std::string& path, bool as_json) {
       parse_npy_header_fields(file.data(), file.size(), &data_offset, path);
   bool readable = false;
   const std::string dtype = dtype_of_descr(fields, &readable);
-  const auto data_bytes = static_cast<int64_t>(file.size() - data_offset);
+  const std::string problem = readable ? data_problem(fields, data_offset, file.size(), path) : "";
+  readable = readable && problem.empty();
+  const auto data_bytes =
+      static_cast<int64_t>(file.size() > data_offset ? file.size() - data_offset : 0);
   if (as_json) {
     print_json({{"path", path},
                 {"kind", "npy"},
@@ -221,11 +263,12 @@ void describe_npy(const std::string& path, bool as_json) {
                 {"shape", fields.shape},
                 {"fortran_order", fields.fortran_order},
                 {"readable", readable},
+                {"problem", problem.empty() ? Json() : Json(problem)},
                 {"data_bytes", data_bytes}});
     return;
   }
   std::printf("npy: %s\n", path.c_str());
-  std::printf("dtype: %s%s\n", dtype.c_str(), readable ? "" : " (not readable by Volley)");
+  std::printf("dtype: %s%s\n", dtype.c_str(), unreadable_note(readable, problem).c_str());
   std::printf("shape: %s\n", shape_text(fields.shape).c_str());
   std::printf("data bytes: %s\n", grouped(data_bytes).c_str());
 }
@@ -262,6 +305,7 @@ void add_info_command(CLI::App& app, GlobalOptions& /*global*/) {
     }
     VOLLEY_REQUIRE(!arguments->verify, ValueError,
                    "--verify checks dataset directories; '{}' is a file", path);
+    require_regular_file(path, path.ends_with(".npz") ? ".npz archive" : ".npy file");
     if (path.ends_with(".npz")) {
       describe_npz(path, arguments->json);
     } else if (path.ends_with(".npy")) {

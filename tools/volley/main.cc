@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   volley::cli::GlobalOptions global;
   app.add_flag("-q,--quiet", global.quiet, "No progress bars");
   app.add_option("-t,--threads", global.threads, "Worker threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(volley::cli::kNonNegative);
   app.parse_complete_callback([&] {
     volley::set_progress_enabled(!global.quiet);
     if (global.threads > 0) volley::set_num_threads(global.threads);

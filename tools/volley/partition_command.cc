@@ -279,7 +279,7 @@ void add_partition_command(CLI::App& app, GlobalOptions& /*global*/) {
       ->required();
   command->add_option("-k,--parts", arguments->parts, "Number of partitions")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   command->add_option("-m,--method", arguments->method, "random, metis, hotness or stream")
       ->check(CLI::IsMember({"random", "metis", "hotness", "stream"}))
       ->capture_default_str();
@@ -291,7 +291,7 @@ void add_partition_command(CLI::App& app, GlobalOptions& /*global*/) {
   command->add_option("--cache-bytes", arguments->cache_bytes,
                       "Per-partition cache of hot remote feature rows (hotness), e.g. 64M");
   command->add_option("--batch-size", arguments->batch_size, "Batch size of the simulated epoch")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   command
       ->add_option("--tolerance", arguments->tolerance,

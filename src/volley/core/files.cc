@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "volley/core/error.h"
 
 namespace volley {
@@ -26,7 +28,21 @@ void write_file_atomically(const std::string& path, std::string_view text) {
   if (error) throw IoError(fmt::format("cannot write '{}': {}", path, error.message()));
 }
 
+void require_regular_file(const std::string& path, std::string_view what) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || S_ISREG(info.st_mode)) return;
+  const char* kind = S_ISFIFO(info.st_mode)   ? "a named pipe (FIFO)"
+                     : S_ISDIR(info.st_mode)  ? "a directory"
+                     : S_ISCHR(info.st_mode)  ? "a character device"
+                     : S_ISBLK(info.st_mode)  ? "a block device"
+                     : S_ISSOCK(info.st_mode) ? "a socket"
+                                              : "not a regular file";
+  throw IoError(
+      fmt::format("{}: cannot read the {}: it is {}, not a regular file", path, what, kind));
+}
+
 std::string read_file_text(const std::string& path, std::string_view what) {
+  require_regular_file(path, what);
   std::ifstream stream(path, std::ios::binary);
   if (!stream) {
     throw IoError(

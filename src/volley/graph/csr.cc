@@ -348,7 +348,10 @@ Csr build_csr(const Array& src, const Array& dst, const std::optional<Array>& we
                    *options.num_nodes);
   }
   const IdReader s(src), d(dst);
-  for (const auto& [reader, name] : {std::pair{&s, "src"}, std::pair{&d, "dst"}}) {
+  for (const auto& entry : {std::pair{&s, "src"}, std::pair{&d, "dst"}}) {
+    // (Not a structured binding: clang before 16 cannot capture one in the lambda below.)
+    const IdReader* reader = entry.first;
+    const char* name = entry.second;
     const int64_t limit = options.num_nodes.value_or(std::numeric_limits<int64_t>::max());
     const int64_t bad = first_position_where(num_edges, [&](int64_t i) {
       const int64_t id = (*reader)[i];

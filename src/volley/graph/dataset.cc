@@ -146,6 +146,7 @@ class ManifestReader {
   explicit ManifestReader(std::string path) : path_(path), check_(std::move(path)) {}
 
   Manifest read(const std::string& directory) {
+    require_regular_file(path_, "dataset manifest");
     std::ifstream stream(path_);
     if (!stream) {
       throw IoError(
@@ -160,7 +161,8 @@ class ManifestReader {
     Manifest manifest;
     manifest.path = path_;
     const Json& format = require(json, "format");
-    if (format != kFormatName) fail("format", fmt::format("\"{}\"", kFormatName), format.dump());
+    if (format != kFormatName)
+      fail("format", fmt::format("\"{}\"", kFormatName), JsonChecker::brief(format));
     const int64_t version = integer(json, "version");
     if (version != kFormatVersion) {
       fail("version",
@@ -169,7 +171,7 @@ class ManifestReader {
     }
     manifest.name = fs::path(directory).lexically_normal().filename().string();
     if (json.contains("name")) {
-      if (!json["name"].is_string()) fail("name", "a string", json["name"].dump());
+      if (!json["name"].is_string()) fail("name", "a string", JsonChecker::brief(json["name"]));
       manifest.name = json["name"].get<std::string>();
     }
     manifest.num_nodes = integer(json, "num_nodes");
@@ -182,11 +184,11 @@ class ManifestReader {
       } else if (orientation == "out") {
         manifest.orientation = Orientation::kOut;
       } else {
-        fail("orientation", "\"in\" or \"out\"", orientation.dump());
+        fail("orientation", "\"in\" or \"out\"", JsonChecker::brief(orientation));
       }
     }
     const Json& arrays = require(json, "arrays");
-    if (!arrays.is_object()) fail("arrays", "an object", arrays.dump());
+    if (!arrays.is_object()) fail("arrays", "an object", JsonChecker::brief(arrays));
     for (const auto& [field, entry] : arrays.items()) {
       manifest.arrays.push_back(read_entry(field, entry));
     }
@@ -223,14 +225,16 @@ class ManifestReader {
       fail(fmt::format("arrays.{}", field), fmt::format("one of {}", fmt::join(kFields, ", ")),
            fmt::format("'{}'", field));
     }
-    if (!json.is_object()) fail(where.substr(0, where.size() - 1), "an object", json.dump());
+    if (!json.is_object())
+      fail(where.substr(0, where.size() - 1), "an object", JsonChecker::brief(json));
     ArrayEntry entry;
     entry.field = field;
     const Json& file = require(json, "file", where);
     if (!file.is_string() || file.get<std::string>().empty() ||
         file.get<std::string>().find('/') != std::string::npos ||
+        file.get<std::string>().find('\0') != std::string::npos ||
         file.get<std::string>().starts_with(".")) {
-      fail(where + "file", "a file name inside the dataset directory", file.dump());
+      fail(where + "file", "a file name inside the dataset directory", JsonChecker::brief(file));
     }
     entry.file = file.get<std::string>();
     const Json& dtype = require(json, "dtype", where);
@@ -238,13 +242,13 @@ class ManifestReader {
       if (!dtype.is_string()) throw ValueError("not a string");
       entry.dtype = dtype_from_name(dtype.get<std::string>());
     } catch (const ValueError&) {
-      fail(where + "dtype", "a dtype name such as \"int64\"", dtype.dump());
+      fail(where + "dtype", "a dtype name such as \"int64\"", JsonChecker::brief(dtype));
     }
     const Json& shape = require(json, "shape", where);
-    if (!shape.is_array()) fail(where + "shape", "a list of sizes", shape.dump());
+    if (!shape.is_array()) fail(where + "shape", "a list of sizes", JsonChecker::brief(shape));
     for (const Json& extent : shape) {
       if (!extent.is_number_integer() || extent.get<int64_t>() < 0) {
-        fail(where + "shape", "a list of non-negative integers", shape.dump());
+        fail(where + "shape", "a list of non-negative integers", JsonChecker::brief(shape));
       }
       entry.shape.push_back(extent.get<int64_t>());
     }
@@ -253,7 +257,7 @@ class ManifestReader {
     const auto [end, error] =
         std::from_chars(crc_text.data(), crc_text.data() + crc_text.size(), entry.crc32, 16);
     if (crc_text.size() != 8 || error != std::errc() || end != crc_text.data() + 8) {
-      fail(where + "crc32", "8 hex digits", crc.dump());
+      fail(where + "crc32", "8 hex digits", JsonChecker::brief(crc));
     }
     return entry;
   }

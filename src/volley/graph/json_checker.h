@@ -45,14 +45,14 @@ class JsonChecker {
   int64_t integer(const Json& object, const std::string& key, const std::string& where = "") const {
     const Json& value = require(object, key, where);
     if (!value.is_number_integer() || value.get<int64_t>() < 0) {
-      fail(where + key, "a non-negative integer", value.dump());
+      fail(where + key, "a non-negative integer", brief(value));
     }
     return value.get<int64_t>();
   }
   std::string string(const Json& object, const std::string& key,
                      const std::string& where = "") const {
     const Json& value = require(object, key, where);
-    if (!value.is_string()) fail(where + key, "a string", value.dump());
+    if (!value.is_string()) fail(where + key, "a string", brief(value));
     return value.get<std::string>();
   }
   uint32_t crc(const Json& object, const std::string& key, const std::string& where = "") const {
@@ -66,19 +66,59 @@ class JsonChecker {
   }
   std::optional<double> optional_number(const Json& object, const std::string& key) const {
     if (!object.contains(key) || object[key].is_null()) return std::nullopt;
-    if (!object[key].is_number()) fail("quality." + key, "a number or null", object[key].dump());
+    if (!object[key].is_number()) fail("quality." + key, "a number or null", brief(object[key]));
     return object[key].get<double>();
   }
+  // The deepest nesting of arrays and objects a manifest may have (Volley's manifests use 3).
+  static constexpr int kMaxDepth = 64;
+
   Json parse(const std::string& text) const {
+    check_depth(text);
     try {
       Json json = Json::parse(text);
-      if (!json.is_object()) fail("", "a JSON object", json.dump());
+      if (!json.is_object()) fail("", "a JSON object", brief(json));
       return json;
-    } catch (const Json::parse_error& error) {
+    } catch (const Json::exception& error) {
+      // parse_error, and out_of_range for a number too large for a double (1E400).
       throw IoError(fmt::format("{}: not valid JSON: {}", path_, error.what()));
     }
   }
   const std::string& path() const { return path_; }
+
+  // A value for an error message: its JSON text, cut to 200 bytes with "..." after.
+  static std::string brief(const Json& value) {
+    std::string text = value.dump(-1, ' ', true, Json::error_handler_t::replace);
+    if (text.size() > 200) text = text.substr(0, 200) + "...";
+    return text;
+  }
+
+  // Refuses text whose arrays and objects nest deeper than kMaxDepth, before nlohmann's parser
+  // and dump (which recurse) can exhaust the stack. Brackets inside strings do not count.
+  void check_depth(const std::string& text) const {
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (in_string) {
+        if (c == '\\') {
+          ++i;
+        } else if (c == '"') {
+          in_string = false;
+        }
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '[' || c == '{') {
+        if (++depth > kMaxDepth) {
+          throw IoError(
+              fmt::format("{}: not a Volley manifest: arrays and objects nest deeper "
+                          "than {} levels (at byte {})",
+                          path_, kMaxDepth, i));
+        }
+      } else if (c == ']' || c == '}') {
+        --depth;
+      }
+    }
+  }
 
  private:
   std::string path_;

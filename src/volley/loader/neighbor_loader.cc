@@ -109,7 +109,8 @@ namespace loader_internal {
 
 Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t n) {
   Array inputs;
-  if (input_nodes && input_nodes->numel() > 0) {
+  if (input_nodes) {
+    // An empty selection is no seeds (PyG's loader yields no batch), never "all nodes".
     VOLLEY_REQUIRE(input_nodes->ndim() == 1 && input_nodes->dtype() == DType::kInt64, ValueError,
                    "input_nodes must be a 1-d int64 array, got {}", input_nodes->describe());
     const int64_t* ids = input_nodes->data<int64_t>();
@@ -175,9 +176,10 @@ void check_loader_options(const LoaderOptions& options, int64_t num_inputs) {
   VOLLEY_REQUIRE(options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size,
                  ValueError, "rank must be in [0, world_size), got rank={}, world_size={}",
                  options.rank, options.world_size);
-  VOLLEY_REQUIRE(options.world_size == 1 || inputs_per_rank(num_inputs, options) > 0, ValueError,
-                 "{} input nodes cannot be split over {} ranks{}", num_inputs, options.world_size,
-                 options.drop_last && num_inputs > 0 ? " with drop_last" : "");
+  VOLLEY_REQUIRE(
+      options.world_size == 1 || num_inputs == 0 || inputs_per_rank(num_inputs, options) > 0,
+      ValueError, "{} input nodes cannot be split over {} ranks{}", num_inputs, options.world_size,
+      options.drop_last && num_inputs > 0 ? " with drop_last" : "");
 }
 
 int64_t inputs_per_rank(int64_t num_inputs, const LoaderOptions& options) {
@@ -274,8 +276,7 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
     : options_(std::move(options)) {
   VOLLEY_REQUIRE(source != nullptr, ValueError, "the loader needs a batch source, got none");
   const int64_t n = source->num_nodes();
-  const bool given = input_nodes && input_nodes->numel() > 0;
-  loader_internal::check_loader_options(options_, given ? input_nodes->numel() : n);
+  loader_internal::check_loader_options(options_, input_nodes ? input_nodes->numel() : n);
   source->validate(options_.sampler);
   if (source->feature_width() > 0) {
     VOLLEY_REQUIRE(gather_supports(source->feature_dtype(), options_.feature_dtype), ValueError,

@@ -88,9 +88,9 @@ class NeighborLoader {
   // `features` [N, D] and `labels` [N] (int64 or any integer dtype) are optional and must have
   // N = graph.num_nodes() rows; each is a FeatureStore (tiered, shared, mapped) or an Array,
   // which converts to a single-tier store without a copy. `input_nodes` (int64) lists the seed
-  // nodes; empty means all nodes. `options` are checked here, once (check_loader_options and
-  // the source's sampler checks). Throws ValueError / IndexError for inconsistent arguments,
-  // naming them and the offending value.
+  // nodes; std::nullopt means all nodes, an empty array none (no batches, as in PyG). `options` are
+  // checked here, once (check_loader_options and the source's sampler checks). Throws ValueError /
+  // IndexError for inconsistent arguments, naming them and the offending value.
   // `attributes`: ValueError naming a table whose row count is not the graph's node (edge)
   // count, or that lives on a GPU.
   NeighborLoader(Csr graph, std::optional<FeatureStore> features,
@@ -138,8 +138,9 @@ Array seeded_permutation(int64_t n, uint64_t seed);
 // What every loader over one graph shares (this one and the CUDA loader, cuda_loader.h), so that
 // both cut the same batches and sample them with the same seeds.
 namespace loader_internal {
-// `input_nodes` (1-d int64, distinct, in [0, num_nodes)) as given, or all nodes when absent or
-// empty. IndexError / ValueError naming the offending id and position.
+// `input_nodes` (1-d int64, distinct, in [0, num_nodes)) as given — an empty array is no seeds
+// (the epoch has no batch) — or all nodes when absent (nullopt). IndexError / ValueError naming
+// the offending id and position.
 Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t num_nodes);
 // Positions into the input nodes in the order epoch `epoch` visits them (int64 [num_inputs]).
 Array epoch_order(int64_t num_inputs, bool shuffle, uint64_t seed, int64_t epoch);

@@ -8,8 +8,8 @@
 
 #include "volley/core/files.h"
 #include "volley/core/parallel.h"
-#include "volley/graph/json_checker.h"
 #include "volley/graph/io/npy.h"
+#include "volley/graph/json_checker.h"
 #include "volley/partition/internal/format.h"
 #include "volley/partition/internal/partitioned_dataset.h"
 #include "volley/partition/partition.h"
@@ -61,10 +61,10 @@ ArrayRef read_array_ref(const JsonChecker& check, const Json& json, const std::s
     check.fail(where + "dtype", "a dtype name such as \"int64\"", fmt::format("\"{}\"", dtype));
   }
   const Json& shape = check.require(json, "shape", where);
-  if (!shape.is_array()) check.fail(where + "shape", "a list of sizes", shape.dump());
+  if (!shape.is_array()) check.fail(where + "shape", "a list of sizes", JsonChecker::brief(shape));
   for (const Json& extent : shape) {
     if (!extent.is_number_integer() || extent.get<int64_t>() < 0) {
-      check.fail(where + "shape", "a list of non-negative integers", shape.dump());
+      check.fail(where + "shape", "a list of non-negative integers", JsonChecker::brief(shape));
     }
     ref.shape.push_back(extent.get<int64_t>());
   }
@@ -105,7 +105,7 @@ Json parse_manifest(const JsonChecker& check, const std::string& directory, cons
   Json json = check.parse(text);
   const Json& format = check.require(json, "format");
   if (format != kFormatName)
-    check.fail("format", fmt::format("\"{}\"", kFormatName), format.dump());
+    check.fail("format", fmt::format("\"{}\"", kFormatName), JsonChecker::brief(format));
   const int64_t version = check.integer(json, "version");
   if (version != kFormatVersion) {
     check.fail("version",
@@ -134,7 +134,8 @@ int64_t read_header(const JsonChecker& check, const Json& json, PartitionManifes
   std::vector<int64_t> offset_values;
   if (offsets.is_array()) {
     for (const Json& value : offsets) {
-      if (!value.is_number_integer()) check.fail("offsets", "a list of integers", offsets.dump());
+      if (!value.is_number_integer())
+        check.fail("offsets", "a list of integers", JsonChecker::brief(offsets));
       offset_values.push_back(value.get<int64_t>());
     }
   }
@@ -143,7 +144,7 @@ int64_t read_header(const JsonChecker& check, const Json& json, PartitionManifes
     check.fail("offsets",
                fmt::format("{} non-decreasing integers from 0 to num_nodes = {}", num_parts + 1,
                            manifest.num_nodes),
-               offsets.dump());
+               JsonChecker::brief(offsets));
   }
   try {
     manifest.book = PartitionBook(offset_values);
@@ -181,7 +182,8 @@ PartitionQuality read_quality(const JsonChecker& check, const Json& json) {
   PartitionQuality q;
   auto number = [&](const char* key) {
     const Json& value = check.require(quality, key, "quality.");
-    if (!value.is_number()) check.fail(fmt::format("quality.{}", key), "a number", value.dump());
+    if (!value.is_number())
+      check.fail(fmt::format("quality.{}", key), "a number", JsonChecker::brief(value));
     return value.get<double>();
   };
   q.edge_cut_fraction = number("edge_cut_fraction");
@@ -213,8 +215,9 @@ FullManifest read_full_manifest(const std::string& directory) {
   }
   const Json& parts = check.require(json, "parts");
   if (!parts.is_array() || static_cast<int64_t>(parts.size()) != num_parts) {
-    check.fail("parts", fmt::format("a list of {} partitions", num_parts),
-               parts.is_array() ? fmt::format("{} entries", parts.size()) : parts.dump());
+    check.fail(
+        "parts", fmt::format("a list of {} partitions", num_parts),
+        parts.is_array() ? fmt::format("{} entries", parts.size()) : JsonChecker::brief(parts));
   }
   for (size_t p = 0; p < parts.size(); ++p) {
     PartEntry entry = read_part_entry(check, parts[p], static_cast<int64_t>(p), manifest.book);
@@ -298,7 +301,7 @@ Partition load_partition(const std::string& directory, int64_t part,
   const Json json = check.parse(part_text);
   if (json.value("format", "") != kPartFormatName) {
     check.fail("format", fmt::format("\"{}\"", kPartFormatName),
-               json.contains("format") ? json["format"].dump() : "none");
+               json.contains("format") ? JsonChecker::brief(json["format"]) : "none");
   }
   auto expect = [&](const char* key, int64_t expected) {
     const int64_t found = check.integer(json, key);

@@ -1,6 +1,10 @@
 // Writing the partitioned dataset directory (format: partition.h): one streaming pass per array
-// kind with K writers open at a time, then each part's manifests, then partition.json last (a
-// half-written directory never looks complete).
+// kind with K writers open at a time, then each part's manifests, then partition.json last, all
+// into a staging directory beside the output that is renamed onto it at the end (a failed or
+// killed run leaves no half-written output; a crash may leave OUTPUT.partial-PID).
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <memory>
@@ -168,15 +172,85 @@ struct PartsWrite {
   DatasetWriter& part(int64_t p) { return *datasets[static_cast<size_t>(p)]; }
 };
 
-// Creates `output` and removes its manifest (it is written last).
-void prepare_output(const std::string& output) {
+// Creates the empty staging directory `staging` (removing one a crashed run left).
+void prepare_output(const std::string& staging) {
   std::error_code error;
-  fs::create_directories(output, error);
-  if (error || !fs::is_directory(output)) {
-    throw IoError(fmt::format("cannot create the partitioned dataset directory '{}': {}", output,
+  fs::remove_all(staging, error);
+  fs::create_directories(staging, error);
+  if (error || !fs::is_directory(staging)) {
+    throw IoError(fmt::format("cannot create the partitioned dataset directory '{}': {}", staging,
                               error ? error.message() : "a file of that name exists"));
   }
-  fs::remove(join_path(output, kManifestFile), error);
+}
+
+// `output` without trailing slashes ("out/" -> "out"), so that "<output>.partial-PID" is a
+// sibling.
+std::string output_path(const std::string& output) {
+  std::string path = output;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// Refuses, before anything is written, an output that exists and is neither an empty directory
+// nor a partitioned dataset (it would be replaced).
+void check_output(const std::string& output) {
+  std::error_code error;
+  if (!fs::exists(output, error)) return;
+  if (!fs::is_directory(output, error)) {
+    throw IoError(
+        fmt::format("cannot write the partitioned dataset to '{}': a file of that name "
+                    "exists",
+                    output));
+  }
+  if (fs::is_empty(output, error) || is_partitioned_directory(output)) return;
+  throw IoError(
+      fmt::format("'{}' exists and is not a partitioned dataset directory; refusing "
+                  "to replace it (remove it or choose another output)",
+                  output));
+}
+
+// Raises the soft limit on open files so that `needed` fit (partitioning writes up to 3 files of
+// each of K parts at once); IoError naming both numbers when the hard limit is too low.
+void ensure_open_files(int64_t num_parts) {
+  const auto needed = static_cast<rlim_t>(3 * num_parts + 64);
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= needed) return;
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
+    throw IoError(
+        fmt::format("partitioning into {} parts keeps about {} files open at once; the "
+                    "limit on open files is {} (hard limit {}): raise it (ulimit -n) "
+                    "or choose fewer parts",
+                    num_parts, needed, limit.rlim_cur, limit.rlim_max));
+  }
+  limit.rlim_cur = needed;
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    throw IoError(
+        fmt::format("partitioning into {} parts keeps about {} files open at once; "
+                    "cannot raise the limit on open files to that: {}",
+                    num_parts, needed, internal::errno_text(errno)));
+  }
+}
+
+// Moves the finished `staging` directory onto `output`; an existing output (checked by
+// check_output) is moved aside first and removed after.
+void publish(const std::string& staging, const std::string& output) {
+  std::error_code error;
+  std::string old;
+  if (fs::exists(output, error)) {
+    old = fmt::format("{}.old-{}", output, getpid());
+    fs::remove_all(old, error);
+    fs::rename(output, old, error);
+    if (error) {
+      throw IoError(fmt::format("cannot replace '{}': {}", output, error.message()));
+    }
+  }
+  fs::rename(staging, output, error);
+  if (error) {
+    const std::string reason = error.message();
+    if (!old.empty()) fs::rename(old, output, error);
+    throw IoError(fmt::format("cannot move '{}' to '{}': {}", staging, output, reason));
+  }
+  if (!old.empty()) fs::remove_all(old, error);
 }
 
 // Renumbering: partition p's nodes, in old-id order, get offsets[p], offsets[p] + 1, ...
@@ -392,16 +466,6 @@ Json finish_part(PartsWrite& write, int64_t p, const std::vector<std::vector<int
           {"part_json_crc32", crc32_hex(text_crc(part_text))}};
 }
 
-// Part directories left over from an earlier run with more partitions would only confuse.
-void remove_stale_parts(const std::string& output, int64_t num_parts) {
-  for (int64_t p = num_parts;; ++p) {
-    const std::string stale = join_path(output, part_directory_name(p));
-    std::error_code ignored;
-    if (!fs::exists(join_path(stale, kPartFile), ignored)) break;
-    fs::remove_all(stale, ignored);
-  }
-}
-
 Json manifest_json(const Dataset& dataset, const PartitionOptions& options,
                    const PartitionResult& result, uint32_t node_map_crc, Json parts,
                    double seconds) {
@@ -428,12 +492,11 @@ Json manifest_json(const Dataset& dataset, const PartitionOptions& options,
           {"seconds", {{"assign", result.assign_seconds}, {"total", seconds}}}};
 }
 
-}  // namespace
-
-void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
-                               const std::vector<std::vector<int64_t>>& cached,
-                               const PartitionOptions& options, const PartitionResult& result,
-                               const std::string& output, const std::function<double()>& elapsed) {
+// write_partitioned_dataset's body: writes the whole directory `output` (a fresh staging one).
+void write_everything(const Dataset& dataset, const Array& assignment,
+                      const std::vector<std::vector<int64_t>>& cached,
+                      const PartitionOptions& options, const PartitionResult& result,
+                      const std::string& output, const std::function<double()>& elapsed) {
   prepare_output(output);
   const int32_t* part_of = assignment.data<int32_t>();
   PartsWrite write{dataset, result.book,
@@ -449,10 +512,29 @@ void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
   for (int64_t p = 0; p < write.num_parts(); ++p) {
     parts.push_back(finish_part(write, p, cached, result));
   }
-  remove_stale_parts(output, write.num_parts());
   const Json manifest =
       manifest_json(dataset, options, result, node_map_crc, std::move(parts), elapsed());
   write_file_atomically(join_path(output, kManifestFile), manifest.dump(2) + "\n");
+}
+
+}  // namespace
+
+void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
+                               const std::vector<std::vector<int64_t>>& cached,
+                               const PartitionOptions& options, const PartitionResult& result,
+                               const std::string& output, const std::function<double()>& elapsed) {
+  const std::string target = output_path(output);
+  check_output(target);
+  ensure_open_files(options.num_parts);
+  const std::string staging = fmt::format("{}.partial-{}", target, getpid());
+  try {
+    write_everything(dataset, assignment, cached, options, result, staging, elapsed);
+    publish(staging, target);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(staging, ignored);
+    throw;
+  }
 }
 
 }  // namespace volley::internal

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -224,9 +226,81 @@ TEST_F(DatasetTest, ManifestMismatchesAreRefusedPrecisely) {
   std::ofstream(manifest_path) << "{\"format\": ";
   EXPECT_THAT(load_error(), HasSubstr(manifest_path + ": not valid JSON:"));
 
+  // Found by manifest_fuzz: a number too large for a double escaped as nlohmann's out_of_range.
+  std::ofstream(manifest_path) << "{\"num_nodes\": 1E400}";
+  EXPECT_THAT(load_error(), HasSubstr(manifest_path + ": not valid JSON: [json.exception."
+                                                      "out_of_range.406] number overflow"));
+
   fs::remove(manifest_path);
   EXPECT_THAT(load_error(), HasSubstr(manifest_path + ": cannot open the dataset manifest"));
   EXPECT_FALSE(is_dataset_directory(dir_));
+}
+
+TEST_F(DatasetTest, DeeplyNestedManifestIsRefusedNotACrash) {
+  save_dataset(toy(), dir_);
+  Json json = manifest();
+  // 200 KB of brackets: nlohmann's dump (and any recursive walk) would exhaust the stack.
+  std::ofstream(file("volley.json")) << std::string(100000, '[') << std::string(100000, ']');
+  EXPECT_THAT(load_error(), HasSubstr(": not a Volley manifest: arrays and objects nest deeper "
+                                      "than 64 levels (at byte 64)"));
+  std::ofstream(file("volley.json"))
+      << "{\"format\": \"volley-dataset\", \"name\": " << std::string(100000, '{')
+      << std::string(100000, '}') << "}";
+  EXPECT_THAT(load_error(), HasSubstr("nest deeper than 64 levels"));
+  // Brackets inside strings do not count.
+  json["name"] = std::string(1000, '[');
+  write_manifest(json);
+  EXPECT_NO_THROW(load_dataset(dir_));
+}
+
+TEST_F(DatasetTest, ManifestFileNameWithANulIsRefused) {
+  save_dataset(toy(), dir_);
+  Json json = manifest();
+  json["arrays"]["labels"]["file"] = std::string("labels.npy\0.evil", 16);
+  write_manifest(json);
+  EXPECT_THAT(load_error(), HasSubstr("arrays.labels.file: expected a file name inside the "
+                                      "dataset directory, found \"labels.npy\\u0000.evil\""));
+}
+
+TEST_F(DatasetTest, ErrorMessagesCutLongValues) {
+  save_dataset(toy(), dir_);
+  Json json = manifest();
+  json["name"] = Json::array();
+  for (int i = 0; i < 10000; ++i) json["name"].push_back(i);
+  write_manifest(json);
+  const std::string error = load_error();
+  EXPECT_THAT(error, HasSubstr("name: expected a string, found [0,1,2,"));
+  EXPECT_LT(error.size(), 400u);
+}
+
+TEST_F(DatasetTest, ManifestThatIsANamedPipeIsRefusedWithoutBlocking) {
+  save_dataset(toy(), dir_);
+  fs::remove(file("volley.json"));
+  ASSERT_EQ(mkfifo(file("volley.json").c_str(), 0600), 0);
+  EXPECT_THAT(load_error(), HasSubstr("volley.json: cannot read the dataset manifest: it is a "
+                                      "named pipe (FIFO), not a regular file"));
+  fs::remove(file("volley.json"));
+  save_dataset(toy(), dir_);
+  fs::remove(file("labels.npy"));
+  ASSERT_EQ(mkfifo(file("labels.npy").c_str(), 0600), 0);
+  EXPECT_THAT(load_error(), HasSubstr("labels.npy: cannot read the .npy file: it is a named pipe"));
+}
+
+TEST_F(DatasetTest, VerifyFindsAFlippedByteInTheNpyHeaderPadding) {
+  save_dataset(toy(), dir_);
+  {
+    // The header dict ends well before byte 120; numpy pads it with spaces up to a newline.
+    std::fstream stream(file("features.npy"), std::ios::in | std::ios::out | std::ios::binary);
+    stream.seekg(120);
+    const char byte = static_cast<char>(stream.get());
+    ASSERT_EQ(byte, ' ');
+    stream.seekp(120);
+    stream.put(static_cast<char>(byte ^ 0x40));
+  }
+  const DatasetCheck check = verify_dataset(dir_);
+  ASSERT_EQ(check.problems.size(), 1u);
+  EXPECT_THAT(check.problems[0], HasSubstr("features.npy: header: expected only spaces and a "
+                                           "newline after the dict (padding), found '`"));
 }
 
 TEST_F(DatasetTest, GraphAndSplitErrorsNameTheirSource) {

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "volley/core/files.h"
 #include "volley/core/progress.h"
 
 namespace volley {
@@ -196,6 +197,7 @@ EdgeList read_edge_list(const std::string& path, const EdgeListOptions& options)
   VOLLEY_REQUIRE(!options.num_nodes.has_value() || *options.num_nodes >= 0, ValueError,
                  "read_edge_list('{}'): num_nodes must be >= 0, got {}", path,
                  options.num_nodes.value_or(0));
+  require_regular_file(path, "edge list");
   const Buffer file = Buffer::map_file(path);
   std::string_view text(reinterpret_cast<const char*>(file.data()), file.size());
   if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);  // a UTF-8 byte-order mark

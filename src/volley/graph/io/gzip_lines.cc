@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "volley/core/error.h"
+#include "volley/core/files.h"
 
 namespace volley {
 namespace {
@@ -21,6 +22,7 @@ std::string_view without_cr(std::string_view line) {
 }  // namespace
 
 GzipLines::GzipLines(std::string path) : path_(std::move(path)), buffer_(kBufferBytes) {
+  require_regular_file(path_, "gzip file");
   file_ = gzopen(path_.c_str(), "rb");
   if (file_ == nullptr) {
     throw IoError(fmt::format("cannot open '{}': {}", path_,

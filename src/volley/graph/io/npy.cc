@@ -13,6 +13,7 @@
 #include <limits>
 #include <string_view>
 
+#include "volley/core/files.h"
 #include "volley/core/parallel.h"
 
 namespace volley {
@@ -93,6 +94,12 @@ class HeaderParser {
       break;
     }
     expect('}');
+    // numpy pads with spaces up to a newline; any other byte there (a flipped bit) makes numpy's
+    // literal_eval refuse the header, and so does Volley.
+    skip_space();
+    if (position_ != text_.size()) {
+      fail("header", "only spaces and a newline after the dict (padding)", found_here());
+    }
     if (!seen_descr) fail("descr", "a 'descr' key", "none");
     if (!seen_order) fail("fortran_order", "a 'fortran_order' key", "none");
     if (!seen_shape) fail("shape", "a 'shape' key", "none");
@@ -365,6 +372,7 @@ size_t npy_data_bytes(const NpyHeader& header, const std::string& source) {
 }
 
 Array read_npy(const std::string& path, bool memory_map) {
+  require_regular_file(path, ".npy file");
   if (memory_map) {
     Buffer file = Buffer::map_file(path);
     const NpyHeader header = parse_npy_header(file.data(), file.size(), path);

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "volley/core/files.h"
+
 namespace volley {
 namespace {
 
@@ -229,6 +231,7 @@ size_t read_directory_entry(const std::string& path, const std::byte* base, size
 NpzFile NpzFile::open(const std::string& path) {
   NpzFile npz;
   npz.path_ = path;
+  require_regular_file(path, ".npz archive");
   npz.file_ = Buffer::map_file(path);
   const std::byte* base = npz.file_.data();
   const size_t size = npz.file_.size();
@@ -312,11 +315,11 @@ Array NpzFile::read(const std::string& name) const {
   return Array(std::move(data), header.dtype, header.shape);
 }
 
-NpyHeaderFields NpzFile::header_fields(const std::string& name) const {
+NpyHeaderFields NpzFile::header_fields(const std::string& name, size_t* data_offset) const {
   const NpzMember& entry = member(name);
   // numpy's headers are a few hundred bytes; 64 KiB covers any version 1.0 header.
   const Buffer bytes = member_bytes(entry, 65536 + 12);
-  return parse_npy_header_fields(bytes.data(), bytes.size(), nullptr,
+  return parse_npy_header_fields(bytes.data(), bytes.size(), data_offset,
                                  fmt::format("{}:{}", path_, printable(entry.file_name)));
 }
 

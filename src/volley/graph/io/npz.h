@@ -56,8 +56,9 @@ class NpzFile {
   // mapped archive; others are inflated or copied into heap memory. Throws IoError for a missing
   // member (listing the members), a CRC mismatch, or a bad .npy image (see npy.h).
   Array read(const std::string& name) const;
-  // The member's .npy header dict without reading (or inflating) all of its data.
-  NpyHeaderFields header_fields(const std::string& name) const;
+  // The member's .npy header dict without reading (or inflating) all of its data; stores the
+  // offset of its data within the member's .npy image in `*data_offset` when not null.
+  NpyHeaderFields header_fields(const std::string& name, size_t* data_offset = nullptr) const;
 
  private:
   const NpzMember& member(const std::string& name) const;
