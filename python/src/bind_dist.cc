@@ -57,21 +57,22 @@ nb::dict info_to_python(const ServiceInfo& info) {
   return d;
 }
 
-}  // namespace
-
-void bind_dist(nb::module_& m) {
+void bind_server(nb::module_& m) {
   nb::class_<Server>(m, "Server", "One partition served over gRPC (see volley/dist/server.h).")
       .def(
           "__init__",
           [](Server* self, const std::string& directory, int64_t part, const std::string& listen,
              const std::string& token, int threads, std::vector<std::string> peers,
-             const std::string& peer_token, double peer_deadline_seconds, int64_t max_message_bytes,
+             const std::string& peer_token, double peer_deadline_seconds,
+             int64_t max_request_bytes, int64_t max_reply_bytes, int64_t max_ids_per_call,
              int64_t memory_limit_bytes, int default_concurrency) {
             ServerOptions options;
             options.listen = listen;
             options.token = token;
             options.threads = threads;
-            options.max_message_bytes = max_message_bytes;
+            options.limits.max_request_bytes = max_request_bytes;
+            options.limits.max_reply_bytes = max_reply_bytes;
+            options.limits.max_ids_per_call = max_ids_per_call;
             options.memory_limit_bytes = memory_limit_bytes;
             options.peers = std::move(peers);
             options.peer_client.token = peer_token;
@@ -84,7 +85,9 @@ void bind_dist(nb::module_& m) {
           nb::arg("token") = "", nb::arg("threads") = 0,
           nb::arg("peers") = std::vector<std::string>{}, nb::arg("peer_token") = "",
           nb::arg("peer_deadline_seconds") = 30.0,
-          nb::arg("max_message_bytes") = int64_t{512} << 20,
+          nb::arg("max_request_bytes") = dist::ServerLimits{}.max_request_bytes,
+          nb::arg("max_reply_bytes") = dist::ServerLimits{}.max_reply_bytes,
+          nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
           nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("default_concurrency") = 0,
           "Loads part `part` of the partitioned dataset at `directory` and starts serving.")
       .def_prop_ro("port", &Server::port)
@@ -108,9 +111,10 @@ void bind_dist(nb::module_& m) {
            "Stops serving; waits up to grace_seconds for calls in flight (idempotent).")
       .def("wait", &Server::wait, nb::call_guard<nb::gil_scoped_release>(),
            "Blocks until shutdown().");
+}
 
-  nb::class_<DistGraph, BatchSource>(
-      m, "DistGraph", "Partitions served over gRPC, as one graph (see volley/dist/client.h).")
+void bind_dist_graph_connect(nb::class_<DistGraph, BatchSource>& graph) {
+  graph
       .def_static(
           "connect",
           [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
@@ -141,8 +145,14 @@ void bind_dist(nb::module_& m) {
           nb::arg("addresses"), nb::arg("server"), nb::kw_only(), nb::arg("token") = "",
           nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
           nb::arg("max_message_bytes") = int64_t{512} << 20,
-          "Worker mode sharing the partition an in-process Server already holds.")
-      .def_prop_ro("info", [](const DistGraph& graph) { return info_to_python(graph.info()); })
+          "Worker mode sharing the partition an in-process Server already holds.");
+}
+
+void bind_dist_graph(nb::module_& m) {
+  nb::class_<DistGraph, BatchSource> graph(
+      m, "DistGraph", "Partitions served over gRPC, as one graph (see volley/dist/client.h).");
+  bind_dist_graph_connect(graph);
+  graph.def_prop_ro("info", [](const DistGraph& graph) { return info_to_python(graph.info()); })
       .def_prop_ro("addresses", &DistGraph::addresses)
       .def_prop_ro("local_part", &DistGraph::local_part)
       .def(
@@ -188,7 +198,9 @@ void bind_dist(nb::module_& m) {
             return array_to_python(labels);
           },
           nb::arg("ids"), "Labels of `ids` (int64 [n]).");
+}
 
+void bind_server_client_loader(nb::module_& m) {
   nb::class_<ServerClientLoader>(
       m, "ServerClientLoader",
       "Server-client mode: epochs sampled and gathered by a server, streamed to this process.")
@@ -217,7 +229,14 @@ void bind_dist(nb::module_& m) {
       .def("start_epoch", &ServerClientLoader::start_epoch, nb::arg("epoch"),
            nb::call_guard<nb::gil_scoped_release>(),
            "Starts streaming epoch `epoch` (a BatchStream).");
+}
 
+}  // namespace
+
+void bind_dist(nb::module_& m) {
+  bind_server(m);
+  bind_dist_graph(m);
+  bind_server_client_loader(m);
   m.def("dataset_fingerprint", &dist::dataset_fingerprint, nb::arg("directory"),
         nb::call_guard<nb::gil_scoped_release>(),
         "CRC-32 (hex) of a partitioned dataset's partition.json: what servers compare.");

@@ -135,8 +135,11 @@ def serve(
     *,
     peer_deadline: float = 30.0,
     concurrency: int = 0,
-    max_message_bytes: int = 512 << 20,
+    max_request_bytes: int = 512 << 20,
+    max_reply_bytes: int = 64 << 20,
+    max_ids_per_call: int = 1 << 23,
     memory_limit_bytes: int = 4 << 30,
+    max_message_bytes: Optional[int] = None,
 ) -> Server:
     """Serves partition ``part`` of a partitioned dataset from this process (memory-mapped).
 
@@ -156,8 +159,14 @@ def serve(
         peer_deadline: seconds per call to peers.
         concurrency: batches one epoch stream samples at once when the trainer does not say
             (0: cores).
-        max_message_bytes: larger requests are refused.
+        max_request_bytes: larger request messages are refused (1 MiB to 1 GiB).
+        max_reply_bytes: no reply (rows, picks, an epoch's batch) may be larger (64 KiB to
+            1 GiB); it also caps a fanout with ``replace=True`` at ``(max_reply_bytes - 4) // 16``.
+        max_ids_per_call: ids one request may list (at most ``max_request_bytes // 8``).
+            Clients read these limits when they connect and split larger gathers and hops
+            into several calls, so they never meet them; see the README's "Server limits".
         memory_limit_bytes: gRPC's memory quota for the server.
+        max_message_bytes: the old name of ``max_request_bytes`` (deprecated).
 
     Returns:
         A running ``Server``.
@@ -176,7 +185,9 @@ def serve(
         peers=[str(p) for p in (peers or [])],
         peer_token=token or "",
         peer_deadline_seconds=float(peer_deadline),
-        max_message_bytes=int(max_message_bytes),
+        max_request_bytes=int(max_request_bytes if max_message_bytes is None else max_message_bytes),
+        max_reply_bytes=int(max_reply_bytes),
+        max_ids_per_call=int(max_ids_per_call),
         memory_limit_bytes=int(memory_limit_bytes),
         default_concurrency=int(concurrency),
     )

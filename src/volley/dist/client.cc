@@ -130,6 +130,29 @@ ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address
   return info;
 }
 
+PartLimits part_limits(const rpc::InfoReply& reply, const ClientOptions& options) {
+  PartLimits limits;
+  if (reply.max_ids_per_call() > 0) limits.max_ids = reply.max_ids_per_call();
+  if (reply.max_reply_bytes() > 0) {
+    limits.max_reply_bytes = reply.max_reply_bytes();
+    limits.max_degree = reply.max_degree();
+  }
+  if (reply.max_request_bytes() > 0) {
+    limits.max_ids = std::min(limits.max_ids, (reply.max_request_bytes() - kMessageSlack) / 8);
+  }
+  // What this client may receive and send, too.
+  limits.max_reply_bytes =
+      std::min(limits.max_reply_bytes, options.max_message_bytes - kMessageSlack);
+  limits.max_ids = std::max<int64_t>(
+      1, std::min(limits.max_ids, (options.max_message_bytes - kMessageSlack) / 8));
+  return limits;
+}
+
+int64_t targets_per_call(const PartLimits& limits, int64_t bytes_per_target) {
+  const int64_t by_reply = limits.max_reply_bytes / std::max<int64_t>(1, bytes_per_target);
+  return std::max<int64_t>(1, std::min(limits.max_ids, by_reply));
+}
+
 }  // namespace internal
 
 // --- DistGraph ---------------------------------------------------------------------------------
@@ -188,6 +211,7 @@ void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
                                      state.addresses[static_cast<size_t>(reference)])
                        : std::string("the local partition"),
         fingerprint);
+    state.limits[static_cast<size_t>(p)] = internal::part_limits(reply, state.options);
     if (state.info.num_edges == 0) state.info.num_edges = reply.num_edges();
     if (state.info.fingerprint.empty()) state.info = service_info(reply, address);
   }
@@ -235,6 +259,7 @@ std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> add
     state->local_part = local->part;
   }
   state->stubs.resize(static_cast<size_t>(parts));
+  state->limits.resize(static_cast<size_t>(parts));
   for (int64_t p = 0; p < parts; ++p) {
     const std::string& address = state->addresses[static_cast<size_t>(p)];
     if (p == state->local_part) continue;
@@ -279,6 +304,18 @@ bool DistGraph::has_labels() const { return state_->info.label_dtype.has_value()
 
 void DistGraph::validate(const NeighborSamplerOptions& options) const {
   validate_sampler_options(options, state_->info.has_weights);
+  if (!options.replace) return;  // without replacement a target's picks are at most its degree
+  for (int64_t p = 0; p < state_->num_parts(); ++p) {
+    if (p == state_->local_part) continue;
+    const int64_t max_fanout = (state_->limits[static_cast<size_t>(p)].max_reply_bytes - 4) / 16;
+    for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
+      VOLLEY_REQUIRE(options.fanouts[hop] <= max_fanout, ValueError,
+                     "fanout {} at hop {} with replace=true is more than the {} picks one node may "
+                     "have at part {} at {} (its server's max_reply_bytes)",
+                     options.fanouts[hop], hop, max_fanout, p,
+                     state_->addresses[static_cast<size_t>(p)]);
+    }
+  }
 }
 
 }  // namespace volley::dist

@@ -27,9 +27,10 @@ using internal::unpack;
 namespace {
 
 constexpr const char* kVolleyVersion = volley::kVersion;
-// At most this many ids in one request (a batch's frontier is far smaller): a bound on the
-// memory one request can make the server allocate, whatever max_message_bytes allows.
-constexpr size_t kMaxIdsPerRequest = size_t{1} << 25;
+// Per-thread buffers larger than this are released after the call that grew them.
+constexpr size_t kKeepBufferBytes = size_t{16} << 20;
+// Reply size estimates stop growing here (no overflow for any fanout).
+constexpr int64_t kSaturated = int64_t{1} << 60;
 
 grpc::Status refuse(grpc::StatusCode code, const std::string& message) {
   return grpc::Status(code, message);
@@ -63,6 +64,19 @@ class Subset final : public BatchSource {
   bool labels_;
 };
 
+// ValueError for limits out of their ranges (a reply must stay far below protobuf's 2 GiB).
+void check_limits(const ServerLimits& limits) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  VOLLEY_REQUIRE(limits.max_request_bytes >= (1 << 20) && limits.max_request_bytes <= kGiB,
+                 ValueError, "max_request_bytes must be in [1 MiB, 1 GiB], got {}",
+                 limits.max_request_bytes);
+  VOLLEY_REQUIRE(limits.max_reply_bytes >= (64 << 10) && limits.max_reply_bytes <= kGiB,
+                 ValueError, "max_reply_bytes must be in [64 KiB, 1 GiB], got {}",
+                 limits.max_reply_bytes);
+  VOLLEY_REQUIRE(limits.max_ids_per_call >= 1, ValueError,
+                 "max_ids_per_call must be at least 1, got {}", limits.max_ids_per_call);
+}
+
 }  // namespace
 
 struct Server::State final : rpc::PartitionService::Service {
@@ -71,6 +85,7 @@ struct Server::State final : rpc::PartitionService::Service {
   std::string fingerprint;
   std::string dataset_name;
   int64_t num_edges_total = 0;
+  int64_t max_degree = 0;  // of this part's nodes
   ServerOptions options;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -145,19 +160,23 @@ struct Server::State final : rpc::PartitionService::Service {
     return grpc::Status::OK;
   }
 
-  // Unpacks owned ids (global) into `ids`; OUT_OF_RANGE names the first id not owned.
+  // Unpacks owned ids (global) into `ids`; INVALID_ARGUMENT for more than max_ids_per_call
+  // (checked before anything is allocated), OUT_OF_RANGE naming the first id not owned.
   grpc::Status owned_ids(const std::string& bytes, std::vector<int64_t>& ids,
                          const char* field) const {
-    if (!unpack(bytes, ids)) {
+    if (bytes.size() % sizeof(int64_t) != 0) {
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                     fmt::format("part {}: {} has {} bytes, not a multiple of 8 (packed int64)",
                                 partition->part, field, bytes.size()));
     }
-    if (ids.size() > kMaxIdsPerRequest) {
+    const auto count = static_cast<int64_t>(bytes.size() / sizeof(int64_t));
+    if (count > options.limits.max_ids_per_call) {
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    fmt::format("part {}: {} lists {} ids, more than the {} one request may",
-                                partition->part, field, ids.size(), kMaxIdsPerRequest));
+                    fmt::format("part {}: {} lists {} ids, more than the {} one call may "
+                                "(max_ids_per_call); split the call",
+                                partition->part, field, count, options.limits.max_ids_per_call));
     }
+    unpack(bytes, ids);
     const int64_t begin = first(), end = first() + rows();
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < begin || ids[i] >= end) {
@@ -168,6 +187,38 @@ struct Server::State final : rpc::PartitionService::Service {
       }
     }
     return grpc::Status::OK;
+  }
+
+  // INVALID_ARGUMENT when a reply of `bytes` would exceed max_reply_bytes.
+  grpc::Status check_reply_size(int64_t bytes, const char* what) const {
+    if (bytes <= options.limits.max_reply_bytes) return grpc::Status::OK;
+    return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                  fmt::format("part {}: the {} reply would be {}{} bytes, more than the {} one "
+                              "reply may (max_reply_bytes); split the call",
+                              partition->part, what, bytes >= kSaturated ? "over " : "",
+                              std::min(bytes, kSaturated), options.limits.max_reply_bytes));
+  }
+
+  // The most bytes a SampleHop reply for `targets` (owned, global) may take: 4 a target (its
+  // count) and 16 a pick, with every pick the sampler could make. Saturates at kSaturated.
+  int64_t hop_reply_bound(std::span<const int64_t> targets, int64_t fanout, bool replace) const {
+    const Csr& graph = partition->data.graph;
+    int64_t bytes = 4 * static_cast<int64_t>(targets.size());
+    for (const int64_t target : targets) {
+      const int64_t degree = graph.degree(target - first());
+      int64_t picks = degree;
+      if (fanout != -1 && (replace || fanout < degree)) picks = degree == 0 ? 0 : fanout;
+      bytes += 16 * std::min(picks, kSaturated / 16);
+      if (bytes >= kSaturated) return kSaturated;
+    }
+    return bytes;
+  }
+
+  // Per-thread buffers that grew past kKeepBufferBytes are released: a large call does not leave
+  // its peak behind.
+  template <typename T>
+  static void release_if_large(std::vector<T>& buffer) {
+    if (buffer.capacity() * sizeof(T) > kKeepBufferBytes) std::exchange(buffer, {});
   }
 
   std::shared_ptr<const DistGraph> peer_graph() {
@@ -201,6 +252,10 @@ struct Server::State final : rpc::PartitionService::Service {
       reply->set_has_weights(data.graph.has_weights());
       reply->set_authenticated(!options.token.empty());
       reply->set_can_sample_epochs(!options.peers.empty());
+      reply->set_max_request_bytes(options.limits.max_request_bytes);
+      reply->set_max_reply_bytes(options.limits.max_reply_bytes);
+      reply->set_max_ids_per_call(options.limits.max_ids_per_call);
+      reply->set_max_degree(max_degree);
       return grpc::Status::OK;
     });
   }
@@ -224,32 +279,57 @@ struct Server::State final : rpc::PartitionService::Service {
       if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
         return status;
       thread_local std::vector<int64_t> targets;
-      if (auto status = owned_ids(request->targets(), targets, "targets"); !status.ok())
-        return status;
-      if (request->hop() >= 256 || request->fanout() < -1) {
-        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                      fmt::format("part {}: hop {} / fanout {} invalid (hop < 256, fanout >= -1)",
-                                  partition->part, request->hop(), request->fanout()));
-      }
-      if (request->weighted() && !partition->data.graph.has_weights()) {
-        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                      fmt::format("part {}: weighted sampling asked, but the graph has no "
-                                  "weights",
-                                  partition->part));
-      }
-      NeighborSamplerOptions sampler;
-      sampler.replace = request->replace();
-      sampler.weighted = request->weighted();
-      sampler.seed = request->seed();
       thread_local SamplerScratch scratch;
       thread_local HopSample sample;
-      sample_hop(partition->data.graph, first(), targets, static_cast<int>(request->hop()),
-                 request->fanout(), sampler, request->batch(), sample, &scratch);
-      pack(std::span<const int32_t>(sample.counts), reply->mutable_counts());
-      pack(std::span<const int64_t>(sample.neighbors), reply->mutable_neighbors());
-      pack(std::span<const int64_t>(sample.edge_ids), reply->mutable_edge_ids());
-      return grpc::Status::OK;
+      const grpc::Status status = sample_hop_into(*request, targets, scratch, sample, *reply);
+      if (targets.capacity() * sizeof(int64_t) > kKeepBufferBytes ||
+          sample.neighbors.capacity() * sizeof(int64_t) > kKeepBufferBytes) {
+        scratch = SamplerScratch();
+      }
+      release_if_large(targets);
+      release_if_large(sample.counts);
+      release_if_large(sample.neighbors);
+      release_if_large(sample.edge_ids);
+      return status;
     });
+  }
+
+  // SampleHop's work, with the caller's (per-thread) buffers.
+  grpc::Status sample_hop_into(const rpc::HopRequest& request, std::vector<int64_t>& targets,
+                               SamplerScratch& scratch, HopSample& sample, rpc::HopReply& reply) {
+    if (auto status = owned_ids(request.targets(), targets, "targets"); !status.ok())
+      return status;
+    if (request.hop() >= 256 || request.fanout() < -1) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: hop {} / fanout {} invalid (hop < 256, fanout >= -1)",
+                                partition->part, request.hop(), request.fanout()));
+    }
+    if (request.weighted() && !partition->data.graph.has_weights()) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: weighted sampling asked, but the graph has no weights",
+                                partition->part));
+    }
+    if (request.replace() && request.fanout() > options.limits.max_fanout()) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: fanout {} with replacement is more than the {} picks "
+                                "one target may have (max_fanout, from max_reply_bytes {})",
+                                partition->part, request.fanout(), options.limits.max_fanout(),
+                                options.limits.max_reply_bytes));
+    }
+    if (auto status = check_reply_size(
+            hop_reply_bound(targets, request.fanout(), request.replace()), "SampleHop");
+        !status.ok())
+      return status;
+    NeighborSamplerOptions sampler;
+    sampler.replace = request.replace();
+    sampler.weighted = request.weighted();
+    sampler.seed = request.seed();
+    sample_hop(partition->data.graph, first(), targets, static_cast<int>(request.hop()),
+               request.fanout(), sampler, request.batch(), sample, &scratch);
+    pack(std::span<const int32_t>(sample.counts), reply.mutable_counts());
+    pack(std::span<const int64_t>(sample.neighbors), reply.mutable_neighbors());
+    pack(std::span<const int64_t>(sample.edge_ids), reply.mutable_edge_ids());
+    return grpc::Status::OK;
   }
 
   grpc::Status GetRows(grpc::ServerContext* context, const rpc::RowsRequest* request,
@@ -257,39 +337,50 @@ struct Server::State final : rpc::PartitionService::Service {
     return serve(context, [&] {
       if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
         return status;
-      const Dataset& data = partition->data;
-      const bool features = request->kind() == rpc::RowsRequest::FEATURES;
-      if (!features && request->kind() != rpc::RowsRequest::LABELS) {
-        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                      fmt::format("part {}: unknown row kind {}", partition->part,
-                                  static_cast<int>(request->kind())));
-      }
-      const std::optional<Array>& table = features ? data.features : data.labels;
-      if (!table) {
-        return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                      fmt::format("part {}: the dataset has no {}", partition->part,
-                                  features ? "features" : "labels"));
-      }
-      const DType out_dtype =
-          request->out_dtype().empty() ? table->dtype() : dtype_from_name(request->out_dtype());
-      if (!gather_supports(table->dtype(), out_dtype)) {
-        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                      fmt::format("part {}: {} of dtype {} cannot be delivered as {}",
-                                  partition->part, features ? "features" : "labels",
-                                  dtype_name(table->dtype()), dtype_name(out_dtype)));
-      }
       thread_local std::vector<int64_t> ids;
-      if (auto status = owned_ids(request->ids(), ids, "ids"); !status.ok()) return status;
-      for (int64_t& id : ids) id -= first();
-      const int64_t width = table->ndim() == 2 ? table->dim(1) : 1;
-      const size_t bytes = ids.size() * static_cast<size_t>(width) * dtype_size(out_dtype);
-      std::string* rows = reply->mutable_rows();
-      rows->resize(bytes);
-      gather_rows(*table, ids, out_dtype, reinterpret_cast<std::byte*>(rows->data()));
-      reply->set_dtype(std::string(dtype_name(out_dtype)));
-      reply->set_width(width);
-      return grpc::Status::OK;
+      const grpc::Status status = get_rows_into(*request, ids, *reply);
+      release_if_large(ids);
+      return status;
     });
+  }
+
+  // GetRows' work, with the caller's (per-thread) id buffer.
+  grpc::Status get_rows_into(const rpc::RowsRequest& request, std::vector<int64_t>& ids,
+                             rpc::RowsReply& reply) {
+    const Dataset& data = partition->data;
+    const bool features = request.kind() == rpc::RowsRequest::FEATURES;
+    if (!features && request.kind() != rpc::RowsRequest::LABELS) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: unknown row kind {}", partition->part,
+                                static_cast<int>(request.kind())));
+    }
+    const std::optional<Array>& table = features ? data.features : data.labels;
+    if (!table) {
+      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                    fmt::format("part {}: the dataset has no {}", partition->part,
+                                features ? "features" : "labels"));
+    }
+    const DType out_dtype =
+        request.out_dtype().empty() ? table->dtype() : dtype_from_name(request.out_dtype());
+    if (!gather_supports(table->dtype(), out_dtype)) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: {} of dtype {} cannot be delivered as {}",
+                                partition->part, features ? "features" : "labels",
+                                dtype_name(table->dtype()), dtype_name(out_dtype)));
+    }
+    if (auto status = owned_ids(request.ids(), ids, "ids"); !status.ok()) return status;
+    const int64_t width = table->ndim() == 2 ? table->dim(1) : 1;
+    const int64_t row_bytes = width * static_cast<int64_t>(dtype_size(out_dtype));
+    if (auto status = check_reply_size(static_cast<int64_t>(ids.size()) * row_bytes, "GetRows");
+        !status.ok())
+      return status;
+    for (int64_t& id : ids) id -= first();
+    std::string* rows = reply.mutable_rows();
+    rows->resize(ids.size() * static_cast<size_t>(row_bytes));
+    gather_rows(*table, ids, out_dtype, reinterpret_cast<std::byte*>(rows->data()));
+    reply.set_dtype(std::string(dtype_name(out_dtype)));
+    reply.set_width(width);
+    return grpc::Status::OK;
   }
 
   grpc::Status SampleEpoch(grpc::ServerContext* context, const rpc::EpochRequest* request,
@@ -361,6 +452,15 @@ struct Server::State final : rpc::PartitionService::Service {
           bytes_of(batch->y, message.mutable_y());
           message.set_has_y(true);
         }
+        if (const auto size = static_cast<int64_t>(message.ByteSizeLong());
+            size > options.limits.max_reply_bytes) {
+          epoch->stop();
+          return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                        fmt::format("part {}: batch {} is {} bytes, more than the {} one message "
+                                    "may (max_reply_bytes); use a smaller batch_size",
+                                    partition->part, batch->index, size,
+                                    options.limits.max_reply_bytes));
+        }
         // Blocks while the client's window is full: the back-pressure.
         if (!writer->Write(message)) break;  // the client went away
       }
@@ -377,8 +477,10 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
     : state_(std::make_unique<State>()) {
   State& state = *state_;
   VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);
-  VOLLEY_REQUIRE(options.max_message_bytes >= (1 << 20), ValueError,
-                 "max_message_bytes must be at least 1 MiB, got {}", options.max_message_bytes);
+  check_limits(options.limits);
+  // No more ids than a request can carry.
+  options.limits.max_ids_per_call =
+      std::min(options.limits.max_ids_per_call, options.limits.max_request_bytes / 8);
   VOLLEY_REQUIRE(options.memory_limit_bytes >= (int64_t{64} << 20), ValueError,
                  "memory_limit_bytes must be at least 64 MiB, got {}", options.memory_limit_bytes);
   state.directory = directory;
@@ -396,6 +498,10 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   state.fingerprint = dataset_fingerprint(directory);
   state.dataset_name = manifest.name;
   state.num_edges_total = manifest.num_edges;
+  const Csr& graph = state.partition->data.graph;
+  for (int64_t row = 0; row < graph.num_nodes(); ++row) {
+    state.max_degree = std::max(state.max_degree, graph.degree(row));
+  }
   if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // served locally
   if (options.peer_client.token.empty()) options.peer_client.token = options.token;
   const int threads =
@@ -405,10 +511,11 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   grpc::ServerBuilder builder;
   builder.AddListeningPort(state.options.listen, grpc::InsecureServerCredentials(), &state.port);
   builder.RegisterService(&state);
-  const int max_bytes =
-      static_cast<int>(std::min<int64_t>(state.options.max_message_bytes, INT32_MAX));
-  builder.SetMaxReceiveMessageSize(max_bytes);
-  builder.SetMaxSendMessageSize(max_bytes);
+  const ServerLimits& limits = state.options.limits;
+  builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_request_bytes));
+  // Replies are checked against max_reply_bytes before they are built; gRPC's own check is a
+  // backstop with room for the message's framing.
+  builder.SetMaxSendMessageSize(static_cast<int>(limits.max_reply_bytes + (1 << 20)));
   grpc::ResourceQuota quota("volley-serve");
   quota.Resize(static_cast<size_t>(state.options.memory_limit_bytes));
   quota.SetMaxThreads(threads + 4);  // + gRPC's own pollers

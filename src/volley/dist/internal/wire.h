@@ -78,6 +78,10 @@ inline ErrorKind error_kind_for(grpc::StatusCode code) {
   }
 }
 
+// Room left in a message limit for everything but the packed ids or rows (framing, the other
+// fields).
+inline constexpr int64_t kMessageSlack = int64_t{64} << 10;
+
 // Keepalive pings find a peer that vanished without closing its connections (a host that died,
 // a cable pulled) in about 15 s even when no call is in flight.
 inline constexpr int kKeepaliveMs = 10'000;
