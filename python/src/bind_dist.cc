@@ -63,9 +63,9 @@ void bind_server(nb::module_& m) {
           "__init__",
           [](Server* self, const std::string& directory, int64_t part, const std::string& listen,
              const std::string& token, int threads, std::vector<std::string> peers,
-             const std::string& peer_token, double peer_deadline_seconds,
-             int64_t max_request_bytes, int64_t max_reply_bytes, int64_t max_ids_per_call,
-             int64_t memory_limit_bytes, int default_concurrency) {
+             const std::string& peer_token, double peer_deadline_seconds, int64_t max_request_bytes,
+             int64_t max_reply_bytes, int64_t max_ids_per_call, int64_t memory_limit_bytes,
+             int default_concurrency) {
             ServerOptions options;
             options.listen = listen;
             options.token = token;

@@ -3,6 +3,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <atomic>
@@ -70,9 +71,8 @@ void check_limits(const ServerLimits& limits) {
   VOLLEY_REQUIRE(limits.max_request_bytes >= (1 << 20) && limits.max_request_bytes <= kGiB,
                  ValueError, "max_request_bytes must be in [1 MiB, 1 GiB], got {}",
                  limits.max_request_bytes);
-  VOLLEY_REQUIRE(limits.max_reply_bytes >= (64 << 10) && limits.max_reply_bytes <= kGiB,
-                 ValueError, "max_reply_bytes must be in [64 KiB, 1 GiB], got {}",
-                 limits.max_reply_bytes);
+  VOLLEY_REQUIRE(limits.max_reply_bytes >= (64 << 10) && limits.max_reply_bytes <= kGiB, ValueError,
+                 "max_reply_bytes must be in [64 KiB, 1 GiB], got {}", limits.max_reply_bytes);
   VOLLEY_REQUIRE(limits.max_ids_per_call >= 1, ValueError,
                  "max_ids_per_call must be at least 1, got {}", limits.max_ids_per_call);
 }
@@ -214,6 +214,12 @@ struct Server::State final : rpc::PartitionService::Service {
     return bytes;
   }
 
+  // After a call with a large request: the request arrived in many small pieces, freed into
+  // glibc's arenas by now; give them back to the system.
+  static void after_call(size_t request_bytes) {
+    if (request_bytes > kKeepBufferBytes) malloc_trim(0);
+  }
+
   // Per-thread buffers that grew past kKeepBufferBytes are released: a large call does not leave
   // its peak behind.
   template <typename T>
@@ -290,6 +296,7 @@ struct Server::State final : rpc::PartitionService::Service {
       release_if_large(sample.counts);
       release_if_large(sample.neighbors);
       release_if_large(sample.edge_ids);
+      after_call(request->targets().size());
       return status;
     });
   }
@@ -297,8 +304,7 @@ struct Server::State final : rpc::PartitionService::Service {
   // SampleHop's work, with the caller's (per-thread) buffers.
   grpc::Status sample_hop_into(const rpc::HopRequest& request, std::vector<int64_t>& targets,
                                SamplerScratch& scratch, HopSample& sample, rpc::HopReply& reply) {
-    if (auto status = owned_ids(request.targets(), targets, "targets"); !status.ok())
-      return status;
+    if (auto status = owned_ids(request.targets(), targets, "targets"); !status.ok()) return status;
     if (request.hop() >= 256 || request.fanout() < -1) {
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                     fmt::format("part {}: hop {} / fanout {} invalid (hop < 256, fanout >= -1)",
@@ -340,6 +346,7 @@ struct Server::State final : rpc::PartitionService::Service {
       thread_local std::vector<int64_t> ids;
       const grpc::Status status = get_rows_into(*request, ids, *reply);
       release_if_large(ids);
+      after_call(request->ids().size());
       return status;
     });
   }
@@ -455,11 +462,11 @@ struct Server::State final : rpc::PartitionService::Service {
         if (const auto size = static_cast<int64_t>(message.ByteSizeLong());
             size > options.limits.max_reply_bytes) {
           epoch->stop();
-          return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                        fmt::format("part {}: batch {} is {} bytes, more than the {} one message "
-                                    "may (max_reply_bytes); use a smaller batch_size",
-                                    partition->part, batch->index, size,
-                                    options.limits.max_reply_bytes));
+          return refuse(
+              grpc::StatusCode::INVALID_ARGUMENT,
+              fmt::format("part {}: batch {} is {} bytes, more than the {} one message "
+                          "may (max_reply_bytes); use a smaller batch_size",
+                          partition->part, batch->index, size, options.limits.max_reply_bytes));
         }
         // Blocks while the client's window is full: the back-pressure.
         if (!writer->Write(message)) break;  // the client went away
@@ -478,6 +485,10 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   State& state = *state_;
   VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);
   check_limits(options.limits);
+  // Buffers of a megabyte and more (ids, picks, rows, replies) are mapped for themselves and
+  // go back to the system when freed, whichever thread frees them: without this glibc keeps a
+  // large call's peak in its arenas (issue 17: 1.2 GB kept after one SampleHop).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   // No more ids than a request can carry.
   options.limits.max_ids_per_call =
       std::min(options.limits.max_ids_per_call, options.limits.max_request_bytes / 8);

@@ -5,17 +5,17 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
-#include <algorithm>
 #include <latch>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "volley/dist/client.h"
-#include "volley/dist/server.h"
 #include "volley/dist/internal/wire.h"
+#include "volley/dist/server.h"
 #include "volley/dist/volley.grpc.pb.h"
 
 namespace volley::dist {
