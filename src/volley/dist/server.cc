@@ -15,6 +15,7 @@
 
 #include "volley/core/parallel.h"
 #include "volley/core/version.h"
+#include "volley/dist/internal/server_support.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
@@ -22,7 +23,10 @@
 namespace volley::dist {
 
 namespace rpc = ::volley::rpc;
+using internal::check_limits;
+using internal::fill_batch_message;
 using internal::pack;
+using internal::Subset;
 using internal::unpack;
 
 namespace {
@@ -35,46 +39,6 @@ constexpr int64_t kSaturated = int64_t{1} << 60;
 
 grpc::Status refuse(grpc::StatusCode code, const std::string& message) {
   return grpc::Status(code, message);
-}
-
-// A BatchSource that hides features or labels the client did not ask for.
-class Subset final : public BatchSource {
- public:
-  Subset(std::shared_ptr<const BatchSource> inner, bool features, bool labels)
-      : inner_(std::move(inner)), features_(features), labels_(labels) {}
-  int64_t num_nodes() const override { return inner_->num_nodes(); }
-  void validate(const NeighborSamplerOptions& options) const override { inner_->validate(options); }
-  void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-              uint64_t batch_index, SampledSubgraph& out) const override {
-    inner_->sample(seeds, options, batch_index, out);
-  }
-  int64_t feature_width() const override { return features_ ? inner_->feature_width() : 0; }
-  DType feature_dtype() const override { return inner_->feature_dtype(); }
-  void gather_features(std::span<const int64_t> ids, DType out_dtype,
-                       std::byte* out) const override {
-    inner_->gather_features(ids, out_dtype, out);
-  }
-  bool has_labels() const override { return labels_ && inner_->has_labels(); }
-  void gather_labels(std::span<const int64_t> ids, int64_t* out) const override {
-    inner_->gather_labels(ids, out);
-  }
-
- private:
-  std::shared_ptr<const BatchSource> inner_;
-  bool features_;
-  bool labels_;
-};
-
-// ValueError for limits out of their ranges (a reply must stay far below protobuf's 2 GiB).
-void check_limits(const ServerLimits& limits) {
-  constexpr int64_t kGiB = int64_t{1} << 30;
-  VOLLEY_REQUIRE(limits.max_request_bytes >= (1 << 20) && limits.max_request_bytes <= kGiB,
-                 ValueError, "max_request_bytes must be in [1 MiB, 1 GiB], got {}",
-                 limits.max_request_bytes);
-  VOLLEY_REQUIRE(limits.max_reply_bytes >= (64 << 10) && limits.max_reply_bytes <= kGiB, ValueError,
-                 "max_reply_bytes must be in [64 KiB, 1 GiB], got {}", limits.max_reply_bytes);
-  VOLLEY_REQUIRE(limits.max_ids_per_call >= 1, ValueError,
-                 "max_ids_per_call must be at least 1, got {}", limits.max_ids_per_call);
 }
 
 }  // namespace
@@ -437,28 +401,7 @@ struct Server::State final : rpc::PartitionService::Service {
       while (!context->IsCancelled()) {
         std::optional<Batch> batch = epoch->next();
         if (!batch) break;
-        message.Clear();
-        message.set_index(batch->index);
-        message.set_batch_size(batch->batch_size);
-        message.set_num_batches(epoch->num_batches());
-        auto bytes_of = [](const Array& array, std::string* out) {
-          out->assign(reinterpret_cast<const char*>(array.raw_data()), array.nbytes());
-        };
-        bytes_of(batch->nodes, message.mutable_nodes());
-        bytes_of(batch->input_ids, message.mutable_input_ids());
-        bytes_of(batch->edge_index, message.mutable_edge_index());
-        bytes_of(batch->edge_ids, message.mutable_edge_ids());
-        for (int64_t v : batch->nodes_per_hop) message.add_nodes_per_hop(v);
-        for (int64_t v : batch->edges_per_hop) message.add_edges_per_hop(v);
-        if (batch->x.defined()) {
-          bytes_of(batch->x, message.mutable_x());
-          message.set_x_dtype(std::string(dtype_name(batch->x.dtype())));
-          message.set_x_width(batch->x.ndim() == 2 ? batch->x.dim(1) : 1);
-        }
-        if (batch->y.defined()) {
-          bytes_of(batch->y, message.mutable_y());
-          message.set_has_y(true);
-        }
+        fill_batch_message(*batch, epoch->num_batches(), message);
         if (const auto size = static_cast<int64_t>(message.ByteSizeLong());
             size > options.limits.max_reply_bytes) {
           epoch->stop();
