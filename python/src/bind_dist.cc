@@ -31,8 +31,10 @@ using dist::ServerOptions;
 using dist::ServiceInfo;
 
 ClientOptions client_options(std::string token, double deadline_seconds, double connect_seconds,
-                             int64_t max_message_bytes) {
+                             int64_t max_message_bytes, const std::string& tls_ca,
+                             const std::string& tls_cert, const std::string& tls_key) {
   ClientOptions options;
+  options.tls = {tls_ca, tls_cert, tls_key};
   options.token = std::move(token);
   options.deadline_seconds = deadline_seconds;
   options.connect_seconds = connect_seconds;
@@ -89,6 +91,8 @@ void bind_server(nb::module_& m) {
           nb::arg("max_reply_bytes") = dist::ServerLimits{}.max_reply_bytes,
           nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
           nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("default_concurrency") = 0,
+          nb::arg("tls_cert") = "", nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
+          nb::arg("peer_tls_ca") = "",
           "Loads part `part` of the partitioned dataset at `directory` and starts serving.")
       .def_prop_ro("port", &Server::port)
       .def_prop_ro("address", &Server::address)
@@ -119,9 +123,11 @@ void bind_dist_graph_connect(nb::class_<DistGraph, BatchSource>& graph) {
           "connect",
           [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
              double connect_seconds, int64_t max_message_bytes,
-             const std::optional<std::string>& local_directory, std::optional<int64_t> local_part) {
+             const std::optional<std::string>& local_directory, std::optional<int64_t> local_part,
+             const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
             ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
+                client_options(token, deadline_seconds, connect_seconds, max_message_bytes, tls_ca,
+                               tls_cert, tls_key);
             nb::gil_scoped_release release;
             return DistGraph::connect(std::move(addresses), std::move(options),
                                       local_directory.value_or(""), local_part);
@@ -130,21 +136,25 @@ void bind_dist_graph_connect(nb::class_<DistGraph, BatchSource>& graph) {
           nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
           nb::arg("max_message_bytes") = int64_t{512} << 20,
           nb::arg("local_directory").none() = nb::none(), nb::arg("local_part").none() = nb::none(),
+          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
           "Connects to the servers (addresses[p] serves part p). Worker mode: local_directory "
           "and local_part name the partition held in this process.")
       .def_static(
           "connect_to_server_partition",
           [](std::vector<std::string> addresses, const Server& server, const std::string& token,
-             double deadline_seconds, double connect_seconds, int64_t max_message_bytes) {
+             double deadline_seconds, double connect_seconds, int64_t max_message_bytes,
+             const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
             ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
+                client_options(token, deadline_seconds, connect_seconds, max_message_bytes, tls_ca,
+                               tls_cert, tls_key);
             nb::gil_scoped_release release;
             return DistGraph::connect(std::move(addresses), std::move(options), server.partition(),
                                       server.fingerprint());
           },
           nb::arg("addresses"), nb::arg("server"), nb::kw_only(), nb::arg("token") = "",
           nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
-          nb::arg("max_message_bytes") = int64_t{512} << 20,
+          nb::arg("max_message_bytes") = int64_t{512} << 20, nb::arg("tls_ca") = "",
+          nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
           "Worker mode sharing the partition an in-process Server already holds.");
 }
 
@@ -209,9 +219,11 @@ void bind_server_client_loader(nb::module_& m) {
           [](ServerClientLoader* self, const std::string& address,
              const std::optional<InputArray>& input_nodes, LoaderOptions options,
              const std::string& token, double deadline_seconds, double connect_seconds,
-             int64_t max_message_bytes, bool features, bool labels) {
+             int64_t max_message_bytes, bool features, bool labels, const std::string& tls_ca,
+             const std::string& tls_cert, const std::string& tls_key) {
             ClientOptions client =
-                client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
+                client_options(token, deadline_seconds, connect_seconds, max_message_bytes, tls_ca,
+                               tls_cert, tls_key);
             auto input_array = array_from_python(input_nodes, "input_nodes");
             nb::gil_scoped_release release;
             new (self) ServerClientLoader(address, std::move(client), std::move(input_array),
@@ -220,7 +232,8 @@ void bind_server_client_loader(nb::module_& m) {
           nb::arg("address"), nb::arg("input_nodes").none(), nb::arg("options"), nb::kw_only(),
           nb::arg("token") = "", nb::arg("deadline_seconds") = 30.0,
           nb::arg("connect_seconds") = 30.0, nb::arg("max_message_bytes") = int64_t{512} << 20,
-          nb::arg("features") = true, nb::arg("labels") = true,
+          nb::arg("features") = true, nb::arg("labels") = true, nb::arg("tls_ca") = "",
+          nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
           "Connects to the server at `address`; loader options as NeighborLoader's.")
       .def_prop_ro("num_batches", &ServerClientLoader::num_batches)
       .def_prop_ro("num_inputs", &ServerClientLoader::num_inputs)

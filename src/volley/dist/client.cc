@@ -21,6 +21,37 @@ std::string dataset_fingerprint(const std::string& directory) {
 
 namespace internal {
 
+std::string read_pem(const std::string& path, const char* what) {
+  std::string text = read_file_text(path, what);
+  VOLLEY_REQUIRE(text.find("-----BEGIN") != std::string::npos, IoError,
+                 "{} '{}' is not a PEM file (no '-----BEGIN' line)", what, path);
+  return text;
+}
+
+namespace {
+
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsOptions& tls) {
+  if (tls.ca_file.empty()) {
+    VOLLEY_REQUIRE(tls.cert_file.empty() && tls.key_file.empty(), ValueError,
+                   "a client certificate ('{}') needs tls_ca too (the CA that signed the "
+                   "servers' certificates)",
+                   tls.cert_file);
+    return grpc::InsecureChannelCredentials();
+  }
+  VOLLEY_REQUIRE(tls.cert_file.empty() == tls.key_file.empty(), ValueError,
+                 "a client certificate needs both its file and its key file, got '{}' and '{}'",
+                 tls.cert_file, tls.key_file);
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = read_pem(tls.ca_file, "TLS CA file");
+  if (!tls.cert_file.empty()) {
+    ssl.pem_cert_chain = read_pem(tls.cert_file, "TLS certificate file");
+    ssl.pem_private_key = read_pem(tls.key_file, "TLS key file");
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
                                             const ClientOptions& options) {
   grpc::ChannelArguments args;
@@ -41,7 +72,7 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
       "name": [{"service": "volley.rpc.PartitionService"}],
       "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "1s",
                       "backoffMultiplier": 2, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}}]})");
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, channel_credentials(options.tls), args);
 }
 
 namespace {

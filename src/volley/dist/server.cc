@@ -458,12 +458,19 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   }
   if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // served locally
   if (options.peer_client.token.empty()) options.peer_client.token = options.token;
+  // Peers are servers of the same deployment: verified by the same CA, shown the same
+  // certificate.
+  if (options.peer_client.tls.ca_file.empty() && !options.tls.ca_file.empty()) {
+    options.peer_client.tls = options.tls;
+  }
+  const std::shared_ptr<grpc::ServerCredentials> credentials =
+      internal::server_credentials(options.tls);
   const int threads =
       options.threads > 0 ? options.threads : std::max(32, 8 * default_num_threads());
   state.options = std::move(options);
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(state.options.listen, grpc::InsecureServerCredentials(), &state.port);
+  builder.AddListeningPort(state.options.listen, credentials, &state.port);
   builder.RegisterService(&state);
   const ServerLimits& limits = state.options.limits;
   builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_request_bytes));

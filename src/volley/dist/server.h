@@ -12,7 +12,8 @@
 //   Server server("/data/products-2", 0, {.listen = "0.0.0.0:5000", .token = "s3cret"});
 //   server.wait();   // until shutdown() or destruction
 //
-// Security: the default listen address is loopback ("127.0.0.1:0", port chosen by the system:
+// Security: TLS (and mutual TLS) with ServerOptions::tls (client.h, TlsOptions). The default
+// listen address is loopback ("127.0.0.1:0", port chosen by the system:
 // see port()). With a token every call must carry it (metadata "volley-token") or is refused
 // with UNAUTHENTICATED; without one the server serves anyone who reaches the port and says so
 // (authenticated() == false, and `volley serve` prints a warning).
@@ -59,6 +60,7 @@ struct ServerLimits {
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 = any free port
   std::string token;                   // "" = unauthenticated
+  TlsOptions tls;                      // TLS when tls.cert_file is given (see client.h)
   int threads = 0;  // RPC handler threads at most; 0 = 8 × hardware, >= 32; a call
                     // finding none free gets RESOURCE_EXHAUSTED, which
                     // clients retry with backoff

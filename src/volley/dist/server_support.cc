@@ -3,9 +3,31 @@
 
 #include <string>
 
+#include "volley/dist/internal/wire.h"
+
 namespace volley::dist::internal {
 
 namespace rpc = ::volley::rpc;
+
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tls) {
+  VOLLEY_REQUIRE(tls.cert_file.empty() == tls.key_file.empty(), ValueError,
+                 "TLS needs both a certificate and its key, got certificate '{}' and key '{}'",
+                 tls.cert_file, tls.key_file);
+  if (tls.cert_file.empty()) {
+    VOLLEY_REQUIRE(tls.ca_file.empty(), ValueError,
+                   "a client CA ('{}') asks for mutual TLS, which needs the server's own "
+                   "certificate and key too",
+                   tls.ca_file);
+    return grpc::InsecureServerCredentials();
+  }
+  grpc::SslServerCredentialsOptions ssl(
+      tls.ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  if (!tls.ca_file.empty()) ssl.pem_root_certs = read_pem(tls.ca_file, "TLS client CA file");
+  ssl.pem_key_cert_pairs.push_back({read_pem(tls.key_file, "TLS key file"),
+                                    read_pem(tls.cert_file, "TLS certificate file")});
+  return grpc::SslServerCredentials(ssl);
+}
 
 // ValueError for limits out of their ranges (a reply must stay far below protobuf's 2 GiB).
 void check_limits(const ServerLimits& limits) {

@@ -6,6 +6,8 @@
 #include <memory>
 #include <span>
 
+#include <grpcpp/security/server_credentials.h>
+
 #include "volley/dist/server.h"
 #include "volley/dist/volley.pb.h"
 #include "volley/loader/neighbor_loader.h"
@@ -42,6 +44,11 @@ class Subset final : public BatchSource {
 
 // ValueError for limits out of their ranges (a reply must stay far below protobuf's 2 GiB).
 void check_limits(const ServerLimits& limits);
+
+// The credentials `tls` asks for: plaintext without a certificate, TLS with one, mutual TLS
+// with a CA too. ValueError for a key without a certificate or the reverse, IoError for a file
+// that cannot be read.
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tls);
 
 // `batch` (of an epoch of `num_batches`) as a stream message.
 void fill_batch_message(const Batch& batch, int64_t num_batches,

@@ -78,6 +78,9 @@ inline ErrorKind error_kind_for(grpc::StatusCode code) {
   }
 }
 
+// The contents of a PEM file named by TlsOptions; IoError naming `what` and the file otherwise.
+std::string read_pem(const std::string& path, const char* what);
+
 // Room left in a message limit for everything but the packed ids or rows (framing, the other
 // fields).
 inline constexpr int64_t kMessageSlack = int64_t{64} << 10;
