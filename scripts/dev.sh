@@ -39,7 +39,7 @@ apt_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libmetis-dev libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc
   python3 python3-dev python3-venv python3-torch
-  time
+  time openssl iproute2
 )
 
 install_system() {

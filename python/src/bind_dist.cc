@@ -67,8 +67,10 @@ void bind_server(nb::module_& m) {
              const std::string& token, int threads, std::vector<std::string> peers,
              const std::string& peer_token, double peer_deadline_seconds, int64_t max_request_bytes,
              int64_t max_reply_bytes, int64_t max_ids_per_call, int64_t memory_limit_bytes,
-             int default_concurrency) {
+             int default_concurrency, const std::string& tls_cert, const std::string& tls_key,
+             const std::string& tls_client_ca, const std::string& peer_tls_ca) {
             ServerOptions options;
+            options.tls = {tls_client_ca, tls_cert, tls_key};
             options.listen = listen;
             options.token = token;
             options.threads = threads;
@@ -80,6 +82,7 @@ void bind_server(nb::module_& m) {
             options.peer_client.token = peer_token;
             options.peer_client.deadline_seconds = peer_deadline_seconds;
             options.default_concurrency = default_concurrency;
+            if (!peer_tls_ca.empty()) options.peer_client.tls = {peer_tls_ca, tls_cert, tls_key};
             nb::gil_scoped_release release;
             new (self) Server(directory, part, std::move(options));
           },
@@ -125,9 +128,8 @@ void bind_dist_graph_connect(nb::class_<DistGraph, BatchSource>& graph) {
              double connect_seconds, int64_t max_message_bytes,
              const std::optional<std::string>& local_directory, std::optional<int64_t> local_part,
              const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
-            ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds, max_message_bytes, tls_ca,
-                               tls_cert, tls_key);
+            ClientOptions options = client_options(token, deadline_seconds, connect_seconds,
+                                                   max_message_bytes, tls_ca, tls_cert, tls_key);
             nb::gil_scoped_release release;
             return DistGraph::connect(std::move(addresses), std::move(options),
                                       local_directory.value_or(""), local_part);
@@ -144,9 +146,8 @@ void bind_dist_graph_connect(nb::class_<DistGraph, BatchSource>& graph) {
           [](std::vector<std::string> addresses, const Server& server, const std::string& token,
              double deadline_seconds, double connect_seconds, int64_t max_message_bytes,
              const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
-            ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds, max_message_bytes, tls_ca,
-                               tls_cert, tls_key);
+            ClientOptions options = client_options(token, deadline_seconds, connect_seconds,
+                                                   max_message_bytes, tls_ca, tls_cert, tls_key);
             nb::gil_scoped_release release;
             return DistGraph::connect(std::move(addresses), std::move(options), server.partition(),
                                       server.fingerprint());
@@ -221,9 +222,8 @@ void bind_server_client_loader(nb::module_& m) {
              const std::string& token, double deadline_seconds, double connect_seconds,
              int64_t max_message_bytes, bool features, bool labels, const std::string& tls_ca,
              const std::string& tls_cert, const std::string& tls_key) {
-            ClientOptions client =
-                client_options(token, deadline_seconds, connect_seconds, max_message_bytes, tls_ca,
-                               tls_cert, tls_key);
+            ClientOptions client = client_options(token, deadline_seconds, connect_seconds,
+                                                  max_message_bytes, tls_ca, tls_cert, tls_key);
             auto input_array = array_from_python(input_nodes, "input_nodes");
             nb::gil_scoped_release release;
             new (self) ServerClientLoader(address, std::move(client), std::move(input_array),

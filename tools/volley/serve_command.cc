@@ -221,11 +221,13 @@ void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
   command->add_option("--peer-tls-ca", arguments->peer_tls_ca,
                       "Call --peers over TLS, verifying them against this CA (PEM; default: "
                       "--tls-client-ca when given, else plaintext)");
-  command->add_option("--max-reply-bytes", arguments->max_reply_bytes,
-                      "Largest reply message (0: 64 MiB); clients split their calls under it")
+  command
+      ->add_option("--max-reply-bytes", arguments->max_reply_bytes,
+                   "Largest reply message (0: 64 MiB); clients split their calls under it")
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--max-ids-per-call", arguments->max_ids_per_call,
-                      "Most ids one request may list (0: 8,388,608)")
+  command
+      ->add_option("--max-ids-per-call", arguments->max_ids_per_call,
+                   "Most ids one request may list (0: 8,388,608)")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--grace", arguments->grace, "Seconds calls in flight get at shutdown")
       ->check(CLI::NonNegativeNumber)

@@ -24,8 +24,8 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tl
       tls.ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                           : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   if (!tls.ca_file.empty()) ssl.pem_root_certs = read_pem(tls.ca_file, "TLS client CA file");
-  ssl.pem_key_cert_pairs.push_back({read_pem(tls.key_file, "TLS key file"),
-                                    read_pem(tls.cert_file, "TLS certificate file")});
+  ssl.pem_key_cert_pairs.push_back(
+      {read_pem(tls.key_file, "TLS key file"), read_pem(tls.cert_file, "TLS certificate file")});
   return grpc::SslServerCredentials(ssl);
 }
 
