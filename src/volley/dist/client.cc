@@ -99,20 +99,27 @@ void prepare(grpc::ClientContext& context, const ClientOptions& options, double 
   std::string message;
   switch (kind) {
     case ErrorKind::kConnection:
+      if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        message = fmt::format(
+            "{}: {} failed, the server is busy (out of handler threads or memory) and stayed "
+            "so through the client's retries ({})",
+            who, call, quoted(status.error_message(), 512));
+        break;
+      }
       message = fmt::format(
           "{}: {} failed, the server is unavailable ({}); is `volley serve` "
           "running there and reachable?",
-          who, call, status.error_message());
+          who, call, quoted(status.error_message(), 512));
       break;
     case ErrorKind::kTimeout:
       message = fmt::format("{}: {} got no answer within the deadline of {} s ({})", who, call,
-                            deadline_seconds, status.error_message());
+                            deadline_seconds, quoted(status.error_message(), 512));
       break;
     case ErrorKind::kPermission:
-      message = fmt::format("{}: {} refused: {}", who, call, status.error_message());
+      message = fmt::format("{}: {} refused: {}", who, call, quoted(status.error_message(), 512));
       break;
     default:
-      message = fmt::format("{}: {} failed: {}", who, call, status.error_message());
+      message = fmt::format("{}: {} failed: {}", who, call, quoted(status.error_message(), 512));
   }
   volley::internal::throw_error(kind, message);
 }
@@ -194,6 +201,7 @@ using internal::Call;
 using internal::check_info;
 using internal::make_channel;
 using internal::prepare;
+using internal::quoted;
 using internal::service_info;
 
 // Info from every remote server (all in flight at once; wait_for_ready so servers that are still
@@ -237,7 +245,7 @@ void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
         reply.fingerprint() == fingerprint, ValueError,
         "part {} at {} serves dataset '{}' with fingerprint {}, but {} has fingerprint {}: the "
         "servers must serve parts of the same partitioned dataset",
-        p, address, reply.dataset_name(), reply.fingerprint(),
+        p, address, quoted(reply.dataset_name()), quoted(reply.fingerprint()),
         reference >= 0 ? fmt::format("part {} at {}", reference,
                                      state.addresses[static_cast<size_t>(reference)])
                        : std::string("the local partition"),

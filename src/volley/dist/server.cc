@@ -90,7 +90,13 @@ struct Server::State final : rpc::PartitionService::Service {
                         fmt::format("part {}: internal error: {}", partition->part, e.what()));
       }
     }
-    if (!status.ok()) failed.fetch_add(1, std::memory_order_relaxed);
+    if (!status.ok()) {
+      failed.fetch_add(1, std::memory_order_relaxed);
+      // A message quoting a request (a huge dtype name, say) is cut: gRPC's metadata limit.
+      if (status.error_message().size() > 2048) {
+        status = grpc::Status(status.error_code(), internal::quoted(status.error_message(), 2048));
+      }
+    }
     return status;
   }
 
@@ -119,7 +125,8 @@ struct Server::State final : rpc::PartitionService::Service {
       return refuse(grpc::StatusCode::FAILED_PRECONDITION,
                     fmt::format("part {}: the request is for dataset fingerprint '{}', this "
                                 "server serves '{}' ({})",
-                                partition->part, request_fingerprint, fingerprint, dataset_name));
+                                partition->part, internal::quoted(request_fingerprint), fingerprint,
+                                dataset_name));
     }
     return grpc::Status::OK;
   }

@@ -144,6 +144,25 @@ TEST_F(DistLimitsTest, TooManyIdsInOneCallAreRefused) {
   EXPECT_THAT(status.error_message(), HasSubstr("max_ids_per_call"));
 }
 
+// Issue 17, item 10: a 1 MB fingerprint (or dtype name) was echoed into the error until gRPC
+// refused the metadata; now the quote is cut and says how long the value was.
+TEST_F(DistLimitsTest, HugeValuesAreNotEchoedIntoErrors) {
+  rpc::RowsRequest request = rows({begin_});
+  request.set_fingerprint(std::string(1 << 20, 'f'));
+  rpc::RowsReply reply;
+  grpc::Status status = stub_->GetRows(context().get(), request, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status.error_message(), HasSubstr("(1048576 bytes)"));
+  EXPECT_LT(status.error_message().size(), 1000u);
+  request = rows({begin_});
+  request.set_out_dtype(std::string(1 << 20, 'd'));
+  status = stub_->GetRows(context().get(), request, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LT(status.error_message().size(), 2200u);
+  status = stub_->GetRows(context().get(), rows({begin_}), &reply);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
 TEST_F(DistLimitsTest, LimitsOutOfRangeAreRefused) {
   const std::string dir = *dir_ / "random-2";
   EXPECT_THROW(dist::Server(dir, 0, {.limits = {.max_reply_bytes = 1000}}), ValueError);
