@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "dist_fixture.h"
+#include "volley/dist/internal/client_calls.h"
 #include "volley/dist/volley.grpc.pb.h"
 
 namespace volley::dist_test {
@@ -161,6 +162,22 @@ TEST_F(DistLimitsTest, HugeValuesAreNotEchoedIntoErrors) {
   EXPECT_LT(status.error_message().size(), 2200u);
   status = stub_->GetRows(context().get(), rows({begin_}), &reply);
   EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+// Issue 17, item 10: a server out of threads (RESOURCE_EXHAUSTED, still so after the channel's
+// retries) was a RuntimeError; it is a ConnectionError that says the server is busy.
+TEST(DistErrors, ABusyServerIsAConnectionError) {
+  try {
+    dist::internal::fail(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                      "Server Threadpool "
+                                      "Exhausted"),
+                         "10.0.0.1:5000", 1, "SampleHop", 30);
+  } catch (const ConnectionError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("busy"));
+    EXPECT_THAT(error.what(), HasSubstr("part 1 at 10.0.0.1:5000"));
+    return;
+  }
+  ADD_FAILURE() << "not a ConnectionError";
 }
 
 TEST_F(DistLimitsTest, LimitsOutOfRangeAreRefused) {
