@@ -97,6 +97,11 @@ void prepare(grpc::ClientContext& context, const ClientOptions& options, double 
   const std::string who =
       part >= 0 ? fmt::format("part {} at {}", part, address) : fmt::format("server {}", address);
   std::string message;
+  if (status.error_message().find(kPeerFailure) != std::string::npos) {
+    // The server is fine; one of its peers is not (server-client mode).
+    volley::internal::throw_error(
+        kind, fmt::format("{}: {}: {}", who, call, quoted(status.error_message(), 1024)));
+  }
   switch (kind) {
     case ErrorKind::kConnection:
       if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {

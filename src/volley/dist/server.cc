@@ -198,7 +198,18 @@ struct Server::State final : rpc::PartitionService::Service {
     if (buffer.capacity() * sizeof(T) > kKeepBufferBytes) std::exchange(buffer, {});
   }
 
-  std::shared_ptr<const DistGraph> peer_graph() {
+  // The peers as one graph. Calls to peers must end before the client's own deadline (its wait
+  // for a batch, `client_deadline` s; 0: unknown), so that a stuck peer is reported as such and
+  // not taken for this server being stuck: their deadline is at most half the client's (a
+  // stream's own connection then).
+  std::shared_ptr<const DistGraph> peer_graph(double client_deadline) {
+    const double wanted = client_deadline > 0 ? client_deadline / 2 : 0;
+    if (wanted > 0 && wanted < options.peer_client.deadline_seconds) {
+      ClientOptions shorter = options.peer_client;
+      shorter.deadline_seconds = wanted;
+      shorter.connect_seconds = std::min(shorter.connect_seconds, wanted);
+      return DistGraph::connect(options.peers, shorter, partition, fingerprint);
+    }
     std::lock_guard lock(peers_mutex);
     if (!peers) {
       std::vector<std::string> addresses = options.peers;
@@ -394,7 +405,8 @@ struct Server::State final : rpc::PartitionService::Service {
       if (request->features()) {
         loader_options.feature_dtype = dtype_from_name(request->feature_dtype());
       }
-      auto source = std::make_shared<Subset>(peer_graph(), request->features(), request->labels());
+      auto source = std::make_shared<Subset>(peer_graph(request->deadline_seconds()),
+                                             request->features(), request->labels());
       std::optional<Array> input_array;
       if (!inputs.empty()) input_array = Array::from_vector(inputs);
       NeighborLoader loader(source, input_array, loader_options);  // validates everything
@@ -403,30 +415,46 @@ struct Server::State final : rpc::PartitionService::Service {
         std::atomic<int64_t>& count;
         ~StreamCount() { count.fetch_sub(1); }
       } stream_count{streams};
-      auto epoch = loader.start_epoch(request->epoch());
-      rpc::BatchMessage message;
-      while (!context->IsCancelled()) {
-        std::optional<Batch> batch = epoch->next();
-        if (!batch) break;
-        fill_batch_message(*batch, epoch->num_batches(), message);
-        if (const auto size = static_cast<int64_t>(message.ByteSizeLong());
-            size > options.limits.max_reply_bytes) {
-          epoch->stop();
-          return refuse(
-              grpc::StatusCode::INVALID_ARGUMENT,
-              fmt::format("part {}: batch {} is {} bytes, more than the {} one message "
-                          "may (max_reply_bytes); use a smaller batch_size",
-                          partition->part, batch->index, size, options.limits.max_reply_bytes));
-        }
-        // Blocks while the client's window is full: the back-pressure.
-        if (!writer->Write(message)) break;  // the client went away
-      }
-      epoch->stop();
-      if (context->IsCancelled()) {
-        return refuse(grpc::StatusCode::CANCELLED, "the client cancelled the epoch");
-      }
-      return grpc::Status::OK;
+      return stream_epoch(*context, loader, request->epoch(), *writer);
     });
+  }
+
+  // Streams epoch `epoch_index` of `loader` to `writer`. A failure of a peer (its error while a
+  // batch is sampled) is reported as the peer's, with the kPeerFailure marker: this server is
+  // healthy, the client must not blame it.
+  grpc::Status stream_epoch(grpc::ServerContext& context, NeighborLoader& loader,
+                            int64_t epoch_index, grpc::ServerWriter<rpc::BatchMessage>& writer) {
+    auto epoch = loader.start_epoch(epoch_index);
+    rpc::BatchMessage message;
+    while (!context.IsCancelled()) {
+      std::optional<Batch> batch;
+      try {
+        batch = epoch->next();
+      } catch (const Error& e) {
+        epoch->stop();
+        return refuse(
+            internal::status_code_for(e.kind()),
+            fmt::format("part {} {} {}", partition->part, internal::kPeerFailure, e.what()));
+      }
+      if (!batch) break;
+      fill_batch_message(*batch, epoch->num_batches(), message);
+      if (const auto size = static_cast<int64_t>(message.ByteSizeLong());
+          size > options.limits.max_reply_bytes) {
+        epoch->stop();
+        return refuse(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("part {}: batch {} is {} bytes, more than the {} one message "
+                        "may (max_reply_bytes); use a smaller batch_size",
+                        partition->part, batch->index, size, options.limits.max_reply_bytes));
+      }
+      // Blocks while the client's window is full: the back-pressure.
+      if (!writer.Write(message)) break;  // the client went away
+    }
+    epoch->stop();
+    if (context.IsCancelled()) {
+      return refuse(grpc::StatusCode::CANCELLED, "the client cancelled the epoch");
+    }
+    return grpc::Status::OK;
   }
 };
 

@@ -229,6 +229,43 @@ TEST_F(ServeCliTest, AFrozenServerIsATimeoutWithinTheDeadline) {
   EXPECT_EQ(part1.stop(SIGTERM, 10), 0);
 }
 
+// Issue 17, item 10: in server-client mode a frozen peer was blamed on the healthy streaming
+// server. The server's calls to its peer now end within half the client's deadline and the error
+// says the peer failed.
+TEST_F(ServeCliTest, AFrozenPeerIsBlamedOnThePeerNotOnTheStreamingServer) {
+  const std::string data = partitioned();
+  ServeProcess part1(fmt::format("serve '{}' --part 1", data), path("err1"));
+  const std::string line1 = part1.first_line(20);
+  ASSERT_THAT(line1, HasSubstr("listening on")) << slurp(path("err1"));
+  const std::string address1 = line1.substr(line1.rfind(' ') + 1);
+  ServeProcess part0(fmt::format("serve '{}' --part 0 --peers ',{}'", data, address1),
+                     path("err0"));
+  const std::string line0 = part0.first_line(20);
+  ASSERT_THAT(line0, HasSubstr("listening on")) << slurp(path("err0"));
+  volley::LoaderOptions options;
+  options.batch_size = 16;
+  options.num_threads = 1;
+  options.sampler.fanouts = {5, 5};
+  volley::dist::ServerClientLoader loader(line0.substr(line0.rfind(' ') + 1),
+                                          {.deadline_seconds = 2, .connect_seconds = 20},
+                                          std::nullopt, options);
+  auto epoch = loader.start_epoch(0);
+  ASSERT_TRUE(epoch->next().has_value());
+  ASSERT_EQ(kill(part1.pid, SIGSTOP), 0);
+  try {
+    while (epoch->next()) {
+    }
+    ADD_FAILURE() << "the epoch ended although the peer is frozen";
+  } catch (const volley::Error& error) {
+    EXPECT_EQ(error.kind(), volley::ErrorKind::kTimeout) << error.what();
+    EXPECT_THAT(error.what(), HasSubstr("its peer failed"));
+    EXPECT_THAT(error.what(), HasSubstr(fmt::format("part 1 at {}", address1)));
+  }
+  ASSERT_EQ(kill(part1.pid, SIGCONT), 0);
+  EXPECT_EQ(part0.stop(SIGTERM, 10), 0);
+  EXPECT_EQ(part1.stop(SIGTERM, 10), 0);
+}
+
 // Resident memory of process `pid`, in bytes.
 int64_t resident_bytes(pid_t pid) {
   std::ifstream statm(fmt::format("/proc/{}/statm", pid));

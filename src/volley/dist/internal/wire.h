@@ -85,6 +85,9 @@ inline ErrorKind error_kind_for(grpc::StatusCode code) {
 // The contents of a PEM file named by TlsOptions; IoError naming `what` and the file otherwise.
 std::string read_pem(const std::string& path, const char* what);
 
+// Marks a server's error that is its peer's failure, not its own (server-client mode).
+inline constexpr const char* kPeerFailure = "is serving, but its peer failed:";
+
 // `text` as an error message may quote it: at most `limit` bytes, then how much was left out.
 // (A request's fingerprint or dtype can be a megabyte; gRPC refuses status messages that big.)
 inline std::string quoted(std::string_view text, size_t limit = 80) {
