@@ -99,6 +99,25 @@ struct ServeArguments {
 
 #ifdef VOLLEY_WITH_DIST
 
+// --peers as one address per part; a usage error for the wrong count.
+std::vector<std::string> peer_list(const std::string& text, int64_t num_parts) {
+  std::vector<std::string> peers;
+  if (text.empty()) return peers;
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    peers.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (static_cast<int64_t>(peers.size()) != num_parts) {
+    throw CLI::ValidationError(
+        "--peers", fmt::format("expected {} addresses (one per partition, in part order; this "
+                               "part's may be empty), found {} in '{}'",
+                               num_parts, peers.size(), text));
+  }
+  return peers;
+}
+
 void serve(const ServeArguments& arguments) {
   const PartitionManifest manifest = read_partition_manifest(arguments.directory);
   const int64_t num_parts = manifest.book.num_parts();
@@ -108,21 +127,7 @@ void serve(const ServeArguments& arguments) {
         fmt::format("part {} out of range: '{}' has {} partition{} (0..{})", arguments.part,
                     arguments.directory, num_parts, num_parts == 1 ? "" : "s", num_parts - 1));
   }
-  std::vector<std::string> peers;
-  if (!arguments.peers.empty()) {
-    for (size_t start = 0;;) {
-      const size_t comma = arguments.peers.find(',', start);
-      peers.push_back(arguments.peers.substr(start, comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    if (static_cast<int64_t>(peers.size()) != num_parts) {
-      throw CLI::ValidationError(
-          "--peers", fmt::format("expected {} addresses (one per partition, in part order; this "
-                                 "part's may be empty), found {} in '{}'",
-                                 num_parts, peers.size(), arguments.peers));
-    }
-  }
+  std::vector<std::string> peers = peer_list(arguments.peers, num_parts);
   dist::ServerOptions options;
   options.listen = arguments.listen;
   if (!arguments.token_file.empty()) options.token = read_token_file(arguments.token_file);
