@@ -49,7 +49,8 @@ struct Server::State final : rpc::PartitionService::Service {
   std::string fingerprint;
   std::string dataset_name;
   int64_t num_edges_total = 0;
-  int64_t max_degree = 0;  // of this part's nodes
+  int64_t max_degree = 0;   // of this part's nodes
+  int64_t max_streams = 0;  // epoch streams open at once (threads less those kept for calls)
   ServerOptions options;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -375,6 +376,20 @@ struct Server::State final : rpc::PartitionService::Service {
   grpc::Status SampleEpoch(grpc::ServerContext* context, const rpc::EpochRequest* request,
                            grpc::ServerWriter<rpc::BatchMessage>* writer) override {
     return serve(context, [&]() -> grpc::Status {
+      // An open stream holds a handler thread while its reader pauses; some threads are kept for
+      // the other calls (connect, hops, rows), so paused streams cannot starve them.
+      const int64_t open = streams.fetch_add(1);
+      struct StreamCount {
+        std::atomic<int64_t>& count;
+        ~StreamCount() { count.fetch_sub(1); }
+      } stream_count{streams};
+      if (open >= max_streams) {
+        return refuse(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      fmt::format("part {}: busy: {} epoch streams are open, the most this "
+                                  "server keeps (its other handler threads are kept for other "
+                                  "calls); try again later",
+                                  partition->part, open));
+      }
       if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
         return status;
       if (options.peers.empty()) {
@@ -410,11 +425,6 @@ struct Server::State final : rpc::PartitionService::Service {
       std::optional<Array> input_array;
       if (!inputs.empty()) input_array = Array::from_vector(inputs);
       NeighborLoader loader(source, input_array, loader_options);  // validates everything
-      streams.fetch_add(1);
-      struct StreamCount {
-        std::atomic<int64_t>& count;
-        ~StreamCount() { count.fetch_sub(1); }
-      } stream_count{streams};
       return stream_epoch(*context, loader, request->epoch(), *writer);
     });
   }
@@ -503,6 +513,7 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   const int threads =
       options.threads > 0 ? options.threads : std::max(32, 8 * default_num_threads());
   state.options = std::move(options);
+  state.max_streams = std::max(1, threads - std::max(4, threads / 4));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(state.options.listen, credentials, &state.port);

@@ -63,7 +63,9 @@ struct ServerOptions {
   TlsOptions tls;                      // TLS when tls.cert_file is given (see client.h)
   int threads = 0;  // RPC handler threads at most; 0 = 8 × hardware, >= 32; a call
                     // finding none free gets RESOURCE_EXHAUSTED, which
-                    // clients retry with backoff
+                    // clients retry with backoff. Epoch streams (each holds a
+                    // thread while its reader pauses) may take all but
+                    // max(4, threads / 4) of them; one more is refused as busy.
   ServerLimits limits;
   int64_t memory_limit_bytes = int64_t{4} << 30;  // gRPC resource quota
   // Addresses of every partition's server, in part order (this one's entry may be ""): needed
