@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -195,6 +196,26 @@ TEST_F(ServeCliTest, ServeAnswersClientsAndStopsOnSignals) {
   EXPECT_THAT(slurp(path("err0")), HasSubstr("stopped after"));
 }
 
+// Whether every thread of `pid` is stopped (state T in /proc), waiting up to 10 s.
+bool wait_until_stopped(pid_t pid) {
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    bool all_stopped = true;
+    for (const auto& task :
+         std::filesystem::directory_iterator(fmt::format("/proc/{}/task", pid))) {
+      std::ifstream stat(task.path() / "stat");
+      std::string line;
+      std::getline(stat, line);
+      const size_t paren = line.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'T') {
+        all_stopped = false;
+      }
+    }
+    if (all_stopped) return true;
+    usleep(10'000);
+  }
+  return false;
+}
+
 // A server process that stops answering (SIGSTOP: the port stays open, nothing replies) is a
 // TimeoutError within the deadline; once it runs again, so does the client.
 TEST_F(ServeCliTest, AFrozenServerIsATimeoutWithinTheDeadline) {
@@ -210,6 +231,8 @@ TEST_F(ServeCliTest, AFrozenServerIsATimeoutWithinTheDeadline) {
   graph->sample(seeds, {.fanouts = {5, 5}}, 0);
 
   ASSERT_EQ(kill(part1.pid, SIGSTOP), 0);
+  // SIGSTOP takes effect asynchronously: a thread still running could answer one more call.
+  ASSERT_TRUE(wait_until_stopped(part1.pid)) << "the server did not stop";
   const auto start = std::chrono::steady_clock::now();
   try {
     graph->sample(seeds, {.fanouts = {5, 5}}, 1);
@@ -252,6 +275,7 @@ TEST_F(ServeCliTest, AFrozenPeerIsBlamedOnThePeerNotOnTheStreamingServer) {
   auto epoch = loader.start_epoch(0);
   ASSERT_TRUE(epoch->next().has_value());
   ASSERT_EQ(kill(part1.pid, SIGSTOP), 0);
+  ASSERT_TRUE(wait_until_stopped(part1.pid)) << "the peer did not stop";
   try {
     while (epoch->next()) {
     }
