@@ -43,7 +43,7 @@ apt_packages=(
   libmetis-dev libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc
   liburing-dev
   python3 python3-dev python3-venv python3-torch
-  time
+  time openssl iproute2
   clang-14 libclang-rt-14-dev
 )
 

@@ -31,8 +31,10 @@ using dist::ServerOptions;
 using dist::ServiceInfo;
 
 ClientOptions client_options(std::string token, double deadline_seconds, double connect_seconds,
-                             int64_t max_message_bytes) {
+                             int64_t max_message_bytes, const std::string& tls_ca,
+                             const std::string& tls_cert, const std::string& tls_key) {
   ClientOptions options;
+  options.tls = {tls_ca, tls_cert, tls_key};
   options.token = std::move(token);
   options.deadline_seconds = deadline_seconds;
   options.connect_seconds = connect_seconds;
@@ -57,26 +59,30 @@ nb::dict info_to_python(const ServiceInfo& info) {
   return d;
 }
 
-}  // namespace
-
-void bind_dist(nb::module_& m) {
+void bind_server(nb::module_& m) {
   nb::class_<Server>(m, "Server", "One partition served over gRPC (see volley/dist/server.h).")
       .def(
           "__init__",
           [](Server* self, const std::string& directory, int64_t part, const std::string& listen,
              const std::string& token, int threads, std::vector<std::string> peers,
-             const std::string& peer_token, double peer_deadline_seconds, int64_t max_message_bytes,
-             int64_t memory_limit_bytes, int default_concurrency) {
+             const std::string& peer_token, double peer_deadline_seconds, int64_t max_request_bytes,
+             int64_t max_reply_bytes, int64_t max_ids_per_call, int64_t memory_limit_bytes,
+             int default_concurrency, const std::string& tls_cert, const std::string& tls_key,
+             const std::string& tls_client_ca, const std::string& peer_tls_ca) {
             ServerOptions options;
+            options.tls = {tls_client_ca, tls_cert, tls_key};
             options.listen = listen;
             options.token = token;
             options.threads = threads;
-            options.max_message_bytes = max_message_bytes;
+            options.limits.max_request_bytes = max_request_bytes;
+            options.limits.max_reply_bytes = max_reply_bytes;
+            options.limits.max_ids_per_call = max_ids_per_call;
             options.memory_limit_bytes = memory_limit_bytes;
             options.peers = std::move(peers);
             options.peer_client.token = peer_token;
             options.peer_client.deadline_seconds = peer_deadline_seconds;
             options.default_concurrency = default_concurrency;
+            if (!peer_tls_ca.empty()) options.peer_client.tls = {peer_tls_ca, tls_cert, tls_key};
             nb::gil_scoped_release release;
             new (self) Server(directory, part, std::move(options));
           },
@@ -84,8 +90,12 @@ void bind_dist(nb::module_& m) {
           nb::arg("token") = "", nb::arg("threads") = 0,
           nb::arg("peers") = std::vector<std::string>{}, nb::arg("peer_token") = "",
           nb::arg("peer_deadline_seconds") = 30.0,
-          nb::arg("max_message_bytes") = int64_t{512} << 20,
+          nb::arg("max_request_bytes") = dist::ServerLimits{}.max_request_bytes,
+          nb::arg("max_reply_bytes") = dist::ServerLimits{}.max_reply_bytes,
+          nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
           nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("default_concurrency") = 0,
+          nb::arg("tls_cert") = "", nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
+          nb::arg("peer_tls_ca") = "",
           "Loads part `part` of the partitioned dataset at `directory` and starts serving.")
       .def_prop_ro("port", &Server::port)
       .def_prop_ro("address", &Server::address)
@@ -108,16 +118,18 @@ void bind_dist(nb::module_& m) {
            "Stops serving; waits up to grace_seconds for calls in flight (idempotent).")
       .def("wait", &Server::wait, nb::call_guard<nb::gil_scoped_release>(),
            "Blocks until shutdown().");
+}
 
-  nb::class_<DistGraph, BatchSource>(
-      m, "DistGraph", "Partitions served over gRPC, as one graph (see volley/dist/client.h).")
+void bind_dist_graph_connect(nb::class_<DistGraph, BatchSource>& graph) {
+  graph
       .def_static(
           "connect",
           [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
              double connect_seconds, int64_t max_message_bytes,
-             const std::optional<std::string>& local_directory, std::optional<int64_t> local_part) {
-            ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
+             const std::optional<std::string>& local_directory, std::optional<int64_t> local_part,
+             const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
+            ClientOptions options = client_options(token, deadline_seconds, connect_seconds,
+                                                   max_message_bytes, tls_ca, tls_cert, tls_key);
             nb::gil_scoped_release release;
             return DistGraph::connect(std::move(addresses), std::move(options),
                                       local_directory.value_or(""), local_part);
@@ -126,23 +138,32 @@ void bind_dist(nb::module_& m) {
           nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
           nb::arg("max_message_bytes") = int64_t{512} << 20,
           nb::arg("local_directory").none() = nb::none(), nb::arg("local_part").none() = nb::none(),
+          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
           "Connects to the servers (addresses[p] serves part p). Worker mode: local_directory "
           "and local_part name the partition held in this process.")
       .def_static(
           "connect_to_server_partition",
           [](std::vector<std::string> addresses, const Server& server, const std::string& token,
-             double deadline_seconds, double connect_seconds, int64_t max_message_bytes) {
-            ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
+             double deadline_seconds, double connect_seconds, int64_t max_message_bytes,
+             const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
+            ClientOptions options = client_options(token, deadline_seconds, connect_seconds,
+                                                   max_message_bytes, tls_ca, tls_cert, tls_key);
             nb::gil_scoped_release release;
             return DistGraph::connect(std::move(addresses), std::move(options), server.partition(),
                                       server.fingerprint());
           },
           nb::arg("addresses"), nb::arg("server"), nb::kw_only(), nb::arg("token") = "",
           nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
-          nb::arg("max_message_bytes") = int64_t{512} << 20,
-          "Worker mode sharing the partition an in-process Server already holds.")
-      .def_prop_ro("info", [](const DistGraph& graph) { return info_to_python(graph.info()); })
+          nb::arg("max_message_bytes") = int64_t{512} << 20, nb::arg("tls_ca") = "",
+          nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
+          "Worker mode sharing the partition an in-process Server already holds.");
+}
+
+void bind_dist_graph(nb::module_& m) {
+  nb::class_<DistGraph, BatchSource> graph(
+      m, "DistGraph", "Partitions served over gRPC, as one graph (see volley/dist/client.h).");
+  bind_dist_graph_connect(graph);
+  graph.def_prop_ro("info", [](const DistGraph& graph) { return info_to_python(graph.info()); })
       .def_prop_ro("addresses", &DistGraph::addresses)
       .def_prop_ro("local_part", &DistGraph::local_part)
       .def(
@@ -188,7 +209,9 @@ void bind_dist(nb::module_& m) {
             return array_to_python(labels);
           },
           nb::arg("ids"), "Labels of `ids` (int64 [n]).");
+}
 
+void bind_server_client_loader(nb::module_& m) {
   nb::class_<ServerClientLoader>(
       m, "ServerClientLoader",
       "Server-client mode: epochs sampled and gathered by a server, streamed to this process.")
@@ -197,9 +220,10 @@ void bind_dist(nb::module_& m) {
           [](ServerClientLoader* self, const std::string& address,
              const std::optional<InputArray>& input_nodes, LoaderOptions options,
              const std::string& token, double deadline_seconds, double connect_seconds,
-             int64_t max_message_bytes, bool features, bool labels) {
-            ClientOptions client =
-                client_options(token, deadline_seconds, connect_seconds, max_message_bytes);
+             int64_t max_message_bytes, bool features, bool labels, const std::string& tls_ca,
+             const std::string& tls_cert, const std::string& tls_key) {
+            ClientOptions client = client_options(token, deadline_seconds, connect_seconds,
+                                                  max_message_bytes, tls_ca, tls_cert, tls_key);
             auto input_array = array_from_python(input_nodes, "input_nodes");
             nb::gil_scoped_release release;
             new (self) ServerClientLoader(address, std::move(client), std::move(input_array),
@@ -208,7 +232,8 @@ void bind_dist(nb::module_& m) {
           nb::arg("address"), nb::arg("input_nodes").none(), nb::arg("options"), nb::kw_only(),
           nb::arg("token") = "", nb::arg("deadline_seconds") = 30.0,
           nb::arg("connect_seconds") = 30.0, nb::arg("max_message_bytes") = int64_t{512} << 20,
-          nb::arg("features") = true, nb::arg("labels") = true,
+          nb::arg("features") = true, nb::arg("labels") = true, nb::arg("tls_ca") = "",
+          nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
           "Connects to the server at `address`; loader options as NeighborLoader's.")
       .def_prop_ro("num_batches", &ServerClientLoader::num_batches)
       .def_prop_ro("num_inputs", &ServerClientLoader::num_inputs)
@@ -217,7 +242,14 @@ void bind_dist(nb::module_& m) {
       .def("start_epoch", &ServerClientLoader::start_epoch, nb::arg("epoch"),
            nb::call_guard<nb::gil_scoped_release>(),
            "Starts streaming epoch `epoch` (a BatchStream).");
+}
 
+}  // namespace
+
+void bind_dist(nb::module_& m) {
+  bind_server(m);
+  bind_dist_graph(m);
+  bind_server_client_loader(m);
   m.def("dataset_fingerprint", &dist::dataset_fingerprint, nb::arg("directory"),
         nb::call_guard<nb::gil_scoped_release>(),
         "CRC-32 (hex) of a partitioned dataset's partition.json: what servers compare.");

@@ -411,9 +411,10 @@ def test_garbage_and_oversized_requests_do_not_crash_the_server(parts_dir, spawn
     assert s0.alive() and s1.alive()
     graph = vd.connect([s0.address, s1.address], deadline=10.0)
     part0 = np.arange(0, 100, dtype=np.int64)
-    # 300,000 ids (2.4 MB) to part 0's server: over its 1 MiB limit, refused.
-    with pytest.raises(volley.VolleyError):
-        graph.labels[np.resize(part0, 300_000)]
+    # 300,000 ids (2.4 MB) to part 0's server: over its 1 MiB request limit, so the client
+    # splits them into calls under it (issue 17: users never meet the server's limits).
+    many = np.resize(part0, 300_000)
+    np.testing.assert_array_equal(graph.labels[many], np.resize(graph.labels[part0], 300_000))
     assert s0.alive() and s1.alive()
     assert graph.labels[part0].shape == (100,)
     loader = vd.DistNeighborLoader(graph, [5, 5], batch_size=8)  # replies under 1 MiB
@@ -528,3 +529,26 @@ def test_server_handle(parts_dir):
         vd.serve(parts_dir, 2)
     with pytest.raises(OSError):
         vd.serve(parts_dir, 0, listen="203.0.113.1:1")  # an address this machine does not have
+
+
+def test_large_gathers_and_hops_are_split_under_the_server_limits(parts_dir, whole):
+    """Issue 17, item 1: ``gather(np.arange(800_000) % 2708)`` over 2 GB aborted both servers.
+    The same request shape under tiny limits (64 KiB replies: 11 float32 Cora rows a call)
+    is split by the client and gives exactly the local answer."""
+    limits = dict(max_reply_bytes=64 << 10, max_ids_per_call=500)
+    with vd.serve(parts_dir, 0, **limits) as s0, vd.serve(parts_dir, 1, **limits) as s1:
+        graph = vd.connect([s0.address, s1.address], deadline=30.0)
+        ids = np.arange(8_000) % 2708
+        x = vd.DistFeatureStore(graph).gather(ids, dtype="float32")
+        np.testing.assert_array_equal(x, as_numpy(whole.x)[ids].astype(np.float32))
+        np.testing.assert_array_equal(graph.labels[ids], as_numpy(whole.y)[ids])
+        local = NeighborLoader(whole, [-1, 10], batch_size=1000, shuffle=False)
+        dist = vd.DistNeighborLoader(graph, [-1, 10], batch_size=1000, shuffle=False)
+        for a, b in zip(local, dist):
+            np.testing.assert_array_equal(as_numpy(a.n_id), as_numpy(b.n_id))
+            np.testing.assert_array_equal(as_numpy(a.edge_index), as_numpy(b.edge_index))
+        # A fanout with replacement over one reply (4095 picks) is refused, naming the limit.
+        sampler = vd.DistSampler(graph, [5000], replace=True)
+        with pytest.raises(volley.VolleyValueError, match="4095"):
+            sampler.sample(np.arange(4))
+

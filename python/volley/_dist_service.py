@@ -135,8 +135,15 @@ def serve(
     *,
     peer_deadline: float = 30.0,
     concurrency: int = 0,
-    max_message_bytes: int = 512 << 20,
+    max_request_bytes: int = 512 << 20,
+    max_reply_bytes: int = 64 << 20,
+    max_ids_per_call: int = 1 << 23,
     memory_limit_bytes: int = 4 << 30,
+    max_message_bytes: Optional[int] = None,
+    tls_cert: Optional[PathLike] = None,
+    tls_key: Optional[PathLike] = None,
+    tls_client_ca: Optional[PathLike] = None,
+    peer_tls_ca: Optional[PathLike] = None,
 ) -> Server:
     """Serves partition ``part`` of a partitioned dataset from this process (memory-mapped).
 
@@ -156,8 +163,19 @@ def serve(
         peer_deadline: seconds per call to peers.
         concurrency: batches one epoch stream samples at once when the trainer does not say
             (0: cores).
-        max_message_bytes: larger requests are refused.
+        max_request_bytes: larger request messages are refused (1 MiB to 1 GiB).
+        max_reply_bytes: no reply (rows, picks, an epoch's batch) may be larger (64 KiB to
+            1 GiB); it also caps a fanout with ``replace=True`` at ``(max_reply_bytes - 4) // 16``.
+        max_ids_per_call: ids one request may list (at most ``max_request_bytes // 8``).
+            Clients read these limits when they connect and split larger gathers and hops
+            into several calls, so they never meet them; see the README's "Server limits".
         memory_limit_bytes: gRPC's memory quota for the server.
+        max_message_bytes: the old name of ``max_request_bytes`` (deprecated).
+        tls_cert, tls_key: serve over TLS with this certificate and key (PEM files).
+        tls_client_ca: mutual TLS: every client must present a certificate signed by this CA;
+            calls to ``peers`` verify them against it and present ``tls_cert``.
+        peer_tls_ca: call ``peers`` over TLS, verifying them against this CA (default:
+            ``tls_client_ca`` when given, else plaintext).
 
     Returns:
         A running ``Server``.
@@ -176,11 +194,21 @@ def serve(
         peers=[str(p) for p in (peers or [])],
         peer_token=token or "",
         peer_deadline_seconds=float(peer_deadline),
-        max_message_bytes=int(max_message_bytes),
+        max_request_bytes=int(max_request_bytes if max_message_bytes is None else max_message_bytes),
+        max_reply_bytes=int(max_reply_bytes),
+        max_ids_per_call=int(max_ids_per_call),
         memory_limit_bytes=int(memory_limit_bytes),
         default_concurrency=int(concurrency),
+        tls_cert=_path_or_empty(tls_cert),
+        tls_key=_path_or_empty(tls_key),
+        tls_client_ca=_path_or_empty(tls_client_ca),
+        peer_tls_ca=_path_or_empty(peer_tls_ca),
     )
     return Server(native)
+
+
+def _path_or_empty(path: Optional[PathLike]) -> str:
+    return "" if path is None else os.fspath(path)
 
 
 Local = Union[None, Server, Tuple[PathLike, int]]
@@ -195,6 +223,10 @@ class DistGraph:
         token: the servers' access token (None: none).
         deadline: seconds each call may take before ``VolleyTimeoutError``.
         connect_timeout: seconds to wait for servers that are still starting.
+        tls_ca: connect over TLS, verifying the servers' certificates against this CA (PEM
+            file; the certificates must name the host or IP of the address).
+        tls_cert, tls_key: a client certificate and its key (PEM files) for servers that
+            require mutual TLS.
         local: worker topology: the partition this process holds (sampled and gathered without
             RPC): a ``(directory, part)`` pair, or a ``Server`` of this process (its memory is
             shared). None: every part by RPC.
@@ -217,6 +249,9 @@ class DistGraph:
         deadline: float = 30.0,
         connect_timeout: float = 30.0,
         local: Local = None,
+        tls_ca: Optional[PathLike] = None,
+        tls_cert: Optional[PathLike] = None,
+        tls_key: Optional[PathLike] = None,
     ):
         native = _native()
         if isinstance(addresses, str):
@@ -225,10 +260,16 @@ class DistGraph:
         self._token = token or ""
         self._deadline = float(deadline)
         self._connect_timeout = float(connect_timeout)
+        self._tls = dict(
+            tls_ca=_path_or_empty(tls_ca),
+            tls_cert=_path_or_empty(tls_cert),
+            tls_key=_path_or_empty(tls_key),
+        )
         options = dict(
             token=self._token,
             deadline_seconds=self._deadline,
             connect_seconds=self._connect_timeout,
+            **self._tls,
         )
         self._local: Optional[Tuple[str, int]] = None
         if isinstance(local, Server):
@@ -298,7 +339,8 @@ class DistGraph:
         return _reconnect, (
             self._addresses,
             dict(token=self._token, deadline=self._deadline,
-                 connect_timeout=self._connect_timeout, local=self._local),
+                 connect_timeout=self._connect_timeout, local=self._local,
+                 **{k: v or None for k, v in self._tls.items()}),
         )
 
     def __repr__(self) -> str:

@@ -191,6 +191,8 @@ class DistNeighborLoader(NeighborLoader):
         deadline: seconds a call (worker) or the next batch (server-client) may take before
             ``VolleyTimeoutError``; a dead server raises ``VolleyConnectionError`` sooner.
         connect_timeout: seconds to wait for servers that are still starting.
+        tls_ca, tls_cert, tls_key: TLS, as ``DistGraph`` (the CA that signed the servers'
+            certificates; a client certificate and key for mutual TLS).
 
     Raises:
         VolleyValueError: a bad topology, ``local`` / ``server`` missing or given with the
@@ -225,6 +227,9 @@ class DistNeighborLoader(NeighborLoader):
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         mode: Optional[str] = None,
+        tls_ca: Optional[str] = None,
+        tls_cert: Optional[str] = None,
+        tls_key: Optional[str] = None,
     ):
         native = _native()
         topology = _topology(topology, mode)
@@ -233,10 +238,12 @@ class DistNeighborLoader(NeighborLoader):
         self.topology = topology
         self.data = None
         self._token = token or ""
+        tls = dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
         self._connection = dict(
             token=self._token,
             deadline_seconds=float(deadline),
             connect_seconds=float(connect_timeout),
+            **{k: "" if v is None else os.fspath(v) for k, v in tls.items()},
         )
         rank_and_world = dict(rank=rank, world_size=world_size)
         if topology == "worker":
@@ -261,7 +268,7 @@ class DistNeighborLoader(NeighborLoader):
                     raise VolleyValueError("addresses must list every partition's server")
                 self.graph = DistGraph(
                     addresses, token=token, deadline=deadline, connect_timeout=connect_timeout,
-                    local=local,
+                    local=local, **tls,
                 )
             self.server = None
             num_nodes = self.graph.num_nodes

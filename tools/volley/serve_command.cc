@@ -1,5 +1,6 @@
 // `volley serve PARTITIONED_DATASET --part I [--listen HOST:PORT] [--token-file F] [--threads N]
-//  [--peers A0,A1,...] [--deadline S]`
+//  [--peers A0,A1,...] [--deadline S] [--tls-cert F --tls-key F [--tls-client-ca F]]
+//  [--max-reply-bytes N] [--max-ids-per-call N]`
 // Serves one partition over gRPC (volley/dist/server.h) until SIGINT or SIGTERM, then shuts down
 // gracefully. The first line on stdout is machine-readable and flushed at once:
 //   volley serve: part 0 of 'cora' (1354 nodes) listening on 127.0.0.1:40123
@@ -88,9 +89,34 @@ struct ServeArguments {
   std::string peers;  // "A0,A1,..."
   double deadline = 30.0;
   double grace = 2.0;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  std::string peer_tls_ca;
+  int64_t max_reply_bytes = 0;   // 0: ServerLimits' default
+  int64_t max_ids_per_call = 0;  // 0: ServerLimits' default
 };
 
 #ifdef VOLLEY_WITH_DIST
+
+// --peers as one address per part; a usage error for the wrong count.
+std::vector<std::string> peer_list(const std::string& text, int64_t num_parts) {
+  std::vector<std::string> peers;
+  if (text.empty()) return peers;
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    peers.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (static_cast<int64_t>(peers.size()) != num_parts) {
+    throw CLI::ValidationError(
+        "--peers", fmt::format("expected {} addresses (one per partition, in part order; this "
+                               "part's may be empty), found {} in '{}'",
+                               num_parts, peers.size(), text));
+  }
+  return peers;
+}
 
 void serve(const ServeArguments& arguments) {
   const PartitionManifest manifest = read_partition_manifest(arguments.directory);
@@ -101,21 +127,7 @@ void serve(const ServeArguments& arguments) {
         fmt::format("part {} out of range: '{}' has {} partition{} (0..{})", arguments.part,
                     arguments.directory, num_parts, num_parts == 1 ? "" : "s", num_parts - 1));
   }
-  std::vector<std::string> peers;
-  if (!arguments.peers.empty()) {
-    for (size_t start = 0;;) {
-      const size_t comma = arguments.peers.find(',', start);
-      peers.push_back(arguments.peers.substr(start, comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    if (static_cast<int64_t>(peers.size()) != num_parts) {
-      throw CLI::ValidationError(
-          "--peers", fmt::format("expected {} addresses (one per partition, in part order; this "
-                                 "part's may be empty), found {} in '{}'",
-                                 num_parts, peers.size(), arguments.peers));
-    }
-  }
+  std::vector<std::string> peers = peer_list(arguments.peers, num_parts);
   dist::ServerOptions options;
   options.listen = arguments.listen;
   if (!arguments.token_file.empty()) options.token = read_token_file(arguments.token_file);
@@ -123,6 +135,12 @@ void serve(const ServeArguments& arguments) {
   options.peers = std::move(peers);
   options.peer_client.token = options.token;
   options.peer_client.deadline_seconds = arguments.deadline;
+  options.tls = {arguments.tls_client_ca, arguments.tls_cert, arguments.tls_key};
+  if (!arguments.peer_tls_ca.empty()) {
+    options.peer_client.tls = {arguments.peer_tls_ca, arguments.tls_cert, arguments.tls_key};
+  }
+  if (arguments.max_reply_bytes > 0) options.limits.max_reply_bytes = arguments.max_reply_bytes;
+  if (arguments.max_ids_per_call > 0) options.limits.max_ids_per_call = arguments.max_ids_per_call;
 
   // SIGINT / SIGTERM are blocked in every thread (gRPC's threads inherit the mask of the thread
   // that creates the server) and taken by sigwait() in one watcher thread: no async handler,
@@ -199,6 +217,23 @@ void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
   command->add_option("--deadline", arguments->deadline, "Seconds per call to peers")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  command->add_option("--tls-cert", arguments->tls_cert,
+                      "Serve over TLS with this certificate (PEM; with --tls-key)");
+  command->add_option("--tls-key", arguments->tls_key, "The private key of --tls-cert (PEM)");
+  command->add_option("--tls-client-ca", arguments->tls_client_ca,
+                      "Mutual TLS: clients must present a certificate signed by this CA (PEM); "
+                      "calls to --peers verify them against it and present --tls-cert");
+  command->add_option("--peer-tls-ca", arguments->peer_tls_ca,
+                      "Call --peers over TLS, verifying them against this CA (PEM; default: "
+                      "--tls-client-ca when given, else plaintext)");
+  command
+      ->add_option("--max-reply-bytes", arguments->max_reply_bytes,
+                   "Largest reply message (0: 64 MiB); clients split their calls under it")
+      ->check(CLI::NonNegativeNumber);
+  command
+      ->add_option("--max-ids-per-call", arguments->max_ids_per_call,
+                   "Most ids one request may list (0: 8,388,608)")
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--grace", arguments->grace, "Seconds calls in flight get at shutdown")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

@@ -21,6 +21,37 @@ std::string dataset_fingerprint(const std::string& directory) {
 
 namespace internal {
 
+std::string read_pem(const std::string& path, const char* what) {
+  std::string text = read_file_text(path, what);
+  VOLLEY_REQUIRE(text.find("-----BEGIN") != std::string::npos, IoError,
+                 "{} '{}' is not a PEM file (no '-----BEGIN' line)", what, path);
+  return text;
+}
+
+namespace {
+
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(const TlsOptions& tls) {
+  if (tls.ca_file.empty()) {
+    VOLLEY_REQUIRE(tls.cert_file.empty() && tls.key_file.empty(), ValueError,
+                   "a client certificate ('{}') needs tls_ca too (the CA that signed the "
+                   "servers' certificates)",
+                   tls.cert_file);
+    return grpc::InsecureChannelCredentials();
+  }
+  VOLLEY_REQUIRE(tls.cert_file.empty() == tls.key_file.empty(), ValueError,
+                 "a client certificate needs both its file and its key file, got '{}' and '{}'",
+                 tls.cert_file, tls.key_file);
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = read_pem(tls.ca_file, "TLS CA file");
+  if (!tls.cert_file.empty()) {
+    ssl.pem_cert_chain = read_pem(tls.cert_file, "TLS certificate file");
+    ssl.pem_private_key = read_pem(tls.key_file, "TLS key file");
+  }
+  return grpc::SslCredentials(ssl);
+}
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
                                             const ClientOptions& options) {
   grpc::ChannelArguments args;
@@ -41,7 +72,7 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
       "name": [{"service": "volley.rpc.PartitionService"}],
       "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "1s",
                       "backoffMultiplier": 2, "retryableStatusCodes": ["RESOURCE_EXHAUSTED"]}}]})");
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, channel_credentials(options.tls), args);
 }
 
 namespace {
@@ -66,22 +97,34 @@ void prepare(grpc::ClientContext& context, const ClientOptions& options, double 
   const std::string who =
       part >= 0 ? fmt::format("part {} at {}", part, address) : fmt::format("server {}", address);
   std::string message;
+  if (status.error_message().find(kPeerFailure) != std::string::npos) {
+    // The server is fine; one of its peers is not (server-client mode).
+    volley::internal::throw_error(
+        kind, fmt::format("{}: {}: {}", who, call, quoted(status.error_message(), 1024)));
+  }
   switch (kind) {
     case ErrorKind::kConnection:
+      if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        message = fmt::format(
+            "{}: {} failed, the server is busy (out of handler threads or memory) and stayed "
+            "so through the client's retries ({})",
+            who, call, quoted(status.error_message(), 512));
+        break;
+      }
       message = fmt::format(
           "{}: {} failed, the server is unavailable ({}); is `volley serve` "
           "running there and reachable?",
-          who, call, status.error_message());
+          who, call, quoted(status.error_message(), 512));
       break;
     case ErrorKind::kTimeout:
       message = fmt::format("{}: {} got no answer within the deadline of {} s ({})", who, call,
-                            deadline_seconds, status.error_message());
+                            deadline_seconds, quoted(status.error_message(), 512));
       break;
     case ErrorKind::kPermission:
-      message = fmt::format("{}: {} refused: {}", who, call, status.error_message());
+      message = fmt::format("{}: {} refused: {}", who, call, quoted(status.error_message(), 512));
       break;
     default:
-      message = fmt::format("{}: {} failed: {}", who, call, status.error_message());
+      message = fmt::format("{}: {} failed: {}", who, call, quoted(status.error_message(), 512));
   }
   volley::internal::throw_error(kind, message);
 }
@@ -130,6 +173,29 @@ ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address
   return info;
 }
 
+PartLimits part_limits(const rpc::InfoReply& reply, const ClientOptions& options) {
+  PartLimits limits;
+  if (reply.max_ids_per_call() > 0) limits.max_ids = reply.max_ids_per_call();
+  if (reply.max_reply_bytes() > 0) {
+    limits.max_reply_bytes = reply.max_reply_bytes();
+    limits.max_degree = reply.max_degree();
+  }
+  if (reply.max_request_bytes() > 0) {
+    limits.max_ids = std::min(limits.max_ids, (reply.max_request_bytes() - kMessageSlack) / 8);
+  }
+  // What this client may receive and send, too.
+  limits.max_reply_bytes =
+      std::min(limits.max_reply_bytes, options.max_message_bytes - kMessageSlack);
+  limits.max_ids = std::max<int64_t>(
+      1, std::min(limits.max_ids, (options.max_message_bytes - kMessageSlack) / 8));
+  return limits;
+}
+
+int64_t targets_per_call(const PartLimits& limits, int64_t bytes_per_target) {
+  const int64_t by_reply = limits.max_reply_bytes / std::max<int64_t>(1, bytes_per_target);
+  return std::max<int64_t>(1, std::min(limits.max_ids, by_reply));
+}
+
 }  // namespace internal
 
 // --- DistGraph ---------------------------------------------------------------------------------
@@ -140,6 +206,7 @@ using internal::Call;
 using internal::check_info;
 using internal::make_channel;
 using internal::prepare;
+using internal::quoted;
 using internal::service_info;
 
 // Info from every remote server (all in flight at once; wait_for_ready so servers that are still
@@ -183,11 +250,12 @@ void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
         reply.fingerprint() == fingerprint, ValueError,
         "part {} at {} serves dataset '{}' with fingerprint {}, but {} has fingerprint {}: the "
         "servers must serve parts of the same partitioned dataset",
-        p, address, reply.dataset_name(), reply.fingerprint(),
+        p, address, quoted(reply.dataset_name()), quoted(reply.fingerprint()),
         reference >= 0 ? fmt::format("part {} at {}", reference,
                                      state.addresses[static_cast<size_t>(reference)])
                        : std::string("the local partition"),
         fingerprint);
+    state.limits[static_cast<size_t>(p)] = internal::part_limits(reply, state.options);
     if (state.info.num_edges == 0) state.info.num_edges = reply.num_edges();
     if (state.info.fingerprint.empty()) state.info = service_info(reply, address);
   }
@@ -235,6 +303,7 @@ std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> add
     state->local_part = local->part;
   }
   state->stubs.resize(static_cast<size_t>(parts));
+  state->limits.resize(static_cast<size_t>(parts));
   for (int64_t p = 0; p < parts; ++p) {
     const std::string& address = state->addresses[static_cast<size_t>(p)];
     if (p == state->local_part) continue;
@@ -279,6 +348,18 @@ bool DistGraph::has_labels() const { return state_->info.label_dtype.has_value()
 
 void DistGraph::validate(const NeighborSamplerOptions& options) const {
   validate_sampler_options(options, state_->info.has_weights);
+  if (!options.replace) return;  // without replacement a target's picks are at most its degree
+  for (int64_t p = 0; p < state_->num_parts(); ++p) {
+    if (p == state_->local_part) continue;
+    const int64_t max_fanout = (state_->limits[static_cast<size_t>(p)].max_reply_bytes - 4) / 16;
+    for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
+      VOLLEY_REQUIRE(options.fanouts[hop] <= max_fanout, ValueError,
+                     "fanout {} at hop {} with replace=true is more than the {} picks one node may "
+                     "have at part {} at {} (its server's max_reply_bytes)",
+                     options.fanouts[hop], hop, max_fanout, p,
+                     state_->addresses[static_cast<size_t>(p)]);
+    }
+  }
 }
 
 }  // namespace volley::dist

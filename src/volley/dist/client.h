@@ -48,8 +48,24 @@ namespace volley::dist {
 // The wire protocol version (volley.proto); client and servers must match.
 inline constexpr uint32_t kProtocolVersion = 1;
 
+// TLS for the service (PEM files; read once, when the server starts or the client connects;
+// IoError naming a file that cannot be read). The token still authorizes every call.
+//   server: cert_file + key_file serve over TLS; with ca_file too, every client must present a
+//           certificate signed by that CA (mutual TLS), and the server's calls to its peers
+//           (server-client mode) verify them against ca_file and present cert_file.
+//   client: ca_file verifies the servers (their certificates must name the host or IP the
+//           address gives); cert_file + key_file present a client certificate (mutual TLS).
+// A TLS client meeting a plaintext server, or the reverse, or a certificate that does not
+// verify, fails like an unreachable server (ConnectionError, within connect_seconds).
+struct TlsOptions {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+};
+
 struct ClientOptions {
   std::string token;               // sent with every call; "" = none
+  TlsOptions tls;                  // TLS when tls.ca_file is given
   double deadline_seconds = 30.0;  // per call (per batch message for epoch streams)
   double connect_seconds = 30.0;   // how long connect() waits for servers to come up
   int64_t max_message_bytes = int64_t{512} << 20;

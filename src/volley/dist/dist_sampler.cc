@@ -29,6 +29,7 @@ struct MergeScratch {
   std::vector<int32_t> owner;                 // per frontier node
   std::vector<std::vector<int64_t>> targets;  // per part: global ids to expand
   std::vector<HopSample> picks;               // per part: its answer for this hop
+  HopSample answer;                           // one call's answer
   SamplerScratch local;
 };
 
@@ -52,16 +53,17 @@ void split_frontier(const PartitionBook& book, std::span<const int64_t> frontier
   }
 }
 
-// Starts part p's asynchronous SampleHop call; it counts `done` down when it ends.
-void send_hop(const DistGraph::State& state, int64_t p, const Hop& hop, const MergeScratch& scratch,
-              std::unique_ptr<HopCall>& call, std::latch& done) {
-  const auto pi = static_cast<size_t>(p);
+// Starts the asynchronous SampleHop call of `piece`; it counts `done` down when it ends.
+void send_hop(const DistGraph::State& state, const internal::Piece& piece, const Hop& hop,
+              const MergeScratch& scratch, std::unique_ptr<HopCall>& call, std::latch& done) {
+  const auto pi = static_cast<size_t>(piece.part);
   call = std::make_unique<HopCall>();
   internal::prepare(call->context, state.options, state.options.deadline_seconds);
   rpc::HopRequest& request = call->request;
   request.set_protocol(kProtocolVersion);
   request.set_fingerprint(state.info.fingerprint);
-  pack(std::span<const int64_t>(scratch.targets[pi]), request.mutable_targets());
+  pack(std::span<const int64_t>(scratch.targets[pi]).subspan(piece.begin, piece.end - piece.begin),
+       request.mutable_targets());
   request.set_hop(static_cast<uint32_t>(hop.index));
   request.set_fanout(hop.fanout);
   request.set_replace(hop.options.replace);
@@ -72,28 +74,43 @@ void send_hop(const DistGraph::State& state, int64_t p, const Hop& hop, const Me
                                       internal::record_status(*call, done));
 }
 
-// Part p's reply into scratch.picks[p]: the call's own error, or RuntimeError naming the part for
-// a malformed reply (counts that do not match the targets or the neighbors).
-void receive_hop(const DistGraph::State& state, int64_t p, const HopCall& call,
+// The most bytes one target's SampleHop answer may take at part p (its count and its picks).
+int64_t hop_bytes_per_target(const DistGraph::State& state, int64_t p, const Hop& hop) {
+  const internal::PartLimits& limits = state.limits[static_cast<size_t>(p)];
+  const int64_t cap = limits.max_reply_bytes;  // more than one reply holds: one target a call
+  const int64_t degree = limits.max_degree < 0 ? cap : limits.max_degree;
+  int64_t picks = degree;
+  if (hop.fanout != -1 && (hop.options.replace || hop.fanout < degree)) picks = hop.fanout;
+  return 4 + 16 * std::min(picks, cap / 16);
+}
+
+// The reply of `piece` appended to scratch.picks[part]: the call's own error, or RuntimeError
+// naming the part for a malformed reply (counts that do not match the targets or the neighbors).
+void receive_hop(const DistGraph::State& state, const internal::Piece& piece, const HopCall& call,
                  MergeScratch& scratch) {
-  const auto pi = static_cast<size_t>(p);
-  if (!call.status.ok()) state.fail_call(call.status, p, "SampleHop");
-  HopSample& picks = scratch.picks[pi];
-  const size_t targets = scratch.targets[pi].size();
-  const bool well_formed = unpack(call.reply.counts(), picks.counts) &&
-                           unpack(call.reply.neighbors(), picks.neighbors) &&
-                           unpack(call.reply.edge_ids(), picks.edge_ids) &&
-                           picks.counts.size() == targets &&
-                           picks.neighbors.size() == picks.edge_ids.size();
+  const auto pi = static_cast<size_t>(piece.part);
+  if (!call.status.ok()) state.fail_call(call.status, piece.part, "SampleHop");
+  HopSample& answer = scratch.answer;
+  const size_t targets = piece.end - piece.begin;
+  const bool well_formed = unpack(call.reply.counts(), answer.counts) &&
+                           unpack(call.reply.neighbors(), answer.neighbors) &&
+                           unpack(call.reply.edge_ids(), answer.edge_ids) &&
+                           answer.counts.size() == targets &&
+                           answer.neighbors.size() == answer.edge_ids.size();
   int64_t total = 0;
   if (well_formed) {
-    for (int32_t c : picks.counts) total += c < 0 ? INT64_MIN / 2 : c;
+    for (int32_t c : answer.counts) total += c < 0 ? INT64_MIN / 2 : c;
   }
-  VOLLEY_REQUIRE(well_formed && total == static_cast<int64_t>(picks.neighbors.size()), RuntimeError,
+  VOLLEY_REQUIRE(well_formed && total == static_cast<int64_t>(answer.neighbors.size()),
+                 RuntimeError,
                  "part {} at {}: malformed SampleHop reply ({} counts for {} targets, {} "
                  "neighbors, {} edge ids)",
-                 p, state.addresses[pi], picks.counts.size(), targets, picks.neighbors.size(),
-                 picks.edge_ids.size());
+                 piece.part, state.addresses[pi], answer.counts.size(), targets,
+                 answer.neighbors.size(), answer.edge_ids.size());
+  HopSample& picks = scratch.picks[pi];
+  picks.counts.insert(picks.counts.end(), answer.counts.begin(), answer.counts.end());
+  picks.neighbors.insert(picks.neighbors.end(), answer.neighbors.begin(), answer.neighbors.end());
+  picks.edge_ids.insert(picks.edge_ids.end(), answer.edge_ids.begin(), answer.edge_ids.end());
 }
 
 // RuntimeError naming the part when a remote reply names a node outside the graph (the local
@@ -133,13 +150,26 @@ void sample_one_hop(const DistGraph::State& state, const Hop& hop, const HostSub
   const size_t begin = builder.frontier_begin();
   const size_t end = builder.frontier_end();
   if (hop.fanout != 0 && end > begin) {
-    std::vector<std::unique_ptr<HopCall>> calls(static_cast<size_t>(state.num_parts()));
     split_frontier(state.info.book, std::span<const int64_t>(out.nodes).subspan(begin, end - begin),
                    scratch);
-    internal::fan_out(
+    for (int64_t p = 0; p < state.num_parts(); ++p) {
+      if (p == state.local_part) continue;
+      HopSample& picks = scratch.picks[static_cast<size_t>(p)];
+      picks.counts.clear();
+      picks.neighbors.clear();
+      picks.edge_ids.clear();
+    }
+    internal::fan_out<HopCall>(
         state, scratch.targets,
-        [&](int64_t p, std::latch& done) {
-          send_hop(state, p, hop, scratch, calls[static_cast<size_t>(p)], done);
+        [&](int64_t p) {
+          return internal::targets_per_call(state.limits[static_cast<size_t>(p)],
+                                            hop_bytes_per_target(state, p, hop));
+        },
+        [&](const internal::Piece& piece, std::unique_ptr<HopCall>& call, std::latch& done) {
+          send_hop(state, piece, hop, scratch, call, done);
+        },
+        [&](const internal::Piece& piece, const HopCall& call) {
+          receive_hop(state, piece, call, scratch);
         },
         [&] {
           const auto local_part = static_cast<size_t>(state.local_part);
@@ -148,11 +178,6 @@ void sample_one_hop(const DistGraph::State& state, const Hop& hop, const HostSub
                      hop.fanout, hop.options, hop.batch_index, scratch.picks[local_part],
                      &scratch.local);
         });
-    for (int64_t p = 0; p < state.num_parts(); ++p) {
-      if (p != state.local_part && !scratch.targets[static_cast<size_t>(p)].empty()) {
-        receive_hop(state, p, *calls[static_cast<size_t>(p)], scratch);
-      }
-    }
     check_reply_ids(state, scratch);
     merge_hop(scratch, begin, builder);
   }

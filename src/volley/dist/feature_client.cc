@@ -38,9 +38,9 @@ RowRequests split_ids(const PartitionBook& book, std::span<const int64_t> ids) {
   return requests;
 }
 
-// Starts part p's asynchronous GetRows call; it counts `done` down when it ends.
-void send_rows(const DistGraph::State& state, int64_t p, rpc::RowsRequest::Kind kind,
-               const std::vector<int64_t>& targets, DType out_dtype,
+// Starts the asynchronous GetRows call of `piece`; it counts `done` down when it ends.
+void send_rows(const DistGraph::State& state, const internal::Piece& piece,
+               rpc::RowsRequest::Kind kind, const std::vector<int64_t>& targets, DType out_dtype,
                std::unique_ptr<RowsCall>& slot, std::latch& done) {
   slot = std::make_unique<RowsCall>();
   RowsCall& call = *slot;
@@ -48,30 +48,54 @@ void send_rows(const DistGraph::State& state, int64_t p, rpc::RowsRequest::Kind 
   call.request.set_protocol(kProtocolVersion);
   call.request.set_fingerprint(state.info.fingerprint);
   call.request.set_kind(kind);
-  internal::pack(std::span<const int64_t>(targets), call.request.mutable_ids());
+  internal::pack(std::span<const int64_t>(targets).subspan(piece.begin, piece.end - piece.begin),
+                 call.request.mutable_ids());
   call.request.set_out_dtype(std::string(dtype_name(out_dtype)));
-  state.stubs[static_cast<size_t>(p)]->async()->GetRows(&call.context, &call.request, &call.reply,
-                                                        internal::record_status(call, done));
+  state.stubs[static_cast<size_t>(piece.part)]->async()->GetRows(
+      &call.context, &call.request, &call.reply, internal::record_status(call, done));
 }
 
-// Rows of `ids` (features or labels) from their owners into `out` (row_bytes per row).
+// Rows of `ids` (features or labels) from their owners into `out` (row_bytes per row), in calls
+// under each server's limits.
 void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kind kind,
                             std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
                             std::byte* out) {
   const RowRequests requests = split_ids(state.info.book, ids);
   const auto& targets = requests.targets;
-  auto scatter = [&](size_t p, const std::byte* rows) {
+  // Rows [begin, end) of part p's share, from `rows`, to their places in `out`.
+  auto scatter = [&](size_t p, size_t begin, size_t end, const std::byte* rows) {
     const auto& where = requests.positions[p];
-    for (size_t j = 0; j < where.size(); ++j) {
-      std::memcpy(out + static_cast<size_t>(where[j]) * row_bytes, rows + j * row_bytes, row_bytes);
+    for (size_t j = begin; j < end; ++j) {
+      std::memcpy(out + static_cast<size_t>(where[j]) * row_bytes, rows + (j - begin) * row_bytes,
+                  row_bytes);
     }
   };
-  std::vector<std::unique_ptr<RowsCall>> calls(targets.size());
-  internal::fan_out(
+  const char* what = kind == rpc::RowsRequest::FEATURES ? "GetRows(features)" : "GetRows(labels)";
+  internal::fan_out<RowsCall>(
       state, targets,
-      [&](int64_t p, std::latch& done) {
-        const auto pi = static_cast<size_t>(p);
-        send_rows(state, p, kind, targets[pi], out_dtype, calls[pi], done);
+      [&](int64_t p) {
+        const internal::PartLimits& limits = state.limits[static_cast<size_t>(p)];
+        VOLLEY_REQUIRE(static_cast<int64_t>(row_bytes) <= limits.max_reply_bytes, ValueError,
+                       "part {} at {}: one row is {} bytes, more than the {} a reply may carry "
+                       "(the server's max_reply_bytes, or this client's max_message_bytes)",
+                       p, state.addresses[static_cast<size_t>(p)], row_bytes,
+                       limits.max_reply_bytes);
+        return internal::targets_per_call(limits, static_cast<int64_t>(row_bytes));
+      },
+      [&](const internal::Piece& piece, std::unique_ptr<RowsCall>& slot, std::latch& done) {
+        send_rows(state, piece, kind, targets[static_cast<size_t>(piece.part)], out_dtype, slot,
+                  done);
+      },
+      [&](const internal::Piece& piece, const RowsCall& call) {
+        const auto pi = static_cast<size_t>(piece.part);
+        if (!call.status.ok()) state.fail_call(call.status, piece.part, what);
+        const size_t count = piece.end - piece.begin;
+        VOLLEY_REQUIRE(call.reply.rows().size() == count * row_bytes, RuntimeError,
+                       "part {} at {}: malformed {} reply: {} bytes for {} rows of {} bytes",
+                       piece.part, state.addresses[pi], what, call.reply.rows().size(), count,
+                       row_bytes);
+        scatter(pi, piece.begin, piece.end,
+                reinterpret_cast<const std::byte*>(call.reply.rows().data()));
       },
       [&] {
         const auto p = static_cast<size_t>(state.local_part);
@@ -82,20 +106,8 @@ void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kin
         for (int64_t& id : rows) id -= local.first_node();
         std::vector<std::byte> buffer(rows.size() * row_bytes);
         gather_rows(table, rows, out_dtype, buffer.data());
-        scatter(p, buffer.data());
+        scatter(p, 0, rows.size(), buffer.data());
       });
-  const char* what = kind == rpc::RowsRequest::FEATURES ? "GetRows(features)" : "GetRows(labels)";
-  for (int64_t p = 0; p < state.num_parts(); ++p) {
-    const auto pi = static_cast<size_t>(p);
-    if (!calls[pi]) continue;
-    const RowsCall& call = *calls[pi];
-    if (!call.status.ok()) state.fail_call(call.status, p, what);
-    VOLLEY_REQUIRE(call.reply.rows().size() == targets[pi].size() * row_bytes, RuntimeError,
-                   "part {} at {}: malformed {} reply: {} bytes for {} rows of {} bytes", p,
-                   state.addresses[pi], what, call.reply.rows().size(), targets[pi].size(),
-                   row_bytes);
-    scatter(pi, reinterpret_cast<const std::byte*>(call.reply.rows().data()));
-  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +15,7 @@
 
 #include "volley/core/parallel.h"
 #include "volley/core/version.h"
+#include "volley/dist/internal/server_support.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
@@ -21,47 +23,23 @@
 namespace volley::dist {
 
 namespace rpc = ::volley::rpc;
+using internal::check_limits;
+using internal::fill_batch_message;
 using internal::pack;
+using internal::Subset;
 using internal::unpack;
 
 namespace {
 
 constexpr const char* kVolleyVersion = volley::kVersion;
-// At most this many ids in one request (a batch's frontier is far smaller): a bound on the
-// memory one request can make the server allocate, whatever max_message_bytes allows.
-constexpr size_t kMaxIdsPerRequest = size_t{1} << 25;
+// Per-thread buffers larger than this are released after the call that grew them.
+constexpr size_t kKeepBufferBytes = size_t{16} << 20;
+// Reply size estimates stop growing here (no overflow for any fanout).
+constexpr int64_t kSaturated = int64_t{1} << 60;
 
 grpc::Status refuse(grpc::StatusCode code, const std::string& message) {
   return grpc::Status(code, message);
 }
-
-// A BatchSource that hides features or labels the client did not ask for.
-class Subset final : public BatchSource {
- public:
-  Subset(std::shared_ptr<const BatchSource> inner, bool features, bool labels)
-      : inner_(std::move(inner)), features_(features), labels_(labels) {}
-  int64_t num_nodes() const override { return inner_->num_nodes(); }
-  void validate(const NeighborSamplerOptions& options) const override { inner_->validate(options); }
-  void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-              uint64_t batch_index, SampledSubgraph& out) const override {
-    inner_->sample(seeds, options, batch_index, out);
-  }
-  int64_t feature_width() const override { return features_ ? inner_->feature_width() : 0; }
-  DType feature_dtype() const override { return inner_->feature_dtype(); }
-  void gather_features(std::span<const int64_t> ids, DType out_dtype,
-                       std::byte* out) const override {
-    inner_->gather_features(ids, out_dtype, out);
-  }
-  bool has_labels() const override { return labels_ && inner_->has_labels(); }
-  void gather_labels(std::span<const int64_t> ids, int64_t* out) const override {
-    inner_->gather_labels(ids, out);
-  }
-
- private:
-  std::shared_ptr<const BatchSource> inner_;
-  bool features_;
-  bool labels_;
-};
 
 }  // namespace
 
@@ -71,6 +49,8 @@ struct Server::State final : rpc::PartitionService::Service {
   std::string fingerprint;
   std::string dataset_name;
   int64_t num_edges_total = 0;
+  int64_t max_degree = 0;   // of this part's nodes
+  int64_t max_streams = 0;  // epoch streams open at once (threads less those kept for calls)
   ServerOptions options;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -111,7 +91,13 @@ struct Server::State final : rpc::PartitionService::Service {
                         fmt::format("part {}: internal error: {}", partition->part, e.what()));
       }
     }
-    if (!status.ok()) failed.fetch_add(1, std::memory_order_relaxed);
+    if (!status.ok()) {
+      failed.fetch_add(1, std::memory_order_relaxed);
+      // A message quoting a request (a huge dtype name, say) is cut: gRPC's metadata limit.
+      if (status.error_message().size() > 2048) {
+        status = grpc::Status(status.error_code(), internal::quoted(status.error_message(), 2048));
+      }
+    }
     return status;
   }
 
@@ -140,24 +126,29 @@ struct Server::State final : rpc::PartitionService::Service {
       return refuse(grpc::StatusCode::FAILED_PRECONDITION,
                     fmt::format("part {}: the request is for dataset fingerprint '{}', this "
                                 "server serves '{}' ({})",
-                                partition->part, request_fingerprint, fingerprint, dataset_name));
+                                partition->part, internal::quoted(request_fingerprint), fingerprint,
+                                dataset_name));
     }
     return grpc::Status::OK;
   }
 
-  // Unpacks owned ids (global) into `ids`; OUT_OF_RANGE names the first id not owned.
+  // Unpacks owned ids (global) into `ids`; INVALID_ARGUMENT for more than max_ids_per_call
+  // (checked before anything is allocated), OUT_OF_RANGE naming the first id not owned.
   grpc::Status owned_ids(const std::string& bytes, std::vector<int64_t>& ids,
                          const char* field) const {
-    if (!unpack(bytes, ids)) {
+    if (bytes.size() % sizeof(int64_t) != 0) {
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                     fmt::format("part {}: {} has {} bytes, not a multiple of 8 (packed int64)",
                                 partition->part, field, bytes.size()));
     }
-    if (ids.size() > kMaxIdsPerRequest) {
+    const auto count = static_cast<int64_t>(bytes.size() / sizeof(int64_t));
+    if (count > options.limits.max_ids_per_call) {
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    fmt::format("part {}: {} lists {} ids, more than the {} one request may",
-                                partition->part, field, ids.size(), kMaxIdsPerRequest));
+                    fmt::format("part {}: {} lists {} ids, more than the {} one call may "
+                                "(max_ids_per_call); split the call",
+                                partition->part, field, count, options.limits.max_ids_per_call));
     }
+    unpack(bytes, ids);
     const int64_t begin = first(), end = first() + rows();
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < begin || ids[i] >= end) {
@@ -170,7 +161,56 @@ struct Server::State final : rpc::PartitionService::Service {
     return grpc::Status::OK;
   }
 
-  std::shared_ptr<const DistGraph> peer_graph() {
+  // INVALID_ARGUMENT when a reply of `bytes` would exceed max_reply_bytes.
+  grpc::Status check_reply_size(int64_t bytes, const char* what) const {
+    if (bytes <= options.limits.max_reply_bytes) return grpc::Status::OK;
+    return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                  fmt::format("part {}: the {} reply would be {}{} bytes, more than the {} one "
+                              "reply may (max_reply_bytes); split the call",
+                              partition->part, what, bytes >= kSaturated ? "over " : "",
+                              std::min(bytes, kSaturated), options.limits.max_reply_bytes));
+  }
+
+  // The most bytes a SampleHop reply for `targets` (owned, global) may take: 4 a target (its
+  // count) and 16 a pick, with every pick the sampler could make. Saturates at kSaturated.
+  int64_t hop_reply_bound(std::span<const int64_t> targets, int64_t fanout, bool replace) const {
+    const Csr& graph = partition->data.graph;
+    int64_t bytes = 4 * static_cast<int64_t>(targets.size());
+    for (const int64_t target : targets) {
+      const int64_t degree = graph.degree(target - first());
+      int64_t picks = degree;
+      if (fanout != -1 && (replace || fanout < degree)) picks = degree == 0 ? 0 : fanout;
+      bytes += 16 * std::min(picks, kSaturated / 16);
+      if (bytes >= kSaturated) return kSaturated;
+    }
+    return bytes;
+  }
+
+  // After a call with a large request: the request arrived in many small pieces, freed into
+  // glibc's arenas by now; give them back to the system.
+  static void after_call(size_t request_bytes) {
+    if (request_bytes > kKeepBufferBytes) malloc_trim(0);
+  }
+
+  // Per-thread buffers that grew past kKeepBufferBytes are released: a large call does not leave
+  // its peak behind.
+  template <typename T>
+  static void release_if_large(std::vector<T>& buffer) {
+    if (buffer.capacity() * sizeof(T) > kKeepBufferBytes) std::exchange(buffer, {});
+  }
+
+  // The peers as one graph. Calls to peers must end before the client's own deadline (its wait
+  // for a batch, `client_deadline` s; 0: unknown), so that a stuck peer is reported as such and
+  // not taken for this server being stuck: their deadline is at most half the client's (a
+  // stream's own connection then).
+  std::shared_ptr<const DistGraph> peer_graph(double client_deadline) {
+    const double wanted = client_deadline > 0 ? client_deadline / 2 : 0;
+    if (wanted > 0 && wanted < options.peer_client.deadline_seconds) {
+      ClientOptions shorter = options.peer_client;
+      shorter.deadline_seconds = wanted;
+      shorter.connect_seconds = std::min(shorter.connect_seconds, wanted);
+      return DistGraph::connect(options.peers, shorter, partition, fingerprint);
+    }
     std::lock_guard lock(peers_mutex);
     if (!peers) {
       std::vector<std::string> addresses = options.peers;
@@ -201,6 +241,10 @@ struct Server::State final : rpc::PartitionService::Service {
       reply->set_has_weights(data.graph.has_weights());
       reply->set_authenticated(!options.token.empty());
       reply->set_can_sample_epochs(!options.peers.empty());
+      reply->set_max_request_bytes(options.limits.max_request_bytes);
+      reply->set_max_reply_bytes(options.limits.max_reply_bytes);
+      reply->set_max_ids_per_call(options.limits.max_ids_per_call);
+      reply->set_max_degree(max_degree);
       return grpc::Status::OK;
     });
   }
@@ -224,32 +268,57 @@ struct Server::State final : rpc::PartitionService::Service {
       if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
         return status;
       thread_local std::vector<int64_t> targets;
-      if (auto status = owned_ids(request->targets(), targets, "targets"); !status.ok())
-        return status;
-      if (request->hop() >= 256 || request->fanout() < -1) {
-        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                      fmt::format("part {}: hop {} / fanout {} invalid (hop < 256, fanout >= -1)",
-                                  partition->part, request->hop(), request->fanout()));
-      }
-      if (request->weighted() && !partition->data.graph.has_weights()) {
-        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                      fmt::format("part {}: weighted sampling asked, but the graph has no "
-                                  "weights",
-                                  partition->part));
-      }
-      NeighborSamplerOptions sampler;
-      sampler.replace = request->replace();
-      sampler.weighted = request->weighted();
-      sampler.seed = request->seed();
       thread_local SamplerScratch scratch;
       thread_local HopSample sample;
-      sample_hop(partition->data.graph, first(), targets, static_cast<int>(request->hop()),
-                 request->fanout(), sampler, request->batch(), sample, &scratch);
-      pack(std::span<const int32_t>(sample.counts), reply->mutable_counts());
-      pack(std::span<const int64_t>(sample.neighbors), reply->mutable_neighbors());
-      pack(std::span<const int64_t>(sample.edge_ids), reply->mutable_edge_ids());
-      return grpc::Status::OK;
+      const grpc::Status status = sample_hop_into(*request, targets, scratch, sample, *reply);
+      if (targets.capacity() * sizeof(int64_t) > kKeepBufferBytes ||
+          sample.neighbors.capacity() * sizeof(int64_t) > kKeepBufferBytes) {
+        scratch = SamplerScratch();
+      }
+      release_if_large(targets);
+      release_if_large(sample.counts);
+      release_if_large(sample.neighbors);
+      release_if_large(sample.edge_ids);
+      after_call(request->targets().size());
+      return status;
     });
+  }
+
+  // SampleHop's work, with the caller's (per-thread) buffers.
+  grpc::Status sample_hop_into(const rpc::HopRequest& request, std::vector<int64_t>& targets,
+                               SamplerScratch& scratch, HopSample& sample, rpc::HopReply& reply) {
+    if (auto status = owned_ids(request.targets(), targets, "targets"); !status.ok()) return status;
+    if (request.hop() >= 256 || request.fanout() < -1) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: hop {} / fanout {} invalid (hop < 256, fanout >= -1)",
+                                partition->part, request.hop(), request.fanout()));
+    }
+    if (request.weighted() && !partition->data.graph.has_weights()) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: weighted sampling asked, but the graph has no weights",
+                                partition->part));
+    }
+    if (request.replace() && request.fanout() > options.limits.max_fanout()) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: fanout {} with replacement is more than the {} picks "
+                                "one target may have (max_fanout, from max_reply_bytes {})",
+                                partition->part, request.fanout(), options.limits.max_fanout(),
+                                options.limits.max_reply_bytes));
+    }
+    if (auto status = check_reply_size(
+            hop_reply_bound(targets, request.fanout(), request.replace()), "SampleHop");
+        !status.ok())
+      return status;
+    NeighborSamplerOptions sampler;
+    sampler.replace = request.replace();
+    sampler.weighted = request.weighted();
+    sampler.seed = request.seed();
+    sample_hop(partition->data.graph, first(), targets, static_cast<int>(request.hop()),
+               request.fanout(), sampler, request.batch(), sample, &scratch);
+    pack(std::span<const int32_t>(sample.counts), reply.mutable_counts());
+    pack(std::span<const int64_t>(sample.neighbors), reply.mutable_neighbors());
+    pack(std::span<const int64_t>(sample.edge_ids), reply.mutable_edge_ids());
+    return grpc::Status::OK;
   }
 
   grpc::Status GetRows(grpc::ServerContext* context, const rpc::RowsRequest* request,
@@ -257,44 +326,70 @@ struct Server::State final : rpc::PartitionService::Service {
     return serve(context, [&] {
       if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
         return status;
-      const Dataset& data = partition->data;
-      const bool features = request->kind() == rpc::RowsRequest::FEATURES;
-      if (!features && request->kind() != rpc::RowsRequest::LABELS) {
-        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                      fmt::format("part {}: unknown row kind {}", partition->part,
-                                  static_cast<int>(request->kind())));
-      }
-      const std::optional<Array>& table = features ? data.features : data.labels;
-      if (!table) {
-        return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                      fmt::format("part {}: the dataset has no {}", partition->part,
-                                  features ? "features" : "labels"));
-      }
-      const DType out_dtype =
-          request->out_dtype().empty() ? table->dtype() : dtype_from_name(request->out_dtype());
-      if (!gather_supports(table->dtype(), out_dtype)) {
-        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                      fmt::format("part {}: {} of dtype {} cannot be delivered as {}",
-                                  partition->part, features ? "features" : "labels",
-                                  dtype_name(table->dtype()), dtype_name(out_dtype)));
-      }
       thread_local std::vector<int64_t> ids;
-      if (auto status = owned_ids(request->ids(), ids, "ids"); !status.ok()) return status;
-      for (int64_t& id : ids) id -= first();
-      const int64_t width = table->ndim() == 2 ? table->dim(1) : 1;
-      const size_t bytes = ids.size() * static_cast<size_t>(width) * dtype_size(out_dtype);
-      std::string* rows = reply->mutable_rows();
-      rows->resize(bytes);
-      gather_rows(*table, ids, out_dtype, reinterpret_cast<std::byte*>(rows->data()));
-      reply->set_dtype(std::string(dtype_name(out_dtype)));
-      reply->set_width(width);
-      return grpc::Status::OK;
+      const grpc::Status status = get_rows_into(*request, ids, *reply);
+      release_if_large(ids);
+      after_call(request->ids().size());
+      return status;
     });
+  }
+
+  // GetRows' work, with the caller's (per-thread) id buffer.
+  grpc::Status get_rows_into(const rpc::RowsRequest& request, std::vector<int64_t>& ids,
+                             rpc::RowsReply& reply) {
+    const Dataset& data = partition->data;
+    const bool features = request.kind() == rpc::RowsRequest::FEATURES;
+    if (!features && request.kind() != rpc::RowsRequest::LABELS) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: unknown row kind {}", partition->part,
+                                static_cast<int>(request.kind())));
+    }
+    const std::optional<Array>& table = features ? data.features : data.labels;
+    if (!table) {
+      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                    fmt::format("part {}: the dataset has no {}", partition->part,
+                                features ? "features" : "labels"));
+    }
+    const DType out_dtype =
+        request.out_dtype().empty() ? table->dtype() : dtype_from_name(request.out_dtype());
+    if (!gather_supports(table->dtype(), out_dtype)) {
+      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("part {}: {} of dtype {} cannot be delivered as {}",
+                                partition->part, features ? "features" : "labels",
+                                dtype_name(table->dtype()), dtype_name(out_dtype)));
+    }
+    if (auto status = owned_ids(request.ids(), ids, "ids"); !status.ok()) return status;
+    const int64_t width = table->ndim() == 2 ? table->dim(1) : 1;
+    const int64_t row_bytes = width * static_cast<int64_t>(dtype_size(out_dtype));
+    if (auto status = check_reply_size(static_cast<int64_t>(ids.size()) * row_bytes, "GetRows");
+        !status.ok())
+      return status;
+    for (int64_t& id : ids) id -= first();
+    std::string* rows = reply.mutable_rows();
+    rows->resize(ids.size() * static_cast<size_t>(row_bytes));
+    gather_rows(*table, ids, out_dtype, reinterpret_cast<std::byte*>(rows->data()));
+    reply.set_dtype(std::string(dtype_name(out_dtype)));
+    reply.set_width(width);
+    return grpc::Status::OK;
   }
 
   grpc::Status SampleEpoch(grpc::ServerContext* context, const rpc::EpochRequest* request,
                            grpc::ServerWriter<rpc::BatchMessage>* writer) override {
     return serve(context, [&]() -> grpc::Status {
+      // An open stream holds a handler thread while its reader pauses; some threads are kept for
+      // the other calls (connect, hops, rows), so paused streams cannot starve them.
+      const int64_t open = streams.fetch_add(1);
+      struct StreamCount {
+        std::atomic<int64_t>& count;
+        ~StreamCount() { count.fetch_sub(1); }
+      } stream_count{streams};
+      if (open >= max_streams) {
+        return refuse(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      fmt::format("part {}: busy: {} epoch streams are open, the most this "
+                                  "server keeps (its other handler threads are kept for other "
+                                  "calls); try again later",
+                                  partition->part, open));
+      }
       if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
         return status;
       if (options.peers.empty()) {
@@ -325,51 +420,51 @@ struct Server::State final : rpc::PartitionService::Service {
       if (request->features()) {
         loader_options.feature_dtype = dtype_from_name(request->feature_dtype());
       }
-      auto source = std::make_shared<Subset>(peer_graph(), request->features(), request->labels());
+      auto source = std::make_shared<Subset>(peer_graph(request->deadline_seconds()),
+                                             request->features(), request->labels());
       std::optional<Array> input_array;
       if (!inputs.empty()) input_array = Array::from_vector(inputs);
       NeighborLoader loader(source, input_array, loader_options);  // validates everything
-      streams.fetch_add(1);
-      struct StreamCount {
-        std::atomic<int64_t>& count;
-        ~StreamCount() { count.fetch_sub(1); }
-      } stream_count{streams};
-      auto epoch = loader.start_epoch(request->epoch());
-      rpc::BatchMessage message;
-      while (!context->IsCancelled()) {
-        std::optional<Batch> batch = epoch->next();
-        if (!batch) break;
-        message.Clear();
-        message.set_index(batch->index);
-        message.set_batch_size(batch->batch_size);
-        message.set_num_batches(epoch->num_batches());
-        auto bytes_of = [](const Array& array, std::string* out) {
-          out->assign(reinterpret_cast<const char*>(array.raw_data()), array.nbytes());
-        };
-        bytes_of(batch->nodes, message.mutable_nodes());
-        bytes_of(batch->input_ids, message.mutable_input_ids());
-        bytes_of(batch->edge_index, message.mutable_edge_index());
-        bytes_of(batch->edge_ids, message.mutable_edge_ids());
-        for (int64_t v : batch->nodes_per_hop) message.add_nodes_per_hop(v);
-        for (int64_t v : batch->edges_per_hop) message.add_edges_per_hop(v);
-        if (batch->x.defined()) {
-          bytes_of(batch->x, message.mutable_x());
-          message.set_x_dtype(std::string(dtype_name(batch->x.dtype())));
-          message.set_x_width(batch->x.ndim() == 2 ? batch->x.dim(1) : 1);
-        }
-        if (batch->y.defined()) {
-          bytes_of(batch->y, message.mutable_y());
-          message.set_has_y(true);
-        }
-        // Blocks while the client's window is full: the back-pressure.
-        if (!writer->Write(message)) break;  // the client went away
-      }
-      epoch->stop();
-      if (context->IsCancelled()) {
-        return refuse(grpc::StatusCode::CANCELLED, "the client cancelled the epoch");
-      }
-      return grpc::Status::OK;
+      return stream_epoch(*context, loader, request->epoch(), *writer);
     });
+  }
+
+  // Streams epoch `epoch_index` of `loader` to `writer`. A failure of a peer (its error while a
+  // batch is sampled) is reported as the peer's, with the kPeerFailure marker: this server is
+  // healthy, the client must not blame it.
+  grpc::Status stream_epoch(grpc::ServerContext& context, NeighborLoader& loader,
+                            int64_t epoch_index, grpc::ServerWriter<rpc::BatchMessage>& writer) {
+    auto epoch = loader.start_epoch(epoch_index);
+    rpc::BatchMessage message;
+    while (!context.IsCancelled()) {
+      std::optional<Batch> batch;
+      try {
+        batch = epoch->next();
+      } catch (const Error& e) {
+        epoch->stop();
+        return refuse(
+            internal::status_code_for(e.kind()),
+            fmt::format("part {} {} {}", partition->part, internal::kPeerFailure, e.what()));
+      }
+      if (!batch) break;
+      fill_batch_message(*batch, epoch->num_batches(), message);
+      if (const auto size = static_cast<int64_t>(message.ByteSizeLong());
+          size > options.limits.max_reply_bytes) {
+        epoch->stop();
+        return refuse(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("part {}: batch {} is {} bytes, more than the {} one message "
+                        "may (max_reply_bytes); use a smaller batch_size",
+                        partition->part, batch->index, size, options.limits.max_reply_bytes));
+      }
+      // Blocks while the client's window is full: the back-pressure.
+      if (!writer.Write(message)) break;  // the client went away
+    }
+    epoch->stop();
+    if (context.IsCancelled()) {
+      return refuse(grpc::StatusCode::CANCELLED, "the client cancelled the epoch");
+    }
+    return grpc::Status::OK;
   }
 };
 
@@ -377,8 +472,14 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
     : state_(std::make_unique<State>()) {
   State& state = *state_;
   VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);
-  VOLLEY_REQUIRE(options.max_message_bytes >= (1 << 20), ValueError,
-                 "max_message_bytes must be at least 1 MiB, got {}", options.max_message_bytes);
+  check_limits(options.limits);
+  // Buffers of a megabyte and more (ids, picks, rows, replies) are mapped for themselves and
+  // go back to the system when freed, whichever thread frees them: without this glibc keeps a
+  // large call's peak in its arenas (issue 17: 1.2 GB kept after one SampleHop).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  // No more ids than a request can carry.
+  options.limits.max_ids_per_call =
+      std::min(options.limits.max_ids_per_call, options.limits.max_request_bytes / 8);
   VOLLEY_REQUIRE(options.memory_limit_bytes >= (int64_t{64} << 20), ValueError,
                  "memory_limit_bytes must be at least 64 MiB, got {}", options.memory_limit_bytes);
   state.directory = directory;
@@ -396,19 +497,32 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   state.fingerprint = dataset_fingerprint(directory);
   state.dataset_name = manifest.name;
   state.num_edges_total = manifest.num_edges;
+  const Csr& graph = state.partition->data.graph;
+  for (int64_t row = 0; row < graph.num_nodes(); ++row) {
+    state.max_degree = std::max(state.max_degree, graph.degree(row));
+  }
   if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // served locally
   if (options.peer_client.token.empty()) options.peer_client.token = options.token;
+  // Peers are servers of the same deployment: verified by the same CA, shown the same
+  // certificate.
+  if (options.peer_client.tls.ca_file.empty() && !options.tls.ca_file.empty()) {
+    options.peer_client.tls = options.tls;
+  }
+  const std::shared_ptr<grpc::ServerCredentials> credentials =
+      internal::server_credentials(options.tls);
   const int threads =
       options.threads > 0 ? options.threads : std::max(32, 8 * default_num_threads());
   state.options = std::move(options);
+  state.max_streams = std::max(1, threads - std::max(4, threads / 4));
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(state.options.listen, grpc::InsecureServerCredentials(), &state.port);
+  builder.AddListeningPort(state.options.listen, credentials, &state.port);
   builder.RegisterService(&state);
-  const int max_bytes =
-      static_cast<int>(std::min<int64_t>(state.options.max_message_bytes, INT32_MAX));
-  builder.SetMaxReceiveMessageSize(max_bytes);
-  builder.SetMaxSendMessageSize(max_bytes);
+  const ServerLimits& limits = state.options.limits;
+  builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_request_bytes));
+  // Replies are checked against max_reply_bytes before they are built; gRPC's own check is a
+  // backstop with room for the message's framing.
+  builder.SetMaxSendMessageSize(static_cast<int>(limits.max_reply_bytes + (1 << 20)));
   grpc::ResourceQuota quota("volley-serve");
   quota.Resize(static_cast<size_t>(state.options.memory_limit_bytes));
   quota.SetMaxThreads(threads + 4);  // + gRPC's own pollers

@@ -12,15 +12,27 @@
 //   Server server("/data/products-2", 0, {.listen = "0.0.0.0:5000", .token = "s3cret"});
 //   server.wait();   // until shutdown() or destruction
 //
-// Security: the default listen address is loopback ("127.0.0.1:0", port chosen by the system:
+// Security: TLS (and mutual TLS) with ServerOptions::tls (client.h, TlsOptions). The default
+// listen address is loopback ("127.0.0.1:0", port chosen by the system:
 // see port()). With a token every call must carry it (metadata "volley-token") or is refused
 // with UNAUTHENTICATED; without one the server serves anyone who reaches the port and says so
 // (authenticated() == false, and `volley serve` prints a warning).
 // Robustness: every request is checked (ids owned by this part, fanouts, dtypes, protocol,
 // fingerprint) and a bad one is refused with INVALID_ARGUMENT / OUT_OF_RANGE naming the value;
-// messages above max_message_bytes are refused by gRPC; a handler's exception never leaves the
-// handler. Garbage on the port closes that connection only. Memory is bounded by the gRPC
-// resource quota (memory_limit_bytes) and the thread cap (threads).
+// a handler's exception never leaves the handler. Garbage on the port closes that connection
+// only.
+// Limits (ServerLimits below; the Info reply advertises them and DistGraph splits its calls to
+// stay under them, so users never meet them): a request above max_request_bytes is refused by
+// gRPC (RESOURCE_EXHAUSTED); a call listing more than max_ids_per_call ids, or whose reply
+// would exceed max_reply_bytes (computed from the ids, degrees and fanout *before* anything is
+// allocated), is refused with INVALID_ARGUMENT naming both figures; so is a SampleHop with
+// replace=true and a fanout above max_fanout() (the reply of one target must fit). An epoch
+// stream's batch message above max_reply_bytes ends the stream with INVALID_ARGUMENT. Memory of
+// one call is therefore at most about max_request_bytes + 2 × max_reply_bytes (the reply and its
+// serialized copy) plus the sampler's scratch for max_ids_per_call targets; per-thread buffers
+// above 16 MiB are released after the call, so a large call does not leave its peak behind.
+// The whole server is further bounded by the gRPC resource quota (memory_limit_bytes) and the
+// thread cap (threads).
 // Thread safety: all methods may be called from any thread.
 #pragma once
 
@@ -34,13 +46,27 @@
 
 namespace volley::dist {
 
+// What one call may ask of a server (see "Limits" above). Defaults suit every dataset: the
+// client splits larger gathers and hops into calls under them.
+struct ServerLimits {
+  int64_t max_request_bytes = int64_t{512} << 20;  // a request message, as received
+  int64_t max_reply_bytes = int64_t{64} << 20;     // a reply (or batch) message, as sent
+  int64_t max_ids_per_call = int64_t{1} << 23;     // ids / targets listed in one request
+  // The largest fanout one target may ask with replace=true: its picks must fit one reply
+  // (16 bytes a pick: neighbor and edge id).
+  int64_t max_fanout() const { return (max_reply_bytes - 4) / 16; }
+};
+
 struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 = any free port
   std::string token;                   // "" = unauthenticated
+  TlsOptions tls;                      // TLS when tls.cert_file is given (see client.h)
   int threads = 0;  // RPC handler threads at most; 0 = 8 × hardware, >= 32; a call
                     // finding none free gets RESOURCE_EXHAUSTED, which
-                    // clients retry with backoff
-  int64_t max_message_bytes = int64_t{512} << 20;
+                    // clients retry with backoff. Epoch streams (each holds a
+                    // thread while its reader pauses) may take all but
+                    // max(4, threads / 4) of them; one more is refused as busy.
+  ServerLimits limits;
   int64_t memory_limit_bytes = int64_t{4} << 30;  // gRPC resource quota
   // Addresses of every partition's server, in part order (this one's entry may be ""): needed
   // only for SampleEpoch (server-client mode). Connected on first use.

@@ -105,6 +105,7 @@ class StreamedEpoch final : public BatchStream {
     request.set_feature_dtype(std::string(dtype_name(state.options.feature_dtype)));
     request.set_labels(state.labels);
     request.set_concurrency(state.options.num_threads);
+    request.set_deadline_seconds(state.client.deadline_seconds);
     reader_ = state.stub->SampleEpoch(&context_, request);
     thread_ = std::thread([this] { read_loop(); });
   }

@@ -5,6 +5,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <exception>
 #include <latch>
@@ -14,6 +15,7 @@
 
 #include "volley/dist/client.h"
 #include "volley/dist/internal/wire.h"
+#include "volley/dist/server.h"
 #include "volley/dist/volley.grpc.pb.h"
 
 namespace volley::dist {
@@ -64,6 +66,21 @@ auto record_status(CallType& call, std::latch& done) {
   };
 }
 
+// What one call to a part may carry: its server's limits (Info), capped by the client's own
+// message limit. max_degree < 0: unknown (a server that does not say).
+struct PartLimits {
+  int64_t max_ids = ServerLimits{}.max_ids_per_call;
+  int64_t max_reply_bytes = ServerLimits{}.max_reply_bytes;
+  int64_t max_degree = -1;
+};
+
+// The limits an Info answer states (defaults where it states none).
+PartLimits part_limits(const rpc::InfoReply& reply, const ClientOptions& options);
+
+// Targets per call so that replies of `bytes_per_target` (at most) and requests of 8 bytes a
+// target stay under `limits`; at least 1.
+int64_t targets_per_call(const PartLimits& limits, int64_t bytes_per_target);
+
 }  // namespace internal
 
 struct DistGraph::State {
@@ -71,6 +88,7 @@ struct DistGraph::State {
   std::vector<std::string> addresses;
   ServiceInfo info;
   std::vector<std::unique_ptr<rpc::PartitionService::Stub>> stubs;  // null for the local part
+  std::vector<internal::PartLimits> limits;                         // per part
   std::shared_ptr<const Partition> local;
   int64_t local_part = -1;
 
@@ -84,33 +102,59 @@ struct DistGraph::State {
 
 namespace internal {
 
-// One request fanned out to the parts that have work (`targets[p]` not empty): `send(p, done)`
-// starts an asynchronous call to each remote part (its callback counts `done` down), `local()`
-// serves the local part meanwhile, then every call is waited for. An error of `local()` is
-// rethrown after the wait (the calls reference the caller's frame: never leave before they end).
-template <typename Send, typename Local>
+// One call's share of a request: targets [begin, end) of part `part`.
+struct Piece {
+  int64_t part;
+  size_t begin;
+  size_t end;
+};
+
+// One request fanned out to the parts that have work (`targets[p]` not empty), each remote
+// part's targets cut into calls of at most `per_call(p)` targets (the server's limits).
+// `send(piece, slot, done)` starts an asynchronous call (its callback counts `done` down),
+// `local()` serves the local part meanwhile; after every call of a wave has ended,
+// `receive(piece, call)` takes the answers in piece order (each part's pieces in target
+// order). At most max(8, parts with work) calls are in flight at once: a usual request is one
+// wave of one call a part. An error of `local()` is rethrown after the wave (the calls
+// reference the caller's frame: never leave before they end).
+template <typename CallType, typename PerCall, typename Send, typename Receive, typename Local>
 void fan_out(const DistGraph::State& state, const std::vector<std::vector<int64_t>>& targets,
-             Send&& send, Local&& local) {
-  const int64_t parts = state.num_parts();
-  int64_t remote = 0;
-  for (int64_t p = 0; p < parts; ++p) {
-    remote += p != state.local_part && !targets[static_cast<size_t>(p)].empty();
-  }
-  std::latch done(remote);
-  for (int64_t p = 0; p < parts; ++p) {
-    if (p == state.local_part || targets[static_cast<size_t>(p)].empty()) continue;
-    send(p, done);
-  }
-  std::exception_ptr local_error;
-  if (state.local_part >= 0 && !targets[static_cast<size_t>(state.local_part)].empty()) {
-    try {
-      local();
-    } catch (...) {
-      local_error = std::current_exception();
+             PerCall&& per_call, Send&& send, Receive&& receive, Local&& local) {
+  std::vector<Piece> pieces;
+  for (int64_t p = 0; p < state.num_parts(); ++p) {
+    const size_t count = targets[static_cast<size_t>(p)].size();
+    if (p == state.local_part || count == 0) continue;
+    const auto step = static_cast<size_t>(std::max<int64_t>(1, per_call(p)));
+    for (size_t begin = 0; begin < count; begin += step) {
+      pieces.push_back({p, begin, std::min(count, begin + step)});
     }
   }
-  done.wait();
-  if (local_error) std::rethrow_exception(local_error);
+  const bool has_local =
+      state.local_part >= 0 && !targets[static_cast<size_t>(state.local_part)].empty();
+  int64_t busy_parts = 0;
+  for (const auto& list : targets) busy_parts += !list.empty();
+  const size_t wave = static_cast<size_t>(std::max<int64_t>(8, busy_parts));
+  size_t next = 0;
+  bool local_done = !has_local;
+  while (next < pieces.size() || !local_done) {
+    const size_t end = std::min(pieces.size(), next + wave);
+    std::vector<std::unique_ptr<CallType>> calls(end - next);
+    std::latch done(static_cast<std::ptrdiff_t>(end - next));
+    for (size_t i = next; i < end; ++i) send(pieces[i], calls[i - next], done);
+    std::exception_ptr local_error;
+    if (!local_done) {
+      local_done = true;
+      try {
+        local();
+      } catch (...) {
+        local_error = std::current_exception();
+      }
+    }
+    done.wait();
+    if (local_error) std::rethrow_exception(local_error);
+    for (size_t i = next; i < end; ++i) receive(pieces[i], *calls[i - next]);
+    next = end;
+  }
 }
 
 }  // namespace internal

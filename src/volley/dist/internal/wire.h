@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "volley/core/error.h"
 
 namespace volley::dist::internal {
@@ -73,10 +75,29 @@ inline ErrorKind error_kind_for(grpc::StatusCode code) {
     case grpc::StatusCode::UNAUTHENTICATED:
     case grpc::StatusCode::PERMISSION_DENIED:
       return ErrorKind::kPermission;
-    default:  // RESOURCE_EXHAUSTED (a message over the size limit, a server out of threads) too
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:  // a server out of threads or memory (busy)
+      return ErrorKind::kConnection;
+    default:
       return ErrorKind::kRuntime;
   }
 }
+
+// The contents of a PEM file named by TlsOptions; IoError naming `what` and the file otherwise.
+std::string read_pem(const std::string& path, const char* what);
+
+// Marks a server's error that is its peer's failure, not its own (server-client mode).
+inline constexpr const char* kPeerFailure = "is serving, but its peer failed:";
+
+// `text` as an error message may quote it: at most `limit` bytes, then how much was left out.
+// (A request's fingerprint or dtype can be a megabyte; gRPC refuses status messages that big.)
+inline std::string quoted(std::string_view text, size_t limit = 80) {
+  if (text.size() <= limit) return std::string(text);
+  return fmt::format("{}... ({} bytes)", text.substr(0, limit), text.size());
+}
+
+// Room left in a message limit for everything but the packed ids or rows (framing, the other
+// fields).
+inline constexpr int64_t kMessageSlack = int64_t{64} << 10;
 
 // Keepalive pings find a peer that vanished without closing its connections (a host that died,
 // a cable pulled) in about 15 s even when no call is in flight.

@@ -1,0 +1,57 @@
+// volley/dist/internal/server_support.h — the server's helpers (internal): the batch source an
+// epoch stream samples from, limit checks and the batch message.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include <grpcpp/security/server_credentials.h>
+
+#include "volley/dist/server.h"
+#include "volley/dist/volley.pb.h"
+#include "volley/loader/neighbor_loader.h"
+
+namespace volley::dist::internal {
+
+// A BatchSource that hides features or labels the client did not ask for.
+class Subset final : public BatchSource {
+ public:
+  Subset(std::shared_ptr<const BatchSource> inner, bool features, bool labels)
+      : inner_(std::move(inner)), features_(features), labels_(labels) {}
+  int64_t num_nodes() const override { return inner_->num_nodes(); }
+  void validate(const NeighborSamplerOptions& options) const override { inner_->validate(options); }
+  void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
+              uint64_t batch_index, SampledSubgraph& out) const override {
+    inner_->sample(seeds, options, batch_index, out);
+  }
+  int64_t feature_width() const override { return features_ ? inner_->feature_width() : 0; }
+  DType feature_dtype() const override { return inner_->feature_dtype(); }
+  void gather_features(std::span<const int64_t> ids, DType out_dtype,
+                       std::byte* out) const override {
+    inner_->gather_features(ids, out_dtype, out);
+  }
+  bool has_labels() const override { return labels_ && inner_->has_labels(); }
+  void gather_labels(std::span<const int64_t> ids, int64_t* out) const override {
+    inner_->gather_labels(ids, out);
+  }
+
+ private:
+  std::shared_ptr<const BatchSource> inner_;
+  bool features_;
+  bool labels_;
+};
+
+// ValueError for limits out of their ranges (a reply must stay far below protobuf's 2 GiB).
+void check_limits(const ServerLimits& limits);
+
+// The credentials `tls` asks for: plaintext without a certificate, TLS with one, mutual TLS
+// with a CA too. ValueError for a key without a certificate or the reverse, IoError for a file
+// that cannot be read.
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tls);
+
+// `batch` (of an epoch of `num_batches`) as a stream message.
+void fill_batch_message(const Batch& batch, int64_t num_batches,
+                        ::volley::rpc::BatchMessage& message);
+
+}  // namespace volley::dist::internal

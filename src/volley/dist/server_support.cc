@@ -1,0 +1,70 @@
+// The server's helpers: limit checks and the batch message. See internal/server_support.h.
+#include "volley/dist/internal/server_support.h"
+
+#include <string>
+
+#include "volley/dist/internal/wire.h"
+
+namespace volley::dist::internal {
+
+namespace rpc = ::volley::rpc;
+
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tls) {
+  VOLLEY_REQUIRE(tls.cert_file.empty() == tls.key_file.empty(), ValueError,
+                 "TLS needs both a certificate and its key, got certificate '{}' and key '{}'",
+                 tls.cert_file, tls.key_file);
+  if (tls.cert_file.empty()) {
+    VOLLEY_REQUIRE(tls.ca_file.empty(), ValueError,
+                   "a client CA ('{}') asks for mutual TLS, which needs the server's own "
+                   "certificate and key too",
+                   tls.ca_file);
+    return grpc::InsecureServerCredentials();
+  }
+  grpc::SslServerCredentialsOptions ssl(
+      tls.ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                          : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  if (!tls.ca_file.empty()) ssl.pem_root_certs = read_pem(tls.ca_file, "TLS client CA file");
+  ssl.pem_key_cert_pairs.push_back(
+      {read_pem(tls.key_file, "TLS key file"), read_pem(tls.cert_file, "TLS certificate file")});
+  return grpc::SslServerCredentials(ssl);
+}
+
+// ValueError for limits out of their ranges (a reply must stay far below protobuf's 2 GiB).
+void check_limits(const ServerLimits& limits) {
+  constexpr int64_t kGiB = int64_t{1} << 30;
+  VOLLEY_REQUIRE(limits.max_request_bytes >= (1 << 20) && limits.max_request_bytes <= kGiB,
+                 ValueError, "max_request_bytes must be in [1 MiB, 1 GiB], got {}",
+                 limits.max_request_bytes);
+  VOLLEY_REQUIRE(limits.max_reply_bytes >= (64 << 10) && limits.max_reply_bytes <= kGiB, ValueError,
+                 "max_reply_bytes must be in [64 KiB, 1 GiB], got {}", limits.max_reply_bytes);
+  VOLLEY_REQUIRE(limits.max_ids_per_call >= 1, ValueError,
+                 "max_ids_per_call must be at least 1, got {}", limits.max_ids_per_call);
+}
+
+// `batch` (of an epoch of `num_batches`) as a stream message.
+void fill_batch_message(const Batch& batch, int64_t num_batches, rpc::BatchMessage& message) {
+  message.Clear();
+  message.set_index(batch.index);
+  message.set_batch_size(batch.batch_size);
+  message.set_num_batches(num_batches);
+  auto bytes_of = [](const Array& array, std::string* out) {
+    out->assign(reinterpret_cast<const char*>(array.raw_data()), array.nbytes());
+  };
+  bytes_of(batch.nodes, message.mutable_nodes());
+  bytes_of(batch.input_ids, message.mutable_input_ids());
+  bytes_of(batch.edge_index, message.mutable_edge_index());
+  bytes_of(batch.edge_ids, message.mutable_edge_ids());
+  for (int64_t v : batch.nodes_per_hop) message.add_nodes_per_hop(v);
+  for (int64_t v : batch.edges_per_hop) message.add_edges_per_hop(v);
+  if (batch.x.defined()) {
+    bytes_of(batch.x, message.mutable_x());
+    message.set_x_dtype(std::string(dtype_name(batch.x.dtype())));
+    message.set_x_width(batch.x.ndim() == 2 ? batch.x.dim(1) : 1);
+  }
+  if (batch.y.defined()) {
+    bytes_of(batch.y, message.mutable_y());
+    message.set_has_y(true);
+  }
+}
+
+}  // namespace volley::dist::internal
