@@ -137,8 +137,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
   command->add_option("--dataset", settings.dataset, "Dataset directory")->required();
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
   add_sweep_options(*command, settings, "Sampling threads (CPU)");
-  command->add_option("--batches", settings.batches, "Batches to sample")
-      ->check(kPositive);
+  command->add_option("--batches", settings.batches, "Batches to sample")->check(kPositive);
   command->add_flag("--replace", settings.replace, "Sample with replacement");
   command->add_flag("--weighted", settings.weighted,
                     "Sample proportionally to edge weights (the dataset needs weights)");
