@@ -4,6 +4,8 @@
 #   scripts/dev.sh main   install what is missing, build, train GraphSAGE on the bundled Cora
 #   scripts/dev.sh test   install what is missing, build, run every test (C++ and Python)
 #
+# `test` also runs the fuzz targets of the file readers for 15 s each (`fuzz` below; VOLLEY_FUZZ=0
+# skips them).
 # `test` runs the Python tests and the main job twice, with the same build (one wheel installed
 # into both): in .venv (Debian's torch 1.13, PyG 2.5.3, numpy 1.x: the oldest Volley supports)
 # and in ~/.cache/volley/venv-latest (the newest torch, PyG and numpy from PyPI, requirements-latest.txt), so a
@@ -216,9 +218,9 @@ fuzz() {
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DVOLLEY_FUZZ=ON \
     -DVOLLEY_TESTS=OFF -DVOLLEY_TOOLS=OFF -DVOLLEY_PYTHON=OFF -DVOLLEY_DIST=OFF \
     -DVOLLEY_CUDA=OFF -DVOLLEY_GPU_HOST=OFF >"$root/build/fuzz-configure.log" 2>&1 \
-    || { tail -n 30 "$root/build/fuzz-configure.log" >&2; log "fuzz: configure failed"; exit 1; }
+    || { tail -n 30 "$root/build/fuzz-configure.log" >&2; log "fuzz: configure failed"; return 1; }
   ninja -C "$fuzz_dir" -j "$jobs" "${fuzz_targets[@]}" >"$root/build/fuzz-build.log" 2>&1 \
-    || { tail -n 40 "$root/build/fuzz-build.log" >&2; log "fuzz: build failed"; exit 1; }
+    || { tail -n 40 "$root/build/fuzz-build.log" >&2; log "fuzz: build failed"; return 1; }
   for target in "${fuzz_targets[@]}"; do
     local corpus="$fuzz_dir/corpus/$target"
     mkdir -p "$corpus"
@@ -276,6 +278,11 @@ case "${1:-}" in
     python_leg "$python" || status=1
     latest_leg || status=1
     docs || status=1
+    # The file readers' fuzz targets, 15 s each (about 3.5 min from scratch with the clang build
+    # on the 2-core box, bench/RESULTS.md); VOLLEY_FUZZ=0 skips them.
+    if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
+      VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-15}" fuzz || status=1
+    fi
     if [ "${VOLLEY_WHEEL:-1}" = 1 ]; then
       (make_wheel && check_wheel) || status=1
     fi
@@ -297,6 +304,7 @@ case "${1:-}" in
   fuzz)
     install_system
     fuzz
+    exit $?
     ;;
   sanitize)
     install_system

@@ -233,13 +233,11 @@ void add_bench_gather(CLI::App& bench) {
   auto* command = bench.add_subcommand(
       "gather",
       "Feature gather bandwidth (GB/s) against a sequential memcpy of the same bytes, same run");
-  command->add_option("--rows", settings.rows, "Rows N of the generated table")
-      ->check(kPositive);
+  command->add_option("--rows", settings.rows, "Rows N of the generated table")->check(kPositive);
   command->add_option("--dim", settings.dim, "Row width D")->check(kPositive);
   command->add_option("--dtype", settings.dtype, "Stored dtype (float32, float16, bfloat16, ...)");
   command->add_option("--out-dtype", settings.out_dtype, "Gathered dtype (default: stored)");
-  command->add_option("--batch", settings.batch, "Random ids per batch")
-      ->check(kPositive);
+  command->add_option("--batch", settings.batch, "Random ids per batch")->check(kPositive);
   command->add_option("--threads", settings.threads, "Gather threads")->check(kPositive);
   command->add_option("--batches", settings.batches, "Timed batches")->check(kPositive);
   command->add_option("--tier", settings.tier, "host, shared or mapped");
