@@ -238,6 +238,19 @@ def test_all_neighbors_replace_and_masks(parts_dir, whole, servers, topology):
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("topology", vd.TOPOLOGIES)
+def test_an_empty_selection_gives_no_batches(parts_dir, whole, servers, topology):
+    # As in PyG (and the local loader): an all-False mask or an empty id list selects no seed.
+    where = (dict(addresses=servers["addresses"], local=(parts_dir, 0)) if topology == "worker"
+             else dict(addresses=servers["streaming"], server=servers["streaming"][1]))
+    for empty in (np.zeros(whole.num_nodes, dtype=bool), np.zeros(0, dtype=np.int64)):
+        loader = vd.DistNeighborLoader(num_neighbors=[5], topology=topology, batch_size=64,
+                                       input_nodes=empty, **where)
+        assert len(loader) == 0
+        assert list(loader) == []
+
+
+@pytest.mark.timeout(60)
 def test_dist_sampler_equals_sampler(whole, servers):
     graph = vd.connect(servers["addresses"])  # every part by RPC
     rng = np.random.default_rng(0)

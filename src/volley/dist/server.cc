@@ -422,9 +422,8 @@ struct Server::State final : rpc::PartitionService::Service {
       }
       auto source = std::make_shared<Subset>(peer_graph(request->deadline_seconds()),
                                              request->features(), request->labels());
-      std::optional<Array> input_array;
-      if (!inputs.empty()) input_array = Array::from_vector(inputs);
-      NeighborLoader loader(source, input_array, loader_options);  // validates everything
+      // The caller's seeds as sent: an empty list is an epoch without batches (as in PyG).
+      NeighborLoader loader(source, Array::from_vector(inputs), loader_options);  // validates all
       return stream_epoch(*context, loader, request->epoch(), *writer);
     });
   }

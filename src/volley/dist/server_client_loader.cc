@@ -244,7 +244,7 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
   }
   const int64_t n = info.book.num_nodes();
   Array inputs;
-  if (input_nodes && input_nodes->numel() > 0) {
+  if (input_nodes) {  // an empty array: no batches (as in PyG); absent: every node
     VOLLEY_REQUIRE(input_nodes->ndim() == 1 && input_nodes->dtype() == DType::kInt64, ValueError,
                    "input_nodes must be a 1-d int64 array, got {}", input_nodes->describe());
     const int64_t* ids = input_nodes->data<int64_t>();
