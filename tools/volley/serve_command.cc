@@ -22,6 +22,7 @@
 #include "volley/partition/partition.h"
 
 #ifdef VOLLEY_WITH_DIST
+#include <malloc.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -156,6 +157,12 @@ void serve(const ServeArguments& arguments) {
     ~RestoreMask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
   } restore{previous};
 
+  // This process only serves: buffers of a megabyte and more (ids, picks, rows, replies) are
+  // mapped for themselves and go back to the system when freed, whichever thread frees them;
+  // without this glibc keeps a large call's peak in its arenas (issue 17: 1.2 GB kept after one
+  // SampleHop). Not done by dist::Server itself: a trainer that hosts a server in-process keeps
+  // glibc's adaptive threshold, which its own batches need (fresh mappings fault every page).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   dist::Server server(arguments.directory, arguments.part, options);
   // The warning first: whoever reads the first stdout line finds it already written.
   if (!server.authenticated()) {

@@ -472,10 +472,6 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   State& state = *state_;
   VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);
   check_limits(options.limits);
-  // Buffers of a megabyte and more (ids, picks, rows, replies) are mapped for themselves and
-  // go back to the system when freed, whichever thread frees them: without this glibc keeps a
-  // large call's peak in its arenas (issue 17: 1.2 GB kept after one SampleHop).
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   // No more ids than a request can carry.
   options.limits.max_ids_per_call =
       std::min(options.limits.max_ids_per_call, options.limits.max_request_bytes / 8);
