@@ -127,31 +127,41 @@ bool NegativeSampler::has_edge(int64_t src, int64_t dst) const {
   return lo < graph_.end(row) && graph_.neighbor(lo) == wanted;
 }
 
+bool NegativeSampler::draw_negative(PhiloxStream& rng, int64_t& src, int64_t& dst,
+                                    bool draw_src) const {
+  for (int draws = 1;; ++draws) {
+    if (draw_src) src = draw(rng);
+    dst = draw(rng);
+    if (!options_.reject_existing || !has_edge(src, dst)) return false;
+    if (draws == options_.max_draws) return true;
+  }
+}
+
+namespace {
+
+// Runs item(i) for every i in [0, count) on the default pool; returns how many returned true.
+template <typename Item>
+int64_t count_in_parallel(int64_t count, const Item& item) {
+  std::atomic<int64_t> hits{0};
+  parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
+    int64_t mine = 0;
+    for (int64_t i = begin; i < end; ++i) mine += item(i) ? 1 : 0;
+    hits += mine;
+  });
+  return hits.load();
+}
+
+}  // namespace
+
 NegativePairs NegativeSampler::sample_pairs(int64_t count, uint64_t batch_index) const {
   VOLLEY_REQUIRE(count >= 0, ValueError, "negative count must be >= 0, got {}", count);
   NegativePairs out;
   out.src.resize(static_cast<size_t>(count));
   out.dst.resize(static_cast<size_t>(count));
-  std::atomic<int64_t> kept{0};
-  parallel_for(0, count, kGrain, [&](int64_t begin, int64_t end) {
-    int64_t my_kept = 0;
-    for (int64_t i = begin; i < end; ++i) {
-      PhiloxStream rng = stream(static_cast<uint64_t>(i), batch_index);
-      int64_t s = draw(rng), d = draw(rng);
-      for (int tries = 1; options_.reject_existing && has_edge(s, d); ++tries) {
-        if (tries == options_.max_draws) {
-          ++my_kept;
-          break;
-        }
-        s = draw(rng);
-        d = draw(rng);
-      }
-      out.src[i] = s;
-      out.dst[i] = d;
-    }
-    kept += my_kept;
+  out.kept_existing = count_in_parallel(count, [&](int64_t i) {
+    PhiloxStream rng = stream(static_cast<uint64_t>(i), batch_index);
+    return draw_negative(rng, out.src[i], out.dst[i], /*draw_src=*/true);
   });
-  out.kept_existing = kept.load();
   return out;
 }
 
@@ -169,25 +179,11 @@ NegativeDestinations NegativeSampler::sample_destinations(std::span<const int64_
   NegativeDestinations out;
   const auto total = static_cast<int64_t>(sources.size()) * per_source;
   out.dst.resize(static_cast<size_t>(total));
-  std::atomic<int64_t> kept{0};
-  parallel_for(0, total, kGrain, [&](int64_t begin, int64_t end) {
-    int64_t my_kept = 0;
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t s = sources[i / per_source];
-      PhiloxStream rng = stream(static_cast<uint64_t>(i), batch_index);
-      int64_t d = draw(rng);
-      for (int tries = 1; options_.reject_existing && has_edge(s, d); ++tries) {
-        if (tries == options_.max_draws) {
-          ++my_kept;
-          break;
-        }
-        d = draw(rng);
-      }
-      out.dst[i] = d;
-    }
-    kept += my_kept;
+  out.kept_existing = count_in_parallel(total, [&](int64_t i) {
+    PhiloxStream rng = stream(static_cast<uint64_t>(i), batch_index);
+    int64_t src = sources[i / per_source];
+    return draw_negative(rng, src, out.dst[i], /*draw_src=*/false);
   });
-  out.kept_existing = kept.load();
   return out;
 }
 

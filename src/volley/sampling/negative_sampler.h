@@ -90,6 +90,9 @@ class NegativeSampler {
  private:
   int64_t draw(PhiloxStream& rng) const;  // one node from the distribution
   PhiloxStream stream(uint64_t position, uint64_t batch_index) const;
+  // One negative from `rng`: draws `dst` (and `src` when draw_src), again while the pair is an
+  // edge with reject_existing, up to max_draws draws; true when the pair kept is still an edge.
+  bool draw_negative(PhiloxStream& rng, int64_t& src, int64_t& dst, bool draw_src) const;
 
   Csr graph_;
   NegativeSamplerOptions options_;
