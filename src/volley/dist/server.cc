@@ -513,6 +513,11 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   grpc::ServerBuilder builder;
   builder.AddListeningPort(state.options.listen, credentials, &state.port);
   builder.RegisterService(&state);
+  {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> hooks;
+    hooks.push_back(internal::decode_error_interceptor(part));
+    builder.experimental().SetInterceptorCreators(std::move(hooks));
+  }
   const ServerLimits& limits = state.options.limits;
   builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_request_bytes));
   // Replies are checked against max_reply_bytes before they are built; gRPC's own check is a

@@ -68,3 +68,55 @@ void fill_batch_message(const Batch& batch, int64_t num_batches, rpc::BatchMessa
 }
 
 }  // namespace volley::dist::internal
+
+namespace volley::dist::internal {
+namespace {
+
+// See decode_error_interceptor (server_support.h). gRPC's sync server decodes a request before
+// the handler runs; when that fails the handler is skipped and the call ends with INTERNAL and
+// protobuf's InitializationErrorString(), which is empty for proto3 messages.
+class DecodeErrorInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  DecodeErrorInterceptor(grpc::experimental::ServerRpcInfo* info, int64_t part)
+      : method_(info->method() != nullptr ? info->method() : "?"), part_(part) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    using grpc::experimental::InterceptionHookPoints;
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const grpc::Status status = methods->GetSendStatus();
+      if (status.error_code() == grpc::StatusCode::INTERNAL && status.error_message().empty()) {
+        methods->ModifySendStatus(grpc::Status(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            fmt::format("part {}: the request to {} could not be decoded (malformed protobuf: "
+                        "not the message this method takes)",
+                        part_, method_)));
+      }
+    }
+    methods->Proceed();
+  }
+
+ private:
+  std::string method_;
+  int64_t part_;
+};
+
+class DecodeErrorFactory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit DecodeErrorFactory(int64_t part) : part_(part) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new DecodeErrorInterceptor(info, part_);
+  }
+
+ private:
+  int64_t part_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> decode_error_interceptor(
+    int64_t part) {
+  return std::make_unique<DecodeErrorFactory>(part);
+}
+
+}  // namespace volley::dist::internal

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dist_fixture.h"
+#include "raw_call.h"
 #include "volley/core/version.h"
 #include "volley/dist/volley.grpc.pb.h"
 
@@ -285,6 +286,30 @@ TEST_F(DistProtocolTest, GarbageOnThePortClosesOnlyThatConnection) {
   // A valid HTTP/2 preface followed by a frame of absurd length.
   send_garbage(port, std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + "\xff\xff\xff\x00\x00" +
                          std::string(64, '\x7f'));
+  expect_still_serving();
+}
+
+// Bytes that are not a protobuf of the method's message (a field tag with wire type 7, which
+// does not exist) are refused as INVALID_ARGUMENT naming the method, not INTERNAL with an empty
+// message, and the server keeps serving.
+TEST_F(DistProtocolTest, AnUndecodableRequestIsInvalidArgumentNamingTheMethod) {
+  const auto channel =
+      grpc::CreateChannel(served_->servers[0]->address(), grpc::InsecureChannelCredentials());
+  for (const char* method : {"Info", "Health", "SampleHop", "GetRows"}) {
+    const std::string name = std::string("/volley.rpc.PartitionService/") + method;
+    const grpc::Status status = raw_call(channel, name, std::string("\x0f\xff\xff\xff", 4));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_THAT(status.error_message(), HasSubstr("could not be decoded")) << method;
+    EXPECT_THAT(status.error_message(), HasSubstr(method));
+  }
+  // A valid encoding still works through the same path.
+  std::string reply;
+  const grpc::Status ok = raw_call(channel, "/volley.rpc.PartitionService/Health",
+                                   rpc::HealthRequest().SerializeAsString(), 5.0, "", &reply);
+  ASSERT_TRUE(ok.ok()) << ok.error_message();
+  rpc::HealthReply health;
+  ASSERT_TRUE(health.ParseFromString(reply));
+  EXPECT_EQ(health.status(), "serving");
   expect_still_serving();
 }
 

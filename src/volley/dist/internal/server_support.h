@@ -7,6 +7,7 @@
 #include <span>
 
 #include <grpcpp/security/server_credentials.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include "volley/dist/server.h"
 #include "volley/dist/volley.pb.h"
@@ -49,6 +50,14 @@ void check_limits(const ServerLimits& limits);
 // with a CA too. ValueError for a key without a certificate or the reverse, IoError for a file
 // that cannot be read.
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tls);
+
+// An interceptor factory for the server: a request gRPC cannot decode as its method's message
+// (malformed protobuf) is answered INVALID_ARGUMENT "part P: the request to <method> could not be
+// decoded ..." instead of gRPC's INTERNAL with an empty message. It rewrites only a status that
+// is INTERNAL with an empty message, which the handlers never send (their errors always say
+// what went wrong).
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> decode_error_interceptor(
+    int64_t part);
 
 // `batch` (of an epoch of `num_batches`) as a stream message.
 void fill_batch_message(const Batch& batch, int64_t num_batches,
