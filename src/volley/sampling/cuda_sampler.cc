@@ -143,6 +143,9 @@ void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOpt
                  "the CUDA sampler samples directional, non-disjoint subgraphs only, got "
                  "subgraph_type={}, disjoint={}; use the CPU sampler (mode=\"CPU\") for these",
                  subgraph_type_name(options.subgraph_type), options.disjoint);
+  VOLLEY_REQUIRE(options.time_source == TimeSource::kNone, ValueError,
+                 "the CUDA sampler does not sample by time yet; use the CPU sampler "
+                 "(mode=\"CPU\") for temporal sampling");
   if (!graph.defined()) {
     validate_sampler_options(options, /*graph_has_weights=*/true);  // the option checks alone
     throw ValueError(

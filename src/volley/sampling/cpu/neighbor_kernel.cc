@@ -119,6 +119,83 @@ void pick(const float* weights, int64_t degree, int64_t fanout, bool replace, Ph
   }
 }
 
+// Temporal sampling's view of the graph: the time of each CSR entry and the seeds' times.
+struct TimeFilter {
+  const int64_t* seed_times = nullptr;  // null: not temporal
+  const int64_t* edge_time = nullptr;   // TimeSource::kEdge
+  const int64_t* node_time = nullptr;   // TimeSource::kNode
+  bool sorted = false;                  // every row in non-decreasing time order
+  bool last = false;                    // TemporalStrategy::kLast
+
+  bool active() const { return seed_times != nullptr; }
+  template <typename Index>
+  int64_t time(const Index* indices, int64_t k) const {
+    return edge_time != nullptr ? edge_time[k] : node_time[indices[k]];
+  }
+};
+
+TimeFilter time_filter(const Csr& graph, const NeighborSamplerOptions& options,
+                       std::span<const int64_t> seed_times) {
+  TimeFilter filter;
+  if (options.time_source == TimeSource::kNone) return filter;
+  filter.seed_times = seed_times.data();
+  const bool by_edge = options.time_source == TimeSource::kEdge;
+  if (by_edge) {
+    filter.edge_time = graph.edge_time()->data<int64_t>();
+    filter.sorted = graph.first_row_unsorted_by_edge_time() < 0;
+  } else {
+    filter.node_time = graph.node_time()->data<int64_t>();
+    filter.sorted = graph.first_row_unsorted_by_node_time() < 0;
+  }
+  filter.last = options.temporal_strategy == TemporalStrategy::kLast;
+  return filter;
+}
+
+// Temporal picks of one target (row [row_begin, row_begin + degree)) whose tree has time
+// `limit`, into scratch.picked as positions relative to the row start. The admissible entries
+// (time <= limit) are a prefix found by binary search in a sorted row, else collected by a scan;
+// the uniform rules then run over them as over a row of that degree (neighbor_sampler.h).
+template <typename Index>
+void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_begin,
+                   int64_t degree, int64_t limit, int64_t fanout,
+                   const NeighborSamplerOptions& options, PhiloxStream rng,
+                   NeighborScratch& scratch) {
+  auto& picked = scratch.picked;
+  picked.clear();
+  const int64_t* map = nullptr;  // admissible position -> row position; null: the identity
+  int64_t admissible = 0;
+  if (filter.sorted) {
+    int64_t low = 0, high = degree;
+    while (low < high) {
+      const int64_t middle = low + (high - low) / 2;
+      if (filter.time(indices, row_begin + middle) <= limit) {
+        low = middle + 1;
+      } else {
+        high = middle;
+      }
+    }
+    admissible = low;
+  } else {
+    scratch.admissible.clear();
+    for (int64_t p = 0; p < degree; ++p) {
+      if (filter.time(indices, row_begin + p) <= limit) scratch.admissible.push_back(p);
+    }
+    admissible = static_cast<int64_t>(scratch.admissible.size());
+    map = scratch.admissible.data();
+  }
+  if (admissible == 0 || fanout == 0) return;
+  if (fanout == -1 || (admissible <= fanout && (filter.last || !options.replace))) {
+    for (int64_t p = 0; p < admissible; ++p) picked.push_back(p);
+  } else if (filter.last) {
+    for (int64_t p = admissible - fanout; p < admissible; ++p) picked.push_back(p);
+  } else {
+    pick(nullptr, admissible, fanout, options.replace, rng, scratch);
+  }
+  if (map != nullptr) {
+    for (int64_t& position : picked) position = map[position];
+  }
+}
+
 // The CPU sampler's seed/neighbor map for SubgraphBuilder: one slot per graph node, reset in O(1)
 // by the scratch's generation stamp.
 struct SlotMap {
@@ -170,7 +247,7 @@ struct HashMap {
 template <typename Index, typename Map>
 void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t batch_index,
             NeighborScratch& scratch, SubgraphBuilder<Map>& builder, const HostSubgraph& out,
-            int64_t tree_size) {
+            int64_t tree_size, const TimeFilter& filter = {}) {
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
   const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
@@ -195,6 +272,15 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
         builder.add_edge(i, tree + static_cast<int64_t>(indices[k]),
                          edge_ids != nullptr ? edge_ids[k] : k);
       };
+      if (filter.active()) {  // disjoint: tree = root * tree_size
+        pick_temporal(filter, indices, row_begin, degree, filter.seed_times[tree / tree_size],
+                      fanout, options,
+                      PhiloxStream(options.seed, neighbor_stream_counter(
+                                                     target, static_cast<int>(hop), batch_index)),
+                      scratch);
+        for (int64_t position : scratch.picked) emit(position);
+        continue;
+      }
       const bool take_all = fanout == -1 || (!options.replace && degree <= fanout);
       if (take_all) {
         for (int64_t position = 0; position < degree; ++position) emit(position);
@@ -273,8 +359,8 @@ void make_bidirectional(HostSubgraph& out) {
 // out.nodes and out.batch at the end.
 template <typename Index>
 void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
-                     const NeighborSamplerOptions& options, uint64_t batch_index,
-                     NeighborScratch& scratch, HostSubgraph& out) {
+                     std::span<const int64_t> seed_times, const NeighborSamplerOptions& options,
+                     uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
   const int64_t n = graph.num_nodes();
   const auto count = static_cast<int64_t>(seeds.size());
   VOLLEY_REQUIRE(n == 0 || count <= (int64_t{1} << 62) / std::max<int64_t>(n, 1), ValueError,
@@ -290,7 +376,8 @@ void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
   HashMap map;
   map.map.reserve(seeds.size() * 8);
   SubgraphBuilder builder(keys, std::max<int64_t>(count * n, 1), map, scratch.neighbors, out);
-  expand<Index>(graph, options, batch_index, scratch, builder, out, n);
+  expand<Index>(graph, options, batch_index, scratch, builder, out, n,
+                time_filter(graph, options, seed_times));
   out.batch.resize(out.nodes.size());
   for (size_t i = 0; i < out.nodes.size(); ++i) {
     out.batch[i] = out.nodes[i] / n;
@@ -300,10 +387,11 @@ void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
 }
 
 template <typename Index>
-void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-            uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
-  if (options.disjoint) {
-    sample_disjoint<Index>(graph, seeds, options, batch_index, scratch, out);
+void sample(const Csr& graph, std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+            const NeighborSamplerOptions& options, uint64_t batch_index, NeighborScratch& scratch,
+            HostSubgraph& out) {
+  if (options.disjoint || options.time_source != TimeSource::kNone) {
+    sample_disjoint<Index>(graph, seeds, seed_times, options, batch_index, scratch, out);
     return;
   }
   out.batch.clear();
@@ -382,6 +470,7 @@ std::shared_ptr<NeighborScratch> borrow_scratch() {
          trim(scratch.neighbors);
          trim(scratch.bitmap);
          trim(scratch.keys);
+         trim(scratch.admissible);
          return true;
        }});
   return stock->acquire();
@@ -400,12 +489,13 @@ void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_
 }
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
+                          std::span<const int64_t> seed_times,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
                           NeighborScratch& scratch, HostSubgraph& out) {
   if (graph.index_dtype() == DType::kInt32) {
-    sample<int32_t>(graph, seeds, options, batch_index, scratch, out);
+    sample<int32_t>(graph, seeds, seed_times, options, batch_index, scratch, out);
   } else {
-    sample<int64_t>(graph, seeds, options, batch_index, scratch, out);
+    sample<int64_t>(graph, seeds, seed_times, options, batch_index, scratch, out);
   }
 }
 
