@@ -33,6 +33,14 @@ struct NeighborScratch {
   std::vector<uint64_t> bitmap;
   std::vector<double> keys;
   std::vector<int64_t> admissible;  // temporal sampling of an unsorted row: admissible positions
+  // Disjoint sampling's open-addressing map (tree-qualified id -> local id), stamped per batch.
+  struct FlatSlot {
+    int64_t key;
+    int32_t local;
+    uint32_t stamp;
+  };
+  std::vector<FlatSlot> flat;
+  uint32_t flat_generation = 0;
 };
 
 // A scratch from the process-wide stock for a call that brought none (see SamplerScratch in
