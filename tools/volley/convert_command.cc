@@ -159,6 +159,12 @@ void run_convert_ogb(const Arguments& arguments) {
 
 // A dataset directory rewritten with each row sorted by time (--sort-by-time).
 void run_sort_by_time(const Arguments& arguments) {
+  VOLLEY_REQUIRE(is_dataset_directory(arguments.input), ValueError,
+                 "--sort-by-time rewrites a dataset directory, and {} is not one (no volley.json)",
+                 arguments.input);
+  VOLLEY_REQUIRE(fs::weakly_canonical(arguments.input) != fs::weakly_canonical(arguments.output),
+                 ValueError, "--sort-by-time needs an output directory other than its input");
+  check_output(arguments.output);
   Dataset dataset = load_dataset(arguments.input, {.memory_map = false});
   const Csr& graph = dataset.graph;
   std::string kind = arguments.time_kind;
@@ -174,16 +180,7 @@ void run_sort_by_time(const Arguments& arguments) {
 }
 
 void run_convert(const Arguments& arguments) {
-  if (arguments.sort_by_time) {
-    VOLLEY_REQUIRE(
-        is_dataset_directory(arguments.input), ValueError,
-        "--sort-by-time rewrites a dataset directory, and {} is not one (no volley.json)",
-        arguments.input);
-    VOLLEY_REQUIRE(fs::weakly_canonical(arguments.input) != fs::weakly_canonical(arguments.output),
-                   ValueError, "--sort-by-time needs an output directory other than its input");
-    check_output(arguments.output);
-    return run_sort_by_time(arguments);
-  }
+  if (arguments.sort_by_time) return run_sort_by_time(arguments);
   check_output(arguments.output);
   if (format_of(arguments) == "ogb") return run_convert_ogb(arguments);
   VOLLEY_REQUIRE(arguments.ogb_split.empty(), ValueError,

@@ -336,9 +336,11 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
         const int64_t ahead = node_of(nodes[i + kAhead / 2]);
         __builtin_prefetch(indices + indptr[ahead]);
         if (filter.edge_time != nullptr) {  // the binary search's first probes
-          const int64_t first = indptr[ahead], middle = (first + indptr[ahead + 1]) / 2;
+          const int64_t first = indptr[ahead], middle = first + (indptr[ahead + 1] - first) / 2;
+          const int64_t last = indptr[ahead + 1];
           __builtin_prefetch(filter.edge_time + middle);
           __builtin_prefetch(filter.edge_time + (first + middle) / 2);
+          __builtin_prefetch(filter.edge_time + (middle + last) / 2);
         }
       }
       const TreeKeys::Split split = keys.split(nodes[i]);
