@@ -151,6 +151,79 @@ int64_t compare_with_cpu(const Csr& graph, const std::vector<std::vector<int64_t
   return compared;
 }
 
+// Temporal (and untimed disjoint) sampling: the backend with the graph's times equals the CPU
+// oracle on a random multigraph sorted by time, for edge and node time, both strategies, with
+// and without replacement, seeds repeating at different times.
+TEST(CudaSamplerGpuHost, TemporalEqualsTheCpuSampler) {
+  std::mt19937_64 rng(17);
+  const int64_t n = 400, m = 9000;
+  std::vector<int64_t> node_time(n), edge_time(m);
+  for (auto& t : node_time) t = static_cast<int64_t>(rng() % 500);
+  for (auto& t : edge_time) t = static_cast<int64_t>(rng() % 500);
+  const Csr timed = skewed_random_graph(n, m, 17, {.weighted = false})
+                        .with_times(Array::from_vector(node_time), Array::from_vector(edge_time));
+  internal::HostExecutor executor({.threads = 1});
+  auto place = [&](const Array& array) {
+    Buffer placed = executor.allocate(internal::Memory::kDevice, array.nbytes());
+    executor.copy(placed.data(), array.raw_data(), array.nbytes());
+    return placed;
+  };
+  auto backend = sampling_internal::make_host_sampler_backend({.threads = 8, .seed = 3});
+  int64_t compared = 0;
+  for (TimeSource source : {TimeSource::kNone, TimeSource::kEdge, TimeSource::kNode}) {
+    const Csr graph = source == TimeSource::kNone
+                          ? timed
+                          : sort_rows_by_time(timed, source == TimeSource::kEdge ? TimeKind::kEdge
+                                                                                 : TimeKind::kNode);
+    const HostPlacedGraph placed(graph, Placement::kGpu);
+    const Buffer edge_times = place(*graph.edge_time()), node_times = place(*graph.node_time());
+    DeviceGraphView view = placed.view(false);
+    view.num_nodes = n;
+    if (source == TimeSource::kEdge)
+      view.edge_time = reinterpret_cast<const int64_t*>(edge_times.data());
+    if (source == TimeSource::kNode)
+      view.node_time = reinterpret_cast<const int64_t*>(node_times.data());
+    for (int variant = 0; variant < 4; ++variant) {
+      NeighborSamplerOptions options{.fanouts = {6, -1, 3},
+                                     .replace = (variant & 1) != 0,
+                                     .seed = rng() % 1000,
+                                     .disjoint = true,
+                                     .time_source = source,
+                                     .temporal_strategy = (variant & 2) != 0
+                                                              ? TemporalStrategy::kLast
+                                                              : TemporalStrategy::kUniform};
+      std::vector<int64_t> seeds(40), times(40);
+      for (size_t i = 0; i < seeds.size(); ++i) {
+        seeds[i] = static_cast<int64_t>(rng() % 60);  // repeats
+        times[i] = static_cast<int64_t>(rng() % 600);
+      }
+      const SampledSubgraph expected = source == TimeSource::kNone
+                                           ? sample_neighbors(graph, seeds, options, 2)
+                                           : sample_neighbors(graph, seeds, times, options, 2);
+      BackendResult result;
+      sampling_internal::BackendOptions backend_options{options.fanouts, options.replace,
+                                                        options.seed, true};
+      if (source != TimeSource::kNone) {
+        backend_options.seed_times = times;
+        backend_options.last = options.temporal_strategy == TemporalStrategy::kLast;
+      }
+      backend->sample(view, seeds, backend_options, 2, nullptr, result);
+      SampledSubgraph got = to_subgraph(result, static_cast<int64_t>(seeds.size()));
+      const std::string what =
+          fmt::format("source {} variant {}", static_cast<int>(source), variant);
+      expect_same_subgraph(expected, got, what);
+      ASSERT_FALSE(result.batch.empty()) << what;
+      const std::vector<int64_t> want_batch = expected.batch.to_vector<int64_t>();
+      std::vector<int64_t> got_batch(want_batch.size());
+      std::memcpy(got_batch.data(), result.batch.data(), got_batch.size() * sizeof(int64_t));
+      EXPECT_EQ(got_batch, want_batch) << what;
+      compared += expected.num_edges();
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  EXPECT_GT(compared, 1000);
+}
+
 TEST(CudaSamplerGpuHost, EqualsTheCpuSamplerOnRandomGraphs) {
   const std::vector<std::vector<int64_t>> fanouts = {{15, 10, 5}, {-1, 3}, {2, 0, 4}, {100, 2},
                                                      {1},         {3, -1}, {0}};
