@@ -207,7 +207,11 @@ int64_t NeighborSampler::num_nodes() const {
 
 SampledSubgraph NeighborSampler::sample(std::span<const int64_t> seeds, uint64_t batch_index,
                                         void* stream) {
-  if (on_cuda_) return sample_cuda(seeds, batch_index, stream);
+  if (on_cuda_) {
+    VOLLEY_REQUIRE(options_.time_source == TimeSource::kNone, ValueError,
+                   "temporal sampling needs a time per seed (input_time / seed_times), got none");
+    return sample_cuda(seeds, {}, batch_index, stream);
+  }
   // The sampler's scratch when it is free; a concurrent call borrows one.
   std::unique_lock lock(*mutex_, std::try_to_lock);
   return sample_neighbors(graph_, seeds, options_, batch_index,
@@ -215,8 +219,14 @@ SampledSubgraph NeighborSampler::sample(std::span<const int64_t> seeds, uint64_t
 }
 
 SampledSubgraph NeighborSampler::sample(std::span<const int64_t> seeds,
-                                        std::span<const int64_t> seed_times, uint64_t batch_index) {
-  VOLLEY_REQUIRE(!on_cuda_, ValueError, "the CUDA sampler does not sample by time yet");
+                                        std::span<const int64_t> seed_times, uint64_t batch_index,
+                                        void* stream) {
+  if (on_cuda_) {
+    VOLLEY_REQUIRE(options_.time_source != TimeSource::kNone, ValueError,
+                   "seed times were given, but the options ask for no temporal sampling (set "
+                   "time_source / time_attr)");
+    return sample_cuda(seeds, seed_times, batch_index, stream);
+  }
   std::unique_lock lock(*mutex_, std::try_to_lock);
   return sample_neighbors(graph_, seeds, seed_times, options_, batch_index,
                           lock.owns_lock() ? &scratch_ : nullptr);

@@ -51,8 +51,9 @@
 //   * rows sorted by time (Csr::first_row_unsorted_by_*_time() == -1; sort_rows_by_time in
 //     csr.h) find the admissible prefix by binary search; unsorted rows are scanned (uniform
 //     only: kLast needs sorted rows, ValueError naming the first unsorted row).
-//   * not with `weighted`, nor kInduced (ValueError); the CUDA sampler and sample_hop do not
-//     sample by time yet (ValueError).
+//   * not with `weighted`, nor kInduced (ValueError); sample_hop (the distributed sampler) does
+//     not sample by time yet (ValueError). The CUDA sampler does, over rows sorted by the time
+//     in use (ValueError naming the first unsorted row), with the same picks as the CPU.
 //
 // Errors: ValueError for an empty fanout list, a fanout < -1, more than 255 hops, `weighted` on
 // a graph without weights, disjoint with kInduced, or a duplicate seed (unless disjoint) (naming
@@ -226,9 +227,11 @@ class NeighborSampler {
   // slices of it, and the next call allocates fresh ones while the caller holds them.
   SampledSubgraph sample(std::span<const int64_t> seeds, uint64_t batch_index,
                          void* stream = nullptr);
-  // Temporal sampling (CPU only): seed_times[i] is the time of seeds[i], see sample_neighbors.
+  // Temporal sampling: seed_times[i] is the time of seeds[i], see sample_neighbors. On a GPU
+  // the graph's rows must be sorted by the time in use (ValueError at construction naming the
+  // first unsorted row); `stream` as above.
   SampledSubgraph sample(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
-                         uint64_t batch_index);
+                         uint64_t batch_index, void* stream = nullptr);
 
   // Whether sample() runs the CUDA kernels (a CudaGraph) or the CPU kernel (a Csr).
   bool on_cuda() const { return on_cuda_; }
@@ -240,7 +243,8 @@ class NeighborSampler {
   const CudaGraph& cuda_graph() const { return cuda_graph_; }  // CUDA sampler (else undefined)
 
  private:
-  SampledSubgraph sample_cuda(std::span<const int64_t> seeds, uint64_t batch_index, void* stream);
+  SampledSubgraph sample_cuda(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+                              uint64_t batch_index, void* stream);
 
   Csr graph_;
   CudaGraph cuda_graph_;

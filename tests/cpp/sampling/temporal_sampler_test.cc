@@ -203,8 +203,7 @@ TEST(TemporalSampling, BadInputsAreNamed) {
             "temporal sampling does not support weighted sampling yet");
   options = {.fanouts = {3}, .time_source = TimeSource::kNode};
   EXPECT_EQ(message_of<ValueError>([&] { NeighborSampler(CudaGraph(), options); }),
-            "the CUDA sampler does not sample by time yet; use the CPU sampler (mode=\"CPU\") for "
-            "temporal sampling");
+            "NeighborSampler on a GPU needs a placed graph (CudaGraph::place), got an empty one");
   HopSample hop;
   EXPECT_EQ(message_of<ValueError>([&] { sample_hop(graph, 0, seeds, 0, 3, options, 0, hop); }),
             "sample_hop does not sample by time yet");

@@ -123,6 +123,27 @@ class SamplerBackend final : public CudaSamplerBackend {
     return hop_nodes;
   }
 
+  // The seeds into nodes_ — as keys root * tree_size + seed for disjoint (and temporal)
+  // sampling, which the nodes stay until the end of the batch — and the seed times; returns
+  // what the bodies need for temporal picks (inactive unless there are seed times).
+  TemporalRows upload_seeds(const DeviceGraphView& view, std::span<const int64_t> seeds,
+                            const BackendOptions& options, int64_t tree_size) {
+    const size_t seed_bytes = seeds.size() * sizeof(int64_t);
+    if (tree_size > 0) {
+      std::vector<int64_t> keys(seeds.size());
+      for (size_t i = 0; i < seeds.size(); ++i) {
+        keys[i] = static_cast<int64_t>(i) * tree_size + seeds[i];
+      }
+      executor_.upload(nodes_.data(), keys.data(), seed_bytes);
+    } else {
+      executor_.upload(nodes_.data(), seeds.data(), seed_bytes);
+    }
+    if (options.seed_times.empty()) return {};
+    seed_times_.reserve(seed_bytes);
+    executor_.upload(seed_times_.data(), options.seed_times.data(), seed_bytes);
+    return {view.edge_time, view.node_time, seed_times_.template as<int64_t>(), options.last};
+  }
+
   template <typename Index>
   void run(const DeviceGraphView& view, std::span<const int64_t> seeds,
            const BackendOptions& options, uint64_t batch_index, BackendResult& out) {
@@ -138,24 +159,9 @@ class SamplerBackend final : public CudaSamplerBackend {
     rows_.reserve(seed_bytes * 8);
     cols_.reserve(seed_bytes * 8);
     edge_ids_.reserve(seed_bytes * 8);
-    // Disjoint (and temporal) sampling: the nodes are keys root * num_nodes + node until the end.
-    TemporalRows time;
     const bool disjoint = options.disjoint || !options.seed_times.empty();
     const int64_t tree_size = disjoint ? view.num_nodes : 0;
-    if (disjoint) {
-      std::vector<int64_t> keys(seeds.size());
-      for (size_t i = 0; i < seeds.size(); ++i) {
-        keys[i] = static_cast<int64_t>(i) * tree_size + seeds[i];
-      }
-      executor_.upload(nodes_.data(), keys.data(), seed_bytes);
-    } else {
-      executor_.upload(nodes_.data(), seeds.data(), seed_bytes);
-    }
-    if (!options.seed_times.empty()) {
-      seed_times_.reserve(seed_bytes);
-      executor_.upload(seed_times_.data(), options.seed_times.data(), seed_bytes);
-      time = {view.edge_time, view.node_time, seed_times_.template as<int64_t>(), options.last};
-    }
+    const TemporalRows time = upload_seeds(view, seeds, options, tree_size);
     // Start with the table size the last batch ended with: no rehash in steady state.
     reset_table(std::max(next_power_of_two(4 * num_seeds), std::max<int64_t>(last_capacity_, 1024)),
                 num_seeds);

@@ -12,7 +12,10 @@
 
 #include "sampling/expect_subgraph.h"
 #include "test_graphs.h"
+#include "test_util.h"
+#include "volley/core/internal/emulated_device.h"
 #include "volley/graph/generate.h"
+#include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/internal/cuda_sampler_backend.h"
 
 namespace volley {
@@ -222,6 +225,42 @@ TEST(CudaSamplerGpuHost, TemporalEqualsTheCpuSampler) {
     }
   }
   EXPECT_GT(compared, 1000);
+}
+
+// The public path: CudaGraph::place carries the times, NeighborSampler::sample(seeds, times)
+// on the emulated device returns the CPU's batch (batch vector included); unsorted rows and
+// missing times are refused at construction.
+TEST(CudaSamplerGpuHost, TemporalThroughThePublicSampler) {
+  internal::ScopedCudaEmulation emulated;
+  std::mt19937_64 rng(5);
+  std::vector<int64_t> edge_time(3000);
+  for (auto& t : edge_time) t = static_cast<int64_t>(rng() % 100);
+  const Csr unsorted = skewed_random_graph(200, 3000, 5, {.weighted = false})
+                           .with_times({}, Array::from_vector(edge_time));
+  const Csr graph = sort_rows_by_time(unsorted, TimeKind::kEdge);
+  const NeighborSamplerOptions options{.fanouts = {4, 3},
+                                       .seed = 8,
+                                       .time_source = TimeSource::kEdge,
+                                       .temporal_strategy = TemporalStrategy::kUniform};
+  const std::vector<int64_t> seeds{1, 1, 7, 30}, times{20, 90, 50, 70};
+  for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
+    NeighborSampler sampler(CudaGraph::place(graph, {.mode = mode}), options);
+    const SampledSubgraph got = sampler.sample(seeds, times, 4).to_host();
+    const SampledSubgraph expected = sample_neighbors(graph, seeds, times, options, 4);
+    expect_same_subgraph(expected, got, "public sampler");
+    EXPECT_EQ(got.batch.to_vector<int64_t>(), expected.batch.to_vector<int64_t>());
+    EXPECT_EQ(message_of<ValueError>([&] { sampler.sample(seeds, 0); }),
+              "temporal sampling needs a time per seed (input_time / seed_times), got none");
+  }
+  EXPECT_EQ(message_of<ValueError>([&] { NeighborSampler(CudaGraph::place(unsorted), options); }),
+            fmt::format("the CUDA sampler samples by time over rows sorted by edge_time, but row "
+                        "{} is not; sort the graph first (sort_rows_by_time, Graph.sort_by_time(), "
+                        "volley convert --sort-by-time)",
+                        unsorted.first_row_unsorted_by_edge_time()));
+  EXPECT_EQ(message_of<ValueError>([&] {
+              NeighborSampler(CudaGraph::place(skewed_random_graph(50, 200, 1)), options);
+            }),
+            "temporal sampling by edge time needs the graph's edge_time, but it has none");
 }
 
 TEST(CudaSamplerGpuHost, EqualsTheCpuSamplerOnRandomGraphs) {
