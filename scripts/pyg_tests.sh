@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# scripts/pyg_tests.sh — runs PyG's own test/loader/test_neighbor_loader.py, from the PyG version
-# installed in a Python environment, twice: against PyG itself and with
-# torch_geometric.loader.NeighborLoader replaced by volley.loader.NeighborLoader before
-# collection. Prints the pass / fail / skip counts of both runs.
+# scripts/pyg_tests.sh — runs PyG's own loader tests (test/loader/test_neighbor_loader.py and
+# test_link_neighbor_loader.py), from the PyG version installed in a Python environment, twice
+# each: against PyG itself and with torch_geometric.loader.NeighborLoader / LinkNeighborLoader
+# replaced by volley.loader's before collection. Prints the pass / fail / skip counts of the runs.
+#   PYG_TEST_FILES  the test files under test/loader/ to run (default: both above)
 #
 #   scripts/pyg_tests.sh [PYTHON] [TAG]
 #     PYTHON  interpreter of the leg (default .venv/bin/python)
@@ -33,7 +34,8 @@ fetch() {  # fetch <path in the PyG tree> <destination>
 }
 mkdir -p "$work/test/loader"
 fetch test/conftest.py "$work/test/conftest.py"
-fetch test/loader/test_neighbor_loader.py "$work/test/loader/test_neighbor_loader.py"
+test_files=${PYG_TEST_FILES:-test_neighbor_loader.py test_link_neighbor_loader.py}
+for file in $test_files; do fetch "test/loader/$file" "$work/test/loader/$file"; done
 # Imported by pytest before the test module is collected: the substitution is in place when the
 # test file runs `from torch_geometric.loader import NeighborLoader`. In the Volley run, Volley
 # is the sampling backend, so the skips that only say "PyG's backend (pyg-lib / torch-sparse)
@@ -47,14 +49,21 @@ BUILT = [0]  # loaders built so far: a test that passes without building one pro
 if VOLLEY:
     import torch_geometric.loader
     import volley.loader
-    torch_geometric.loader.NeighborLoader = volley.loader.NeighborLoader
-    _init = volley.loader.NeighborLoader.__init__
+    def _substitute(name):
+        cls = getattr(volley.loader, name, None)
+        if cls is None:  # not in this Volley: PyG's own class stays
+            return
+        setattr(torch_geometric.loader, name, cls)
+        init = cls.__init__
 
-    def _counting_init(self, *args, **kwargs):
-        BUILT[0] += 1
-        _init(self, *args, **kwargs)
+        def _counting_init(self, *args, **kwargs):
+            BUILT[0] += 1
+            init(self, *args, **kwargs)
 
-    volley.loader.NeighborLoader.__init__ = _counting_init
+        cls.__init__ = _counting_init
+
+    _substitute("NeighborLoader")
+    _substitute("LinkNeighborLoader")
 
 BACKEND_ONLY = ("No neighbor sampler installed", "Package pyg_lib not found",
                 "'pyg-lib' does not support")
@@ -95,14 +104,16 @@ def pytest_collection_modifyitems(items):
 PY
 
 export PYTHONPATH=${PYTHONPATH:-$root/python}
-run() {  # run <label> <substitute 0|1>
-  local log="$work/$1.log"
+run() {  # run <label> <substitute 0|1> <test file>
+  local log="$work/$1-${3%.py}.log"
   (cd "$work" && VOLLEY_SUBSTITUTE=$2 timeout 900 "$python" -m pytest -q -p no:cacheprovider \
-    -rfEs test/loader/test_neighbor_loader.py >"$log" 2>&1) || true
+    -rfEs "test/loader/$3" >"$log" 2>&1) || true
   if [ -n "${PYG_TESTS_VERBOSE:-}" ]; then grep -E '^(FAILED|ERROR|SKIPPED)' "$log" || true; fi
   if [ -n "${PYG_TESTS_LOGS:-}" ]; then mkdir -p "$PYG_TESTS_LOGS" && cp "$log" "$PYG_TESTS_LOGS/"; fi
-  printf '%-7s PyG %s: %s\n' "$1" "$tag" "$(grep -E ' in [0-9.]+s' "$log" | tail -1)"
+  printf '%-7s PyG %s, %s: %s\n' "$1" "$tag" "$3" "$(grep -E ' in [0-9.]+s' "$log" | tail -1)"
   grep -E '^passed without building' "$log" | sed 's/^/        /' || true
 }
-[ -z "${PYG_TESTS_SKIP_PYG:-}" ] && run pyg 0
-run volley 1
+for file in $test_files; do
+  if [ -z "${PYG_TESTS_SKIP_PYG:-}" ]; then run pyg 0 "$file"; fi
+  run volley 1 "$file"
+done
