@@ -14,8 +14,8 @@
 #include "commands.h"
 #include "text.h"
 #include "volley/core/buffer.h"
-#include "volley/feature/feature_store.h"
 #include "volley/core/files.h"
+#include "volley/feature/feature_store.h"
 #include "volley/graph/dataset.h"
 #include "volley/graph/io/npy.h"
 #include "volley/graph/io/npz.h"
@@ -103,6 +103,9 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
   const auto [in_degree, out_degree] = degree_stats(graph);
   const bool has_split = dataset.train_idx || dataset.val_idx || dataset.test_idx;
   auto split_size = [](const std::optional<Array>& ids) { return ids ? ids->numel() : 0; };
+  // A link split (graph/edge_split.h): pairs per side, [2, M] arrays.
+  const bool has_edge_split = dataset.train_edges || dataset.val_edges || dataset.test_edges;
+  auto pairs = [](const std::optional<Array>& edges) { return edges ? edges->dim(1) : 0; };
 
   if (as_json) {
     json["name"] = dataset.name;
@@ -127,6 +130,15 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
                        {"test", split_size(dataset.test_idx)}};
     } else {
       json["split"] = nullptr;
+    }
+    if (has_edge_split) {
+      json["edge_split"] = {{"train", pairs(dataset.train_edges)},
+                            {"val", pairs(dataset.val_edges)},
+                            {"test", pairs(dataset.test_edges)},
+                            {"val_neg", pairs(dataset.val_neg_edges)},
+                            {"test_neg", pairs(dataset.test_neg_edges)}};
+    } else {
+      json["edge_split"] = nullptr;
     }
     json["in_degree"] = degree_json(in_degree);
     json["out_degree"] = degree_json(out_degree);
@@ -164,6 +176,13 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
                 grouped(split_size(dataset.test_idx)).c_str());
   } else {
     std::printf("split: none\n");
+  }
+  if (has_edge_split) {
+    std::printf(
+        "edge split: train %s, val %s, test %s pairs; negatives val %s, test %s\n",
+        grouped(pairs(dataset.train_edges)).c_str(), grouped(pairs(dataset.val_edges)).c_str(),
+        grouped(pairs(dataset.test_edges)).c_str(), grouped(pairs(dataset.val_neg_edges)).c_str(),
+        grouped(pairs(dataset.test_neg_edges)).c_str());
   }
   std::printf("in-degree: %s\n", degree_text(in_degree).c_str());
   std::printf("out-degree: %s\n", degree_text(out_degree).c_str());
