@@ -45,6 +45,7 @@ from .dataset import (
     save_dataset,
     verify_dataset,
 )
+from .edge_split import split_edges
 from .feature import Feature, disk_io_support, hotness_by_degree, hotness_by_sampling
 from .graph import Graph
 from .partition import PartitionBook, load_partition, partition
@@ -90,5 +91,6 @@ __all__ = [
     "random_split",
     "save_dataset",
     "set_num_threads",
+    "split_edges",
     "verify_dataset",
 ]

@@ -100,11 +100,23 @@ class UnitTable {
   UnitTable(const Csr& graph, const PairKeys& keys, ProgressBar& bar);
 
   int64_t size() const { return rank_start_.back(); }
+  // The keys of a bucket are close to uniform over its range, so the search starts where the
+  // key would sit (interpolation) and walks from there: a cache miss or two instead of ten.
   bool contains(uint64_t key) const {
     const int64_t b = bucket(key);
     const uint64_t* first = keys_.data() + start_[b];
-    const uint64_t* last = first + (rank_start_[b + 1] - rank_start_[b]);
-    return std::binary_search(first, last, key);
+    const int64_t count = rank_start_[b + 1] - rank_start_[b];
+    if (count == 0) return false;
+    const uint64_t offset = bits_ == 0 ? key : key - (static_cast<uint64_t>(b) << shift_);
+    int64_t i = static_cast<int64_t>(
+        (static_cast<unsigned __int128>(offset) * static_cast<uint64_t>(count)) >> shift_);
+    i = std::min(i, count - 1);
+    if (first[i] < key) {
+      while (i + 1 < count && first[i + 1] <= key) ++i;
+    } else {
+      while (i > 0 && first[i] > key) --i;
+    }
+    return first[i] == key;
   }
   // The key of rank `rank` in [0, size()).
   uint64_t key_at(int64_t rank) const {
@@ -313,29 +325,44 @@ std::vector<uint64_t> draw_negatives(const UnitTable& units, const PairKeys& key
                  count, keys.n, units.size(), std::max(0.0, free_pairs));
   std::vector<uint64_t> codes(static_cast<size_t>(count));
   std::vector<uint32_t> attempts(static_cast<size_t>(count), 0);
-  std::vector<int64_t> redraw(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) redraw[static_cast<size_t>(i)] = i;
-  std::vector<std::pair<uint64_t, int64_t>> order;
-  for (int round = 0; !redraw.empty(); ++round) {
-    VOLLEY_REQUIRE(round < kMaxRounds, ValueError,
-                   "split_edges: {} negatives still repeat after {} rounds of redrawing; the "
-                   "graph has too few non-edges (lower neg_ratio)",
-                   redraw.size(), kMaxRounds);
-    parallel_for(0, static_cast<int64_t>(redraw.size()), 4096, [&](int64_t j0, int64_t j1) {
-      for (int64_t j = j0; j < j1; ++j) {
-        const size_t i = static_cast<size_t>(redraw[static_cast<size_t>(j)]);
-        codes[i] = draw_negative(units, keys, seed, i, attempts[i]);
-      }
-      if (round == 0) bar.advance(j1 - j0);
-    });
-    order.resize(codes.size());
-    for (size_t i = 0; i < codes.size(); ++i) order[i] = {codes[i], static_cast<int64_t>(i)};
-    std::sort(order.begin(), order.end());
-    redraw.clear();
-    for (size_t j = 1; j < order.size(); ++j) {
-      if (order[j].first == order[j - 1].first) redraw.push_back(order[j].second);
+  parallel_for(0, count, 4096, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const size_t at = static_cast<size_t>(i);
+      codes[at] = draw_negative(units, keys, seed, static_cast<uint64_t>(i), attempts[at]);
     }
-    std::sort(redraw.begin(), redraw.end());
+    bar.advance(i1 - i0);
+  });
+  // Repeats (few: about count^2 / (2 * non-edges)) are found by one sort; each is redrawn, in
+  // index order, until it differs from every pair kept so far.
+  std::vector<std::pair<uint64_t, int64_t>> order(codes.size());
+  for (size_t i = 0; i < codes.size(); ++i) order[i] = {codes[i], static_cast<int64_t>(i)};
+  std::sort(order.begin(), order.end());
+  std::vector<int64_t> redraw;
+  std::vector<uint64_t> kept;
+  kept.reserve(codes.size());
+  for (size_t j = 0; j < order.size(); ++j) {
+    if (j > 0 && order[j].first == order[j - 1].first) {
+      redraw.push_back(order[j].second);
+    } else {
+      kept.push_back(order[j].first);
+    }
+  }
+  std::sort(redraw.begin(), redraw.end());
+  std::vector<uint64_t> fresh;  // the redrawn pairs kept so far (few)
+  for (const int64_t i : redraw) {
+    const size_t at = static_cast<size_t>(i);
+    for (int round = 0;; ++round) {
+      VOLLEY_REQUIRE(round < kMaxRounds, ValueError,
+                     "split_edges: negative {} still repeats another after {} redraws; the graph "
+                     "has too few non-edges (lower neg_ratio)",
+                     i, kMaxRounds);
+      codes[at] = draw_negative(units, keys, seed, static_cast<uint64_t>(i), attempts[at]);
+      if (!std::binary_search(kept.begin(), kept.end(), codes[at]) &&
+          std::find(fresh.begin(), fresh.end(), codes[at]) == fresh.end()) {
+        break;
+      }
+    }
+    fresh.push_back(codes[at]);
   }
   return codes;
 }
