@@ -94,6 +94,28 @@ void verify_or_throw(const std::string& path, bool as_json, Json& json) {
   }
 }
 
+// A link split (graph/edge_split.h): pairs per side of its [2, M] arrays; null without one.
+int64_t pairs_of(const std::optional<Array>& edges) { return edges ? edges->dim(1) : 0; }
+
+bool has_edge_split(const Dataset& d) { return d.train_edges || d.val_edges || d.test_edges; }
+
+Json edge_split_json(const Dataset& d) {
+  if (!has_edge_split(d)) return nullptr;
+  return {{"train", pairs_of(d.train_edges)},
+          {"val", pairs_of(d.val_edges)},
+          {"test", pairs_of(d.test_edges)},
+          {"val_neg", pairs_of(d.val_neg_edges)},
+          {"test_neg", pairs_of(d.test_neg_edges)}};
+}
+
+void print_edge_split(const Dataset& d) {
+  if (!has_edge_split(d)) return;
+  std::printf("edge split: train %s, val %s, test %s pairs; negatives val %s, test %s\n",
+              grouped(pairs_of(d.train_edges)).c_str(), grouped(pairs_of(d.val_edges)).c_str(),
+              grouped(pairs_of(d.test_edges)).c_str(), grouped(pairs_of(d.val_neg_edges)).c_str(),
+              grouped(pairs_of(d.test_neg_edges)).c_str());
+}
+
 void describe_dataset(const std::string& path, bool as_json, bool verify) {
   Json json = {{"path", path}, {"kind", "dataset"}};
   if (verify) verify_or_throw(path, as_json, json);
@@ -103,9 +125,6 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
   const auto [in_degree, out_degree] = degree_stats(graph);
   const bool has_split = dataset.train_idx || dataset.val_idx || dataset.test_idx;
   auto split_size = [](const std::optional<Array>& ids) { return ids ? ids->numel() : 0; };
-  // A link split (graph/edge_split.h): pairs per side, [2, M] arrays.
-  const bool has_edge_split = dataset.train_edges || dataset.val_edges || dataset.test_edges;
-  auto pairs = [](const std::optional<Array>& edges) { return edges ? edges->dim(1) : 0; };
 
   if (as_json) {
     json["name"] = dataset.name;
@@ -131,15 +150,7 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
     } else {
       json["split"] = nullptr;
     }
-    if (has_edge_split) {
-      json["edge_split"] = {{"train", pairs(dataset.train_edges)},
-                            {"val", pairs(dataset.val_edges)},
-                            {"test", pairs(dataset.test_edges)},
-                            {"val_neg", pairs(dataset.val_neg_edges)},
-                            {"test_neg", pairs(dataset.test_neg_edges)}};
-    } else {
-      json["edge_split"] = nullptr;
-    }
+    json["edge_split"] = edge_split_json(dataset);
     json["in_degree"] = degree_json(in_degree);
     json["out_degree"] = degree_json(out_degree);
     json["disk_io"] = disk_io_support();
@@ -177,13 +188,7 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
   } else {
     std::printf("split: none\n");
   }
-  if (has_edge_split) {
-    std::printf(
-        "edge split: train %s, val %s, test %s pairs; negatives val %s, test %s\n",
-        grouped(pairs(dataset.train_edges)).c_str(), grouped(pairs(dataset.val_edges)).c_str(),
-        grouped(pairs(dataset.test_edges)).c_str(), grouped(pairs(dataset.val_neg_edges)).c_str(),
-        grouped(pairs(dataset.test_neg_edges)).c_str());
-  }
+  print_edge_split(dataset);
   std::printf("in-degree: %s\n", degree_text(in_degree).c_str());
   std::printf("out-degree: %s\n", degree_text(out_degree).c_str());
   if (verify) std::printf("verify: ok (every file matches volley.json, checksums included)\n");
