@@ -7,6 +7,7 @@
 #include "volley/core/philox.h"
 #include "volley/feature/gather.h"  // gather_supports
 #include "volley/loader/cuda_loader.h"
+#include "volley/sampling/negative_sampler.h"  // csr_has_edges
 
 namespace volley {
 
@@ -68,6 +69,27 @@ void LocalBatchSource::gather_labels(std::span<const int64_t> ids, int64_t* out)
   gather.out_dtype = DType::kInt64;
   gather.threads = 1;
   labels_->gather(ids, reinterpret_cast<std::byte*>(out), gather);
+}
+
+void BatchSource::has_edges(std::span<const int64_t> /*src*/, std::span<const int64_t> /*dst*/,
+                            uint8_t* /*out*/) const {
+  throw ValueError("this source cannot check edges (link prediction with reject_existing)");
+}
+
+std::vector<int64_t> BatchSource::degrees() const {
+  throw ValueError("this source cannot give node degrees (degree-based negative sampling)");
+}
+
+void LocalBatchSource::has_edges(std::span<const int64_t> src, std::span<const int64_t> dst,
+                                 uint8_t* out) const {
+  std::call_once(rows_sorted_once_, [&] { rows_sorted_ = csr_rows_sorted(graph_); });
+  csr_has_edges(graph_, rows_sorted_, src, dst, out);
+}
+
+std::vector<int64_t> LocalBatchSource::degrees() const {
+  std::vector<int64_t> out(static_cast<size_t>(graph_.num_nodes()));
+  for (int64_t v = 0; v < graph_.num_nodes(); ++v) out[v] = graph_.degree(v);
+  return out;
 }
 
 namespace {
