@@ -577,6 +577,3 @@ class _EpochIterator:
             self.close()
         except Exception:
             pass
-
-
-from .link_loader import LinkNeighborLoader  # noqa: E402  (it builds on NeighborLoader)
