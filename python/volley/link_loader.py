@@ -118,21 +118,22 @@ class LinkNeighborLoader(NeighborLoader):
         edge_label_index: supervision edges [2, M] (tensor / array); None: ``data.edge_index``.
         edge_label: labels [M] (any numeric dtype), or None. Not with ``"triplet"``.
         edge_label_time, time_attr: temporal sampling, not supported yet (issue 16).
-        replace, subgraph_type, weight_attr, transform, transform_sampler_output, is_sorted,
-            filter_per_worker, neighbor_sampler, directed: as in ``volley.loader.NeighborLoader``.
+        replace: as in ``volley.loader.NeighborLoader``, like the arguments below.
+        subgraph_type, weight_attr, transform, transform_sampler_output: as there.
+        is_sorted, filter_per_worker, neighbor_sampler, directed: as there.
         disjoint: not supported yet (``VolleyNotImplementedError``).
         temporal_strategy: ``"uniform"`` or ``"last"``; no effect without temporal sampling.
         neg_sampling: PyG's ``NegativeSampling(mode, amount, weight)``, ``"binary"`` /
             ``"triplet"`` (amount 1) or a dict of those arguments; ``weight`` [N] draws nodes
             proportionally to it (else uniformly, or see ``neg_distribution``).
         neg_sampling_ratio: PyG's deprecated spelling of ``NegativeSampling("binary", ratio)``.
-        batch_size, shuffle, drop_last, num_workers, pin_memory, generator: as in
-            ``NeighborLoader`` (``batch_size`` counts positive supervision edges).
+        batch_size: positive supervision edges per batch.
+        shuffle, drop_last, num_workers, pin_memory, generator: as in ``NeighborLoader``.
         kwargs: the ``DataLoader`` arguments that only tune PyG's worker processes: no effect.
 
     Other Parameters:
-        seed, weighted, prefetch, copy, feature_dtype, rank, world_size: as in ``NeighborLoader``
-            (the rank split shares out supervision edges).
+        seed, weighted, prefetch, copy, feature_dtype: as in ``NeighborLoader``.
+        rank, world_size: as there; ranks share out the supervision edges.
         exclude_edges: remove each batch's positive edges from its message-passing
             ``edge_index`` (no leakage without a separate split); with ``undirected`` their
             reverses too. PyG has no such option: it expects disjoint message-passing and
