@@ -52,6 +52,11 @@ from .partition import PartitionBook, load_partition, partition
 from .negative import NegativeSampler
 from .sampler import Adj, NeighborSampler
 from . import loader
+from .link_loader import LinkNeighborLoader as _LinkNeighborLoader
+
+# volley.loader.LinkNeighborLoader, as PyG's torch_geometric.loader.LinkNeighborLoader: the class
+# lives in link_loader.py (it builds on loader.NeighborLoader, so loader.py cannot import it).
+loader.LinkNeighborLoader = _LinkNeighborLoader
 from . import dist
 
 from ._volley import __version__  # noqa: E402 (project(VERSION) in CMakeLists.txt)
