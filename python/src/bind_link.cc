@@ -102,38 +102,6 @@ void bind_link_loader(nb::module_& m) {
           nb::arg("edge_attrs") = NamedRows{},
           "A link loader over a graph, optional features / labels and supervision edges "
           "edge_label_index [2, M] (int64) with optional labels [M].")
-      .def(
-          "__init__",
-          [](LinkLoader* self, std::shared_ptr<const BatchSource> source,
-             const InputArray& edge_label_index, const std::optional<InputArray>& edge_label,
-             LoaderOptions options, const std::string& mode, double amount,
-             const std::string& distribution, double degree_power,
-             const std::optional<InputArray>& weights, bool reject_existing, int max_draws,
-             bool exclude_edges, bool undirected) {
-            LinkLoaderOptions link{.loader = std::move(options),
-                                   .negatives = {.mode = parse_mode(mode),
-                                                 .amount = amount,
-                                                 .distribution = parse_distribution(distribution),
-                                                 .degree_power = degree_power,
-                                                 .weights = weights_from_python(weights),
-                                                 .reject_existing = reject_existing,
-                                                 .max_draws = max_draws},
-                                   .exclude_edges = exclude_edges,
-                                   .undirected = undirected};
-            Array index = array_from_python(edge_label_index, "edge_label_index");
-            auto label_array = array_from_python(edge_label, "edge_label");
-            nb::gil_scoped_release release;
-            new (self) LinkLoader(std::move(source), std::move(index), std::move(label_array),
-                                  std::move(link));
-          },
-          nb::arg("source"), nb::arg("edge_label_index"), nb::arg("edge_label").none(),
-          nb::arg("options"), nb::kw_only(), nb::arg("mode") = "none", nb::arg("amount") = 1.0,
-          nb::arg("distribution") = "uniform", nb::arg("degree_power") = 0.75,
-          nb::arg("weights").none() = nb::none(), nb::arg("reject_existing") = false,
-          nb::arg("max_draws") = 16, nb::arg("exclude_edges") = false,
-          nb::arg("undirected") = false,
-          "A link loader over any BatchSource (e.g. a DistGraph: negatives drawn here, edges "
-          "checked by their owners).")
       .def_prop_ro("num_batches", &LinkLoader::num_batches)
       .def_prop_ro("num_inputs", &LinkLoader::num_inputs)
       .def(
@@ -146,10 +114,45 @@ void bind_link_loader(nb::module_& m) {
            nb::call_guard<nb::gil_scoped_release>(), "Start an epoch; workers begin at once.");
 }
 
+// A LinkLoader over any BatchSource (volley.dist.DistLinkNeighborLoader passes a DistGraph).
+void bind_link_loader_over_source(nb::module_& m) {
+  m.def(
+      "link_loader_over_source",
+      [](std::shared_ptr<const BatchSource> source, const InputArray& edge_label_index,
+         const std::optional<InputArray>& edge_label, LoaderOptions options,
+         const std::string& mode, double amount, const std::string& distribution,
+         double degree_power, const std::optional<InputArray>& weights, bool reject_existing,
+         int max_draws, bool exclude_edges, bool undirected) {
+        LinkLoaderOptions link{.loader = std::move(options),
+                               .negatives = {.mode = parse_mode(mode),
+                                             .amount = amount,
+                                             .distribution = parse_distribution(distribution),
+                                             .degree_power = degree_power,
+                                             .weights = weights_from_python(weights),
+                                             .reject_existing = reject_existing,
+                                             .max_draws = max_draws},
+                               .exclude_edges = exclude_edges,
+                               .undirected = undirected};
+        Array index = array_from_python(edge_label_index, "edge_label_index");
+        auto label_array = array_from_python(edge_label, "edge_label");
+        nb::gil_scoped_release release;
+        return std::make_unique<LinkLoader>(std::move(source), std::move(index),
+                                            std::move(label_array), std::move(link));
+      },
+      nb::arg("source"), nb::arg("edge_label_index"), nb::arg("edge_label").none(),
+      nb::arg("options"), nb::kw_only(), nb::arg("mode") = "none", nb::arg("amount") = 1.0,
+      nb::arg("distribution") = "uniform", nb::arg("degree_power") = 0.75,
+      nb::arg("weights").none() = nb::none(), nb::arg("reject_existing") = false,
+      nb::arg("max_draws") = 16, nb::arg("exclude_edges") = false, nb::arg("undirected") = false,
+      "A LinkLoader over any BatchSource (e.g. a DistGraph: negatives drawn here, edges checked "
+      "by their owners).");
+}
+
 }  // namespace
 
 void bind_link(nb::module_& m) {
   bind_link_loader(m);
+  bind_link_loader_over_source(m);
   nb::class_<NegativeSampler>(m, "NegativeSampler",
                               "Seeded negative sampling (sampling/negative_sampler.h).")
       .def(nb::new_(&make_sampler), nb::arg("graph"), nb::arg("distribution"),

@@ -132,7 +132,7 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
     def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
         mode = self.neg_sampling[0] if self.neg_sampling else "none"
         amount = self.neg_sampling[1] if self.neg_sampling else 1.0
-        return _volley.LinkLoader(
+        return _volley.link_loader_over_source(
             self.graph._native,
             self.edge_label_index,
             self.edge_label,
