@@ -6,6 +6,7 @@
 
 #include "bindings.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/edge_split.h"
 
 namespace volley::python {
 
@@ -37,6 +38,15 @@ void bind_dataset(nb::module_& m) {
   def_array_field<&Dataset::train_idx>(dataset, "train_idx", "int64 training node ids, or None.");
   def_array_field<&Dataset::val_idx>(dataset, "val_idx", "int64 validation node ids, or None.");
   def_array_field<&Dataset::test_idx>(dataset, "test_idx", "int64 test node ids, or None.");
+  def_array_field<&Dataset::train_edges>(dataset, "train_edges",
+                                         "int64 [2, M] training supervision pairs, or None.");
+  def_array_field<&Dataset::val_edges>(dataset, "val_edges",
+                                       "int64 [2, M] validation pairs, or None.");
+  def_array_field<&Dataset::test_edges>(dataset, "test_edges", "int64 [2, M] test pairs, or None.");
+  def_array_field<&Dataset::val_neg_edges>(dataset, "val_neg_edges",
+                                           "int64 [2, M] validation negatives, or None.");
+  def_array_field<&Dataset::test_neg_edges>(dataset, "test_neg_edges",
+                                            "int64 [2, M] test negatives, or None.");
 
   m.def(
       "load_dataset",
@@ -58,6 +68,37 @@ void bind_dataset(nb::module_& m) {
       [](const std::string& directory) { return verify_dataset(directory).problems; },
       nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>(),
       "Checks every file of a dataset directory (checksums included); returns the problems.");
+  auto summary_dict = [](const EdgeSplitSummary& s) {
+    nb::dict out;
+    out["num_units"] = s.num_units;
+    out["num_train"] = s.num_train;
+    out["num_val"] = s.num_val;
+    out["num_test"] = s.num_test;
+    out["num_val_neg"] = s.num_val_neg;
+    out["num_test_neg"] = s.num_test_neg;
+    out["num_train_graph_edges"] = s.num_train_graph_edges;
+    return out;
+  };
+  m.def(
+      "split_edges",
+      [summary_dict](nb::object source, const std::string& output, double val, double test,
+                     bool undirected, uint64_t seed, double neg_ratio) {
+        const EdgeSplitOptions options{val, test, undirected, seed, neg_ratio};
+        EdgeSplitSummary summary;
+        if (nb::isinstance<Dataset>(source)) {
+          const Dataset& dataset = nb::cast<const Dataset&>(source);
+          nb::gil_scoped_release release;
+          summary = split_edges(dataset, output, options);
+        } else {
+          const std::string input = nb::cast<std::string>(source);
+          nb::gil_scoped_release release;
+          summary = split_edges(input, output, options);
+        }
+        return summary_dict(summary);
+      },
+      nb::arg("source"), nb::arg("output"), nb::kw_only(), nb::arg("val"), nb::arg("test"),
+      nb::arg("undirected"), nb::arg("seed"), nb::arg("neg_ratio"),
+      "Splits a dataset's edges for link prediction (graph/edge_split.h).");
   m.def("is_dataset_directory", &is_dataset_directory, nb::arg("path"),
         "Whether `path` holds a volley.json.");
 }

@@ -1,13 +1,19 @@
-// python/src/bind_link.cc — link prediction: negative sampling and the seed set of a link batch
-// (volley/sampling/negative_sampler.h). Results are new numpy arrays (int64).
+// python/src/bind_link.cc — link prediction: negative sampling, the seed set of a link batch
+// (volley/sampling/negative_sampler.h; results are new numpy arrays, int64) and the link loader
+// (volley/loader/link_loader.h; batches as batch_to_python's dicts, with the link fields).
 #include <string>
 #include <vector>
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "volley/loader/link_loader.h"
 #include "volley/sampling/negative_sampler.h"
 
 namespace volley::python {
@@ -46,9 +52,107 @@ NegativeSampler make_sampler(const Csr& graph, const std::string& distribution, 
                                  .seed = seed});
 }
 
+NegativeMode parse_mode(const std::string& name) {
+  if (name == "none") return NegativeMode::kNone;
+  if (name == "binary") return NegativeMode::kBinary;
+  if (name == "triplet") return NegativeMode::kTriplet;
+  throw ValueError(fmt::format(
+      "negative sampling mode must be 'binary' or 'triplet' (or none), got '{}'", name));
+}
+
+void bind_link_loader(nb::module_& m) {
+  nb::class_<LinkLoader>(m, "LinkLoader",
+                         "The C++ link-prediction batch pipeline (loader/link_loader.h).")
+      .def(
+          "__init__",
+          [](LinkLoader* self, const Csr& graph, const std::optional<RowsInput>& features,
+             const std::optional<RowsInput>& labels, const InputArray& edge_label_index,
+             const std::optional<InputArray>& edge_label, LoaderOptions options,
+             const std::string& mode, double amount, const std::string& distribution,
+             double degree_power, const std::optional<InputArray>& weights, bool reject_existing,
+             int max_draws, bool exclude_edges, bool undirected, const NamedRows& node_attrs,
+             const NamedRows& edge_attrs) {
+            LinkLoaderOptions link{.loader = std::move(options),
+                                   .negatives = {.mode = parse_mode(mode),
+                                                 .amount = amount,
+                                                 .distribution = parse_distribution(distribution),
+                                                 .degree_power = degree_power,
+                                                 .weights = weights_from_python(weights),
+                                                 .reject_existing = reject_existing,
+                                                 .max_draws = max_draws},
+                                   .exclude_edges = exclude_edges,
+                                   .undirected = undirected};
+            auto feature_rows = rows_from_python(features, "features");
+            auto label_rows = rows_from_python(labels, "labels");
+            Array index = array_from_python(edge_label_index, "edge_label_index");
+            auto label_array = array_from_python(edge_label, "edge_label");
+            LoaderAttributes attributes{named_stores(node_attrs), named_stores(edge_attrs)};
+            nb::gil_scoped_release release;
+            new (self)
+                LinkLoader(graph, std::move(feature_rows), std::move(label_rows), std::move(index),
+                           std::move(label_array), std::move(link), std::move(attributes));
+          },
+          nb::arg("graph"), nb::arg("features").none(), nb::arg("labels").none(),
+          nb::arg("edge_label_index"), nb::arg("edge_label").none(), nb::arg("options"),
+          nb::kw_only(), nb::arg("mode") = "none", nb::arg("amount") = 1.0,
+          nb::arg("distribution") = "uniform", nb::arg("degree_power") = 0.75,
+          nb::arg("weights").none() = nb::none(), nb::arg("reject_existing") = false,
+          nb::arg("max_draws") = 16, nb::arg("exclude_edges") = false,
+          nb::arg("undirected") = false, nb::arg("node_attrs") = NamedRows{},
+          nb::arg("edge_attrs") = NamedRows{},
+          "A link loader over a graph, optional features / labels and supervision edges "
+          "edge_label_index [2, M] (int64) with optional labels [M].")
+      .def_prop_ro("num_batches", &LinkLoader::num_batches)
+      .def_prop_ro("num_inputs", &LinkLoader::num_inputs)
+      .def(
+          "epoch_positions",
+          [](const LinkLoader& loader, int64_t epoch) {
+            return array_to_python(loader.epoch_positions(epoch));
+          },
+          nb::arg("epoch"), "Positions into the supervision edges this rank visits in `epoch`.")
+      .def("start_epoch", &LinkLoader::start_epoch, nb::arg("epoch"),
+           nb::call_guard<nb::gil_scoped_release>(), "Start an epoch; workers begin at once.");
+}
+
+// A LinkLoader over any BatchSource (volley.dist.DistLinkNeighborLoader passes a DistGraph).
+void bind_link_loader_over_source(nb::module_& m) {
+  m.def(
+      "link_loader_over_source",
+      [](std::shared_ptr<const BatchSource> source, const InputArray& edge_label_index,
+         const std::optional<InputArray>& edge_label, LoaderOptions options,
+         const std::string& mode, double amount, const std::string& distribution,
+         double degree_power, const std::optional<InputArray>& weights, bool reject_existing,
+         int max_draws, bool exclude_edges, bool undirected) {
+        LinkLoaderOptions link{.loader = std::move(options),
+                               .negatives = {.mode = parse_mode(mode),
+                                             .amount = amount,
+                                             .distribution = parse_distribution(distribution),
+                                             .degree_power = degree_power,
+                                             .weights = weights_from_python(weights),
+                                             .reject_existing = reject_existing,
+                                             .max_draws = max_draws},
+                               .exclude_edges = exclude_edges,
+                               .undirected = undirected};
+        Array index = array_from_python(edge_label_index, "edge_label_index");
+        auto label_array = array_from_python(edge_label, "edge_label");
+        nb::gil_scoped_release release;
+        return std::make_unique<LinkLoader>(std::move(source), std::move(index),
+                                            std::move(label_array), std::move(link));
+      },
+      nb::arg("source"), nb::arg("edge_label_index"), nb::arg("edge_label").none(),
+      nb::arg("options"), nb::kw_only(), nb::arg("mode") = "none", nb::arg("amount") = 1.0,
+      nb::arg("distribution") = "uniform", nb::arg("degree_power") = 0.75,
+      nb::arg("weights").none() = nb::none(), nb::arg("reject_existing") = false,
+      nb::arg("max_draws") = 16, nb::arg("exclude_edges") = false, nb::arg("undirected") = false,
+      "A LinkLoader over any BatchSource (e.g. a DistGraph: negatives drawn here, edges checked "
+      "by their owners).");
+}
+
 }  // namespace
 
 void bind_link(nb::module_& m) {
+  bind_link_loader(m);
+  bind_link_loader_over_source(m);
   nb::class_<NegativeSampler>(m, "NegativeSampler",
                               "Seeded negative sampling (sampling/negative_sampler.h).")
       .def(nb::new_(&make_sampler), nb::arg("graph"), nb::arg("distribution"),

@@ -90,16 +90,6 @@ struct PyNeighborSampler {
 
 using SamplerGraph = std::variant<Csr, CudaGraph>;
 
-// Features or labels handed to the loader: a FeatureStore as it is, or an array (zero-copy).
-using RowsInput = std::variant<FeatureStore, InputArray>;
-
-std::optional<FeatureStore> rows_from_python(const std::optional<RowsInput>& input,
-                                             std::string_view what) {
-  if (!input) return std::nullopt;
-  if (const auto* store = std::get_if<FeatureStore>(&*input)) return *store;
-  return FeatureStore(array_from_python(std::get<InputArray>(*input), what));
-}
-
 // `callback(index)` as LoaderOptions::on_batch_start: runs on a worker thread with the GIL
 // taken; the callable is held by a shared_ptr whose last release takes the GIL, so copies of
 // the options (made with the GIL released) never touch Python reference counts.
@@ -274,8 +264,14 @@ void bind_options(nb::module_& m) {
       "order (int64): the loaders' epoch order and rank split (see LoaderOptions.rank).");
 }
 
-// Named tables for LoaderAttributes, each a FeatureStore or an array (zero-copy).
-using NamedRows = std::vector<std::pair<std::string, RowsInput>>;
+}  // namespace
+
+std::optional<FeatureStore> rows_from_python(const std::optional<RowsInput>& input,
+                                             std::string_view what) {
+  if (!input) return std::nullopt;
+  if (const auto* store = std::get_if<FeatureStore>(&*input)) return *store;
+  return FeatureStore(array_from_python(std::get<InputArray>(*input), what));
+}
 
 std::vector<std::pair<std::string, FeatureStore>> named_stores(const NamedRows& tables) {
   std::vector<std::pair<std::string, FeatureStore>> stores;
@@ -284,8 +280,6 @@ std::vector<std::pair<std::string, FeatureStore>> named_stores(const NamedRows& 
   }
   return stores;
 }
-
-}  // namespace
 
 Array host_ids_array(const InputArray& ids, std::string_view what) {
   Array array = array_from_python(ids, what);

@@ -25,9 +25,13 @@
 // (TypeError) and VolleyImportError (ImportError) are raised by the Python package only.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -36,6 +40,7 @@
 
 #include "volley/core/array.h"
 #include "volley/core/error.h"
+#include "volley/feature/feature_store.h"
 
 namespace volley {
 struct SampledSubgraph;
@@ -63,6 +68,13 @@ std::optional<Array> array_from_python(const std::optional<InputArray>& input,
 // Shared by the sampling and distributed-service bindings (bind_sampling.cc):
 // A 1-d int64 host Array over `ids` (ValueError naming `what` otherwise). Needs the GIL.
 Array host_ids_array(const InputArray& ids, std::string_view what);
+// Features or labels handed to a loader: a FeatureStore as it is, or an array (zero-copy).
+using RowsInput = std::variant<FeatureStore, InputArray>;
+std::optional<FeatureStore> rows_from_python(const std::optional<RowsInput>& input,
+                                             std::string_view what);
+// Named tables for LoaderAttributes, each a FeatureStore or an array (zero-copy).
+using NamedRows = std::vector<std::pair<std::string, RowsInput>>;
+std::vector<std::pair<std::string, FeatureStore>> named_stores(const NamedRows& tables);
 // A sampled subgraph as a dict of zero-copy arrays (n_id, row, col, e_id; host or device) and
 // per-hop counts (num_sampled_nodes, num_sampled_edges). Needs the GIL.
 nb::dict subgraph_to_python(const SampledSubgraph& subgraph);
@@ -91,6 +103,16 @@ nb::dict batch_to_python(BatchLike& batch) {
       edge_attrs[name.c_str()] = array_to_python(values);
     result["node_attrs"] = node_attrs;
     result["edge_attrs"] = edge_attrs;
+  }
+  if constexpr (requires { batch.edge_label_index; }) {  // link batches (LinkLoader)
+    if (batch.edge_label_index.defined() || batch.src_index.defined()) {
+      result["edge_label_index"] = array_to_python(batch.edge_label_index);
+      result["edge_label"] = array_to_python(batch.edge_label);
+      result["src_index"] = array_to_python(batch.src_index);
+      result["dst_pos_index"] = array_to_python(batch.dst_pos_index);
+      result["dst_neg_index"] = array_to_python(batch.dst_neg_index);
+      result["negatives_kept_existing"] = batch.negatives_kept_existing;
+    }
   }
   return result;
 }

@@ -45,12 +45,18 @@ from .dataset import (
     save_dataset,
     verify_dataset,
 )
+from .edge_split import split_edges
 from .feature import Feature, disk_io_support, hotness_by_degree, hotness_by_sampling
 from .graph import Graph
 from .partition import PartitionBook, load_partition, partition
 from .negative import NegativeSampler
 from .sampler import Adj, NeighborSampler
 from . import loader
+from .link_loader import LinkNeighborLoader as _LinkNeighborLoader
+
+# volley.loader.LinkNeighborLoader, as PyG's torch_geometric.loader.LinkNeighborLoader: the class
+# lives in link_loader.py (it builds on loader.NeighborLoader, so loader.py cannot import it).
+loader.LinkNeighborLoader = _LinkNeighborLoader
 from . import dist
 
 from ._volley import __version__  # noqa: E402 (project(VERSION) in CMakeLists.txt)
@@ -90,5 +96,6 @@ __all__ = [
     "random_split",
     "save_dataset",
     "set_num_threads",
+    "split_edges",
     "verify_dataset",
 ]

@@ -45,6 +45,8 @@ class Dataset:
         y: int64 [N] labels, or None.
         feature, label: ``x`` and ``y`` as ``volley.Feature`` stores (gather by id), or None.
         train_idx, val_idx, test_idx: int64 node ids of each split, or None.
+        train_edges, val_edges, test_edges, val_neg_edges, test_neg_edges: int64 [2, M]
+            (src, dst) pairs of a link split written by ``volley.split_edges``, or None.
         num_classes: number of label classes (0 without labels).
         name: the dataset's name ("cora").
     """
@@ -223,6 +225,31 @@ class Dataset:
     def test_idx(self) -> Any:
         """int64 test node ids (zero-copy), or None."""
         return _tensor.to_output(self._native.test_idx)
+
+    @property
+    def train_edges(self) -> Any:
+        """int64 [2, M] training supervision pairs of a link split (zero-copy), or None."""
+        return _tensor.to_output(self._native.train_edges)
+
+    @property
+    def val_edges(self) -> Any:
+        """int64 [2, M] validation pairs of a link split (zero-copy), or None."""
+        return _tensor.to_output(self._native.val_edges)
+
+    @property
+    def test_edges(self) -> Any:
+        """int64 [2, M] test pairs of a link split (zero-copy), or None."""
+        return _tensor.to_output(self._native.test_edges)
+
+    @property
+    def val_neg_edges(self) -> Any:
+        """int64 [2, M] fixed validation negatives of a link split (zero-copy), or None."""
+        return _tensor.to_output(self._native.val_neg_edges)
+
+    @property
+    def test_neg_edges(self) -> Any:
+        """int64 [2, M] fixed test negatives of a link split (zero-copy), or None."""
+        return _tensor.to_output(self._native.test_neg_edges)
 
     @property
     def train_mask(self) -> Any:

@@ -338,9 +338,12 @@ class DistNeighborLoader(NeighborLoader):
         )
 
 
+from ._dist_link import DistLinkNeighborLoader  # noqa: E402 (after DistNeighborLoader)
+
 __all__ = [
     "DistFeatureStore",
     "DistGraph",
+    "DistLinkNeighborLoader",
     "DistNeighborLoader",
     "DistSampler",
     "TOPOLOGIES",

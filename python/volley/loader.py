@@ -503,6 +503,7 @@ class NeighborLoader:
         for key, value in getattr(self, "_graph_attrs", {}).items():
             fields.setdefault(key, value)
         fields = {k: v for k, v in fields.items() if v is not None or k not in ("x", "y")}
+        self._add_fields(fields, raw, out)
         if self.pin_memory:
             fields = _pyg_compat.pin(fields)
         edge_index_class = getattr(self, "_edge_index_class", None)
@@ -514,6 +515,9 @@ class NeighborLoader:
         else:
             batch = Batch(**fields)
         return self.transform(batch) if self.transform is not None else batch
+
+    def _add_fields(self, fields: dict, raw: dict, out: Callable[[Any], Any]) -> None:
+        """Subclasses' own batch fields (the link loader's), set last; nothing here."""
 
     def _attribute_names(self) -> List[str]:
         return [t.name for t in self._node_tables + self._edge_tables] + list(self._python_attrs)

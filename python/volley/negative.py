@@ -8,8 +8,8 @@ Negative ``i`` of batch ``b`` is a pure function of (graph, options, ``b``, ``i`
 the same for any thread count, and a shorter request is a prefix of a longer one. The work runs
 in C++ (``volley/sampling/negative_sampler.h``) with the GIL released.
 
-The ``LinkNeighborLoader`` that builds link-prediction batches on this is not in this release
-yet (issue 15); this class is its negative-sampling core, usable on its own.
+``volley.loader.LinkNeighborLoader`` draws its negatives with this sampler (in C++, per batch);
+the class is also usable on its own.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ void add_convert_command(CLI::App& app, GlobalOptions& global);
 void add_generate_command(CLI::App& app, GlobalOptions& global);
 void add_bench_command(CLI::App& app, GlobalOptions& global);
 void add_partition_command(CLI::App& app, GlobalOptions& global);
+// `volley split-edges` (split_edges_command.cc).
+void add_split_edges_command(CLI::App& app, GlobalOptions& global);
 // `volley serve` (serve_command.cc).
 void add_serve_command(CLI::App& app, GlobalOptions& global);
 // `volley bench gather` (feature store), registered by add_bench_command.

@@ -114,6 +114,28 @@ void print_time_lines(const Csr& graph) {
               time_line(graph.has_edge_time(), graph.first_row_unsorted_by_edge_time()).c_str());
 }
 
+// A link split (graph/edge_split.h): pairs per side of its [2, M] arrays; null without one.
+int64_t pairs_of(const std::optional<Array>& edges) { return edges ? edges->dim(1) : 0; }
+
+bool has_edge_split(const Dataset& d) { return d.train_edges || d.val_edges || d.test_edges; }
+
+Json edge_split_json(const Dataset& d) {
+  if (!has_edge_split(d)) return nullptr;
+  return {{"train", pairs_of(d.train_edges)},
+          {"val", pairs_of(d.val_edges)},
+          {"test", pairs_of(d.test_edges)},
+          {"val_neg", pairs_of(d.val_neg_edges)},
+          {"test_neg", pairs_of(d.test_neg_edges)}};
+}
+
+void print_edge_split(const Dataset& d) {
+  if (!has_edge_split(d)) return;
+  std::printf("edge split: train %s, val %s, test %s pairs; negatives val %s, test %s\n",
+              grouped(pairs_of(d.train_edges)).c_str(), grouped(pairs_of(d.val_edges)).c_str(),
+              grouped(pairs_of(d.test_edges)).c_str(), grouped(pairs_of(d.val_neg_edges)).c_str(),
+              grouped(pairs_of(d.test_neg_edges)).c_str());
+}
+
 void describe_dataset(const std::string& path, bool as_json, bool verify) {
   Json json = {{"path", path}, {"kind", "dataset"}};
   if (verify) verify_or_throw(path, as_json, json);
@@ -149,6 +171,7 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
     } else {
       json["split"] = nullptr;
     }
+    json["edge_split"] = edge_split_json(dataset);
     json["in_degree"] = degree_json(in_degree);
     json["out_degree"] = degree_json(out_degree);
     json["disk_io"] = disk_io_support();
@@ -187,6 +210,7 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
   } else {
     std::printf("split: none\n");
   }
+  print_edge_split(dataset);
   std::printf("in-degree: %s\n", degree_text(in_degree).c_str());
   std::printf("out-degree: %s\n", degree_text(out_degree).c_str());
   if (verify) std::printf("verify: ok (every file matches volley.json, checksums included)\n");

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   volley::cli::add_generate_command(app, global);
   volley::cli::add_bench_command(app, global);
   volley::cli::add_partition_command(app, global);
+  volley::cli::add_split_edges_command(app, global);
   volley::cli::add_serve_command(app, global);
   try {
     app.parse(argc, argv);

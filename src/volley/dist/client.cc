@@ -170,6 +170,11 @@ ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address
   if (!reply.label_dtype().empty()) info.label_dtype = parse_dtype(reply.label_dtype(), address);
   info.num_classes = reply.num_classes();
   info.has_weights = reply.has_weights();
+  VOLLEY_REQUIRE(
+      reply.orientation().empty() || reply.orientation() == "in" || reply.orientation() == "out",
+      ValueError, "server {} reports an unknown orientation '{}'", address,
+      quoted(reply.orientation(), 64));
+  info.orientation = reply.orientation() == "out" ? Orientation::kOut : Orientation::kIn;
   return info;
 }
 

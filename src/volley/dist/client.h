@@ -82,6 +82,7 @@ struct ServiceInfo {
   std::optional<DType> label_dtype;
   int64_t num_classes = 0;
   bool has_weights = false;
+  Orientation orientation = Orientation::kIn;  // of the CSR rows (has_edges asks the row's owner)
 };
 
 // CRC-32 (hex) of a partitioned dataset's partition.json: what servers and clients compare.
@@ -121,6 +122,14 @@ class DistGraph final : public BatchSource {
                        std::byte* out) const override;
   bool has_labels() const override;
   void gather_labels(std::span<const int64_t> ids, int64_t* out) const override;
+  // Link prediction (link_client.cc): each pair is asked of the owner of its CSR row (the
+  // destination of an "in" graph's edge) in HasEdges calls under that server's limits, all parts
+  // at once; the local part (worker mode) answers in-process. Errors as BatchSource says, and
+  // the call errors above.
+  void has_edges(std::span<const int64_t> src, std::span<const int64_t> dst,
+                 uint8_t* out) const override;
+  // Fetched once (GetRows of kind DEGREES from every part) and kept; later calls copy it.
+  std::vector<int64_t> degrees() const override;
 
   // Convenience forms: a new subgraph / a new [ids.size(), D] array.
   SampledSubgraph sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,

@@ -55,8 +55,10 @@ void send_rows(const DistGraph::State& state, const internal::Piece& piece,
       &call.context, &call.request, &call.reply, internal::record_status(call, done));
 }
 
-// Rows of `ids` (features or labels) from their owners into `out` (row_bytes per row), in calls
-// under each server's limits.
+}  // namespace
+
+namespace internal {
+
 void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kind kind,
                             std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
                             std::byte* out) {
@@ -70,7 +72,9 @@ void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kin
                   row_bytes);
     }
   };
-  const char* what = kind == rpc::RowsRequest::FEATURES ? "GetRows(features)" : "GetRows(labels)";
+  const char* what = kind == rpc::RowsRequest::FEATURES ? "GetRows(features)"
+                     : kind == rpc::RowsRequest::LABELS ? "GetRows(labels)"
+                                                        : "GetRows(degrees)";
   internal::fan_out<RowsCall>(
       state, targets,
       [&](int64_t p) {
@@ -100,6 +104,14 @@ void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kin
       [&] {
         const auto p = static_cast<size_t>(state.local_part);
         const Partition& local = *state.local;
+        if (kind == rpc::RowsRequest::DEGREES) {
+          std::vector<int64_t> degrees;
+          for (const int64_t id : targets[p]) {
+            degrees.push_back(local.data.graph.degree(id - local.first_node()));
+          }
+          scatter(p, 0, degrees.size(), reinterpret_cast<const std::byte*>(degrees.data()));
+          return;
+        }
         const Array& table =
             kind == rpc::RowsRequest::FEATURES ? *local.data.features : *local.data.labels;
         std::vector<int64_t> rows(targets[p]);
@@ -110,7 +122,7 @@ void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kin
       });
 }
 
-}  // namespace
+}  // namespace internal
 
 void DistGraph::gather_features(std::span<const int64_t> ids, DType out_dtype,
                                 std::byte* out) const {
@@ -119,16 +131,16 @@ void DistGraph::gather_features(std::span<const int64_t> ids, DType out_dtype,
   VOLLEY_REQUIRE(gather_supports(state_->info.feature_dtype, out_dtype), ValueError,
                  "features of dtype {} cannot be delivered as {}",
                  dtype_name(state_->info.feature_dtype), dtype_name(out_dtype));
-  gather_rows_from_parts(*state_, rpc::RowsRequest::FEATURES, ids, out_dtype,
-                         static_cast<size_t>(state_->info.feature_dim) * dtype_size(out_dtype),
-                         out);
+  internal::gather_rows_from_parts(
+      *state_, rpc::RowsRequest::FEATURES, ids, out_dtype,
+      static_cast<size_t>(state_->info.feature_dim) * dtype_size(out_dtype), out);
 }
 
 void DistGraph::gather_labels(std::span<const int64_t> ids, int64_t* out) const {
   VOLLEY_REQUIRE(has_labels(), ValueError, "the served dataset '{}' has no labels",
                  state_->info.dataset_name);
-  gather_rows_from_parts(*state_, rpc::RowsRequest::LABELS, ids, DType::kInt64, sizeof(int64_t),
-                         reinterpret_cast<std::byte*>(out));
+  internal::gather_rows_from_parts(*state_, rpc::RowsRequest::LABELS, ids, DType::kInt64,
+                                   sizeof(int64_t), reinterpret_cast<std::byte*>(out));
 }
 
 Array DistGraph::gather_features(std::span<const int64_t> ids, DType out_dtype) const {

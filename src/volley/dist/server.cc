@@ -16,10 +16,12 @@
 #include "volley/core/parallel.h"
 #include "volley/core/version.h"
 #include "volley/dist/internal/epoch_stream.h"
+#include "volley/dist/internal/server_requests.h"
 #include "volley/dist/internal/server_support.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
+#include "volley/sampling/negative_sampler.h"
 
 namespace volley::dist {
 
@@ -136,33 +138,12 @@ struct Server::State final
     return grpc::Status::OK;
   }
 
-  // Unpacks owned ids (global) into `ids`; INVALID_ARGUMENT for more than max_ids_per_call
-  // (checked before anything is allocated), OUT_OF_RANGE naming the first id not owned.
+  // Owned ids (internal/server_requests.h).
   grpc::Status owned_ids(const std::string& bytes, std::vector<int64_t>& ids,
                          const char* field) const {
-    if (bytes.size() % sizeof(int64_t) != 0) {
-      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    fmt::format("part {}: {} has {} bytes, not a multiple of 8 (packed int64)",
-                                partition->part, field, bytes.size()));
-    }
-    const auto count = static_cast<int64_t>(bytes.size() / sizeof(int64_t));
-    if (count > options.limits.max_ids_per_call) {
-      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    fmt::format("part {}: {} lists {} ids, more than the {} one call may "
-                                "(max_ids_per_call); split the call",
-                                partition->part, field, count, options.limits.max_ids_per_call));
-    }
-    unpack(bytes, ids);
-    const int64_t begin = first(), end = first() + rows();
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (ids[i] < begin || ids[i] >= end) {
-        return refuse(grpc::StatusCode::OUT_OF_RANGE,
-                      fmt::format("part {}: {}[{}] = {} is not owned here (this part owns [{}, "
-                                  "{}))",
-                                  partition->part, field, i, ids[i], begin, end));
-      }
-    }
-    return grpc::Status::OK;
+    const internal::OwnedRange range{partition->part, first(), rows(),
+                                     options.limits.max_ids_per_call};
+    return internal::owned_ids(range, bytes, ids, field);
   }
 
   // INVALID_ARGUMENT when a reply of `bytes` would exceed max_reply_bytes.
@@ -173,21 +154,6 @@ struct Server::State final
                               "reply may (max_reply_bytes); split the call",
                               partition->part, what, bytes >= kSaturated ? "over " : "",
                               std::min(bytes, kSaturated), options.limits.max_reply_bytes));
-  }
-
-  // The most bytes a SampleHop reply for `targets` (owned, global) may take: 4 a target (its
-  // count) and 16 a pick, with every pick the sampler could make. Saturates at kSaturated.
-  int64_t hop_reply_bound(std::span<const int64_t> targets, int64_t fanout, bool replace) const {
-    const Csr& graph = partition->data.graph;
-    int64_t bytes = 4 * static_cast<int64_t>(targets.size());
-    for (const int64_t target : targets) {
-      const int64_t degree = graph.degree(target - first());
-      int64_t picks = degree;
-      if (fanout != -1 && (replace || fanout < degree)) picks = degree == 0 ? 0 : fanout;
-      bytes += 16 * std::min(picks, kSaturated / 16);
-      if (bytes >= kSaturated) return kSaturated;
-    }
-    return bytes;
   }
 
   // After a call with a large request: the request arrived in many small pieces, freed into
@@ -249,6 +215,7 @@ struct Server::State final
       reply->set_max_reply_bytes(options.limits.max_reply_bytes);
       reply->set_max_ids_per_call(options.limits.max_ids_per_call);
       reply->set_max_degree(max_degree);
+      reply->set_orientation(std::string(orientation_name(data.graph.orientation())));
       return grpc::Status::OK;
     });
   }
@@ -310,7 +277,9 @@ struct Server::State final
                                 options.limits.max_reply_bytes));
     }
     if (auto status = check_reply_size(
-            hop_reply_bound(targets, request.fanout(), request.replace()), "SampleHop");
+            internal::hop_reply_bound(partition->data.graph, first(), targets, request.fanout(),
+                                      request.replace(), kSaturated),
+            "SampleHop");
         !status.ok())
       return status;
     NeighborSamplerOptions sampler;
@@ -323,6 +292,27 @@ struct Server::State final
     pack(std::span<const int64_t>(sample.neighbors), reply.mutable_neighbors());
     pack(std::span<const int64_t>(sample.edge_ids), reply.mutable_edge_ids());
     return grpc::Status::OK;
+  }
+
+  std::once_flag rows_sorted_once;  // HasEdges: binary search in sorted rows, else a scan
+  bool rows_sorted = false;
+
+  grpc::Status HasEdges(grpc::ServerContext* context, const rpc::EdgesRequest* request,
+                        rpc::EdgesReply* reply) override {
+    return serve(context, [&] {
+      if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
+        return status;
+      thread_local std::vector<int64_t> rows_asked;
+      if (auto status = owned_ids(request->rows(), rows_asked, "rows"); !status.ok()) return status;
+      const Csr& graph = partition->data.graph;
+      std::call_once(rows_sorted_once, [&] { rows_sorted = csr_rows_sorted(graph); });
+      const grpc::Status status = internal::answer_has_edges(
+          graph, {partition->part, first(), rows(), options.limits.max_ids_per_call}, rows_sorted,
+          rows_asked, request->others(), options.limits.max_reply_bytes, *reply);
+      release_if_large(rows_asked);
+      after_call(request->rows().size() * 2);
+      return status;
+    });
   }
 
   grpc::Status GetRows(grpc::ServerContext* context, const rpc::RowsRequest* request,
@@ -342,6 +332,14 @@ struct Server::State final
   grpc::Status get_rows_into(const rpc::RowsRequest& request, std::vector<int64_t>& ids,
                              rpc::RowsReply& reply) {
     const Dataset& data = partition->data;
+    if (request.kind() == rpc::RowsRequest::DEGREES) {
+      if (auto status = owned_ids(request.ids(), ids, "ids"); !status.ok()) return status;
+      if (auto status = check_reply_size(8 * static_cast<int64_t>(ids.size()), "GetRows");
+          !status.ok())
+        return status;
+      internal::answer_degrees(data.graph, first(), ids, reply);
+      return grpc::Status::OK;
+    }
     const bool features = request.kind() == rpc::RowsRequest::FEATURES;
     if (!features && request.kind() != rpc::RowsRequest::LABELS) {
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,

@@ -27,9 +27,10 @@ constexpr int64_t kFormatVersion = 1;
 constexpr char kManifestFile[] = "volley.json";
 
 // The arrays of the format, in manifest order.
-constexpr const char* kFields[] = {"indptr",   "indices",   "edge_ids",  "weights",
-                                   "features", "labels",    "train_idx", "val_idx",
-                                   "test_idx", "node_time", "edge_time"};
+constexpr const char* kFields[] = {"indptr",    "indices",    "edge_ids",      "weights",
+                                   "features",  "labels",     "train_idx",     "val_idx",
+                                   "test_idx",  "node_time",  "edge_time",     "train_edges",
+                                   "val_edges", "test_edges", "val_neg_edges", "test_neg_edges"};
 
 bool is_known_field(const std::string& field) {
   return std::find(std::begin(kFields), std::end(kFields), field) != std::end(kFields);
@@ -79,6 +80,12 @@ std::string shape_problem(const std::string& field, DType dtype, const std::vect
   } else if (field == "labels") {
     problem = dtype_must_be({DType::kInt64});
     if (problem.empty()) problem = shape_must_be({num_nodes});
+  } else if (field.ends_with("_edges")) {  // a link split's (src, dst) pairs
+    problem = dtype_must_be({DType::kInt64});
+    if (problem.empty() && (shape.size() != 2 || shape[0] != 2)) {
+      problem =
+          fmt::format("shape: expected [2, M] (src, dst) pairs, found {}", npy_shape_text(shape));
+    }
   } else {  // train_idx, val_idx, test_idx
     problem = dtype_must_be({DType::kInt64});
     if (problem.empty() && shape.size() != 1) {
@@ -102,11 +109,14 @@ std::string value_problem(const std::string& field, const Array& array, int64_t 
             label[i], num_classes);
       }
     }
-  } else if (field.ends_with("_idx")) {
+  } else if (field.ends_with("_idx") || field.ends_with("_edges")) {
     const int64_t* ids = array.data<int64_t>();
+    const int64_t columns = field.ends_with("_edges") ? array.dim(1) : 0;
     for (int64_t i = 0; i < array.numel(); ++i) {
       if (ids[i] < 0 || ids[i] >= num_nodes) {
-        return fmt::format("{}[{}] = {} out of range for {} nodes", field, i, ids[i], num_nodes);
+        const std::string at =
+            columns > 0 ? fmt::format("{}, {}", i / columns, i % columns) : std::to_string(i);
+        return fmt::format("{}[{}] = {} out of range for {} nodes", field, at, ids[i], num_nodes);
       }
     }
   }
@@ -366,6 +376,11 @@ Dataset load_dataset(const std::string& directory, const DatasetLoadOptions& opt
   dataset.train_idx = take("train_idx");
   dataset.val_idx = take("val_idx");
   dataset.test_idx = take("test_idx");
+  dataset.train_edges = take("train_edges");
+  dataset.val_edges = take("val_edges");
+  dataset.test_edges = take("test_edges");
+  dataset.val_neg_edges = take("val_neg_edges");
+  dataset.test_neg_edges = take("test_neg_edges");
   dataset.num_classes = manifest.num_classes;
   return dataset;
 }
@@ -521,6 +536,11 @@ void save_dataset(const Dataset& dataset, const std::string& directory) {
   add("test_idx", dataset.test_idx);
   add("node_time", graph.node_time());
   add("edge_time", graph.edge_time());
+  add("train_edges", dataset.train_edges);
+  add("val_edges", dataset.val_edges);
+  add("test_edges", dataset.test_edges);
+  add("val_neg_edges", dataset.val_neg_edges);
+  add("test_neg_edges", dataset.test_neg_edges);
   // Check everything before writing anything: never write what load_dataset would refuse.
   for (const auto& [field, array] : arrays) {
     std::string problem = shape_problem(field, array.dtype(), array.shape(), n, e);

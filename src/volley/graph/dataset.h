@@ -8,6 +8,8 @@
 //   train_idx.npy / val_idx.npy / test_idx.npy  int64 [*] (optional)
 //   node_time.npy int64 [N] (optional)  edge_time.npy int64 [E] in CSR order (optional): the
 //                 timestamps of temporal sampling, carried by Dataset::graph (Csr::node_time())
+//   train_edges.npy / val_edges.npy / test_edges.npy / val_neg_edges.npy / test_neg_edges.npy
+//                 int64 [2, M] (src, dst) pairs of a link split (optional; graph/edge_split.h)
 // `volley.json`:
 //   {"format": "volley-dataset", "version": 1, "name": "cora", "num_nodes": N, "num_edges": E,
 //    "num_classes": C, "orientation": "in",
@@ -46,6 +48,12 @@ struct Dataset {
   std::optional<Array> train_idx;  // int64 node ids
   std::optional<Array> val_idx;
   std::optional<Array> test_idx;
+  // A link-prediction edge split (graph/edge_split.h): int64 [2, M] (src, dst) pairs.
+  std::optional<Array> train_edges;
+  std::optional<Array> val_edges;
+  std::optional<Array> test_edges;
+  std::optional<Array> val_neg_edges;
+  std::optional<Array> test_neg_edges;
   int64_t num_classes = 0;  // 0 when there are no labels
 };
 

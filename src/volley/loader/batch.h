@@ -57,6 +57,14 @@ struct Batch {
   std::vector<int64_t> nodes_per_hop;  // PyG num_sampled_nodes
   std::vector<int64_t> edges_per_hop;  // PyG num_sampled_edges
   Array batch_ids;  // disjoint sampling: int64 [n], each node's seed position (PyG batch)
+  // Link batches (LinkLoader, link_loader.h) only; undefined otherwise. batch_size is then the
+  // number of positive supervision edges B and input_ids their positions in edge_label_index.
+  Array edge_label_index;  // int64 [2, L]: local ids (into nodes) of the scored pairs
+  Array edge_label;        // [L]: labels of those pairs (binary negatives: 0)
+  Array src_index;         // triplet: int64 [B], local id of each positive's source
+  Array dst_pos_index;     // triplet: int64 [B], local id of each positive's destination
+  Array dst_neg_index;     // triplet: int64 [B, amount], local ids of its negative destinations
+  int64_t negatives_kept_existing = 0;  // negatives that are edges despite reject_existing
   // Further attributes (NeighborLoader's LoaderAttributes), in their stored dtype and width:
   // node attributes hold the rows of `nodes`, edge attributes the rows of `edge_ids`.
   std::vector<std::pair<std::string, Array>> node_attrs;

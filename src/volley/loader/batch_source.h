@@ -14,8 +14,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "volley/core/dtype.h"
 #include "volley/feature/feature_store.h"
@@ -53,6 +55,21 @@ class BatchSource {
   virtual bool has_labels() const = 0;
   // Labels of `ids` as int64 into `out`.
   virtual void gather_labels(std::span<const int64_t> ids, int64_t* out) const = 0;
+
+  // Link prediction (LinkLoader, NegativeSampler's EdgeOracle). Sources that cannot answer keep
+  // the defaults, which throw ValueError "this source cannot check edges" / "... give degrees".
+  //
+  // Edge existence for a batch of pairs: out[i] = 1 when src[i] → dst[i] is an edge of the whole
+  // graph, 0 otherwise, in NegativeSampler::has_edge's meaning (d ∈ row(s) for an out-neighbor
+  // CSR, s ∈ row(d) for the default in-neighbor one). src.size() == dst.size() (ValueError
+  // otherwise); IndexError naming the pair and its position for an id out of [0, num_nodes()).
+  // `out` holds src.size() bytes. One call should answer many pairs at once (a remote source asks
+  // each owning server once per call).
+  virtual void has_edges(std::span<const int64_t> src, std::span<const int64_t> dst,
+                         uint8_t* out) const;
+  // The CSR row length of every node ([num_nodes()]; in-degree for the default orientation):
+  // the mass of degree-based negative sampling. Called once per loader, not per batch.
+  virtual std::vector<int64_t> degrees() const;
 };
 
 // A graph and optional feature / label stores of this process.
@@ -76,11 +93,17 @@ class LocalBatchSource final : public BatchSource {
                        std::byte* out) const override;
   bool has_labels() const override { return labels_.has_value(); }
   void gather_labels(std::span<const int64_t> ids, int64_t* out) const override;
+  // Binary search in sorted rows (learnt once, on the first call), a scan otherwise.
+  void has_edges(std::span<const int64_t> src, std::span<const int64_t> dst,
+                 uint8_t* out) const override;
+  std::vector<int64_t> degrees() const override;
 
   const Csr& graph() const { return graph_; }
 
  private:
   Csr graph_;
+  mutable std::once_flag rows_sorted_once_;
+  mutable bool rows_sorted_ = true;
   std::optional<FeatureStore> features_;
   std::optional<FeatureStore> labels_;
 };

@@ -1,22 +1,20 @@
 #include "volley/loader/neighbor_loader.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "volley/core/parallel.h"
 #include "volley/core/philox.h"
 #include "volley/feature/gather.h"  // gather_supports
 #include "volley/loader/cuda_loader.h"
+#include "volley/loader/internal/batch_assembly.h"
+#include "volley/sampling/negative_sampler.h"  // csr_has_edges
 
 namespace volley {
 
 struct NeighborLoader::Shared {
-  std::shared_ptr<const BatchSource> source;
   Array input_nodes;
-  LoaderAttributes attributes;
-  // Recycled batch feature buffers, shared by every epoch of the loader.
-  mutable std::mutex pool_mutex;
-  mutable std::vector<Buffer> pool;
+  // The source, attribute tables and recycled batch buffers, shared by every epoch.
+  loader_internal::BatchAssembly assembly;
 };
 
 LocalBatchSource::LocalBatchSource(Csr graph, std::optional<FeatureStore> features,
@@ -68,6 +66,27 @@ void LocalBatchSource::gather_labels(std::span<const int64_t> ids, int64_t* out)
   gather.out_dtype = DType::kInt64;
   gather.threads = 1;
   labels_->gather(ids, reinterpret_cast<std::byte*>(out), gather);
+}
+
+void BatchSource::has_edges(std::span<const int64_t> /*src*/, std::span<const int64_t> /*dst*/,
+                            uint8_t* /*out*/) const {
+  throw ValueError("this source cannot check edges (link prediction with reject_existing)");
+}
+
+std::vector<int64_t> BatchSource::degrees() const {
+  throw ValueError("this source cannot give node degrees (degree-based negative sampling)");
+}
+
+void LocalBatchSource::has_edges(std::span<const int64_t> src, std::span<const int64_t> dst,
+                                 uint8_t* out) const {
+  std::call_once(rows_sorted_once_, [&] { rows_sorted_ = csr_rows_sorted(graph_); });
+  csr_has_edges(graph_, rows_sorted_, src, dst, out);
+}
+
+std::vector<int64_t> LocalBatchSource::degrees() const {
+  std::vector<int64_t> out(static_cast<size_t>(graph_.num_nodes()));
+  for (int64_t v = 0; v < graph_.num_nodes(); ++v) out[v] = graph_.degree(v);
+  return out;
 }
 
 namespace {
@@ -245,30 +264,14 @@ void remap_input_ids(Batch& batch, const Array& positions) {
 
 }  // namespace loader_internal
 
-namespace {
-
-void check_attributes(const LoaderAttributes& attributes, int64_t num_nodes, int64_t num_edges) {
-  const auto check = [](const auto& tables, int64_t rows, const char* what) {
-    for (const auto& [name, store] : tables) {
-      VOLLEY_REQUIRE(store.defined() && store.num_rows() == rows && !store.on_cuda(), ValueError,
-                     "{} attribute '{}' must be a host table of {} rows, got {}", what, name, rows,
-                     store.defined() ? store.describe() : std::string("an empty store"));
-    }
-  };
-  check(attributes.node, num_nodes, "node");
-  check(attributes.edge, num_edges, "edge");
-}
-
-}  // namespace
-
 NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
                                std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                                LoaderOptions options, LoaderAttributes attributes)
     : NeighborLoader(
           std::make_shared<LocalBatchSource>(graph, std::move(features), std::move(labels)),
           std::move(input_nodes), std::move(options)) {
-  check_attributes(attributes, graph.num_nodes(), graph.num_edges());
-  std::const_pointer_cast<Shared>(shared_)->attributes = std::move(attributes);
+  loader_internal::check_attributes(attributes, graph.num_nodes(), graph.num_edges());
+  std::const_pointer_cast<Shared>(shared_)->assembly.attributes = std::move(attributes);
 }
 
 NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
@@ -289,7 +292,7 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
   loader_internal::check_input_time(options_, inputs.numel());
   input_nodes_ = inputs;
   auto shared = std::make_shared<Shared>();
-  shared->source = std::move(source);
+  shared->assembly.source = std::move(source);
   shared->input_nodes = std::move(inputs);
   shared_ = std::move(shared);
 }
@@ -321,13 +324,6 @@ struct NeighborLoader::EpochWork {
   int64_t prefetch = 1;
 
   Batch make_batch(int64_t index, SampledSubgraph& subgraph) const;
-  // The loader's LoaderAttributes at the subgraph's nodes and edges, into batch.node_attrs /
-  // batch.edge_attrs.
-  void gather_attributes(const SampledSubgraph& subgraph, Batch& batch) const;
-  // Feature buffers of delivered batches, recycled once no one else holds them (large batches
-  // would otherwise pay for fresh pages — faults and zeroing — every time). The pool belongs to
-  // the loader, so later epochs reuse the buffers of earlier ones.
-  Buffer acquire_feature_buffer(size_t bytes) const;
 };
 
 std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
@@ -354,33 +350,6 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
   return std::make_unique<Epoch>(batches, std::move(producers));
 }
 
-Buffer NeighborLoader::EpochWork::acquire_feature_buffer(size_t bytes) const {
-  const size_t tables = 1 + shared->attributes.node.size() + shared->attributes.edge.size();
-  const size_t capacity =
-      tables * (2 * static_cast<size_t>(threads) + static_cast<size_t>(prefetch) + 2);
-  std::lock_guard lock(shared->pool_mutex);
-  std::vector<Buffer>& pool = shared->pool;
-  // The smallest free buffer that fits; failing that, replace a free one that is too small.
-  Buffer* best = nullptr;
-  Buffer* free_small = nullptr;
-  for (Buffer& buffer : pool) {
-    if (buffer.use_count() != 1) continue;  // a batch (or a user's tensor) still holds it
-    if (buffer.size() >= bytes) {
-      if (best == nullptr || buffer.size() < best->size()) best = &buffer;
-    } else {
-      free_small = &buffer;
-    }
-  }
-  if (best != nullptr) return best->slice(0, bytes);
-  Buffer fresh = allocate_gather_buffer(bytes + bytes / 4);  // headroom: batch sizes vary
-  if (free_small != nullptr) {
-    *free_small = fresh;
-  } else if (pool.size() < capacity) {
-    pool.push_back(fresh);
-  }
-  return fresh.slice(0, bytes);
-}
-
 Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subgraph) const {
   if (options.on_batch_start) options.on_batch_start(index);
   const int64_t begin = index * options.batch_size;
@@ -398,7 +367,8 @@ Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subg
     input_ids[i] = positions[begin + i];
     seeds[static_cast<size_t>(i)] = inputs[positions[begin + i]];
   }
-  const BatchSource& source = *shared->source;
+  const loader_internal::BatchAssembly& assembly = shared->assembly;
+  const BatchSource& source = *assembly.source;
   if (options.input_time) {
     const std::vector<int64_t> times = loader_internal::seed_times_at(
         *options.input_time, std::span<const int64_t>(input_ids, static_cast<size_t>(count)));
@@ -406,56 +376,8 @@ Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subg
   } else {
     source.sample(seeds, options.sampler, static_cast<uint64_t>(index), subgraph);
   }
-
-  const int64_t num_nodes = subgraph.num_nodes();
-  const int64_t num_edges = subgraph.num_edges();
-  batch.nodes = subgraph.nodes;  // shared, not copied
-  batch.edge_index = Array::empty(DType::kInt64, {2, num_edges});
-  int64_t* edge_index = batch.edge_index.data<int64_t>();
-  const size_t edge_bytes = static_cast<size_t>(num_edges) * sizeof(int64_t);
-  if (num_edges > 0) {
-    std::memcpy(edge_index, subgraph.cols.raw_data(), edge_bytes);
-    std::memcpy(edge_index + num_edges, subgraph.rows.raw_data(), edge_bytes);
-  }
-  batch.edge_ids = subgraph.edge_ids;
-  batch.nodes_per_hop = subgraph.nodes_per_hop;
-  batch.edges_per_hop = subgraph.edges_per_hop;
-  const std::span<const int64_t> nodes = subgraph.nodes.span<int64_t>();
-  if (const int64_t width = source.feature_width(); width > 0) {
-    const size_t bytes = static_cast<size_t>(num_nodes * width) * dtype_size(options.feature_dtype);
-    batch.x = Array(acquire_feature_buffer(bytes), options.feature_dtype, {num_nodes, width});
-    source.gather_features(nodes, options.feature_dtype, batch.x.raw_data());
-  }
-  if (source.has_labels()) {
-    batch.y = Array::empty(DType::kInt64, {num_nodes});
-    source.gather_labels(nodes, batch.y.data<int64_t>());
-  }
-  batch.batch_ids = subgraph.batch;
-  gather_attributes(subgraph, batch);
+  assembly.fill(subgraph, options.feature_dtype, threads, prefetch, batch);
   return batch;
-}
-
-void NeighborLoader::EpochWork::gather_attributes(const SampledSubgraph& subgraph,
-                                                  Batch& batch) const {
-  const auto gather = [&](const auto& tables, const Array& ids, auto& out) {
-    out.clear();
-    const std::span<const int64_t> rows =
-        ids.defined() ? ids.span<int64_t>() : std::span<const int64_t>();
-    const auto count = static_cast<int64_t>(rows.size());
-    for (const auto& [name, store] : tables) {
-      const int64_t width = store.width();
-      const size_t bytes = static_cast<size_t>(count * width) * dtype_size(store.dtype());
-      std::vector<int64_t> shape{count};
-      if (store.ndim() == 2) shape.push_back(width);
-      Array values(acquire_feature_buffer(bytes), store.dtype(), shape);
-      GatherOptions options;
-      options.threads = 1;  // batch-level parallelism: each worker gathers its own batch
-      if (count > 0) store.gather(rows, values.raw_data(), options);
-      out.emplace_back(name, std::move(values));
-    }
-  };
-  gather(shared->attributes.node, subgraph.nodes, batch.node_attrs);
-  gather(shared->attributes.edge, subgraph.edge_ids, batch.edge_attrs);
 }
 
 }  // namespace volley

@@ -27,6 +27,15 @@
 // kept and counted in `kept_existing` of the result, so callers can warn. Membership is a binary
 // search in sorted rows (build_csr sorts them; checked once at construction) and a scan otherwise.
 //
+// The graph itself is only needed for its node count, its row lengths (kDegree) and the
+// existence check; a sampler can also be built from those alone, the check being a batched
+// EdgeOracle (e.g. a BatchSource's has_edges, which may ask remote servers). Rejection then runs
+// in rounds: every negative draws its first candidate from its own Philox stream; one oracle call
+// checks all candidates; each negative that hit an edge draws its next candidate from its own
+// stream, and one call checks those; and so on, at most max_draws rounds. Each negative consumes
+// its stream exactly as a sequential draw-check-redraw loop would, so the result does not depend
+// on the rounds (nor on the thread count).
+//
 // Errors: ValueError for an unknown distribution, degree_power not finite, max_draws < 1,
 // weights of the wrong length or with a negative / non-finite / all-zero mass, a graph with no
 // nodes, count or per_source < 0; IndexError for a source id out of [0, num_nodes) (naming it and
@@ -36,6 +45,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -66,12 +76,32 @@ struct NegativeDestinations {
   int64_t kept_existing = 0;  // as in NegativePairs
 };
 
+// A batched edge-existence check: out[i] = 1 when src[i] → dst[i] is an edge (in the meaning
+// above), 0 otherwise; src.size() == dst.size(); ids are in [0, num_nodes). May throw (the
+// sampling call then throws the same). Called from the thread that calls the sampler.
+using EdgeOracle =
+    std::function<void(std::span<const int64_t> src, std::span<const int64_t> dst, uint8_t* out)>;
+
+// Whether every row of `graph` is sorted (O(E), on the default pool).
+bool csr_rows_sorted(const Csr& graph);
+// The EdgeOracle of `graph`: binary search when `rows_sorted` (csr_rows_sorted), a scan
+// otherwise. IndexError naming the pair and its position for an id out of [0, N). Runs on the
+// calling thread.
+void csr_has_edges(const Csr& graph, bool rows_sorted, std::span<const int64_t> src,
+                   std::span<const int64_t> dst, uint8_t* out);
+
 class NegativeSampler {
  public:
   // Checks the options (ValueError) and prepares the distribution: O(N) for kDegree/kWeights,
   // O(E) once to learn whether rows are sorted when reject_existing is set. Keeps a copy of
   // `graph` (arrays are shared, not copied).
   NegativeSampler(const Csr& graph, NegativeSamplerOptions options);
+  // The same sampler over a graph known by its node count, its row lengths `degrees` (one per
+  // node; needed for kDegree, ignored otherwise: ValueError when kDegree and its length is not
+  // num_nodes) and `has_edges` (needed with reject_existing: ValueError when empty then). Draws
+  // are identical to the Csr constructor's on the same graph.
+  NegativeSampler(int64_t num_nodes, std::span<const int64_t> degrees, EdgeOracle has_edges,
+                  NegativeSamplerOptions options);
 
   // "binary": `count` pairs, each end drawn from the distribution independently.
   NegativePairs sample_pairs(int64_t count, uint64_t batch_index) const;
@@ -88,17 +118,20 @@ class NegativeSampler {
   const NegativeSamplerOptions& options() const { return options_; }
 
  private:
-  int64_t draw(PhiloxStream& rng) const;  // one node from the distribution
+  void prepare(std::span<const int64_t> degrees);  // checks options, builds cumulative_
+  int64_t draw(PhiloxStream& rng) const;           // one node from the distribution
   PhiloxStream stream(uint64_t position, uint64_t batch_index) const;
-  // One negative from `rng`: draws `dst` (and `src` when draw_src), again while the pair is an
-  // edge with reject_existing, up to max_draws draws; true when the pair kept is still an edge.
-  bool draw_negative(PhiloxStream& rng, int64_t& src, int64_t& dst, bool draw_src) const;
+  // Negatives 0..count-1 of batch `batch_index` into src / dst: dst drawn always, src drawn
+  // unless `sources` is given (then src[i] = sources[i / per_source]); rejection in rounds (see
+  // above). Returns how many kept an existing edge.
+  int64_t draw_negatives(int64_t count, const int64_t* sources, int64_t per_source,
+                         uint64_t batch_index, int64_t* src, int64_t* dst) const;
 
-  Csr graph_;
+  int64_t num_nodes_ = 0;
+  EdgeOracle has_edges_;
   NegativeSamplerOptions options_;
   std::vector<double> cumulative_;  // kDegree / kWeights: inclusive prefix sums of the mass
   int64_t last_positive_ = 0;       // the last node with a positive mass (rounding guard)
-  bool rows_sorted_ = true;
 };
 
 // The seed nodes of a link batch: the sorted, distinct ids of every given id array (as PyG's

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -189,6 +190,47 @@ TEST(NegativeSampler, BadOptionsAndIdsNameTheValue) {
   EXPECT_NE(message_of<IndexError>([&] {
               sampler.sample_destinations(std::vector<int64_t>{1, 10}, 2, 0);
             }).find("source id 10 at position 1"),
+            std::string::npos);
+}
+
+TEST(NegativeSampler, BatchedOracleDrawsWhatTheGraphDrawsInRounds) {
+  const Csr graph = skewed_random_graph(200, 6000, 4);
+  std::vector<int64_t> degrees(200);
+  for (int64_t v = 0; v < 200; ++v) degrees[v] = graph.degree(v);
+  for (const auto distribution : {NegativeDistribution::kUniform, NegativeDistribution::kDegree}) {
+    const NegativeSamplerOptions options{
+        .distribution = distribution, .reject_existing = true, .max_draws = 5, .seed = 3};
+    const NegativeSampler by_graph(graph, options);
+    int calls = 0;
+    size_t largest = 0;
+    const EdgeOracle oracle = [&](std::span<const int64_t> src, std::span<const int64_t> dst,
+                                  uint8_t* out) {
+      ++calls;
+      largest = std::max(largest, src.size());
+      csr_has_edges(graph, csr_rows_sorted(graph), src, dst, out);
+    };
+    const NegativeSampler by_oracle(200, degrees, oracle, options);
+    const NegativePairs expected = by_graph.sample_pairs(3000, 7);
+    const NegativePairs got = by_oracle.sample_pairs(3000, 7);
+    EXPECT_EQ(got.src, expected.src);
+    EXPECT_EQ(got.dst, expected.dst);
+    EXPECT_EQ(got.kept_existing, expected.kept_existing);
+    EXPECT_GT(calls, 1);  // some negatives were redrawn ...
+    EXPECT_LE(calls, 5);  // ... in at most max_draws batched calls
+    EXPECT_EQ(largest, 3000u);
+    const std::vector<int64_t> sources = {0, 5, 199, 5};
+    EXPECT_EQ(by_oracle.sample_destinations(sources, 9, 2).dst,
+              by_graph.sample_destinations(sources, 9, 2).dst);
+    EXPECT_TRUE(by_oracle.has_edge(graph.neighbor(graph.begin(7)), 7));  // in-neighbor CSR
+  }
+  EXPECT_NE(message_of<ValueError>([&] {
+              NegativeSampler(200, {}, nullptr, {.reject_existing = true});
+            }).find("needs an edge check"),
+            std::string::npos);
+  EXPECT_NE(message_of<ValueError>([&] {
+              NegativeSampler(200, std::vector<int64_t>(3, 1), nullptr,
+                              {.distribution = NegativeDistribution::kDegree});
+            }).find("needs 200 node degrees"),
             std::string::npos);
 }
 

@@ -10,6 +10,8 @@
 #include <exception>
 #include <latch>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,6 +93,12 @@ struct DistGraph::State {
   std::vector<internal::PartLimits> limits;                         // per part
   std::shared_ptr<const Partition> local;
   int64_t local_part = -1;
+  // Link prediction (link_client.cc): the degrees, fetched on first use; whether the local
+  // part's rows are sorted.
+  mutable std::mutex link_mutex;
+  mutable std::optional<std::vector<int64_t>> degrees;
+  mutable std::once_flag local_sorted_once;
+  mutable bool local_sorted = false;
 
   int64_t num_parts() const { return info.book.num_parts(); }
 
@@ -101,6 +109,13 @@ struct DistGraph::State {
 };
 
 namespace internal {
+
+// Rows of `ids` (features, labels, or int64 degrees) from their owners into `out` (row_bytes
+// per row), in calls under each server's limits; the local part's from memory
+// (feature_client.cc). IndexError for an id outside the graph.
+void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kind kind,
+                            std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
+                            std::byte* out);
 
 // One call's share of a request: targets [begin, end) of part `part`.
 struct Piece {

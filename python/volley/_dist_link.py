@@ -1,0 +1,150 @@
+"""``volley.dist.DistLinkNeighborLoader``: the link-prediction loader over served partitions."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _volley
+from ._dist_service import DistGraph, Local, _native
+from ._volley import VolleyValueError
+from .link_loader import LinkNeighborLoader
+
+
+class DistLinkNeighborLoader(LinkNeighborLoader):
+    """``volley.loader.LinkNeighborLoader`` over partitions served by ``volley serve``.
+
+    Worker topology: this process samples across the servers (its own partition in-process,
+    when it holds one). Negatives are drawn here; with ``reject_existing`` each negative pair is
+    checked by the server that owns its CSR row (``HasEdges`` calls, split by owner and under
+    each server's limits), and ``neg_distribution="degree"`` uses the degrees fetched once from
+    the servers. Batches equal ``LinkNeighborLoader``'s over the whole renumbered graph with the
+    same arguments (ids in the new numbering). The arguments not listed below (``edge_label``,
+    ``neg_sampling``, ``neg_sampling_ratio``, ``batch_size``, ``shuffle``, ``seed``, ``replace``,
+    ``weighted``, ``drop_last``, ``prefetch``, ``copy``, ``transform``, ``feature_dtype``,
+    ``rank``, ``world_size``, ``exclude_edges``, ``undirected``, ``neg_distribution``,
+    ``neg_degree_power``, ``reject_existing``, ``max_draws``) are ``LinkNeighborLoader``'s.
+
+    Args:
+        addresses: every partition's server, in part order (or a comma-separated string), or a
+            connected ``DistGraph``.
+        num_neighbors: fanout per hop, as ``LinkNeighborLoader``.
+        edge_label_index: supervision edges [2, M] in new ids (required).
+        num_workers: batches in flight at once (network waits cost no CPU); default
+            max(4, cores).
+        local: the partition this trainer holds, ``(directory, part)`` or this process's
+            ``Server``; None samples every partition over RPC.
+        token, deadline, connect_timeout, tls_ca, tls_cert, tls_key: as ``DistGraph``.
+
+    Raises:
+        VolleyValueError: no ``edge_label_index``, no addresses, and what
+            ``LinkNeighborLoader`` refuses. The network errors of ``DistGraph``.
+        VolleyRuntimeError: a build without gRPC.
+    """
+
+    def __init__(
+        self,
+        addresses: Union[DistGraph, Sequence[str], str],
+        num_neighbors: Sequence[int],
+        edge_label_index: Any = None,
+        edge_label: Any = None,
+        *,
+        neg_sampling: Any = None,
+        neg_sampling_ratio: Optional[float] = None,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        num_workers: Optional[int] = None,
+        seed: Optional[int] = None,
+        local: Local = None,
+        token: Optional[str] = None,
+        deadline: float = 30.0,
+        connect_timeout: float = 30.0,
+        replace: bool = False,
+        weighted: bool = False,
+        drop_last: bool = False,
+        prefetch: Optional[int] = None,
+        copy: bool = False,
+        transform: Any = None,
+        feature_dtype: str = "float32",
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        exclude_edges: bool = False,
+        undirected: bool = False,
+        neg_distribution: str = "uniform",
+        neg_degree_power: float = 0.75,
+        reject_existing: bool = False,
+        max_draws: int = 16,
+        tls_ca: Optional[str] = None,
+        tls_cert: Optional[str] = None,
+        tls_key: Optional[str] = None,
+    ):
+        _native()  # VolleyRuntimeError without gRPC
+        if isinstance(addresses, DistGraph):
+            if local is not None:
+                raise VolleyValueError("pass local= to volley.dist.connect, not with a DistGraph")
+            graph = addresses
+        else:
+            if isinstance(addresses, str):
+                addresses = [a.strip() for a in addresses.split(",")]
+            if not addresses:
+                raise VolleyValueError("addresses must list every partition's server")
+            graph = DistGraph(addresses, token=token, deadline=deadline,
+                              connect_timeout=connect_timeout, local=local, tls_ca=tls_ca,
+                              tls_cert=tls_cert, tls_key=tls_key)
+        self.topology = "worker"
+        self.data, self.graph = None, graph
+        self.subgraph_type, self.disjoint = "directional", False
+        self.filter_per_worker, self.is_sorted = None, False
+        self.transform_sampler_output = None
+        self.pin_memory = False
+        self.device, self.mode = None, "CPU"
+        self._link_inputs(None, edge_label_index, edge_label, neg_sampling, neg_sampling_ratio)
+        self._link_options = dict(
+            distribution="weights" if self._weights is not None else str(neg_distribution),
+            degree_power=float(neg_degree_power),
+            weights=self._weights,
+            reject_existing=bool(reject_existing),
+            max_draws=int(max_draws),
+            exclude_edges=bool(exclude_edges),
+            undirected=bool(undirected),
+        )
+        self._setup(
+            graph.num_nodes,
+            num_neighbors,
+            batch_size=batch_size,
+            input_nodes=None,
+            shuffle=shuffle,
+            num_workers=num_workers if num_workers else max(4, os.cpu_count() or 1),
+            seed=seed,
+            drop_last=drop_last,
+            copy=copy,
+            transform=transform,
+            rank=rank,
+            world_size=world_size,
+            prefetch=prefetch,
+            replace=replace,
+            weighted=weighted,
+            feature_dtype=feature_dtype,
+        )
+
+    def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
+        mode = self.neg_sampling[0] if self.neg_sampling else "none"
+        amount = self.neg_sampling[1] if self.neg_sampling else 1.0
+        return _volley.link_loader_over_source(
+            self.graph._native,
+            self.edge_label_index,
+            self.edge_label,
+            self._options,
+            mode=mode,
+            amount=amount,
+            **self._link_options,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"DistLinkNeighborLoader(graph={self.graph!r}, num_neighbors={self.num_neighbors}, "
+            f"batch_size={self.batch_size}, edges={self.edge_label_index.shape[1]}, "
+            f"batches={len(self)}, neg_sampling={self.neg_sampling}, shuffle={self.shuffle})"
+        )

@@ -1,0 +1,329 @@
+"""``volley.loader.LinkNeighborLoader``: PyG's ``LinkNeighborLoader`` on Volley's C++ pipeline.
+
+Change one import::
+
+    # from torch_geometric.loader import LinkNeighborLoader
+    from volley.loader import LinkNeighborLoader
+
+    loader = LinkNeighborLoader(train_data, num_neighbors=[10, 10], batch_size=256,
+                                edge_label_index=train_data.edge_label_index,
+                                edge_label=train_data.edge_label,
+                                neg_sampling="binary", shuffle=True)
+    for batch in loader:
+        h = model(batch.x, batch.edge_index)
+        src, dst = batch.edge_label_index
+        loss = F.binary_cross_entropy_with_logits((h[src] * h[dst]).sum(-1), batch.edge_label)
+
+Negatives are drawn in C++ (``volley.NegativeSampler``'s draws), a pure function of the seed,
+the epoch and the batch index, identical for any number of worker threads.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _pyg_compat, _tensor, _volley
+from .dataset import Dataset
+from .feature import Feature
+from .loader import NeighborLoader, _rows_input
+
+_LINK_KEYS = ("edge_label", "edge_label_index", "edge_label_time")
+
+
+def _negative_sampling(neg_sampling: Any, neg_sampling_ratio: Any) -> Tuple[str, float, Any]:
+    """(mode, amount, weight) of PyG's ``neg_sampling`` (a ``NegativeSampling``, its string form
+    or a dict of its arguments) or the deprecated ``neg_sampling_ratio`` (binary)."""
+    if neg_sampling_ratio is not None and neg_sampling_ratio != 0.0:
+        neg_sampling = {"mode": "binary", "amount": neg_sampling_ratio}
+    if neg_sampling is None:
+        return "none", 1.0, None
+    if isinstance(neg_sampling, str):
+        neg_sampling = {"mode": neg_sampling}
+    if isinstance(neg_sampling, dict):
+        unknown = set(neg_sampling) - {"mode", "amount", "weight"}
+        if unknown:
+            raise _volley.VolleyValueError(
+                f"neg_sampling takes mode, amount and weight, got {sorted(unknown)}"
+            )
+        mode = neg_sampling.get("mode")
+        amount, weight = neg_sampling.get("amount", 1), neg_sampling.get("weight")
+    elif hasattr(neg_sampling, "mode") and hasattr(neg_sampling, "amount"):
+        mode, amount = neg_sampling.mode, neg_sampling.amount
+        weight = getattr(neg_sampling, "weight", None)
+    else:
+        raise _volley.VolleyTypeError(
+            "neg_sampling must be a torch_geometric NegativeSampling, 'binary', 'triplet' or a "
+            f"dict, got {type(neg_sampling).__name__}"
+        )
+    mode = getattr(mode, "value", mode)
+    if mode not in ("binary", "triplet"):
+        raise _volley.VolleyValueError(f"neg_sampling mode must be 'binary' or 'triplet', got {mode!r}")
+    try:
+        amount = float(amount)
+    except (TypeError, ValueError) as error:
+        raise _volley.VolleyTypeError(f"neg_sampling amount must be a number, got {amount!r}") from error
+    if not math.isfinite(amount) or amount <= 0:
+        raise _volley.VolleyValueError(
+            f"neg_sampling amount must be a positive finite number, got {amount}"
+        )
+    if mode == "triplet" and amount != math.ceil(amount):
+        raise _volley.VolleyValueError(
+            f"triplet neg_sampling needs a whole amount (negatives per positive), got {amount}"
+        )
+    return mode, amount, weight
+
+
+def _edge_label_index(value: Any, num_edges_default: Any) -> np.ndarray:
+    if value is None:
+        value = num_edges_default
+    if isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], (str, tuple)):
+        raise _volley.VolleyNotImplementedError(
+            f"heterogeneous edge_label_index ({value[0]!r}, ...) is not supported yet (issue 14)"
+        )
+    index = _tensor.to_numpy(value)
+    if index.size and not np.issubdtype(index.dtype, np.integer):
+        raise _volley.VolleyTypeError(f"edge_label_index must hold integer node ids, got {index.dtype}")
+    index = np.ascontiguousarray(index, dtype=np.int64)
+    if index.ndim != 2 or index.shape[0] != 2:
+        raise _volley.VolleyValueError(
+            f"edge_label_index must have shape [2, M], got {list(index.shape)}"
+        )
+    return index
+
+
+class LinkNeighborLoader(NeighborLoader):
+    """Mini-batches for link prediction: supervision edges, negatives, and the sampled
+    neighborhood of every end point, as PyG's ``torch_geometric.loader.LinkNeighborLoader``.
+
+    Batches are PyG ``Data`` (``volley.loader.Batch`` without PyG) with PyG's fields:
+    ``x``, ``y`` and every other node / edge attribute of ``data`` (indexed by ``n_id`` /
+    ``e_id``), ``edge_index``, ``n_id`` (the distinct end points of the batch's positive and
+    negative pairs, sorted, first), ``e_id``, ``input_id`` (positions in ``edge_label_index``),
+    ``num_sampled_nodes`` / ``num_sampled_edges``, and
+
+    * no negatives or ``"binary"``: ``edge_label_index`` [2, L] local ids into ``n_id`` (the
+      batch's positives first, then ``ceil(amount × B)`` random pairs) and ``edge_label``
+      (``edge_label`` given: its values, plus 1 when its minimum is 0, as PyG does, and 0 for
+      negatives; else 1.0 / 0.0; None without negatives and without labels);
+    * ``"triplet"``: ``src_index`` [B], ``dst_pos_index`` [B] and ``dst_neg_index``
+      [B, amount] ([B] when amount is 1) local ids.
+
+    Args:
+        data: a PyG ``Data`` or a ``volley.Dataset`` (homogeneous).
+        num_neighbors: fanout per hop; ``-1`` takes all neighbors.
+        edge_label_index: supervision edges [2, M] (tensor / array); None: ``data.edge_index``.
+        edge_label: labels [M] (any numeric dtype), or None. Not with ``"triplet"``.
+        edge_label_time, time_attr: temporal sampling, not supported yet (issue 16).
+        replace: as in ``volley.loader.NeighborLoader``, like the arguments below.
+        subgraph_type, weight_attr, transform, transform_sampler_output: as there.
+        is_sorted, filter_per_worker, neighbor_sampler, directed: as there.
+        disjoint: not supported yet (``VolleyNotImplementedError``).
+        temporal_strategy: ``"uniform"`` or ``"last"``; no effect without temporal sampling.
+        neg_sampling: PyG's ``NegativeSampling(mode, amount, weight)``, ``"binary"`` /
+            ``"triplet"`` (amount 1) or a dict of those arguments; ``weight`` [N] draws nodes
+            proportionally to it (else uniformly, or see ``neg_distribution``).
+        neg_sampling_ratio: PyG's deprecated spelling of ``NegativeSampling("binary", ratio)``.
+        batch_size: positive supervision edges per batch.
+        shuffle, drop_last, num_workers, pin_memory, generator: as in ``NeighborLoader``.
+        kwargs: the ``DataLoader`` arguments that only tune PyG's worker processes: no effect.
+
+    Other Parameters:
+        seed, weighted, prefetch, copy, feature_dtype: as in ``NeighborLoader``.
+        rank, world_size: as there; ranks share out the supervision edges.
+        exclude_edges: remove each batch's positive edges from its message-passing
+            ``edge_index`` (no leakage without a separate split); with ``undirected`` their
+            reverses too. PyG has no such option: it expects disjoint message-passing and
+            supervision edges (``RandomLinkSplit``).
+        undirected: see ``exclude_edges``.
+        neg_distribution: ``"uniform"`` (PyG's) or ``"degree"`` (P(v) ∝ degree^neg_degree_power,
+            word2vec's 0.75 by default); ignored when ``neg_sampling`` has a ``weight``.
+        neg_degree_power: see ``neg_distribution``.
+        reject_existing: redraw negatives that are edges of the graph (up to ``max_draws``
+            draws each; those still edges are kept, counted in ``batch.negatives_kept_existing``
+            of the native batch). PyG does not reject.
+        max_draws: see ``reject_existing``.
+
+    Raises:
+        VolleyValueError / VolleyIndexError: an id of ``edge_label_index`` out of range (naming
+        it and its position), ``edge_label`` of the wrong length, a negative or non-finite
+        amount, labels with triplet sampling. An empty ``edge_label_index`` is an epoch without
+        batches. VolleyNotImplementedError: temporal, disjoint or heterogeneous input.
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        num_neighbors: Sequence[int],
+        edge_label_index: Any = None,
+        edge_label: Any = None,
+        edge_label_time: Any = None,
+        replace: bool = False,
+        subgraph_type: Any = "directional",
+        disjoint: bool = False,
+        temporal_strategy: str = "uniform",
+        neg_sampling: Any = None,
+        neg_sampling_ratio: Optional[float] = None,
+        time_attr: Optional[str] = None,
+        weight_attr: Optional[str] = None,
+        transform: Optional[Callable[[Any], Any]] = None,
+        transform_sampler_output: Optional[Callable[[Any], Any]] = None,
+        is_sorted: bool = False,
+        filter_per_worker: Optional[bool] = None,
+        neighbor_sampler: Any = None,
+        directed: bool = True,
+        *,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        num_workers: int = 0,
+        drop_last: bool = False,
+        pin_memory: bool = False,
+        generator: Any = None,
+        seed: Optional[int] = None,
+        weighted: bool = False,
+        prefetch: Optional[int] = None,
+        copy: bool = False,
+        feature_dtype: Optional[str] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
+        exclude_edges: bool = False,
+        undirected: bool = False,
+        neg_distribution: str = "uniform",
+        neg_degree_power: float = 0.75,
+        reject_existing: bool = False,
+        max_draws: int = 16,
+        _on_batch_start: Optional[Callable[[int], None]] = None,
+        **kwargs: Any,
+    ):
+        _pyg_compat.check_loader_kwargs(kwargs)
+        _pyg_compat.refuse_temporal(edge_label_time, time_attr, temporal_strategy)
+        if neighbor_sampler is not None:
+            raise _volley.VolleyNotImplementedError(
+                f"neighbor_sampler={type(neighbor_sampler).__name__}: pass None"
+            )
+        if disjoint:
+            raise _volley.VolleyNotImplementedError("disjoint link sampling is not supported yet")
+        kind = _pyg_compat.subgraph_type_name(subgraph_type, directed)
+        self.subgraph_type, self.disjoint = kind, False
+        self.filter_per_worker, self.is_sorted = filter_per_worker, bool(is_sorted)
+        self.transform_sampler_output = transform_sampler_output
+        self.pin_memory = bool(pin_memory)
+        self.device, self.mode = None, "CPU"
+        if seed is None:
+            seed = _pyg_compat.seed_from_generator(generator)
+        graph, x, y = self._unpack(data, weighted, weight_attr)
+        self.data, self.graph = data, graph
+        x, y = self._split_attributes(data, x, y, feature_dtype)
+        self._node_tables = [t for t in self._node_tables if t.name not in _LINK_KEYS]
+        self._edge_tables = [t for t in self._edge_tables if t.name not in _LINK_KEYS]
+        self._graph_attrs = {k: v for k, v in self._graph_attrs.items() if k not in _LINK_KEYS}
+        native = data._native if isinstance(data, Dataset) else None
+        x = Feature._loader_rows(native, x, "CPU", None, None)
+        self._rows = (graph._csr, _rows_input(x), _rows_input(y))
+        self._link_inputs(data, edge_label_index, edge_label, neg_sampling, neg_sampling_ratio)
+        self._link_options = dict(
+            distribution="weights" if self._weights is not None else str(neg_distribution),
+            degree_power=float(neg_degree_power),
+            weights=self._weights,
+            reject_existing=bool(reject_existing),
+            max_draws=int(max_draws),
+            exclude_edges=bool(exclude_edges),
+            undirected=bool(undirected),
+        )
+        self._setup(
+            graph.num_nodes,
+            num_neighbors,
+            batch_size=batch_size,
+            input_nodes=None,
+            shuffle=shuffle,
+            num_workers=num_workers if num_workers else (os.cpu_count() or 1),
+            seed=seed,
+            drop_last=drop_last,
+            copy=copy,
+            transform=transform,
+            rank=rank,
+            world_size=world_size,
+            prefetch=prefetch,
+            replace=replace,
+            weighted=weighted or weight_attr is not None,
+            feature_dtype=self._feature_dtype,
+            on_batch_start=_on_batch_start,
+            subgraph_type=kind,
+        )
+
+    def _link_inputs(self, data, edge_label_index, edge_label, neg_sampling, ratio) -> None:
+        """Supervision edges, labels and negative sampling, checked and converted."""
+        default = None if isinstance(data, Dataset) else getattr(data, "edge_index", None)
+        if edge_label_index is None and default is None:
+            raise _volley.VolleyValueError("edge_label_index is needed for a volley.Dataset")
+        self.edge_label_index = _edge_label_index(edge_label_index, default)
+        mode, amount, weight = _negative_sampling(neg_sampling, ratio)
+        self.neg_sampling = (mode, amount) if mode != "none" else None
+        if edge_label is not None:
+            if mode == "triplet":
+                raise _volley.VolleyValueError(
+                    "edge_label must be None for triplet negative sampling (as in PyG)"
+                )
+            labels = _tensor.to_numpy(edge_label)
+            if labels.ndim != 1 or labels.shape[0] != self.edge_label_index.shape[1]:
+                raise _volley.VolleyValueError(
+                    f"edge_label must hold one label per supervision edge "
+                    f"({self.edge_label_index.shape[1]}), got shape {list(labels.shape)}"
+                )
+            if mode == "binary" and labels.size and labels.min() == 0:
+                edge_label = edge_label + 1  # PyG: 0 is kept for negatives
+            edge_label = _tensor.to_input(edge_label)
+        self.edge_label = edge_label
+        self._weights = None
+        if weight is not None:
+            self._weights = np.ascontiguousarray(_tensor.to_numpy(weight), dtype=np.float64).reshape(-1)
+
+    def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
+        mode = self.neg_sampling[0] if self.neg_sampling else "none"
+        amount = self.neg_sampling[1] if self.neg_sampling else 1.0
+        return _volley.LinkLoader(
+            *self._rows,
+            self.edge_label_index,
+            self.edge_label,
+            self._options,
+            mode=mode,
+            amount=amount,
+            node_attrs=[(t.name, t.rows) for t in self._node_tables],
+            edge_attrs=[(t.name, t.rows) for t in self._edge_tables],
+            **self._link_options,
+        )
+
+    def rank_positions(self, epoch: int) -> np.ndarray:
+        """Positions in ``edge_label_index`` that this rank takes in ``epoch`` (int64, in batch
+        order): the ``input_id`` of the epoch's batches, concatenated."""
+        return self._native.epoch_positions(int(epoch))
+
+    def __call__(self, index: Any) -> Any:
+        """Not supported: PyG's ``loader(index)`` for link loaders (VolleyNotImplementedError)."""
+        raise _volley.VolleyNotImplementedError("LinkNeighborLoader(index) is not supported yet")
+
+    def _add_fields(self, fields: dict, raw: dict, out: Callable[[Any], Any]) -> None:
+        fields.pop("batch_size", None)  # PyG's link batches have none
+        mode = self.neg_sampling[0] if self.neg_sampling else "none"
+        if mode == "triplet":
+            fields["src_index"] = out(raw["src_index"])
+            fields["dst_pos_index"] = out(raw["dst_pos_index"])
+            dst_neg = out(raw["dst_neg_index"])
+            if self.neg_sampling[1] == 1:
+                dst_neg = dst_neg.reshape(-1)  # PyG squeezes [B, 1] to [B]
+            fields["dst_neg_index"] = dst_neg
+            return
+        fields["edge_label_index"] = out(raw["edge_label_index"])
+        fields["edge_label"] = out(raw["edge_label"])
+
+    def describe(self) -> str:
+        """The loader's options in one line."""
+        return (
+            f"LinkNeighborLoader(num_neighbors={self.num_neighbors}, batch_size={self.batch_size}, "
+            f"edges={self.edge_label_index.shape[1]}, batches={len(self)}, "
+            f"neg_sampling={self.neg_sampling}, shuffle={self.shuffle}, "
+            f"num_workers={self.num_workers})"
+        )

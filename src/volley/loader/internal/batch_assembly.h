@@ -1,0 +1,50 @@
+// volley/loader/internal/batch_assembly.h — the step every host loader shares: a sampled
+// subgraph (and the source it came from) → a Batch's node, edge, feature, label and attribute
+// arrays. NeighborLoader (seed nodes) and LinkLoader (the end points of supervision edges) both
+// sample, then call BatchAssembly::fill.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "volley/core/buffer.h"
+#include "volley/loader/batch.h"
+#include "volley/loader/batch_source.h"
+#include "volley/loader/neighbor_loader.h"  // LoaderAttributes
+
+namespace volley::loader_internal {
+
+// A loader's source and attribute tables, and the pool of recycled batch buffers shared by all
+// its epochs. Thread safety: fill() may run on many worker threads at once.
+struct BatchAssembly {
+  std::shared_ptr<const BatchSource> source;
+  LoaderAttributes attributes;
+
+  // Sets batch.nodes (= subgraph.nodes, shared), edge_index ([2, E]: row 0 the neighbors, row 1
+  // the targets), edge_ids, nodes_per_hop, edges_per_hop, batch_ids, x (in `feature_dtype`, when
+  // the source has features), y (when it has labels) and the attribute tables. `threads` and
+  // `prefetch` (the epoch's) bound how many recycled buffers are kept.
+  void fill(const SampledSubgraph& subgraph, DType feature_dtype, int threads, int64_t prefetch,
+            Batch& batch) const;
+
+  // A buffer of `bytes` from the pool: feature buffers of delivered batches are recycled once
+  // no one else holds them (large batches would otherwise pay for fresh pages — faults and
+  // zeroing — every time).
+  Buffer acquire(size_t bytes, int threads, int64_t prefetch) const;
+
+ private:
+  void gather_attributes(const SampledSubgraph& subgraph, int threads, int64_t prefetch,
+                         Batch& batch) const;
+
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<Buffer> pool_;
+};
+
+// ValueError naming a table whose row count is not `num_nodes` (node tables) or `num_edges`
+// (edge tables), or that lives on a GPU.
+void check_attributes(const LoaderAttributes& attributes, int64_t num_nodes, int64_t num_edges);
+
+}  // namespace volley::loader_internal
