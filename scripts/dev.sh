@@ -205,18 +205,18 @@ docs() {
     -d "$root/build/docs-doctrees" "$root/docs" "$root/build/docs"
 }
 
-# `scripts/dev.sh fuzz`: builds tests/fuzz's libFuzzer targets with clang-14 (ASan + UBSan, only
-# core and graph instrumented) and runs each for VOLLEY_FUZZ_SECONDS over its corpus
+# `scripts/dev.sh fuzz`: builds tests/fuzz's libFuzzer targets with clang-14 (ASan + UBSan over
+# the libraries they link: the file readers, and the service with its partition of Cora) and runs each for VOLLEY_FUZZ_SECONDS over its corpus
 # (tests/fuzz/corpus/<target>, read-only; new inputs go to build/fuzz/corpus/<target>). A crash,
 # a sanitizer report, a leak or an input slower than 10 s fails; the reproducer is left in
 # build/fuzz/ (crash-*, timeout-*, leak-*), to be added to the corpus with the fix.
-fuzz_targets=(edge_list_fuzz manifest_fuzz npy_fuzz npz_fuzz)
+fuzz_targets=(edge_list_fuzz manifest_fuzz npy_fuzz npz_fuzz service_fuzz)
 fuzz() {
   local fuzz_dir="$root/build/fuzz" seconds="${VOLLEY_FUZZ_SECONDS:-30}" status=0
   log "fuzz: building ${fuzz_targets[*]} with clang-14 (ASan + UBSan) in $fuzz_dir"
   cmake -S "$root" -B "$fuzz_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DVOLLEY_FUZZ=ON \
-    -DVOLLEY_TESTS=OFF -DVOLLEY_TOOLS=OFF -DVOLLEY_PYTHON=OFF -DVOLLEY_DIST=OFF \
+    -DVOLLEY_TESTS=OFF -DVOLLEY_TOOLS=OFF -DVOLLEY_PYTHON=OFF -DVOLLEY_DIST=ON \
     -DVOLLEY_CUDA=OFF -DVOLLEY_GPU_HOST=OFF >"$root/build/fuzz-configure.log" 2>&1 \
     || { tail -n 30 "$root/build/fuzz-configure.log" >&2; log "fuzz: configure failed"; return 1; }
   ninja -C "$fuzz_dir" -j "$jobs" "${fuzz_targets[@]}" >"$root/build/fuzz-build.log" 2>&1 \

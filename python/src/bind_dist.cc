@@ -68,7 +68,8 @@ void bind_server(nb::module_& m) {
              const std::string& peer_token, double peer_deadline_seconds, int64_t max_request_bytes,
              int64_t max_reply_bytes, int64_t max_ids_per_call, int64_t memory_limit_bytes,
              int default_concurrency, const std::string& tls_cert, const std::string& tls_key,
-             const std::string& tls_client_ca, const std::string& peer_tls_ca) {
+             const std::string& tls_client_ca, const std::string& peer_tls_ca,
+             int64_t max_epoch_streams) {
             ServerOptions options;
             options.tls = {tls_client_ca, tls_cert, tls_key};
             options.listen = listen;
@@ -82,6 +83,7 @@ void bind_server(nb::module_& m) {
             options.peer_client.token = peer_token;
             options.peer_client.deadline_seconds = peer_deadline_seconds;
             options.default_concurrency = default_concurrency;
+            options.max_epoch_streams = max_epoch_streams;
             if (!peer_tls_ca.empty()) options.peer_client.tls = {peer_tls_ca, tls_cert, tls_key};
             nb::gil_scoped_release release;
             new (self) Server(directory, part, std::move(options));
@@ -95,7 +97,7 @@ void bind_server(nb::module_& m) {
           nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
           nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("default_concurrency") = 0,
           nb::arg("tls_cert") = "", nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
-          nb::arg("peer_tls_ca") = "",
+          nb::arg("peer_tls_ca") = "", nb::arg("max_epoch_streams") = 0,
           "Loads part `part` of the partitioned dataset at `directory` and starts serving.")
       .def_prop_ro("port", &Server::port)
       .def_prop_ro("address", &Server::address)

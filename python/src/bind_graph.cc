@@ -52,7 +52,32 @@ void bind_csr_class(nb::module_& m) {
       .def_prop_ro("edge_ids", [](const Csr& csr) { return array_to_python(csr.edge_ids()); })
       .def_prop_ro("weights", [](const Csr& csr) { return array_to_python(csr.weights()); })
       .def("transposed", &Csr::transposed, nb::call_guard<nb::gil_scoped_release>(),
-           "The same edges in the other orientation (a new graph).");
+           "The same edges in the other orientation (a new graph).")
+      .def_prop_ro("node_time", [](const Csr& csr) { return array_to_python(csr.node_time()); })
+      .def_prop_ro("edge_time", [](const Csr& csr) { return array_to_python(csr.edge_time()); })
+      .def_prop_ro("first_row_unsorted_by_node_time", &Csr::first_row_unsorted_by_node_time)
+      .def_prop_ro("first_row_unsorted_by_edge_time", &Csr::first_row_unsorted_by_edge_time)
+      .def(
+          "with_times",
+          [](const Csr& csr, const std::optional<InputArray>& node_time,
+             const std::optional<InputArray>& edge_time) {
+            std::optional<Array> node = array_from_python(node_time, "node_time");
+            std::optional<Array> edge = array_from_python(edge_time, "edge_time");
+            nb::gil_scoped_release release;
+            return csr.with_times(std::move(node), std::move(edge));
+          },
+          nb::arg("node_time").none() = nb::none(), nb::arg("edge_time").none() = nb::none(),
+          "This graph with int64 node_time [N] / edge_time [E] (CSR order) attached.")
+      .def(
+          "sort_rows_by_time",
+          [](const Csr& csr, std::string_view kind) {
+            VOLLEY_REQUIRE(kind == "edge" || kind == "node", ValueError,
+                           "kind must be 'edge' or 'node', got '{}'", kind);
+            const TimeKind parsed = kind == "edge" ? TimeKind::kEdge : TimeKind::kNode;
+            nb::gil_scoped_release release;
+            return sort_rows_by_time(csr, parsed);
+          },
+          nb::arg("kind"), "Each row stably sorted by edge or neighbor node time (a new graph).");
 }
 
 // build_csr: a Csr from a COO edge list.

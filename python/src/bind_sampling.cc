@@ -109,13 +109,25 @@ std::function<void(int64_t)> batch_start_hook(const nb::object& callback) {
   };
 }
 
+const char* time_source_name(TimeSource source) {
+  return source == TimeSource::kNode ? "node" : source == TimeSource::kEdge ? "edge" : "none";
+}
+
+TimeSource time_source_from_name(const std::string& name) {
+  if (name == "none") return TimeSource::kNone;
+  if (name == "node") return TimeSource::kNode;
+  if (name == "edge") return TimeSource::kEdge;
+  throw ValueError(fmt::format("time_source must be 'none', 'node' or 'edge', got '{}'", name));
+}
+
 std::string sampler_repr(const NeighborSamplerOptions& options) {
   return fmt::format(
       "NeighborSamplerOptions(fanouts=[{}], replace={}, weighted={}, seed={}, "
-      "subgraph_type='{}', disjoint={})",
+      "subgraph_type='{}', disjoint={}, time_source='{}', temporal_strategy='{}')",
       fmt::join(options.fanouts, ", "), options.replace ? "True" : "False",
       options.weighted ? "True" : "False", options.seed, subgraph_type_name(options.subgraph_type),
-      options.disjoint ? "True" : "False");
+      options.disjoint ? "True" : "False", time_source_name(options.time_source),
+      temporal_strategy_name(options.temporal_strategy));
 }
 
 void bind_sampler_options(nb::module_& m) {
@@ -128,17 +140,21 @@ void bind_sampler_options(nb::module_& m) {
       .def(
           "__init__",
           [](NeighborSamplerOptions* self, std::vector<int64_t> fanouts, bool replace,
-             bool weighted, uint64_t seed, const std::string& subgraph_type, bool disjoint) {
+             bool weighted, uint64_t seed, const std::string& subgraph_type, bool disjoint,
+             const std::string& time_source, const std::string& temporal_strategy) {
             new (self) NeighborSamplerOptions{std::move(fanouts),
                                               replace,
                                               weighted,
                                               seed,
                                               subgraph_type_from_name(subgraph_type),
-                                              disjoint};
+                                              disjoint,
+                                              time_source_from_name(time_source),
+                                              temporal_strategy_from_name(temporal_strategy)};
           },
           nb::arg("fanouts") = std::vector<int64_t>{}, nb::kw_only(), nb::arg("replace") = false,
           nb::arg("weighted") = false, nb::arg("seed") = 0,
-          nb::arg("subgraph_type") = "directional", nb::arg("disjoint") = false)
+          nb::arg("subgraph_type") = "directional", nb::arg("disjoint") = false,
+          nb::arg("time_source") = "none", nb::arg("temporal_strategy") = "uniform")
       .def_rw("fanouts", &NeighborSamplerOptions::fanouts)
       .def_rw("replace", &NeighborSamplerOptions::replace)
       .def_rw("weighted", &NeighborSamplerOptions::weighted)
@@ -152,6 +168,22 @@ void bind_sampler_options(nb::module_& m) {
             o.subgraph_type = subgraph_type_from_name(name);
           })
       .def_rw("disjoint", &NeighborSamplerOptions::disjoint)
+      .def_prop_rw(
+          "time_source",
+          [](const NeighborSamplerOptions& o) {
+            return std::string(time_source_name(o.time_source));
+          },
+          [](NeighborSamplerOptions& o, const std::string& name) {
+            o.time_source = time_source_from_name(name);
+          })
+      .def_prop_rw(
+          "temporal_strategy",
+          [](const NeighborSamplerOptions& o) {
+            return std::string(temporal_strategy_name(o.temporal_strategy));
+          },
+          [](NeighborSamplerOptions& o, const std::string& name) {
+            o.temporal_strategy = temporal_strategy_from_name(name);
+          })
       .def("__repr__", &sampler_repr);
 }
 
@@ -200,6 +232,13 @@ void bind_loader_options(nb::module_& m) {
       .def_rw("seed", &LoaderOptions::seed)
       .def_rw("rank", &LoaderOptions::rank)
       .def_rw("world_size", &LoaderOptions::world_size)
+      .def_prop_rw(
+          "input_time",
+          [](const LoaderOptions& options) { return array_to_python(options.input_time); },
+          [](LoaderOptions& options, const std::optional<InputArray>& value) {
+            options.input_time = array_from_python(value, "input_time");
+          },
+          nb::arg("value").none(), "int64 time per input node (temporal sampling), or None.")
       .def_prop_rw(
           "feature_dtype",
           [](const LoaderOptions& options) {
@@ -284,6 +323,29 @@ void bind_samplers(nb::module_& m) {
       nb::arg("weighted") = false, nb::arg("seed") = 0, nb::arg("batch_index") = 0,
       "Multi-hop neighbor sampling (see volley/sampling/neighbor_sampler.h). Returns a dict with "
       "n_id, row, col, e_id (int64 arrays) and num_sampled_nodes / num_sampled_edges lists.");
+
+  m.def(
+      "sample_neighbors_temporal",
+      [](const Csr& graph, const InputArray& seeds, const InputArray& seed_times,
+         const NeighborSamplerOptions& options, uint64_t batch_index) {
+        const Array seed_array = host_ids_array(seeds, "seeds");
+        const Array time_array = array_from_python(seed_times, "seed_times");
+        VOLLEY_REQUIRE(time_array.ndim() == 1 && time_array.dtype() == DType::kInt64 &&
+                           time_array.buffer().host_accessible(),
+                       ValueError, "seed_times must be a 1-d int64 host array, got {}",
+                       time_array.describe());
+        auto holder = recycled_subgraph();
+        {
+          nb::gil_scoped_release release;
+          sample_neighbors(graph, seed_array.span<int64_t>(), time_array.span<int64_t>(), options,
+                           batch_index, *holder);
+        }
+        return subgraph_to_python(HostSubgraph::view(holder));
+      },
+      nb::arg("graph"), nb::arg("seeds"), nb::arg("seed_times"), nb::arg("options"),
+      nb::arg("batch_index") = 0,
+      "Temporal neighbor sampling (see volley/sampling/neighbor_sampler.h): seed_times[i] is "
+      "the time of seeds[i]; the dict of sample_neighbors, with batch.");
 
   nb::class_<PyNeighborSampler>(m, "NeighborSampler",
                                 "The one sampler: CPU over a Csr, CUDA over a CudaGraph "

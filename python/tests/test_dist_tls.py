@@ -143,3 +143,34 @@ def test_bad_tls_files_are_clear_errors(parts, pki, tmp_path):
     with vd.serve(parts, 0) as p0, vd.serve(parts, 1) as p1:
         with pytest.raises(volley.VolleyOSError, match="missing-ca.pem"):
             vd.connect([p0.address, p1.address], tls_ca=tmp_path / "missing-ca.pem")
+
+
+def test_bench_dist_runs_over_tls(pki):
+    """`volley bench dist --tls-cert/--tls-key/--tls-ca`: the same checks and rows over TLS."""
+    from test_dist import _cli
+
+    cli = _cli()
+    if cli is None or "--tls-ca" not in subprocess.run(
+            [cli, "bench", "dist", "--help"], capture_output=True, text=True).stdout:
+        pytest.skip("no volley CLI of this build with bench dist's TLS flags (set VOLLEY_CLI)")
+    run = subprocess.run(
+        [cli, "--quiet", "bench", "dist", "--generate", "powerlaw", "--nodes", "3000",
+         "--edges", "30000", "--batch-size", "64", "--batches", "2", "--check-batches", "1",
+         "--threads", "1", "--json", "--tls-cert", str(pki / "server.pem"),
+         "--tls-key", str(pki / "server.key"), "--tls-ca", str(pki / "ca.pem")],
+        capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "dist client" in run.stdout
+    # A CA that did not sign the servers' certificate: the clients refuse to connect.
+    bad = subprocess.run(
+        [cli, "--quiet", "bench", "dist", "--generate", "powerlaw", "--nodes", "3000",
+         "--edges", "30000", "--batch-size", "64", "--batches", "1", "--threads", "1",
+         "--tls-cert", str(pki / "server.pem"), "--tls-key", str(pki / "server.key"),
+         "--tls-ca", str(pki / "other-ca.pem")],
+        capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0
+    # Half the flags is a usage error naming what was given.
+    half = subprocess.run([cli, "bench", "dist", "--generate", "powerlaw", "--nodes", "3000",
+                           "--edges", "30000", "--tls-cert", str(pki / "server.pem")],
+                          capture_output=True, text=True, timeout=60)
+    assert half.returncode != 0 and "--tls-ca together" in half.stderr

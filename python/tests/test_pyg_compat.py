@@ -54,8 +54,8 @@ def test_third_positional_argument_is_input_nodes():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    (dict(input_time=torch.zeros(60)), volley.VolleyNotImplementedError, "issue 16"),
-    (dict(time_attr="time"), volley.VolleyNotImplementedError, "issue 16"),
+    (dict(input_time=torch.zeros(60)), volley.VolleyValueError, "input_time was given without time_attr"),
+    (dict(time_attr="time"), volley.VolleyValueError, "data has no attribute 'time'"),
     (dict(neighbor_sampler=object()), volley.VolleyNotImplementedError, "neighbor_sampler"),
     (dict(collate_fn=lambda b: b), volley.VolleyTypeError, "collate_fn"),
     (dict(bogus=1), volley.VolleyTypeError, "bogus"),

@@ -144,6 +144,7 @@ def serve(
     tls_key: Optional[PathLike] = None,
     tls_client_ca: Optional[PathLike] = None,
     peer_tls_ca: Optional[PathLike] = None,
+    max_epoch_streams: int = 0,
 ) -> Server:
     """Serves partition ``part`` of a partitioned dataset from this process (memory-mapped).
 
@@ -159,7 +160,7 @@ def serve(
         peers: every partition's server address in part order (this one's may be ``""``):
             needed for the server-client topology, where this server samples across all
             partitions.
-        threads: RPC handler threads at most (0: the default, 4 × cores, at least 8).
+        threads: RPC handler threads at most (0: the default, 8 × cores, at least 32).
         peer_deadline: seconds per call to peers.
         concurrency: batches one epoch stream samples at once when the trainer does not say
             (0: cores).
@@ -176,6 +177,9 @@ def serve(
             calls to ``peers`` verify them against it and present ``tls_cert``.
         peer_tls_ca: call ``peers`` over TLS, verifying them against this CA (default:
             ``tls_client_ca`` when given, else plaintext).
+        max_epoch_streams: server-client epoch streams open at once (0: 4 × ``threads``);
+            one more is refused as busy (``VolleyConnectionError``). A stream whose trainer
+            pauses holds no server thread, only its prefetched batches.
 
     Returns:
         A running ``Server``.
@@ -203,6 +207,7 @@ def serve(
         tls_key=_path_or_empty(tls_key),
         tls_client_ca=_path_or_empty(tls_client_ca),
         peer_tls_ca=_path_or_empty(peer_tls_ca),
+        max_epoch_streams=int(max_epoch_streams),
     )
     return Server(native)
 

@@ -253,6 +253,10 @@ def sample_seeds(loader: Any, index: Any) -> dict:
         seed=loader._options.seed,
         feature_dtype=loader._options.feature_dtype,
     )
+    if loader._options.sampler.time_source != "none":
+        from ._temporal import call_times
+
+        options.input_time = call_times(loader, seeds)
     saved = loader._options
     loader._options = options
     try:

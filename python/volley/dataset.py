@@ -97,7 +97,8 @@ class Dataset:
 
         Reads ``edge_index`` (edge ``i`` goes from ``edge_index[0, i]`` to
         ``edge_index[1, i]``; the graph stores in-neighbors, as PyG aggregates them) and, when
-        present, ``num_nodes``, ``x``, ``y``, ``edge_weight`` and the splits: ``train_mask`` /
+        present, ``num_nodes``, ``x``, ``y``, ``edge_weight``, ``time`` (node time when it has
+        one entry per node, else edge time, PyG's convention) and the splits: ``train_mask`` /
         ``val_mask`` / ``test_mask`` (bool [N]) or ``train_idx`` / ``val_idx`` / ``test_idx``
         (node ids). Other fields are not kept. Zero-copy where the native arrays allow (CPU
         ``x``); the graph is built in C++.
@@ -133,6 +134,7 @@ class Dataset:
             undirected=undirected,
             drop_duplicates=undirected,
             edge_weight=getattr(data, "edge_weight", None),
+            **_pyg_times(data, edge_index, num_nodes),
         )
         splits = {
             split: _split_ids(data, split, graph.num_nodes) for split in ("train", "val", "test")
@@ -520,3 +522,20 @@ def _as_int64(values: Any) -> Any:
     if not np.issubdtype(values.dtype, np.integer):
         raise VolleyValueError(f"expected integer ids or labels, got {values.dtype}")
     return values.astype(np.int64, copy=False)
+
+
+def _pyg_times(data: Any, edge_index: Any, num_nodes: Any) -> dict:
+    """``data.time`` as ``Graph.from_edge_index`` keyword arguments: node time when it has one
+    entry per node (PyG checks node attributes first), edge time when one per edge, else none."""
+    time = getattr(data, "time", None)
+    if time is None:
+        return {}
+    length = _tensor.shape_of(time)[0] if len(_tensor.shape_of(time)) == 1 else -1
+    if num_nodes is not None and length == int(num_nodes):
+        return {"node_time": time}
+    if length == _tensor.shape_of(edge_index)[1]:
+        return {"edge_time": time}
+    raise VolleyValueError(
+        f"data.time must have one entry per node ({num_nodes}) or per edge "
+        f"({_tensor.shape_of(edge_index)[1]}), got shape {list(_tensor.shape_of(time))}"
+    )

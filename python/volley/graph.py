@@ -53,6 +53,8 @@ class Graph:
         drop_duplicates: bool = False,
         orientation: str = "in",
         edge_weight: Any = None,
+        node_time: Any = None,
+        edge_time: Any = None,
     ) -> "Graph":
         """Builds a graph from a COO edge list in PyG's layout.
 
@@ -70,6 +72,9 @@ class Graph:
             orientation: ``"in"`` (row v = sources of edges into v, PyG's convention) or
                 ``"out"`` (row v = targets of edges out of v).
             edge_weight: optional float array of shape [E], finite and >= 0; cast to float32.
+            node_time: optional int64 [N] timestamp per node (temporal sampling).
+            edge_time: optional int64 [E] timestamp per input edge, in ``edge_index`` order; it
+                follows its edge into CSR order (a reversed edge keeps its edge's time).
 
         Returns:
             The new ``Graph``.
@@ -113,7 +118,14 @@ class Graph:
                 f"num_nodes={num_nodes}: the graph's arrays (indptr alone is "
                 f"{8 * ((num_nodes or 0) + 1)} bytes) cannot be allocated: out of memory"
             ) from error
-        return cls(csr)
+        graph = cls(csr)
+        if node_time is not None or edge_time is not None:
+            if edge_time is not None:
+                edge_time = _int64_times(edge_time, "edge_time", shape[1])
+                ids = csr.edge_ids
+                edge_time = edge_time if ids is None else edge_time[ids]
+            graph = graph.with_times(node_time=node_time, edge_time=edge_time)
+        return graph
 
     @classmethod
     def from_csr(
@@ -187,6 +199,59 @@ class Graph:
         """float32 [E] edge weights in CSR order, or None (zero-copy)."""
         return _tensor.to_output(self._csr.weights)
 
+    @property
+    def node_time(self) -> Any:
+        """int64 [N] timestamp of each node, or None (zero-copy)."""
+        return _tensor.to_output(self._csr.node_time)
+
+    @property
+    def edge_time(self) -> Any:
+        """int64 [E] timestamp of each edge in CSR order, or None (zero-copy)."""
+        return _tensor.to_output(self._csr.edge_time)
+
+    def is_sorted_by_time(self, kind: str = "edge") -> bool:
+        """Whether every row lists its neighbors in non-decreasing ``"edge"`` time (or the
+        neighbors' ``"node"`` time); False when the graph has no such times."""
+        _tensor.check_choice(kind, "kind", ("edge", "node"))
+        present = self._csr.edge_time if kind == "edge" else self._csr.node_time
+        unsorted = getattr(self._csr, f"first_row_unsorted_by_{kind}_time")
+        return present is not None and unsorted < 0
+
+    def with_times(self, node_time: Any = None, edge_time: Any = None) -> "Graph":
+        """This graph (arrays shared) with timestamps for temporal sampling attached.
+
+        Args:
+            node_time: int64 [N] per node, or None.
+            edge_time: int64 [E] per edge **in CSR order** (``from_edge_index(edge_time=...)``
+                takes input order), or None.
+
+        Raises:
+            VolleyValueError: a length other than N / E, or a non-integer dtype.
+        """
+        node = None if node_time is None else _int64_times(node_time, "node_time", self.num_nodes)
+        edge = None if edge_time is None else _int64_times(edge_time, "edge_time", self.num_edges)
+        return Graph(self._csr.with_times(node, edge))
+
+    def sort_by_time(self, kind: str = "auto") -> "Graph":
+        """The same graph with each row stably sorted by time, so that temporal sampling finds
+        the admissible neighbors by binary search and ``temporal_strategy="last"`` can run.
+
+        Args:
+            kind: ``"edge"`` (edge time), ``"node"`` (the neighbors' node time) or ``"auto"``
+                (edge time when the graph has it).
+
+        Returns:
+            A new ``Graph``; edge ids, weights and edge times follow their edges (edge ids are
+            then stored). Runs without the GIL.
+
+        Raises:
+            VolleyValueError: an unknown ``kind``, or no times of that kind.
+        """
+        _tensor.check_choice(kind, "kind", ("auto", "edge", "node"))
+        if kind == "auto":
+            kind = "edge" if self._csr.edge_time is not None else "node"
+        return Graph(self._csr.sort_rows_by_time(kind))
+
     def degree(self) -> Any:
         """Number of neighbors of each node (in-degree for ``"in"`` graphs).
 
@@ -228,7 +293,10 @@ class Graph:
         Returns:
             self.
         """
+        times = self._csr.node_time, self._csr.edge_time
         self._csr = _share.share_csr(self._csr)
+        if times != (None, None):  # times travel by value (pickled), not through shared memory
+            self._csr = self._csr.with_times(*times)
         return self
 
     @property
@@ -240,7 +308,7 @@ class Graph:
 
     def __reduce__(self) -> tuple:
         self.share_memory_()  # pickling an unshared graph shares it first
-        return _rebuild_graph, (_share.csr_state(self._csr),)
+        return _rebuild_graph, (_share.csr_state(self._csr), self._csr.node_time, self._csr.edge_time)
 
     def __copy__(self) -> "Graph":
         return self  # immutable: copies may share (and deepcopy must not move it to shm)
@@ -256,9 +324,22 @@ class Graph:
         )
 
 
-def _rebuild_graph(state: tuple) -> Graph:
-    """Unpickles a ``Graph`` by attaching to its shared arrays."""
-    return Graph(_share.attach_csr(state))
+def _rebuild_graph(state: tuple, node_time: Any = None, edge_time: Any = None) -> Graph:
+    """Unpickles a ``Graph`` by attaching to its shared arrays (times come by value)."""
+    csr = _share.attach_csr(state)
+    if node_time is not None or edge_time is not None:
+        csr = csr.with_times(node_time, edge_time)
+    return Graph(csr)
+
+
+def _int64_times(values: Any, name: str, length: int) -> np.ndarray:
+    """``values`` (tensor, array or list of integers) as a 1-d int64 numpy array of ``length``."""
+    array = _tensor.to_numpy(values)
+    if array.ndim != 1 or array.shape[0] != length:
+        raise VolleyValueError(f"{name} must have shape [{length}], got {list(array.shape)}")
+    if array.dtype.kind not in "iu":
+        raise VolleyValueError(f"{name} must hold integer timestamps, got dtype {array.dtype}")
+    return np.ascontiguousarray(array, dtype=np.int64)
 
 
 def _as_float32(values: Any) -> Any:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from . import _cuda, _pyg_compat, _tensor
+from . import _cuda, _pyg_compat, _temporal, _tensor
 from . import _volley
 from ._tensor import default_seed as _default_seed, rank_and_world_size as _rank_and_world_size
 from ._volley import NeighborLoader as _NativeLoader
@@ -131,15 +131,18 @@ class NeighborLoader:
             ``volley.Feature`` stores) or a ``volley.Dataset``.
         num_neighbors: fanout per hop, innermost first; ``-1`` takes all neighbors.
         input_nodes: seed ids (tensor/array/list), a boolean mask over nodes, or None for all.
-        input_time, time_attr: temporal sampling; not supported yet (issue 16): anything but
-            None raises ``VolleyNotImplementedError``.
+        time_attr, input_time: temporal sampling (``volley._temporal``): ``data[time_attr]`` is
+            node time (one per node) or edge time (one per edge); a Dataset names "node_time",
+            "edge_time" or "time". ``input_time``: int64 per input node (default with node time:
+            the seeds' own). Neighbors later than their seed's time are never sampled; sampling
+            is disjoint (``batch``); rows are sorted by time first unless they are. CPU only.
         replace: sample with replacement.
         subgraph_type: ``"directional"`` (the sampled edges), ``"bidirectional"`` (and their
             reverses, coalesced) or ``"induced"`` (every edge between sampled nodes); a
             ``torch_geometric.sampler.base.SubgraphType`` works too. CPU sampler only.
         disjoint: every seed gets a subgraph of its own; batches carry ``batch`` (the seed
             position of each node). CPU sampler only.
-        temporal_strategy: ``"uniform"`` or ``"last"``; no effect without temporal sampling.
+        temporal_strategy: ``"uniform"`` or ``"last"`` (the most recent admissible neighbors).
         weight_attr: name of an edge attribute of ``data`` to sample proportionally to.
         transform: callable applied to each batch.
         transform_sampler_output: callable applied to each batch's
@@ -206,7 +209,7 @@ class NeighborLoader:
         VolleyValueError / VolleyIndexError: inconsistent arguments (bad fanout, seed out of
         range, unknown subgraph_type, ...). VolleyTypeError: an unknown keyword argument, or a
         DataLoader argument PyG's loader sets itself (collate_fn, sampler, batch_sampler).
-        VolleyNotImplementedError: temporal sampling, a custom ``neighbor_sampler``.
+        VolleyNotImplementedError: a custom ``neighbor_sampler``.
     """
 
     # Defaults for subclasses that call _setup without __init__ (volley.dist).
@@ -252,7 +255,7 @@ class NeighborLoader:
         **kwargs: Any,
     ):
         _pyg_compat.check_loader_kwargs(kwargs)
-        _pyg_compat.refuse_temporal(input_time, time_attr, temporal_strategy)
+        _temporal.check_strategy(temporal_strategy)
         if neighbor_sampler is not None:
             raise _volley.VolleyNotImplementedError(
                 f"neighbor_sampler={type(neighbor_sampler).__name__}: a custom PyG sampler cannot "
@@ -266,6 +269,8 @@ class NeighborLoader:
         if seed is None:
             seed = _pyg_compat.seed_from_generator(generator)
         graph, x, y = self._unpack(data, weighted, weight_attr)
+        graph, time_source = _temporal.attach(graph, data, time_attr, isinstance(data, Dataset))
+        self.disjoint = self.disjoint or time_source != "none"  # PyG: temporal means disjoint
         self.data = data
         self.graph = graph
         self.device, self.mode = _cuda.resolve(device, mode)
@@ -298,6 +303,7 @@ class NeighborLoader:
             on_batch_start=_on_batch_start,
             subgraph_type=kind,
             disjoint=self.disjoint,
+            temporal=(time_source, temporal_strategy, input_time, graph),
         )
 
     def _split_attributes(self, data: Any, x: Any, y: Any, feature_dtype: Optional[str]) -> Tuple[Any, Any]:
@@ -327,6 +333,7 @@ class NeighborLoader:
         on_batch_start: Optional[Callable[[int], None]] = None,
         subgraph_type: str = "directional",
         disjoint: bool = False,
+        temporal: tuple = ("none", "uniform", None, None),
     ) -> None:
         """What every loader shares, whatever serves its batches: the arguments translated into
         one typed ``LoaderOptions`` (checked once, in C++, when the native loader is built) and
@@ -356,6 +363,8 @@ class NeighborLoader:
                 weighted=bool(weighted),
                 subgraph_type=subgraph_type,
                 disjoint=bool(disjoint),
+                time_source=temporal[0],
+                temporal_strategy=temporal[1],
             ),
             batch_size=self.batch_size,
             shuffle=self.shuffle,
@@ -368,6 +377,7 @@ class NeighborLoader:
             feature_dtype=feature_dtype,
             on_batch_start=on_batch_start,
         )
+        self._options.input_time = _temporal.input_times(temporal[2], temporal[0], temporal[3], self.input_nodes)
         self._native = self._create_native(self.input_nodes)
 
     def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:

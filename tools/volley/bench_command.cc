@@ -5,8 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +19,7 @@
 #include "bench_util.h"
 #include "commands.h"
 #include "volley/core/parallel.h"
+#include "volley/core/philox.h"
 #include "volley/feature/feature_store.h"
 #include "volley/feature/gather.h"
 #include "volley/feature/hotness.h"
@@ -41,6 +44,7 @@ struct SampleSettings {
   bool weighted = false;
   uint64_t seed = 0;
   bool with_features = false;
+  bool time = false;  // sample --time: random edge times; untimed, uniform and last measured
   std::string device = "cpu";  // sample: cpu or cuda
   std::string mode = "GPU";    // sample --device cuda: GPU or UVA
   int cuda_device = 0;
@@ -64,11 +68,20 @@ struct SampleFigures {
   int64_t edges = 0;
   int64_t nodes = 0;
   double seconds = 0;
+  double cpu_seconds = 0;  // the process's CPU time meanwhile (less sensitive to a busy machine)
 };
 
-// Sampling only: `threads` threads, each taking whole batches.
+double process_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
+// Sampling only: `threads` threads, each taking whole batches. `seed_times` (temporal
+// sampling): one time per entry of `seeds`.
 SampleFigures run_sampling(const Csr& graph, const std::vector<int64_t>& seeds,
-                           const SampleSettings& settings, const NeighborSamplerOptions& options) {
+                           const SampleSettings& settings, const NeighborSamplerOptions& options,
+                           const std::vector<int64_t>* seed_times = nullptr) {
   const int64_t available = static_cast<int64_t>(seeds.size()) / settings.batch_size;
   VOLLEY_REQUIRE(available >= 1, ValueError, "--batch-size {} exceeds the {} seeds available",
                  settings.batch_size, seeds.size());
@@ -81,7 +94,12 @@ SampleFigures run_sampling(const Csr& graph, const std::vector<int64_t>& seeds,
       std::span<const int64_t> batch(seeds.data() + slot * settings.batch_size,
                                      static_cast<size_t>(settings.batch_size));
       const auto result =
-          sample_neighbors(graph, batch, options, static_cast<uint64_t>(b), &scratch);
+          seed_times == nullptr
+              ? sample_neighbors(graph, batch, options, static_cast<uint64_t>(b), &scratch)
+              : sample_neighbors(graph, batch,
+                                 std::span<const int64_t>(
+                                     seed_times->data() + slot * settings.batch_size, batch.size()),
+                                 options, static_cast<uint64_t>(b), &scratch);
       my_edges += result.num_edges();
       my_nodes += result.num_nodes();
     }
@@ -89,10 +107,11 @@ SampleFigures run_sampling(const Csr& graph, const std::vector<int64_t>& seeds,
     nodes += my_nodes;
   };
   const auto start = Clock::now();
+  const double cpu_start = process_cpu_seconds();
   std::vector<std::thread> workers;
   for (int t = 0; t < settings.threads; ++t) workers.emplace_back(work);
   for (auto& worker : workers) worker.join();
-  return {edges.load(), nodes.load(), seconds_since(start)};
+  return {edges.load(), nodes.load(), seconds_since(start), process_cpu_seconds() - cpu_start};
 }
 
 nlohmann::json figures_json(const char* bench, const SampleSettings& settings,
@@ -107,6 +126,65 @@ nlohmann::json figures_json(const char* bench, const SampleSettings& settings,
           {"seconds", figures.seconds},
           {"seps", static_cast<double>(figures.edges) / figures.seconds},
           {"nodes_per_second", static_cast<double>(figures.nodes) / figures.seconds}};
+}
+
+// `volley bench sample --time`: the graph with seeded random edge times in [0, 2^20), rows
+// sorted by them, and a random time in the same range for every seed of the pool.
+struct TimedGraph {
+  Csr graph;
+  std::vector<int64_t> seed_times;
+};
+
+TimedGraph with_random_times(const Csr& graph, size_t num_seeds, uint64_t seed) {
+  Array times = Array::empty(DType::kInt64, {graph.num_edges()});
+  int64_t* time = times.data<int64_t>();
+  parallel_for(0, graph.num_edges(), 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      time[k] = static_cast<int64_t>(
+          PhiloxStream(seed, {{0, static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32), 7}})
+              .bounded64(1 << 20));
+    }
+  });
+  TimedGraph out{sort_rows_by_time(graph.with_times(std::nullopt, times), TimeKind::kEdge), {}};
+  PhiloxStream rng(seed, {{0, 0, 0, 8}});
+  out.seed_times.resize(num_seeds);
+  for (auto& t : out.seed_times) t = static_cast<int64_t>(rng.bounded64(1 << 20));
+  return out;
+}
+
+// --time: untimed ("none"), untimed disjoint ("none-disjoint": temporal sampling is disjoint),
+// "uniform" and "last" on the same time-sorted graph and seeds, one line each with the ratios of
+// its SEPS (wall clock and per CPU second) to the untimed line's.
+void run_temporal_sampling(const Dataset& dataset, const TimedGraph& timed,
+                           const std::vector<int64_t>& seeds, const SampleSettings& one,
+                           NeighborSamplerOptions options) {
+  double untimed_seps = 0, untimed_cpu_seps = 0;
+  for (const char* mode : {"none", "none-disjoint", "uniform", "last"}) {
+    const bool temporal = std::strncmp(mode, "none", 4) != 0;
+    options.time_source = temporal ? TimeSource::kEdge : TimeSource::kNone;
+    options.disjoint = std::strcmp(mode, "none-disjoint") == 0;
+    if (temporal) options.temporal_strategy = temporal_strategy_from_name(mode);
+    const auto* times = temporal ? &timed.seed_times : nullptr;
+    if (one.warmup > 0) {
+      run_sampling(timed.graph, seeds,
+                   {.batch_size = one.batch_size, .threads = 1, .batches = one.warmup}, options,
+                   times);
+    }
+    const auto figures = run_sampling(timed.graph, seeds, one, options, times);
+    auto line = figures_json("sample", one, figures);
+    const double seps = line["seps"].get<double>();
+    const double cpu_seps = static_cast<double>(figures.edges) / figures.cpu_seconds;
+    if (std::strcmp(mode, "none") == 0) untimed_seps = seps, untimed_cpu_seps = cpu_seps;
+    line["device"] = "cpu";
+    line["temporal_strategy"] = mode;
+    line["cpu_seconds"] = figures.cpu_seconds;
+    line["seps_per_cpu_second"] = cpu_seps;
+    line["ratio_to_untimed"] = seps / untimed_seps;
+    line["cpu_ratio_to_untimed"] = cpu_seps / untimed_cpu_seps;
+    line["warmup"] = one.warmup;
+    line["dataset"] = dataset.name;
+    std::cout << line.dump() << std::endl;
+  }
 }
 
 // --threads and --batch-size as comma-separated lists: every combination is measured.
@@ -144,8 +222,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
   command->add_option("--dataset", settings.dataset, "Dataset directory")->required();
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
   add_sweep_options(*command, settings, "Sampling threads (CPU)");
-  command->add_option("--batches", settings.batches, "Batches to sample")
-      ->check(kPositive);
+  command->add_option("--batches", settings.batches, "Batches to sample")->check(kPositive);
   command
       ->add_option("--warmup", settings.warmup,
                    "Untimed batches before the timed ones (CPU; 0 times the first batches of a "
@@ -156,6 +233,9 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
   command->add_flag("--weighted", settings.weighted,
                     "Sample proportionally to edge weights (the dataset needs weights)");
   command->add_option("--seed", settings.seed, "Random seed");
+  command->add_flag("--time", settings.time,
+                    "Temporal sampling: seeded random edge times (rows sorted by them) and seed "
+                    "times; measures untimed, temporal uniform and last on that graph (CPU)");
   command->add_option("--device", settings.device,
                       "cpu, or cuda: the CUDA sampler on --cuda-device (prints the copy "
                       "bandwidths of the same run next to its SEPS)");
@@ -175,10 +255,15 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
       parse_cuda_sampling_mode(settings.mode);  // a bad mode fails before any work
       require_cuda_device("--device", settings.cuda_device);
     }
+    VOLLEY_REQUIRE(!settings.time || settings.device == "cpu", ValueError,
+                   "--time samples on the CPU only");
     const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
     const auto seeds = bench_seed_pool(dataset, settings.seed);
     if (settings.device == "cpu") warm(dataset.graph);
+    std::optional<TimedGraph> timed;
+    if (settings.time) timed = with_random_times(dataset.graph, seeds.size(), settings.seed);
     for_each_configuration(settings, [&](const SampleSettings& one) {
+      if (timed) return run_temporal_sampling(dataset, *timed, seeds, one, options);
       if (one.device == "cuda") {
         auto line = run_cuda_sample_bench(dataset, seeds, options,
                                           {.mode = one.mode,

@@ -73,6 +73,11 @@ struct DistSettings {
   int64_t batches = 40;
   int64_t check_batches = 3;
   bool json = false;
+  // TLS on the loopback servers (--tls-cert/--tls-key) and the clients' CA (--tls-ca): the cost
+  // of encryption in the same run.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
 };
 
 #ifdef VOLLEY_WITH_DIST
@@ -424,10 +429,12 @@ void bench_dist(const DistSettings& settings) {
 
   // Servers on loopback, in this process.
   dist::ServerOptions server_options{.threads = settings.server_threads};
+  server_options.tls = {"", settings.tls_cert, settings.tls_key};
   dist::Server server_one(one, 0, server_options);
   dist::Server server_two_0(two, 0, server_options);
   dist::Server server_two_1(two, 1, server_options);
-  const dist::ClientOptions client{.deadline_seconds = 60.0, .connect_seconds = 10.0};
+  const dist::ClientOptions client{
+      .tls = {settings.tls_ca, "", ""}, .deadline_seconds = 60.0, .connect_seconds = 10.0};
   std::vector<Mode> modes;
   modes.push_back({"dist worker", 1, 0,
                    dist::DistGraph::connect({server_one.address()}, client, server_one.partition(),
@@ -510,8 +517,21 @@ void add_bench_dist(CLI::App& bench) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   command->add_flag("--json", settings.json, "One JSON line per row instead of the table");
+  command
+      ->add_option("--tls-cert", settings.tls_cert, "Servers use TLS with this certificate (PEM)")
+      ->check(CLI::ExistingFile);
+  command->add_option("--tls-key", settings.tls_key, "The certificate's private key (PEM)")
+      ->check(CLI::ExistingFile);
+  command->add_option("--tls-ca", settings.tls_ca, "Clients verify the servers against this CA")
+      ->check(CLI::ExistingFile);
   command->callback([] {
 #ifdef VOLLEY_WITH_DIST
+    VOLLEY_REQUIRE(settings.tls_cert.empty() == settings.tls_key.empty() &&
+                       settings.tls_cert.empty() == settings.tls_ca.empty(),
+                   ValueError,
+                   "TLS needs --tls-cert, --tls-key and --tls-ca together, got certificate '{}', "
+                   "key '{}', CA '{}'",
+                   settings.tls_cert, settings.tls_key, settings.tls_ca);
     VOLLEY_REQUIRE(settings.generate.empty() || (settings.nodes > 0), ValueError,
                    "--generate needs --nodes and --edges");
     bench_dist(settings);

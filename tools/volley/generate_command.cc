@@ -1,4 +1,4 @@
-// `volley generate OUTPUT --model powerlaw|rmat --nodes N --edges M [--feature-dim D]
+// `volley generate OUTPUT --model powerlaw|rmat|temporal --nodes N --edges M [--feature-dim D]
 //                  [--feature-dtype float32|float16] [--classes C] [--seed S] [--gamma G]
 //                  [--homophily H]`
 // Writes a seeded synthetic dataset directory (volley/graph/generate.h) and prints one summary
@@ -24,16 +24,18 @@ void add_generate_command(CLI::App& app, GlobalOptions& /*global*/) {
 
   auto* command = app.add_subcommand(
       "generate",
-      "Write a seeded synthetic graph (power-law Chung-Lu or R-MAT) with features, "
-      "labels and a train/val/test split as a dataset directory");
+      "Write a seeded synthetic graph (power-law Chung-Lu, R-MAT, or a temporal interaction "
+      "stream with edge/node times) with features, labels and a train/val/test split as a "
+      "dataset directory");
   command->add_option("output", arguments->output, "Dataset directory to write")->required();
   command->add_option("--model", arguments->model, "Graph model")
-      ->check(CLI::IsMember({"powerlaw", "rmat"}))
+      ->check(CLI::IsMember({"powerlaw", "rmat", "temporal"}))
       ->capture_default_str();
   command->add_option("--nodes", options.num_nodes, "Number of nodes")->required();
   command
       ->add_option("--edges", options.num_edges,
-                   "Number of directed edges (R-MAT: before dropping duplicates)")
+                   "Number of directed edges (R-MAT: before dropping duplicates; temporal: "
+                   "interactions, each stored both ways)")
       ->required();
   command->add_option("--feature-dim", options.feature_dim, "Feature columns (0: no features)")
       ->capture_default_str();
@@ -48,7 +50,8 @@ void add_generate_command(CLI::App& app, GlobalOptions& /*global*/) {
       ->capture_default_str();
   command
       ->add_option("--homophily", options.homophily,
-                   "Power law: fraction of each node's in-neighbors drawn from its own class")
+                   "Power law: fraction of each node's in-neighbors drawn from its own class; "
+                   "temporal: fraction of interactions in the user's current interest")
       ->capture_default_str();
 
   command->callback([arguments] {

@@ -14,8 +14,8 @@
 #include "commands.h"
 #include "text.h"
 #include "volley/core/buffer.h"
-#include "volley/feature/feature_store.h"
 #include "volley/core/files.h"
+#include "volley/feature/feature_store.h"
 #include "volley/graph/dataset.h"
 #include "volley/graph/io/npy.h"
 #include "volley/graph/io/npz.h"
@@ -94,6 +94,26 @@ void verify_or_throw(const std::string& path, bool as_json, Json& json) {
   }
 }
 
+// Temporal sampling's times (issue 16): present, and whether every row is sorted by them.
+void add_time_json(const Csr& graph, Json& json) {
+  json["node_time"] = graph.has_node_time();
+  json["edge_time"] = graph.has_edge_time();
+  json["first_row_unsorted_by_time"] = {{"node", graph.first_row_unsorted_by_node_time()},
+                                        {"edge", graph.first_row_unsorted_by_edge_time()}};
+}
+
+void print_time_lines(const Csr& graph) {
+  const auto time_line = [](bool present, int64_t unsorted) {
+    if (!present) return std::string("no");
+    if (unsorted < 0) return std::string("yes (int64; every row sorted by it)");
+    return fmt::format("yes (int64; row {} is the first not sorted by it)", unsorted);
+  };
+  std::printf("node time: %s\n",
+              time_line(graph.has_node_time(), graph.first_row_unsorted_by_node_time()).c_str());
+  std::printf("edge time: %s\n",
+              time_line(graph.has_edge_time(), graph.first_row_unsorted_by_edge_time()).c_str());
+}
+
 void describe_dataset(const std::string& path, bool as_json, bool verify) {
   Json json = {{"path", path}, {"kind", "dataset"}};
   if (verify) verify_or_throw(path, as_json, json);
@@ -112,6 +132,7 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
     json["index_dtype"] = dtype_name(graph.index_dtype());
     json["edge_ids"] = graph.has_edge_ids();
     json["weights"] = graph.has_weights();
+    add_time_json(graph, json);
     if (dataset.features) {
       json["features"] = {{"rows", dataset.features->dim(0)},
                           {"width", dataset.features->dim(1)},
@@ -146,6 +167,7 @@ void describe_dataset(const std::string& path, bool as_json, bool verify) {
   std::printf("index dtype: %s\n", std::string(dtype_name(graph.index_dtype())).c_str());
   std::printf("edge ids: %s\n", graph.has_edge_ids() ? "yes" : "no (CSR positions)");
   std::printf("weights: %s\n", graph.has_weights() ? "yes (float32)" : "no");
+  print_time_lines(graph);
   if (dataset.features) {
     std::printf("features: %s x %s %s\n", grouped(dataset.features->dim(0)).c_str(),
                 grouped(dataset.features->dim(1)).c_str(),

@@ -87,6 +87,7 @@ struct ServeArguments {
   std::string listen = "127.0.0.1:0";
   std::string token_file;
   int threads = 0;
+  int64_t max_epoch_streams = 0;  // 0: 4 × threads
   std::string peers;  // "A0,A1,..."
   double deadline = 30.0;
   double grace = 2.0;
@@ -133,6 +134,7 @@ void serve(const ServeArguments& arguments) {
   options.listen = arguments.listen;
   if (!arguments.token_file.empty()) options.token = read_token_file(arguments.token_file);
   options.threads = arguments.threads;
+  options.max_epoch_streams = arguments.max_epoch_streams;
   options.peers = std::move(peers);
   options.peer_client.token = options.token;
   options.peer_client.deadline_seconds = arguments.deadline;
@@ -217,6 +219,10 @@ void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
                       "File whose first line is the access token every call must carry "
                       "(default: none, unauthenticated)");
   command->add_option("--threads", arguments->threads, "RPC handler threads at most (0: default)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--max-epoch-streams", arguments->max_epoch_streams,
+                      "Server-client epoch streams open at once; one more is refused as busy (0: "
+                      "4 x threads). A paused stream holds no thread, only its prefetched batches")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--peers", arguments->peers,
                       "Every partition's server address in part order, comma separated (this "

@@ -348,6 +348,8 @@ bool DistGraph::has_labels() const { return state_->info.label_dtype.has_value()
 
 void DistGraph::validate(const NeighborSamplerOptions& options) const {
   validate_sampler_options(options, state_->info.has_weights);
+  VOLLEY_REQUIRE(options.time_source == TimeSource::kNone, ValueError,
+                 "the distributed sampler does not sample by time yet");
   if (!options.replace) return;  // without replacement a target's picks are at most its degree
   for (int64_t p = 0; p < state_->num_parts(); ++p) {
     if (p == state_->local_part) continue;

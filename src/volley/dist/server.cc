@@ -15,6 +15,7 @@
 
 #include "volley/core/parallel.h"
 #include "volley/core/version.h"
+#include "volley/dist/internal/epoch_stream.h"
 #include "volley/dist/internal/server_support.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
@@ -43,15 +44,18 @@ grpc::Status refuse(grpc::StatusCode code, const std::string& message) {
 
 }  // namespace
 
-struct Server::State final : rpc::PartitionService::Service {
+struct Server::State final
+    : rpc::PartitionService::WithCallbackMethod_SampleEpoch<rpc::PartitionService::Service>,
+      internal::EpochStreamHost {
   std::string directory;
   std::shared_ptr<const Partition> partition;
   std::string fingerprint;
   std::string dataset_name;
   int64_t num_edges_total = 0;
   int64_t max_degree = 0;   // of this part's nodes
-  int64_t max_streams = 0;  // epoch streams open at once (threads less those kept for calls)
+  int64_t max_streams = 0;  // epoch streams open at once (options.max_epoch_streams resolved)
   ServerOptions options;
+  std::unique_ptr<internal::TaskQueue> pump_queue;  // runs the epoch streams' work
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -73,7 +77,7 @@ struct Server::State final : rpc::PartitionService::Service {
   // Token, then the handler; a Volley error becomes the status of its kind, anything else
   // INTERNAL. Failed calls are counted.
   template <typename Handler>
-  grpc::Status serve(grpc::ServerContext* context, Handler&& handler) {
+  grpc::Status serve(grpc::ServerContextBase* context, Handler&& handler) {
     requests.fetch_add(1, std::memory_order_relaxed);
     grpc::Status status;
     if (!options.token.empty() && !token_matches(context)) {
@@ -101,7 +105,7 @@ struct Server::State final : rpc::PartitionService::Service {
     return status;
   }
 
-  bool token_matches(grpc::ServerContext* context) const {
+  bool token_matches(grpc::ServerContextBase* context) const {
     const auto& metadata = context->client_metadata();
     const auto found = metadata.find(internal::kTokenKey);
     if (found == metadata.end()) return false;
@@ -373,24 +377,32 @@ struct Server::State final : rpc::PartitionService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status SampleEpoch(grpc::ServerContext* context, const rpc::EpochRequest* request,
-                           grpc::ServerWriter<rpc::BatchMessage>* writer) override {
-    return serve(context, [&]() -> grpc::Status {
-      // An open stream holds a handler thread while its reader pauses; some threads are kept for
-      // the other calls (connect, hops, rows), so paused streams cannot starve them.
-      const int64_t open = streams.fetch_add(1);
-      struct StreamCount {
-        std::atomic<int64_t>& count;
-        ~StreamCount() { count.fetch_sub(1); }
-      } stream_count{streams};
-      if (open >= max_streams) {
+  // --- server-client epoch streams (internal/epoch_stream.h) ---------------------------------
+
+  grpc::ServerWriteReactor<rpc::BatchMessage>* SampleEpoch(
+      grpc::CallbackServerContext* context, const rpc::EpochRequest* request) override {
+    return internal::start_epoch_stream(*this, *context, *request);
+  }
+
+  int64_t stream_opened() override { return streams.fetch_add(1); }
+  void stream_closed() override { streams.fetch_sub(1); }
+  void count_failure() override { failed.fetch_add(1, std::memory_order_relaxed); }
+  int64_t part() const override { return partition->part; }
+  int64_t max_message_bytes() const override { return options.limits.max_reply_bytes; }
+  internal::TaskQueue& pump() override { return *pump_queue; }
+
+  grpc::Status open_epoch(grpc::CallbackServerContext& context, const rpc::EpochRequest& request,
+                          std::unique_ptr<NeighborLoader>& loader) override {
+    return serve(&context, [&]() -> grpc::Status {
+      // A paused stream holds no thread, but its prefetched batches and its epoch's workers:
+      // the number open at once is capped.
+      if (const int64_t open = streams.load() - 1; open >= max_streams) {
         return refuse(grpc::StatusCode::RESOURCE_EXHAUSTED,
                       fmt::format("part {}: busy: {} epoch streams are open, the most this "
-                                  "server keeps (its other handler threads are kept for other "
-                                  "calls); try again later",
+                                  "server keeps (max_epoch_streams); try again later",
                                   partition->part, open));
       }
-      if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
+      if (auto status = check_request(request.protocol(), request.fingerprint()); !status.ok())
         return status;
       if (options.peers.empty()) {
         return refuse(grpc::StatusCode::FAILED_PRECONDITION,
@@ -399,84 +411,59 @@ struct Server::State final : rpc::PartitionService::Service {
                                   partition->part));
       }
       std::vector<int64_t> inputs;
-      if (!unpack(request->input_nodes(), inputs)) {
+      if (!unpack(request.input_nodes(), inputs)) {
         return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                       fmt::format("part {}: input_nodes has {} bytes, not a multiple of 8",
-                                  partition->part, request->input_nodes().size()));
+                                  partition->part, request.input_nodes().size()));
       }
-      LoaderOptions loader_options;
-      loader_options.batch_size = request->batch_size();
-      loader_options.shuffle = request->shuffle();
-      loader_options.drop_last = request->drop_last();
-      loader_options.seed = request->seed();
-      loader_options.num_threads =
-          request->concurrency() > 0 ? request->concurrency() : options.default_concurrency;
-      VOLLEY_REQUIRE(loader_options.num_threads >= 0 && loader_options.num_threads <= 256,
-                     ValueError, "concurrency must be in [0, 256], got {}",
-                     loader_options.num_threads);
-      loader_options.sampler.fanouts.assign(request->fanouts().begin(), request->fanouts().end());
-      loader_options.sampler.replace = request->replace();
-      loader_options.sampler.weighted = request->weighted();
-      if (request->features()) {
-        loader_options.feature_dtype = dtype_from_name(request->feature_dtype());
-      }
-      auto source = std::make_shared<Subset>(peer_graph(request->deadline_seconds()),
-                                             request->features(), request->labels());
+      LoaderOptions loader_options = epoch_loader_options(request);
+      auto source = std::make_shared<Subset>(peer_graph(request.deadline_seconds()),
+                                             request.features(), request.labels());
       // The caller's seeds as sent: an empty list is an epoch without batches (as in PyG).
-      NeighborLoader loader(source, Array::from_vector(inputs), loader_options);  // validates all
-      return stream_epoch(*context, loader, request->epoch(), *writer);
+      loader = std::make_unique<NeighborLoader>(source, Array::from_vector(inputs),
+                                                loader_options);  // validates all
+      return grpc::Status::OK;
     });
   }
 
-  // Streams epoch `epoch_index` of `loader` to `writer`. A failure of a peer (its error while a
-  // batch is sampled) is reported as the peer's, with the kPeerFailure marker: this server is
-  // healthy, the client must not blame it.
-  grpc::Status stream_epoch(grpc::ServerContext& context, NeighborLoader& loader,
-                            int64_t epoch_index, grpc::ServerWriter<rpc::BatchMessage>& writer) {
-    auto epoch = loader.start_epoch(epoch_index);
-    rpc::BatchMessage message;
-    while (!context.IsCancelled()) {
-      std::optional<Batch> batch;
-      try {
-        batch = epoch->next();
-      } catch (const Error& e) {
-        epoch->stop();
-        return refuse(
-            internal::status_code_for(e.kind()),
-            fmt::format("part {} {} {}", partition->part, internal::kPeerFailure, e.what()));
-      }
-      if (!batch) break;
-      fill_batch_message(*batch, epoch->num_batches(), message);
-      if (const auto size = static_cast<int64_t>(message.ByteSizeLong());
-          size > options.limits.max_reply_bytes) {
-        epoch->stop();
-        return refuse(
-            grpc::StatusCode::INVALID_ARGUMENT,
-            fmt::format("part {}: batch {} is {} bytes, more than the {} one message "
-                        "may (max_reply_bytes); use a smaller batch_size",
-                        partition->part, batch->index, size, options.limits.max_reply_bytes));
-      }
-      // Blocks while the client's window is full: the back-pressure.
-      if (!writer.Write(message)) break;  // the client went away
-    }
-    epoch->stop();
-    if (context.IsCancelled()) {
-      return refuse(grpc::StatusCode::CANCELLED, "the client cancelled the epoch");
-    }
-    return grpc::Status::OK;
+  LoaderOptions epoch_loader_options(const rpc::EpochRequest& request) const {
+    LoaderOptions loader_options;
+    loader_options.batch_size = request.batch_size();
+    loader_options.shuffle = request.shuffle();
+    loader_options.drop_last = request.drop_last();
+    loader_options.seed = request.seed();
+    loader_options.num_threads =
+        request.concurrency() > 0 ? request.concurrency() : options.default_concurrency;
+    VOLLEY_REQUIRE(loader_options.num_threads >= 0 && loader_options.num_threads <= 256, ValueError,
+                   "concurrency must be in [0, 256], got {}", loader_options.num_threads);
+    loader_options.sampler.fanouts.assign(request.fanouts().begin(), request.fanouts().end());
+    loader_options.sampler.replace = request.replace();
+    loader_options.sampler.weighted = request.weighted();
+    if (request.features()) loader_options.feature_dtype = dtype_from_name(request.feature_dtype());
+    return loader_options;
   }
 };
 
-Server::Server(const std::string& directory, int64_t part, ServerOptions options)
-    : state_(std::make_unique<State>()) {
-  State& state = *state_;
+namespace {
+
+// ValueError for options out of range; caps max_ids_per_call at what a request can carry.
+void check_server_options(ServerOptions& options) {
   VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);
+  VOLLEY_REQUIRE(options.max_epoch_streams >= 0, ValueError,
+                 "max_epoch_streams must be >= 0, got {}", options.max_epoch_streams);
   check_limits(options.limits);
-  // No more ids than a request can carry.
   options.limits.max_ids_per_call =
       std::min(options.limits.max_ids_per_call, options.limits.max_request_bytes / 8);
   VOLLEY_REQUIRE(options.memory_limit_bytes >= (int64_t{64} << 20), ValueError,
                  "memory_limit_bytes must be at least 64 MiB, got {}", options.memory_limit_bytes);
+}
+
+}  // namespace
+
+Server::Server(const std::string& directory, int64_t part, ServerOptions options)
+    : state_(std::make_unique<State>()) {
+  State& state = *state_;
+  check_server_options(options);
   state.directory = directory;
   const PartitionManifest manifest = read_partition_manifest(directory);
   VOLLEY_REQUIRE(part >= 0 && part < manifest.book.num_parts(), IndexError,
@@ -508,7 +495,9 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   const int threads =
       options.threads > 0 ? options.threads : std::max(32, 8 * default_num_threads());
   state.options = std::move(options);
-  state.max_streams = std::max(1, threads - std::max(4, threads / 4));
+  state.max_streams =
+      state.options.max_epoch_streams > 0 ? state.options.max_epoch_streams : int64_t{4} * threads;
+  state.pump_queue = std::make_unique<internal::TaskQueue>(std::max(4, threads / 2));
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort(state.options.listen, credentials, &state.port);
@@ -581,6 +570,7 @@ void Server::shutdown(double grace_seconds) {
                                std::chrono::duration<double>(std::max(0.0, grace_seconds))));
     state.server->Wait();
   }
+  if (state.pump_queue) state.pump_queue->stop();  // the streams' last tasks, then join
   {
     std::lock_guard lock(state.shutdown_mutex);
     state.shut_down = true;

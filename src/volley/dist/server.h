@@ -7,7 +7,8 @@
 //   GetRows      feature or label rows of owned nodes;
 //   SampleEpoch  server-client mode: a whole epoch of a trainer's seeds sampled across all
 //                partitions (the server is itself a DistGraph client of `peers`) and gathered,
-//                streamed back batch by batch with flow control as back-pressure.
+//                streamed back batch by batch with flow control as back-pressure (a callback
+//                stream: a reader that pauses holds no server thread).
 //
 //   Server server("/data/products-2", 0, {.listen = "0.0.0.0:5000", .token = "s3cret"});
 //   server.wait();   // until shutdown() or destruction
@@ -61,11 +62,13 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 = any free port
   std::string token;                   // "" = unauthenticated
   TlsOptions tls;                      // TLS when tls.cert_file is given (see client.h)
-  int threads = 0;  // RPC handler threads at most; 0 = 8 × hardware, >= 32; a call
-                    // finding none free gets RESOURCE_EXHAUSTED, which
-                    // clients retry with backoff. Epoch streams (each holds a
-                    // thread while its reader pauses) may take all but
-                    // max(4, threads / 4) of them; one more is refused as busy.
+  int threads = 0;  // RPC handler threads at most; 0 = 8 × hardware, >= 32; a call finding
+                    // none free gets RESOURCE_EXHAUSTED, which clients retry with backoff.
+  // Epoch streams (server-client mode) open at once; 0 = 4 × threads. A stream holds no handler
+  // thread while its reader pauses (its work runs on a pump pool of max(4, threads / 2) threads
+  // only while a batch is fetched), but it keeps its prefetched batches and its epoch's
+  // workers: one more is refused as busy (RESOURCE_EXHAUSTED, "busy").
+  int64_t max_epoch_streams = 0;
   ServerLimits limits;
   int64_t memory_limit_bytes = int64_t{4} << 30;  // gRPC resource quota
   // Addresses of every partition's server, in part order (this one's entry may be ""): needed

@@ -237,6 +237,8 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
 
   // Check here what the server would refuse, so mistakes surface at construction.
   validate_sampler_options(state->options.sampler, info.has_weights);
+  VOLLEY_REQUIRE(state->options.sampler.time_source == TimeSource::kNone, ValueError,
+                 "the distributed sampler does not sample by time yet");
   if (state->features) {
     VOLLEY_REQUIRE(gather_supports(info.feature_dtype, state->options.feature_dtype), ValueError,
                    "features of dtype {} cannot be delivered as {}", dtype_name(info.feature_dtype),

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "volley/dist/internal/wire.h"
+#include "volley/dist/volley.grpc.pb.h"
 
 namespace volley::dist::internal {
 
@@ -75,6 +76,15 @@ namespace {
 // See decode_error_interceptor (server_support.h). gRPC's sync server decodes a request before
 // the handler runs; when that fails the handler is skipped and the call ends with INTERNAL and
 // protobuf's InitializationErrorString(), which is empty for proto3 messages.
+// Whether `method` ("/volley.rpc.PartitionService/SampleHop") is one of the service's.
+bool is_service_method(const std::string& method) {
+  const std::string prefix = std::string("/") + rpc::PartitionService::service_full_name() + "/";
+  if (method.rfind(prefix, 0) != 0) return false;
+  const google::protobuf::ServiceDescriptor* service =
+      rpc::HopRequest::descriptor()->file()->FindServiceByName("PartitionService");
+  return service != nullptr && service->FindMethodByName(method.substr(prefix.size())) != nullptr;
+}
+
 class DecodeErrorInterceptor final : public grpc::experimental::Interceptor {
  public:
   DecodeErrorInterceptor(grpc::experimental::ServerRpcInfo* info, int64_t part)
@@ -84,12 +94,21 @@ class DecodeErrorInterceptor final : public grpc::experimental::Interceptor {
     using grpc::experimental::InterceptionHookPoints;
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status status = methods->GetSendStatus();
-      if (status.error_code() == grpc::StatusCode::INTERNAL && status.error_message().empty()) {
+      // gRPC's answers to an undecodable request: INTERNAL (unary handlers) or UNIMPLEMENTED
+      // (callback streaming handlers), both without a message.
+      const bool silent = status.error_message().empty() &&
+                          (status.error_code() == grpc::StatusCode::INTERNAL ||
+                           status.error_code() == grpc::StatusCode::UNIMPLEMENTED);
+      if (silent && is_service_method(method_)) {
         methods->ModifySendStatus(grpc::Status(
             grpc::StatusCode::INVALID_ARGUMENT,
             fmt::format("part {}: the request to {} could not be decoded (malformed protobuf: "
                         "not the message this method takes)",
                         part_, method_)));
+      } else if (silent) {
+        methods->ModifySendStatus(grpc::Status(
+            status.error_code(),
+            fmt::format("part {}: this server has no method {}", part_, quoted(method_, 200))));
       }
     }
     methods->Proceed();

@@ -309,12 +309,15 @@ Csr Csr::transposed() const {
   int64_t* r = rows.data<int64_t>();
   int64_t* c = cols.data<int64_t>();
   int64_t* e = eids.data<int64_t>();
+  // With edge times the edge ids carry CSR positions through the build, and are mapped to the
+  // edges' ids and times after it.
+  const bool timed = edge_time_.has_value();
   parallel_for(0, num_nodes_, 4096, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       for (int64_t k = this->begin(row); k < this->end(row); ++k) {
         r[k] = neighbor(k);
         c[k] = row;
-        e[k] = edge_id(k);
+        e[k] = timed ? k : edge_id(k);
       }
     }
   });
@@ -323,9 +326,25 @@ Csr Csr::transposed() const {
       false,      false};
   CsrBuildOptions options;
   options.orientation = orientation_ == Orientation::kIn ? Orientation::kOut : Orientation::kIn;
-  options.keep_edge_ids = has_edge_ids();
+  options.keep_edge_ids = has_edge_ids() || timed;
   options.force_int64_indices = index_dtype() == DType::kInt64;
-  return build(entries, num_nodes_, options);
+  Csr out = build(entries, num_nodes_, options);
+  if (!timed) return node_time_ ? out.with_times(node_time_, std::nullopt) : out;
+  Array ids = Array::empty(DType::kInt64, {num_edges_});
+  Array times = Array::empty(DType::kInt64, {num_edges_});
+  const int64_t* position = out.edge_ids()->data<int64_t>();
+  const int64_t* old_time = edge_time_->data<int64_t>();
+  int64_t* id = ids.data<int64_t>();
+  int64_t* time = times.data<int64_t>();
+  parallel_for(0, num_edges_, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) {
+      id[j] = edge_id(position[j]);
+      time[j] = old_time[position[j]];
+    }
+  });
+  return Csr::from_arrays(out.indptr(), out.indices(), std::move(ids), out.weights(),
+                          out.orientation(), /*validate=*/false)
+      .with_times(node_time_, std::move(times));
 }
 
 Csr build_csr(const Array& src, const Array& dst, const std::optional<Array>& weights,

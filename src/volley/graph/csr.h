@@ -9,6 +9,8 @@
 //     edge_ids  optional int64 [E]: position of each edge in the input COO. Absent means the
 //               identity (edge id == position in `indices`).
 //     weights   optional float32 [E], finite and >= 0
+//     node_time optional int64 [N]: a timestamp per node (temporal sampling)
+//     edge_time optional int64 [E]: a timestamp per edge, in CSR order (like weights)
 //
 //   Csr graph = build_csr(src, dst, {.num_nodes = n, .symmetrize = true});
 //   for (int64_t k = graph.begin(v); k < graph.end(v); ++k) ... graph.neighbor(k) ...
@@ -65,8 +67,25 @@ class Csr {
   // Edge id at CSR position k (k itself when there are no stored edge ids).
   int64_t edge_id(int64_t k) const { return edge_ids_data_ ? edge_ids_data_[k] : k; }
 
-  // The same edges in the other orientation (a new graph; edge ids and weights follow their
-  // edges). In the result, each row's neighbors are sorted.
+  // Timestamps for temporal sampling (see neighbor_sampler.h): int64 node_time [N] and
+  // edge_time [E] in CSR order (a graph.begin(v) + i entry is the time of that edge).
+  const std::optional<Array>& node_time() const { return node_time_; }
+  const std::optional<Array>& edge_time() const { return edge_time_; }
+  bool has_node_time() const { return node_time_.has_value(); }
+  bool has_edge_time() const { return edge_time_.has_value(); }
+  // The first row whose entries are not in non-decreasing order of their edge time (of their
+  // neighbor's node time), or -1 when every row is sorted (or there are no such times). Computed
+  // once, when the times are attached.
+  int64_t first_row_unsorted_by_edge_time() const { return edge_time_unsorted_row_; }
+  int64_t first_row_unsorted_by_node_time() const { return node_time_unsorted_row_; }
+
+  // This graph (arrays shared) with `node_time` / `edge_time` attached; std::nullopt drops that
+  // kind of time. ValueError unless node_time is int64 [N] and edge_time int64 [E] in host
+  // memory (naming what was given). O(E) once: finds the first unsorted row of each kind.
+  Csr with_times(std::optional<Array> node_time, std::optional<Array> edge_time) const;
+
+  // The same edges in the other orientation (a new graph; edge ids, weights and edge times follow
+  // their edges, node times stay). In the result, each row's neighbors are sorted.
   Csr transposed() const;
 
  private:
@@ -74,6 +93,10 @@ class Csr {
   Array indices_;
   std::optional<Array> edge_ids_;
   std::optional<Array> weights_;
+  std::optional<Array> node_time_;
+  std::optional<Array> edge_time_;
+  int64_t node_time_unsorted_row_ = -1;
+  int64_t edge_time_unsorted_row_ = -1;
   Orientation orientation_ = Orientation::kIn;
   int64_t num_nodes_ = 0;
   int64_t num_edges_ = 0;
@@ -107,5 +130,15 @@ struct CsrBuildOptions {
 Csr build_csr(const Array& src, const Array& dst,
               const std::optional<Array>& weights = std::nullopt,
               const CsrBuildOptions& options = {});
+
+// Which timestamps order a row in sort_rows_by_time.
+enum class TimeKind : uint8_t { kEdge, kNode };
+
+// The same graph with each row's entries stably sorted by time (edge time, or the neighbor's
+// node time): indices, edge ids, weights and edge times are permuted together, and edge ids are
+// stored (the CSR positions move, so edge id == position would no longer hold). Rows already
+// sorted are copied as they are. ValueError naming the missing array when the graph has no
+// times of that kind. Parallel over rows; deterministic.
+Csr sort_rows_by_time(const Csr& graph, TimeKind kind);
 
 }  // namespace volley

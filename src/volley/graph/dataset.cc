@@ -27,8 +27,9 @@ constexpr int64_t kFormatVersion = 1;
 constexpr char kManifestFile[] = "volley.json";
 
 // The arrays of the format, in manifest order.
-constexpr const char* kFields[] = {"indptr", "indices",   "edge_ids", "weights", "features",
-                                   "labels", "train_idx", "val_idx",  "test_idx"};
+constexpr const char* kFields[] = {"indptr",   "indices",   "edge_ids",  "weights",
+                                   "features", "labels",    "train_idx", "val_idx",
+                                   "test_idx", "node_time", "edge_time"};
 
 bool is_known_field(const std::string& field) {
   return std::find(std::begin(kFields), std::end(kFields), field) != std::end(kFields);
@@ -64,6 +65,9 @@ std::string shape_problem(const std::string& field, DType dtype, const std::vect
   } else if (field == "edge_ids") {
     problem = dtype_must_be({DType::kInt64});
     if (problem.empty()) problem = shape_must_be({num_edges});
+  } else if (field == "node_time" || field == "edge_time") {
+    problem = dtype_must_be({DType::kInt64});
+    if (problem.empty()) problem = shape_must_be({field == "node_time" ? num_nodes : num_edges});
   } else if (field == "weights") {
     problem = dtype_must_be({DType::kFloat32});
     if (problem.empty()) problem = shape_must_be({num_edges});
@@ -290,7 +294,8 @@ Array read_only(Array array) {
 }
 
 bool is_topology(const std::string& field) {
-  return field == "indptr" || field == "indices" || field == "edge_ids" || field == "weights";
+  return field == "indptr" || field == "indices" || field == "edge_ids" || field == "weights" ||
+         field == "node_time" || field == "edge_time";
 }
 
 // Whether the topology arrays are read into memory rather than mapped (see DatasetLoadOptions).
@@ -350,6 +355,9 @@ Dataset load_dataset(const std::string& directory, const DatasetLoadOptions& opt
   try {
     dataset.graph = Csr::from_arrays(*take("indptr"), *take("indices"), take("edge_ids"),
                                      take("weights"), manifest.orientation, options.validate_graph);
+    if (take("node_time") || take("edge_time")) {
+      dataset.graph = dataset.graph.with_times(take("node_time"), take("edge_time"));
+    }
   } catch (const Error& error) {
     rethrow_with_prefix(error, fmt::format("{}: graph: ", directory));
   }
@@ -511,6 +519,8 @@ void save_dataset(const Dataset& dataset, const std::string& directory) {
   add("train_idx", dataset.train_idx);
   add("val_idx", dataset.val_idx);
   add("test_idx", dataset.test_idx);
+  add("node_time", graph.node_time());
+  add("edge_time", graph.edge_time());
   // Check everything before writing anything: never write what load_dataset would refuse.
   for (const auto& [field, array] : arrays) {
     std::string problem = shape_problem(field, array.dtype(), array.shape(), n, e);

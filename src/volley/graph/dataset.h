@@ -6,6 +6,8 @@
 //   edge_ids.npy  int64 [E] (optional)  weights.npy  float32 [E] (optional)
 //   features.npy  [N, D] any dtype (optional)       labels.npy  int64 [N] (optional)
 //   train_idx.npy / val_idx.npy / test_idx.npy  int64 [*] (optional)
+//   node_time.npy int64 [N] (optional)  edge_time.npy int64 [E] in CSR order (optional): the
+//                 timestamps of temporal sampling, carried by Dataset::graph (Csr::node_time())
 // `volley.json`:
 //   {"format": "volley-dataset", "version": 1, "name": "cora", "num_nodes": N, "num_edges": E,
 //    "num_classes": C, "orientation": "in",

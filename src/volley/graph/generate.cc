@@ -21,13 +21,16 @@
 namespace volley {
 
 std::string_view graph_model_name(GraphModel model) {
+  if (model == GraphModel::kTemporal) return "temporal";
   return model == GraphModel::kPowerLaw ? "powerlaw" : "rmat";
 }
 
 GraphModel graph_model_from_name(std::string_view name) {
   if (name == "powerlaw") return GraphModel::kPowerLaw;
   if (name == "rmat") return GraphModel::kRmat;
-  throw ValueError(fmt::format("unknown graph model '{}': expected 'powerlaw' or 'rmat'", name));
+  if (name == "temporal") return GraphModel::kTemporal;
+  throw ValueError(
+      fmt::format("unknown graph model '{}': expected 'powerlaw', 'rmat' or 'temporal'", name));
 }
 
 namespace generator_internal {
@@ -432,12 +435,14 @@ std::string default_dataset_name(const GeneratorOptions& options) {
 
 Csr generate_graph(const GeneratorOptions& options) {
   validate_generator_options(options);
+  if (options.model == GraphModel::kTemporal) return generate_temporal(options).graph;
   return options.model == GraphModel::kPowerLaw ? generate_power_law(options)
                                                 : generate_rmat(options);
 }
 
 Array generate_labels(const GeneratorOptions& options) {
   validate_generator_options(options);
+  if (options.model == GraphModel::kTemporal) return generate_temporal(options).labels;
   Array labels = Array::empty(DType::kInt64, {options.num_nodes});
   int64_t* label = labels.data<int64_t>();
   parallel_for(0, options.num_nodes, 1 << 16, [&](int64_t begin, int64_t end) {
@@ -481,13 +486,24 @@ GeneratedDataset generate_dataset(const GeneratorOptions& options, const std::st
   validate_generator_options(options);
   GeneratedDataset result{.name = default_dataset_name(options), .num_nodes = options.num_nodes};
   DatasetWriter writer(directory, result.name);
-  {
+  if (options.model == GraphModel::kTemporal) {
+    const generator_internal::TemporalStream stream =
+        generator_internal::generate_temporal(options);
+    const Csr& graph = stream.graph;
+    result.num_edges = graph.num_edges();
+    writer.add_array("indptr", graph.indptr());
+    writer.add_array("indices", graph.indices());
+    writer.add_array("edge_ids", *graph.edge_ids());
+    writer.add_array("node_time", *graph.node_time());
+    writer.add_array("edge_time", *graph.edge_time());
+    writer.add_array("labels", stream.labels);
+  } else {
     const Csr graph = generate_graph(options);
     result.num_edges = graph.num_edges();
     writer.add_array("indptr", graph.indptr());
     writer.add_array("indices", graph.indices());
+    writer.add_array("labels", generate_labels(options));
   }
-  writer.add_array("labels", generate_labels(options));
   {
     const GeneratedSplit split = generate_split(options);
     writer.add_array("train_idx", split.train_idx);

@@ -14,6 +14,15 @@
 //              ids >= num_nodes are redrawn, node ids are scrambled by a seeded permutation (as
 //              Graph500 does), and self loops and duplicate edges are dropped, so the graph has
 //              at most num_edges edges (the real count is reported). Labels carry no structure.
+//   kTemporal  an interaction stream: num_nodes / 5 items (ids after the users), item j in
+//              cluster j % num_classes; num_edges events, event e at time e: a uniform user
+//              (whose interest cluster moves to a random one with chance 0.05 per event) takes
+//              an item of its current interest cluster with chance `homophily`, else a uniform
+//              item. So recent behaviour predicts the next link better than the whole history.
+//              A multigraph stored both ways (2 * num_edges CSR entries; a reversed edge keeps
+//              its event's id) with edge_ids = event index, edge_time = event time, node_time =
+//              the node's first event (num_edges for none), rows sorted by time. Labels: an
+//              item's cluster, a user's interest at the end. Sequential in the events.
 // Node data: labels int64 [N] uniform over [0, num_classes); features [N, D] (float32 or
 // float16) = a seeded centroid of the node's class + N(0, feature_noise^2) noise per entry, so a
 // linear model (or nearest centroid) learns the class well above chance but not perfectly;
@@ -50,10 +59,11 @@ namespace volley {
 enum class GraphModel {
   kPowerLaw,  // Chung–Lu with power-law weights
   kRmat,      // recursive matrix
+  kTemporal,  // interaction stream with timestamps
 };
 
 std::string_view graph_model_name(GraphModel model);
-// "powerlaw" or "rmat"; ValueError otherwise.
+// "powerlaw", "rmat" or "temporal"; ValueError otherwise.
 GraphModel graph_model_from_name(std::string_view name);
 
 struct GeneratorOptions {

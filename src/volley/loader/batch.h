@@ -113,6 +113,10 @@ class Epoch final : public BatchStream {
   std::optional<Batch> next() override { return next_on(nullptr); }
   // Stops the producers (idempotent); next() then returns nullopt.
   void stop() override;
+  // Asks the producers to stop and wakes a consumer waiting in next() (which returns nullopt),
+  // without waiting for a producer to finish its batch: callable from any thread, also while
+  // another thread is in next(). stop() or the destructor joins the producers.
+  void request_stop();
   int64_t num_batches() const override { return num_batches_; }
 
  private:

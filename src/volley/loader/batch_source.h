@@ -40,6 +40,11 @@ class BatchSource {
   // whole graph.
   virtual void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
                       uint64_t batch_index, SampledSubgraph& out) const = 0;
+  // Temporal sampling: seed_times[i] is the time of seeds[i] (sample_neighbors' seed_times
+  // overload). The default throws ValueError: a source that samples by time overrides it.
+  virtual void sample_temporal(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+                               const NeighborSamplerOptions& options, uint64_t batch_index,
+                               SampledSubgraph& out) const;
 
   // Features: width 0 when there are none.
   virtual int64_t feature_width() const = 0;
@@ -79,6 +84,9 @@ class LocalBatchSource final : public BatchSource {
   void validate(const NeighborSamplerOptions& options) const override;
   void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
               uint64_t batch_index, SampledSubgraph& out) const override;
+  void sample_temporal(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+                       const NeighborSamplerOptions& options, uint64_t batch_index,
+                       SampledSubgraph& out) const override;
   int64_t feature_width() const override;
   DType feature_dtype() const override;
   void gather_features(std::span<const int64_t> ids, DType out_dtype,

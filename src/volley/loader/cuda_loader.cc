@@ -182,6 +182,9 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<FeatureSto
       options_(std::move(options)) {
   VOLLEY_REQUIRE(graph_.defined(), ValueError,
                  "the CUDA loader needs a placed graph (CudaGraph::place), got an empty one");
+  VOLLEY_REQUIRE(options_.sampler.time_source == TimeSource::kNone, ValueError,
+                 "the CUDA loader does not sample by time yet; use the CPU loader (mode=\"CPU\") "
+                 "for temporal sampling");
   NeighborSampler check(graph_, options_.sampler);  // the sampler's option checks (no CUDA)
   check_store(features_, "features", graph_);
   check_store(labels_, "labels", graph_);

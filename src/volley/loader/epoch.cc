@@ -36,13 +36,17 @@ Epoch::~Epoch() {
   ready_.clear();
 }
 
-void Epoch::stop() {
+void Epoch::request_stop() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   space_changed_.notify_all();
   ready_changed_.notify_all();
+}
+
+void Epoch::stop() {
+  request_stop();
   for (auto& producer : producers_) {
     if (producer.joinable()) producer.join();
   }

@@ -126,7 +126,7 @@ Array seeded_permutation(int64_t n, uint64_t seed) {
 
 namespace loader_internal {
 
-Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t n) {
+Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t n, bool distinct) {
   Array inputs;
   if (input_nodes) {
     // An empty selection is no seeds (PyG's loader yields no batch), never "all nodes".
@@ -138,7 +138,7 @@ Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t n) {
       VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
                      "input node {} at position {} out of range for a graph with {} nodes", ids[i],
                      i, n);
-      VOLLEY_REQUIRE(!seen[static_cast<size_t>(ids[i])], ValueError,
+      VOLLEY_REQUIRE(!distinct || !seen[static_cast<size_t>(ids[i])], ValueError,
                      "input node {} appears twice (second time at position {}); input nodes must "
                      "be distinct",
                      ids[i], i);
@@ -286,7 +286,10 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
                    "features of dtype {} cannot be delivered as {}",
                    dtype_name(source->feature_dtype()), dtype_name(options_.feature_dtype));
   }
-  Array inputs = loader_internal::checked_input_nodes(input_nodes, n);
+  // Temporal sampling takes a node more than once (at different times), as PyG does.
+  const bool temporal = options_.sampler.time_source != TimeSource::kNone;
+  Array inputs = loader_internal::checked_input_nodes(input_nodes, n, /*distinct=*/!temporal);
+  loader_internal::check_input_time(options_, inputs.numel());
   input_nodes_ = inputs;
   auto shared = std::make_shared<Shared>();
   shared->assembly.source = std::move(source);
@@ -365,7 +368,14 @@ Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subg
     seeds[static_cast<size_t>(i)] = inputs[positions[begin + i]];
   }
   const loader_internal::BatchAssembly& assembly = shared->assembly;
-  assembly.source->sample(seeds, options.sampler, static_cast<uint64_t>(index), subgraph);
+  const BatchSource& source = *assembly.source;
+  if (options.input_time) {
+    const std::vector<int64_t> times = loader_internal::seed_times_at(
+        *options.input_time, std::span<const int64_t>(input_ids, static_cast<size_t>(count)));
+    source.sample_temporal(seeds, times, options.sampler, static_cast<uint64_t>(index), subgraph);
+  } else {
+    source.sample(seeds, options.sampler, static_cast<uint64_t>(index), subgraph);
+  }
   assembly.fill(subgraph, options.feature_dtype, threads, prefetch, batch);
   return batch;
 }

@@ -66,6 +66,11 @@ struct LoaderOptions {
   int rank = 0;
   int world_size = 1;
   NeighborSamplerOptions sampler;  // sampler.seed is ignored: the loader derives it from `seed`
+  // Temporal sampling (sampler.time_source set; PyG's input_time): int64 [num input nodes], the
+  // time of each input node, by position (an input node may then repeat, at other times). Needed
+  // exactly when sampler.time_source is set (ValueError naming what is missing or extra, or a
+  // length other than the input count). CPU loaders over a LocalBatchSource only.
+  std::optional<Array> input_time;
   DType feature_dtype = DType::kFloat32;  // dtype of batch.x (features converted on gather)
   // Called by a worker before it builds batch `index` (from the worker thread). An exception it
   // throws fails that batch like any other error: the seam for instrumentation and fault
@@ -141,7 +146,12 @@ namespace loader_internal {
 // `input_nodes` (1-d int64, distinct, in [0, num_nodes)) as given — an empty array is no seeds
 // (the epoch has no batch) — or all nodes when absent (nullopt). IndexError / ValueError naming
 // the offending id and position.
-Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t num_nodes);
+Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t num_nodes,
+                          bool distinct = true);
+// The LoaderOptions::input_time checks against `num_inputs` input nodes (ValueError as stated
+// there), and the seed times of a batch: input_time at `positions`.
+void check_input_time(const LoaderOptions& options, int64_t num_inputs);
+std::vector<int64_t> seed_times_at(const Array& input_time, std::span<const int64_t> positions);
 // Positions into the input nodes in the order epoch `epoch` visits them (int64 [num_inputs]).
 Array epoch_order(int64_t num_inputs, bool shuffle, uint64_t seed, int64_t epoch);
 // The sampler seed of epoch `epoch` (batch b is then sampled with batch index b).

@@ -70,6 +70,12 @@ class CudaGraph {
   const Array& indices() const { return indices_; }
   const std::optional<Array>& edge_ids() const { return edge_ids_; }
   const std::optional<Array>& weights() const { return weights_; }
+  // Temporal sampling's times (Csr::node_time / edge_time), placed like the indices, and the
+  // first row not sorted by each (-1: all sorted; the CUDA sampler needs sorted rows).
+  const std::optional<Array>& node_time() const { return node_time_; }
+  const std::optional<Array>& edge_time() const { return edge_time_; }
+  int64_t first_row_unsorted_by_node_time() const { return node_time_unsorted_row_; }
+  int64_t first_row_unsorted_by_edge_time() const { return edge_time_unsorted_row_; }
   // Bytes of the graph in device memory / in pinned host memory.
   size_t device_bytes() const;
   size_t pinned_bytes() const;
@@ -77,6 +83,8 @@ class CudaGraph {
  private:
   Array indptr_, indices_;
   std::optional<Array> edge_ids_, weights_;
+  std::optional<Array> node_time_, edge_time_;
+  int64_t node_time_unsorted_row_ = -1, edge_time_unsorted_row_ = -1;
   int device_ = 0;
   int64_t num_nodes_ = 0;
   int64_t num_edges_ = 0;

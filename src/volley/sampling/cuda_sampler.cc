@@ -84,6 +84,10 @@ CudaGraph CudaGraph::place(const Csr& graph, const CudaGraphOptions& options) {
   placed.indices_ = place_array(graph.indices(), bulk, options.device);
   if (graph.edge_ids()) placed.edge_ids_ = place_array(*graph.edge_ids(), bulk, options.device);
   if (graph.weights()) placed.weights_ = place_array(*graph.weights(), bulk, options.device);
+  if (graph.node_time()) placed.node_time_ = place_array(*graph.node_time(), bulk, options.device);
+  if (graph.edge_time()) placed.edge_time_ = place_array(*graph.edge_time(), bulk, options.device);
+  placed.node_time_unsorted_row_ = graph.first_row_unsorted_by_node_time();
+  placed.edge_time_unsorted_row_ = graph.first_row_unsorted_by_edge_time();
   cuda_synchronize(nullptr);  // the copies above ran on the legacy default stream
   return placed;
 }
@@ -102,6 +106,8 @@ size_t CudaGraph::device_bytes() const {
   add(indices_);
   if (edge_ids_) add(*edge_ids_);
   if (weights_) add(*weights_);
+  if (node_time_) add(*node_time_);
+  if (edge_time_) add(*edge_time_);
   return bytes;
 }
 
@@ -114,13 +120,15 @@ size_t CudaGraph::pinned_bytes() const {
   add(indices_);
   if (edge_ids_) add(*edge_ids_);
   if (weights_) add(*weights_);
+  if (node_time_) add(*node_time_);
+  if (edge_time_) add(*edge_time_);
   return bytes;
 }
 
 namespace sampling_internal {
 
 // The CPU sampler's seed checks, with its messages (neighbor_kernel.cc).
-void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds) {
+void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds, bool distinct) {
   std::unordered_map<int64_t, size_t> position;
   position.reserve(seeds.size());
   for (size_t i = 0; i < seeds.size(); ++i) {
@@ -128,6 +136,7 @@ void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds) {
     VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
                    "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
                    num_nodes);
+    if (!distinct) continue;
     const auto [it, inserted] = position.emplace(seed, i);
     VOLLEY_REQUIRE(inserted, ValueError,
                    "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
@@ -138,17 +147,32 @@ void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds) {
 // The CPU sampler's option checks (validate_sampler_options), on a placed graph's metadata.
 // Fanout checks come first so they need no graph.
 void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOptions& options) {
-  VOLLEY_REQUIRE(options.subgraph_type == SubgraphType::kDirectional && !options.disjoint,
-                 ValueError,
-                 "the CUDA sampler samples directional, non-disjoint subgraphs only, got "
-                 "subgraph_type={}, disjoint={}; use the CPU sampler (mode=\"CPU\") for these",
-                 subgraph_type_name(options.subgraph_type), options.disjoint);
+  const bool temporal = options.time_source != TimeSource::kNone;
+  VOLLEY_REQUIRE(
+      options.subgraph_type == SubgraphType::kDirectional && (!options.disjoint || temporal),
+      ValueError,
+      "the CUDA sampler samples directional, non-disjoint subgraphs only, got "
+      "subgraph_type={}, disjoint={}; use the CPU sampler (mode=\"CPU\") for these",
+      subgraph_type_name(options.subgraph_type), options.disjoint);
   if (!graph.defined()) {
     validate_sampler_options(options, /*graph_has_weights=*/true);  // the option checks alone
     throw ValueError(
         "NeighborSampler on a GPU needs a placed graph (CudaGraph::place), got an empty one");
   }
   validate_sampler_options(options, graph.has_weights());
+  if (!temporal) return;
+  const bool by_edge = options.time_source == TimeSource::kEdge;
+  const char* what = by_edge ? "edge_time" : "node_time";
+  VOLLEY_REQUIRE(by_edge ? graph.edge_time().has_value() : graph.node_time().has_value(),
+                 ValueError, "temporal sampling by {} time needs the graph's {}, but it has none",
+                 by_edge ? "edge" : "node", what);
+  const int64_t unsorted =
+      by_edge ? graph.first_row_unsorted_by_edge_time() : graph.first_row_unsorted_by_node_time();
+  VOLLEY_REQUIRE(unsorted < 0, ValueError,
+                 "the CUDA sampler samples by time over rows sorted by {}, but row {} is not; sort "
+                 "the graph first (sort_rows_by_time, Graph.sort_by_time(), volley convert "
+                 "--sort-by-time)",
+                 what, unsorted);
 }
 
 std::unique_ptr<CudaSamplerBackend> make_sampler_backend(int device) {
@@ -175,12 +199,21 @@ NeighborSampler::NeighborSampler(CudaGraph graph, NeighborSamplerOptions options
   sampling_internal::check_cuda_sampler_options(cuda_graph_, options_);
 }
 
-SampledSubgraph NeighborSampler::sample_cuda(std::span<const int64_t> seeds, uint64_t batch_index,
-                                             void* stream) {
-  sampling_internal::check_seeds(cuda_graph_.num_nodes(), seeds);
+SampledSubgraph NeighborSampler::sample_cuda(std::span<const int64_t> seeds,
+                                             std::span<const int64_t> seed_times,
+                                             uint64_t batch_index, void* stream) {
+  const bool temporal = options_.time_source != TimeSource::kNone;
+  VOLLEY_REQUIRE(temporal || seed_times.empty(), ValueError,
+                 "seed times were given, but the options ask for no temporal sampling (set "
+                 "time_source / time_attr)");
+  VOLLEY_REQUIRE(!temporal || seed_times.size() == seeds.size(), ValueError,
+                 "seed_times has {} entries, but there are {} seeds (one time per seed)",
+                 seed_times.size(), seeds.size());
+  sampling_internal::check_seeds(cuda_graph_.num_nodes(), seeds, /*distinct=*/!temporal);
   SampledSubgraph out;
   if (seeds.empty()) {  // the CPU sampler's empty result, without touching the device
     out.nodes = out.rows = out.cols = out.edge_ids = Array(Buffer(), DType::kInt64, {0});
+    if (temporal) out.batch = out.nodes;
     out.nodes_per_hop.assign(options_.fanouts.size() + 1, 0);
     out.edges_per_hop.assign(options_.fanouts.size(), 0);
     return out;
@@ -193,9 +226,17 @@ SampledSubgraph NeighborSampler::sample_cuda(std::span<const int64_t> seeds, uin
   view.indices_are_32bit = cuda_graph_.index_dtype() == DType::kInt32;
   view.edge_ids = cuda_graph_.has_edge_ids() ? cuda_graph_.edge_ids()->data<int64_t>() : nullptr;
   view.weights = options_.weighted ? cuda_graph_.weights()->data<float>() : nullptr;
+  view.num_nodes = cuda_graph_.num_nodes();
+  if (options_.time_source == TimeSource::kEdge) {
+    view.edge_time = cuda_graph_.edge_time()->data<int64_t>();
+  } else if (options_.time_source == TimeSource::kNode) {
+    view.node_time = cuda_graph_.node_time()->data<int64_t>();
+  }
   sampling_internal::BackendResult result;
-  backend_->sample(view, seeds, {options_.fanouts, options_.replace, options_.seed}, batch_index,
-                   stream, result);
+  backend_->sample(view, seeds,
+                   {options_.fanouts, options_.replace, options_.seed, temporal, seed_times,
+                    options_.temporal_strategy == TemporalStrategy::kLast},
+                   batch_index, stream, result);
   auto array = [](const Buffer& buffer, int64_t count) {
     return Array(buffer.slice(0, static_cast<size_t>(count) * sizeof(int64_t)), DType::kInt64,
                  {count});
@@ -207,6 +248,7 @@ SampledSubgraph NeighborSampler::sample_cuda(std::span<const int64_t> seeds, uin
   out.edge_ids = array(result.edge_ids, result.num_edges);
   out.nodes_per_hop = std::move(result.nodes_per_hop);
   out.edges_per_hop = std::move(result.edges_per_hop);
+  if (!result.batch.empty()) out.batch = array(result.batch, result.num_nodes);
   return out;
 }
 

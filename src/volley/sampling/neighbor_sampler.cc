@@ -45,6 +45,16 @@ SubgraphType subgraph_type_from_name(std::string_view name) {
       "subgraph_type must be 'directional', 'bidirectional' or 'induced', got '{}'", name));
 }
 
+const char* temporal_strategy_name(TemporalStrategy strategy) {
+  return strategy == TemporalStrategy::kLast ? "last" : "uniform";
+}
+
+TemporalStrategy temporal_strategy_from_name(std::string_view name) {
+  if (name == "uniform") return TemporalStrategy::kUniform;
+  if (name == "last") return TemporalStrategy::kLast;
+  throw ValueError(fmt::format("temporal_strategy must be 'uniform' or 'last', got '{}'", name));
+}
+
 void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_has_weights) {
   VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
                  "fanouts must list at least one hop (e.g. [15, 10]), got an empty list");
@@ -59,10 +69,29 @@ void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_
                  options.fanouts.size());
   VOLLEY_REQUIRE(!(options.disjoint && options.subgraph_type == SubgraphType::kInduced), ValueError,
                  "disjoint sampling does not support subgraph_type='induced'");
+  if (options.time_source != TimeSource::kNone) {
+    VOLLEY_REQUIRE(!options.weighted, ValueError,
+                   "temporal sampling does not support weighted sampling yet");
+    VOLLEY_REQUIRE(options.subgraph_type != SubgraphType::kInduced, ValueError,
+                   "temporal sampling is disjoint and does not support subgraph_type='induced'");
+  }
 }
 
 void validate_sampler_options(const Csr& graph, const NeighborSamplerOptions& options) {
   validate_sampler_options(options, graph.has_weights());
+  if (options.time_source == TimeSource::kNone) return;
+  const bool by_edge = options.time_source == TimeSource::kEdge;
+  const char* what = by_edge ? "edge_time" : "node_time";
+  VOLLEY_REQUIRE(by_edge ? graph.has_edge_time() : graph.has_node_time(), ValueError,
+                 "temporal sampling by {} time needs the graph's {}, but it has none",
+                 by_edge ? "edge" : "node", what);
+  const int64_t unsorted =
+      by_edge ? graph.first_row_unsorted_by_edge_time() : graph.first_row_unsorted_by_node_time();
+  VOLLEY_REQUIRE(options.temporal_strategy != TemporalStrategy::kLast || unsorted < 0, ValueError,
+                 "temporal_strategy='last' needs every row sorted by {}, but row {} is not; sort "
+                 "the graph first (sort_rows_by_time, Graph.sort_by_time(), volley convert "
+                 "--sort-by-time)",
+                 what, unsorted);
 }
 
 namespace {
@@ -119,10 +148,36 @@ SampledSubgraph SampledSubgraph::to_host(void* stream) const {
 void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                       const NeighborSamplerOptions& options, uint64_t batch_index,
                       HostSubgraph& out, SamplerScratch* scratch) {
+  VOLLEY_REQUIRE(options.time_source == TimeSource::kNone, ValueError,
+                 "temporal sampling needs a time per seed (input_time / seed_times), got none");
   validate_sampler_options(graph, options);
   const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
-  cpu::sample_neighbors_cpu(graph, seeds, options, batch_index,
+  cpu::sample_neighbors_cpu(graph, seeds, {}, options, batch_index,
                             borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
+}
+
+void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
+                      std::span<const int64_t> seed_times, const NeighborSamplerOptions& options,
+                      uint64_t batch_index, HostSubgraph& out, SamplerScratch* scratch) {
+  VOLLEY_REQUIRE(options.time_source != TimeSource::kNone, ValueError,
+                 "seed times were given, but the options ask for no temporal sampling (set "
+                 "time_source / time_attr)");
+  VOLLEY_REQUIRE(seed_times.size() == seeds.size(), ValueError,
+                 "seed_times has {} entries, but there are {} seeds (one time per seed)",
+                 seed_times.size(), seeds.size());
+  validate_sampler_options(graph, options);
+  const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
+  cpu::sample_neighbors_cpu(graph, seeds, seed_times, options, batch_index,
+                            borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
+}
+
+SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
+                                 std::span<const int64_t> seed_times,
+                                 const NeighborSamplerOptions& options, uint64_t batch_index,
+                                 SamplerScratch* scratch) {
+  HostSubgraph result;
+  sample_neighbors(graph, seeds, seed_times, options, batch_index, result, scratch);
+  return result.finish();
 }
 
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
@@ -152,16 +207,36 @@ int64_t NeighborSampler::num_nodes() const {
 
 SampledSubgraph NeighborSampler::sample(std::span<const int64_t> seeds, uint64_t batch_index,
                                         void* stream) {
-  if (on_cuda_) return sample_cuda(seeds, batch_index, stream);
+  if (on_cuda_) {
+    VOLLEY_REQUIRE(options_.time_source == TimeSource::kNone, ValueError,
+                   "temporal sampling needs a time per seed (input_time / seed_times), got none");
+    return sample_cuda(seeds, {}, batch_index, stream);
+  }
   // The sampler's scratch when it is free; a concurrent call borrows one.
   std::unique_lock lock(*mutex_, std::try_to_lock);
   return sample_neighbors(graph_, seeds, options_, batch_index,
                           lock.owns_lock() ? &scratch_ : nullptr);
 }
 
+SampledSubgraph NeighborSampler::sample(std::span<const int64_t> seeds,
+                                        std::span<const int64_t> seed_times, uint64_t batch_index,
+                                        void* stream) {
+  if (on_cuda_) {
+    VOLLEY_REQUIRE(options_.time_source != TimeSource::kNone, ValueError,
+                   "seed times were given, but the options ask for no temporal sampling (set "
+                   "time_source / time_attr)");
+    return sample_cuda(seeds, seed_times, batch_index, stream);
+  }
+  std::unique_lock lock(*mutex_, std::try_to_lock);
+  return sample_neighbors(graph_, seeds, seed_times, options_, batch_index,
+                          lock.owns_lock() ? &scratch_ : nullptr);
+}
+
 void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
                 int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
                 HopSample& out, SamplerScratch* scratch) {
+  VOLLEY_REQUIRE(options.time_source == TimeSource::kNone, ValueError,
+                 "sample_hop does not sample by time yet");
   VOLLEY_REQUIRE(fanout >= -1, ValueError,
                  "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",
                  fanout, hop);

@@ -37,6 +37,24 @@
 //   * Edges are grouped by hop: hop h holds edges_per_hop[h] edges; nodes_per_hop[0] is the
 //     number of seeds and nodes_per_hop[h + 1] the nodes first reached at hop h.
 //
+// Temporal sampling (PyG's time_attr / input_time / temporal_strategy), options.temporal set:
+//   * every seed comes with a time (the seed_times overloads), and that time travels down the
+//     seed's tree: a neighbor of a node of tree i is admissible when its time is <= seed_times[i]
+//     — the edge's time (TimeSource::kEdge, Csr::edge_time) or the neighbor's node time
+//     (TimeSource::kNode, Csr::node_time). The seeds themselves are not checked.
+//   * sampling is disjoint (as PyG forces it for temporal sampling: each seed's tree has its own
+//     time), whatever options.disjoint says: `batch` is set and seeds may repeat.
+//   * the pick rules above apply to the admissible neighbors of a target, in CSR order, as if
+//     they were its whole row (uniform, with or without replacement), except with
+//     TemporalStrategy::kLast: the min(k, admissible) most recent admissible neighbors (the last
+//     ones of a row sorted by time), in CSR order, no draws (k == -1: all admissible).
+//   * rows sorted by time (Csr::first_row_unsorted_by_*_time() == -1; sort_rows_by_time in
+//     csr.h) find the admissible prefix by binary search; unsorted rows are scanned (uniform
+//     only: kLast needs sorted rows, ValueError naming the first unsorted row).
+//   * not with `weighted`, nor kInduced (ValueError); sample_hop (the distributed sampler) does
+//     not sample by time yet (ValueError). The CUDA sampler does, over rows sorted by the time
+//     in use (ValueError naming the first unsorted row), with the same picks as the CPU.
+//
 // Errors: ValueError for an empty fanout list, a fanout < -1, more than 255 hops, `weighted` on
 // a graph without weights, disjoint with kInduced, or a duplicate seed (unless disjoint) (naming
 // the id and both positions); IndexError for a seed < 0 or >= num_nodes (naming it and its
@@ -77,6 +95,15 @@ enum class SubgraphType : uint8_t { kDirectional, kBidirectional, kInduced };
 const char* subgraph_type_name(SubgraphType type);
 SubgraphType subgraph_type_from_name(std::string_view name);
 
+// Which timestamps decide admissibility in temporal sampling (PyG: time_attr names a node or an
+// edge attribute).
+enum class TimeSource : uint8_t { kNone, kNode, kEdge };
+// PyG's temporal_strategy: "uniform" among the admissible neighbors, or the "last" (most recent).
+enum class TemporalStrategy : uint8_t { kUniform, kLast };
+// "uniform" / "last", and back: ValueError naming an unknown name.
+const char* temporal_strategy_name(TemporalStrategy strategy);
+TemporalStrategy temporal_strategy_from_name(std::string_view name);
+
 struct NeighborSamplerOptions {
   std::vector<int64_t> fanouts;  // per hop, outermost last; -1 = all neighbors
   bool replace = false;
@@ -87,6 +114,9 @@ struct NeighborSamplerOptions {
   // twice, once per tree; seeds may repeat). SampledSubgraph::batch gives each node's tree.
   // Not with kInduced (ValueError, as in PyG).
   bool disjoint = false;
+  // Temporal sampling (see above): kNone samples without time constraints.
+  TimeSource time_source = TimeSource::kNone;
+  TemporalStrategy temporal_strategy = TemporalStrategy::kUniform;
 };
 
 // One sampled batch. The arrays are 1-d int64 and live where the sampler ran: host memory for
@@ -153,7 +183,8 @@ void validate_sampler_options(const Csr& graph, const NeighborSamplerOptions& op
 void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_has_weights);
 
 // The CPU sampler as a function: `graph` in host memory, result in host memory. The oracle
-// every other sampler is tested against.
+// every other sampler is tested against. ValueError when options.time_source is set (temporal
+// sampling needs the seed_times overloads).
 SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                                  const NeighborSamplerOptions& options, uint64_t batch_index,
                                  SamplerScratch* scratch = nullptr);
@@ -162,6 +193,15 @@ SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seed
 void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
                       const NeighborSamplerOptions& options, uint64_t batch_index,
                       HostSubgraph& out, SamplerScratch* scratch = nullptr);
+// Temporal sampling: `seed_times[i]` is the time of seeds[i]. ValueError when the lengths differ
+// or options.time_source is kNone (use the overloads above).
+SampledSubgraph sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
+                                 std::span<const int64_t> seed_times,
+                                 const NeighborSamplerOptions& options, uint64_t batch_index,
+                                 SamplerScratch* scratch = nullptr);
+void sample_neighbors(const Csr& graph, std::span<const int64_t> seeds,
+                      std::span<const int64_t> seed_times, const NeighborSamplerOptions& options,
+                      uint64_t batch_index, HostSubgraph& out, SamplerScratch* scratch = nullptr);
 
 namespace sampling_internal {
 class CudaSamplerBackend;
@@ -187,6 +227,11 @@ class NeighborSampler {
   // slices of it, and the next call allocates fresh ones while the caller holds them.
   SampledSubgraph sample(std::span<const int64_t> seeds, uint64_t batch_index,
                          void* stream = nullptr);
+  // Temporal sampling: seed_times[i] is the time of seeds[i], see sample_neighbors. On a GPU
+  // the graph's rows must be sorted by the time in use (ValueError at construction naming the
+  // first unsorted row); `stream` as above.
+  SampledSubgraph sample(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+                         uint64_t batch_index, void* stream = nullptr);
 
   // Whether sample() runs the CUDA kernels (a CudaGraph) or the CPU kernel (a Csr).
   bool on_cuda() const { return on_cuda_; }
@@ -198,7 +243,8 @@ class NeighborSampler {
   const CudaGraph& cuda_graph() const { return cuda_graph_; }  // CUDA sampler (else undefined)
 
  private:
-  SampledSubgraph sample_cuda(std::span<const int64_t> seeds, uint64_t batch_index, void* stream);
+  SampledSubgraph sample_cuda(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+                              uint64_t batch_index, void* stream);
 
   Csr graph_;
   CudaGraph cuda_graph_;

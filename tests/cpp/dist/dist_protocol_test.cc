@@ -295,7 +295,7 @@ TEST_F(DistProtocolTest, GarbageOnThePortClosesOnlyThatConnection) {
 TEST_F(DistProtocolTest, AnUndecodableRequestIsInvalidArgumentNamingTheMethod) {
   const auto channel =
       grpc::CreateChannel(served_->servers[0]->address(), grpc::InsecureChannelCredentials());
-  for (const char* method : {"Info", "Health", "SampleHop", "GetRows"}) {
+  for (const char* method : {"Info", "Health", "SampleHop", "GetRows", "SampleEpoch"}) {
     const std::string name = std::string("/volley.rpc.PartitionService/") + method;
     const grpc::Status status = raw_call(channel, name, std::string("\x0f\xff\xff\xff", 4));
     EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;

@@ -8,6 +8,7 @@
 #include "volley/core/half.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define VOLLEY_GATHER_X86 1
 #endif
@@ -147,8 +148,14 @@ __attribute__((target("avx,f16c"))) void half_row_f16c(float* destination, const
   for (; j < width; ++j) destination[j] = half_to_float(from[j]);
 }
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang before 15 has no "f16c" for
+// __builtin_cpu_supports.
 bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0 &&
+           __builtin_cpu_supports("avx");
+  }();
   return has;
 }
 #endif

@@ -22,6 +22,7 @@ enum class Purpose : uint32_t {
   kSplit,
   kRmatBlock,
   kRmatScramble,
+  kTemporalEvent,
 };
 
 inline PhiloxStream stream_for(uint64_t seed, Purpose purpose, uint64_t id) {
@@ -59,5 +60,16 @@ inline int32_t sample_alias(const AliasSlot* slots, uint32_t size, uint32_t inde
 
 // The R-MAT model (generate_rmat.cc); options already validated.
 Csr generate_rmat(const GeneratorOptions& options);
+
+// The temporal interaction model (generate_temporal.cc; generate.h): the graph (both
+// directions, edge ids = event index, edge_time = event time, node_time = first event, rows
+// sorted by time), labels (item cluster; user's last interest), and the events in time order.
+struct TemporalStream {
+  Csr graph;
+  Array labels;  // int64 [N]
+  Array src;     // int64 [M]: user of event e (time e)
+  Array dst;     // int64 [M]: item node of event e
+};
+TemporalStream generate_temporal(const GeneratorOptions& options);
 
 }  // namespace volley::generator_internal

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <unordered_map>
 #include <utility>
 
 #include "volley/core/error.h"
@@ -119,6 +118,83 @@ void pick(const float* weights, int64_t degree, int64_t fanout, bool replace, Ph
   }
 }
 
+// Temporal sampling's view of the graph: the time of each CSR entry and the seeds' times.
+struct TimeFilter {
+  const int64_t* seed_times = nullptr;  // null: not temporal
+  const int64_t* edge_time = nullptr;   // TimeSource::kEdge
+  const int64_t* node_time = nullptr;   // TimeSource::kNode
+  bool sorted = false;                  // every row in non-decreasing time order
+  bool last = false;                    // TemporalStrategy::kLast
+
+  bool active() const { return seed_times != nullptr; }
+  template <typename Index>
+  int64_t time(const Index* indices, int64_t k) const {
+    return edge_time != nullptr ? edge_time[k] : node_time[indices[k]];
+  }
+};
+
+TimeFilter time_filter(const Csr& graph, const NeighborSamplerOptions& options,
+                       std::span<const int64_t> seed_times) {
+  TimeFilter filter;
+  if (options.time_source == TimeSource::kNone) return filter;
+  filter.seed_times = seed_times.data();
+  const bool by_edge = options.time_source == TimeSource::kEdge;
+  if (by_edge) {
+    filter.edge_time = graph.edge_time()->data<int64_t>();
+    filter.sorted = graph.first_row_unsorted_by_edge_time() < 0;
+  } else {
+    filter.node_time = graph.node_time()->data<int64_t>();
+    filter.sorted = graph.first_row_unsorted_by_node_time() < 0;
+  }
+  filter.last = options.temporal_strategy == TemporalStrategy::kLast;
+  return filter;
+}
+
+// Temporal picks of one target (row [row_begin, row_begin + degree)) whose tree has time
+// `limit`, into scratch.picked as positions relative to the row start. The admissible entries
+// (time <= limit) are a prefix found by binary search in a sorted row, else collected by a scan;
+// the uniform rules then run over them as over a row of that degree (neighbor_sampler.h).
+template <typename Index>
+void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_begin,
+                   int64_t degree, int64_t limit, int64_t fanout,
+                   const NeighborSamplerOptions& options, PhiloxStream rng,
+                   NeighborScratch& scratch) {
+  auto& picked = scratch.picked;
+  picked.clear();
+  const int64_t* map = nullptr;  // admissible position -> row position; null: the identity
+  int64_t admissible = 0;
+  if (filter.sorted) {
+    int64_t low = 0, high = degree;
+    while (low < high) {
+      const int64_t middle = low + (high - low) / 2;
+      if (filter.time(indices, row_begin + middle) <= limit) {
+        low = middle + 1;
+      } else {
+        high = middle;
+      }
+    }
+    admissible = low;
+  } else {
+    scratch.admissible.clear();
+    for (int64_t p = 0; p < degree; ++p) {
+      if (filter.time(indices, row_begin + p) <= limit) scratch.admissible.push_back(p);
+    }
+    admissible = static_cast<int64_t>(scratch.admissible.size());
+    map = scratch.admissible.data();
+  }
+  if (admissible == 0 || fanout == 0) return;
+  if (fanout == -1 || (admissible <= fanout && (filter.last || !options.replace))) {
+    for (int64_t p = 0; p < admissible; ++p) picked.push_back(p);
+  } else if (filter.last) {
+    for (int64_t p = admissible - fanout; p < admissible; ++p) picked.push_back(p);
+  } else {
+    pick(nullptr, admissible, fanout, options.replace, rng, scratch);
+  }
+  if (map != nullptr) {
+    for (int64_t& position : picked) position = map[position];
+  }
+}
+
 // The CPU sampler's seed/neighbor map for SubgraphBuilder: one slot per graph node, reset in O(1)
 // by the scratch's generation stamp.
 struct SlotMap {
@@ -151,14 +227,86 @@ SlotMap start_slot_map(int64_t num_nodes, NeighborScratch& scratch) {
 }
 
 // Disjoint sampling's map: keys are tree-qualified ids (root * num_nodes + node), so the same
-// node reached from two seeds gets two local ids.
-struct HashMap {
-  std::unordered_map<int64_t, int32_t> map;
-  int32_t insert(int64_t id, int32_t local) {
-    const auto [it, fresh] = map.try_emplace(id, local);
-    return fresh ? -1 : it->second;
+// node reached from two seeds gets two local ids. Open addressing with linear probing over the
+// scratch's table (reused across batches, reset in O(1) by a generation stamp), kept at most
+// half full: one cache line per lookup, like the slot map of non-disjoint sampling.
+struct FlatMap {
+  std::vector<NeighborScratch::FlatSlot>* table;
+  uint32_t generation;
+  int shift;  // 64 - log2(table size)
+  size_t size = 0;
+
+  size_t home(int64_t key) const {
+    return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> shift);
   }
-  void prefetch(int64_t) const {}
+  int32_t insert(int64_t key, int32_t local) {
+    if (2 * (size + 1) > table->size()) grow();
+    const size_t mask = table->size() - 1;
+    for (size_t i = home(key);; i = (i + 1) & mask) {
+      auto& slot = (*table)[i];
+      if (slot.stamp != generation) {
+        slot = {key, local, generation};
+        ++size;
+        return -1;
+      }
+      if (slot.key == key) return slot.local;
+    }
+  }
+  void prefetch(int64_t key) const { __builtin_prefetch(table->data() + home(key)); }
+  void grow() {
+    std::vector<NeighborScratch::FlatSlot> old = std::move(*table);
+    table->assign(old.size() * 2, {0, 0, 0});
+    --shift;
+    const size_t mask = table->size() - 1;
+    for (const auto& slot : old) {
+      if (slot.stamp != generation) continue;
+      size_t i = home(slot.key);
+      while ((*table)[i].stamp == generation) i = (i + 1) & mask;
+      (*table)[i] = slot;
+    }
+  }
+};
+
+FlatMap start_flat_map(size_t expected, NeighborScratch& scratch) {
+  size_t capacity = 1024;
+  while (capacity < 2 * expected) capacity *= 2;
+  auto& table = scratch.flat;
+  if (table.size() < capacity) {
+    table.assign(capacity, {0, 0, 0});
+    scratch.flat_generation = 0;
+  }
+  if (++scratch.flat_generation == 0) {  // wrapped: clear stale stamps
+    std::fill(table.begin(), table.end(), NeighborScratch::FlatSlot{0, 0, 0});
+    scratch.flat_generation = 1;
+  }
+  int bits = 0;  // log2 of the table size (a larger table from earlier batches is kept)
+  while ((size_t{1} << bits) < table.size()) ++bits;
+  return {&table, scratch.flat_generation, 64 - bits};
+}
+
+// Disjoint sampling's keys root * tree_size + node split without a division per key (they are
+// split several times per expanded node): a multiply-high by floor((2^64 - 1) / tree_size)
+// gives the root or one less, and one correction makes it exact. tree_size 0: keys are nodes.
+class TreeKeys {
+ public:
+  struct Split {
+    int64_t root, node;
+  };
+  explicit TreeKeys(int64_t tree_size)
+      : size_(static_cast<uint64_t>(tree_size)),
+        reciprocal_(tree_size > 0 ? ~uint64_t{0} / static_cast<uint64_t>(tree_size) : 0) {}
+  Split split(int64_t key) const {
+    if (size_ == 0) return {0, key};
+    const auto k = static_cast<uint64_t>(key);
+    uint64_t root = static_cast<uint64_t>((static_cast<unsigned __int128>(k) * reciprocal_) >> 64);
+    uint64_t node = k - root * size_;
+    if (node >= size_) ++root, node -= size_;
+    return {static_cast<int64_t>(root), static_cast<int64_t>(node)};
+  }
+
+ private:
+  uint64_t size_;
+  uint64_t reciprocal_;
 };
 
 // The hops of one batch into `builder`. Frontier entries are keys: a node id, or with
@@ -170,22 +318,33 @@ struct HashMap {
 template <typename Index, typename Map>
 void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t batch_index,
             NeighborScratch& scratch, SubgraphBuilder<Map>& builder, const HostSubgraph& out,
-            int64_t tree_size) {
+            int64_t tree_size, const TimeFilter& filter = {}) {
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
   const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
   const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
   const auto& nodes = out.nodes;
-  const auto node_of = [tree_size](int64_t key) { return tree_size > 0 ? key % tree_size : key; };
+  const TreeKeys keys(tree_size);
+  const auto node_of = [&keys](int64_t key) { return keys.split(key).node; };
   constexpr size_t kAhead = 16;
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     const int64_t fanout = options.fanouts[hop];
     const size_t frontier_end = builder.frontier_end();
     for (size_t i = builder.frontier_begin(); fanout != 0 && i < frontier_end; ++i) {
       if (i + kAhead < frontier_end) __builtin_prefetch(indptr + node_of(nodes[i + kAhead]));
-      if (i + kAhead / 2 < frontier_end)
-        __builtin_prefetch(indices + indptr[node_of(nodes[i + kAhead / 2])]);
-      const int64_t target = node_of(nodes[i]);
+      if (i + kAhead / 2 < frontier_end) {
+        const int64_t ahead = node_of(nodes[i + kAhead / 2]);
+        __builtin_prefetch(indices + indptr[ahead]);
+        if (filter.edge_time != nullptr) {  // the binary search's first probes
+          const int64_t first = indptr[ahead], middle = first + (indptr[ahead + 1] - first) / 2;
+          const int64_t last = indptr[ahead + 1];
+          __builtin_prefetch(filter.edge_time + middle);
+          __builtin_prefetch(filter.edge_time + (first + middle) / 2);
+          __builtin_prefetch(filter.edge_time + (middle + last) / 2);
+        }
+      }
+      const TreeKeys::Split split = keys.split(nodes[i]);
+      const int64_t target = split.node;
       const int64_t tree = nodes[i] - target;  // 0 unless disjoint
       const int64_t row_begin = indptr[target];
       const int64_t degree = indptr[target + 1] - row_begin;
@@ -195,6 +354,15 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
         builder.add_edge(i, tree + static_cast<int64_t>(indices[k]),
                          edge_ids != nullptr ? edge_ids[k] : k);
       };
+      if (filter.active()) {  // disjoint: tree = root * tree_size
+        pick_temporal(
+            filter, indices, row_begin, degree, filter.seed_times[split.root], fanout, options,
+            PhiloxStream(options.seed,
+                         neighbor_stream_counter(target, static_cast<int>(hop), batch_index)),
+            scratch);
+        for (int64_t position : scratch.picked) emit(position);
+        continue;
+      }
       const bool take_all = fanout == -1 || (!options.replace && degree <= fanout);
       if (take_all) {
         for (int64_t position = 0; position < degree; ++position) emit(position);
@@ -273,8 +441,8 @@ void make_bidirectional(HostSubgraph& out) {
 // out.nodes and out.batch at the end.
 template <typename Index>
 void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
-                     const NeighborSamplerOptions& options, uint64_t batch_index,
-                     NeighborScratch& scratch, HostSubgraph& out) {
+                     std::span<const int64_t> seed_times, const NeighborSamplerOptions& options,
+                     uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
   const int64_t n = graph.num_nodes();
   const auto count = static_cast<int64_t>(seeds.size());
   VOLLEY_REQUIRE(n == 0 || count <= (int64_t{1} << 62) / std::max<int64_t>(n, 1), ValueError,
@@ -287,10 +455,10 @@ void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
                    "seed id {} at position {} out of range for a graph with {} nodes", seed, i, n);
     keys[static_cast<size_t>(i)] = i * n + seed;
   }
-  HashMap map;
-  map.map.reserve(seeds.size() * 8);
+  FlatMap map = start_flat_map(seeds.size() * 8, scratch);
   SubgraphBuilder builder(keys, std::max<int64_t>(count * n, 1), map, scratch.neighbors, out);
-  expand<Index>(graph, options, batch_index, scratch, builder, out, n);
+  expand<Index>(graph, options, batch_index, scratch, builder, out, n,
+                time_filter(graph, options, seed_times));
   out.batch.resize(out.nodes.size());
   for (size_t i = 0; i < out.nodes.size(); ++i) {
     out.batch[i] = out.nodes[i] / n;
@@ -300,10 +468,11 @@ void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
 }
 
 template <typename Index>
-void sample(const Csr& graph, std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
-            uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
-  if (options.disjoint) {
-    sample_disjoint<Index>(graph, seeds, options, batch_index, scratch, out);
+void sample(const Csr& graph, std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+            const NeighborSamplerOptions& options, uint64_t batch_index, NeighborScratch& scratch,
+            HostSubgraph& out) {
+  if (options.disjoint || options.time_source != TimeSource::kNone) {
+    sample_disjoint<Index>(graph, seeds, seed_times, options, batch_index, scratch, out);
     return;
   }
   out.batch.clear();
@@ -382,6 +551,8 @@ std::shared_ptr<NeighborScratch> borrow_scratch() {
          trim(scratch.neighbors);
          trim(scratch.bitmap);
          trim(scratch.keys);
+         trim(scratch.admissible);
+         trim(scratch.flat);
          return true;
        }});
   return stock->acquire();
@@ -400,12 +571,13 @@ void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_
 }
 
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
+                          std::span<const int64_t> seed_times,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
                           NeighborScratch& scratch, HostSubgraph& out) {
   if (graph.index_dtype() == DType::kInt32) {
-    sample<int32_t>(graph, seeds, options, batch_index, scratch, out);
+    sample<int32_t>(graph, seeds, seed_times, options, batch_index, scratch, out);
   } else {
-    sample<int64_t>(graph, seeds, options, batch_index, scratch, out);
+    sample<int64_t>(graph, seeds, seed_times, options, batch_index, scratch, out);
   }
 }
 

@@ -32,13 +32,24 @@ struct NeighborScratch {
   std::vector<int64_t> neighbors;  // global ids of one hop's sampled neighbors
   std::vector<uint64_t> bitmap;
   std::vector<double> keys;
+  std::vector<int64_t> admissible;  // temporal sampling of an unsorted row: admissible positions
+  // Disjoint sampling's open-addressing map (tree-qualified id -> local id), stamped per batch.
+  struct FlatSlot {
+    int64_t key;
+    int32_t local;
+    uint32_t stamp;
+  };
+  std::vector<FlatSlot> flat;
+  uint32_t flat_generation = 0;
 };
 
 // A scratch from the process-wide stock for a call that brought none (see SamplerScratch in
 // neighbor_sampler.h for the bound); it goes back when the pointer is dropped.
 std::shared_ptr<NeighborScratch> borrow_scratch();
 
+// `seed_times`: one per seed when options.time_source is set (checked by the caller), else empty.
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
+                          std::span<const int64_t> seed_times,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
                           NeighborScratch& scratch, HostSubgraph& out);
 

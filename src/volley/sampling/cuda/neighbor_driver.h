@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <vector>
 
 #include "volley/core/internal/executor.h"
 #include "volley/sampling/cuda/neighbor_kernels.h"
@@ -48,7 +49,9 @@ class SamplerBackend final : public CudaSamplerBackend {
         offsets_(executor_, internal::Memory::kDevice),
         flags_(executor_, internal::Memory::kDevice),
         ranks_(executor_, internal::Memory::kDevice),
-        table_(executor_, internal::Memory::kDevice) {}
+        table_(executor_, internal::Memory::kDevice),
+        batch_(executor_, internal::Memory::kDevice),
+        seed_times_(executor_, internal::Memory::kDevice) {}
 
   void sample(const DeviceGraphView& graph, std::span<const int64_t> seeds,
               const BackendOptions& options, uint64_t batch_index, void* stream,
@@ -87,12 +90,12 @@ class SamplerBackend final : public CudaSamplerBackend {
   // Counts and offsets of one hop's frontier; returns the hop's edge count.
   template <typename Index>
   int64_t count_hop(const GraphRows<Index>& graph, const int64_t* frontier_nodes, int64_t frontier,
-                    const PickRule& rule) {
+                    const PickRule& rule, int64_t tree_size, const TemporalRows& time) {
     const size_t frontier_bytes = static_cast<size_t>(frontier + 1) * sizeof(int64_t);
     counts_.reserve(frontier_bytes);
     offsets_.reserve(frontier_bytes);
     executor_.for_each(frontier, CountBody<Index>{graph, frontier_nodes, frontier, rule,
-                                                  counts_.template as<int64_t>()});
+                                                  counts_.template as<int64_t>(), tree_size, time});
     executor_.exclusive_scan(counts_.template as<int64_t>(), offsets_.template as<int64_t>(),
                              frontier + 1);
     return executor_.read(offsets_.template as<int64_t>() + frontier);
@@ -120,6 +123,27 @@ class SamplerBackend final : public CudaSamplerBackend {
     return hop_nodes;
   }
 
+  // The seeds into nodes_ — as keys root * tree_size + seed for disjoint (and temporal)
+  // sampling, which the nodes stay until the end of the batch — and the seed times; returns
+  // what the bodies need for temporal picks (inactive unless there are seed times).
+  TemporalRows upload_seeds(const DeviceGraphView& view, std::span<const int64_t> seeds,
+                            const BackendOptions& options, int64_t tree_size) {
+    const size_t seed_bytes = seeds.size() * sizeof(int64_t);
+    if (tree_size > 0) {
+      std::vector<int64_t> keys(seeds.size());
+      for (size_t i = 0; i < seeds.size(); ++i) {
+        keys[i] = static_cast<int64_t>(i) * tree_size + seeds[i];
+      }
+      executor_.upload(nodes_.data(), keys.data(), seed_bytes);
+    } else {
+      executor_.upload(nodes_.data(), seeds.data(), seed_bytes);
+    }
+    if (options.seed_times.empty()) return {};
+    seed_times_.reserve(seed_bytes);
+    executor_.upload(seed_times_.data(), options.seed_times.data(), seed_bytes);
+    return {view.edge_time, view.node_time, seed_times_.template as<int64_t>(), options.last};
+  }
+
   template <typename Index>
   void run(const DeviceGraphView& view, std::span<const int64_t> seeds,
            const BackendOptions& options, uint64_t batch_index, BackendResult& out) {
@@ -135,7 +159,9 @@ class SamplerBackend final : public CudaSamplerBackend {
     rows_.reserve(seed_bytes * 8);
     cols_.reserve(seed_bytes * 8);
     edge_ids_.reserve(seed_bytes * 8);
-    executor_.upload(nodes_.data(), seeds.data(), seed_bytes);
+    const bool disjoint = options.disjoint || !options.seed_times.empty();
+    const int64_t tree_size = disjoint ? view.num_nodes : 0;
+    const TemporalRows time = upload_seeds(view, seeds, options, tree_size);
     // Start with the table size the last batch ended with: no rehash in steady state.
     reset_table(std::max(next_power_of_two(4 * num_seeds), std::max<int64_t>(last_capacity_, 1024)),
                 num_seeds);
@@ -149,8 +175,8 @@ class SamplerBackend final : public CudaSamplerBackend {
       const int64_t frontier = node_count - frontier_begin;
       int64_t hop_edges = 0, hop_nodes = 0;
       if (rule.fanout != 0 && frontier > 0) {
-        hop_edges =
-            count_hop(graph, nodes_.template as<int64_t>() + frontier_begin, frontier, rule);
+        hop_edges = count_hop(graph, nodes_.template as<int64_t>() + frontier_begin, frontier, rule,
+                              tree_size, time);
       }
       if (hop_edges > 0) {
         const size_t kept = static_cast<size_t>(edge_count) * sizeof(int64_t);
@@ -165,7 +191,7 @@ class SamplerBackend final : public CudaSamplerBackend {
                                            rows_.template as<int64_t>() + edge_count,
                                            cols_.template as<int64_t>() + edge_count,
                                            edge_ids_.template as<int64_t>() + edge_count,
-                                           neighbors_.template as<int64_t>()});
+                                           neighbors_.template as<int64_t>(), tree_size, time});
         hop_nodes = relabel_hop(node_count, edge_count, hop_edges);
       }
       out.edges_per_hop.push_back(hop_edges);
@@ -175,6 +201,13 @@ class SamplerBackend final : public CudaSamplerBackend {
       edge_count += hop_edges;
     }
     last_capacity_ = table_capacity_;
+    out.batch = Buffer();
+    if (disjoint) {
+      batch_.reserve(static_cast<size_t>(node_count) * sizeof(int64_t));
+      executor_.for_each(node_count, SplitKeysBody{tree_size, nodes_.template as<int64_t>(),
+                                                   batch_.template as<int64_t>()});
+      out.batch = batch_.buffer();
+    }
 
     out.nodes = nodes_.buffer();
     out.rows = rows_.buffer();
@@ -190,6 +223,7 @@ class SamplerBackend final : public CudaSamplerBackend {
   int64_t last_capacity_ = 0;
   Workspace nodes_, rows_, cols_, edge_ids_;  // the outputs
   Workspace neighbors_, counts_, offsets_, flags_, ranks_, table_;
+  Workspace batch_, seed_times_;  // disjoint / temporal sampling
 };
 
 }  // namespace volley::sampling_internal

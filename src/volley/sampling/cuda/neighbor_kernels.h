@@ -78,6 +78,21 @@ struct InsertBody {
 
 // Item i < count: counts[i] = picks of frontier[i]; item 0 also zeroes counts[count], so the
 // exclusive scan's last element is the total.
+// Disjoint sampling: frontier entries are keys root * tree_size + node (tree_size 0: nodes).
+VOLLEY_HOST_DEVICE inline int64_t node_of_key(int64_t key, int64_t tree_size) {
+  return tree_size > 0 ? key % tree_size : key;
+}
+
+// Temporal sampling: the admissible prefix of frontier key `key`'s row [begin, begin + degree).
+template <typename Index>
+VOLLEY_HOST_DEVICE inline int64_t admissible_of(const GraphRows<Index>& graph,
+                                                const TemporalRows& time, int64_t key,
+                                                int64_t tree_size, int64_t begin, int64_t degree) {
+  return admissible_prefix(time, graph.indices + begin,
+                           time.edge_time != nullptr ? time.edge_time + begin : nullptr, degree,
+                           time.seed_times[key / tree_size]);
+}
+
 template <typename Index>
 struct CountBody {
   static constexpr const char* kName = "sampler count";
@@ -86,11 +101,18 @@ struct CountBody {
   int64_t count;
   PickRule rule;
   int64_t* counts;
+  int64_t tree_size = 0;
+  TemporalRows time = {};
   VOLLEY_HOST_DEVICE void operator()(int64_t i) const {
     if (i == 0) counts[count] = 0;
-    const int64_t target = frontier[i];
+    const int64_t target = node_of_key(frontier[i], tree_size);
     const int64_t begin = graph.indptr[target];
     const int64_t degree = graph.indptr[target + 1] - begin;
+    if (time.active()) {
+      counts[i] = temporal_pick_count(
+          admissible_of(graph, time, frontier[i], tree_size, begin, degree), rule, time.last);
+      return;
+    }
     counts[i] =
         pick_count(degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule);
   }
@@ -110,19 +132,28 @@ struct PickBody {
   int64_t* cols;
   int64_t* edge_ids;
   int64_t* neighbors;
+  int64_t tree_size = 0;
+  TemporalRows time = {};
   VOLLEY_HOST_DEVICE void operator()(int64_t i) const {
     const int64_t start = offsets[i];
     const int64_t picks = offsets[i + 1] - start;
     if (picks == 0) return;
-    const int64_t target = frontier[i];
+    const int64_t target = node_of_key(frontier[i], tree_size);
+    const int64_t tree = frontier[i] - target;  // root * tree_size; 0 unless disjoint
     const int64_t begin = graph.indptr[target];
     const int64_t degree = graph.indptr[target + 1] - begin;
     int64_t* positions = edge_ids + start;
-    pick_positions(target, degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule,
-                   picks, positions, reinterpret_cast<double*>(cols + start), rows + start);
+    if (time.active()) {
+      temporal_pick_positions(
+          target, admissible_of(graph, time, frontier[i], tree_size, begin, degree), rule,
+          time.last, picks, positions, reinterpret_cast<double*>(cols + start), rows + start);
+    } else {
+      pick_positions(target, degree, graph.weights != nullptr ? graph.weights + begin : nullptr,
+                     rule, picks, positions, reinterpret_cast<double*>(cols + start), rows + start);
+    }
     for (int64_t j = 0; j < picks; ++j) {
       const int64_t k = begin + positions[j];
-      neighbors[start + j] = static_cast<int64_t>(graph.indices[k]);
+      neighbors[start + j] = tree + static_cast<int64_t>(graph.indices[k]);
       edge_ids[start + j] = graph.edge_ids != nullptr ? graph.edge_ids[k] : k;
       rows[start + j] = first_local + i;
     }
@@ -161,6 +192,18 @@ struct AssignBody {
     nodes[local] = neighbors[j];
     table.values[table_find(table, static_cast<unsigned long long>(neighbors[j]))] =
         static_cast<unsigned long long>(local);
+  }
+};
+
+// Disjoint sampling, at the end of a batch: key j → node and tree (batch).
+struct SplitKeysBody {
+  static constexpr const char* kName = "sampler split keys";
+  int64_t tree_size;
+  int64_t* nodes;
+  int64_t* batch;
+  VOLLEY_HOST_DEVICE void operator()(int64_t j) const {
+    batch[j] = nodes[j] / tree_size;
+    nodes[j] -= batch[j] * tree_size;
   }
 };
 

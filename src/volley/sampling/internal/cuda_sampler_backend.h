@@ -28,17 +28,26 @@ struct DeviceGraphView {
   bool indices_are_32bit = true;
   const int64_t* edge_ids = nullptr;  // null: CSR positions
   const float* weights = nullptr;     // null: unweighted sampling
+  int64_t num_nodes = 0;              // disjoint sampling's tree size
+  // Temporal sampling (rows sorted by the time in use): one of these, else both null.
+  const int64_t* edge_time = nullptr;  // [E], CSR order
+  const int64_t* node_time = nullptr;  // [N]
 };
 
 struct BackendOptions {
   std::span<const int64_t> fanouts;
   bool replace = false;
   uint64_t seed = 0;
+  bool disjoint = false;  // each seed a tree of its own (keys root * num_nodes + node)
+  // Temporal sampling (implies disjoint): one host time per seed, and the strategy.
+  std::span<const int64_t> seed_times = {};
+  bool last = false;
 };
 
 // The arrays of one batch: `count` int64 at the front of each buffer.
 struct BackendResult {
   Buffer nodes, rows, cols, edge_ids;
+  Buffer batch;  // disjoint: the tree of each node (num_nodes int64), else empty
   int64_t num_nodes = 0;
   int64_t num_edges = 0;
   std::vector<int64_t> nodes_per_hop;  // hops + 1

@@ -11,7 +11,7 @@
 namespace volley::sampling_internal {
 
 // Seeds: IndexError for one out of range, ValueError for a duplicate (CPU sampler's messages).
-void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds);
+void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds, bool distinct = true);
 // ValueError for the fanouts (checked first, needing no graph; validate_sampler_options's
 // messages), an undefined graph, `weighted` without weights.
 void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOptions& options);

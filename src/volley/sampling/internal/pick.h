@@ -372,4 +372,60 @@ VOLLEY_HOST_DEVICE inline void pick_positions(int64_t target, int64_t degree,
   detail::pick_weighted_cdf(degree, row_weights, k, rng, positions, keys, order);
 }
 
+// --- temporal sampling (neighbor_sampler.h) ---------------------------------------------------
+// What the GPU bodies need of a temporal batch: the entries' times and each tree's seed time.
+struct TemporalRows {
+  const int64_t* edge_time = nullptr;   // [E] in CSR order (TimeSource::kEdge), else null
+  const int64_t* node_time = nullptr;   // [N] (TimeSource::kNode), else null
+  const int64_t* seed_times = nullptr;  // [seeds], device; null: not temporal
+  bool last = false;                    // TemporalStrategy::kLast
+  VOLLEY_HOST_DEVICE bool active() const { return seed_times != nullptr; }
+};
+
+// How many entries of a row sorted by time (`row_indices`, and `row_edge_time` or the
+// `node_time` of the neighbors) have a time <= limit: the admissible prefix, by binary search.
+template <typename Index>
+VOLLEY_HOST_DEVICE inline int64_t admissible_prefix(const TemporalRows& time,
+                                                    const Index* row_indices,
+                                                    const int64_t* row_edge_time, int64_t degree,
+                                                    int64_t limit) {
+  int64_t low = 0, high = degree;
+  while (low < high) {
+    const int64_t middle = low + (high - low) / 2;
+    const int64_t t =
+        row_edge_time != nullptr ? row_edge_time[middle] : time.node_time[row_indices[middle]];
+    if (t <= limit) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  return low;
+}
+
+// How many neighbors a target with `admissible` admissible entries gets (the CPU kernel's
+// pick_temporal rules).
+VOLLEY_HOST_DEVICE inline int64_t temporal_pick_count(int64_t admissible, const PickRule& rule,
+                                                      bool last) {
+  if (admissible == 0 || rule.fanout == 0) return 0;
+  if (rule.fanout == -1 || (admissible <= rule.fanout && (last || !rule.replace))) {
+    return admissible;
+  }
+  return rule.fanout;
+}
+
+// Positions (in the row) of the `count` picks: "last" the tail of the admissible prefix, else
+// the untimed rules over the prefix as if it were the whole row.
+VOLLEY_HOST_DEVICE inline void temporal_pick_positions(int64_t target, int64_t admissible,
+                                                       const PickRule& rule, bool last,
+                                                       int64_t count, int64_t* positions,
+                                                       double* keys, int64_t* order) {
+  if (count == 0) return;
+  if (last) {
+    for (int64_t j = 0; j < count; ++j) positions[j] = admissible - count + j;
+    return;
+  }
+  pick_positions(target, admissible, nullptr, rule, count, positions, keys, order);
+}
+
 }  // namespace volley::sampling_internal

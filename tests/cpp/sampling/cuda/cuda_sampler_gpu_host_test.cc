@@ -12,7 +12,10 @@
 
 #include "sampling/expect_subgraph.h"
 #include "test_graphs.h"
+#include "test_util.h"
+#include "volley/core/internal/emulated_device.h"
 #include "volley/graph/generate.h"
+#include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/internal/cuda_sampler_backend.h"
 
 namespace volley {
@@ -149,6 +152,115 @@ int64_t compare_with_cpu(const Csr& graph, const std::vector<std::vector<int64_t
     }
   }
   return compared;
+}
+
+// Temporal (and untimed disjoint) sampling: the backend with the graph's times equals the CPU
+// oracle on a random multigraph sorted by time, for edge and node time, both strategies, with
+// and without replacement, seeds repeating at different times.
+TEST(CudaSamplerGpuHost, TemporalEqualsTheCpuSampler) {
+  std::mt19937_64 rng(17);
+  const int64_t n = 400, m = 9000;
+  std::vector<int64_t> node_time(n), edge_time(m);
+  for (auto& t : node_time) t = static_cast<int64_t>(rng() % 500);
+  for (auto& t : edge_time) t = static_cast<int64_t>(rng() % 500);
+  const Csr timed = skewed_random_graph(n, m, 17, {.weighted = false})
+                        .with_times(Array::from_vector(node_time), Array::from_vector(edge_time));
+  internal::HostExecutor executor({.threads = 1});
+  auto place = [&](const Array& array) {
+    Buffer placed = executor.allocate(internal::Memory::kDevice, array.nbytes());
+    executor.copy(placed.data(), array.raw_data(), array.nbytes());
+    return placed;
+  };
+  auto backend = sampling_internal::make_host_sampler_backend({.threads = 8, .seed = 3});
+  int64_t compared = 0;
+  for (TimeSource source : {TimeSource::kNone, TimeSource::kEdge, TimeSource::kNode}) {
+    const Csr graph = source == TimeSource::kNone
+                          ? timed
+                          : sort_rows_by_time(timed, source == TimeSource::kEdge ? TimeKind::kEdge
+                                                                                 : TimeKind::kNode);
+    const HostPlacedGraph placed(graph, Placement::kGpu);
+    const Buffer edge_times = place(*graph.edge_time()), node_times = place(*graph.node_time());
+    DeviceGraphView view = placed.view(false);
+    view.num_nodes = n;
+    if (source == TimeSource::kEdge)
+      view.edge_time = reinterpret_cast<const int64_t*>(edge_times.data());
+    if (source == TimeSource::kNode)
+      view.node_time = reinterpret_cast<const int64_t*>(node_times.data());
+    for (int variant = 0; variant < 4; ++variant) {
+      NeighborSamplerOptions options{.fanouts = {6, -1, 3},
+                                     .replace = (variant & 1) != 0,
+                                     .seed = rng() % 1000,
+                                     .disjoint = true,
+                                     .time_source = source,
+                                     .temporal_strategy = (variant & 2) != 0
+                                                              ? TemporalStrategy::kLast
+                                                              : TemporalStrategy::kUniform};
+      std::vector<int64_t> seeds(40), times(40);
+      for (size_t i = 0; i < seeds.size(); ++i) {
+        seeds[i] = static_cast<int64_t>(rng() % 60);  // repeats
+        times[i] = static_cast<int64_t>(rng() % 600);
+      }
+      const SampledSubgraph expected = source == TimeSource::kNone
+                                           ? sample_neighbors(graph, seeds, options, 2)
+                                           : sample_neighbors(graph, seeds, times, options, 2);
+      BackendResult result;
+      sampling_internal::BackendOptions backend_options{options.fanouts, options.replace,
+                                                        options.seed, true};
+      if (source != TimeSource::kNone) {
+        backend_options.seed_times = times;
+        backend_options.last = options.temporal_strategy == TemporalStrategy::kLast;
+      }
+      backend->sample(view, seeds, backend_options, 2, nullptr, result);
+      SampledSubgraph got = to_subgraph(result, static_cast<int64_t>(seeds.size()));
+      const std::string what =
+          fmt::format("source {} variant {}", static_cast<int>(source), variant);
+      expect_same_subgraph(expected, got, what);
+      ASSERT_FALSE(result.batch.empty()) << what;
+      const std::vector<int64_t> want_batch = expected.batch.to_vector<int64_t>();
+      std::vector<int64_t> got_batch(want_batch.size());
+      std::memcpy(got_batch.data(), result.batch.data(), got_batch.size() * sizeof(int64_t));
+      EXPECT_EQ(got_batch, want_batch) << what;
+      compared += expected.num_edges();
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  EXPECT_GT(compared, 1000);
+}
+
+// The public path: CudaGraph::place carries the times, NeighborSampler::sample(seeds, times)
+// on the emulated device returns the CPU's batch (batch vector included); unsorted rows and
+// missing times are refused at construction.
+TEST(CudaSamplerGpuHost, TemporalThroughThePublicSampler) {
+  internal::ScopedCudaEmulation emulated;
+  std::mt19937_64 rng(5);
+  std::vector<int64_t> edge_time(3000);
+  for (auto& t : edge_time) t = static_cast<int64_t>(rng() % 100);
+  const Csr unsorted = skewed_random_graph(200, 3000, 5, {.weighted = false})
+                           .with_times({}, Array::from_vector(edge_time));
+  const Csr graph = sort_rows_by_time(unsorted, TimeKind::kEdge);
+  const NeighborSamplerOptions options{.fanouts = {4, 3},
+                                       .seed = 8,
+                                       .time_source = TimeSource::kEdge,
+                                       .temporal_strategy = TemporalStrategy::kUniform};
+  const std::vector<int64_t> seeds{1, 1, 7, 30}, times{20, 90, 50, 70};
+  for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
+    NeighborSampler sampler(CudaGraph::place(graph, {.mode = mode}), options);
+    const SampledSubgraph got = sampler.sample(seeds, times, 4).to_host();
+    const SampledSubgraph expected = sample_neighbors(graph, seeds, times, options, 4);
+    expect_same_subgraph(expected, got, "public sampler");
+    EXPECT_EQ(got.batch.to_vector<int64_t>(), expected.batch.to_vector<int64_t>());
+    EXPECT_EQ(message_of<ValueError>([&] { sampler.sample(seeds, 0); }),
+              "temporal sampling needs a time per seed (input_time / seed_times), got none");
+  }
+  EXPECT_EQ(message_of<ValueError>([&] { NeighborSampler(CudaGraph::place(unsorted), options); }),
+            fmt::format("the CUDA sampler samples by time over rows sorted by edge_time, but row "
+                        "{} is not; sort the graph first (sort_rows_by_time, Graph.sort_by_time(), "
+                        "volley convert --sort-by-time)",
+                        unsorted.first_row_unsorted_by_edge_time()));
+  EXPECT_EQ(message_of<ValueError>([&] {
+              NeighborSampler(CudaGraph::place(skewed_random_graph(50, 200, 1)), options);
+            }),
+            "temporal sampling by edge time needs the graph's edge_time, but it has none");
 }
 
 TEST(CudaSamplerGpuHost, EqualsTheCpuSamplerOnRandomGraphs) {

@@ -1,0 +1,127 @@
+"""Temporal sampling for the loaders: PyG's ``time_attr`` / ``input_time`` / ``temporal_strategy``.
+
+A neighbor is admissible when its time (the edge's, or the neighbor node's) is at or before the
+time of the seed whose subgraph it joins; sampling is then disjoint, as PyG makes it. See
+``src/volley/sampling/neighbor_sampler.h`` for the rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+from . import _tensor, _volley
+from .graph import Graph
+
+STRATEGIES = ("uniform", "last")
+
+
+def check_strategy(temporal_strategy: Any) -> str:
+    """``temporal_strategy`` if it is ``"uniform"`` or ``"last"``; VolleyValueError otherwise."""
+    if temporal_strategy not in STRATEGIES:
+        raise _volley.VolleyValueError(
+            f"temporal_strategy must be 'uniform' or 'last', got {temporal_strategy!r}"
+        )
+    return temporal_strategy
+
+
+def _dataset_times(graph: Graph, time_attr: str) -> str:
+    """The time source a ``volley.Dataset`` names with ``time_attr``."""
+    has = {"node": graph.node_time is not None, "edge": graph.edge_time is not None}
+    wanted = {"node_time": "node", "edge_time": "edge"}.get(time_attr)
+    if time_attr == "time":
+        wanted = "node" if has["node"] else "edge"
+    if wanted is None:
+        raise _volley.VolleyValueError(
+            f"time_attr={time_attr!r}: a volley.Dataset has 'node_time', 'edge_time' or 'time' "
+            "(node time when present, else edge time)"
+        )
+    if not has[wanted]:
+        raise _volley.VolleyValueError(
+            f"time_attr={time_attr!r} needs the dataset's {wanted}_time (node_time.npy / "
+            f"edge_time.npy), but it has none"
+        )
+    return wanted
+
+
+def _data_times(graph: Graph, data: Any, time_attr: str) -> Tuple[Graph, str]:
+    """``graph`` with ``data[time_attr]`` attached: node time when it has one entry per node,
+    else edge time when it has one per edge of ``edge_index`` (PyG's order of checks)."""
+    value = getattr(data, time_attr, None)
+    if value is None:
+        raise _volley.VolleyValueError(
+            f"time_attr={time_attr!r}: data has no attribute {time_attr!r}"
+        )
+    times = _tensor.to_numpy(value)
+    num_edges = _tensor.shape_of(data.edge_index)[1]
+    if times.ndim != 1 or times.shape[0] not in (graph.num_nodes, num_edges):
+        raise _volley.VolleyValueError(
+            f"data.{time_attr} must have one entry per node ({graph.num_nodes}) or per edge "
+            f"({num_edges}), got shape {list(times.shape)}"
+        )
+    if times.dtype.kind not in "iu":
+        raise _volley.VolleyValueError(
+            f"data.{time_attr} must hold integer timestamps, got dtype {times.dtype}"
+        )
+    times = np.ascontiguousarray(times, dtype=np.int64)
+    if times.shape[0] == graph.num_nodes:
+        return graph.with_times(node_time=times), "node"
+    ids = _tensor.to_numpy(graph.edge_ids) if graph.edge_ids is not None else None
+    return graph.with_times(edge_time=times if ids is None else times[ids]), "edge"
+
+
+def attach(graph: Graph, data: Any, time_attr: Optional[str], is_dataset: bool) -> Tuple[Graph, str]:
+    """The graph to sample (with times attached and rows sorted by them, as PyG sorts its CSC
+    for temporal sampling) and the time source (``"none"``, ``"node"`` or ``"edge"``)."""
+    if time_attr is None:
+        return graph, "none"
+    if is_dataset:
+        kind = _dataset_times(graph, time_attr)
+    else:
+        graph, kind = _data_times(graph, data, time_attr)
+    if not graph.is_sorted_by_time(kind):
+        graph = graph.sort_by_time(kind)
+    return graph, kind
+
+
+def input_times(
+    input_time: Any, time_source: str, graph: Graph, input_nodes: Optional[np.ndarray]
+) -> Optional[np.ndarray]:
+    """The int64 time of every input node: ``input_time`` checked, or — node time without
+    ``input_time``, as pyg-lib does — each seed's own node time. VolleyValueError when
+    ``input_time`` comes without ``time_attr``, is missing with edge time, or has the wrong
+    length or dtype."""
+    if time_source == "none":
+        if input_time is not None:
+            raise _volley.VolleyValueError(
+                "input_time was given without time_attr: name the node or edge time to sample by"
+            )
+        return None
+    count = graph.num_nodes if input_nodes is None else len(input_nodes)
+    if input_time is None:
+        if time_source == "edge":
+            raise _volley.VolleyValueError(
+                "temporal sampling by edge time needs input_time (one time per input node)"
+            )
+        node_time = _tensor.to_numpy(graph.node_time)
+        return node_time.copy() if input_nodes is None else node_time[input_nodes]
+    times = _tensor.to_numpy(input_time)
+    if times.ndim != 1 or times.shape[0] != count:
+        raise _volley.VolleyValueError(
+            f"input_time must have one entry per input node ({count}), got shape {list(times.shape)}"
+        )
+    if times.dtype.kind not in "iu":
+        raise _volley.VolleyValueError(f"input_time must hold integer timestamps, got dtype {times.dtype}")
+    return np.ascontiguousarray(times, dtype=np.int64)
+
+
+def call_times(loader: Any, seeds: np.ndarray) -> np.ndarray:
+    """Seed times for ``loader(index)`` under temporal sampling: each seed's own node time (no
+    ``input_time`` comes with an index); VolleyValueError with edge time."""
+    if loader._options.sampler.time_source == "edge":
+        raise _volley.VolleyValueError(
+            "loader(index) cannot sample by edge time: it has no input_time for the seeds; "
+            "iterate the loader (input_time given at construction)"
+        )
+    return np.ascontiguousarray(_tensor.to_numpy(loader.graph.node_time)[seeds], dtype=np.int64)

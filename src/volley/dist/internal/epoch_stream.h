@@ -1,0 +1,79 @@
+// volley/dist/internal/epoch_stream.h — a server-client epoch stream without a held thread.
+//
+// SampleEpoch (server-client mode) streams an epoch's batches to a trainer that reads at its own
+// pace. With gRPC's synchronous API the handler's thread waited inside Write() while the reader
+// paused, so trainers that paused could exhaust the server's threads. Here the stream is a
+// callback reactor: a batch is fetched and its write started by a task of a small pump pool;
+// the next task is queued only when gRPC reports the write done (the client's flow-control
+// window had room). A paused reader therefore holds no thread at all — only its stream's
+// prefetched batches and the epoch's (idle) workers.
+//
+// Exactly one piece of work owns a stream at a time — the opening task, a pump task, or a write
+// in flight — and whichever owns it when the epoch ends, fails or is cancelled calls Finish,
+// once. The reactor deletes itself when gRPC reports it done and no task holds it.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "volley/dist/volley.pb.h"
+#include "volley/loader/neighbor_loader.h"
+
+namespace volley::dist::internal {
+
+// A fixed pool of threads running queued tasks in order of arrival. stop() (or the destructor)
+// runs the tasks already queued, then joins.
+class TaskQueue {
+ public:
+  explicit TaskQueue(int threads);
+  ~TaskQueue() { stop(); }
+  TaskQueue(const TaskQueue&) = delete;
+  TaskQueue& operator=(const TaskQueue&) = delete;
+
+  void submit(std::function<void()> task);
+  void stop();
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// What a stream needs from its server (the server's State implements it).
+class EpochStreamHost {
+ public:
+  virtual ~EpochStreamHost() = default;
+  // Counts a stream as open (before it is checked) and returns how many were open before it;
+  // stream_closed() undoes it when the stream is done.
+  virtual int64_t stream_opened() = 0;
+  virtual void stream_closed() = 0;
+  // Checks the call (token, the number of open streams, protocol, fingerprint, peers, the
+  // request's fields) and builds the loader of its epoch into `loader`. A refusal is the
+  // returned status, counted as a failed request by the host.
+  virtual grpc::Status open_epoch(grpc::CallbackServerContext& context,
+                                  const rpc::EpochRequest& request,
+                                  std::unique_ptr<NeighborLoader>& loader) = 0;
+  // A stream that failed after it was opened (a peer's error, an oversized batch).
+  virtual void count_failure() = 0;
+  virtual int64_t part() const = 0;
+  virtual int64_t max_message_bytes() const = 0;  // a batch message above this ends the stream
+  virtual TaskQueue& pump() = 0;
+};
+
+// The reactor of one SampleEpoch call; its work starts on host.pump() at once. The host, its
+// pump and `request` must outlive the stream (gRPC keeps the request until the stream is done;
+// the server joins its pump after gRPC's shutdown).
+grpc::ServerWriteReactor<rpc::BatchMessage>* start_epoch_stream(
+    EpochStreamHost& host, grpc::CallbackServerContext& context, const rpc::EpochRequest& request);
+
+}  // namespace volley::dist::internal
