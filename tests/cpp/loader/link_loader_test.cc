@@ -377,6 +377,10 @@ TEST(LinkLoader, BadInputNamesTheValueAndEmptyInputHasNoBatches) {
                          std::nullopt, {});
             }).find("int64 array [2, M], got int32[2, 3]"),
             std::string::npos);
+  LinkLoaderOptions temporal = binary_options();
+  temporal.loader.input_time = Array::zeros(DType::kInt64, {500});
+  EXPECT_NE(message_of<ValueError>([&] { make_loader(f, temporal); }).find("temporal sampling"),
+            std::string::npos);
   const LinkLoader empty(f.graph, std::nullopt, std::nullopt, Array::empty(DType::kInt64, {2, 0}),
                          std::nullopt, binary_options());
   EXPECT_EQ(empty.num_batches(), 0);
