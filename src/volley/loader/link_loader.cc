@@ -139,6 +139,9 @@ LinkLoader::LinkLoader(std::shared_ptr<const BatchSource> source, Array edge_lab
   check_negative_options(negatives, shared->labels.has_value());
   VOLLEY_REQUIRE(!options_.loader.sampler.disjoint, ValueError,
                  "disjoint sampling is not supported by the link loader yet");
+  VOLLEY_REQUIRE(options_.loader.sampler.time_source == TimeSource::kNone &&
+                     !options_.loader.input_time.has_value(),
+                 ValueError, "temporal sampling is not supported by the link loader yet");
   loader_internal::check_loader_options(options_.loader, num_inputs_);
   source->validate(options_.loader.sampler);
   if (source->feature_width() > 0) {

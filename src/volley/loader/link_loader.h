@@ -48,7 +48,7 @@
 // Errors (constructor, ValueError / IndexError naming the value): edge_label_index not int64
 // [2, M]; an id out of [0, num_nodes) (naming it, its row and position); edge_label not 1-d of
 // M numbers (bool or numeric); amount negative or not finite; triplet with a fractional amount,
-// amount 0, or labels; disjoint sampling (not supported); degree distribution or
+// amount 0, or labels; disjoint or temporal sampling (not supported yet); degree distribution or
 // reject_existing on a source that cannot give degrees / check edges (the source's
 // ValueError); the LoaderOptions errors of NeighborLoader. M = 0 gives epochs without batches.
 // Thread safety: one consumer per epoch; a LinkLoader may run several epochs concurrently.

@@ -312,6 +312,39 @@ TEST(LinkLoader, LocalSourceChecksEdgesAndGivesDegrees) {
             std::string::npos);
 }
 
+TEST(LinkLoader, AnySourceAndRanksShareOutTheEdges) {
+  const Fixture f = make_fixture();
+  // Over a source of another kind (uniform negatives need neither degrees nor edge checks):
+  // the same batches as over the local source.
+  LinkLoaderOptions options = binary_options();
+  const std::vector<Batch> local =
+      all_batches(LinkLoader(f.graph, std::nullopt, std::nullopt, f.edges, std::nullopt, options));
+  const std::vector<Batch> other = all_batches(
+      LinkLoader(std::make_shared<NoEdgeChecks>(f.graph), f.edges, std::nullopt, options));
+  ASSERT_EQ(other.size(), local.size());
+  for (size_t b = 0; b < local.size(); ++b) {
+    EXPECT_EQ(other[b].nodes.to_vector<int64_t>(), local[b].nodes.to_vector<int64_t>());
+    EXPECT_EQ(other[b].edge_label_index.to_vector<int64_t>(),
+              local[b].edge_label_index.to_vector<int64_t>());
+  }
+  // Two ranks: disjoint, equally long shares covering every edge.
+  std::vector<int64_t> seen;
+  int64_t batches = -1;
+  for (int rank = 0; rank < 2; ++rank) {
+    options.loader.rank = rank;
+    options.loader.world_size = 2;
+    const LinkLoader loader = make_loader(f, options);
+    if (batches >= 0) EXPECT_EQ(loader.num_batches(), batches);
+    batches = loader.num_batches();
+    for (const Batch& batch : all_batches(loader)) {
+      for (const int64_t id : batch.input_ids.to_vector<int64_t>()) seen.push_back(id);
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  ASSERT_EQ(seen.size(), 500u);
+  for (int64_t i = 0; i < 500; ++i) EXPECT_EQ(seen[i], i);
+}
+
 TEST(LinkLoader, BadInputNamesTheValueAndEmptyInputHasNoBatches) {
   const Fixture f = make_fixture();
   Array bad = f.edges.clone();
@@ -343,6 +376,10 @@ TEST(LinkLoader, BadInputNamesTheValueAndEmptyInputHasNoBatches) {
               LinkLoader(f.graph, std::nullopt, std::nullopt, Array::zeros(DType::kInt32, {2, 3}),
                          std::nullopt, {});
             }).find("int64 array [2, M], got int32[2, 3]"),
+            std::string::npos);
+  LinkLoaderOptions temporal = binary_options();
+  temporal.loader.input_time = Array::zeros(DType::kInt64, {500});
+  EXPECT_NE(message_of<ValueError>([&] { make_loader(f, temporal); }).find("temporal sampling"),
             std::string::npos);
   const LinkLoader empty(f.graph, std::nullopt, std::nullopt, Array::empty(DType::kInt64, {2, 0}),
                          std::nullopt, binary_options());
