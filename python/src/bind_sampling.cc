@@ -52,20 +52,39 @@ std::shared_ptr<HostSubgraph> recycled_subgraph() {
   return stock->acquire();
 }
 
+// Seed times from Python: a 1-d int64 host array (ValueError naming what came otherwise).
+Array host_times_array(const InputArray& input) {
+  const Array times = array_from_python(input, "seed_times");
+  VOLLEY_REQUIRE(
+      times.ndim() == 1 && times.dtype() == DType::kInt64 && times.buffer().host_accessible(),
+      ValueError, "seed_times must be a 1-d int64 host array, got {}", times.describe());
+  return times;
+}
+
 // The one sampler as Python holds it: on a GPU, with a stream of its own, each batch copied
 // into memory of its own that is handed to the caller's stream (see bind_cuda.cc).
 struct PyNeighborSampler {
   NeighborSampler sampler;
   CudaStream stream;
 
-  nb::dict sample(const InputArray& seeds, uint64_t batch_index, uintptr_t consumer_stream) {
+  // `seed_times` (temporal sampling): int64 host array, one time per seed; None samples
+  // without time (ValueError from the sampler when its options are temporal).
+  nb::dict sample(const InputArray& seeds, uint64_t batch_index, uintptr_t consumer_stream,
+                  const std::optional<InputArray>& seed_times) {
     const Array seed_array = host_ids_array(seeds, "seeds");
+    std::optional<Array> times;
+    if (seed_times) times = host_times_array(*seed_times);
     if (!sampler.on_cuda()) {
       auto holder = recycled_subgraph();
       {
         nb::gil_scoped_release release;
-        sample_neighbors(sampler.graph(), seed_array.span<int64_t>(), sampler.options(),
-                         batch_index, *holder);
+        if (times) {
+          sample_neighbors(sampler.graph(), seed_array.span<int64_t>(), times->span<int64_t>(),
+                           sampler.options(), batch_index, *holder);
+        } else {
+          sample_neighbors(sampler.graph(), seed_array.span<int64_t>(), sampler.options(),
+                           batch_index, *holder);
+        }
       }
       return subgraph_to_python(HostSubgraph::view(holder));
     }
@@ -73,8 +92,10 @@ struct PyNeighborSampler {
     {
       nb::gil_scoped_release release;
       if (stream.handle() == nullptr) stream = CudaStream::create(sampler.device());
-      batch = sample_device_batch(sampler, seed_array.span<int64_t>(), batch_index, nullptr,
-                                  nullptr, stream.handle());
+      batch = sample_device_batch(
+          sampler, seed_array.span<int64_t>(), batch_index, nullptr, nullptr, stream.handle(), {},
+          std::nullopt,
+          times ? std::optional<std::span<const int64_t>>(times->span<int64_t>()) : std::nullopt);
       batch.hand_over(reinterpret_cast<void*>(consumer_stream));
     }
     nb::dict result;
@@ -84,6 +105,7 @@ struct PyNeighborSampler {
     result["e_id"] = array_to_python(batch.edge_ids);
     result["num_sampled_nodes"] = batch.nodes_per_hop;
     result["num_sampled_edges"] = batch.edges_per_hop;
+    result["batch"] = array_to_python(batch.batch_ids);
     return result;
   }
 };
@@ -329,11 +351,7 @@ void bind_samplers(nb::module_& m) {
       [](const Csr& graph, const InputArray& seeds, const InputArray& seed_times,
          const NeighborSamplerOptions& options, uint64_t batch_index) {
         const Array seed_array = host_ids_array(seeds, "seeds");
-        const Array time_array = array_from_python(seed_times, "seed_times");
-        VOLLEY_REQUIRE(time_array.ndim() == 1 && time_array.dtype() == DType::kInt64 &&
-                           time_array.buffer().host_accessible(),
-                       ValueError, "seed_times must be a 1-d int64 host array, got {}",
-                       time_array.describe());
+        const Array time_array = host_times_array(seed_times);
         auto holder = recycled_subgraph();
         {
           nb::gil_scoped_release release;
@@ -353,8 +371,12 @@ void bind_samplers(nb::module_& m) {
       .def(
           "__init__",
           [](PyNeighborSampler* self, const SamplerGraph& graph, std::vector<int64_t> fanouts,
-             bool replace, bool weighted, uint64_t seed) {
+             bool replace, bool weighted, uint64_t seed, const std::string& time_source,
+             const std::string& temporal_strategy) {
             NeighborSamplerOptions options{std::move(fanouts), replace, weighted, seed};
+            options.time_source = time_source_from_name(time_source);
+            options.temporal_strategy = temporal_strategy_from_name(temporal_strategy);
+            options.disjoint = options.time_source != TimeSource::kNone;  // as PyG forces it
             std::visit(
                 [&](const auto& g) {
                   new (self) PyNeighborSampler{NeighborSampler(g, options), {}};
@@ -362,12 +384,14 @@ void bind_samplers(nb::module_& m) {
                 graph);
           },
           nb::arg("graph"), nb::arg("fanouts"), nb::arg("replace") = false,
-          nb::arg("weighted") = false, nb::arg("seed") = 0)
+          nb::arg("weighted") = false, nb::arg("seed") = 0, nb::arg("time_source") = "none",
+          nb::arg("temporal_strategy") = "uniform")
       .def_prop_ro("on_cuda", [](const PyNeighborSampler& s) { return s.sampler.on_cuda(); })
       .def("sample", &PyNeighborSampler::sample, nb::arg("seeds"), nb::arg("batch_index"),
-           nb::arg("stream") = 0,
-           "One batch: dict of arrays n_id, row, col, e_id and per-hop counts; on a GPU device "
-           "arrays ready in `stream` order (an integer cudaStream_t).");
+           nb::arg("stream") = 0, nb::arg("seed_times") = nb::none(),
+           "One batch: dict of arrays n_id, row, col, e_id, batch (temporal: each node's seed "
+           "position) and per-hop counts; on a GPU device arrays ready in `stream` order (an "
+           "integer cudaStream_t). seed_times: one int64 time per seed (temporal sampling).");
 }
 
 void bind_streams(nb::module_& m) {

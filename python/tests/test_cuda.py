@@ -249,6 +249,49 @@ def test_loader_batches_equal_cpu(mode):
         assert count == len(cpu)
 
 
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
+@pytest.mark.parametrize("strategy", ["uniform", "last"])
+def test_temporal_loader_batches_equal_cpu(mode, strategy):
+    """time_attr / input_time on the CUDA loader: the batches (batch vector included) are the CPU
+    loader's, input nodes repeating at different times."""
+    edge_index, x, y = _graph_data(1500, 20000, dim=6, seed=8)
+    data = _Data(edge_index, x, y, 1500)
+    rng = np.random.default_rng(2)
+    data.time = torch.from_numpy(rng.integers(0, 500, edge_index.shape[1]))  # edge time
+    train = torch.arange(0, 1500, 5).repeat(2)
+    input_time = torch.from_numpy(rng.integers(0, 600, len(train)))
+    common = dict(batch_size=50, input_nodes=train, input_time=input_time, time_attr="time",
+                  temporal_strategy=strategy, shuffle=True, seed=4)
+    cpu = NeighborLoader(data, [5, 3], num_workers=2, **common)
+    gpu = NeighborLoader(data, [5, 3], device="cuda", mode=mode, **common)
+    assert isinstance(gpu._native, _volley.CudaNeighborLoader)
+    count = 0
+    for want, got in zip(cpu, gpu):
+        assert _on_device(got.edge_index) and _on_device(got.batch)
+        for field in ("x", "y", "edge_index", "n_id", "e_id", "input_id", "batch"):
+            assert torch.equal(getattr(got, field).cpu(), getattr(want, field)), field
+        count += 1
+    assert count == len(cpu) > 0
+
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
+def test_temporal_sampler_equals_cpu(mode):
+    edge_index, _, _ = _graph_data(800, 9000, seed=4)
+    rng = np.random.default_rng(6)
+    graph = volley.Graph.from_edge_index(edge_index, node_time=rng.integers(0, 90, 800))
+    cpu = volley.NeighborSampler(graph, [4, 3], seed=3, time_attr="node_time", temporal_strategy="last")
+    gpu = volley.NeighborSampler(graph, [4, 3], device="cuda", mode=mode, seed=3, time_attr="node_time",
+                                 temporal_strategy="last")
+    seeds, times = torch.tensor([5, 5, 17, 300]), torch.tensor([10, 80, 40, 60])
+    want = cpu.sample_subgraph(seeds, 1, seed_time=times)
+    got = gpu.sample_subgraph(_to_device(seeds), 1, seed_time=times)
+    assert _on_device(got.n_id) and _on_device(got.batch)
+    for field in ("n_id", "row", "col", "e_id", "batch"):
+        assert torch.equal(getattr(got, field).cpu(), getattr(want, field)), field
+
+
 @needs_real_gpu
 def test_loader_memory_does_not_grow_over_1000_batches():
     _, gpu = _cpu_and_gpu_loaders("GPU")

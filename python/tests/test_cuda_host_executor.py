@@ -29,6 +29,10 @@ DEVICE_TESTS = (
     "test_loader_batches_equal_cpu[GPU]",
     "test_loader_batches_equal_cpu[UVA]",
     "test_loader_batches_equal_cpu[CPU]",
+    "test_temporal_loader_batches_equal_cpu[uniform-GPU]",
+    "test_temporal_loader_batches_equal_cpu[last-UVA]",
+    "test_temporal_sampler_equals_cpu[GPU]",
+    "test_temporal_sampler_equals_cpu[UVA]",
 )
 REAL_GPU_ONLY = ("test_sampler_results_on_a_side_stream", "test_loader_memory_does_not_grow_over_1000_batches")
 

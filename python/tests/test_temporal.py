@@ -1,6 +1,8 @@
 """Temporal sampling (issue 16): time_attr / input_time / temporal_strategy through the loader,
 Graph times and sorting, the dataset files, and the errors."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -120,3 +122,80 @@ def test_bad_times_on_graphs():
         volley._volley.sample_neighbors_temporal(unsorted._csr, np.array([2]), np.array([5]), options)
     out = volley._volley.sample_neighbors_temporal(timed._csr, np.array([1]), np.array([0]), options)
     assert len(out["e_id"]) == 0  # the only in-edge of 1 (time 5) is later than 0
+
+
+def _timed_graph(seed=3):
+    """A random graph with node times and edge times (the latter in input order, as e_id)."""
+    rng = np.random.default_rng(seed)
+    edge_index = rng.integers(0, 150, (2, 2500))
+    edge_time = rng.integers(0, 100, 2500)
+    graph = volley.Graph.from_edge_index(
+        edge_index, num_nodes=150, node_time=rng.integers(0, 100, 150), edge_time=edge_time
+    )
+    return graph, edge_time
+
+
+@pytest.mark.parametrize("time_attr", ["edge_time", "node_time"])
+@pytest.mark.parametrize("strategy", ["uniform", "last"])
+def test_neighbor_sampler_seed_time_is_the_temporal_kernel(time_attr, strategy):
+    """volley.NeighborSampler(time_attr=...).sample_subgraph(seeds, seed_time=) equals the native
+    temporal kernel on the time-sorted graph, nothing later than the seed's time is sampled, and a
+    pickled sampler repeats it."""
+    graph, edge_time = _timed_graph()
+    sampler = volley.NeighborSampler(graph, [4, 3], seed=7, time_attr=time_attr, temporal_strategy=strategy)
+    kind = time_attr[:4]
+    assert sampler.graph.is_sorted_by_time(kind)
+    seeds, times = np.array([3, 3, 40, 99]), np.array([10, 95, 50, 70])
+    sub = sampler.sample_subgraph(seeds, 2, seed_time=times)
+    options = volley._volley.NeighborSamplerOptions(
+        [4, 3], seed=7, disjoint=True, time_source=kind, temporal_strategy=strategy
+    )
+    want = volley._volley.sample_neighbors_temporal(sampler.graph._csr, seeds, times, options, 2)
+    for field in ("n_id", "row", "col", "e_id", "batch"):
+        assert np.array_equal(np.asarray(getattr(sub, field)), np.asarray(want[field])), field
+    tree = np.asarray(sub.batch)
+    limit = times[tree[np.asarray(sub.row)]]
+    if kind == "edge":
+        assert (edge_time[np.asarray(sub.e_id)] <= limit).all()
+    else:
+        node_time = np.asarray(sampler.graph.node_time)
+        assert (node_time[np.asarray(sub.n_id)[np.asarray(sub.col)]] <= limit).all()
+    assert len(np.asarray(sub.e_id)) > 0
+    n_id, batch_size, adjs = sampler.sample(seeds, 2, seed_time=times)
+    assert batch_size == 4 and np.array_equal(np.asarray(n_id), np.asarray(sub.n_id)) and len(adjs) == 2
+    copy = pickle.loads(pickle.dumps(sampler))
+    again = copy.sample_subgraph(seeds, 2, seed_time=times)
+    assert np.array_equal(np.asarray(again.n_id), np.asarray(sub.n_id))
+
+
+def test_neighbor_sampler_node_time_defaults_to_the_seeds_own():
+    graph, _ = _timed_graph()
+    sampler = volley.NeighborSampler(graph, [5], seed=1, time_attr="time")  # node time present
+    seeds = np.array([1, 2, 3])
+    own = np.asarray(sampler.graph.node_time)[seeds]
+    a = sampler.sample_subgraph(seeds, 0)
+    b = sampler.sample_subgraph(seeds, 0, seed_time=own)
+    assert np.array_equal(np.asarray(a.n_id), np.asarray(b.n_id))
+    assert np.array_equal(np.asarray(a.batch), np.asarray(b.batch))
+    assert volley.NeighborSampler(graph, [5]).sample_subgraph(seeds, 0).batch is None
+
+
+@pytest.mark.parametrize(
+    "make, call, message",
+    [
+        (dict(time_attr="stamp"), None, "time_attr='stamp': a graph's times are"),
+        (dict(time_attr="edge_time", temporal_strategy="newest"), None, "temporal_strategy must be"),
+        (dict(time_attr="edge_time"), dict(), "sampling by edge time needs seed_time"),
+        (dict(time_attr="edge_time"), dict(seed_time=[1, 2]), r"one entry per seed \(3\), got shape \[2\]"),
+        (dict(time_attr="edge_time"), dict(seed_time=[1.5, 2.0, 3.0]), "integer timestamps"),
+        (dict(), dict(seed_time=[1, 2, 3]), "seed_time was given, but the sampler has no time_attr"),
+    ],
+)
+def test_neighbor_sampler_bad_time_inputs_are_named(make, call, message):
+    graph, _ = _timed_graph()
+    with pytest.raises(volley.VolleyValueError, match=message):
+        sampler = volley.NeighborSampler(graph, [3], **make)
+        sampler.sample_subgraph([1, 2, 3], 0, **call)
+    untimed = volley.Graph.from_edge_index(np.array([[0, 1], [1, 0]]))
+    with pytest.raises(volley.VolleyValueError, match="needs the dataset's edge_time|has none"):
+        volley.NeighborSampler(untimed, [3], time_attr="edge_time")

@@ -295,7 +295,7 @@ class Graph:
         """
         times = self._csr.node_time, self._csr.edge_time
         self._csr = _share.share_csr(self._csr)
-        if times != (None, None):  # times travel by value (pickled), not through shared memory
+        if any(t is not None for t in times):  # times travel by value (pickled), not through shared memory
             self._csr = self._csr.with_times(*times)
         return self
 

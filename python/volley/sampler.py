@@ -17,7 +17,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _cuda, _tensor
+from . import _cuda, _temporal, _tensor
 from . import _volley
 from ._volley import VolleyValueError
 from .graph import Graph
@@ -47,6 +47,7 @@ class SampledSubgraph(NamedTuple):
     e_id: Any
     num_sampled_nodes: List[int]
     num_sampled_edges: List[int]
+    batch: Any = None  # temporal sampling: the seed position of each node's tree (PyG batch)
 
 
 class NeighborSampler:
@@ -71,6 +72,15 @@ class NeighborSampler:
             ``"cuda:N"``, an ordinal, a ``torch.device``): sample on that GPU and return CUDA
             tensors, bit-identical to the CPU sampler's. Quiver's ``GraphSageSampler(csr_topo,
             sizes, device, mode)`` order works positionally.
+        time_attr: temporal sampling (PyG's ``time_attr``): ``"node_time"`` or ``"edge_time"``
+            (the graph's times), or ``"time"`` (node time when the graph has it, else edge time).
+            A neighbor joins a seed's subgraph only when its time is at or before the seed's
+            time (``seed_time=`` of ``sample`` / ``sample_subgraph``), which travels down the
+            seed's tree; sampling is then disjoint (each seed its own tree, ``batch`` set, seeds
+            may repeat) and rows are sorted by the time (``Graph.sort_by_time``; ``self.graph``
+            is the sorted graph, edge ids following their edges). See README "Temporal sampling".
+        temporal_strategy: ``"uniform"`` (uniform among the admissible neighbors) or ``"last"``
+            (the most recent ones).
         mode: ``"GPU"`` (graph copied to device memory), ``"UVA"`` (graph in pinned host memory
             read by the GPU: larger graphs, host-link bandwidth) or ``"CPU"``. Default: ``"UVA"``
             with a CUDA device (Quiver's default), ``"CPU"`` without. The results are ready on
@@ -79,10 +89,17 @@ class NeighborSampler:
 
     Raises:
         VolleyValueError: empty ``sizes``, a size below -1, ``weighted`` without weights, a bad
-            ``device`` or ``mode``.
+            ``device`` or ``mode``, an unknown ``time_attr`` or one the graph has no times for, an
+            unknown ``temporal_strategy``, ``weighted`` with ``time_attr``.
         VolleyRuntimeError: a CUDA device asked of a build without CUDA, or of a machine
             without that device.
     """
+
+    _time_source = "none"  # "node" / "edge" with time_attr (subclasses sample without time)
+    #: The ``time_attr`` the sampler samples by (None: no time).
+    time_attr: Optional[str] = None
+    #: ``"uniform"`` or ``"last"`` (temporal sampling).
+    temporal_strategy = "uniform"
 
     def __init__(
         self,
@@ -94,16 +111,27 @@ class NeighborSampler:
         replace: bool = False,
         weighted: bool = False,
         seed: int = 0,
+        time_attr: Optional[str] = None,
+        temporal_strategy: str = "uniform",
     ):
         if not isinstance(graph, Graph):
             graph = Graph.from_edge_index(graph)
+        self.temporal_strategy = _temporal.check_strategy(temporal_strategy)
+        self.time_attr = time_attr
+        graph, self._time_source = _graph_times(graph, time_attr)
         self.graph = graph
         self._configure(sizes, replace, weighted, seed, has_weights=graph.weights is not None)
         self.device, self.mode = _cuda.resolve(device, mode)
         # One native sampler: where the graph lives (host, or placed for the GPU) picks the kernel.
         native_graph = graph._csr if self.mode == "CPU" else _cuda.place_graph(graph, self.mode, self.device)
         self._native_sampler = _volley.NeighborSampler(
-            native_graph, self.sizes, self.replace, self.weighted, self.seed
+            native_graph,
+            self.sizes,
+            self.replace,
+            self.weighted,
+            self.seed,
+            time_source=self._time_source,
+            temporal_strategy=self.temporal_strategy,
         )
 
     def _configure(
@@ -133,13 +161,17 @@ class NeighborSampler:
         stream = _cuda.current_stream(self.device) if self.device is not None else 0
         return self._native_sampler.sample(seeds, batch_index, stream)
 
-    def sample_subgraph(self, seeds: Any, batch_index: Optional[int] = None) -> SampledSubgraph:
+    def sample_subgraph(
+        self, seeds: Any, batch_index: Optional[int] = None, seed_time: Any = None
+    ) -> SampledSubgraph:
         """Samples one batch and returns the raw result (zero-copy arrays).
 
         Args:
-            seeds: int64 node ids (tensor, array or list), distinct.
+            seeds: int64 node ids (tensor, array or list), distinct (may repeat when temporal).
             batch_index: counter mixed into the randomness; defaults to the number of earlier
                 calls, so repeated calls differ but a fresh sampler repeats them.
+            seed_time: temporal sampling (``time_attr`` set): one integer time per seed (PyG's
+                ``NodeSamplerInput.time``); with node time it defaults to each seed's own time.
 
         Returns:
             ``SampledSubgraph``: ``n_id`` (seeds first, then new nodes in order of first
@@ -147,14 +179,21 @@ class NeighborSampler:
             counts.
 
         Raises:
-            VolleyIndexError: a seed out of range. VolleyValueError: a duplicate seed.
+            VolleyIndexError: a seed out of range. VolleyValueError: a duplicate seed (untimed);
+            ``seed_time`` without ``time_attr``, missing with edge time, of the wrong length or
+            dtype.
         """
         if batch_index is None:
             batch_index = self._calls
         batch_index = _tensor.check_int(batch_index, "batch_index", 0, 2**63 - 1)
         self._calls += 1
         ids = _tensor.as_ids(seeds, "seeds")
-        out = self._sample_raw(ids, batch_index)
+        if self._time_source == "none" and seed_time is None:
+            out = self._sample_raw(ids, batch_index)
+        else:
+            times = _seed_times(seed_time, self._time_source, self.graph, ids)
+            stream = _cuda.current_stream(self.device) if self.device is not None else 0
+            out = self._native_sampler.sample(ids, batch_index, stream, seed_times=times)
         return SampledSubgraph(
             _tensor.to_output(out["n_id"]),
             _tensor.to_output(out["row"]),
@@ -162,16 +201,20 @@ class NeighborSampler:
             _tensor.to_output(out["e_id"]),
             list(out["num_sampled_nodes"]),
             list(out["num_sampled_edges"]),
+            _tensor.to_output(out["batch"]) if out.get("batch") is not None else None,
         )
 
-    def sample(self, seeds: Any, batch_index: Optional[int] = None) -> Tuple[Any, int, List[Adj]]:
-        """Samples one batch in PyG ``NeighborSampler`` format.
+    def sample(
+        self, seeds: Any, batch_index: Optional[int] = None, seed_time: Any = None
+    ) -> Tuple[Any, int, List[Adj]]:
+        """Samples one batch in PyG ``NeighborSampler`` format (``seed_time`` as in
+        ``sample_subgraph``; the tree of each node is then ``sample_subgraph``'s ``batch``).
 
         Returns:
             ``(n_id, batch_size, adjs)``: ``adjs`` lists one ``Adj`` per hop from the outermost
             hop in (the order GraphSAGE layers consume them).
         """
-        sub = self.sample_subgraph(seeds, batch_index)
+        sub = self.sample_subgraph(seeds, batch_index, seed_time)
         node_counts = np.cumsum(sub.num_sampled_nodes)
         edge_counts = np.cumsum(sub.num_sampled_edges)
         stack = _stack
@@ -206,6 +249,8 @@ class NeighborSampler:
             weighted=self.weighted,
             seed=self.seed,
             calls=self._calls,
+            time_attr=self.time_attr,
+            temporal_strategy=self.temporal_strategy,
         )
         if self.mode != "CPU":
             options.update(device=self.device, mode=self.mode)
@@ -226,6 +271,33 @@ def _rebuild_sampler(graph: Graph, options: dict) -> NeighborSampler:
     sampler = NeighborSampler(graph, **options)
     sampler._calls = calls
     return sampler
+
+
+def _graph_times(graph: Graph, time_attr: Optional[str]) -> Tuple[Graph, str]:
+    """The graph to sample by ``time_attr`` (rows sorted by that time) and the time source."""
+    if time_attr is None:
+        return graph, "none"
+    if time_attr not in ("node_time", "edge_time", "time"):
+        raise VolleyValueError(
+            f"time_attr={time_attr!r}: a graph's times are 'node_time', 'edge_time' or 'time' "
+            "(node time when present, else edge time)"
+        )
+    return _temporal.attach(graph, None, time_attr, is_dataset=True)
+
+
+def _seed_times(seed_time: Any, time_source: str, graph: Graph, seeds: np.ndarray) -> np.ndarray:
+    """The int64 time of each seed (``_temporal.input_times``' rules, named for the sampler)."""
+    if time_source == "none":
+        raise VolleyValueError("seed_time was given, but the sampler has no time_attr")
+    if seed_time is None and time_source == "edge":
+        raise VolleyValueError("sampling by edge time needs seed_time (one time per seed)")
+    if seed_time is not None:
+        times = _tensor.to_numpy(seed_time)
+        if times.ndim != 1 or times.shape[0] != len(seeds):
+            raise VolleyValueError(
+                f"seed_time must have one entry per seed ({len(seeds)}), got shape {list(times.shape)}"
+            )
+    return _temporal.input_times(seed_time, time_source, graph, seeds)
 
 
 def _stack(first: Any, second: Any) -> Any:

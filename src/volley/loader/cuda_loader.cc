@@ -70,12 +70,25 @@ Array convert_on_device(const Array& rows, DType dtype, const Buffer& destinatio
   return out;
 }
 
+// An int64 array of `shape` at `offset` of `whole`, filled from `source` (that many int64
+// values, device or host memory) in `stream` order.
+Array copy_int64(const Buffer& whole, size_t offset, std::vector<int64_t> shape, const void* source,
+                 void* stream) {
+  int64_t count = 1;
+  for (const int64_t extent : shape) count *= extent;
+  const size_t bytes = static_cast<size_t>(count) * 8;
+  Array out(whole.slice(offset, bytes), DType::kInt64, std::move(shape));
+  if (bytes > 0) cuda_copy(out.raw_data(), source, bytes, stream);
+  return out;
+}
+
 }  // namespace
 
 Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> seeds,
                           uint64_t batch_index, const FeatureStore* features,
                           const FeatureStore* labels, void* stream,
-                          std::span<const int64_t> input_ids, std::optional<DType> x_dtype) {
+                          std::span<const int64_t> input_ids, std::optional<DType> x_dtype,
+                          std::optional<std::span<const int64_t>> seed_times) {
   VOLLEY_REQUIRE(sampler.on_cuda(), ValueError,
                  "sample_device_batch needs a sampler over a CudaGraph, got a CPU sampler");
   const int device = sampler.device();
@@ -89,7 +102,8 @@ Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> see
   {
     // The subgraph's arrays are the sampler's working memory: copied out below, then released
     // (before the next sample(), which reuses them in `stream` order).
-    const SampledSubgraph sub = sampler.sample(seeds, batch_index, stream);
+    const SampledSubgraph sub = seed_times ? sampler.sample(seeds, *seed_times, batch_index, stream)
+                                           : sampler.sample(seeds, batch_index, stream);
     const int64_t n = sub.nodes.numel();
     const int64_t e = sub.rows.numel();
     const auto count = static_cast<int64_t>(input_ids.size());
@@ -98,6 +112,8 @@ Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> see
     const size_t input_at = layout.add(static_cast<size_t>(count) * 8);
     const size_t edge_index_at = layout.add(static_cast<size_t>(2 * e) * 8);
     const size_t edge_ids_at = layout.add(static_cast<size_t>(e) * 8);
+    const bool trees = sub.batch.defined();  // disjoint (and so temporal) sampling
+    const size_t batch_ids_at = trees ? layout.add(static_cast<size_t>(n) * 8) : 0;
     const DType x_type = features ? x_dtype.value_or(features->dtype()) : DType::kFloat32;
     const bool convert = features && x_type != features->dtype();
     const size_t x_at =
@@ -109,23 +125,14 @@ Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> see
     const Buffer whole = Buffer::borrow(batch.memory->data(), layout.size(), batch.memory,
                                         /*writable=*/true, Location::kCuda, device);
     auto slice = [&](size_t offset, size_t bytes) { return whole.slice(offset, bytes); };
-    batch.nodes = Array(slice(nodes_at, static_cast<size_t>(n) * 8), DType::kInt64, {n});
-    batch.edge_index =
-        Array(slice(edge_index_at, static_cast<size_t>(2 * e) * 8), DType::kInt64, {2, e});
-    batch.edge_ids = Array(slice(edge_ids_at, static_cast<size_t>(e) * 8), DType::kInt64, {e});
-    const size_t e_bytes = static_cast<size_t>(e) * 8;
-    if (n > 0)
-      cuda_copy(batch.nodes.raw_data(), sub.nodes.raw_data(), batch.nodes.nbytes(), stream);
-    if (e > 0) {
-      cuda_copy(batch.edge_index.raw_data(), sub.cols.raw_data(), e_bytes, stream);
-      cuda_copy(batch.edge_index.raw_data() + e_bytes, sub.rows.raw_data(), e_bytes, stream);
-      cuda_copy(batch.edge_ids.raw_data(), sub.edge_ids.raw_data(), e_bytes, stream);
-    }
-    if (count > 0) {
-      batch.input_ids =
-          Array(slice(input_at, static_cast<size_t>(count) * 8), DType::kInt64, {count});
-      cuda_copy(batch.input_ids.raw_data(), input_ids.data(), input_ids.size_bytes(), stream);
-    }
+    batch.nodes = copy_int64(whole, nodes_at, {n}, sub.nodes.raw_data(), stream);
+    batch.edge_index = Array(slice(edge_index_at, static_cast<size_t>(2 * e) * 8), DType::kInt64,
+                             {2, e});  // row 0 the neighbors (cols), row 1 the targets (rows)
+    copy_int64(whole, edge_index_at, {e}, sub.cols.raw_data(), stream);
+    copy_int64(whole, edge_index_at + static_cast<size_t>(e) * 8, {e}, sub.rows.raw_data(), stream);
+    batch.edge_ids = copy_int64(whole, edge_ids_at, {e}, sub.edge_ids.raw_data(), stream);
+    if (trees) batch.batch_ids = copy_int64(whole, batch_ids_at, {n}, sub.batch.raw_data(), stream);
+    if (count > 0) batch.input_ids = copy_int64(whole, input_at, {count}, input_ids.data(), stream);
     GatherOptions unchecked;  // sampled ids are graph nodes
     unchecked.stream = stream;
     unchecked.check_ids = false;
@@ -182,10 +189,9 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<FeatureSto
       options_(std::move(options)) {
   VOLLEY_REQUIRE(graph_.defined(), ValueError,
                  "the CUDA loader needs a placed graph (CudaGraph::place), got an empty one");
-  VOLLEY_REQUIRE(options_.sampler.time_source == TimeSource::kNone, ValueError,
-                 "the CUDA loader does not sample by time yet; use the CPU loader (mode=\"CPU\") "
-                 "for temporal sampling");
-  NeighborSampler check(graph_, options_.sampler);  // the sampler's option checks (no CUDA)
+  // The sampler's option checks (no CUDA), temporal ones included: the graph has the time in
+  // use and its rows are sorted by it.
+  NeighborSampler check(graph_, options_.sampler);
   check_store(features_, "features", graph_);
   check_store(labels_, "labels", graph_);
   if (features_) {
@@ -199,8 +205,12 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<FeatureSto
     VOLLEY_REQUIRE(labels_->ndim() == 1, ValueError, "labels must be [num_nodes], got {}",
                    labels_->describe());
   }
-  input_nodes_ = loader_internal::checked_input_nodes(input_nodes, graph_.num_nodes());
+  // Temporal sampling takes a node more than once (at different times), as the CPU loader does.
+  const bool temporal = options_.sampler.time_source != TimeSource::kNone;
+  input_nodes_ =
+      loader_internal::checked_input_nodes(input_nodes, graph_.num_nodes(), /*distinct=*/!temporal);
   loader_internal::check_loader_options(options_, input_nodes_.numel());
+  loader_internal::check_input_time(options_, input_nodes_.numel());
 }
 
 int64_t CudaNeighborLoader::num_batches() const {
@@ -233,9 +243,12 @@ struct CudaEpochWork {
       input_ids[static_cast<size_t>(i - begin)] = positions[i];
       seeds[static_cast<size_t>(i - begin)] = inputs[positions[i]];
     }
-    Batch batch = sample_device_batch(sampler, seeds, static_cast<uint64_t>(index),
-                                      features ? &*features : nullptr, labels ? &*labels : nullptr,
-                                      stream.handle(), input_ids, options.feature_dtype);
+    std::optional<std::vector<int64_t>> times;  // the seeds' input_time (temporal sampling)
+    if (options.input_time) times = loader_internal::seed_times_at(*options.input_time, input_ids);
+    Batch batch = sample_device_batch(
+        sampler, seeds, static_cast<uint64_t>(index), features ? &*features : nullptr,
+        labels ? &*labels : nullptr, stream.handle(), input_ids, options.feature_dtype,
+        times ? std::optional<std::span<const int64_t>>(*times) : std::nullopt);
     batch.index = index;
     return batch;
   }

@@ -61,11 +61,15 @@ namespace volley {
 // device (ValueError otherwise).
 // `x_dtype`: the dtype of batch.x (default: the features' stored dtype), converted on the
 // device as gather_rows converts on the CPU (the caller checks gather_supports).
+// `seed_times` (temporal sampling, host memory): the time of each seed, as for
+// NeighborSampler::sample(seeds, seed_times, ...), which checks them; std::nullopt samples
+// without time. Disjoint (so temporal) batches carry batch_ids in the same allocation.
 Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> seeds,
                           uint64_t batch_index, const FeatureStore* features,
                           const FeatureStore* labels, void* stream,
                           std::span<const int64_t> input_ids = {},
-                          std::optional<DType> x_dtype = std::nullopt);
+                          std::optional<DType> x_dtype = std::nullopt,
+                          std::optional<std::span<const int64_t>> seed_times = std::nullopt);
 
 // Rows `ids` (int64 [n], host or device memory of the store's device) of `store` into a new
 // device array owned like a batch's, queued on `stream` (ready in its order; freed in its
@@ -80,7 +84,9 @@ class CudaNeighborLoader {
   // NeighborLoader. options.num_threads is ignored (one producer thread per epoch);
   // options.prefetch is the number of batches built ahead (0: 2); options.feature_dtype is the
   // dtype of x (ValueError when gather_supports refuses it); options.on_batch_start is called as
-  // in NeighborLoader.
+  // in NeighborLoader. Temporal sampling (options.sampler.time_source, options.input_time) as in
+  // NeighborLoader, with the CUDA sampler's condition: the placed graph's rows sorted by the time
+  // in use (ValueError naming the first unsorted row); input nodes may then repeat.
   CudaNeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
                      std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                      LoaderOptions options);

@@ -236,7 +236,7 @@ void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> t
                 int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
                 HopSample& out, SamplerScratch* scratch) {
   VOLLEY_REQUIRE(options.time_source == TimeSource::kNone, ValueError,
-                 "sample_hop does not sample by time yet");
+                 "sample_hop without times cannot sample by time: pass HopTimes");
   VOLLEY_REQUIRE(fanout >= -1, ValueError,
                  "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",
                  fanout, hop);
@@ -244,7 +244,64 @@ void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> t
   VOLLEY_REQUIRE(!options.weighted || graph.has_weights(), ValueError,
                  "weighted sampling needs edge weights, but the graph has none");
   const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
-  cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index,
+  cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index, HopTimes{},
+                      borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
+}
+
+namespace {
+
+// A hop by node time reads node_time[neighbor] for the rows of `targets` held here: each of
+// their neighbors must be below node_time's size (IndexError naming the first that is not).
+// Targets outside the rows are left to the kernel's IndexError.
+void check_hop_node_times(const Csr& graph, int64_t first_node, std::span<const int64_t> targets,
+                          size_t size) {
+  const int64_t* indptr = graph.indptr().data<int64_t>();
+  for (const int64_t target : targets) {
+    const int64_t row = target - first_node;
+    if (row < 0 || row >= graph.num_nodes()) continue;
+    for (int64_t k = indptr[row]; k < indptr[row + 1]; ++k) {
+      const int64_t neighbor = graph.neighbor(k);
+      VOLLEY_REQUIRE(neighbor >= 0 && static_cast<size_t>(neighbor) < size, IndexError,
+                     "neighbor {} of target {} has no node time: node_time has {} entries",
+                     neighbor, target, size);
+    }
+  }
+}
+
+}  // namespace
+
+void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
+                int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
+                const HopTimes& times, HopSample& out, SamplerScratch* scratch) {
+  VOLLEY_REQUIRE(options.time_source != TimeSource::kNone, ValueError,
+                 "sample_hop was given times, but options.time_source is none");
+  VOLLEY_REQUIRE(times.target_times.size() == targets.size(), ValueError,
+                 "target_times has {} entries, but there are {} targets (one time each)",
+                 times.target_times.size(), targets.size());
+  VOLLEY_REQUIRE(!options.weighted, ValueError, "temporal sampling cannot be weighted");
+  if (options.time_source == TimeSource::kEdge) {
+    VOLLEY_REQUIRE(times.edge_time.size() == static_cast<size_t>(graph.num_edges()), ValueError,
+                   "edge_time has {} entries, but the graph held here has {} edges",
+                   times.edge_time.size(), graph.num_edges());
+  } else {
+    VOLLEY_REQUIRE(!times.node_time.empty(), ValueError,
+                   "sampling by node time needs node_time (indexed by global id), got none");
+    check_hop_node_times(graph, first_node, targets, times.node_time.size());
+  }
+  VOLLEY_REQUIRE(times.rows_sorted || options.temporal_strategy != TemporalStrategy::kLast,
+                 ValueError, "temporal_strategy 'last' needs rows sorted by time");
+  VOLLEY_REQUIRE(fanout >= -1, ValueError,
+                 "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",
+                 fanout, hop);
+  VOLLEY_REQUIRE(hop >= 0 && hop < 256, ValueError, "hop {} out of range [0, 256)", hop);
+  HopTimes checked = times;
+  if (options.time_source == TimeSource::kEdge) {
+    checked.node_time = {};
+  } else {
+    checked.edge_time = {};
+  }
+  const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
+  cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index, checked,
                       borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
 }
 

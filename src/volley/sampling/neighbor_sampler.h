@@ -51,8 +51,8 @@
 //   * rows sorted by time (Csr::first_row_unsorted_by_*_time() == -1; sort_rows_by_time in
 //     csr.h) find the admissible prefix by binary search; unsorted rows are scanned (uniform
 //     only: kLast needs sorted rows, ValueError naming the first unsorted row).
-//   * not with `weighted`, nor kInduced (ValueError); sample_hop (the distributed sampler) does
-//     not sample by time yet (ValueError). The CUDA sampler does, over rows sorted by the time
+//   * not with `weighted`, nor kInduced (ValueError); sample_hop samples one temporal hop with
+//     a time per target (HopTimes below). The CUDA sampler does, over rows sorted by the time
 //     in use (ValueError naming the first unsorted row), with the same picks as the CPU.
 //
 // Errors: ValueError for an empty fanout list, a fanout < -1, more than 255 hops, `weighted` on
@@ -271,8 +271,31 @@ struct HopSample {
 // a graph holding rows [first_node, first_node + graph.num_nodes()): row r is node
 // first_node + r, neighbor ids are global. IndexError names a target outside those rows;
 // ValueError for fanout < -1, hop >= 256, or `weighted` without weights. Targets may repeat.
+// options.time_source set: ValueError (use the HopTimes overload).
 void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
                 int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
                 HopSample& out, SamplerScratch* scratch = nullptr);
+
+// A temporal hop's times (options.time_source set): target_times[i] is the time of the tree
+// targets[i] belongs to (its seed's time, carried down the frontier). The time of a CSR entry
+// of `graph` is edge_time[k] (kEdge: one per entry of this graph, e.g. graph.edge_time()) or
+// node_time[global neighbor id] (kNode: indexed by GLOBAL id, so as long as the largest
+// neighbor id + 1). rows_sorted: every row of `graph` is in non-decreasing order of that time
+// (binary search; else rows are scanned, uniform only).
+struct HopTimes {
+  std::span<const int64_t> target_times;
+  std::span<const int64_t> edge_time;
+  std::span<const int64_t> node_time;
+  bool rows_sorted = false;
+};
+
+// One temporal hop: the picks sample_neighbors(seed_times) makes for these targets at hop `hop`
+// (the same streams, keyed by global id), so hops over slices assemble to its result. Errors as
+// above, plus ValueError when options.time_source is kNone, target_times has not one entry per
+// target, edge_time has not one per entry of `graph`, node_time is empty, kLast over unsorted
+// rows, or with `weighted`; IndexError naming a neighbor id beyond node_time.
+void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
+                int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
+                const HopTimes& times, HopSample& out, SamplerScratch* scratch = nullptr);
 
 }  // namespace volley

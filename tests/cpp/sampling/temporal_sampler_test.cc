@@ -206,7 +206,7 @@ TEST(TemporalSampling, BadInputsAreNamed) {
             "NeighborSampler on a GPU needs a placed graph (CudaGraph::place), got an empty one");
   HopSample hop;
   EXPECT_EQ(message_of<ValueError>([&] { sample_hop(graph, 0, seeds, 0, 3, options, 0, hop); }),
-            "sample_hop does not sample by time yet");
+            "sample_hop without times cannot sample by time: pass HopTimes");
   options.time_source = TimeSource::kNone;
   EXPECT_EQ(message_of<ValueError>([&] { sample_neighbors(graph, seeds, times, options, 0); }),
             "seed times were given, but the options ask for no temporal sampling (set "
@@ -214,6 +214,90 @@ TEST(TemporalSampling, BadInputsAreNamed) {
   EXPECT_EQ(temporal_strategy_from_name("last"), TemporalStrategy::kLast);
   EXPECT_EQ(message_of<ValueError>([] { temporal_strategy_from_name("random"); }),
             "temporal_strategy must be 'uniform' or 'last', got 'random'");
+}
+
+// sample_hop with times (the distributed sampler's building block): hop by hop, the frontier of
+// sample_neighbors(seed_times) with each node's tree time gives exactly that hop's edges, for
+// edge and node time, both strategies, sorted and (uniform) unsorted rows.
+TEST(TemporalSampler, HopsWithTimesAssembleTheTemporalSample) {
+  const Csr timed = temporal_graph(300, 5000, 41);
+  const std::vector<int64_t> seeds = {4, 4, 17, 250, 99, 3}, times = random_times(6, 8);
+  for (const TimeSource source : {TimeSource::kEdge, TimeSource::kNode}) {
+    const TimeKind kind = source == TimeSource::kEdge ? TimeKind::kEdge : TimeKind::kNode;
+    for (const bool sorted : {true, false}) {
+      const Csr graph = sorted ? sort_rows_by_time(timed, kind) : timed;
+      for (const TemporalStrategy strategy :
+           {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+        if (!sorted && strategy == TemporalStrategy::kLast) continue;
+        const NeighborSamplerOptions options{.fanouts = {4, 3, -1},
+                                             .replace = strategy == TemporalStrategy::kUniform,
+                                             .seed = 12,
+                                             .time_source = source,
+                                             .temporal_strategy = strategy};
+        const SampledSubgraph whole = sample_neighbors(graph, seeds, times, options, 5);
+        const HostSubgraph s = vectors_of(whole);
+        const std::vector<int64_t> batch = whole.batch.to_vector<int64_t>();
+        HopTimes hop_times;
+        hop_times.rows_sorted = sorted;
+        if (source == TimeSource::kEdge) {
+          hop_times.edge_time = graph.edge_time()->span<int64_t>();
+        } else {
+          hop_times.node_time = graph.node_time()->span<int64_t>();
+        }
+        size_t node_begin = 0, edge_begin = 0;
+        for (int hop = 0; hop < 3; ++hop) {
+          const auto node_end = node_begin + static_cast<size_t>(s.nodes_per_hop[hop]);
+          std::vector<int64_t> targets, target_times;
+          for (size_t i = node_begin; i < node_end; ++i) {
+            targets.push_back(s.nodes[i]);
+            target_times.push_back(times[static_cast<size_t>(batch[i])]);
+          }
+          hop_times.target_times = target_times;
+          HopSample got;
+          sample_hop(graph, 0, targets, hop, options.fanouts[static_cast<size_t>(hop)], options, 5,
+                     hop_times, got);
+          const auto edge_end = edge_begin + static_cast<size_t>(s.edges_per_hop[hop]);
+          ASSERT_EQ(got.edge_ids.size(), edge_end - edge_begin) << "hop " << hop;
+          for (size_t j = edge_begin; j < edge_end; ++j) {
+            ASSERT_EQ(got.edge_ids[j - edge_begin], s.edge_ids[j]) << "hop " << hop;
+            ASSERT_EQ(got.neighbors[j - edge_begin], s.nodes[static_cast<size_t>(s.cols[j])]);
+          }
+          node_begin = node_end;
+          edge_begin = edge_end;
+        }
+        EXPECT_GT(edge_begin, 0u);
+      }
+    }
+  }
+}
+
+TEST(TemporalSampler, HopTimesAreChecked) {
+  const Csr graph = sort_rows_by_time(temporal_graph(50, 400, 3), TimeKind::kEdge);
+  const std::vector<int64_t> targets = {1, 2}, one = {5}, two = {5, 6};
+  NeighborSamplerOptions options{.fanouts = {2}, .time_source = TimeSource::kEdge};
+  HopSample out;
+  HopTimes times{.target_times = one, .edge_time = graph.edge_time()->span<int64_t>()};
+  const auto message = [&] {
+    return message_of<ValueError>(
+        [&] { sample_hop(graph, 0, targets, 0, 2, options, 0, times, out); });
+  };
+  EXPECT_EQ(message(), "target_times has 1 entries, but there are 2 targets (one time each)");
+  times.target_times = two;
+  times.edge_time = times.edge_time.subspan(1);
+  EXPECT_EQ(message(), "edge_time has 399 entries, but the graph held here has 400 edges");
+  options.time_source = TimeSource::kNode;
+  EXPECT_EQ(message(), "sampling by node time needs node_time (indexed by global id), got none");
+  const std::vector<int64_t> short_node_time(3, 0);
+  times.node_time = short_node_time;
+  EXPECT_NE(message_of<IndexError>([&] {
+              sample_hop(graph, 0, targets, 0, 2, options, 0, times, out);
+            }).find("has no node time: node_time has 3 entries"),
+            std::string::npos);
+  times.node_time = graph.node_time()->span<int64_t>();
+  options.temporal_strategy = TemporalStrategy::kLast;
+  EXPECT_EQ(message(), "temporal_strategy 'last' needs rows sorted by time");
+  options.time_source = TimeSource::kNone;
+  EXPECT_EQ(message(), "sample_hop was given times, but options.time_source is none");
 }
 
 }  // namespace

@@ -483,10 +483,12 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, std::span<const in
   if (options.subgraph_type == SubgraphType::kBidirectional) make_bidirectional(out);
 }
 
+// `filter` active: a temporal hop, targets[i]'s tree time at filter.seed_times[i].
 template <typename Index>
 void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64_t> targets,
                      int hop, int64_t fanout, const NeighborSamplerOptions& options,
-                     uint64_t batch_index, NeighborScratch& scratch, HopSample& out) {
+                     uint64_t batch_index, const TimeFilter& filter, NeighborScratch& scratch,
+                     HopSample& out) {
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
   const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
@@ -523,7 +525,12 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
       out.neighbors.push_back(static_cast<int64_t>(indices[k]));
       out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
     };
-    if (fanout == -1 || (!options.replace && degree <= fanout)) {
+    if (filter.active()) {
+      pick_temporal(filter, indices, row_begin, degree, filter.seed_times[i], fanout, options,
+                    PhiloxStream(options.seed, neighbor_stream_counter(target, hop, batch_index)),
+                    scratch);
+      for (int64_t position : scratch.picked) emit(position);
+    } else if (fanout == -1 || (!options.replace && degree <= fanout)) {
       for (int64_t position = 0; position < degree; ++position) emit(position);
     } else {
       // The stream is keyed by the GLOBAL id, as in the single-machine sampler.
@@ -560,13 +567,19 @@ std::shared_ptr<NeighborScratch> borrow_scratch() {
 
 void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
                     int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
-                    NeighborScratch& scratch, HopSample& out) {
+                    const HopTimes& times, NeighborScratch& scratch, HopSample& out) {
+  TimeFilter filter;
+  filter.seed_times = times.target_times.data();
+  filter.edge_time = times.edge_time.empty() ? nullptr : times.edge_time.data();
+  filter.node_time = filter.edge_time != nullptr ? nullptr : times.node_time.data();
+  filter.sorted = times.rows_sorted;
+  filter.last = options.temporal_strategy == TemporalStrategy::kLast;
   if (graph.index_dtype() == DType::kInt32) {
-    sample_hop_rows<int32_t>(graph, first_node, targets, hop, fanout, options, batch_index, scratch,
-                             out);
+    sample_hop_rows<int32_t>(graph, first_node, targets, hop, fanout, options, batch_index, filter,
+                             scratch, out);
   } else {
-    sample_hop_rows<int64_t>(graph, first_node, targets, hop, fanout, options, batch_index, scratch,
-                             out);
+    sample_hop_rows<int64_t>(graph, first_node, targets, hop, fanout, options, batch_index, filter,
+                             scratch, out);
   }
 }
 

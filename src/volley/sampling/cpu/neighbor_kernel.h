@@ -55,8 +55,9 @@ void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
 
 // One hop for targets held by rows [first_node, first_node + graph.num_nodes()) of `graph`
 // (row r is node first_node + r; neighbor ids are global): see sample_hop in neighbor_sampler.h.
+// `times` (checked by the caller) make it a temporal hop; default-constructed: untimed.
 void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
                     int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
-                    NeighborScratch& scratch, HopSample& out);
+                    const HopTimes& times, NeighborScratch& scratch, HopSample& out);
 
 }  // namespace volley::cpu

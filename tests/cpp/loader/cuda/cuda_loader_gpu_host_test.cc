@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "test_graphs.h"
+#include "test_util.h"
 #include "volley/core/cuda_device.h"
 #include "volley/core/internal/emulated_device.h"
 #include "volley/loader/cuda_loader.h"
@@ -71,6 +73,8 @@ void expect_same(const Batch& cpu, Batch& gpu, const std::string& where) {
     EXPECT_EQ(bytes_of(cpu.x), bytes_of(gpu.x)) << where;
   }
   EXPECT_EQ(bytes_of(cpu.y), bytes_of(gpu.y)) << where;
+  EXPECT_EQ(cpu.batch_ids.defined(), gpu.batch_ids.defined()) << where;
+  EXPECT_EQ(bytes_of(cpu.batch_ids), bytes_of(gpu.batch_ids)) << where;
   EXPECT_EQ(cpu.nodes_per_hop, gpu.nodes_per_hop) << where;
   EXPECT_EQ(cpu.edges_per_hop, gpu.edges_per_hop) << where;
 }
@@ -268,6 +272,72 @@ TEST(CudaLoaderGpuHost, ArgumentsAreCheckedAsOnAGpu) {
   std::memcpy(want.data(), inputs.features.raw_data() + 299 * 24, 24);
   std::memcpy(want.data() + 24, inputs.features.raw_data(), 24);
   EXPECT_EQ(bytes_of(rows), want);
+}
+
+// Temporal sampling (issue 16): input_time reaches the CUDA sampler, and the batch stream equals
+// the CPU loader's — node and edge time, both strategies, GPU and UVA placement, input nodes
+// repeating at different times, batch_ids (disjoint trees) included. Rows must be sorted by the
+// time in use; input_time is checked as in the CPU loader.
+TEST(CudaLoaderGpuHost, TemporalBatchesEqualTheCpuLoaders) {
+  ScopedCudaEmulation emulated;
+  const Inputs inputs = make_inputs(700, 7000, 23);
+  std::mt19937_64 rng(5);
+  std::vector<int64_t> node_time(700), edge_time(static_cast<size_t>(inputs.graph.num_edges()));
+  for (auto& t : node_time) t = static_cast<int64_t>(rng() % 400);
+  for (auto& t : edge_time) t = static_cast<int64_t>(rng() % 400);
+  const Csr timed =
+      inputs.graph.with_times(Array::from_vector(node_time), Array::from_vector(edge_time));
+  std::vector<int64_t> seeds, times;  // every train node twice, at two times
+  for (int64_t i = 0; i < inputs.train.numel(); ++i) {
+    for (int k = 0; k < 2; ++k) {
+      seeds.push_back(inputs.train.data<int64_t>()[i]);
+      times.push_back(static_cast<int64_t>(rng() % 500));
+    }
+  }
+  const Array input_nodes = Array::from_vector(seeds);
+  for (const TimeSource source : {TimeSource::kNode, TimeSource::kEdge}) {
+    const Csr sorted =
+        sort_rows_by_time(timed, source == TimeSource::kEdge ? TimeKind::kEdge : TimeKind::kNode);
+    for (const TemporalStrategy strategy : {TemporalStrategy::kUniform, TemporalStrategy::kLast}) {
+      LoaderOptions options = options_for(true, false, 0, 1);
+      options.sampler.time_source = source;
+      options.sampler.temporal_strategy = strategy;
+      options.sampler.disjoint = true;
+      options.input_time = Array::from_vector(times);
+      const NeighborLoader cpu(sorted, FeatureStore(inputs.features), FeatureStore(inputs.labels),
+                               input_nodes, options);
+      for (const CudaSamplingMode mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
+        const CudaNeighborLoader gpu(CudaGraph::place(sorted, {.mode = mode}),
+                                     on_gpu(inputs.features, 4096), on_gpu(inputs.labels, 0),
+                                     input_nodes, options);
+        const std::string where =
+            fmt::format("{} time, {}, {}", source == TimeSource::kEdge ? "edge" : "node",
+                        temporal_strategy_name(strategy), cuda_sampling_mode_name(mode));
+        EXPECT_EQ(compare_epoch(cpu, gpu, 1, where), cpu.num_batches()) << where;
+      }
+    }
+  }
+  // The checks: rows unsorted by the time in use, no input_time, input_time of the wrong length.
+  LoaderOptions options = options_for(false, false, 0, 1);
+  options.sampler.time_source = TimeSource::kEdge;
+  options.sampler.disjoint = true;
+  options.input_time = Array::from_vector(times);
+  const std::string unsorted = message_of<ValueError>([&] {
+    CudaNeighborLoader(CudaGraph::place(timed), std::nullopt, std::nullopt, input_nodes, options);
+  });
+  EXPECT_NE(unsorted.find("rows sorted by edge_time"), std::string::npos) << unsorted;
+  const CudaGraph graph = CudaGraph::place(sort_rows_by_time(timed, TimeKind::kEdge));
+  options.input_time = Array::from_vector(std::vector<int64_t>{1, 2, 3});
+  const std::string length = message_of<ValueError>(
+      [&] { CudaNeighborLoader(graph, std::nullopt, std::nullopt, input_nodes, options); });
+  EXPECT_NE(length.find(fmt::format("input_time has 3 entries, but there are {} input nodes",
+                                    input_nodes.numel())),
+            std::string::npos)
+      << length;
+  options.input_time.reset();
+  const std::string missing = message_of<ValueError>(
+      [&] { CudaNeighborLoader(graph, std::nullopt, std::nullopt, input_nodes, options); });
+  EXPECT_NE(missing.find("needs input_time"), std::string::npos) << missing;
 }
 
 // The convert bodies refuse what gather_supports refuses (the loader checks it first), queuing
