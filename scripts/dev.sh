@@ -16,7 +16,7 @@
 # venv), `scripts/dev.sh docs` (the API reference in build/docs, warnings as errors),
 # `scripts/dev.sh fuzz` (libFuzzer targets of the file readers under ASan/UBSan, clang-14,
 # VOLLEY_FUZZ_SECONDS each, default 30; build in build/fuzz), `scripts/dev.sh sanitize` (the C++
-# test suite and CLI built with ASan + UBSan in build/sanitize, then ctest). Idempotent and quiet when everything is present. Environment: VOLLEY_BUILD_DIR (default
+# test suite and CLI built with ASan + UBSan in the same build/fuzz tree, then ctest). Idempotent and quiet when everything is present. Environment: VOLLEY_BUILD_DIR (default
 # build/release), VOLLEY_CMAKE_ARGS (extra -D flags, e.g. "-DVOLLEY_CUDA=OFF"), JOBS (default:
 # number of cores), VOLLEY_LATEST=0 (skip the second leg), VOLLEY_LATEST_REFRESH=1 (upgrade
 # the second venv to what is newest today; a fresh machine always gets the newest), VOLLEY_WHEEL=0
@@ -211,14 +211,22 @@ docs() {
 # a sanitizer report, a leak or an input slower than 10 s fails; the reproducer is left in
 # build/fuzz/ (crash-*, timeout-*, leak-*), to be added to the corpus with the fix.
 fuzz_targets=(edge_list_fuzz manifest_fuzz npy_fuzz npz_fuzz service_fuzz)
+
+# The clang-14 tree both `fuzz` and `sanitize` build in (build/fuzz): everything instrumented
+# with ASan + UBSan (and libFuzzer's coverage), the C++ tests, the CLI and the fuzz targets; no
+# Python module, no CUDA (the GPU kernels' logic runs on the host executor, gpu-host tests).
+asan_tree() {
+  cmake -S "$root" -B "$root/build/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DVOLLEY_FUZZ=ON \
+    -DVOLLEY_TESTS=ON -DVOLLEY_TOOLS=ON -DVOLLEY_PYTHON=OFF -DVOLLEY_DIST=ON \
+    -DVOLLEY_CUDA=OFF -DVOLLEY_GPU_HOST=ON >"$root/build/fuzz-configure.log" 2>&1 \
+    || { tail -n 30 "$root/build/fuzz-configure.log" >&2; log "ASan tree: configure failed"; return 1; }
+}
+
 fuzz() {
   local fuzz_dir="$root/build/fuzz" seconds="${VOLLEY_FUZZ_SECONDS:-30}" status=0
   log "fuzz: building ${fuzz_targets[*]} with clang-14 (ASan + UBSan) in $fuzz_dir"
-  cmake -S "$root" -B "$fuzz_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DVOLLEY_FUZZ=ON \
-    -DVOLLEY_TESTS=OFF -DVOLLEY_TOOLS=OFF -DVOLLEY_PYTHON=OFF -DVOLLEY_DIST=ON \
-    -DVOLLEY_CUDA=OFF -DVOLLEY_GPU_HOST=OFF >"$root/build/fuzz-configure.log" 2>&1 \
-    || { tail -n 30 "$root/build/fuzz-configure.log" >&2; log "fuzz: configure failed"; return 1; }
+  asan_tree || return 1
   ninja -C "$fuzz_dir" -j "$jobs" "${fuzz_targets[@]}" >"$root/build/fuzz-build.log" 2>&1 \
     || { tail -n 40 "$root/build/fuzz-build.log" >&2; log "fuzz: build failed"; return 1; }
   for target in "${fuzz_targets[@]}"; do
@@ -236,20 +244,17 @@ fuzz() {
   return $status
 }
 
-# `scripts/dev.sh sanitize`: the C++ tests and the CLI (which the CLI tests run) built with
-# AddressSanitizer + UndefinedBehaviorSanitizer (VOLLEY_SANITIZE=ON, g++, no CUDA, no Python
-# module) in build/sanitize, then ctest. Slow from scratch on a small machine (see README).
+# `scripts/dev.sh sanitize`: the whole C++ test suite (and the CLI, which the CLI tests run) in
+# the ASan + UBSan tree of `fuzz` (clang-14, build/fuzz), then ctest with leak detection; a
+# sanitizer report fails the test that made it. `scripts/dev.sh test` runs it.
 sanitize() {
-  local sanitize_dir="$root/build/sanitize"
-  log "sanitize: ASan + UBSan build of the C++ tests and the CLI in $sanitize_dir"
-  cmake -S "$root" -B "$sanitize_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DVOLLEY_SANITIZE=ON -DVOLLEY_TESTS=ON -DVOLLEY_PYTHON=OFF -DVOLLEY_CUDA=OFF \
-    >"$root/build/sanitize-configure.log" 2>&1 \
-    || { tail -n 30 "$root/build/sanitize-configure.log" >&2; log "sanitize: configure failed"; exit 1; }
-  ninja -C "$sanitize_dir" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1 \
-    || { tail -n 40 "$root/build/sanitize-build.log" >&2; log "sanitize: build failed"; exit 1; }
+  local asan_dir="$root/build/fuzz"
+  log "sanitize: the C++ tests and the CLI with ASan + UBSan (clang-14) in $asan_dir"
+  asan_tree || return 1
+  ninja -C "$asan_dir" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1 \
+    || { tail -n 40 "$root/build/sanitize-build.log" >&2; log "sanitize: build failed"; return 1; }
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$sanitize_dir" --output-on-failure -j "$jobs"
+    ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -LE '^cuda$'
 }
 
 setup() {
@@ -278,9 +283,10 @@ case "${1:-}" in
     python_leg "$python" || status=1
     latest_leg || status=1
     docs || status=1
-    # The file readers' fuzz targets, 15 s each (about 3.5 min from scratch with the clang build
-    # on the 2-core box, bench/RESULTS.md); VOLLEY_FUZZ=0 skips them.
+    # The C++ suite under ASan + UBSan, then the fuzz targets (readers and service handlers) for
+    # 15 s each, in one clang tree; VOLLEY_FUZZ=0 skips both.
     if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
+      sanitize || status=1
       VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-15}" fuzz || status=1
     fi
     if [ "${VOLLEY_WHEEL:-1}" = 1 ]; then

@@ -301,7 +301,24 @@ int64_t resident_bytes(pid_t pid) {
 // Issue 17, item 2: a server kept a large call's peak (per-thread buffers, glibc's arenas). After
 // 4M labels (32 MB of ids in, 32 MB of rows out), it comes back to within 40 MB of before (it
 // kept 65 MB before the fix).
+// Whether this build runs under AddressSanitizer (gcc defines the macro, clang the feature).
+#if defined(__SANITIZE_ADDRESS__)
+#define VOLLEY_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define VOLLEY_TEST_ASAN 1
+#endif
+#endif
+#ifndef VOLLEY_TEST_ASAN
+#define VOLLEY_TEST_ASAN 0
+#endif
+
 TEST_F(ServeCliTest, AServerGivesBackTheMemoryOfALargeCall) {
+#if VOLLEY_TEST_ASAN
+  // AddressSanitizer keeps freed memory in its quarantine and never trims: the server's RSS
+  // says nothing about glibc's behaviour there.
+  GTEST_SKIP() << "resident memory is not the allocator's under AddressSanitizer";
+#endif
   const std::string data = partitioned();
   ServeProcess part0(fmt::format("serve '{}' --part 0", data), path("err0"));
   ServeProcess part1(fmt::format("serve '{}' --part 1", data), path("err1"));
