@@ -21,6 +21,7 @@ from . import _share, _tensor
 from ._volley import Dataset as _NativeDataset
 from ._volley import dataset_store as _dataset_store
 from ._volley import VolleyImportError, VolleyTypeError, VolleyValueError
+from ._volley import is_hetero_dataset_directory as _is_hetero_dataset_directory
 from ._volley import load_dataset as _load_dataset
 from ._volley import planetoid_split as _planetoid_split
 from ._volley import random_split as _random_split
@@ -336,7 +337,7 @@ def _rebuild_dataset(state: tuple) -> Dataset:
     return Dataset._from_native(_share.attach_dataset(state))
 
 
-def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> Dataset:
+def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> Any:
     """Reads a dataset directory.
 
     Args:
@@ -346,13 +347,18 @@ def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> 
         verify: also check every array's CRC-32 against the manifest (reads all bytes once).
 
     Returns:
-        The ``Dataset``. The graph is validated (O(E)). Loading runs without the GIL.
+        The ``Dataset``; for a heterogeneous directory (format version 2) a
+        ``volley.HeteroDataset``. The graph is validated (O(E)). Loading runs without the GIL.
 
     Raises:
         VolleyOSError: a missing, truncated or corrupt file, or a bad manifest (the message
             names the file and field).
         VolleyValueError: arrays that disagree with each other.
     """
+    if _is_hetero_dataset_directory(os.fspath(path)):
+        from .hetero import load_hetero_dataset
+
+        return load_hetero_dataset(path, mmap=mmap, verify=verify)
     native = _load_dataset(os.fspath(path), memory_map=mmap, verify_checksums=verify)
     return Dataset._from_native(native)
 
@@ -392,8 +398,13 @@ def verify_dataset(path: PathLike) -> List[str]:
         path: the dataset directory.
 
     Returns:
-        One line per problem found; empty when the dataset is intact.
+        One line per problem found; empty when the dataset is intact. Heterogeneous
+        directories are checked type by type.
     """
+    if _is_hetero_dataset_directory(os.fspath(path)):
+        from ._volley import verify_hetero_dataset
+
+        return list(verify_hetero_dataset(os.fspath(path)))
     return list(_verify_dataset(os.fspath(path)))
 
 
