@@ -325,7 +325,10 @@ Csr Csr::transposed() const {
   options.orientation = orientation_ == Orientation::kIn ? Orientation::kOut : Orientation::kIn;
   options.keep_edge_ids = has_edge_ids();
   options.force_int64_indices = index_dtype() == DType::kInt64;
-  return build(entries, num_nodes_, options);
+  // A bipartite Csr (one edge type of a HeteroGraph) may name neighbors past its rows.
+  int64_t largest = -1;
+  for (int64_t k = 0; k < num_edges_; ++k) largest = std::max(largest, r[k]);
+  return build(entries, std::max(num_nodes_, largest + 1), options);
 }
 
 Csr build_csr(const Array& src, const Array& dst, const std::optional<Array>& weights,

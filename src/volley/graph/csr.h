@@ -66,7 +66,8 @@ class Csr {
   int64_t edge_id(int64_t k) const { return edge_ids_data_ ? edge_ids_data_[k] : k; }
 
   // The same edges in the other orientation (a new graph; edge ids and weights follow their
-  // edges). In the result, each row's neighbors are sorted.
+  // edges). In the result, each row's neighbors are sorted. It has max(num_nodes, 1 + largest
+  // neighbor) rows (more than num_nodes only for a bipartite Csr, e.g. a HeteroGraph edge type).
   Csr transposed() const;
 
  private:
