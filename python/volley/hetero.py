@@ -378,13 +378,14 @@ class HeteroDataset:
             VolleyImportError: torch or torch_geometric is not importable.
         """
         torch = _tensor.torch_module()
+        if torch is None:
+            raise VolleyImportError("HeteroDataset.to_pyg() needs torch (and torch_geometric)")
         try:
-            if torch is None:
-                raise ImportError("torch")
             from torch_geometric.data import HeteroData
         except ImportError as error:
             raise VolleyImportError(
-                "HeteroDataset.to_pyg() needs torch and torch_geometric") from error
+                "HeteroDataset.to_pyg() needs torch_geometric (pip install torch_geometric)"
+            ) from error
         data = HeteroData()
         graph = self.graph
         x, y = self.x_dict, self.y_dict
