@@ -102,10 +102,17 @@ def check_batch(graph, batch, fanouts):
             v, u = dst_nodes[r], src_nodes[c]
             row = range(indptr[v], indptr[v + 1])
             assert any(indices[k] == u and eids[k] == e for k in row), (edge_type, u, v, e)
-        counts = np.bincount(rows, minlength=len(dst_nodes)) if len(rows) else []
-        for local, count in enumerate(counts):
-            degree = indptr[dst_nodes[local] + 1] - indptr[dst_nodes[local]]
-            assert count <= max(fanouts.get(edge_type, [0, 0])) or count <= degree
+        # Per hop, each target gets min(fanout, degree) neighbors (without replacement).
+        start = 0
+        key = "__".join(edge_type) if "__".join(edge_type) in fanouts else edge_type
+        for hop, count in enumerate(batch["num_sampled_edges"][edge_type]):
+            targets = rows[start:start + count]
+            start += count
+            fanout = fanouts[key][hop]
+            for local in np.unique(targets):
+                degree = indptr[dst_nodes[local] + 1] - indptr[dst_nodes[local]]
+                assert np.sum(targets == local) == min(fanout, degree), (edge_type, hop)
+        assert start == len(rows)
     for node_type, nodes in batch["node"].items():
         values = as_numpy(nodes)
         assert len(np.unique(values)) == len(values), node_type

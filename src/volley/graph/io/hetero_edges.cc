@@ -60,6 +60,47 @@ struct NodeInput {
   NodeTypeData data;
 };
 
+// Reads the optional per-type files T.num_nodes, T.features.npy, T.labels.npy, T.*_idx.npy.
+void read_node_files(const std::string& directory, const std::string& name, NodeInput& input) {
+  const fs::path base = fs::path(directory);
+  const fs::path count_file = base / (name + ".num_nodes");
+  if (fs::exists(count_file)) {
+    std::ifstream stream(count_file);
+    int64_t count = -1;
+    if (!(stream >> count) || count < 0) {
+      throw IoError(fmt::format("{}: expected a non-negative node count", count_file.string()));
+    }
+    input.given = count;
+  }
+  auto read_optional = [&](const char* field) -> std::optional<Array> {
+    const fs::path path = base / fmt::format("{}.{}.npy", name, field);
+    if (!fs::exists(path)) return std::nullopt;
+    return read_npy(path.string(), false);
+  };
+  input.data.features = read_optional("features");
+  if (input.data.features) {
+    VOLLEY_REQUIRE(input.data.features->ndim() == 2, ValueError,
+                   "{}: {}.features.npy must be 2-d, got {}", directory, name,
+                   input.data.features->describe());
+    input.needed = std::max(input.needed, input.data.features->dim(0));
+  }
+  if (auto labels = read_optional("labels")) {
+    input.data.labels = as_int64(*labels, name + ".labels.npy");
+    input.needed = std::max(input.needed, input.data.labels->numel());
+    input.data.num_classes = max_id(*input.data.labels) + 1;
+  }
+  for (const auto& [field, slot] :
+       {std::pair{"train_idx", &input.data.train_idx}, std::pair{"val_idx", &input.data.val_idx},
+        std::pair{"test_idx", &input.data.test_idx}}) {
+    if (auto ids = read_optional(field)) *slot = as_int64(*ids, name + "." + field + ".npy");
+  }
+  if (input.given) {
+    VOLLEY_REQUIRE(*input.given >= input.needed, IndexError,
+                   "{}: node type {}: {}.num_nodes says {}, but ids or rows need {}", directory,
+                   name, name, *input.given, input.needed);
+  }
+}
+
 }  // namespace
 
 bool is_hetero_edge_directory(const std::string& directory) {
@@ -106,46 +147,7 @@ HeteroDataset read_hetero_edge_directory(const std::string& directory) {
     NodeInput& dst = node(type.dst);
     dst.needed = std::max(dst.needed, max_id(list.dst) + 1);
   }
-  for (const std::string& name : node_order) {
-    NodeInput& input = nodes[name];
-    const fs::path base = fs::path(directory);
-    const fs::path count_file = base / (name + ".num_nodes");
-    if (fs::exists(count_file)) {
-      std::ifstream stream(count_file);
-      int64_t count = -1;
-      if (!(stream >> count) || count < 0) {
-        throw IoError(fmt::format("{}: expected a non-negative node count", count_file.string()));
-      }
-      input.given = count;
-    }
-    auto read_optional = [&](const char* field) -> std::optional<Array> {
-      const fs::path path = base / fmt::format("{}.{}.npy", name, field);
-      if (!fs::exists(path)) return std::nullopt;
-      return read_npy(path.string(), false);
-    };
-    input.data.features = read_optional("features");
-    if (input.data.features) {
-      VOLLEY_REQUIRE(input.data.features->ndim() == 2, ValueError,
-                     "{}: {}.features.npy must be 2-d, got {}", directory, name,
-                     input.data.features->describe());
-      input.needed = std::max(input.needed, input.data.features->dim(0));
-    }
-    if (auto labels = read_optional("labels")) {
-      input.data.labels = as_int64(*labels, name + ".labels.npy");
-      input.needed = std::max(input.needed, input.data.labels->numel());
-      input.data.num_classes = max_id(*input.data.labels) + 1;
-    }
-    for (const auto& [field, slot] :
-         {std::pair{"train_idx", &input.data.train_idx}, std::pair{"val_idx", &input.data.val_idx},
-          std::pair{"test_idx", &input.data.test_idx}}) {
-      if (auto ids = read_optional(field)) *slot = as_int64(*ids, name + "." + field + ".npy");
-    }
-    if (input.given) {
-      VOLLEY_REQUIRE(*input.given >= input.needed, IndexError,
-                     "{}: node type {}: {}.num_nodes says {}, but ids or rows need {}", directory,
-                     name, name, *input.given, input.needed);
-    }
-  }
+  for (const std::string& name : node_order) read_node_files(directory, name, nodes[name]);
   std::vector<NodeTypeInfo> node_types;
   HeteroDataset dataset;
   dataset.name = fs::path(directory).lexically_normal().filename().string();
