@@ -13,6 +13,7 @@
 
 #include "bench_cuda.h"
 #include "bench_disk.h"
+#include "bench_hetero.h"
 #include "bench_plot.h"
 #include "bench_util.h"
 #include "commands.h"
@@ -21,6 +22,7 @@
 #include "volley/feature/gather.h"
 #include "volley/feature/hotness.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/loader/neighbor_loader.h"
 #include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/neighbor_sampler.h"
@@ -144,8 +146,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
   command->add_option("--dataset", settings.dataset, "Dataset directory")->required();
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
   add_sweep_options(*command, settings, "Sampling threads (CPU)");
-  command->add_option("--batches", settings.batches, "Batches to sample")
-      ->check(kPositive);
+  command->add_option("--batches", settings.batches, "Batches to sample")->check(kPositive);
   command
       ->add_option("--warmup", settings.warmup,
                    "Untimed batches before the timed ones (CPU; 0 times the first batches of a "
@@ -174,6 +175,14 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
     if (settings.device == "cuda") {
       parse_cuda_sampling_mode(settings.mode);  // a bad mode fails before any work
       require_cuda_device("--device", settings.cuda_device);
+    }
+    if (is_hetero_dataset_directory(settings.dataset)) {  // bench_hetero.cc
+      VOLLEY_REQUIRE(settings.device == "cpu", ValueError,
+                     "heterogeneous datasets are sampled on the CPU only (no --device cuda yet)");
+      run_hetero_sample_bench({settings.dataset, settings.fanout, settings.batch_sizes,
+                               settings.thread_counts, settings.batches, settings.warmup,
+                               settings.replace, settings.weighted, settings.seed});
+      return;
     }
     const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
     const auto seeds = bench_seed_pool(dataset, settings.seed);
