@@ -31,12 +31,13 @@ Figures run(const HeteroGraph& graph, const std::string& type, const std::vector
   std::atomic<int64_t> next{0}, edges{0}, nodes{0};
   auto work = [&] {
     HeteroSamplerScratch scratch;
+    HeteroSampledSubgraph result;  // reused: its vectors keep their capacity
     int64_t my_edges = 0, my_nodes = 0;
     for (int64_t b = next++; b < batches; b = next++) {
       const std::span<const int64_t> ids(seeds.data() + (b % available) * batch_size,
                                          static_cast<size_t>(batch_size));
-      const auto result = sample_hetero_neighbors(graph, {{type, ids}}, options,
-                                                  static_cast<uint64_t>(b), &scratch);
+      sample_hetero_neighbors(graph, {{type, ids}}, options, static_cast<uint64_t>(b), result,
+                              &scratch);
       my_edges += result.total_edges();
       my_nodes += result.total_nodes();
     }

@@ -151,26 +151,45 @@ struct Batch {
     auto& eids = out.edge_ids[static_cast<size_t>(e)];
     const size_t edges_before = rows.size();
     if (rule.fanout != 0) {
+      // Pass 1: the picks, with the rows of later targets prefetched (the graph is far larger
+      // than the caches); `cols` holds global source ids until pass 2. The frontier [begin,
+      // end) was fixed before the hop, so nodes appended meanwhile are not read here.
+      const int64_t* targets = out.nodes[static_cast<size_t>(dst)].data();
+      constexpr int64_t kAhead = 16;
       for (int64_t i = begin; i < end; ++i) {
-        // Read through the list each time: local_of may grow it when src == dst.
-        const int64_t target = out.nodes[static_cast<size_t>(dst)][static_cast<size_t>(i)];
+        if (i + kAhead < end) __builtin_prefetch(indptr + targets[i + kAhead]);
+        if (i + kAhead / 2 < end) __builtin_prefetch(indices + indptr[targets[i + kAhead / 2]]);
+        const int64_t target = targets[i];
         const int64_t row_begin = indptr[target];
         const int64_t degree = indptr[target + 1] - row_begin;
         const float* row_weights = weights != nullptr ? weights + row_begin : nullptr;
         const int64_t count = sampling_internal::pick_count(degree, row_weights, rule);
         if (count == 0) continue;
-        scratch.positions.resize(static_cast<size_t>(std::max(count, degree)));
+        auto emit = [&](int64_t k) {
+          rows.push_back(i);
+          cols.push_back(static_cast<int64_t>(indices[k]));
+          eids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
+        };
+        if (sampling_internal::takes_all(degree, rule)) {
+          for (int64_t k = row_begin; k < row_begin + degree; ++k) emit(k);
+          continue;
+        }
+        scratch.positions.resize(static_cast<size_t>(count));
         scratch.keys.resize(static_cast<size_t>(count));
         scratch.order.resize(static_cast<size_t>(count));
         sampling_internal::pick_positions(target, degree, row_weights, rule, count,
                                           scratch.positions.data(), scratch.keys.data(),
                                           scratch.order.data());
-        for (int64_t j = 0; j < count; ++j) {
-          const int64_t k = row_begin + scratch.positions[static_cast<size_t>(j)];
-          rows.push_back(i);
-          cols.push_back(local_of(src, static_cast<int64_t>(indices[k])));
-          eids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
-        }
+        for (int64_t j = 0; j < count; ++j)
+          emit(row_begin + scratch.positions[static_cast<size_t>(j)]);
+      }
+      // Pass 2: global → local ids in the same order (so the same nodes get the same local ids
+      // as in one pass), the map slots of later neighbors prefetched.
+      const auto* slots = scratch.slots[static_cast<size_t>(src)].data();
+      const size_t count = cols.size();
+      for (size_t j = edges_before; j < count; ++j) {
+        if (j + kAhead < count) __builtin_prefetch(slots + cols[j + kAhead]);
+        cols[j] = local_of(src, cols[j]);
       }
     }
     out.edges_per_hop[static_cast<size_t>(e)].push_back(
@@ -244,25 +263,35 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& grap
 }
 
 namespace {
+// Fills `out` (its vectors cleared, their capacity kept).
+void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
+                     const std::vector<std::vector<int64_t>>& fanouts,
+                     const HeteroSamplerOptions& options, uint64_t batch_index,
+                     HeteroSamplerScratch::State& scratch, HeteroSampledSubgraph& out) {
+  const size_t types = static_cast<size_t>(graph.num_node_types());
+  const size_t edge_types = static_cast<size_t>(graph.num_edge_types());
+  for (auto* lists : {&out.nodes, &out.nodes_per_hop}) {
+    lists->resize(types);
+    for (auto& list : *lists) list.clear();
+  }
+  for (auto* lists : {&out.rows, &out.cols, &out.edge_ids, &out.edges_per_hop}) {
+    lists->resize(edge_types);
+    for (auto& list : *lists) list.clear();
+  }
+  out.num_seeds.assign(types, 0);
+  scratch.start(graph);
+  Batch batch{graph, fanouts, options, batch_index, scratch, out};
+  batch.add_seeds(seeds);
+  batch.run();
+}
+
 HeteroSampledSubgraph sample_resolved(const HeteroGraph& graph,
                                       const std::vector<HeteroSeeds>& seeds,
                                       const std::vector<std::vector<int64_t>>& fanouts,
                                       const HeteroSamplerOptions& options, uint64_t batch_index,
                                       HeteroSamplerScratch::State& scratch) {
   HeteroSampledSubgraph out;
-  const size_t types = static_cast<size_t>(graph.num_node_types());
-  const size_t edge_types = static_cast<size_t>(graph.num_edge_types());
-  out.nodes.resize(types);
-  out.num_seeds.assign(types, 0);
-  out.nodes_per_hop.resize(types);
-  out.rows.resize(edge_types);
-  out.cols.resize(edge_types);
-  out.edge_ids.resize(edge_types);
-  out.edges_per_hop.resize(edge_types);
-  scratch.start(graph);
-  Batch batch{graph, fanouts, options, batch_index, scratch, out};
-  batch.add_seeds(seeds);
-  batch.run();
+  sample_resolved(graph, seeds, fanouts, options, batch_index, scratch, out);
   return out;
 }
 }  // namespace
@@ -275,6 +304,15 @@ HeteroSampledSubgraph sample_hetero_neighbors(const HeteroGraph& graph,
   HeteroSamplerScratch local;
   return sample_resolved(graph, seeds, fanouts, options, batch_index,
                          (scratch != nullptr ? *scratch : local).state());
+}
+
+void sample_hetero_neighbors(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
+                             const HeteroSamplerOptions& options, uint64_t batch_index,
+                             HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch) {
+  const auto fanouts = resolve_hetero_fanouts(graph, options);
+  HeteroSamplerScratch local;
+  sample_resolved(graph, seeds, fanouts, options, batch_index,
+                  (scratch != nullptr ? *scratch : local).state(), out);
 }
 
 HeteroNeighborSampler::HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options)

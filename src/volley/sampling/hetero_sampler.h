@@ -103,6 +103,12 @@ HeteroSampledSubgraph sample_hetero_neighbors(const HeteroGraph& graph,
                                               uint64_t batch_index,
                                               HeteroSamplerScratch* scratch = nullptr);
 
+// The same into `out` (overwritten), reusing the capacity of its vectors: a caller that keeps
+// its subgraph allocates nothing once the vectors have grown to the batches' size.
+void sample_hetero_neighbors(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
+                             const HeteroSamplerOptions& options, uint64_t batch_index,
+                             HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch = nullptr);
+
 class HeteroNeighborSampler {
  public:
   // Validates the options against the graph (ValueError as above).
