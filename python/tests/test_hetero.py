@@ -164,3 +164,53 @@ def test_edge_directory_reader(tmp_path):
     dataset = read_hetero_edge_directory(tmp_path)
     assert dataset.graph.num_nodes_dict == {"author": 3, "paper": 5}
     assert dataset.edge_types == [WRITES, CITES]
+
+
+def _cli():
+    import os
+    import shutil
+
+    for path in (os.environ.get("VOLLEY_CLI"),
+                 os.path.join(os.path.dirname(__file__), "../../build/dev/tools/volley/volley")):
+        if path and shutil.which(path):
+            return path
+    return None
+
+
+def test_generated_mag_labels_need_the_graph(tmp_path):
+    """`volley generate --model hetero`: a linear model on paper features alone is far below
+    one that also sees the mean features of co-authored, co-topic and cited papers."""
+    import subprocess
+
+    cli = _cli()
+    if cli is None:
+        pytest.skip("no volley CLI (set VOLLEY_CLI)")
+    subprocess.run([cli, "-q", "generate", str(tmp_path / "mag"), "--model", "hetero", "--nodes",
+                    "8000", "--feature-dim", "32", "--classes", "6", "--reverse"], check=True,
+                   capture_output=True)
+    data = volley.load_dataset(tmp_path / "mag").to_pyg()
+    x, y = data["paper"].x.numpy(), data["paper"].y.numpy()
+    counts = {t: data[t].num_nodes for t in data.node_types}
+
+    def mean_over(edge_type, source):
+        edge_index = data[edge_type].edge_index.numpy()
+        count = counts[edge_type[2]]
+        total, degree = np.zeros((count, source.shape[1])), np.zeros(count)
+        np.add.at(total, edge_index[1], source[edge_index[0]])
+        np.add.at(degree, edge_index[1], 1)
+        return total / np.maximum(degree, 1)[:, None]
+
+    authors = mean_over(("paper", "rev_writes", "author"), x)
+    topics = mean_over(("paper", "has_topic", "field_of_study"), x)
+    graph_x = np.hstack([x, mean_over(("author", "writes", "paper"), authors),
+                         mean_over(("field_of_study", "rev_has_topic", "paper"), topics),
+                         mean_over(("paper", "cites", "paper"), x)])
+    train = data["paper"].train_mask.numpy()
+    test = data["paper"].test_mask.numpy()
+
+    def accuracy(features):
+        z = np.hstack([features, np.ones((len(features), 1))])
+        weights = np.linalg.lstsq(z[train], np.eye(6)[y[train]], rcond=None)[0]
+        return float((np.argmax(z[test] @ weights, axis=1) == y[test]).mean())
+
+    assert accuracy(graph_x) > accuracy(x) + 0.2
