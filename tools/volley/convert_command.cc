@@ -24,6 +24,7 @@
 #include "volley/graph/io/npy.h"
 #include "volley/graph/io/npz.h"
 #include "volley/graph/io/ogb.h"
+#include "volley/graph/io/ogb_hetero.h"
 #include "volley/graph/split.h"
 
 namespace volley::cli {
@@ -51,7 +52,7 @@ struct Arguments {
 
 std::string format_of(const Arguments& arguments) {
   if (!arguments.format.empty()) return arguments.format;
-  if (is_ogb_directory(arguments.input)) return "ogb";
+  if (is_ogb_directory(arguments.input) || is_ogb_hetero_directory(arguments.input)) return "ogb";
   if (is_hetero_edge_directory(arguments.input)) return "hetero";
   const std::string extension = fs::path(arguments.input).extension().string();
   if (extension == ".npz") return "npz";
@@ -144,10 +145,13 @@ void run_convert_ogb(const Arguments& arguments) {
   if (!arguments.feature_dtype.empty())
     options.feature_dtype = dtype_from_name(arguments.feature_dtype);
   options.name = arguments.name;
-  const OgbConversion done = convert_ogb_node_dataset(arguments.input, arguments.output, options);
-  std::string summary =
-      fmt::format("wrote {} -> {}: {} nodes, {} edges", done.name, arguments.output,
-                  grouped(done.num_nodes), grouped(done.num_edges));
+  const bool hetero = is_ogb_hetero_directory(arguments.input);  // ogbn-mag's layout
+  const OgbConversion done =
+      hetero ? convert_ogb_hetero_dataset(arguments.input, arguments.output, options)
+             : convert_ogb_node_dataset(arguments.input, arguments.output, options);
+  std::string summary = fmt::format(
+      "wrote {} -> {}: {} nodes, {} edges{}", done.name, arguments.output, grouped(done.num_nodes),
+      grouped(done.num_edges), hetero ? " (heterogeneous; totals over all types)" : "");
   if (done.feature_dim > 0) {
     summary += fmt::format(", {} {} features", grouped(done.feature_dim),
                            dtype_name(options.feature_dtype));
