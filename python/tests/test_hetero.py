@@ -214,3 +214,13 @@ def test_generated_mag_labels_need_the_graph(tmp_path):
         return float((np.argmax(z[test] @ weights, axis=1) == y[test]).mean())
 
     assert accuracy(graph_x) > accuracy(x) + 0.2
+
+
+def test_save_dataset_takes_heterodata(tmp_path):
+    data = toy_hetero(seed=3)
+    volley.save_dataset(data, tmp_path / "h")
+    loaded = volley.load_dataset(tmp_path / "h")
+    assert loaded.name == "h"
+    assert torch.equal(loaded.to_pyg()[CITES].edge_index, data[CITES].edge_index)
+    with pytest.raises(volley.VolleyValueError, match="HeteroDataset.from_pyg"):
+        volley.Dataset.from_pyg(data)

@@ -121,8 +121,8 @@ class Dataset:
         """
         if not hasattr(data, "edge_index") and hasattr(data, "node_types"):
             raise VolleyValueError(
-                "Dataset.from_pyg() takes a homogeneous Data; heterogeneous graphs "
-                "(HeteroData) are not supported yet (convert with data.to_homogeneous())"
+                "Dataset.from_pyg() takes a homogeneous Data; for a HeteroData use "
+                "volley.HeteroDataset.from_pyg()"
             )
         edge_index = getattr(data, "edge_index", None)
         if edge_index is None:
@@ -371,7 +371,8 @@ def save_dataset(dataset: Any, path: PathLike, *, name: str = "") -> None:
         >>> ds = volley.load_dataset("products")    # memory-mapped from now on
 
     Args:
-        dataset: a ``Dataset``, or a PyG ``Data`` (converted with ``Dataset.from_pyg``).
+        dataset: a ``Dataset``, or a PyG ``Data`` (converted with ``Dataset.from_pyg``); a
+            ``HeteroDataset`` or PyG ``HeteroData`` is written as a heterogeneous directory.
         path: the target directory.
         name: the name stored for a PyG ``Data`` (default: the directory's name).
 
@@ -380,10 +381,21 @@ def save_dataset(dataset: Any, path: PathLike, *, name: str = "") -> None:
         VolleyValueError: arrays disagree with the graph (e.g. feature rows != num_nodes), or a
             dtype ``.npy`` cannot hold (bfloat16).
     """
+    from .hetero import HeteroDataset
+
+    if isinstance(dataset, HeteroDataset) or (
+        not isinstance(dataset, Dataset) and hasattr(dataset, "edge_types")
+    ):
+        if not isinstance(dataset, HeteroDataset):  # a PyG HeteroData
+            default_name = os.path.basename(os.path.normpath(os.fspath(path)))
+            dataset = HeteroDataset.from_pyg(dataset, name=name or default_name)
+        dataset.save(path)
+        return
     if not isinstance(dataset, Dataset):
         if not hasattr(dataset, "edge_index"):
             raise VolleyTypeError(
-                "save_dataset() takes a volley.Dataset or a torch_geometric Data, "
+                "save_dataset() takes a volley.Dataset or a torch_geometric Data (or a "
+                "HeteroDataset / HeteroData), "
                 f"got {type(dataset).__name__}"
             )
         default_name = os.path.basename(os.path.normpath(os.fspath(path)))
