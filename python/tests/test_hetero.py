@@ -224,3 +224,17 @@ def test_save_dataset_takes_heterodata(tmp_path):
     assert torch.equal(loaded.to_pyg()[CITES].edge_index, data[CITES].edge_index)
     with pytest.raises(volley.VolleyValueError, match="HeteroDataset.from_pyg"):
         volley.Dataset.from_pyg(data)
+
+
+def test_pickle_round_trip():
+    import pickle
+
+    dataset = volley.HeteroDataset.from_pyg(toy_hetero(seed=4), name="p")
+    copy = pickle.loads(pickle.dumps(dataset))
+    assert copy.name == "p"
+    assert copy.num_classes_dict == dataset.num_classes_dict
+    for edge_type in dataset.edge_types:
+        assert torch.equal(copy.graph.edge_index(edge_type), dataset.graph.edge_index(edge_type))
+    assert torch.equal(copy.x_dict["paper"], dataset.x_dict["paper"])
+    graph = pickle.loads(pickle.dumps(dataset.graph))
+    assert graph.num_edges_dict == dataset.graph.num_edges_dict
