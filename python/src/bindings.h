@@ -121,6 +121,7 @@ void bind_core(nb::module_& m);
 void bind_graph(nb::module_& m);
 void bind_dataset(nb::module_& m);
 void bind_sampling(nb::module_& m);
+void bind_hetero(nb::module_& m);  // heterogeneous graphs, datasets, sampler
 void bind_link(nb::module_& m);  // negative sampling, link seeds
 void bind_partition(nb::module_& m);
 void bind_feature(nb::module_& m);

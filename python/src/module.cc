@@ -11,6 +11,7 @@ NB_MODULE(_volley, m) {
   volley::python::bind_dataset(m);
   volley::python::bind_feature(m);
   volley::python::bind_sampling(m);
+  volley::python::bind_hetero(m);
   volley::python::bind_link(m);
   volley::python::bind_partition(m);
   volley::python::bind_share(m);

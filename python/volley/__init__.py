@@ -48,6 +48,8 @@ from .dataset import (
 from .edge_split import split_edges
 from .feature import Feature, disk_io_support, hotness_by_degree, hotness_by_sampling
 from .graph import Graph
+from .hetero import HeteroDataset, HeteroGraph
+from .hetero_sampler import HeteroNeighborSampler
 from .partition import PartitionBook, load_partition, partition
 from .negative import NegativeSampler
 from .sampler import Adj, NeighborSampler
@@ -66,6 +68,9 @@ __all__ = [
     "Dataset",
     "Feature",
     "Graph",
+    "HeteroDataset",
+    "HeteroGraph",
+    "HeteroNeighborSampler",
     "Split",
     "VolleyConnectionError",
     "VolleyError",

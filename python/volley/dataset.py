@@ -21,6 +21,7 @@ from . import _share, _tensor
 from ._volley import Dataset as _NativeDataset
 from ._volley import dataset_store as _dataset_store
 from ._volley import VolleyImportError, VolleyTypeError, VolleyValueError
+from ._volley import is_hetero_dataset_directory as _is_hetero_dataset_directory
 from ._volley import load_dataset as _load_dataset
 from ._volley import planetoid_split as _planetoid_split
 from ._volley import random_split as _random_split
@@ -123,8 +124,8 @@ class Dataset:
         """
         if not hasattr(data, "edge_index") and hasattr(data, "node_types"):
             raise VolleyValueError(
-                "Dataset.from_pyg() takes a homogeneous Data; heterogeneous graphs "
-                "(HeteroData) are not supported yet (convert with data.to_homogeneous())"
+                "Dataset.from_pyg() takes a homogeneous Data; for a HeteroData use "
+                "volley.HeteroDataset.from_pyg()"
             )
         edge_index = getattr(data, "edge_index", None)
         if edge_index is None:
@@ -365,7 +366,7 @@ def _rebuild_dataset(state: tuple) -> Dataset:
     return Dataset._from_native(_share.attach_dataset(state))
 
 
-def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> Dataset:
+def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> Any:
     """Reads a dataset directory.
 
     Args:
@@ -375,13 +376,18 @@ def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> 
         verify: also check every array's CRC-32 against the manifest (reads all bytes once).
 
     Returns:
-        The ``Dataset``. The graph is validated (O(E)). Loading runs without the GIL.
+        The ``Dataset``; for a heterogeneous directory (format version 2) a
+        ``volley.HeteroDataset``. The graph is validated (O(E)). Loading runs without the GIL.
 
     Raises:
         VolleyOSError: a missing, truncated or corrupt file, or a bad manifest (the message
             names the file and field).
         VolleyValueError: arrays that disagree with each other.
     """
+    if _is_hetero_dataset_directory(os.fspath(path)):
+        from .hetero import load_hetero_dataset
+
+        return load_hetero_dataset(path, mmap=mmap, verify=verify)
     native = _load_dataset(os.fspath(path), memory_map=mmap, verify_checksums=verify)
     return Dataset._from_native(native)
 
@@ -394,7 +400,8 @@ def save_dataset(dataset: Any, path: PathLike, *, name: str = "") -> None:
         >>> ds = volley.load_dataset("products")    # memory-mapped from now on
 
     Args:
-        dataset: a ``Dataset``, or a PyG ``Data`` (converted with ``Dataset.from_pyg``).
+        dataset: a ``Dataset``, or a PyG ``Data`` (converted with ``Dataset.from_pyg``); a
+            ``HeteroDataset`` or PyG ``HeteroData`` is written as a heterogeneous directory.
         path: the target directory.
         name: the name stored for a PyG ``Data`` (default: the directory's name).
 
@@ -403,10 +410,21 @@ def save_dataset(dataset: Any, path: PathLike, *, name: str = "") -> None:
         VolleyValueError: arrays disagree with the graph (e.g. feature rows != num_nodes), or a
             dtype ``.npy`` cannot hold (bfloat16).
     """
+    from .hetero import HeteroDataset
+
+    if isinstance(dataset, HeteroDataset) or (
+        not isinstance(dataset, Dataset) and hasattr(dataset, "edge_types")
+    ):
+        if not isinstance(dataset, HeteroDataset):  # a PyG HeteroData
+            default_name = os.path.basename(os.path.normpath(os.fspath(path)))
+            dataset = HeteroDataset.from_pyg(dataset, name=name or default_name)
+        dataset.save(path)
+        return
     if not isinstance(dataset, Dataset):
         if not hasattr(dataset, "edge_index"):
             raise VolleyTypeError(
-                "save_dataset() takes a volley.Dataset or a torch_geometric Data, "
+                "save_dataset() takes a volley.Dataset or a torch_geometric Data (or a "
+                "HeteroDataset / HeteroData), "
                 f"got {type(dataset).__name__}"
             )
         default_name = os.path.basename(os.path.normpath(os.fspath(path)))
@@ -421,8 +439,13 @@ def verify_dataset(path: PathLike) -> List[str]:
         path: the dataset directory.
 
     Returns:
-        One line per problem found; empty when the dataset is intact.
+        One line per problem found; empty when the dataset is intact. Heterogeneous
+        directories are checked type by type.
     """
+    if _is_hetero_dataset_directory(os.fspath(path)):
+        from ._volley import verify_hetero_dataset
+
+        return list(verify_hetero_dataset(os.fspath(path)))
     return list(_verify_dataset(os.fspath(path)))
 
 

@@ -15,6 +15,7 @@
 
 #include "bench_cuda.h"
 #include "bench_disk.h"
+#include "bench_hetero.h"
 #include "bench_plot.h"
 #include "bench_util.h"
 #include "commands.h"
@@ -24,6 +25,7 @@
 #include "volley/feature/gather.h"
 #include "volley/feature/hotness.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/loader/neighbor_loader.h"
 #include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/neighbor_sampler.h"
@@ -216,6 +218,17 @@ void for_each_configuration(const SampleSettings& settings, Measure&& measure) {
   }
 }
 
+// A heterogeneous dataset is benched by bench_hetero.cc (CPU only): true when it was one.
+bool bench_hetero_sample(const SampleSettings& settings) {
+  if (!is_hetero_dataset_directory(settings.dataset)) return false;
+  VOLLEY_REQUIRE(settings.device == "cpu", ValueError,
+                 "heterogeneous datasets are sampled on the CPU only (no --device cuda yet)");
+  run_hetero_sample_bench({settings.dataset, settings.fanout, settings.batch_sizes,
+                           settings.thread_counts, settings.batches, settings.warmup,
+                           settings.replace, settings.weighted, settings.seed});
+  return true;
+}
+
 void add_sample(CLI::App& bench, SampleSettings& settings) {
   auto* command = bench.add_subcommand(
       "sample", "Sampled edges per second (SEPS) of the neighbor sampler (CPU, or CUDA GPU/UVA)");
@@ -257,6 +270,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
     }
     VOLLEY_REQUIRE(!settings.time || settings.device == "cpu", ValueError,
                    "--time samples on the CPU only");
+    if (bench_hetero_sample(settings)) return;
     const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
     const auto seeds = bench_seed_pool(dataset, settings.seed);
     if (settings.device == "cpu") warm(dataset.graph);

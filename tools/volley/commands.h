@@ -52,5 +52,7 @@ extern const char* const kNoDistService;
 // partition_command.cc): prints the description and returns true, or returns false when `path`
 // is neither.
 bool describe_partitioned(const std::string& path, bool as_json, bool verify);
+// `volley info` on a heterogeneous dataset directory (info_hetero.cc).
+void describe_hetero_dataset(const std::string& path, bool as_json, bool verify);
 
 }  // namespace volley::cli

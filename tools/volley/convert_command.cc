@@ -1,10 +1,12 @@
-// `volley convert INPUT OUTPUT [--format edgelist|npz|npy|ogb] [--undirected] [--num-nodes N]
+// `volley convert INPUT OUTPUT [--format edgelist|npz|npy|ogb|hetero] [--undirected]
+//                 [--num-nodes N]
 //                 [--split none|planetoid|random] [--seed S] [--ogb-split NAME]
 //                 [--feature-dtype float32|uint8|float16] [--name NAME] ...`
 // Reads a graph (text edge list, .npz, an int [2, E] / [E, 2] .npy edge array, or an OGB
-// node-property dataset directory), builds the in-neighbor Csr and writes a dataset directory
-// (volley/graph/dataset.h). Prints one summary line to stdout. OGB directories are converted
-// streaming (volley/graph/io/ogb.h) with the dataset's own split.
+// node-property dataset directory, or a directory of per-edge-type edge files for a
+// heterogeneous graph: volley/graph/io/hetero_edges.h), builds the in-neighbor Csr and writes a
+// dataset directory (volley/graph/dataset.h). Prints one summary line to stdout. OGB directories
+// are converted streaming (volley/graph/io/ogb.h) with the dataset's own split.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,10 +18,13 @@
 #include "volley/core/progress.h"
 #include "volley/graph/csr.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/graph/io/edge_list.h"
+#include "volley/graph/io/hetero_edges.h"
 #include "volley/graph/io/npy.h"
 #include "volley/graph/io/npz.h"
 #include "volley/graph/io/ogb.h"
+#include "volley/graph/io/ogb_hetero.h"
 #include "volley/graph/split.h"
 
 namespace volley::cli {
@@ -49,7 +54,8 @@ struct Arguments {
 
 std::string format_of(const Arguments& arguments) {
   if (!arguments.format.empty()) return arguments.format;
-  if (is_ogb_directory(arguments.input)) return "ogb";
+  if (is_ogb_directory(arguments.input) || is_ogb_hetero_directory(arguments.input)) return "ogb";
+  if (is_hetero_edge_directory(arguments.input)) return "hetero";
   const std::string extension = fs::path(arguments.input).extension().string();
   if (extension == ".npz") return "npz";
   if (extension == ".npy") return "npy";
@@ -141,10 +147,13 @@ void run_convert_ogb(const Arguments& arguments) {
   if (!arguments.feature_dtype.empty())
     options.feature_dtype = dtype_from_name(arguments.feature_dtype);
   options.name = arguments.name;
-  const OgbConversion done = convert_ogb_node_dataset(arguments.input, arguments.output, options);
-  std::string summary =
-      fmt::format("wrote {} -> {}: {} nodes, {} edges", done.name, arguments.output,
-                  grouped(done.num_nodes), grouped(done.num_edges));
+  const bool hetero = is_ogb_hetero_directory(arguments.input);  // ogbn-mag's layout
+  const OgbConversion done =
+      hetero ? convert_ogb_hetero_dataset(arguments.input, arguments.output, options)
+             : convert_ogb_node_dataset(arguments.input, arguments.output, options);
+  std::string summary = fmt::format(
+      "wrote {} -> {}: {} nodes, {} edges{}", done.name, arguments.output, grouped(done.num_nodes),
+      grouped(done.num_edges), hetero ? " (heterogeneous; totals over all types)" : "");
   if (done.feature_dim > 0) {
     summary += fmt::format(", {} {} features", grouped(done.feature_dim),
                            dtype_name(options.feature_dtype));
@@ -179,10 +188,28 @@ void run_sort_by_time(const Arguments& arguments) {
               grouped(graph.num_edges()).c_str(), kind.c_str());
 }
 
+// A directory of per-edge-type edge files (graph/io/hetero_edges.h).
+void run_convert_hetero(const Arguments& arguments) {
+  VOLLEY_REQUIRE(!arguments.undirected && !arguments.drop_self_loops && !arguments.num_nodes &&
+                     arguments.split == "none" && arguments.feature_dtype.empty(),
+                 ValueError,
+                 "a heterogeneous input takes only --name (--undirected, --drop-self-loops, "
+                 "--num-nodes, --split and --feature-dtype are for homogeneous inputs; give "
+                 "T.num_nodes and T.train_idx.npy files instead)");
+  HeteroDataset dataset = read_hetero_edge_directory(arguments.input);
+  if (!arguments.name.empty()) dataset.name = arguments.name;
+  save_hetero_dataset(dataset, arguments.output);
+  std::printf("wrote %s -> %s: %s nodes in %d types, %s edges in %d types\n", dataset.name.c_str(),
+              arguments.output.c_str(), grouped(dataset.graph.total_nodes()).c_str(),
+              dataset.graph.num_node_types(), grouped(dataset.graph.total_edges()).c_str(),
+              dataset.graph.num_edge_types());
+}
+
 void run_convert(const Arguments& arguments) {
   if (arguments.sort_by_time) return run_sort_by_time(arguments);
   check_output(arguments.output);
   if (format_of(arguments) == "ogb") return run_convert_ogb(arguments);
+  if (format_of(arguments) == "hetero") return run_convert_hetero(arguments);
   VOLLEY_REQUIRE(arguments.ogb_split.empty(), ValueError,
                  "--ogb-split applies to --format ogb only");
   // Stages: read, build the graph, node data and split, write.
@@ -270,8 +297,9 @@ void add_convert_command(CLI::App& app, GlobalOptions& /*global*/) {
   command
       ->add_option("--format", arguments->format,
                    "Input format (default: ogb for a directory with raw/edge.csv.gz, else from "
-                   "the extension: .npz, .npy, else edgelist)")
-      ->check(CLI::IsMember({"edgelist", "npz", "npy", "ogb"}));
+                   "the extension: .npz, .npy, else edgelist; hetero for a directory of "
+                   "SRC__RELATION__DST.npy / .txt edge files)")
+      ->check(CLI::IsMember({"edgelist", "npz", "npy", "ogb", "hetero"}));
   command->add_option("--ogb-split", arguments->ogb_split,
                       "OGB: the folder under split/ to store (default: the only one)");
   command->add_flag("--undirected", arguments->undirected,

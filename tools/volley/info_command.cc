@@ -17,6 +17,7 @@
 #include "volley/core/files.h"
 #include "volley/feature/feature_store.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/graph/io/npy.h"
 #include "volley/graph/io/npz.h"
 
@@ -346,7 +347,11 @@ void add_info_command(CLI::App& app, GlobalOptions& /*global*/) {
         throw IoError(
             fmt::format("{}: not a Volley dataset directory (it has no volley.json)", path));
       }
-      describe_dataset(path, arguments->json, arguments->verify);
+      if (is_hetero_dataset_directory(path)) {
+        describe_hetero_dataset(path, arguments->json, arguments->verify);
+      } else {
+        describe_dataset(path, arguments->json, arguments->verify);
+      }
       return;
     }
     VOLLEY_REQUIRE(!arguments->verify, ValueError,

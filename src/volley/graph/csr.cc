@@ -328,8 +328,14 @@ Csr Csr::transposed() const {
   options.orientation = orientation_ == Orientation::kIn ? Orientation::kOut : Orientation::kIn;
   options.keep_edge_ids = has_edge_ids() || timed;
   options.force_int64_indices = index_dtype() == DType::kInt64;
-  Csr out = build(entries, num_nodes_, options);
-  if (!timed) return node_time_ ? out.with_times(node_time_, std::nullopt) : out;
+  // A bipartite Csr (one edge type of a HeteroGraph) may name neighbors past its rows.
+  int64_t largest = -1;
+  for (int64_t k = 0; k < num_edges_; ++k) largest = std::max(largest, r[k]);
+  Csr out = build(entries, std::max(num_nodes_, largest + 1), options);
+  // Node times index this graph's nodes: kept when the transpose has the same node set.
+  const std::optional<Array> node_time =
+      out.num_nodes() == num_nodes_ ? node_time_ : std::optional<Array>();
+  if (!timed) return node_time ? out.with_times(node_time, std::nullopt) : out;
   Array ids = Array::empty(DType::kInt64, {num_edges_});
   Array times = Array::empty(DType::kInt64, {num_edges_});
   const int64_t* position = out.edge_ids()->data<int64_t>();
@@ -344,7 +350,7 @@ Csr Csr::transposed() const {
   });
   return Csr::from_arrays(out.indptr(), out.indices(), std::move(ids), out.weights(),
                           out.orientation(), /*validate=*/false)
-      .with_times(node_time_, std::move(times));
+      .with_times(node_time, std::move(times));
 }
 
 Csr build_csr(const Array& src, const Array& dst, const std::optional<Array>& weights,

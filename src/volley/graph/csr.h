@@ -85,7 +85,9 @@ class Csr {
   Csr with_times(std::optional<Array> node_time, std::optional<Array> edge_time) const;
 
   // The same edges in the other orientation (a new graph; edge ids, weights and edge times follow
-  // their edges, node times stay). In the result, each row's neighbors are sorted.
+  // their edges, node times stay). In the result, each row's neighbors are sorted. It has
+  // max(num_nodes, 1 + largest neighbor) rows (more than num_nodes only for a bipartite Csr,
+  // e.g. a HeteroGraph edge type).
   Csr transposed() const;
 
  private:

@@ -178,6 +178,12 @@ class ManifestReader {
     if (format != kFormatName)
       fail("format", fmt::format("\"{}\"", kFormatName), JsonChecker::brief(format));
     const int64_t version = integer(json, "version");
+    if (version == 2) {  // hetero_dataset.h
+      fail("version",
+           "1 (a homogeneous dataset; version 2 is a heterogeneous one: read it with "
+           "load_hetero_dataset, or volley.load_dataset in Python)",
+           "2");
+    }
     if (version != kFormatVersion) {
       fail("version",
            fmt::format("{} (this Volley reads version {})", kFormatVersion, kFormatVersion),

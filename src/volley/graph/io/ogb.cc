@@ -399,8 +399,8 @@ OgbConversion convert_ogb_node_dataset(const std::string& input, const std::stri
   VOLLEY_REQUIRE(
       !fs::exists(raw / "relations", error) && !fs::exists(raw / "num-node-dict.csv.gz", error),
       ValueError,
-      "{}: a heterogeneous OGB dataset (raw/relations/); only homogeneous node-property "
-      "datasets can be converted so far",
+      "{}: a heterogeneous OGB dataset (raw/relations/): convert it with "
+      "convert_ogb_hetero_dataset (volley/graph/io/ogb_hetero.h; `volley convert` does)",
       input);
   for (const char* required : {"num-node-list.csv.gz", "edge.csv.gz"}) {
     VOLLEY_REQUIRE(fs::is_regular_file(raw / required, error), IoError,

@@ -1,0 +1,182 @@
+// python/src/bind_hetero.cc — heterogeneous graphs, datasets and the hetero sampler
+// (python/volley/hetero.py wraps them). Type names cross as str, edge types as (src, rel, dst)
+// tuples; arrays zero-copy as everywhere (bindings.h).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "volley/graph/hetero_dataset.h"
+#include "volley/graph/hetero_graph.h"
+#include "volley/graph/io/hetero_edges.h"
+#include "volley/sampling/hetero_sampler.h"
+
+namespace volley::python {
+namespace {
+
+using EdgeTuple = std::tuple<std::string, std::string, std::string>;
+
+EdgeType edge_type_of(const EdgeTuple& tuple) {
+  return {std::get<0>(tuple), std::get<1>(tuple), std::get<2>(tuple)};
+}
+EdgeTuple tuple_of(const EdgeType& type) { return {type.src, type.relation, type.dst}; }
+
+nb::list array_list(std::vector<std::vector<int64_t>>& lists) {
+  nb::list result;
+  for (auto& list : lists) result.append(array_to_python(Array::from_vector(list)));
+  return result;
+}
+
+void bind_hetero_graph(nb::module_& m) {
+  nb::class_<HeteroGraph>(m, "HeteroGraph",
+                          "Typed nodes and edges (see src/volley/graph/hetero_graph.h).")
+      .def(
+          "__init__",
+          [](HeteroGraph* self, const std::vector<std::pair<std::string, int64_t>>& node_types,
+             const std::vector<std::pair<EdgeTuple, Csr>>& edge_types, bool validate) {
+            std::vector<NodeTypeInfo> nodes;
+            for (const auto& [name, count] : node_types) nodes.push_back({name, count});
+            std::vector<std::pair<EdgeType, Csr>> edges;
+            for (const auto& [type, csr] : edge_types) edges.emplace_back(edge_type_of(type), csr);
+            nb::gil_scoped_release release;
+            new (self) HeteroGraph(std::move(nodes), std::move(edges), validate);
+          },
+          nb::arg("node_types"), nb::arg("edge_types"), nb::arg("validate") = true)
+      .def_prop_ro("node_types",
+                   [](const HeteroGraph& graph) {
+                     std::vector<std::pair<std::string, int64_t>> result;
+                     for (const auto& type : graph.node_types())
+                       result.emplace_back(type.name, type.num_nodes);
+                     return result;
+                   })
+      .def_prop_ro("edge_types",
+                   [](const HeteroGraph& graph) {
+                     std::vector<EdgeTuple> result;
+                     for (const auto& type : graph.edge_types()) result.push_back(tuple_of(type));
+                     return result;
+                   })
+      .def("num_nodes",
+           [](const HeteroGraph& graph, const std::string& type) { return graph.num_nodes(type); })
+      .def("edges", [](const HeteroGraph& graph, const EdgeTuple& type) {
+        return graph.edges(edge_type_of(type));
+      });
+  m.def(
+      "build_bipartite_csr",
+      [](const InputArray& src, const InputArray& dst, int64_t num_src, int64_t num_dst,
+         const std::optional<InputArray>& weights, const std::string& type) {
+        Array src_array = array_from_python(src, "src");
+        Array dst_array = array_from_python(dst, "dst");
+        std::optional<Array> weight_array = array_from_python(weights, "edge weights");
+        nb::gil_scoped_release release;
+        return build_bipartite_csr(src_array, dst_array, num_src, num_dst, weight_array, type);
+      },
+      nb::arg("src"), nb::arg("dst"), nb::arg("num_src"), nb::arg("num_dst"),
+      nb::arg("weights").none() = nb::none(), nb::arg("edge_type") = "");
+}
+
+template <std::optional<Array> NodeTypeData::*field>
+void def_node_field(nb::class_<NodeTypeData>& cls, const char* name) {
+  cls.def_prop_rw(
+      name, [](const NodeTypeData& data) { return array_to_python(data.*field); },
+      [name](NodeTypeData& data, const std::optional<InputArray>& value) {
+        data.*field = array_from_python(value, name);
+      },
+      nb::arg("value").none());
+}
+
+void bind_hetero_dataset(nb::module_& m) {
+  nb::class_<NodeTypeData> node_data(m, "NodeTypeData", "The node data of one node type.");
+  node_data.def(nb::init<>()).def_rw("num_classes", &NodeTypeData::num_classes);
+  def_node_field<&NodeTypeData::features>(node_data, "features");
+  def_node_field<&NodeTypeData::labels>(node_data, "labels");
+  def_node_field<&NodeTypeData::train_idx>(node_data, "train_idx");
+  def_node_field<&NodeTypeData::val_idx>(node_data, "val_idx");
+  def_node_field<&NodeTypeData::test_idx>(node_data, "test_idx");
+  nb::class_<HeteroDataset>(m, "HeteroDatasetNative", "See src/volley/graph/hetero_dataset.h.")
+      .def(nb::init<>())
+      .def_rw("name", &HeteroDataset::name)
+      .def_rw("graph", &HeteroDataset::graph)
+      .def_rw("node_data", &HeteroDataset::node_data);
+  m.def(
+      "load_hetero_dataset",
+      [](const std::string& directory, bool memory_map, bool verify_checksums) {
+        DatasetLoadOptions options;
+        options.memory_map = memory_map;
+        options.verify_checksums = verify_checksums;
+        return load_hetero_dataset(directory, options);
+      },
+      nb::arg("directory"), nb::kw_only(), nb::arg("memory_map") = true,
+      nb::arg("verify_checksums") = false, nb::call_guard<nb::gil_scoped_release>());
+  m.def("save_hetero_dataset", &save_hetero_dataset, nb::arg("dataset"), nb::arg("directory"),
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "verify_hetero_dataset",
+      [](const std::string& directory) { return verify_hetero_dataset(directory).problems; },
+      nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>());
+  m.def("is_hetero_dataset_directory", &is_hetero_dataset_directory, nb::arg("path"));
+  m.def("read_hetero_edge_directory", &read_hetero_edge_directory, nb::arg("directory"),
+        nb::call_guard<nb::gil_scoped_release>());
+}
+
+void bind_hetero_sampler(nb::module_& m) {
+  nb::class_<HeteroNeighborSampler>(m, "HeteroNeighborSampler",
+                                    "See src/volley/sampling/hetero_sampler.h.")
+      .def(
+          "__init__",
+          [](HeteroNeighborSampler* self, const HeteroGraph& graph,
+             const std::vector<int64_t>& fanouts,
+             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
+             bool replace, bool weighted, uint64_t seed) {
+            HeteroSamplerOptions options;
+            options.fanouts = fanouts;
+            for (const auto& [type, list] : fanouts_by_type)
+              options.fanouts_by_type.emplace_back(edge_type_of(type), list);
+            options.replace = replace;
+            options.weighted = weighted;
+            options.seed = seed;
+            nb::gil_scoped_release release;
+            new (self) HeteroNeighborSampler(graph, std::move(options));
+          },
+          nb::arg("graph"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
+          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0)
+      .def(
+          "sample",
+          [](HeteroNeighborSampler& sampler,
+             const std::vector<std::pair<std::string, InputArray>>& seeds, uint64_t batch_index) {
+            std::vector<Array> seed_arrays;
+            std::vector<HeteroSeeds> groups;
+            for (const auto& [type, ids] : seeds) {
+              seed_arrays.push_back(host_ids_array(ids, "seeds of node type " + type));
+            }
+            for (size_t i = 0; i < seeds.size(); ++i) {
+              groups.push_back({seeds[i].first, seed_arrays[i].span<int64_t>()});
+            }
+            HeteroSampledSubgraph out;
+            {
+              nb::gil_scoped_release release;
+              out = sampler.sample(groups, batch_index);
+            }
+            nb::dict result;
+            result["nodes"] = array_list(out.nodes);
+            result["num_seeds"] = out.num_seeds;
+            result["nodes_per_hop"] = out.nodes_per_hop;
+            result["rows"] = array_list(out.rows);
+            result["cols"] = array_list(out.cols);
+            result["edge_ids"] = array_list(out.edge_ids);
+            result["edges_per_hop"] = out.edges_per_hop;
+            return result;
+          },
+          nb::arg("seeds"), nb::arg("batch_index"));
+}
+
+}  // namespace
+
+void bind_hetero(nb::module_& m) {
+  bind_hetero_graph(m);
+  bind_hetero_dataset(m);
+  bind_hetero_sampler(m);
+}
+
+}  // namespace volley::python

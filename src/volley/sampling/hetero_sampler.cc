@@ -1,0 +1,334 @@
+// The CPU heterogeneous neighbor sampler (contract in hetero_sampler.h). The per-target pick
+// rules are the homogeneous sampler's (internal/pick.h), not a copy of them.
+#include "volley/sampling/hetero_sampler.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "volley/core/error.h"
+#include "volley/sampling/internal/pick.h"
+
+namespace volley {
+
+struct HeteroSamplerScratch::State {
+  struct Slot {
+    uint32_t stamp = 0;
+    int32_t local = 0;
+  };
+  std::vector<std::vector<Slot>> slots;  // per node type
+  uint32_t generation = 0;
+  std::vector<int64_t> positions, order;
+  std::vector<double> keys;
+
+  // Starts a batch over node types of these counts: O(1) unless the counts changed.
+  void start(const HeteroGraph& graph) {
+    bool fits = slots.size() == static_cast<size_t>(graph.num_node_types());
+    for (int t = 0; fits && t < graph.num_node_types(); ++t) {
+      fits = slots[static_cast<size_t>(t)].size() == static_cast<size_t>(graph.num_nodes(t));
+    }
+    if (!fits) {
+      slots.assign(static_cast<size_t>(graph.num_node_types()), {});
+      for (int t = 0; t < graph.num_node_types(); ++t) {
+        slots[static_cast<size_t>(t)].assign(static_cast<size_t>(graph.num_nodes(t)), Slot{});
+      }
+      generation = 0;
+    }
+    if (++generation == 0) {  // wrapped: clear stale stamps
+      for (auto& type_slots : slots) std::fill(type_slots.begin(), type_slots.end(), Slot{});
+      generation = 1;
+    }
+  }
+};
+
+HeteroSamplerScratch::HeteroSamplerScratch() : state_(std::make_unique<State>()) {}
+HeteroSamplerScratch::~HeteroSamplerScratch() = default;
+HeteroSamplerScratch::HeteroSamplerScratch(HeteroSamplerScratch&&) noexcept = default;
+HeteroSamplerScratch& HeteroSamplerScratch::operator=(HeteroSamplerScratch&&) noexcept = default;
+
+int64_t HeteroSampledSubgraph::total_nodes() const {
+  int64_t total = 0;
+  for (const auto& list : nodes) total += static_cast<int64_t>(list.size());
+  return total;
+}
+
+int64_t HeteroSampledSubgraph::total_edges() const {
+  int64_t total = 0;
+  for (const auto& list : rows) total += static_cast<int64_t>(list.size());
+  return total;
+}
+
+namespace {
+
+constexpr size_t kMaxHops = 255;
+
+void check_fanout_list(const std::vector<int64_t>& list, const std::string& what) {
+  VOLLEY_REQUIRE(!list.empty(), ValueError, "{}: the fanout list is empty (give one per hop)",
+                 what);
+  VOLLEY_REQUIRE(list.size() <= kMaxHops, ValueError, "{}: {} hops, at most {} are supported", what,
+                 list.size(), kMaxHops);
+  for (size_t h = 0; h < list.size(); ++h) {
+    VOLLEY_REQUIRE(list[h] >= -1, ValueError,
+                   "{}: fanout {} at hop {} must be >= -1 (-1: all neighbors)", what, list[h], h);
+  }
+}
+
+// The seed of an edge type's random streams: options.seed mixed with FNV-1a of its name.
+uint64_t edge_type_seed(uint64_t seed, const EdgeType& type) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (const char c : type.name()) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 0x100000001b3ull;
+  }
+  return seed ^ (hash * 0x9e3779b97f4a7c15ull);
+}
+
+// What one batch works on.
+struct Batch {
+  const HeteroGraph& graph;
+  const std::vector<std::vector<int64_t>>& fanouts;
+  const HeteroSamplerOptions& options;
+  uint64_t batch_index;
+  HeteroSamplerScratch::State& scratch;
+  HeteroSampledSubgraph& out;
+
+  // Local id of `id` of node type `type`, appending it when new.
+  int64_t local_of(int type, int64_t id) {
+    auto& slot = scratch.slots[static_cast<size_t>(type)][static_cast<size_t>(id)];
+    if (slot.stamp == scratch.generation) return slot.local;
+    auto& list = out.nodes[static_cast<size_t>(type)];
+    VOLLEY_REQUIRE(list.size() < (size_t{1} << 31) - 1, ValueError,
+                   "a batch reached 2^31 nodes of type {}",
+                   graph.node_types()[static_cast<size_t>(type)].name);
+    slot = {scratch.generation, static_cast<int32_t>(list.size())};
+    list.push_back(id);
+    return slot.local;
+  }
+
+  void add_seeds(const std::vector<HeteroSeeds>& seeds) {
+    std::vector<bool> given(static_cast<size_t>(graph.num_node_types()), false);
+    for (const HeteroSeeds& group : seeds) {
+      const int type = graph.node_type_index(group.node_type);
+      VOLLEY_REQUIRE(!given[static_cast<size_t>(type)], ValueError,
+                     "seeds of node type '{}' are given twice", group.node_type);
+      given[static_cast<size_t>(type)] = true;
+      const int64_t n = graph.num_nodes(type);
+      auto& list = out.nodes[static_cast<size_t>(type)];
+      for (size_t i = 0; i < group.ids.size(); ++i) {
+        const int64_t id = group.ids[i];
+        VOLLEY_REQUIRE(id >= 0 && id < n, IndexError,
+                       "seed id {} of node type '{}' at position {} out of range for {} nodes", id,
+                       group.node_type, i, n);
+        const size_t before = list.size();
+        const int64_t local = local_of(type, id);
+        VOLLEY_REQUIRE(list.size() > before, ValueError,
+                       "duplicate seed {} of node type '{}' at positions {} and {}", id,
+                       group.node_type, local, i);
+      }
+      out.num_seeds[static_cast<size_t>(type)] = static_cast<int64_t>(list.size());
+    }
+  }
+
+  // Expands edge type `e` at hop `hop` for the destination nodes [begin, end) of its list.
+  template <typename Index>
+  void expand(int e, int hop, int64_t begin, int64_t end) {
+    const EdgeType& type = graph.edge_types()[static_cast<size_t>(e)];
+    const Csr& csr = graph.edges(e);
+    const int src = graph.node_type_index(type.src);
+    const int dst = graph.node_type_index(type.dst);
+    const int64_t* indptr = csr.indptr().data<int64_t>();
+    const Index* indices = csr.indices().template data<Index>();
+    const int64_t* edge_ids = csr.has_edge_ids() ? csr.edge_ids()->data<int64_t>() : nullptr;
+    const float* weights =
+        options.weighted && csr.has_weights() ? csr.weights()->data<float>() : nullptr;
+    sampling_internal::PickRule rule;
+    rule.fanout = fanouts[static_cast<size_t>(e)][static_cast<size_t>(hop)];
+    rule.replace = options.replace;
+    rule.seed = edge_type_seed(options.seed, type);
+    rule.hop = hop;
+    rule.batch = batch_index;
+    auto& rows = out.rows[static_cast<size_t>(e)];
+    auto& cols = out.cols[static_cast<size_t>(e)];
+    auto& eids = out.edge_ids[static_cast<size_t>(e)];
+    const size_t edges_before = rows.size();
+    if (rule.fanout != 0) {
+      // Pass 1: the picks, with the rows of later targets prefetched (the graph is far larger
+      // than the caches); `cols` holds global source ids until pass 2. The frontier [begin,
+      // end) was fixed before the hop, so nodes appended meanwhile are not read here.
+      const int64_t* targets = out.nodes[static_cast<size_t>(dst)].data();
+      constexpr int64_t kAhead = 16;
+      for (int64_t i = begin; i < end; ++i) {
+        if (i + kAhead < end) __builtin_prefetch(indptr + targets[i + kAhead]);
+        if (i + kAhead / 2 < end) __builtin_prefetch(indices + indptr[targets[i + kAhead / 2]]);
+        const int64_t target = targets[i];
+        const int64_t row_begin = indptr[target];
+        const int64_t degree = indptr[target + 1] - row_begin;
+        const float* row_weights = weights != nullptr ? weights + row_begin : nullptr;
+        const int64_t count = sampling_internal::pick_count(degree, row_weights, rule);
+        if (count == 0) continue;
+        auto emit = [&](int64_t k) {
+          rows.push_back(i);
+          cols.push_back(static_cast<int64_t>(indices[k]));
+          eids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
+        };
+        if (sampling_internal::takes_all(degree, rule)) {
+          for (int64_t k = row_begin; k < row_begin + degree; ++k) emit(k);
+          continue;
+        }
+        scratch.positions.resize(static_cast<size_t>(count));
+        scratch.keys.resize(static_cast<size_t>(count));
+        scratch.order.resize(static_cast<size_t>(count));
+        sampling_internal::pick_positions(target, degree, row_weights, rule, count,
+                                          scratch.positions.data(), scratch.keys.data(),
+                                          scratch.order.data());
+        for (int64_t j = 0; j < count; ++j)
+          emit(row_begin + scratch.positions[static_cast<size_t>(j)]);
+      }
+      // Pass 2: global → local ids in the same order (so the same nodes get the same local ids
+      // as in one pass), the map slots of later neighbors prefetched.
+      const auto* slots = scratch.slots[static_cast<size_t>(src)].data();
+      const size_t count = cols.size();
+      for (size_t j = edges_before; j < count; ++j) {
+        if (j + kAhead < count) __builtin_prefetch(slots + cols[j + kAhead]);
+        cols[j] = local_of(src, cols[j]);
+      }
+    }
+    out.edges_per_hop[static_cast<size_t>(e)].push_back(
+        static_cast<int64_t>(rows.size() - edges_before));
+  }
+
+  void run() {
+    const size_t types = static_cast<size_t>(graph.num_node_types());
+    const size_t hops = fanouts.empty() ? 0 : fanouts.front().size();
+    std::vector<int64_t> frontier_begin(types, 0), frontier_end(types);
+    for (size_t t = 0; t < types; ++t) {
+      frontier_end[t] = static_cast<int64_t>(out.nodes[t].size());
+      out.nodes_per_hop[t].push_back(frontier_end[t]);
+    }
+    for (size_t hop = 0; hop < hops; ++hop) {
+      for (int e = 0; e < graph.num_edge_types(); ++e) {
+        const int dst = graph.node_type_index(graph.edge_types()[static_cast<size_t>(e)].dst);
+        const int64_t begin = frontier_begin[static_cast<size_t>(dst)];
+        const int64_t end = frontier_end[static_cast<size_t>(dst)];
+        if (graph.edges(e).index_dtype() == DType::kInt32) {
+          expand<int32_t>(e, static_cast<int>(hop), begin, end);
+        } else {
+          expand<int64_t>(e, static_cast<int>(hop), begin, end);
+        }
+      }
+      for (size_t t = 0; t < types; ++t) {
+        frontier_begin[t] = frontier_end[t];
+        frontier_end[t] = static_cast<int64_t>(out.nodes[t].size());
+        out.nodes_per_hop[t].push_back(frontier_end[t] - frontier_begin[t]);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& graph,
+                                                         const HeteroSamplerOptions& options) {
+  if (!options.fanouts.empty()) check_fanout_list(options.fanouts, "fanouts");
+  std::vector<std::vector<int64_t>> resolved(static_cast<size_t>(graph.num_edge_types()));
+  std::vector<bool> given(resolved.size(), false);
+  for (const auto& [type, list] : options.fanouts_by_type) {
+    const int index = graph.find_edge_type(type);
+    VOLLEY_REQUIRE(index >= 0, ValueError,
+                   "fanouts for edge type {}, which the graph does not have (edge types: {})",
+                   type.name(), graph.edge_type_list());
+    VOLLEY_REQUIRE(!given[static_cast<size_t>(index)], ValueError,
+                   "fanouts for edge type {} are given twice", type.name());
+    check_fanout_list(list, "fanouts of edge type " + type.name());
+    resolved[static_cast<size_t>(index)] = list;
+    given[static_cast<size_t>(index)] = true;
+  }
+  for (size_t e = 0; e < resolved.size(); ++e) {
+    if (given[e]) continue;
+    const std::string name = graph.edge_types()[e].name();
+    VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
+                   "no fanouts for edge type {} (give one list per edge type, or a default "
+                   "list for the missing ones; 0 samples none)",
+                   name);
+    resolved[e] = options.fanouts;
+  }
+  VOLLEY_REQUIRE(!resolved.empty() || !options.fanouts.empty(), ValueError,
+                 "fanouts: the fanout list is empty (give one per hop)");
+  for (size_t e = 1; e < resolved.size(); ++e) {
+    VOLLEY_REQUIRE(resolved[e].size() == resolved[0].size(), ValueError,
+                   "every edge type needs the same number of hops: {} has {}, {} has {}",
+                   graph.edge_types()[0].name(), resolved[0].size(), graph.edge_types()[e].name(),
+                   resolved[e].size());
+  }
+  return resolved;
+}
+
+namespace {
+// Fills `out` (its vectors cleared, their capacity kept).
+void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
+                     const std::vector<std::vector<int64_t>>& fanouts,
+                     const HeteroSamplerOptions& options, uint64_t batch_index,
+                     HeteroSamplerScratch::State& scratch, HeteroSampledSubgraph& out) {
+  const size_t types = static_cast<size_t>(graph.num_node_types());
+  const size_t edge_types = static_cast<size_t>(graph.num_edge_types());
+  for (auto* lists : {&out.nodes, &out.nodes_per_hop}) {
+    lists->resize(types);
+    for (auto& list : *lists) list.clear();
+  }
+  for (auto* lists : {&out.rows, &out.cols, &out.edge_ids, &out.edges_per_hop}) {
+    lists->resize(edge_types);
+    for (auto& list : *lists) list.clear();
+  }
+  out.num_seeds.assign(types, 0);
+  scratch.start(graph);
+  Batch batch{graph, fanouts, options, batch_index, scratch, out};
+  batch.add_seeds(seeds);
+  batch.run();
+}
+
+HeteroSampledSubgraph sample_resolved(const HeteroGraph& graph,
+                                      const std::vector<HeteroSeeds>& seeds,
+                                      const std::vector<std::vector<int64_t>>& fanouts,
+                                      const HeteroSamplerOptions& options, uint64_t batch_index,
+                                      HeteroSamplerScratch::State& scratch) {
+  HeteroSampledSubgraph out;
+  sample_resolved(graph, seeds, fanouts, options, batch_index, scratch, out);
+  return out;
+}
+}  // namespace
+
+HeteroSampledSubgraph sample_hetero_neighbors(const HeteroGraph& graph,
+                                              const std::vector<HeteroSeeds>& seeds,
+                                              const HeteroSamplerOptions& options,
+                                              uint64_t batch_index, HeteroSamplerScratch* scratch) {
+  const auto fanouts = resolve_hetero_fanouts(graph, options);
+  HeteroSamplerScratch local;
+  return sample_resolved(graph, seeds, fanouts, options, batch_index,
+                         (scratch != nullptr ? *scratch : local).state());
+}
+
+void sample_hetero_neighbors(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
+                             const HeteroSamplerOptions& options, uint64_t batch_index,
+                             HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch) {
+  const auto fanouts = resolve_hetero_fanouts(graph, options);
+  HeteroSamplerScratch local;
+  sample_resolved(graph, seeds, fanouts, options, batch_index,
+                  (scratch != nullptr ? *scratch : local).state(), out);
+}
+
+HeteroNeighborSampler::HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options)
+    : graph_(std::move(graph)),
+      options_(std::move(options)),
+      fanouts_(resolve_hetero_fanouts(graph_, options_)),
+      mutex_(std::make_unique<std::mutex>()) {}
+
+HeteroSampledSubgraph HeteroNeighborSampler::sample(const std::vector<HeteroSeeds>& seeds,
+                                                    uint64_t batch_index) {
+  std::unique_lock lock(*mutex_, std::try_to_lock);
+  if (lock.owns_lock()) {
+    return sample_resolved(graph_, seeds, fanouts_, options_, batch_index, scratch_.state());
+  }
+  HeteroSamplerScratch local;
+  return sample_resolved(graph_, seeds, fanouts_, options_, batch_index, local.state());
+}
+
+}  // namespace volley

@@ -1,0 +1,130 @@
+// volley/sampling/hetero_sampler.h — multi-hop neighbor sampling over a HeteroGraph (PyG's
+// heterogeneous NeighborLoader semantics), seedable, on the CPU.
+//
+//   HeteroSamplerOptions options{.fanouts = {15, 10}, .seed = 42};   // every edge type
+//   options.fanouts_by_type = {{{"author", "writes", "paper"}, {5, 5}}, ...};  // or per type
+//   HeteroNeighborSampler sampler(graph, options);
+//   HeteroSampledSubgraph batch = sampler.sample({{"paper", seed_ids}}, /*batch_index=*/0);
+//   batch.nodes[graph.node_type_index("author")]  // global author ids in the batch
+//
+// Semantics (the homogeneous sampler's, neighbor_sampler.h, per type):
+//   * Fanouts: `fanouts` (one list for every edge type) or `fanouts_by_type` (a list per edge
+//     type; when it is non-empty `fanouts` is the default for the edge types it misses, and
+//     with `fanouts` empty a missing edge type is a ValueError, as in PyG). Every list has the
+//     same length, the number of hops (1..255); -1 takes all neighbors, 0 none.
+//   * Hop h expands, for each edge type (graph order) with fanout k = its list[h], every node
+//     of the edge type's destination type first reached at hop h - 1 (hop 0: the seeds), in
+//     node-list order; its picks (the pick rules of neighbor_sampler.h over that edge type's
+//     Csr row, in pick order) are source-type nodes. Each node is expanded once per edge type
+//     into its type, at the hop that first reached it. A newly reached node is appended to its
+//     type's node list at once; nodes reached during hop h are expanded at hop h + 1 only.
+//   * `weighted`: edge types with weights sample ∝ weight (neighbor_sampler.h's rules), the
+//     others uniformly.
+//   * Random streams: Philox keyed by a per-edge-type seed (options.seed mixed with a hash of
+//     the edge type's name), counter (node, hop, batch) as in the homogeneous sampler; so the
+//     result is a pure function of (graph, seeds, options, batch index), bit-identical for any
+//     thread count (one batch runs on the calling thread).
+//   * Output, per node type t (graph order): nodes[t] (global ids of type t; its seeds first in
+//     input order), num_seeds[t], nodes_per_hop[t] (size hops + 1). Per edge type e: rows[e]
+//     (local index, in the destination type's list, of each edge's target), cols[e] (local
+//     index in the source type's list of its neighbor), edge_ids[e] (the Csr's edge id),
+//     edges_per_hop[e] (size hops). PyG's edge_index of type e is [cols[e]; rows[e]].
+//
+// Errors (ValueError unless stated; messages name the type): an empty fanout list, a fanout
+// < -1, lists of different lengths, more than 255 hops, fanouts for an edge type the graph does
+// not have (the known ones listed), a missing edge type without default; seeds of an unknown
+// node type, a seed type given twice, a duplicate seed (naming both positions); IndexError for
+// a seed outside its type's range. An empty seed set gives an empty batch.
+// Thread safety: a HeteroNeighborSampler may be shared by threads (a call that finds its
+// scratch busy uses a fresh one); sample_hetero_neighbors is reentrant.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "volley/graph/hetero_graph.h"
+
+namespace volley {
+
+struct HeteroSamplerOptions {
+  std::vector<int64_t> fanouts;  // every edge type (or the default of fanouts_by_type)
+  std::vector<std::pair<EdgeType, std::vector<int64_t>>> fanouts_by_type;
+  bool replace = false;
+  bool weighted = false;
+  uint64_t seed = 0;
+};
+
+struct HeteroSampledSubgraph {
+  // Per node type, in graph order.
+  std::vector<std::vector<int64_t>> nodes;
+  std::vector<int64_t> num_seeds;
+  std::vector<std::vector<int64_t>> nodes_per_hop;
+  // Per edge type, in graph order.
+  std::vector<std::vector<int64_t>> rows, cols, edge_ids;
+  std::vector<std::vector<int64_t>> edges_per_hop;
+
+  int64_t total_nodes() const;
+  int64_t total_edges() const;
+};
+
+// Seeds of one node type.
+struct HeteroSeeds {
+  std::string node_type;
+  std::span<const int64_t> ids;
+};
+
+// The fanout list of every edge type (graph order) the options give; ValueError as above.
+std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& graph,
+                                                         const HeteroSamplerOptions& options);
+
+// Reusable working memory (a global→local map per node type). Optional.
+class HeteroSamplerScratch {
+ public:
+  HeteroSamplerScratch();
+  ~HeteroSamplerScratch();
+  HeteroSamplerScratch(HeteroSamplerScratch&&) noexcept;
+  HeteroSamplerScratch& operator=(HeteroSamplerScratch&&) noexcept;
+  struct State;
+  State& state() { return *state_; }
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+// The sampler as a function (validates the options every call).
+HeteroSampledSubgraph sample_hetero_neighbors(const HeteroGraph& graph,
+                                              const std::vector<HeteroSeeds>& seeds,
+                                              const HeteroSamplerOptions& options,
+                                              uint64_t batch_index,
+                                              HeteroSamplerScratch* scratch = nullptr);
+
+// The same into `out` (overwritten), reusing the capacity of its vectors: a caller that keeps
+// its subgraph allocates nothing once the vectors have grown to the batches' size.
+void sample_hetero_neighbors(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
+                             const HeteroSamplerOptions& options, uint64_t batch_index,
+                             HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch = nullptr);
+
+class HeteroNeighborSampler {
+ public:
+  // Validates the options against the graph (ValueError as above).
+  HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options);
+  HeteroSampledSubgraph sample(const std::vector<HeteroSeeds>& seeds, uint64_t batch_index);
+  const HeteroGraph& graph() const { return graph_; }
+  const HeteroSamplerOptions& options() const { return options_; }
+  // Fanout list per edge type (graph order), as resolved.
+  const std::vector<std::vector<int64_t>>& fanouts() const { return fanouts_; }
+
+ private:
+  HeteroGraph graph_;
+  HeteroSamplerOptions options_;
+  std::vector<std::vector<int64_t>> fanouts_;
+  std::unique_ptr<std::mutex> mutex_;
+  HeteroSamplerScratch scratch_;
+};
+
+}  // namespace volley
