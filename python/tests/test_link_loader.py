@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
-import torch
 
-import volley
-from volley.loader import LinkNeighborLoader
+torch = pytest.importorskip("torch")
+
+import volley  # noqa: E402
+from volley.loader import LinkNeighborLoader  # noqa: E402
 
 pyg = pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data  # noqa: E402
