@@ -79,9 +79,12 @@ class EpochStream final : public grpc::ServerWriteReactor<rpc::BatchMessage> {
     if (epoch_) epoch_->request_stop();  // a pump task waiting for a batch returns at once
   }
 
+  // Never deletes the stream here: deleting it joins the epoch's workers, and a worker may be
+  // waiting for a peer's reply that this very gRPC thread would deliver (the server's transport
+  // then stalls until keepalive closes it). The pump drops the last reference instead.
   void OnDone() override {
     host_.stream_closed();
-    auto last = std::move(self_);  // deletes the stream here unless a task still holds it
+    host_.pump().submit([last = std::move(self_)] {});
   }
 
  private:
