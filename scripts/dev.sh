@@ -213,12 +213,14 @@ docs() {
 fuzz_targets=(edge_list_fuzz manifest_fuzz npy_fuzz npz_fuzz service_fuzz)
 
 # The clang-14 tree both `fuzz` and `sanitize` build in (build/fuzz): everything instrumented
-# with ASan + UBSan (and libFuzzer's coverage), the C++ tests, the CLI and the fuzz targets; no
-# Python module, no CUDA (the GPU kernels' logic runs on the host executor, gpu-host tests).
+# with ASan + UBSan (and libFuzzer's coverage), the C++ tests, the CLI, the fuzz targets and the
+# Python module (into build/fuzz/python/volley, beside a copy of the package's sources); no CUDA
+# (the GPU kernels' logic runs on the host executor, gpu-host tests).
 asan_tree() {
   cmake -S "$root" -B "$root/build/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DVOLLEY_FUZZ=ON \
-    -DVOLLEY_TESTS=ON -DVOLLEY_TOOLS=ON -DVOLLEY_PYTHON=OFF -DVOLLEY_DIST=ON \
+    -DVOLLEY_TESTS=ON -DVOLLEY_TOOLS=ON -DVOLLEY_PYTHON=ON -DPython_EXECUTABLE="$python" \
+    -DVOLLEY_PYTHON_MODULE_DIR="$root/build/fuzz/python/volley" -DVOLLEY_DIST=ON \
     -DVOLLEY_CUDA=OFF -DVOLLEY_GPU_HOST=ON >"$root/build/fuzz-configure.log" 2>&1 \
     || { tail -n 30 "$root/build/fuzz-configure.log" >&2; log "ASan tree: configure failed"; return 1; }
 }
@@ -246,15 +248,28 @@ fuzz() {
 
 # `scripts/dev.sh sanitize`: the whole C++ test suite (and the CLI, which the CLI tests run) in
 # the ASan + UBSan tree of `fuzz` (clang-14, build/fuzz), then ctest with leak detection; a
-# sanitizer report fails the test that made it. `scripts/dev.sh test` runs it.
+# sanitizer report fails the test that made it. Then the whole Python suite over the sanitized
+# module: Debian's python3 with clang's ASan runtime preloaded (python itself is not
+# instrumented; leak detection off, since CPython keeps its arenas to the end). The suite's CLI
+# and servers are the release build's (an ASan executable cannot start under a preloaded ASan
+# runtime; the sanitized CLI is what ctest ran). `scripts/dev.sh test` runs it.
 sanitize() {
-  local asan_dir="$root/build/fuzz"
-  log "sanitize: the C++ tests and the CLI with ASan + UBSan (clang-14) in $asan_dir"
+  local asan_dir="$root/build/fuzz" status=0
+  log "sanitize: the C++ tests, the CLI and the Python module with ASan + UBSan (clang-14) in $asan_dir"
   asan_tree || return 1
+  mkdir -p "$asan_dir/python/volley"
+  rm -f "$asan_dir"/python/volley/*.py && cp "$root"/python/volley/*.py "$asan_dir/python/volley/"
   ninja -C "$asan_dir" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1 \
     || { tail -n 40 "$root/build/sanitize-build.log" >&2; log "sanitize: build failed"; return 1; }
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -LE '^cuda$'
+    ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -LE '^cuda$' || status=1
+  log "sanitize: the Python tests over the ASan + UBSan module"
+  (cd "$root" && VOLLEY_TEST_SANITIZED=1 LD_PRELOAD="$(clang-14 -print-file-name=libclang_rt.asan-x86_64.so)" \
+    ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH="$asan_dir/python" \
+    VOLLEY_DATA_DIR="$root/data" VOLLEY_CLI="$build_dir/tools/volley/volley" \
+    "$python" -m pytest python/tests -q -p no:cacheprovider) || status=1
+  return $status
 }
 
 setup() {
@@ -309,11 +324,12 @@ case "${1:-}" in
     ;;
   fuzz)
     install_system
+    install_python
     fuzz
     exit $?
     ;;
   sanitize)
-    install_system
+    setup
     sanitize
     ;;
   *)
