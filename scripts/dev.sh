@@ -108,6 +108,7 @@ build() {
               --config-settings=build.tool-args=-j"$jobs")
   for define in ${VOLLEY_CMAKE_ARGS:-}; do args+=(--config-settings=cmake.args="$define"); done
   local log_file="$root/build/pip-install.log"
+  log "building the library, CLI, tests and module (pip wheel, $build_dir)"
   mkdir -p "$wheelhouse"
   rm -f "$wheelhouse"/volley-*.whl
   if ! "$python" -m pip wheel -v --no-build-isolation --no-deps --disable-pip-version-check \
