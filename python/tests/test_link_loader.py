@@ -141,6 +141,35 @@ def test_empty_edge_label_index_is_an_empty_epoch():
     assert len(loader) == 0 and batches(loader) == []
 
 
+def test_calling_the_loader_gives_the_batch_of_those_supervision_edges():
+    data = small_data()
+    sup = data.edge_index[:, :300]
+    loader = LinkNeighborLoader(data, [4, 2], edge_label_index=sup, neg_sampling="binary",
+                                batch_size=64, shuffle=True, seed=3)
+    positions = [5, 0, 299, 17]
+    batch = loader(positions)
+    assert torch.equal(batch.input_id, torch.tensor(positions))
+    ends = batch.n_id[batch.edge_label_index]
+    assert torch.equal(ends[:, :4], sup[:, positions])
+    assert torch.equal(batch.edge_label, torch.cat([torch.ones(4), torch.zeros(4)]))
+    assert torch.equal(batch.x[:, 0].long(), batch.n_id)
+    assert torch.equal(loader(torch.tensor(positions)).n_id, batch.n_id)  # deterministic
+    assert loader.edge_label_index.shape == (2, 300)  # the loader itself is unchanged
+    assert len(batches(loader)) == 5
+    with pytest.raises(volley.VolleyIndexError, match=r"index\[1\] = 300"):
+        loader([0, 300])
+    with pytest.raises(volley.VolleyTypeError, match="integer positions"):
+        loader([0.5])
+
+
+def test_a_data_of_nodes_only_samples_no_neighbors():
+    sup = torch.tensor([[0, 3, 5], [1, 4, 9]])
+    loader = LinkNeighborLoader(Data(num_nodes=10), [2], edge_label_index=sup, batch_size=3)
+    (batch,) = batches(loader)
+    assert batch.edge_index.shape == (2, 0)
+    assert torch.equal(torch.sort(batch.n_id).values, torch.tensor([0, 1, 3, 4, 5, 9]))
+
+
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [

@@ -302,8 +302,45 @@ class LinkNeighborLoader(NeighborLoader):
         return self._native.epoch_positions(int(epoch))
 
     def __call__(self, index: Any) -> Any:
-        """Not supported: PyG's ``loader(index)`` for link loaders (VolleyNotImplementedError)."""
-        raise _volley.VolleyNotImplementedError("LinkNeighborLoader(index) is not supported yet")
+        """The batch of the supervision edges at positions ``index`` of ``edge_label_index``
+        (a list, tensor or array of positions), as PyG's ``loader(index)``: one batch with the
+        loader's options and seed (batch index 0 of the current epoch), negatives drawn for it;
+        ``input_id`` holds ``index``. VolleyIndexError for a position out of range."""
+        positions = np.ascontiguousarray(_tensor.to_numpy(index)).reshape(-1)
+        if positions.dtype.kind not in "iu":
+            raise _volley.VolleyTypeError(f"index must hold integer positions, got {positions.dtype}")
+        positions = positions.astype(np.int64, copy=False)
+        count = self.edge_label_index.shape[1]
+        bad = np.flatnonzero((positions < 0) | (positions >= count))
+        if bad.size:
+            raise _volley.VolleyIndexError(
+                f"index[{bad[0]}] = {positions[bad[0]]} is not a position of edge_label_index "
+                f"(it has {count} edges)"
+            )
+        saved = (self.edge_label_index, self.edge_label, self._options)
+        self.edge_label_index = np.ascontiguousarray(saved[0][:, positions])
+        if saved[1] is not None:
+            self.edge_label = _tensor.to_input(_tensor.to_numpy(saved[1])[positions])
+        self._options = _volley.LoaderOptions(
+            saved[2].sampler,
+            batch_size=max(1, len(positions)),
+            num_threads=1,
+            seed=saved[2].seed,
+            feature_dtype=saved[2].feature_dtype,
+        )
+        try:
+            native = self._create_native(None)
+        finally:
+            self.edge_label_index, self.edge_label, self._options = saved
+        stream = native.start_epoch(self._epoch)
+        try:
+            raw = stream.next(self._consumer_stream())
+        finally:
+            stream.stop()
+        if raw is None:  # no positions: no batch
+            raise _volley.VolleyValueError("index is empty: there is no batch of zero edges")
+        raw["input_id"] = positions[_tensor.to_numpy(raw["input_id"]).astype(np.int64)]
+        return self._to_batch(raw)
 
     def _add_fields(self, fields: dict, raw: dict, out: Callable[[Any], Any]) -> None:
         fields.pop("batch_size", None)  # PyG's link batches have none

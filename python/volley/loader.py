@@ -415,6 +415,8 @@ class NeighborLoader:
                 )
             return data.graph, data.x, data.y
         edge_index = getattr(data, "edge_index", None)
+        if edge_index is None and type(data).__name__ == "Data" and data.num_nodes is not None:
+            edge_index = np.zeros((2, 0), dtype=np.int64)  # PyG: a Data of nodes only samples none
         if edge_index is None:
             raise _volley.VolleyTypeError(
                 f"data must be a torch_geometric.data.Data with edge_index or a volley.Dataset, "
