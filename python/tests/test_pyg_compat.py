@@ -205,3 +205,30 @@ def test_loader_is_callable_on_seeds_and_runs_both_transforms():
     batch = loader([0, 5])
     assert batch.n_id[:2].tolist() == [0, 5] and batch.input_id.tolist() == [0, 1]
     assert len(seen) == 1 and batch.edge_index.size(1) == 0 and batch.tag == 1
+
+
+def test_a_feature_store_and_graph_store_pair_samples_as_the_data_does():
+    from torch_geometric.testing import MyFeatureStore, MyGraphStore
+
+    data = graph_data()
+    data.x = torch.arange(60, dtype=torch.float32).unsqueeze(1) * 2
+    data.y = torch.arange(60)
+    feature_store, graph_store = MyFeatureStore(), MyGraphStore()
+    feature_store.put_tensor(data.x, group_name=None, attr_name="x", index=None)
+    feature_store.put_tensor(data.y, group_name=None, attr_name="y", index=None)
+    graph_store.put_edge_index((data.edge_index[0], data.edge_index[1]), edge_type=None,
+                               layout="coo", size=(60, 60))
+    kwargs = dict(batch_size=16, input_nodes=torch.arange(40), shuffle=True, seed=5)
+    expected = list(NeighborLoader(data, [3, 2], **kwargs))
+    got = list(NeighborLoader((feature_store, graph_store), [3, 2], **kwargs))
+    assert len(got) == len(expected) == 3
+    for a, b in zip(got, expected):
+        assert torch.equal(a.n_id, b.n_id) and torch.equal(a.e_id, b.e_id)
+        assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
+    # A heterogeneous pair is refused by name (issue 14's loader takes HeteroData).
+    hetero = MyGraphStore()
+    for edge_type in [("a", "to", "b"), ("b", "to", "a")]:
+        hetero.put_edge_index((data.edge_index[0], data.edge_index[1]), edge_type=edge_type,
+                              layout="coo", size=(60, 60))
+    with pytest.raises(volley.VolleyNotImplementedError, match="heterogeneous"):
+        NeighborLoader((feature_store, hetero), [3], batch_size=4)

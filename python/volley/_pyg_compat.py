@@ -279,3 +279,46 @@ def pin(fields: dict) -> dict:
         key: value.pin_memory() if isinstance(value, torch.Tensor) and not value.is_cuda else value
         for key, value in fields.items()
     }
+
+
+def from_remote_backend(data: Any) -> Any:
+    """PyG's remote backend, a ``(FeatureStore, GraphStore)`` pair, read into a ``Data`` (the
+    loaders sample from memory): the graph store's edges as ``edge_index`` (COO, converted from
+    CSR / CSC as the store does), every tensor of the feature store by its ``attr_name``, and
+    ``num_nodes`` the larger of the stored graph size and the tensors' rows. Anything else is
+    returned as it is. VolleyNotImplementedError for a heterogeneous pair (several edge types or
+    named groups)."""
+    if not (isinstance(data, tuple) and len(data) == 2):
+        return data
+    try:
+        from torch_geometric.data import Data, FeatureStore, GraphStore
+    except ImportError:
+        return data
+    feature_store, graph_store = data
+    if not (isinstance(feature_store, FeatureStore) and isinstance(graph_store, GraphStore)):
+        return data
+    edge_attrs = graph_store.get_all_edge_attrs()
+    tensor_attrs = feature_store.get_all_tensor_attrs()
+    edge_types = {attr.edge_type for attr in edge_attrs}
+    groups = {attr.group_name for attr in tensor_attrs}
+    if len(edge_types) > 1 or (edge_types - {None}) or (groups - {None}):
+        raise _volley.VolleyNotImplementedError(
+            f"a heterogeneous (FeatureStore, GraphStore) pair (edge types {sorted(map(str, edge_types))}, "
+            f"groups {sorted(map(str, groups))}) is not supported yet: pass a HeteroData (issue 14)"
+        )
+    out = Data()
+    num_nodes = 0
+    if edge_attrs:
+        rows, cols, _ = graph_store.coo()  # tensors, or dicts by edge type (PyG's versions)
+        if isinstance(rows, dict):
+            rows, cols = next(iter(rows.values())), next(iter(cols.values()))
+        out.edge_index = _tensor.torch_module().stack([rows, cols])
+        size = edge_attrs[0].size
+        num_nodes = max(size) if size is not None else int(out.edge_index.max()) + 1
+    for attr in tensor_attrs:
+        value = feature_store.get_tensor(group_name=attr.group_name, attr_name=attr.attr_name,
+                                         index=None)
+        setattr(out, attr.attr_name, value)
+        num_nodes = max(num_nodes, int(value.shape[0]) if value.dim() else 0)
+    out.num_nodes = num_nodes
+    return out

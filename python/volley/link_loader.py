@@ -199,6 +199,7 @@ class LinkNeighborLoader(NeighborLoader):
         **kwargs: Any,
     ):
         _pyg_compat.check_loader_kwargs(kwargs)
+        data = _pyg_compat.from_remote_backend(data)
         _pyg_compat.refuse_temporal(edge_label_time, time_attr, temporal_strategy)
         if neighbor_sampler is not None:
             raise _volley.VolleyNotImplementedError(

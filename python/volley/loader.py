@@ -255,6 +255,7 @@ class NeighborLoader:
         **kwargs: Any,
     ):
         _pyg_compat.check_loader_kwargs(kwargs)
+        data = _pyg_compat.from_remote_backend(data)
         _temporal.check_strategy(temporal_strategy)
         if neighbor_sampler is not None:
             raise _volley.VolleyNotImplementedError(
