@@ -232,3 +232,20 @@ def test_a_feature_store_and_graph_store_pair_samples_as_the_data_does():
                               layout="coo", size=(60, 60))
     with pytest.raises(volley.VolleyNotImplementedError, match="heterogeneous"):
         NeighborLoader((feature_store, hetero), [3], batch_size=4)
+
+
+@pytest.mark.parametrize("subgraph_type", ["directional", "bidirectional", "induced"])
+def test_no_hops_gives_the_seeds_alone(subgraph_type):
+    data = graph_data()
+    data.x = torch.arange(60, dtype=torch.float32).unsqueeze(1)
+    (batch,) = list(NeighborLoader(data, [], input_nodes=torch.tensor([4, 9, 1]), batch_size=3,
+                                   subgraph_type=subgraph_type))
+    assert torch.equal(batch.n_id, torch.tensor([4, 9, 1]))
+    assert torch.equal(batch.x[:, 0].long(), batch.n_id)
+    src, dst = edge_pairs(batch)
+    if subgraph_type == "induced":  # the edges among the seeds
+        pairs = set(zip(data.edge_index[0].tolist(), data.edge_index[1].tolist()))
+        among = {(s, d) for s, d in pairs if s in (4, 9, 1) and d in (4, 9, 1)}
+        assert set(zip(src.tolist(), dst.tolist())) == among
+    else:
+        assert src.size == 0

@@ -56,8 +56,6 @@ TemporalStrategy temporal_strategy_from_name(std::string_view name) {
 }
 
 void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_has_weights) {
-  VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
-                 "fanouts must list at least one hop (e.g. [15, 10]), got an empty list");
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     VOLLEY_REQUIRE(options.fanouts[hop] >= -1, ValueError,
                    "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",

@@ -55,10 +55,12 @@
 //     a time per target (HopTimes below). The CUDA sampler does, over rows sorted by the time
 //     in use (ValueError naming the first unsorted row), with the same picks as the CPU.
 //
-// Errors: ValueError for an empty fanout list, a fanout < -1, more than 255 hops, `weighted` on
-// a graph without weights, disjoint with kInduced, or a duplicate seed (unless disjoint) (naming
-// the id and both positions); IndexError for a seed < 0 or >= num_nodes (naming it and its
-// position); ValueError when a batch reaches 2^31 nodes. An empty seed list gives an empty result.
+// No hops (an empty fanout list, PyG's num_neighbors=[]) gives the seeds alone (with kInduced:
+// and the edges among them).
+// Errors: ValueError for a fanout < -1, more than 255 hops, `weighted` on a graph without
+// weights, disjoint with kInduced, or a duplicate seed (unless disjoint) (naming the id and both
+// positions); IndexError for a seed < 0 or >= num_nodes (naming it and its position);
+// ValueError when a batch reaches 2^31 nodes. An empty seed list gives an empty result.
 // On the GPU every check runs on the host before any CUDA work, with the same messages;
 // RuntimeError for a failing CUDA call, and for a CudaGraph in a build without CUDA ("this build of
 // Volley has no CUDA support"). Thread safety: concurrent sample_neighbors calls on the same graph

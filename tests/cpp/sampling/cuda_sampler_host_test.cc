@@ -39,7 +39,7 @@ TEST(CudaSamplerHost, ParsesModes) {
 TEST(CudaSamplerHost, OptionErrorsMatchTheCpuSampler) {
   const Csr graph = small_graph(false);
   const std::vector<NeighborSamplerOptions> bad = {
-      {{}, false, false, 0}, {{5, -2}, false, false, 0}, {std::vector<int64_t>(256, 1)}};
+      {{-2}, false, false, 0}, {{5, -2}, false, false, 0}, {std::vector<int64_t>(256, 1)}};
   for (const auto& options : bad) {
     const std::string cpu =
         message_of<ValueError>([&] { validate_sampler_options(graph, options); });

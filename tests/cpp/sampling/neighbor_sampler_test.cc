@@ -280,7 +280,11 @@ TEST(NeighborSampler, ErrorsAndEdgeCases) {
               sample_neighbors(graph, {{0}}, {{2, -2}}, 0);
             }),
             "fanout -2 at hop 1 is invalid: use a count >= 0, or -1 for all neighbors");
-  EXPECT_THROW(sample_neighbors(graph, {{0}}, {{}}, 0), ValueError);
+  // No hops (PyG's num_neighbors=[]): the seeds alone, no edges.
+  const auto seeds_only = vectors_of(sample_neighbors(graph, {{3, 0}}, {{}}, 0));
+  EXPECT_EQ(seeds_only.nodes, (std::vector<int64_t>{3, 0}));
+  EXPECT_TRUE(seeds_only.edge_ids.empty());
+  EXPECT_EQ(seeds_only.nodes_per_hop, (std::vector<int64_t>{2}));
   EXPECT_EQ(message_of<ValueError>([&] {
               sample_neighbors(graph, {{0}}, {{2}, false, true}, 0);
             }),

@@ -265,7 +265,7 @@ TEST(CudaSamplerGpuHost, TemporalThroughThePublicSampler) {
 
 TEST(CudaSamplerGpuHost, EqualsTheCpuSamplerOnRandomGraphs) {
   const std::vector<std::vector<int64_t>> fanouts = {{15, 10, 5}, {-1, 3}, {2, 0, 4}, {100, 2},
-                                                     {1},         {3, -1}, {0}};
+                                                     {1},         {3, -1}, {0},       {}};
   int64_t compared = 0;
   for (int kind = 0; kind < 3; ++kind) {
     // int32 indices with edge ids; int64 indices; no edge ids (CSR positions).
