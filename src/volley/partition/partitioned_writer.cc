@@ -53,16 +53,27 @@ Json quality_json(const PartitionQuality& quality) {
 using WriterList = std::vector<std::unique_ptr<NpyWriter>>;
 
 // Rows in old-id order; each partition receives its rows in the same order, i.e. in new-id order.
-// Within a row, neighbors are renumbered and sorted by new id (ties keep the input order).
-// Edge times: written per part when the input has them (`edge_time`); a row's entries sort by
-// (time, new id) when the input's rows were sorted by that time (`sort_by`, edge time or the
-// neighbor's node time by old id; null: by new id alone), so sorted rows stay sorted.
+// Within a row, neighbors are renumbered and sorted by new id (ties keep the input order), or by
+// (time, new id) when the input's rows were sorted by time (`sort_by_*`, edge time or the
+// neighbor's node time by old id), so sorted rows stay sorted. Edge times follow their edges.
 struct EdgeTimes {
-  const int64_t* edge_time = nullptr;
-  const int64_t* sort_by_edge = nullptr;
-  const int64_t* sort_by_node = nullptr;
+  const int64_t *edge_time = nullptr, *sort_by_edge = nullptr, *sort_by_node = nullptr;
   WriterList writers;
 };
+
+// Row v's entries as (time, new id, CSR position), in the order they are written.
+void order_row(const Csr& graph, const std::vector<int64_t>& new_id, const EdgeTimes& times,
+               int64_t v, std::vector<std::tuple<int64_t, int64_t, int64_t>>& order) {
+  order.clear();
+  for (int64_t pos = graph.begin(v); pos < graph.end(v); ++pos) {
+    const int64_t old = graph.neighbor(pos);
+    const int64_t time = times.sort_by_edge != nullptr   ? times.sort_by_edge[pos]
+                         : times.sort_by_node != nullptr ? times.sort_by_node[old]
+                                                         : 0;
+    order.emplace_back(time, new_id[static_cast<size_t>(old)], pos);
+  }
+  std::sort(order.begin(), order.end());
+}
 
 template <typename Index>
 void write_edges(const Csr& graph, const int32_t* part_of, const std::vector<int64_t>& new_id,
@@ -97,15 +108,7 @@ void write_edges(const Csr& graph, const int32_t* part_of, const std::vector<int
     parallel_for(row, last, 256, [&](int64_t first, int64_t end) {
       std::vector<std::tuple<int64_t, int64_t, int64_t>> order;  // (time, new id, CSR position)
       for (int64_t v = first; v < end; ++v) {
-        order.clear();
-        for (int64_t pos = graph.begin(v); pos < graph.end(v); ++pos) {
-          const int64_t old = graph.neighbor(pos);
-          const int64_t time = times.sort_by_edge != nullptr   ? times.sort_by_edge[pos]
-                               : times.sort_by_node != nullptr ? times.sort_by_node[old]
-                                                               : 0;
-          order.emplace_back(time, new_id[static_cast<size_t>(old)], pos);
-        }
-        std::sort(order.begin(), order.end());
+        order_row(graph, new_id, times, v, order);
         size_t out = static_cast<size_t>(graph.begin(v) - first_edge);
         for (const auto& [time, neighbor, pos] : order) {
           out_index[out] = static_cast<Index>(neighbor);
@@ -120,18 +123,13 @@ void write_edges(const Csr& graph, const int32_t* part_of, const std::vector<int
       const auto p = static_cast<size_t>(part_of[v]);
       const auto begin = static_cast<ptrdiff_t>(graph.begin(v) - first_edge);
       const auto end = static_cast<ptrdiff_t>(graph.end(v) - first_edge);
-      staged_index[p].insert(staged_index[p].end(), out_index.begin() + begin,
-                             out_index.begin() + end);
-      staged_edge_id[p].insert(staged_edge_id[p].end(), out_edge_id.begin() + begin,
-                               out_edge_id.begin() + end);
-      if (weighted) {
-        staged_weight[p].insert(staged_weight[p].end(), out_weight.begin() + begin,
-                                out_weight.begin() + end);
-      }
-      if (timed) {
-        staged_time[p].insert(staged_time[p].end(), out_time.begin() + begin,
-                              out_time.begin() + end);
-      }
+      const auto stage = [&](auto& staged, const auto& out) {
+        staged.insert(staged.end(), out.begin() + begin, out.begin() + end);
+      };
+      stage(staged_index[p], out_index);
+      stage(staged_edge_id[p], out_edge_id);
+      if (weighted) stage(staged_weight[p], out_weight);
+      if (timed) stage(staged_time[p], out_time);
     }
     for (size_t p = 0; p < static_cast<size_t>(num_parts); ++p) {
       index_writers[p]->write(staged_index[p].data(), staged_index[p].size() * sizeof(Index));
@@ -143,17 +141,15 @@ void write_edges(const Csr& graph, const int32_t* part_of, const std::vector<int
       staged_edge_id[p].clear();
       staged_weight[p].clear();
     }
-    const size_t index_size = dtype_size(graph.index_dtype());
-    release_mapped_pages(graph.indices(), static_cast<size_t>(first_edge) * index_size,
-                         static_cast<size_t>(end_edge) * index_size);
-    if (graph.edge_ids()) {
-      release_mapped_pages(*graph.edge_ids(), static_cast<size_t>(first_edge) * 8,
-                           static_cast<size_t>(end_edge) * 8);
-    }
-    if (weighted) {
-      release_mapped_pages(*graph.weights(), static_cast<size_t>(first_edge) * 4,
-                           static_cast<size_t>(end_edge) * 4);
-    }
+    const auto release = [&](const std::optional<Array>& array) {
+      if (!array) return;
+      const size_t size = dtype_size(array->dtype());
+      release_mapped_pages(*array, static_cast<size_t>(first_edge) * size,
+                           static_cast<size_t>(end_edge) * size);
+    };
+    for (const auto* array : {&graph.edge_ids(), &graph.weights(), &graph.edge_time()})
+      release(*array);
+    release(graph.indices());
     bar.advance(end_edge - first_edge);
     row = last;
   }
@@ -289,11 +285,11 @@ std::vector<int64_t> renumber(const PartitionBook& book, const int32_t* part_of,
   return new_id;
 }
 
-// node_map.npy (old id → new id); returns its CRC.
-uint32_t write_node_map(const std::string& output, const std::vector<int64_t>& new_id) {
-  NpyWriter writer(join_path(output, kNodeMapFile), DType::kInt64,
-                   {static_cast<int64_t>(new_id.size())});
-  writer.write(new_id.data(), new_id.size() * sizeof(int64_t));
+// An int64 [N] file at the root (node_map.npy: old id → new id; node_time.npy); returns its CRC.
+uint32_t write_root_array(const std::string& output, const char* file,
+                          const std::vector<int64_t>& values) {
+  NpyWriter writer(join_path(output, file), DType::kInt64, {static_cast<int64_t>(values.size())});
+  writer.write(values.data(), values.size() * sizeof(int64_t));
   writer.close();
   return writer.crc32();
 }
@@ -349,10 +345,8 @@ Json write_node_time(const std::string& output, const Csr& graph,
   const int64_t* source = graph.node_time()->data<int64_t>();
   for (int64_t v = 0; v < n; ++v)
     time[static_cast<size_t>(new_id[static_cast<size_t>(v)])] = source[v];
-  NpyWriter writer(join_path(output, kNodeTimeFile), DType::kInt64, {n});
-  writer.write(time.data(), time.size() * sizeof(int64_t));
-  writer.close();
-  return array_json(kNodeTimeFile, DType::kInt64, {n}, writer.crc32());
+  return array_json(kNodeTimeFile, DType::kInt64, {n},
+                    write_root_array(output, kNodeTimeFile, time));
 }
 
 // Edges: indices, edge ids, weights, edge times, one streaming pass with K writers of each.
@@ -565,7 +559,7 @@ void write_everything(const Dataset& dataset, const Array& assignment,
   PartsWrite write{dataset, result.book,
                    part_of, renumber(result.book, part_of, dataset.graph.num_nodes()),
                    {},      {}};
-  const uint32_t node_map_crc = write_node_map(output, write.new_id);
+  const uint32_t node_map_crc = write_root_array(output, kNodeMapFile, write.new_id);
   const Json node_time = write_node_time(output, dataset.graph, write.new_id);
   open_parts(output, options.num_parts, write);
   write_indptr(write);
