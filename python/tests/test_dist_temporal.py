@@ -1,6 +1,7 @@
 """volley.dist with temporal sampling (issue 16): a temporal graph partitioned into 2 parts keeps
 its times, and DistNeighborLoader(time_attr=, input_time=, temporal_strategy=) yields the local
-temporal loader's batches over the whole renumbered graph (with its times), bit for bit."""
+temporal loader's batches over the whole renumbered graph (with its times), bit for bit, in the
+worker and the server-client topology."""
 
 from __future__ import annotations
 
@@ -68,7 +69,8 @@ def served(request, tmp_path_factory):
     _timed_dataset(kind).save(str(root / "source"))
     parts_dir = str(root / "parts")
     volley.partition(str(root / "source"), parts_dir, 2, method="random", seed=1)
-    s0, s1 = vd.serve(parts_dir, 0), vd.serve(parts_dir, 1)
+    s1 = vd.serve(parts_dir, 1)
+    s0 = vd.serve(parts_dir, 0, peers=["", s1.address])  # also streams epochs (server-client)
     yield kind, parts_dir, _whole(parts_dir, kind), [s0.address, s1.address], s0
     s0.shutdown()
     s1.shutdown()
@@ -109,11 +111,13 @@ def test_dist_disjoint_batches_equal_the_local_loader(served):
     seeds = np.arange(0, whole.num_nodes, 3)
     options = dict(batch_size=10, input_nodes=seeds, seed=9, disjoint=True)
     expected = list(NeighborLoader(whole, [3, 2], **options))
-    actual = list(vd.DistNeighborLoader(addresses, [3, 2], topology="worker", local=s0, **options))
-    assert len(actual) == len(expected) > 0
-    for a, b in zip(actual, expected):
-        for field in ("n_id", "e_id", "edge_index", "batch"):
-            assert torch.equal(getattr(a, field), getattr(b, field)), field
+    for where in (dict(topology="worker", local=s0),
+                  dict(topology="server-client", server=addresses[0])):
+        actual = list(vd.DistNeighborLoader(addresses, [3, 2], **where, **options))
+        assert len(actual) == len(expected) > 0
+        for a, b in zip(actual, expected):
+            for field in ("n_id", "e_id", "edge_index", "batch"):
+                assert torch.equal(getattr(a, field), getattr(b, field)), (where, field)
 
 
 @pytest.mark.timeout(60)
@@ -133,6 +137,25 @@ def test_dist_temporal_errors_are_named(served):
         make(input_time=times)
     with pytest.raises(volley.VolleyValueError, match="temporal_strategy must be"):
         make(time_attr="time", input_time=times, temporal_strategy="newest")
-    with pytest.raises(volley.VolleyValueError, match="topology='server-client' does not carry"):
+    with pytest.raises(volley.VolleyValueError, match="needs input_time"):
         vd.DistNeighborLoader(addresses, [2], topology="server-client", server=addresses[0],
-                              input_nodes=seeds, time_attr="time", input_time=times)
+                              input_nodes=seeds, time_attr="time")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("strategy", ["uniform", "last"])
+@pytest.mark.parametrize("world_size", [1, 2])
+def test_server_client_temporal_batches_equal_the_local_loader(served, strategy, world_size):
+    kind, parts_dir, whole, addresses, s0 = served
+    seeds, times = _inputs(whole.num_nodes)
+    options = dict(batch_size=16, input_nodes=seeds, input_time=times, shuffle=True, seed=5,
+                   time_attr=f"{kind}_time", temporal_strategy=strategy, world_size=world_size)
+    for rank in range(world_size):
+        expected = list(NeighborLoader(whole, [4, 3], num_workers=2, rank=rank, **options))
+        actual = list(vd.DistNeighborLoader(addresses, [4, 3], num_workers=3,
+                                            topology="server-client", server=addresses[0],
+                                            rank=rank, **options))
+        assert len(actual) == len(expected) > 0
+        for a, b in zip(actual, expected):
+            for field in ("n_id", "e_id", "edge_index", "input_id", "batch", "x", "y"):
+                assert torch.equal(getattr(a, field), getattr(b, field)), field

@@ -194,7 +194,7 @@ class DistNeighborLoader(NeighborLoader):
         tls_ca, tls_cert, tls_key: TLS, as ``DistGraph`` (the CA that signed the servers'
             certificates; a client certificate and key for mutual TLS).
         time_attr, input_time, temporal_strategy: temporal sampling, as ``NeighborLoader``
-            over a ``volley.Dataset`` (worker topology): ``time_attr`` is ``"edge_time"``,
+            over a ``volley.Dataset`` (either topology): ``time_attr`` is ``"edge_time"``,
             ``"node_time"`` or ``"time"`` (node time when the partitioned dataset has it, else
             edge time); ``input_time`` (required) is one int64 per input node; each hop's
             targets travel to their owners with their seed's time, and the batches (with
@@ -203,8 +203,7 @@ class DistNeighborLoader(NeighborLoader):
 
     Raises:
         VolleyValueError: a bad topology, ``local`` / ``server`` missing or given with the
-            wrong topology, temporal sampling with ``topology="server-client"`` or without
-            ``input_time``, a ``time_attr`` the partitioned dataset has no times for, and what
+            wrong topology, temporal sampling without ``input_time``, a ``time_attr`` the partitioned dataset has no times for, and what
             ``NeighborLoader`` refuses. The network errors of
             ``DistGraph``.
         VolleyRuntimeError: a build without gRPC.
@@ -288,12 +287,6 @@ class DistNeighborLoader(NeighborLoader):
             num_nodes = self.graph.num_nodes
             time_source = _time_source(self.graph.info, time_attr, input_time, temporal_strategy)
         else:
-            if time_attr is not None or input_time is not None or disjoint:
-                raise VolleyValueError(
-                    "temporal and disjoint sampling (time_attr, input_time, disjoint) run in "
-                    "topology='worker'; topology='server-client' does not carry seed times"
-                )
-            time_source = "none"
             if local is not None:
                 raise VolleyValueError(
                     "local= is for topology='worker'; server-client trainers hold no data"
@@ -317,6 +310,7 @@ class DistNeighborLoader(NeighborLoader):
                 **self._connection,
             )
             num_nodes = int(probe.info["num_nodes"])
+            time_source = _time_source(probe.info, time_attr, input_time, temporal_strategy)
         self._setup(
             num_nodes,
             num_neighbors,

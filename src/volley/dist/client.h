@@ -158,7 +158,9 @@ class DistGraph final : public BatchSource {
 
 // Server-client mode: the loader for a trainer that holds no data. Each epoch is one
 // SampleEpoch stream from the server at `address`; the batches equal NeighborLoader's over the
-// whole graph with the same inputs and options. The server samples `options.num_threads`
+// whole graph with the same inputs and options (temporal and disjoint sampling included:
+// options.input_time travels with the rank's inputs, ValueError as DistGraph::validate when the
+// service lacks the times). The server samples `options.num_threads`
 // batches at once (0: its default). Errors as above; a stream that stops delivering raises
 // TimeoutError after deadline_seconds without a batch.
 class ServerClientLoader {

@@ -451,6 +451,7 @@ struct Server::State final
     loader_options.sampler.replace = request.replace();
     loader_options.sampler.weighted = request.weighted();
     if (request.features()) loader_options.feature_dtype = dtype_from_name(request.feature_dtype());
+    internal::apply_epoch_times(request, loader_options);
     return loader_options;
   }
 };
