@@ -56,6 +56,8 @@ nb::dict info_to_python(const ServiceInfo& info) {
       info.label_dtype ? nb::cast(std::string(dtype_name(*info.label_dtype))) : nb::none();
   d["num_classes"] = info.num_classes;
   d["has_weights"] = info.has_weights;
+  d["has_edge_time"] = info.has_edge_time;
+  d["has_node_time"] = info.has_node_time;
   return d;
 }
 

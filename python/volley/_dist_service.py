@@ -299,7 +299,8 @@ class DistGraph:
     def info(self) -> Dict[str, Any]:
         """What the servers serve: ``dataset_name``, ``fingerprint``, ``num_nodes``,
         ``num_parts``, ``num_edges``, ``feature_dim``, ``feature_dtype``, ``label_dtype``,
-        ``num_classes``, ``has_weights``."""
+        ``num_classes``, ``has_weights``, ``has_edge_time``, ``has_node_time`` (whether the
+        partitioned dataset holds times for temporal sampling)."""
         info = dict(self._info)
         info.pop("book", None)
         return info

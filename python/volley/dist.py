@@ -48,7 +48,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _volley
+from . import _temporal, _volley
 from ._dist_service import (
     DistFeatureStore,
     DistGraph,
@@ -193,10 +193,18 @@ class DistNeighborLoader(NeighborLoader):
         connect_timeout: seconds to wait for servers that are still starting.
         tls_ca, tls_cert, tls_key: TLS, as ``DistGraph`` (the CA that signed the servers'
             certificates; a client certificate and key for mutual TLS).
+        time_attr, input_time, temporal_strategy: temporal sampling, as ``NeighborLoader``
+            over a ``volley.Dataset`` (either topology): ``time_attr`` is ``"edge_time"``,
+            ``"node_time"`` or ``"time"`` (node time when the partitioned dataset has it, else
+            edge time); ``input_time`` (required) is one int64 per input node; each hop's
+            targets travel to their owners with their seed's time, and the batches (with
+            ``batch``) equal the local temporal loader's over the renumbered graph.
+        disjoint: every seed gets a subgraph of its own (``batch``), as ``NeighborLoader``.
 
     Raises:
         VolleyValueError: a bad topology, ``local`` / ``server`` missing or given with the
-            wrong topology, and what ``NeighborLoader`` refuses. The network errors of
+            wrong topology, temporal sampling without ``input_time``, a ``time_attr`` the partitioned dataset has no times for, and what
+            ``NeighborLoader`` refuses. The network errors of
             ``DistGraph``.
         VolleyRuntimeError: a build without gRPC.
     """
@@ -230,6 +238,10 @@ class DistNeighborLoader(NeighborLoader):
         tls_ca: Optional[str] = None,
         tls_cert: Optional[str] = None,
         tls_key: Optional[str] = None,
+        time_attr: Optional[str] = None,
+        input_time: Any = None,
+        temporal_strategy: str = "uniform",
+        disjoint: bool = False,
     ):
         native = _native()
         topology = _topology(topology, mode)
@@ -237,6 +249,7 @@ class DistNeighborLoader(NeighborLoader):
             addresses = [a.strip() for a in addresses.split(",")]
         self.topology = topology
         self.data = None
+        self.disjoint = bool(disjoint) or time_attr is not None  # PyG: temporal means disjoint
         self._token = token or ""
         tls = dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
         self._connection = dict(
@@ -272,6 +285,7 @@ class DistNeighborLoader(NeighborLoader):
                 )
             self.server = None
             num_nodes = self.graph.num_nodes
+            time_source = _time_source(self.graph.info, time_attr, input_time, temporal_strategy)
         else:
             if local is not None:
                 raise VolleyValueError(
@@ -296,6 +310,7 @@ class DistNeighborLoader(NeighborLoader):
                 **self._connection,
             )
             num_nodes = int(probe.info["num_nodes"])
+            time_source = _time_source(probe.info, time_attr, input_time, temporal_strategy)
         self._setup(
             num_nodes,
             num_neighbors,
@@ -312,6 +327,8 @@ class DistNeighborLoader(NeighborLoader):
             weighted=weighted,
             feature_dtype=feature_dtype,
             **rank_and_world,
+            disjoint=self.disjoint,
+            temporal=(time_source, temporal_strategy, input_time, _NoGraph(num_nodes)),
         )
 
     def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
@@ -336,6 +353,49 @@ class DistNeighborLoader(NeighborLoader):
             + (f", rank={self.rank}/{self.world_size}" if self.world_size > 1 else "")
             + ")"
         )
+
+
+class _NoGraph:
+    """What ``_temporal.input_times`` reads of a graph, for a loader that holds none (input_time
+    is required, so node_time is never read)."""
+
+    node_time = None
+
+    def __init__(self, num_nodes: int):
+        self.num_nodes = num_nodes
+
+
+def _time_source(info: Dict[str, Any], time_attr: Optional[str], input_time: Any,
+                 temporal_strategy: str) -> str:
+    """``"none"``, ``"node"`` or ``"edge"``: what ``time_attr`` names in the partitioned dataset
+    (``info``: the service's), checked; VolleyValueError naming what is missing."""
+    _temporal.check_strategy(temporal_strategy)
+    if time_attr is None:
+        if input_time is not None:
+            raise VolleyValueError(
+                "input_time was given without time_attr: name the node or edge time to sample by"
+            )
+        return "none"
+    has = {"node": bool(info.get("has_node_time")), "edge": bool(info.get("has_edge_time"))}
+    wanted = {"node_time": "node", "edge_time": "edge"}.get(time_attr)
+    if time_attr == "time":
+        wanted = "node" if has["node"] else "edge"
+    if wanted is None:
+        raise VolleyValueError(
+            f"time_attr={time_attr!r}: a partitioned dataset has 'node_time', 'edge_time' or "
+            "'time' (node time when present, else edge time)"
+        )
+    if not has[wanted]:
+        raise VolleyValueError(
+            f"time_attr={time_attr!r} needs {wanted} times, but the partitioned dataset "
+            f"{info.get('dataset_name', '')!r} has none (partition a dataset with "
+            f"{wanted}_time.npy)"
+        )
+    if input_time is None:
+        raise VolleyValueError(
+            "temporal sampling across partitions needs input_time (one int64 time per input node)"
+        )
+    return wanted
 
 
 from ._dist_link import DistLinkNeighborLoader  # noqa: E402 (after DistNeighborLoader)

@@ -175,6 +175,8 @@ ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address
       ValueError, "server {} reports an unknown orientation '{}'", address,
       quoted(reply.orientation(), 64));
   info.orientation = reply.orientation() == "out" ? Orientation::kOut : Orientation::kIn;
+  info.has_edge_time = reply.has_edge_time();
+  info.has_node_time = reply.has_node_time();
   return info;
 }
 
@@ -332,6 +334,8 @@ std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> add
     if (data.labels) info.label_dtype = data.labels->dtype();
     info.num_classes = data.num_classes;
     info.has_weights = data.graph.has_weights();
+    info.has_edge_time = data.graph.has_edge_time();
+    info.has_node_time = local->node_time.has_value();
   }
   handshake(*state, fingerprint);
   VOLLEY_REQUIRE(state->info.book.num_parts() == parts, ValueError,
@@ -353,8 +357,15 @@ bool DistGraph::has_labels() const { return state_->info.label_dtype.has_value()
 
 void DistGraph::validate(const NeighborSamplerOptions& options) const {
   validate_sampler_options(options, state_->info.has_weights);
-  VOLLEY_REQUIRE(options.time_source == TimeSource::kNone, ValueError,
-                 "the distributed sampler does not sample by time yet");
+  const ServiceInfo& info = state_->info;
+  VOLLEY_REQUIRE(options.time_source != TimeSource::kEdge || info.has_edge_time, ValueError,
+                 "temporal sampling by edge time, but the partitioned dataset '{}' has no edge "
+                 "times (partition a dataset with edge_time.npy)",
+                 info.dataset_name);
+  VOLLEY_REQUIRE(options.time_source != TimeSource::kNode || info.has_node_time, ValueError,
+                 "temporal sampling by node time, but the partitioned dataset '{}' has no node "
+                 "times (partition a dataset with node_time.npy)",
+                 info.dataset_name);
   if (!options.replace) return;  // without replacement a target's picks are at most its degree
   for (int64_t p = 0; p < state_->num_parts(); ++p) {
     if (p == state_->local_part) continue;

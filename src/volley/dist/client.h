@@ -83,6 +83,8 @@ struct ServiceInfo {
   int64_t num_classes = 0;
   bool has_weights = false;
   Orientation orientation = Orientation::kIn;  // of the CSR rows (has_edges asks the row's owner)
+  bool has_edge_time = false;  // the parts hold edge times (temporal sampling by edge time)
+  bool has_node_time = false;  // the partitioned dataset holds node times
 };
 
 // CRC-32 (hex) of a partitioned dataset's partition.json: what servers and clients compare.
@@ -116,6 +118,16 @@ class DistGraph final : public BatchSource {
   void validate(const NeighborSamplerOptions& options) const override;
   void sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
               uint64_t batch_index, SampledSubgraph& out) const override;
+  // Temporal sampling (options.time_source set; seed_times[i] the time of seeds[i]): each hop's
+  // targets travel with their tree's seed time (HopRequest.target_times), and the result equals
+  // sample_neighbors(seed_times) on the whole renumbered graph with its times. ValueError when
+  // the service lacks the times asked for (ServiceInfo::has_edge_time / has_node_time), for a
+  // length mismatch, or subgraph_type other than directional; a part whose rows are not sorted
+  // by that time refuses "last" (ValueError naming the part). options.disjoint (untimed) is
+  // sampled the same way through sample().
+  void sample_temporal(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+                       const NeighborSamplerOptions& options, uint64_t batch_index,
+                       SampledSubgraph& out) const override;
   int64_t feature_width() const override;
   DType feature_dtype() const override;
   void gather_features(std::span<const int64_t> ids, DType out_dtype,
@@ -146,7 +158,9 @@ class DistGraph final : public BatchSource {
 
 // Server-client mode: the loader for a trainer that holds no data. Each epoch is one
 // SampleEpoch stream from the server at `address`; the batches equal NeighborLoader's over the
-// whole graph with the same inputs and options. The server samples `options.num_threads`
+// whole graph with the same inputs and options (temporal and disjoint sampling included:
+// options.input_time travels with the rank's inputs, ValueError as DistGraph::validate when the
+// service lacks the times). The server samples `options.num_threads`
 // batches at once (0: its default). Errors as above; a stream that stops delivering raises
 // TimeoutError after deadline_seconds without a batch.
 class ServerClientLoader {

@@ -2,7 +2,10 @@
 // is split by owner, remote parts get one SampleHop call each (all in flight at once) while the
 // local part is sampled in-process, the replies are checked, and the picks are merged in frontier
 // order through the same SubgraphBuilder as the CPU sampler, so the result equals
-// sample_neighbors on the whole renumbered graph.
+// sample_neighbors on the whole renumbered graph. Disjoint and temporal sampling run the same
+// way over tree-qualified keys (root * num_nodes + node, as the CPU kernel keys its trees): a
+// target goes out as its node with its tree's seed time, its picks come back as nodes and get
+// the tree's key.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -27,7 +30,9 @@ struct MergeScratch {
   internal::IdMap map;
   std::vector<int64_t> neighbors;             // the builder's: one hop's picks, frontier order
   std::vector<int32_t> owner;                 // per frontier node
+  std::vector<int64_t> base;                  // per frontier node: its tree's key offset
   std::vector<std::vector<int64_t>> targets;  // per part: global ids to expand
+  std::vector<std::vector<int64_t>> times;    // per part: their trees' seed times (temporal)
   std::vector<HopSample> picks;               // per part: its answer for this hop
   HopSample answer;                           // one call's answer
   SamplerScratch local;
@@ -39,17 +44,30 @@ struct Hop {
   int64_t fanout;
   const NeighborSamplerOptions& options;
   uint64_t batch_index;
+  int64_t tree_size = 0;                // disjoint: keys are root * tree_size + node
+  std::span<const int64_t> seed_times;  // temporal: per root
+  bool temporal() const { return options.time_source != TimeSource::kNone; }
 };
 
-// Splits the frontier by owner into scratch.targets (in frontier order) and scratch.owner.
-void split_frontier(const PartitionBook& book, std::span<const int64_t> frontier,
+// Splits the frontier (keys) by owner into scratch.targets (nodes, in frontier order),
+// scratch.times (temporal), scratch.owner and scratch.base.
+void split_frontier(const PartitionBook& book, std::span<const int64_t> frontier, const Hop& hop,
                     MergeScratch& scratch) {
   for (auto& list : scratch.targets) list.clear();
+  for (auto& list : scratch.times) list.clear();
   scratch.owner.resize(frontier.size());
+  scratch.base.resize(frontier.size());
   for (size_t i = 0; i < frontier.size(); ++i) {
-    const auto owner = static_cast<int32_t>(book.owner_of(frontier[i]));
+    const int64_t root = hop.tree_size > 0 ? frontier[i] / hop.tree_size : 0;
+    const int64_t node = frontier[i] - root * hop.tree_size;
+    const auto owner = static_cast<int32_t>(book.owner_of(node));
     scratch.owner[i] = owner;
-    scratch.targets[static_cast<size_t>(owner)].push_back(frontier[i]);
+    scratch.base[i] = frontier[i] - node;
+    scratch.targets[static_cast<size_t>(owner)].push_back(node);
+    if (hop.temporal()) {
+      scratch.times[static_cast<size_t>(owner)].push_back(
+          hop.seed_times[static_cast<size_t>(root)]);
+    }
   }
 }
 
@@ -70,6 +88,12 @@ void send_hop(const DistGraph::State& state, const internal::Piece& piece, const
   request.set_weighted(hop.options.weighted);
   request.set_seed(hop.options.seed);
   request.set_batch(hop.batch_index);
+  if (hop.temporal()) {
+    request.set_time_source(hop.options.time_source == TimeSource::kEdge ? "edge" : "node");
+    request.set_temporal_strategy(temporal_strategy_name(hop.options.temporal_strategy));
+    pack(std::span<const int64_t>(scratch.times[pi]).subspan(piece.begin, piece.end - piece.begin),
+         request.mutable_target_times());
+  }
   state.stubs[pi]->async()->SampleHop(&call->context, &call->request, &call->reply,
                                       internal::record_status(*call, done));
 }
@@ -138,10 +162,40 @@ void merge_hop(const MergeScratch& scratch, size_t frontier_begin, Builder& buil
     const auto p = static_cast<size_t>(scratch.owner[i]);
     const HopSample& picks = scratch.picks[p];
     const auto count = static_cast<size_t>(picks.counts[next_target[p]++]);
-    builder.add_edges(frontier_begin + i, picks.neighbors.data() + next_neighbor[p],
-                      picks.edge_ids.data() + next_neighbor[p], count);
+    const int64_t base = scratch.base[i];
+    if (base == 0) {
+      builder.add_edges(frontier_begin + i, picks.neighbors.data() + next_neighbor[p],
+                        picks.edge_ids.data() + next_neighbor[p], count);
+    } else {
+      for (size_t j = next_neighbor[p]; j < next_neighbor[p] + count; ++j) {
+        builder.add_edge(frontier_begin + i, base + picks.neighbors[j], picks.edge_ids[j]);
+      }
+    }
     next_neighbor[p] += count;
   }
+}
+
+// The local part's picks (worker mode), in-process.
+void sample_local(const DistGraph::State& state, const Hop& hop, MergeScratch& scratch) {
+  const auto local_part = static_cast<size_t>(state.local_part);
+  const Partition& local = *state.local;
+  const Csr& graph = local.data.graph;
+  if (!hop.temporal()) {
+    sample_hop(graph, local.first_node(), scratch.targets[local_part], hop.index, hop.fanout,
+               hop.options, hop.batch_index, scratch.picks[local_part], &scratch.local);
+    return;
+  }
+  HopTimes times;
+  times.target_times = scratch.times[local_part];
+  if (hop.options.time_source == TimeSource::kEdge) {
+    if (graph.edge_time()) times.edge_time = graph.edge_time()->span<int64_t>();
+    times.rows_sorted = graph.first_row_unsorted_by_edge_time() < 0;
+  } else {
+    if (local.node_time) times.node_time = local.node_time->span<int64_t>();
+    times.rows_sorted = local.node_time_rows_sorted;
+  }
+  sample_hop(graph, local.first_node(), scratch.targets[local_part], hop.index, hop.fanout,
+             hop.options, hop.batch_index, times, scratch.picks[local_part], &scratch.local);
 }
 
 // One hop over the builder's frontier (nothing when the fanout is 0 or the frontier empty).
@@ -151,7 +205,7 @@ void sample_one_hop(const DistGraph::State& state, const Hop& hop, const HostSub
   const size_t end = builder.frontier_end();
   if (hop.fanout != 0 && end > begin) {
     split_frontier(state.info.book, std::span<const int64_t>(out.nodes).subspan(begin, end - begin),
-                   scratch);
+                   hop, scratch);
     for (int64_t p = 0; p < state.num_parts(); ++p) {
       if (p == state.local_part) continue;
       HopSample& picks = scratch.picks[static_cast<size_t>(p)];
@@ -162,8 +216,10 @@ void sample_one_hop(const DistGraph::State& state, const Hop& hop, const HostSub
     internal::fan_out<HopCall>(
         state, scratch.targets,
         [&](int64_t p) {
-          return internal::targets_per_call(state.limits[static_cast<size_t>(p)],
-                                            hop_bytes_per_target(state, p, hop));
+          internal::PartLimits limits = state.limits[static_cast<size_t>(p)];
+          // A temporal request carries a time beside each target: half the ids fit.
+          if (hop.temporal()) limits.max_ids = std::max<int64_t>(1, limits.max_ids / 2);
+          return internal::targets_per_call(limits, hop_bytes_per_target(state, p, hop));
         },
         [&](const internal::Piece& piece, std::unique_ptr<HopCall>& call, std::latch& done) {
           send_hop(state, piece, hop, scratch, call, done);
@@ -171,34 +227,91 @@ void sample_one_hop(const DistGraph::State& state, const Hop& hop, const HostSub
         [&](const internal::Piece& piece, const HopCall& call) {
           receive_hop(state, piece, call, scratch);
         },
-        [&] {
-          const auto local_part = static_cast<size_t>(state.local_part);
-          const Partition& local = *state.local;
-          sample_hop(local.data.graph, local.first_node(), scratch.targets[local_part], hop.index,
-                     hop.fanout, hop.options, hop.batch_index, scratch.picks[local_part],
-                     &scratch.local);
-        });
+        [&] { sample_local(state, hop, scratch); });
     check_reply_ids(state, scratch);
     merge_hop(scratch, begin, builder);
   }
   builder.end_hop();
 }
 
+// Disjoint (and temporal) sampling: the seeds become keys root * n + seed, the hops run over
+// them, and the keys are split into out.nodes and out.batch at the end (as the CPU kernel does).
+void sample_trees(const DistGraph::State& state, std::span<const int64_t> seeds,
+                  std::span<const int64_t> seed_times, const NeighborSamplerOptions& options,
+                  uint64_t batch_index, SampledSubgraph& result) {
+  VOLLEY_REQUIRE(options.subgraph_type == SubgraphType::kDirectional, ValueError,
+                 "the distributed sampler samples disjoint and temporal subgraphs directional "
+                 "only, got subgraph_type='{}'",
+                 subgraph_type_name(options.subgraph_type));
+  const int64_t n = state.info.book.num_nodes();
+  const auto count = static_cast<int64_t>(seeds.size());
+  VOLLEY_REQUIRE(n == 0 || count <= (int64_t{1} << 62) / std::max<int64_t>(n, 1), ValueError,
+                 "disjoint sampling of {} seeds over {} nodes exceeds 2^62 tree-qualified ids",
+                 count, n);
+  std::vector<int64_t> keys(seeds.size());
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t seed = seeds[static_cast<size_t>(i)];
+    VOLLEY_REQUIRE(seed >= 0 && seed < n, IndexError,
+                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i, n);
+    keys[static_cast<size_t>(i)] = i * n + seed;
+  }
+  HostSubgraph out;
+  const auto parts = static_cast<size_t>(state.num_parts());
+  thread_local MergeScratch scratch;
+  scratch.map.clear();
+  scratch.targets.resize(parts);
+  scratch.times.resize(parts);
+  scratch.picks.resize(parts);
+  Builder builder(keys, std::max<int64_t>(count * n, 1), scratch.map, scratch.neighbors, out);
+  for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
+    sample_one_hop(
+        state, {static_cast<int>(hop), options.fanouts[hop], options, batch_index, n, seed_times},
+        out, scratch, builder);
+  }
+  builder.finish();
+  out.batch.resize(out.nodes.size());
+  for (size_t i = 0; i < out.nodes.size(); ++i) {
+    out.batch[i] = out.nodes[i] / n;
+    out.nodes[i] %= n;
+  }
+  result = out.finish();
+}
+
 }  // namespace
+
+void DistGraph::sample_temporal(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+                                const NeighborSamplerOptions& options, uint64_t batch_index,
+                                SampledSubgraph& result) const {
+  validate(options);
+  VOLLEY_REQUIRE(options.time_source != TimeSource::kNone, ValueError,
+                 "sample_temporal needs options.time_source (time_attr) set");
+  VOLLEY_REQUIRE(seed_times.size() == seeds.size(), ValueError,
+                 "seed_times has {} entries, but there are {} seeds (one time each)",
+                 seed_times.size(), seeds.size());
+  sample_trees(*state_, seeds, seed_times, options, batch_index, result);
+}
 
 void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
                        uint64_t batch_index, SampledSubgraph& result) const {
   validate(options);
+  VOLLEY_REQUIRE(options.time_source == TimeSource::kNone, ValueError,
+                 "temporal sampling needs seed times (sample_temporal)");
+  if (options.disjoint) {
+    sample_trees(*state_, seeds, {}, options, batch_index, result);
+    return;
+  }
   HostSubgraph out;
   const State& state = *state_;
   const auto parts = static_cast<size_t>(state.num_parts());
   thread_local MergeScratch scratch;
   scratch.map.clear();
   scratch.targets.resize(parts);
+  scratch.times.resize(parts);
   scratch.picks.resize(parts);
   Builder builder(seeds, state.info.book.num_nodes(), scratch.map, scratch.neighbors, out);
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
-    sample_one_hop(state, {static_cast<int>(hop), options.fanouts[hop], options, batch_index}, out,
+    sample_one_hop(state,
+                   {static_cast<int>(hop), options.fanouts[hop], options, batch_index, 0, {}}, out,
                    scratch, builder);
   }
   builder.finish();

@@ -216,6 +216,8 @@ struct Server::State final
       reply->set_max_ids_per_call(options.limits.max_ids_per_call);
       reply->set_max_degree(max_degree);
       reply->set_orientation(std::string(orientation_name(data.graph.orientation())));
+      reply->set_has_edge_time(data.graph.has_edge_time());
+      reply->set_has_node_time(partition->node_time.has_value());
       return grpc::Status::OK;
     });
   }
@@ -286,8 +288,19 @@ struct Server::State final
     sampler.replace = request.replace();
     sampler.weighted = request.weighted();
     sampler.seed = request.seed();
-    sample_hop(partition->data.graph, first(), targets, static_cast<int>(request.hop()),
-               request.fanout(), sampler, request.batch(), sample, &scratch);
+    if (request.time_source().empty() && request.target_times().empty()) {
+      sample_hop(partition->data.graph, first(), targets, static_cast<int>(request.hop()),
+                 request.fanout(), sampler, request.batch(), sample, &scratch);
+    } else {
+      thread_local std::vector<int64_t> target_times;
+      HopTimes times;
+      if (auto status = internal::temporal_hop(*partition, request, targets.size(), sampler,
+                                               target_times, times);
+          !status.ok())
+        return status;
+      sample_hop(partition->data.graph, first(), targets, static_cast<int>(request.hop()),
+                 request.fanout(), sampler, request.batch(), times, sample, &scratch);
+    }
     pack(std::span<const int32_t>(sample.counts), reply.mutable_counts());
     pack(std::span<const int64_t>(sample.neighbors), reply.mutable_neighbors());
     pack(std::span<const int64_t>(sample.edge_ids), reply.mutable_edge_ids());
@@ -438,6 +451,7 @@ struct Server::State final
     loader_options.sampler.replace = request.replace();
     loader_options.sampler.weighted = request.weighted();
     if (request.features()) loader_options.feature_dtype = dtype_from_name(request.feature_dtype());
+    internal::apply_epoch_times(request, loader_options);
     return loader_options;
   }
 };

@@ -66,6 +66,9 @@ Batch batch_from_message(const rpc::BatchMessage& message, const std::string& ad
   if (message.has_y()) {
     batch.y = array_from_bytes(message.y(), DType::kInt64, {n}, address, "y");
   }
+  if (!message.batch().empty()) {
+    batch.batch_ids = array_from_bytes(message.batch(), DType::kInt64, {n}, address, "batch");
+  }
   batch.nodes_per_hop.assign(message.nodes_per_hop().begin(), message.nodes_per_hop().end());
   batch.edges_per_hop.assign(message.edges_per_hop().begin(), message.edges_per_hop().end());
   return batch;
@@ -105,6 +108,18 @@ class StreamedEpoch final : public BatchStream {
     request.set_feature_dtype(std::string(dtype_name(state.options.feature_dtype)));
     request.set_labels(state.labels);
     request.set_concurrency(state.options.num_threads);
+    const NeighborSamplerOptions& sampler = state.options.sampler;
+    request.set_disjoint(sampler.disjoint);
+    if (sampler.time_source != TimeSource::kNone) {
+      request.set_time_source(sampler.time_source == TimeSource::kEdge ? "edge" : "node");
+      request.set_temporal_strategy(temporal_strategy_name(sampler.temporal_strategy));
+      const Array& time = *state.options.input_time;
+      const std::vector<int64_t> times =
+          share.positions.defined()
+              ? loader_internal::seed_times_at(time, share.positions.span<int64_t>())
+              : std::vector<int64_t>(time.data<int64_t>(), time.data<int64_t>() + time.numel());
+      pack(std::span<const int64_t>(times), request.mutable_input_time());
+    }
     request.set_deadline_seconds(state.client.deadline_seconds);
     reader_ = state.stub->SampleEpoch(&context_, request);
     thread_ = std::thread([this] { read_loop(); });
@@ -237,8 +252,15 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
 
   // Check here what the server would refuse, so mistakes surface at construction.
   validate_sampler_options(state->options.sampler, info.has_weights);
-  VOLLEY_REQUIRE(state->options.sampler.time_source == TimeSource::kNone, ValueError,
-                 "the distributed sampler does not sample by time yet");
+  const TimeSource time_source = state->options.sampler.time_source;
+  VOLLEY_REQUIRE(time_source != TimeSource::kEdge || info.has_edge_time, ValueError,
+                 "temporal sampling by edge time, but the partitioned dataset '{}' has no edge "
+                 "times (partition a dataset with edge_time.npy)",
+                 info.dataset_name);
+  VOLLEY_REQUIRE(time_source != TimeSource::kNode || info.has_node_time, ValueError,
+                 "temporal sampling by node time, but the partitioned dataset '{}' has no node "
+                 "times (partition a dataset with node_time.npy)",
+                 info.dataset_name);
   if (state->features) {
     VOLLEY_REQUIRE(gather_supports(info.feature_dtype, state->options.feature_dtype), ValueError,
                    "features of dtype {} cannot be delivered as {}", dtype_name(info.feature_dtype),
@@ -263,6 +285,7 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
   }
   state->input_nodes = inputs;
   loader_internal::check_loader_options(state->options, inputs.numel());
+  loader_internal::check_input_time(state->options, inputs.numel());
   state->num_batches = loader_internal::num_batches(inputs.numel(), state->options);
   state_ = std::move(state);
 }

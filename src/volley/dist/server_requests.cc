@@ -109,4 +109,61 @@ void answer_degrees(const Csr& graph, int64_t first, std::span<const int64_t> id
   reply.set_width(1);
 }
 
+grpc::Status temporal_hop(const Partition& partition, const rpc::HopRequest& request,
+                          size_t num_targets, NeighborSamplerOptions& sampler,
+                          std::vector<int64_t>& target_times, HopTimes& times) {
+  const auto invalid = [&](std::string message) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        fmt::format("part {}: {}", partition.part, message));
+  };
+  const std::string& source = request.time_source();
+  const std::string& strategy = request.temporal_strategy();
+  if (source != "edge" && source != "node") {
+    return invalid(
+        fmt::format("time_source must be \"edge\" or \"node\" with target_times, got "
+                    "{}",
+                    quoted(source, 32)));
+  }
+  if (!strategy.empty() && strategy != "uniform" && strategy != "last") {
+    return invalid(fmt::format("temporal_strategy must be \"uniform\" or \"last\", got {}",
+                               quoted(strategy, 32)));
+  }
+  if (!unpack(request.target_times(), target_times) || target_times.size() != num_targets) {
+    return invalid(
+        fmt::format("target_times holds {} bytes, but there are {} targets (8 bytes "
+                    "each)",
+                    request.target_times().size(), num_targets));
+  }
+  if (request.weighted()) return invalid("temporal sampling is not weighted");
+  const Csr& graph = partition.data.graph;
+  const bool by_edge = source == "edge";
+  if (by_edge ? !graph.has_edge_time() : !partition.node_time.has_value()) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        fmt::format("part {}: sampling by {} time asked, but this partition has no {} "
+                    "times (partition a dataset with {}_time.npy)",
+                    partition.part, source, source, source));
+  }
+  sampler.time_source = by_edge ? TimeSource::kEdge : TimeSource::kNode;
+  sampler.temporal_strategy =
+      strategy == "last" ? TemporalStrategy::kLast : TemporalStrategy::kUniform;
+  times.target_times = target_times;
+  if (by_edge) {
+    times.edge_time = graph.edge_time()->span<int64_t>();
+    times.rows_sorted = graph.first_row_unsorted_by_edge_time() < 0;
+  } else {
+    times.node_time = partition.node_time->span<int64_t>();
+    times.rows_sorted = partition.node_time_rows_sorted;
+  }
+  if (sampler.temporal_strategy == TemporalStrategy::kLast && !times.rows_sorted) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        fmt::format("part {}: temporal_strategy 'last' needs rows sorted by {} time, "
+                    "and this partition's are not (sort the dataset by time before "
+                    "partitioning: volley convert --sort-by-time)",
+                    partition.part, source));
+  }
+  return grpc::Status::OK;
+}
+
 }  // namespace volley::dist::internal

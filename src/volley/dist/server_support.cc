@@ -43,6 +43,27 @@ void check_limits(const ServerLimits& limits) {
 }
 
 // `batch` (of an epoch of `num_batches`) as a stream message.
+void apply_epoch_times(const rpc::EpochRequest& request, LoaderOptions& options) {
+  NeighborSamplerOptions& sampler = options.sampler;
+  sampler.disjoint = request.disjoint();
+  const std::string& source = request.time_source();
+  if (source.empty()) {
+    VOLLEY_REQUIRE(request.input_time().empty(), ValueError,
+                   "input_time was given, but no time_source (\"edge\" or \"node\")");
+    return;
+  }
+  VOLLEY_REQUIRE(source == "edge" || source == "node", ValueError,
+                 "time_source must be \"edge\" or \"node\", got {}", quoted(source, 32));
+  sampler.time_source = source == "edge" ? TimeSource::kEdge : TimeSource::kNode;
+  if (!request.temporal_strategy().empty()) {
+    sampler.temporal_strategy = temporal_strategy_from_name(request.temporal_strategy());
+  }
+  std::vector<int64_t> times;
+  VOLLEY_REQUIRE(unpack(request.input_time(), times), ValueError,
+                 "input_time has {} bytes, not a multiple of 8", request.input_time().size());
+  options.input_time = Array::from_vector(times);
+}
+
 void fill_batch_message(const Batch& batch, int64_t num_batches, rpc::BatchMessage& message) {
   message.Clear();
   message.set_index(batch.index);
@@ -66,6 +87,7 @@ void fill_batch_message(const Batch& batch, int64_t num_batches, rpc::BatchMessa
     bytes_of(batch.y, message.mutable_y());
     message.set_has_y(true);
   }
+  if (batch.batch_ids.defined()) bytes_of(batch.batch_ids, message.mutable_batch());
 }
 
 }  // namespace volley::dist::internal

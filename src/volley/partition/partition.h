@@ -35,12 +35,19 @@
 //                                "num_cached", "volley_json_crc32", "part_json_crc32"}, ...],
 //                     "quality": {...PartitionQuality...}, "options": {...}, "seconds"}
 //   node_map.npy     int64 [N]: new id of each old id
+//   node_time.npy    int64 [N] (when the input has node times): the time of each NEW id, and
+//                    "node_time": {file, dtype, shape, crc32} in partition.json (every part's
+//                    sampler needs its neighbors' times, which may be owned elsewhere)
+//   Rows of a part are in new-id order; when the input's rows were sorted by time (edge time,
+//   else the neighbor's node time; sort_rows_by_time) they are sorted by (time, new id), so they
+//   stay sorted and temporal_strategy "last" works on the parts.
 //   part-P/          a dataset directory (dataset.h) of the n_P owned nodes: row r is new id
 //                    offsets[P] + r; `indices` are neighbor ids in the NEW GLOBAL numbering (so
 //                    they may exceed n_P: load it with load_partition, not load_dataset's graph
 //                    validation); `edge_ids` the input edge ids (CSR positions when the input had
 //                    none); weights, features, labels follow their edges and nodes; train/val/
-//                    test_idx are LOCAL row numbers (add offsets[P] for new global ids). Plus
+//                    test_idx are LOCAL row numbers (add offsets[P] for new global ids);
+//                    edge_time.npy (when the input has edge times) follows its edges. Plus
 //                    part.json ({"format": "volley-partition", "part", "num_parts", "first_node",
 //                    "num_nodes", "num_nodes_total", "num_edges_total", "cache": {...}}) and,
 //                    with a cache, cache_ids.npy (int64 new global ids of remote nodes, hottest
@@ -182,6 +189,10 @@ struct Partition {
   Dataset data;
   std::optional<Array> cache_ids;       // int64 [C] new global ids of cached remote nodes
   std::optional<Array> cache_features;  // [C, D]
+  // Node times (the root's node_time.npy): int64 [N] by NEW GLOBAL id, for every node (a
+  // neighbor's time decides admissibility); whether this part's rows are sorted by them.
+  std::optional<Array> node_time;
+  bool node_time_rows_sorted = false;
   int64_t first_node() const { return book.begin(part); }
 };
 

@@ -88,6 +88,7 @@ struct PartEntry {
 struct FullManifest {
   PartitionManifest manifest;
   ArrayRef node_map;
+  std::optional<ArrayRef> node_time;  // absent: no node times
   std::vector<PartEntry> parts;
 };
 
@@ -213,6 +214,15 @@ FullManifest read_full_manifest(const std::string& directory) {
         "node_map", fmt::format("int64 [{}]", manifest.num_nodes),
         fmt::format("{} {}", dtype_name(full.node_map.dtype), npy_shape_text(full.node_map.shape)));
   }
+  if (json.contains("node_time")) {
+    full.node_time = read_array_ref(check, json["node_time"], "node_time.");
+    if (full.node_time->dtype != DType::kInt64 ||
+        full.node_time->shape != std::vector<int64_t>{manifest.num_nodes}) {
+      check.fail("node_time", fmt::format("int64 [{}]", manifest.num_nodes),
+                 fmt::format("{} {}", dtype_name(full.node_time->dtype),
+                             npy_shape_text(full.node_time->shape)));
+    }
+  }
   const Json& parts = check.require(json, "parts");
   if (!parts.is_array() || static_cast<int64_t>(parts.size()) != num_parts) {
     check.fail(
@@ -273,6 +283,24 @@ void validate_part_graph(const Csr& graph, const std::string& directory, int64_t
   }
 }
 
+// Whether every row's neighbors are in non-decreasing order of their (global) node time;
+// IndexError naming a neighbor beyond node_time.
+bool rows_sorted_by_node_time(const Csr& graph, const Array& node_time) {
+  const int64_t* time = node_time.data<int64_t>();
+  const int64_t count = node_time.numel();
+  bool sorted = true;
+  for (int64_t r = 0; r < graph.num_nodes(); ++r) {
+    for (int64_t k = graph.begin(r); k < graph.end(r); ++k) {
+      const int64_t neighbor = graph.neighbor(k);
+      VOLLEY_REQUIRE(neighbor >= 0 && neighbor < count, IndexError,
+                     "neighbor {} of row {} has no node time: node_time.npy has {} entries",
+                     neighbor, r, count);
+      if (k > graph.begin(r) && time[graph.neighbor(k - 1)] > time[neighbor]) sorted = false;
+    }
+  }
+  return sorted;
+}
+
 }  // namespace
 
 bool is_partitioned_directory(const std::string& path) {
@@ -331,6 +359,11 @@ Partition load_partition(const std::string& directory, int64_t part,
   }
   if (options.validate_graph) {
     validate_part_graph(graph, part_dir, manifest.num_nodes, manifest.num_edges);
+  }
+  if (full.node_time) {
+    result.node_time = open_checked(directory, *full.node_time, kManifestFile, options.memory_map,
+                                    options.verify_checksums);
+    result.node_time_rows_sorted = rows_sorted_by_node_time(graph, *result.node_time);
   }
   const Json& cache = check.require(json, "cache");
   if (!cache.is_null()) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <numeric>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -52,22 +53,46 @@ Json quality_json(const PartitionQuality& quality) {
 using WriterList = std::vector<std::unique_ptr<NpyWriter>>;
 
 // Rows in old-id order; each partition receives its rows in the same order, i.e. in new-id order.
-// Within a row, neighbors are renumbered and sorted by new id (ties keep the input order).
+// Within a row, neighbors are renumbered and sorted by new id (ties keep the input order), or by
+// (time, new id) when the input's rows were sorted by time (`sort_by_*`, edge time or the
+// neighbor's node time by old id), so sorted rows stay sorted. Edge times follow their edges.
+struct EdgeTimes {
+  const int64_t *edge_time = nullptr, *sort_by_edge = nullptr, *sort_by_node = nullptr;
+  WriterList writers;
+};
+
+// Row v's entries as (time, new id, CSR position), in the order they are written.
+void order_row(const Csr& graph, const std::vector<int64_t>& new_id, const EdgeTimes& times,
+               int64_t v, std::vector<std::tuple<int64_t, int64_t, int64_t>>& order) {
+  order.clear();
+  for (int64_t pos = graph.begin(v); pos < graph.end(v); ++pos) {
+    const int64_t old = graph.neighbor(pos);
+    const int64_t time = times.sort_by_edge != nullptr   ? times.sort_by_edge[pos]
+                         : times.sort_by_node != nullptr ? times.sort_by_node[old]
+                                                         : 0;
+    order.emplace_back(time, new_id[static_cast<size_t>(old)], pos);
+  }
+  std::sort(order.begin(), order.end());
+}
+
 template <typename Index>
 void write_edges(const Csr& graph, const int32_t* part_of, const std::vector<int64_t>& new_id,
                  int64_t num_parts, WriterList& index_writers, WriterList& edge_id_writers,
-                 WriterList& weight_writers, int64_t chunk_bytes) {
+                 WriterList& weight_writers, EdgeTimes& times, int64_t chunk_bytes) {
   const int64_t n = graph.num_nodes();
   const bool weighted = graph.has_weights();
-  const int64_t per_edge = 2 * static_cast<int64_t>(sizeof(Index) + 8 + (weighted ? 4 : 0));
+  const bool timed = times.edge_time != nullptr;
+  const int64_t per_edge =
+      2 * static_cast<int64_t>(sizeof(Index) + 8 + (weighted ? 4 : 0) + (timed ? 8 : 0));
   const int64_t chunk_edges = std::max<int64_t>(1, chunk_bytes / per_edge);
   const float* weights = weighted ? graph.weights()->data<float>() : nullptr;
   std::vector<Index> out_index;
-  std::vector<int64_t> out_edge_id;
+  std::vector<int64_t> out_edge_id, out_time;
   std::vector<float> out_weight;
   std::vector<std::vector<Index>> staged_index(static_cast<size_t>(num_parts));
   std::vector<std::vector<int64_t>> staged_edge_id(static_cast<size_t>(num_parts));
   std::vector<std::vector<float>> staged_weight(static_cast<size_t>(num_parts));
+  std::vector<std::vector<int64_t>> staged_time(static_cast<size_t>(num_parts));
   ProgressBar bar("write edges", graph.num_edges());
   int64_t row = 0;
   while (row < n) {
@@ -79,19 +104,17 @@ void write_edges(const Csr& graph, const int32_t* part_of, const std::vector<int
     out_index.resize(count);
     out_edge_id.resize(count);
     if (weighted) out_weight.resize(count);
+    if (timed) out_time.resize(count);
     parallel_for(row, last, 256, [&](int64_t first, int64_t end) {
-      std::vector<std::pair<int64_t, int64_t>> order;  // (new neighbor id, CSR position)
+      std::vector<std::tuple<int64_t, int64_t, int64_t>> order;  // (time, new id, CSR position)
       for (int64_t v = first; v < end; ++v) {
-        order.clear();
-        for (int64_t pos = graph.begin(v); pos < graph.end(v); ++pos) {
-          order.emplace_back(new_id[static_cast<size_t>(graph.neighbor(pos))], pos);
-        }
-        std::sort(order.begin(), order.end());
+        order_row(graph, new_id, times, v, order);
         size_t out = static_cast<size_t>(graph.begin(v) - first_edge);
-        for (const auto& [neighbor, pos] : order) {
+        for (const auto& [time, neighbor, pos] : order) {
           out_index[out] = static_cast<Index>(neighbor);
           out_edge_id[out] = graph.edge_id(pos);
           if (weighted) out_weight[out] = weights[pos];
+          if (timed) out_time[out] = times.edge_time[pos];
           ++out;
         }
       }
@@ -100,34 +123,33 @@ void write_edges(const Csr& graph, const int32_t* part_of, const std::vector<int
       const auto p = static_cast<size_t>(part_of[v]);
       const auto begin = static_cast<ptrdiff_t>(graph.begin(v) - first_edge);
       const auto end = static_cast<ptrdiff_t>(graph.end(v) - first_edge);
-      staged_index[p].insert(staged_index[p].end(), out_index.begin() + begin,
-                             out_index.begin() + end);
-      staged_edge_id[p].insert(staged_edge_id[p].end(), out_edge_id.begin() + begin,
-                               out_edge_id.begin() + end);
-      if (weighted) {
-        staged_weight[p].insert(staged_weight[p].end(), out_weight.begin() + begin,
-                                out_weight.begin() + end);
-      }
+      const auto stage = [&](auto& staged, const auto& out) {
+        staged.insert(staged.end(), out.begin() + begin, out.begin() + end);
+      };
+      stage(staged_index[p], out_index);
+      stage(staged_edge_id[p], out_edge_id);
+      if (weighted) stage(staged_weight[p], out_weight);
+      if (timed) stage(staged_time[p], out_time);
     }
     for (size_t p = 0; p < static_cast<size_t>(num_parts); ++p) {
       index_writers[p]->write(staged_index[p].data(), staged_index[p].size() * sizeof(Index));
       edge_id_writers[p]->write(staged_edge_id[p].data(), staged_edge_id[p].size() * 8);
       if (weighted) weight_writers[p]->write(staged_weight[p].data(), staged_weight[p].size() * 4);
+      if (timed) times.writers[p]->write(staged_time[p].data(), staged_time[p].size() * 8);
+      staged_time[p].clear();
       staged_index[p].clear();
       staged_edge_id[p].clear();
       staged_weight[p].clear();
     }
-    const size_t index_size = dtype_size(graph.index_dtype());
-    release_mapped_pages(graph.indices(), static_cast<size_t>(first_edge) * index_size,
-                         static_cast<size_t>(end_edge) * index_size);
-    if (graph.edge_ids()) {
-      release_mapped_pages(*graph.edge_ids(), static_cast<size_t>(first_edge) * 8,
-                           static_cast<size_t>(end_edge) * 8);
-    }
-    if (weighted) {
-      release_mapped_pages(*graph.weights(), static_cast<size_t>(first_edge) * 4,
-                           static_cast<size_t>(end_edge) * 4);
-    }
+    const auto release = [&](const std::optional<Array>& array) {
+      if (!array) return;
+      const size_t size = dtype_size(array->dtype());
+      release_mapped_pages(*array, static_cast<size_t>(first_edge) * size,
+                           static_cast<size_t>(end_edge) * size);
+    };
+    for (const auto* array : {&graph.edge_ids(), &graph.weights(), &graph.edge_time()})
+      release(*array);
+    release(graph.indices());
     bar.advance(end_edge - first_edge);
     row = last;
   }
@@ -263,11 +285,11 @@ std::vector<int64_t> renumber(const PartitionBook& book, const int32_t* part_of,
   return new_id;
 }
 
-// node_map.npy (old id → new id); returns its CRC.
-uint32_t write_node_map(const std::string& output, const std::vector<int64_t>& new_id) {
-  NpyWriter writer(join_path(output, kNodeMapFile), DType::kInt64,
-                   {static_cast<int64_t>(new_id.size())});
-  writer.write(new_id.data(), new_id.size() * sizeof(int64_t));
+// An int64 [N] file at the root (node_map.npy: old id → new id; node_time.npy); returns its CRC.
+uint32_t write_root_array(const std::string& output, const char* file,
+                          const std::vector<int64_t>& values) {
+  NpyWriter writer(join_path(output, file), DType::kInt64, {static_cast<int64_t>(values.size())});
+  writer.write(values.data(), values.size() * sizeof(int64_t));
   writer.close();
   return writer.crc32();
 }
@@ -301,11 +323,38 @@ void write_indptr(PartsWrite& write) {
   }
 }
 
-// Edges: indices, edge ids, weights, one streaming pass with K writers of each.
+// The input's times as write_edges takes them (rows sorted by edge time before node time).
+EdgeTimes edge_times_of(const Csr& graph) {
+  EdgeTimes times;
+  if (graph.edge_time()) times.edge_time = graph.edge_time()->data<int64_t>();
+  if (graph.edge_time() && graph.first_row_unsorted_by_edge_time() < 0) {
+    times.sort_by_edge = times.edge_time;
+  } else if (graph.node_time() && graph.first_row_unsorted_by_node_time() < 0) {
+    times.sort_by_node = graph.node_time()->data<int64_t>();
+  }
+  return times;
+}
+
+// node_time.npy (int64 [N], new-id order) at the root; returns its partition.json entry, or
+// null when the input has no node times.
+Json write_node_time(const std::string& output, const Csr& graph,
+                     const std::vector<int64_t>& new_id) {
+  if (!graph.node_time()) return nullptr;
+  const int64_t n = graph.num_nodes();
+  std::vector<int64_t> time(static_cast<size_t>(n));
+  const int64_t* source = graph.node_time()->data<int64_t>();
+  for (int64_t v = 0; v < n; ++v)
+    time[static_cast<size_t>(new_id[static_cast<size_t>(v)])] = source[v];
+  return array_json(kNodeTimeFile, DType::kInt64, {n},
+                    write_root_array(output, kNodeTimeFile, time));
+}
+
+// Edges: indices, edge ids, weights, edge times, one streaming pass with K writers of each.
 void write_all_edges(PartsWrite& write, const PartitionResult& result, int64_t chunk_bytes) {
   const Csr& graph = write.dataset.graph;
   const int64_t k = write.num_parts();
   WriterList index_writers, edge_id_writers, weight_writers;
+  EdgeTimes times = edge_times_of(graph);
   for (int64_t p = 0; p < k; ++p) {
     const std::vector<int64_t> shape = {result.part_edges[static_cast<size_t>(p)]};
     DatasetWriter& part = write.part(p);
@@ -317,13 +366,17 @@ void write_all_edges(PartsWrite& write, const PartitionResult& result, int64_t c
       weight_writers.push_back(
           std::make_unique<NpyWriter>(part.path_of("weights"), DType::kFloat32, shape));
     }
+    if (times.edge_time != nullptr) {
+      times.writers.push_back(
+          std::make_unique<NpyWriter>(part.path_of("edge_time"), DType::kInt64, shape));
+    }
   }
   if (graph.index_dtype() == DType::kInt32) {
     write_edges<int32_t>(graph, write.part_of, write.new_id, k, index_writers, edge_id_writers,
-                         weight_writers, chunk_bytes);
+                         weight_writers, times, chunk_bytes);
   } else {
     write_edges<int64_t>(graph, write.part_of, write.new_id, k, index_writers, edge_id_writers,
-                         weight_writers, chunk_bytes);
+                         weight_writers, times, chunk_bytes);
   }
   for (int64_t p = 0; p < k; ++p) {
     const auto i = static_cast<size_t>(p);
@@ -335,6 +388,10 @@ void write_all_edges(PartsWrite& write, const PartitionResult& result, int64_t c
     if (graph.has_weights()) {
       weight_writers[i]->close();
       write.part(p).add_written("weights", DType::kFloat32, shape, weight_writers[i]->crc32());
+    }
+    if (times.edge_time != nullptr) {
+      times.writers[i]->close();
+      write.part(p).add_written("edge_time", DType::kInt64, shape, times.writers[i]->crc32());
     }
   }
 }
@@ -502,7 +559,8 @@ void write_everything(const Dataset& dataset, const Array& assignment,
   PartsWrite write{dataset, result.book,
                    part_of, renumber(result.book, part_of, dataset.graph.num_nodes()),
                    {},      {}};
-  const uint32_t node_map_crc = write_node_map(output, write.new_id);
+  const uint32_t node_map_crc = write_root_array(output, kNodeMapFile, write.new_id);
+  const Json node_time = write_node_time(output, dataset.graph, write.new_id);
   open_parts(output, options.num_parts, write);
   write_indptr(write);
   write_all_edges(write, result, options.chunk_bytes);
@@ -512,8 +570,9 @@ void write_everything(const Dataset& dataset, const Array& assignment,
   for (int64_t p = 0; p < write.num_parts(); ++p) {
     parts.push_back(finish_part(write, p, cached, result));
   }
-  const Json manifest =
+  Json manifest =
       manifest_json(dataset, options, result, node_map_crc, std::move(parts), elapsed());
+  if (!node_time.is_null()) manifest["node_time"] = node_time;
   write_file_atomically(join_path(output, kManifestFile), manifest.dump(2) + "\n");
 }
 

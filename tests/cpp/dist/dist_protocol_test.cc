@@ -127,6 +127,40 @@ TEST_F(DistProtocolTest, WellFormedCallsWork) {
   EXPECT_EQ(reply.rows().size(), 2u * 1433 * sizeof(float));
 }
 
+TEST_F(DistProtocolTest, TemporalHopsAreCheckedPrecisely) {
+  rpc::InfoRequest info_request;
+  info_request.set_protocol(dist::kProtocolVersion);
+  rpc::InfoReply info;
+  ASSERT_TRUE(stub_->Info(context().get(), info_request, &info).ok());
+  EXPECT_FALSE(info.has_edge_time());  // Cora has no times
+  EXPECT_FALSE(info.has_node_time());
+  rpc::HopRequest request = good_hop();  // three targets
+  request.set_time_source("edge");
+  request.set_target_times(packed({1, 2, 3}));
+  grpc::Status status = hop(request);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(status.error_message(),
+            "part 0: sampling by edge time asked, but this partition has no edge times "
+            "(partition a dataset with edge_time.npy)");
+  request.set_target_times(packed({1, 2}));
+  status = hop(request);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "part 0: target_times holds 16 bytes, but there are 3 targets (8 bytes each)");
+  request.set_time_source("wall-clock");
+  status = hop(request);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("time_source must be \"edge\" or \"node\""));
+  EXPECT_THAT(status.error_message(), HasSubstr("wall-clock"));
+  request.set_time_source("node");
+  request.set_target_times(packed({1, 2, 3}));
+  request.set_temporal_strategy("newest");
+  status = hop(request);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("newest"));
+  expect_still_serving();
+}
+
 TEST_F(DistProtocolTest, BadByteLengthsAreInvalidArguments) {
   rpc::HopRequest request = good_hop();
   request.set_targets(std::string(7, '\0'));

@@ -11,6 +11,8 @@
 
 #include "volley/dist/volley.pb.h"
 #include "volley/graph/csr.h"
+#include "volley/partition/partition.h"
+#include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::dist::internal {
 
@@ -45,5 +47,14 @@ grpc::Status answer_has_edges(const Csr& graph, const OwnedRange& range, bool ro
 // GetRows(DEGREES): the row length of each owned id (global, checked), int64, into `reply`.
 void answer_degrees(const Csr& graph, int64_t first, std::span<const int64_t> ids,
                     rpc::RowsReply& reply);
+
+// A temporal SampleHop (time_source or target_times set): fills `sampler`'s time options and
+// `times` (target_times: the caller's buffer, unpacked) for `partition`. INVALID_ARGUMENT for an
+// unknown time_source or strategy, target_times not one int64 per target, or `weighted`;
+// FAILED_PRECONDITION when the partition lacks the times asked for, or "last" meets rows not
+// sorted by them. Messages name the part and the offending value.
+grpc::Status temporal_hop(const Partition& partition, const rpc::HopRequest& request,
+                          size_t num_targets, NeighborSamplerOptions& sampler,
+                          std::vector<int64_t>& target_times, HopTimes& times);
 
 }  // namespace volley::dist::internal

@@ -26,6 +26,11 @@ class Subset final : public BatchSource {
               uint64_t batch_index, SampledSubgraph& out) const override {
     inner_->sample(seeds, options, batch_index, out);
   }
+  void sample_temporal(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+                       const NeighborSamplerOptions& options, uint64_t batch_index,
+                       SampledSubgraph& out) const override {
+    inner_->sample_temporal(seeds, seed_times, options, batch_index, out);
+  }
   int64_t feature_width() const override { return features_ ? inner_->feature_width() : 0; }
   DType feature_dtype() const override { return inner_->feature_dtype(); }
   void gather_features(std::span<const int64_t> ids, DType out_dtype,
@@ -42,6 +47,12 @@ class Subset final : public BatchSource {
   bool features_;
   bool labels_;
 };
+
+// A SampleEpoch request's disjoint and temporal options into `options` (sampler.disjoint,
+// time_source, temporal_strategy, input_time). ValueError naming an unknown time_source or
+// strategy, input_time not whole int64s, or input_time without a time_source (the loader then
+// checks input_time against the input nodes).
+void apply_epoch_times(const rpc::EpochRequest& request, LoaderOptions& options);
 
 // ValueError for limits out of their ranges (a reply must stay far below protobuf's 2 GiB).
 void check_limits(const ServerLimits& limits);

@@ -16,6 +16,7 @@ inline constexpr char kManifestFile[] = "partition.json";
 inline constexpr char kPartFile[] = "part.json";
 inline constexpr char kDatasetManifestFile[] = "volley.json";
 inline constexpr char kNodeMapFile[] = "node_map.npy";
+inline constexpr char kNodeTimeFile[] = "node_time.npy";
 inline constexpr char kCacheIdsFile[] = "cache_ids.npy";
 inline constexpr char kCacheFeaturesFile[] = "cache_features.npy";
 inline constexpr char kFormatName[] = "volley-partitioned-dataset";
