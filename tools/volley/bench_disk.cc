@@ -11,8 +11,9 @@
 #include <cstdlib>
 #include <iostream>
 #include <list>
-#include <queue>
 #include <random>
+#include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <CLI/CLI.hpp>
@@ -168,70 +169,105 @@ double sieve_hit_rate(const std::vector<Access>& accesses, int64_t capacity) {
   return static_cast<double>(hits) / static_cast<double>(accesses.size());
 }
 
-// Belady's rule over a window: evict the cached row whose next use is farthest, where uses
-// past `window` batches ahead are unknown (window < 0: the whole epoch, the offline optimum).
-// Rows with no known next use go first, least recently used first.
-double belady_hit_rate(const std::vector<Access>& accesses, int64_t capacity, int64_t window) {
-  std::priority_queue<std::pair<int64_t, int64_t>> known;  // (next use, id); lazy deletion
-  std::unordered_map<int64_t, int64_t> next_of;            // cached id → its next use
-  std::list<int64_t> unknown;       // cached ids with no next use in the window, oldest first
-  std::vector<size_t> batch_begin;  // first access of each batch
+// Belady's rule over a window of the coming batches, as the lookahead policy and the offline
+// optimum apply it. A cached row's next use is known when it falls within `window` batches of
+// the current one (window < 0: the whole epoch, the offline optimum); rows with a known next use
+// are evicted farthest first, after every row with no known use, which go in order of
+// `unknown_priority` (largest first). With `bypass`, a missed row is not admitted when it would
+// itself be the first victim. `prefill` rows start cached (not counted as hits or misses).
+// Returns the hits: accesses served from the cache without a disk read at access time.
+struct WindowPolicy {
+  int64_t window = -1;
+  bool bypass = false;
+  const std::vector<int64_t>* priority = nullptr;  // per row; nullptr: oldest admitted first
+  std::vector<int64_t> prefill;
+};
+
+int64_t window_belady_hits(const std::vector<Access>& accesses, int64_t capacity,
+                           const WindowPolicy& policy) {
+  // Keys: (0, next use, id) for rows with a known next use; (1, priority, id) for the others.
+  // The victim is the largest key.
+  using Key = std::tuple<int, int64_t, int64_t>;
+  std::set<Key> order;
+  std::unordered_map<int64_t, Key> key_of;
+  int64_t tick = 0;  // accesses so far: with no priority, the least recently used goes first
+  auto unknown_key = [&](int64_t id) {
+    const int64_t p = policy.priority ? (*policy.priority)[static_cast<size_t>(id)] : -tick;
+    return Key{1, p, id};
+  };
+  std::vector<size_t> batch_begin;  // first access of each batch, then accesses.size()
   for (size_t i = 0; i < accesses.size(); ++i) {
     if (i == 0 || accesses[i].batch != accesses[i - 1].batch) batch_begin.push_back(i);
   }
   batch_begin.push_back(accesses.size());
+  auto next_known = [&](size_t i) {  // the next use of access i's row, if within the window
+    const int64_t next = accesses[i].next;
+    if (next == INT64_MAX) return false;
+    return policy.window < 0 || accesses[next].batch <= accesses[i].batch + policy.window;
+  };
+  // Prefilled rows: their first use is their next use.
+  std::unordered_map<int64_t, size_t> first_use;
+  for (size_t i = accesses.size(); i-- > 0;) first_use[accesses[i].id] = i;
+  for (const int64_t id : policy.prefill) {
+    if (static_cast<int64_t>(key_of.size()) >= capacity) break;
+    auto f = first_use.find(id);
+    const bool known =
+        f != first_use.end() && (policy.window < 0 || accesses[f->second].batch <= policy.window);
+    const Key key = known ? Key{0, static_cast<int64_t>(f->second), id} : unknown_key(id);
+    if (key_of.emplace(id, key).second) order.insert(key);
+  }
   int64_t hits = 0;
   for (size_t i = 0; i < accesses.size(); ++i) {
     const Access& a = accesses[i];
-    if (window >= 0 && (i == 0 || accesses[i - 1].batch != a.batch)) {
-      // Batch a.batch + window enters the window: cached rows it uses get a known next use.
-      const auto entering = static_cast<size_t>(a.batch + window);
-      for (size_t j = entering < batch_begin.size() - 1 ? batch_begin[entering] : accesses.size();
-           j < accesses.size() && j < batch_begin[std::min(entering + 1, batch_begin.size() - 1)];
-           ++j) {
-        if (accesses[j].prev < 0 || static_cast<size_t>(accesses[j].prev) >= i) continue;
-        auto cached = next_of.find(accesses[j].id);
-        if (cached != next_of.end() && cached->second == INT64_MAX) {
-          cached->second = static_cast<int64_t>(j);
-          known.emplace(static_cast<int64_t>(j), accesses[j].id);
+    ++tick;
+    const bool new_batch = i == 0 || accesses[i - 1].batch != a.batch;
+    if (policy.window >= 0 && new_batch) {
+      // Batch a.batch + window enters the window: cached rows it uses next get a known use.
+      const auto entering = static_cast<size_t>(a.batch + policy.window);
+      if (entering + 1 < batch_begin.size()) {
+        for (size_t j = batch_begin[entering]; j < batch_begin[entering + 1]; ++j) {
+          if (accesses[j].prev >= 0 && static_cast<size_t>(accesses[j].prev) >= i) continue;
+          auto cached = key_of.find(accesses[j].id);
+          if (cached == key_of.end() || std::get<0>(cached->second) == 0) continue;
+          order.erase(cached->second);
+          cached->second = Key{0, static_cast<int64_t>(j), accesses[j].id};
+          order.insert(cached->second);
         }
       }
     }
-    const int64_t horizon = window < 0 ? INT64_MAX : a.batch + window;
-    const bool visible = a.next != INT64_MAX && accesses[a.next].batch <= horizon;
-    auto it = next_of.find(a.id);
-    if (it != next_of.end()) {
+    const Key key = next_known(i) ? Key{0, a.next, a.id} : unknown_key(a.id);
+    if (auto it = key_of.find(a.id); it != key_of.end()) {
       ++hits;
-    } else if (static_cast<int64_t>(next_of.size()) >= capacity) {
-      bool evicted = false;
-      while (!unknown.empty() && !evicted) {
-        const int64_t victim = unknown.front();
-        unknown.pop_front();
-        auto v = next_of.find(victim);
-        if (v != next_of.end() && v->second == INT64_MAX) {
-          next_of.erase(v);
-          evicted = true;
-        }
-      }
-      while (!evicted) {
-        const auto [next, victim] = known.top();
-        known.pop();
-        auto v = next_of.find(victim);
-        if (v != next_of.end() && v->second == next) {
-          next_of.erase(v);
-          evicted = true;
-        }
-      }
+      order.erase(it->second);
+      it->second = key;
+      order.insert(key);
+      continue;
     }
-    const int64_t next = visible ? a.next : INT64_MAX;
-    next_of[a.id] = next;
-    if (visible) {
-      known.emplace(next, a.id);
-    } else {
-      unknown.push_back(a.id);
+    if (static_cast<int64_t>(key_of.size()) >= capacity) {
+      if (capacity == 0) continue;
+      const Key victim = *order.rbegin();
+      if (policy.bypass && key > victim) continue;
+      order.erase(victim);
+      key_of.erase(std::get<2>(victim));
     }
+    key_of.emplace(a.id, key);
+    order.insert(key);
   }
+  return hits;
+}
+
+double rate(int64_t hits, const std::vector<Access>& accesses) {
   return static_cast<double>(hits) / static_cast<double>(accesses.size());
+}
+
+// The rows whose first use is earliest: the best possible pre-filled contents.
+std::vector<int64_t> first_used_rows(const std::vector<Access>& accesses, int64_t capacity) {
+  std::vector<int64_t> rows;
+  for (const Access& a : accesses) {
+    if (static_cast<int64_t>(rows.size()) >= capacity) break;
+    if (a.prev < 0) rows.push_back(a.id);
+  }
+  return rows;
 }
 
 }  // namespace
@@ -254,11 +290,31 @@ void run_cache_bench(const CacheBenchSettings& settings) {
                          {"rows_accessed", accesses.size()},
                          {"cache_bytes", settings.cache_bytes},
                          {"cache_rows", capacity}};
+  std::vector<int64_t> rank(static_cast<size_t>(hot.numel()));  // 0: the hottest row
+  for (int64_t r = 0; r < hot.numel(); ++r) rank[static_cast<size_t>(hot.data<int64_t>()[r])] = r;
+  const std::vector<int64_t> hottest(hot.data<int64_t>(),
+                                     hot.data<int64_t>() + std::min(capacity, hot.numel()));
+  const int64_t k = settings.lookahead;
+  line["lookahead_batches"] = k;
   line["hit_rate_static_degree"] = static_hit_rate(accesses, hot, capacity);
   line["hit_rate_sieve"] = sieve_hit_rate(accesses, capacity);
-  line["lookahead_batches"] = settings.lookahead;
-  line["hit_rate_lookahead_belady"] = belady_hit_rate(accesses, capacity, settings.lookahead);
-  line["hit_rate_belady_offline"] = belady_hit_rate(accesses, capacity, -1);
+  // The earlier simulation: Belady within the window, rows with no use in it least recently
+  // used first, cold start, every miss admitted.
+  line["hit_rate_lookahead_lru"] =
+      rate(window_belady_hits(accesses, capacity, {.window = k}), accesses);
+  // The lookahead policy: pre-filled with the hottest rows by degree, rows with no use in the
+  // window evicted coldest (lowest degree) first, a miss not admitted when it would be the
+  // first victim.
+  line["hit_rate_lookahead"] =
+      rate(window_belady_hits(accesses, capacity,
+                              {.window = k, .bypass = true, .priority = &rank, .prefill = hottest}),
+           accesses);
+  line["hit_rate_belady_offline"] =
+      rate(window_belady_hits(accesses, capacity, {.bypass = true}), accesses);
+  line["hit_rate_belady_offline_prefilled"] =
+      rate(window_belady_hits(accesses, capacity,
+                              {.bypass = true, .prefill = first_used_rows(accesses, capacity)}),
+           accesses);
   std::cout << line.dump() << std::endl;
 }
 
