@@ -142,6 +142,15 @@ std::shared_ptr<DiskTier> open_disk_tier(const Array& matrix, const FeatureStore
   if (options.cache_policy == CachePolicy::kDynamic && cache_bytes >= row_bytes) {
     tier->cache = std::make_unique<SieveCache>(rows, row_bytes, cache_bytes);
   }
+  if (options.cache_policy == CachePolicy::kLookahead && cache_bytes >= row_bytes) {
+    const std::vector<int64_t> order = placement_order(options.hot_order, rows);
+    std::vector<int64_t> rank(static_cast<size_t>(rows));
+    for (size_t r = 0; r < order.size(); ++r)
+      rank[static_cast<size_t>(order[r])] = static_cast<int64_t>(r);
+    tier->lookahead = std::make_unique<LookaheadCache>(row_bytes, cache_bytes, std::move(rank));
+    const auto take = static_cast<size_t>(tier->lookahead->capacity());
+    tier->lookahead->prefill(*tier->reader, std::span(order).first(take));
+  }
   return tier;
 }
 
@@ -168,7 +177,8 @@ void gather_with_disk(const FeatureStore::State& state, std::span<const int64_t>
       continue;
     }
     if (convert) converted.push_back(i);
-    if (disk.cache && disk.cache->read(ids[i], destination)) {
+    if ((disk.cache && disk.cache->read(ids[i], destination)) ||
+        (disk.lookahead && disk.lookahead->read(ids[i], destination))) {
       ++hits;
       continue;
     }
@@ -176,9 +186,10 @@ void gather_with_disk(const FeatureStore::State& state, std::span<const int64_t>
     miss_rows.push_back(destination);
   }
   disk.reader->read(miss_ids, miss_rows);
-  if (disk.cache) {
+  if (disk.cache || disk.lookahead) {
     std::vector<const std::byte*> filled(miss_rows.begin(), miss_rows.end());
-    disk.cache->insert(miss_ids, filled);
+    if (disk.cache) disk.cache->insert(miss_ids, filled);
+    if (disk.lookahead) disk.lookahead->insert(miss_ids, filled);
   }
   if (convert) {
     RowMap staged = state.map;
