@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "volley/core/error.h"
 #include "volley/feature/cpu/gather_kernel.h"
@@ -143,12 +144,16 @@ std::shared_ptr<DiskTier> open_disk_tier(const Array& matrix, const FeatureStore
     tier->cache = std::make_unique<SieveCache>(rows, row_bytes, cache_bytes);
   }
   if (options.cache_policy == CachePolicy::kLookahead && cache_bytes >= row_bytes) {
-    const std::vector<int64_t> order = placement_order(options.hot_order, rows);
+    std::vector<int64_t> order = placement_order(options.hot_order, rows);
+    if (order.empty()) {  // no hot order: id order
+      order.resize(static_cast<size_t>(rows));
+      std::iota(order.begin(), order.end(), int64_t{0});
+    }
     std::vector<int64_t> rank(static_cast<size_t>(rows));
     for (size_t r = 0; r < order.size(); ++r)
       rank[static_cast<size_t>(order[r])] = static_cast<int64_t>(r);
     tier->lookahead = std::make_unique<LookaheadCache>(row_bytes, cache_bytes, std::move(rank));
-    const auto take = static_cast<size_t>(tier->lookahead->capacity());
+    const auto take = std::min(order.size(), static_cast<size_t>(tier->lookahead->capacity()));
     tier->lookahead->prefill(*tier->reader, std::span(order).first(take));
   }
   return tier;

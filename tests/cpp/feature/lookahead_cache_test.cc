@@ -14,6 +14,8 @@
 #include "volley/core/error.h"
 #include "volley/feature/cache_simulation.h"
 #include "volley/feature/feature_store.h"
+#include "volley/graph/csr.h"
+#include "volley/loader/neighbor_loader.h"
 
 namespace volley {
 namespace {
@@ -51,7 +53,7 @@ FeatureStore open_store(const std::string& path, CachePolicy policy, size_t cach
   options.source_reads = SourceReads::kDisk;
   options.cache_policy = policy;
   options.cache_bytes = cache_bytes;
-  options.hot_order = Array::from_vector(hot);
+  if (!hot.empty()) options.hot_order = Array::from_vector(hot);  // empty: id order
   return FeatureStore::from_npy(path, options);
 }
 
@@ -112,7 +114,9 @@ TEST(LookaheadCache, EveryPolicyGathersTheRightRows) {
   for (const CachePolicy policy :
        {CachePolicy::kStatic, CachePolicy::kDynamic, CachePolicy::kLookahead}) {
     for (const size_t cache_bytes : {size_t{0}, size_t{64}, size_t{64 * 7}, size_t{1} << 20}) {
-      const FeatureStore store = open_store(path, policy, cache_bytes, shuffled_rows(rng()));
+      const std::vector<int64_t> hot =
+          rng() % 3 == 0 ? std::vector<int64_t>{} : shuffled_rows(rng());
+      const FeatureStore store = open_store(path, policy, cache_bytes, hot);
       for (int64_t b = 0; b < 20; ++b) {
         std::vector<int64_t> ids(1 + rng() % 9);
         for (auto& id : ids) id = static_cast<int64_t>(rng() % kRows);
@@ -137,6 +141,59 @@ TEST(LookaheadCache, AnnouncingABadIdNamesIt) {
   }
   store.begin_batch(12345);  // never announced: nothing to do
   expect_rows(store, {3, 5});
+}
+
+TEST(LookaheadCache, TheLoaderAnnouncesItsNextBatches) {
+  TempDir dir;
+  const std::string path = write_matrix(dir.path());
+  std::mt19937_64 rng(9);
+  std::vector<int64_t> src(200), dst(200);
+  for (size_t e = 0; e < src.size(); ++e) {
+    src[e] = static_cast<int64_t>(rng() % kRows);
+    dst[e] = static_cast<int64_t>(rng() % kRows);
+  }
+  const Csr graph = build_csr(Array::from_vector(src), Array::from_vector(dst), std::nullopt,
+                              {.num_nodes = kRows});
+  const FeatureStore plain = FeatureStore::from_npy(path, {.source_reads = SourceReads::kMapped});
+  for (const int lookahead : {0, 3}) {
+    for (const int threads : {1, 2}) {
+      const FeatureStore store =
+          open_store(path, CachePolicy::kLookahead, 6 * 64, shuffled_rows(2));
+      const LoaderOptions options{.batch_size = 3,
+                                  .shuffle = true,
+                                  .num_threads = threads,
+                                  .lookahead = lookahead,
+                                  .seed = 5,
+                                  .sampler = {.fanouts = {2}}};
+      NeighborLoader a(graph, plain, std::nullopt, std::nullopt, options);
+      NeighborLoader b(graph, store, std::nullopt, std::nullopt, options);
+      for (int64_t epoch = 0; epoch < 2; ++epoch) {
+        auto x = a.start_epoch(epoch);
+        auto y = b.start_epoch(epoch);
+        int64_t batches = 0;
+        while (auto want = x->next()) {
+          auto got = y->next();
+          ASSERT_TRUE(got.has_value());
+          ASSERT_EQ(want->nodes.to_vector<int64_t>(), got->nodes.to_vector<int64_t>());
+          ASSERT_EQ(want->x.to_vector<float>(), got->x.to_vector<float>());
+          ++batches;
+        }
+        EXPECT_FALSE(y->next().has_value());
+        EXPECT_EQ(batches, 14);
+      }
+      const FeatureStore::DiskStats stats = store.disk_stats();
+      EXPECT_GT(stats.hits, 0);
+      EXPECT_GT(stats.misses, 0);
+    }
+  }
+  LoaderOptions bad;
+  bad.lookahead = -1;
+  try {
+    NeighborLoader loader(graph, plain, std::nullopt, std::nullopt, bad);
+    FAIL() << "no error";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("lookahead must be >= 0, got -1"), std::string::npos);
+  }
 }
 
 }  // namespace
