@@ -6,10 +6,9 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <set>
+#include <queue>
 #include <span>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
 #include "volley/core/buffer.h"
@@ -21,7 +20,8 @@ class DiskReader;
 // A fixed number of row slots. A cached row's key is (0, its first announced batch) when an
 // announced batch uses it, else (1, its rank in the hot order): the largest key is evicted
 // first, and a missed row is not admitted when its own key is larger than every cached one's.
-// This is cache_hits_window_belady (cache_simulation.h) with bypass, batch by batch. Every
+// This is cache_hits_window_belady (cache_simulation.h) with bypass, batch by batch. Keys live
+// in a max-heap with lazy deletion; each row's announced uses in a list sorted by batch. Every
 // member takes one mutex: thread-safe.
 class LookaheadCache {
  public:
@@ -41,20 +41,32 @@ class LookaheadCache {
 
  private:
   using Key = std::tuple<int, int64_t, int64_t>;
+  struct Use {
+    int64_t batch;
+    int64_t id;
+    int32_t prev;  // towards earlier batches of the same row, or -1
+    int32_t next;
+  };
   Key key_of(int64_t id) const;
   void rekey(int64_t id);
+  void place(int64_t id, int32_t slot);
+  Key victim();
+  void unlink_use(int32_t use);
 
   size_t row_bytes_;
   int64_t capacity_;
   std::vector<int64_t> rank_;
   Buffer rows_;
   std::mutex mutex_;
-  std::unordered_map<int64_t, int32_t> slot_of_;              // cached id → slot
-  std::unordered_map<int64_t, Key> key_;                      // cached id → its key in order_
-  std::set<Key> order_;                                       // cached rows' keys
-  std::vector<int32_t> free_;                                 // unused slots
-  std::unordered_map<int64_t, std::multiset<int64_t>> uses_;  // id → announced batches
-  std::map<int64_t, std::vector<int64_t>> announced_;         // batch → its ids, until begin()
+  std::vector<int32_t> slot_of_;  // per row: its slot or -1
+  std::vector<Key> slot_key_;     // per slot: its row's current key (id -1: unused)
+  std::vector<int32_t> free_;     // unused slots
+  std::priority_queue<std::pair<Key, int32_t>> heap_;  // (key, slot); stale entries skipped
+  std::vector<int32_t> first_use_;                     // per row: its earliest Use or -1
+  std::vector<int32_t> last_use_;                      // per row: its latest Use or -1
+  std::vector<Use> uses_;                              // pool
+  std::vector<int32_t> free_uses_;
+  std::map<int64_t, std::vector<int32_t>> announced_;  // batch → its Uses, until begin()
 };
 
 }  // namespace volley::feature_internal
