@@ -182,14 +182,14 @@ void gather_with_disk(const FeatureStore::State& state, std::span<const int64_t>
       continue;
     }
     if (convert) converted.push_back(i);
-    if ((disk.cache && disk.cache->read(ids[i], destination)) ||
-        (disk.lookahead && disk.lookahead->read(ids[i], destination))) {
+    if (disk.cache && disk.cache->read(ids[i], destination)) {
       ++hits;
       continue;
     }
     miss_ids.push_back(ids[i]);
     miss_rows.push_back(destination);
   }
+  if (disk.lookahead) hits += disk.lookahead->take_cached(miss_ids, miss_rows);  // one lock
   disk.reader->read(miss_ids, miss_rows);
   if (disk.cache || disk.lookahead) {
     std::vector<const std::byte*> filled(miss_rows.begin(), miss_rows.end());

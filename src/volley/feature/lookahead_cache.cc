@@ -74,12 +74,23 @@ LookaheadCache::Key LookaheadCache::victim() {
   return heap_.top().first;
 }
 
-bool LookaheadCache::read(int64_t id, std::byte* into) {
+int64_t LookaheadCache::take_cached(std::vector<int64_t>& ids, std::vector<std::byte*>& into) {
   std::lock_guard<std::mutex> lock(mutex_);
-  const int32_t slot = slot_of_[static_cast<size_t>(id)];
-  if (slot < 0) return false;
-  std::memcpy(into, rows_.data() + static_cast<size_t>(slot) * row_bytes_, row_bytes_);
-  return true;
+  size_t kept = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int32_t slot = slot_of_[static_cast<size_t>(ids[i])];
+    if (slot >= 0) {
+      std::memcpy(into[i], rows_.data() + static_cast<size_t>(slot) * row_bytes_, row_bytes_);
+      continue;
+    }
+    ids[kept] = ids[i];
+    into[kept] = into[i];
+    ++kept;
+  }
+  const auto taken = static_cast<int64_t>(ids.size() - kept);
+  ids.resize(kept);
+  into.resize(kept);
+  return taken;
 }
 
 void LookaheadCache::insert(std::span<const int64_t> ids, std::span<const std::byte* const> rows) {

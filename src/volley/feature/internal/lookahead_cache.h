@@ -30,8 +30,9 @@ class LookaheadCache {
   int64_t capacity() const { return capacity_; }
   // Reads the `capacity()` hottest rows (`hottest`, in order) into the cache.
   void prefill(const DiskReader& reader, std::span<const int64_t> hottest);
-  // Copies row `id` into `into` when cached; false otherwise.
-  bool read(int64_t id, std::byte* into);
+  // Copies every cached row ids[i] into into[i] and removes it from both lists (order kept);
+  // returns how many.
+  int64_t take_cached(std::vector<int64_t>& ids, std::vector<std::byte*>& into);
   // Offers rows ids[i] (bytes at rows[i]) read from the disk; admits those worth keeping.
   void insert(std::span<const int64_t> ids, std::span<const std::byte* const> rows);
   // Batch `batch` will gather `ids` (a batch announced twice: the second call is ignored).
