@@ -87,8 +87,11 @@ FeatureStoreOptions store_options(const std::vector<std::pair<std::string, int64
 CachePolicy parse_policy(const std::string& name) {
   if (name == "static") return CachePolicy::kStatic;
   if (name == "dynamic" || name == "sieve") return CachePolicy::kDynamic;
+  if (name == "lookahead") return CachePolicy::kLookahead;
   throw ValueError(fmt::format(
-      "a row-cache policy is \"static\" (hottest rows) or \"dynamic\" (SIEVE), got \"{}\"", name));
+      "a row-cache policy is \"static\" (hottest rows), \"dynamic\" (SIEVE) or \"lookahead\", "
+      "got \"{}\"",
+      name));
 }
 
 // from_npy's disk-tier options: cache_bytes < 0 = the default; disk None = automatic.

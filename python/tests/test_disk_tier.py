@@ -49,7 +49,7 @@ def test_a_sparse_64_gib_file_opens_as_features_and_gathers(tmp_path):
     assert not rows_out[0].any() and not rows_out[2].any()
 
 
-@pytest.mark.parametrize("policy", ["static", "dynamic"])
+@pytest.mark.parametrize("policy", ["static", "dynamic", "lookahead"])
 @pytest.mark.parametrize("io_uring", [True, False])
 def test_the_disk_tier_equals_numpy(tmp_path, policy, io_uring):
     rng = np.random.default_rng(3)
@@ -77,8 +77,6 @@ def test_disk_io_support_names_the_reader():
 def test_bad_policies_and_changed_files_raise(tmp_path):
     path = tmp_path / "x.npy"
     np.save(path, np.ones((256, 8), np.float32))
-    with pytest.raises(volley.VolleyValueError, match="lookahead"):
-        volley.Feature(str(path), policy="lookahead")
     with pytest.raises(volley.VolleyValueError, match="'fifo'"):
         volley.Feature(str(path), policy="fifo")
     with pytest.raises(volley.VolleyValueError, match="mapped .npy file"):
@@ -91,7 +89,7 @@ def test_bad_policies_and_changed_files_raise(tmp_path):
         volley.Feature(str(path), disk=True)
 
 
-@pytest.mark.parametrize("policy", [None, "static", "dynamic"])
+@pytest.mark.parametrize("policy", [None, "static", "dynamic", "lookahead"])
 def test_neighbor_loader_takes_the_row_cache_options(cora_dir, policy):
     from volley.loader import NeighborLoader
 
@@ -104,6 +102,28 @@ def test_neighbor_loader_takes_the_row_cache_options(cora_dir, policy):
     batch = next(iter(loader))
     n_id = to_numpy(batch.n_id)
     np.testing.assert_array_equal(to_numpy(batch.x), x[n_id].astype(np.float32))
+
+
+def test_a_loader_over_a_lookahead_disk_tier_gathers_the_right_rows(tmp_path):
+    from volley.loader import NeighborLoader
+
+    rng = np.random.default_rng(7)
+    table = rng.standard_normal((300, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", table)
+    feature = volley.Feature(str(tmp_path / "x.npy"), cache_bytes="2K", policy="lookahead",
+                             disk=True)
+    class Data:  # a minimal PyG-like Data
+        pass
+
+    data = Data()
+    data.edge_index = rng.integers(0, 300, size=(2, 1500)).astype(np.int64)
+    data.num_nodes = 300
+    data.x = feature
+    loader = NeighborLoader(data, [4, 2], batch_size=16, shuffle=True, seed=1, num_workers=2)
+    for batch in loader:
+        np.testing.assert_array_equal(to_numpy(batch.x), table[to_numpy(batch.n_id)])
+    hits, misses = feature.disk_stats
+    assert hits > 0 and misses > 0
 
 
 def test_neighbor_loader_row_cache_needs_a_dataset():

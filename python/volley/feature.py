@@ -193,12 +193,7 @@ def _check_policy(policy: Optional[str], cache_given: bool) -> str:
     """The native row-cache policy for ``Feature(policy=...)``."""
     if policy is None:
         return "static" if cache_given else "dynamic"
-    if policy == "lookahead":
-        raise VolleyValueError(
-            'policy="lookahead" (Belady over the loader\'s next batches) is not implemented yet; '
-            'use "dynamic" (SIEVE) or "static"'
-        )
-    if policy not in ("static", "dynamic", "sieve"):
+    if policy not in ("static", "dynamic", "sieve", "lookahead"):
         raise VolleyValueError(
             f'policy must be "static", "dynamic" (SIEVE) or "lookahead", got {policy!r}'
         )
@@ -219,8 +214,10 @@ class Feature:
             None: no cache for an array; a quarter of the RAM for a disk tier.
         policy: the row cache of a path: ``"static"`` (hottest rows by ``hot_order``, the
             default when ``cache_bytes`` is given) or ``"dynamic"`` (SIEVE, filled by misses;
-            the default otherwise). ``"lookahead"`` (Belady over the loader's next batches) is
-            not implemented yet and raises.
+            the default otherwise) or ``"lookahead"`` (pre-filled with the hottest rows; a
+            ``NeighborLoader`` over it samples 8 batches ahead and the cache keeps the rows
+            those batches use soonest, Belady's rule; rows no coming batch uses go coldest
+            first). Needs the disk tier (``disk=True`` or a file past half the RAM).
         disk: for a path, None picks the disk tier by itself when the file exceeds half the RAM
             (rows read with io_uring and O_DIRECT past the page cache); True / False force it.
         io_uring: False reads the disk tier with pread (io_uring is detected at open anyway;

@@ -305,7 +305,8 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
 }
 
 // The loader bench's feature store: --policy auto (FeatureStore's own choice), mapped, static
-// (a host tier of the highest-degree rows) or dynamic (the disk tier and a SIEVE cache).
+// (a host tier of the highest-degree rows) or dynamic (a SIEVE cache); static and dynamic read
+// the other rows through the disk tier whatever the file's size.
 FeatureStore bench_features(const Dataset& dataset, const SampleSettings& settings) {
   const Array& matrix = *dataset.features;
   if (settings.policy == "auto" && settings.cache_bytes == Buffer::npos)
@@ -314,13 +315,18 @@ FeatureStore bench_features(const Dataset& dataset, const SampleSettings& settin
   options.cache_bytes = settings.cache_bytes;
   if (settings.policy == "mapped") {
     options.source_reads = SourceReads::kMapped;
-  } else if (settings.policy == "static") {
-    options.cache_policy = CachePolicy::kStatic;
+  } else if (settings.policy == "static" || settings.policy == "lookahead") {
+    options.cache_policy =
+        settings.policy == "static" ? CachePolicy::kStatic : CachePolicy::kLookahead;
     options.hot_order = hotness_by_degree(dataset.graph);
   } else {
     VOLLEY_REQUIRE(settings.policy == "dynamic" || settings.policy == "auto", ValueError,
-                   "--policy must be auto, mapped, static or dynamic, got '{}'", settings.policy);
+                   "--policy must be auto, mapped, static, dynamic or lookahead, got '{}'",
+                   settings.policy);
   }
+  const bool mapped = matrix.buffer().location() == Location::kMappedFile;
+  if (mapped && settings.policy != "auto" && settings.policy != "mapped")
+    options.source_reads = SourceReads::kDisk;
   return FeatureStore::build(matrix, options);
 }
 
@@ -406,7 +412,9 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
   command->add_option("--seed", settings.seed, "Random seed");
   command->add_option("--policy", settings.policy,
                       "Features: auto (the disk tier past half the RAM), mapped, static (a host "
-                      "tier of --cache-bytes rows) or dynamic (disk tier + SIEVE cache)");
+                      "tier of the hottest --cache-bytes rows, the rest from the disk tier), "
+                      "dynamic (disk tier + SIEVE cache) or lookahead (disk tier + a cache "
+                      "steered by the next 8 batches)");
   command->add_option("--cache-bytes", settings.cache_bytes, "Row cache budget (e.g. 8G)")
       ->transform(CLI::AsSizeValue(false));
   command->callback([&settings] {

@@ -10,10 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
-#include <list>
-#include <queue>
 #include <random>
-#include <unordered_map>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -21,6 +18,7 @@
 #include "bench_disk.h"
 #include "bench_util.h"
 #include "volley/core/error.h"
+#include "volley/feature/cache_simulation.h"
 #include "volley/feature/hotness.h"
 #include "volley/graph/dataset.h"
 #include "volley/sampling/neighbor_sampler.h"
@@ -107,131 +105,16 @@ std::vector<std::vector<int64_t>> epoch_trace(const Dataset& dataset, const Cach
   return trace;
 }
 
-struct Access {
-  int64_t id;
-  int64_t batch;
-  int64_t next;  // position of this id's next access, or INT64_MAX
-  int64_t prev;  // position of its previous access, or -1
-};
-
-std::vector<Access> flatten(const std::vector<std::vector<int64_t>>& trace) {
-  std::vector<Access> accesses;
-  for (size_t b = 0; b < trace.size(); ++b) {
-    for (const int64_t id : trace[b])
-      accesses.push_back({id, static_cast<int64_t>(b), INT64_MAX, -1});
-  }
-  std::unordered_map<int64_t, int64_t> seen;
-  for (int64_t i = static_cast<int64_t>(accesses.size()) - 1; i >= 0; --i) {
-    auto [it, fresh] = seen.try_emplace(accesses[i].id, i);
-    if (!fresh) {
-      accesses[i].next = it->second;
-      accesses[it->second].prev = i;
-      it->second = i;
-    }
-  }
-  return accesses;
-}
-
-double static_hit_rate(const std::vector<Access>& accesses, const Array& hot, int64_t capacity) {
+// Static hotness: the first `capacity` rows of `hot` are cached from the start, nothing else.
+int64_t static_hits(std::span<const std::vector<int64_t>> trace, const Array& hot,
+                    int64_t capacity) {
   std::vector<uint8_t> cached(static_cast<size_t>(hot.numel()), 0);
   for (int64_t i = 0; i < std::min(capacity, hot.numel()); ++i) cached[hot.data<int64_t>()[i]] = 1;
   int64_t hits = 0;
-  for (const Access& a : accesses) hits += cached[static_cast<size_t>(a.id)];
-  return static_cast<double>(hits) / static_cast<double>(accesses.size());
-}
-
-double sieve_hit_rate(const std::vector<Access>& accesses, int64_t capacity) {
-  std::list<std::pair<int64_t, bool>> queue;  // front = head (newest)
-  std::unordered_map<int64_t, std::list<std::pair<int64_t, bool>>::iterator> where;
-  auto hand = queue.end();
-  int64_t hits = 0;
-  for (const Access& a : accesses) {
-    if (auto it = where.find(a.id); it != where.end()) {
-      it->second->second = true;
-      ++hits;
-      continue;
-    }
-    if (static_cast<int64_t>(where.size()) >= capacity) {
-      if (hand == queue.end()) hand = std::prev(queue.end());
-      while (hand->second) {
-        hand->second = false;
-        hand = hand == queue.begin() ? std::prev(queue.end()) : std::prev(hand);
-      }
-      auto victim = hand;
-      hand = victim == queue.begin() ? queue.end() : std::prev(victim);
-      where.erase(victim->first);
-      queue.erase(victim);
-    }
-    queue.emplace_front(a.id, false);
-    where[a.id] = queue.begin();
+  for (const auto& batch : trace) {
+    for (const int64_t id : batch) hits += cached[static_cast<size_t>(id)];
   }
-  return static_cast<double>(hits) / static_cast<double>(accesses.size());
-}
-
-// Belady's rule over a window: evict the cached row whose next use is farthest, where uses
-// past `window` batches ahead are unknown (window < 0: the whole epoch, the offline optimum).
-// Rows with no known next use go first, least recently used first.
-double belady_hit_rate(const std::vector<Access>& accesses, int64_t capacity, int64_t window) {
-  std::priority_queue<std::pair<int64_t, int64_t>> known;  // (next use, id); lazy deletion
-  std::unordered_map<int64_t, int64_t> next_of;            // cached id → its next use
-  std::list<int64_t> unknown;       // cached ids with no next use in the window, oldest first
-  std::vector<size_t> batch_begin;  // first access of each batch
-  for (size_t i = 0; i < accesses.size(); ++i) {
-    if (i == 0 || accesses[i].batch != accesses[i - 1].batch) batch_begin.push_back(i);
-  }
-  batch_begin.push_back(accesses.size());
-  int64_t hits = 0;
-  for (size_t i = 0; i < accesses.size(); ++i) {
-    const Access& a = accesses[i];
-    if (window >= 0 && (i == 0 || accesses[i - 1].batch != a.batch)) {
-      // Batch a.batch + window enters the window: cached rows it uses get a known next use.
-      const auto entering = static_cast<size_t>(a.batch + window);
-      for (size_t j = entering < batch_begin.size() - 1 ? batch_begin[entering] : accesses.size();
-           j < accesses.size() && j < batch_begin[std::min(entering + 1, batch_begin.size() - 1)];
-           ++j) {
-        if (accesses[j].prev < 0 || static_cast<size_t>(accesses[j].prev) >= i) continue;
-        auto cached = next_of.find(accesses[j].id);
-        if (cached != next_of.end() && cached->second == INT64_MAX) {
-          cached->second = static_cast<int64_t>(j);
-          known.emplace(static_cast<int64_t>(j), accesses[j].id);
-        }
-      }
-    }
-    const int64_t horizon = window < 0 ? INT64_MAX : a.batch + window;
-    const bool visible = a.next != INT64_MAX && accesses[a.next].batch <= horizon;
-    auto it = next_of.find(a.id);
-    if (it != next_of.end()) {
-      ++hits;
-    } else if (static_cast<int64_t>(next_of.size()) >= capacity) {
-      bool evicted = false;
-      while (!unknown.empty() && !evicted) {
-        const int64_t victim = unknown.front();
-        unknown.pop_front();
-        auto v = next_of.find(victim);
-        if (v != next_of.end() && v->second == INT64_MAX) {
-          next_of.erase(v);
-          evicted = true;
-        }
-      }
-      while (!evicted) {
-        const auto [next, victim] = known.top();
-        known.pop();
-        auto v = next_of.find(victim);
-        if (v != next_of.end() && v->second == next) {
-          next_of.erase(v);
-          evicted = true;
-        }
-      }
-    }
-    const int64_t next = visible ? a.next : INT64_MAX;
-    next_of[a.id] = next;
-    if (visible) {
-      known.emplace(next, a.id);
-    } else {
-      unknown.push_back(a.id);
-    }
-  }
-  return static_cast<double>(hits) / static_cast<double>(accesses.size());
+  return hits;
 }
 
 }  // namespace
@@ -244,21 +127,40 @@ void run_cache_bench(const CacheBenchSettings& settings) {
       dataset.features->nbytes() / static_cast<size_t>(dataset.features->dim(0));
   const auto capacity = static_cast<int64_t>(settings.cache_bytes / row_bytes);
   const auto trace = epoch_trace(dataset, settings);
-  const std::vector<Access> accesses = flatten(trace);
+  int64_t accesses = 0;
+  for (const auto& batch : trace) accesses += static_cast<int64_t>(batch.size());
   const Array hot = hotness_by_degree(dataset.graph);
   nlohmann::json line = {{"bench", "cache"},
                          {"dataset", dataset.name},
                          {"batches", trace.size()},
                          {"batch_size", settings.batch_size},
                          {"fanout", settings.fanout},
-                         {"rows_accessed", accesses.size()},
+                         {"rows_accessed", accesses},
                          {"cache_bytes", settings.cache_bytes},
                          {"cache_rows", capacity}};
-  line["hit_rate_static_degree"] = static_hit_rate(accesses, hot, capacity);
-  line["hit_rate_sieve"] = sieve_hit_rate(accesses, capacity);
-  line["lookahead_batches"] = settings.lookahead;
-  line["hit_rate_lookahead_belady"] = belady_hit_rate(accesses, capacity, settings.lookahead);
-  line["hit_rate_belady_offline"] = belady_hit_rate(accesses, capacity, -1);
+  auto rate = [&](int64_t hits) {
+    return accesses == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(accesses);
+  };
+  std::vector<int64_t> rank(static_cast<size_t>(hot.numel()));  // 0: the hottest row
+  for (int64_t r = 0; r < hot.numel(); ++r) rank[static_cast<size_t>(hot.data<int64_t>()[r])] = r;
+  const std::vector<int64_t> hottest(hot.data<int64_t>(),
+                                     hot.data<int64_t>() + std::min(capacity, hot.numel()));
+  const int64_t k = settings.lookahead;
+  line["lookahead_batches"] = k;
+  line["hit_rate_static_degree"] = rate(static_hits(trace, hot, capacity));
+  line["hit_rate_sieve"] = rate(cache_hits_sieve(trace, capacity));
+  // The earlier simulation: Belady within the window, rows with no use in it least recently
+  // used first, cold start, every miss admitted.
+  line["hit_rate_lookahead_lru"] = rate(cache_hits_window_belady(trace, capacity, {.window = k}));
+  // The lookahead policy: pre-filled with the hottest rows by degree, rows with no use in the
+  // window evicted coldest (lowest degree) first, a miss not admitted when it would be the
+  // first victim.
+  line["hit_rate_lookahead"] = rate(cache_hits_window_belady(
+      trace, capacity, {.window = k, .bypass = true, .rank = &rank, .prefill = hottest}));
+  line["hit_rate_belady_offline"] =
+      rate(cache_hits_window_belady(trace, capacity, {.bypass = true}));
+  line["hit_rate_belady_offline_prefilled"] = rate(cache_hits_window_belady(
+      trace, capacity, {.bypass = true, .prefill = first_used_rows(trace, capacity)}));
   std::cout << line.dump() << std::endl;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "volley/core/error.h"
 #include "volley/feature/cpu/gather_kernel.h"
@@ -142,6 +143,19 @@ std::shared_ptr<DiskTier> open_disk_tier(const Array& matrix, const FeatureStore
   if (options.cache_policy == CachePolicy::kDynamic && cache_bytes >= row_bytes) {
     tier->cache = std::make_unique<SieveCache>(rows, row_bytes, cache_bytes);
   }
+  if (options.cache_policy == CachePolicy::kLookahead && cache_bytes >= row_bytes) {
+    std::vector<int64_t> order = placement_order(options.hot_order, rows);
+    if (order.empty()) {  // no hot order: id order
+      order.resize(static_cast<size_t>(rows));
+      std::iota(order.begin(), order.end(), int64_t{0});
+    }
+    std::vector<int64_t> rank(static_cast<size_t>(rows));
+    for (size_t r = 0; r < order.size(); ++r)
+      rank[static_cast<size_t>(order[r])] = static_cast<int64_t>(r);
+    tier->lookahead = std::make_unique<LookaheadCache>(row_bytes, cache_bytes, std::move(rank));
+    const auto take = std::min(order.size(), static_cast<size_t>(tier->lookahead->capacity()));
+    tier->lookahead->prefill(*tier->reader, std::span(order).first(take));
+  }
   return tier;
 }
 
@@ -175,10 +189,12 @@ void gather_with_disk(const FeatureStore::State& state, std::span<const int64_t>
     miss_ids.push_back(ids[i]);
     miss_rows.push_back(destination);
   }
+  if (disk.lookahead) hits += disk.lookahead->take_cached(miss_ids, miss_rows);  // one lock
   disk.reader->read(miss_ids, miss_rows);
-  if (disk.cache) {
+  if (disk.cache || disk.lookahead) {
     std::vector<const std::byte*> filled(miss_rows.begin(), miss_rows.end());
-    disk.cache->insert(miss_ids, filled);
+    if (disk.cache) disk.cache->insert(miss_ids, filled);
+    if (disk.lookahead) disk.lookahead->insert(miss_ids, filled);
   }
   if (convert) {
     RowMap staged = state.map;

@@ -406,6 +406,24 @@ FeatureStore::DiskStats FeatureStore::disk_stats() const {
   return {state_->disk->hits.load(), state_->disk->misses.load()};
 }
 
+bool FeatureStore::wants_lookahead() const {
+  return state_ && state_->disk && state_->disk->lookahead;
+}
+
+void FeatureStore::announce_batch(int64_t batch, std::span<const int64_t> ids) const {
+  if (!wants_lookahead()) return;
+  for (const int64_t id : ids) {
+    VOLLEY_REQUIRE(id >= 0 && id < state_->num_rows, IndexError,
+                   "row id {} out of range for a store of {} rows (batch {})", id, state_->num_rows,
+                   batch);
+  }
+  state_->disk->lookahead->announce(batch, ids);
+}
+
+void FeatureStore::begin_batch(int64_t batch) const {
+  if (wants_lookahead()) state_->disk->lookahead->begin(batch);
+}
+
 std::string disk_io_support() {
   const std::string refusal = fi::io_uring_refusal();
   return refusal.empty() ? std::string("io_uring") : "pread (" + refusal + ")";

@@ -112,8 +112,12 @@ enum class SourceReads {
   kMapped,  // through the map (page cache)
   kDisk,    // the disk tier (ValueError when the matrix is not a mapped file)
 };
-// The row cache in front of the disk tier.
-enum class CachePolicy { kStatic, kDynamic };
+// The row cache in front of the disk tier. kLookahead: the cache_bytes of rows, pre-filled with
+// the hottest (hot_order), evicted by Belady's rule over the batches announced with
+// announce_batch (rows used soonest are kept; rows no announced batch uses go coldest first), a
+// missed row not admitted when it would be the first to go. Without announcements it behaves as
+// static hotness; see cache_simulation.h for the rule replayed on a trace.
+enum class CachePolicy { kStatic, kDynamic, kLookahead };
 // The share of physical RAM above which kAuto reads a mapped matrix from the disk.
 inline constexpr double kDiskTierRamShare = 0.5;
 // cache_bytes when an automatic disk tier is picked without one: a quarter of physical RAM.
@@ -211,6 +215,15 @@ class FeatureStore {
     int64_t misses = 0;
   };
   DiskStats disk_stats() const;
+  // kLookahead disk stores (no-ops for any other store): announce_batch says that batch `batch`
+  // (a number the caller chooses, larger for later batches) will gather `ids`; begin_batch,
+  // called before that batch's gather, takes its uses out of the window. The rows gathered never
+  // depend on these calls, only which are read from the disk. IndexError for an id out of
+  // [0, N). Thread-safe.
+  void announce_batch(int64_t batch, std::span<const int64_t> ids) const;
+  void begin_batch(int64_t batch) const;
+  // Whether announce_batch steers this store's cache (a kLookahead disk tier with a cache).
+  bool wants_lookahead() const;
 
   // The one gather: out[i, :] = row ids[i]. `ids` is a 1-d int64 array, `out` [n, D] (or [n])
   // of the output dtype. Host stores: both in host-accessible memory. GPU stores: ids in host

@@ -1,6 +1,8 @@
 #include "volley/loader/neighbor_loader.h"
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 
 #include "volley/core/parallel.h"
 #include "volley/core/philox.h"
@@ -13,6 +15,8 @@ namespace volley {
 
 struct NeighborLoader::Shared {
   Array input_nodes;
+  // The features when they are a kLookahead store (the loader announces coming batches to it).
+  std::optional<FeatureStore> lookahead;
   // The source, attribute tables and recycled batch buffers, shared by every epoch.
   loader_internal::BatchAssembly assembly;
 };
@@ -192,6 +196,8 @@ void check_loader_options(const LoaderOptions& options, int64_t num_inputs) {
                  options.num_threads);
   VOLLEY_REQUIRE(options.prefetch >= 0, ValueError, "prefetch must be >= 0, got {}",
                  options.prefetch);
+  VOLLEY_REQUIRE(options.lookahead >= 0, ValueError, "lookahead must be >= 0, got {}",
+                 options.lookahead);
   VOLLEY_REQUIRE(options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size,
                  ValueError, "rank must be in [0, world_size), got rank={}, world_size={}",
                  options.rank, options.world_size);
@@ -267,11 +273,12 @@ void remap_input_ids(Batch& batch, const Array& positions) {
 NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
                                std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                                LoaderOptions options, LoaderAttributes attributes)
-    : NeighborLoader(
-          std::make_shared<LocalBatchSource>(graph, std::move(features), std::move(labels)),
-          std::move(input_nodes), std::move(options)) {
+    : NeighborLoader(std::make_shared<LocalBatchSource>(graph, features, std::move(labels)),
+                     std::move(input_nodes), std::move(options)) {
   loader_internal::check_attributes(attributes, graph.num_nodes(), graph.num_edges());
-  std::const_pointer_cast<Shared>(shared_)->assembly.attributes = std::move(attributes);
+  auto& shared = *std::const_pointer_cast<Shared>(shared_);
+  shared.assembly.attributes = std::move(attributes);
+  if (features && features->wants_lookahead()) shared.lookahead = std::move(features);
 }
 
 NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
@@ -322,9 +329,61 @@ struct NeighborLoader::EpochWork {
   LoaderOptions options;  // options.sampler.seed: this epoch's sampler seed
   int threads = 1;
   int64_t prefetch = 1;
+  int64_t batches = 0;
+  // kLookahead features: batches announced so far (0 .. next - 1), under `mutex`. Batch b is
+  // announced to the store as tag + b, tag unique to this epoch in the process.
+  struct Announcer {
+    std::mutex mutex;
+    int64_t next = 0;
+    int64_t tag = 0;
+  };
+  std::unique_ptr<Announcer> announcer;  // null: no lookahead
 
+  EpochWork() = default;
+  EpochWork(const EpochWork&) = delete;
+  EpochWork& operator=(const EpochWork&) = delete;
+  ~EpochWork();
+  std::vector<int64_t> seeds_of(int64_t index, int64_t* input_ids) const;
+  // Announces batches up to index + lookahead, then takes batch `index` out of the window.
+  void look_ahead(int64_t index) const;
   Batch make_batch(int64_t index, SampledSubgraph& subgraph) const;
 };
+
+NeighborLoader::EpochWork::~EpochWork() {
+  if (!announcer) return;  // batches announced but never built leave the store's window
+  for (int64_t b = 0; b < announcer->next; ++b) shared->lookahead->begin_batch(announcer->tag + b);
+}
+
+std::vector<int64_t> NeighborLoader::EpochWork::seeds_of(int64_t index, int64_t* input_ids) const {
+  const int64_t begin = index * options.batch_size;
+  const int64_t end = std::min(order.numel(), begin + options.batch_size);
+  std::vector<int64_t> seeds(static_cast<size_t>(end - begin));
+  const int64_t* positions = order.data<int64_t>();
+  const int64_t* inputs = shared->input_nodes.data<int64_t>();
+  for (int64_t i = 0; i < end - begin; ++i) {
+    if (input_ids != nullptr) input_ids[i] = positions[begin + i];
+    seeds[static_cast<size_t>(i)] = inputs[positions[begin + i]];
+  }
+  return seeds;
+}
+
+void NeighborLoader::EpochWork::look_ahead(int64_t index) const {
+  {
+    std::lock_guard<std::mutex> lock(announcer->mutex);
+    const int64_t last = std::min(batches - 1, index + options.lookahead);
+    SampledSubgraph coming;
+    for (; announcer->next <= last; ++announcer->next) {
+      const int64_t b = announcer->next;
+      shared->assembly.source->sample(seeds_of(b, nullptr), options.sampler,
+                                      static_cast<uint64_t>(b), coming);
+      const Array& nodes = coming.nodes;
+      shared->lookahead->announce_batch(
+          announcer->tag + b,
+          std::span<const int64_t>(nodes.data<int64_t>(), static_cast<size_t>(nodes.numel())));
+    }
+  }
+  shared->lookahead->begin_batch(announcer->tag + index);
+}
 
 std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
   if (cuda_) return cuda_->start_epoch(epoch_index);
@@ -338,6 +397,12 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
   work->threads = static_cast<int>(
       std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, batches)));
   work->prefetch = options_.prefetch == 0 ? 2 * work->threads : std::max(options_.prefetch, 1);
+  work->batches = batches;
+  if (shared_->lookahead && options_.lookahead > 0 && !options_.input_time) {
+    static std::atomic<int64_t> epochs{0};
+    work->announcer = std::make_unique<EpochWork::Announcer>();
+    work->announcer->tag = (epochs.fetch_add(1) + 1) << 32;
+  }
   Epoch::Producers producers;
   producers.threads = work->threads;
   producers.prefetch = work->prefetch;
@@ -353,20 +418,14 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
 Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subgraph) const {
   if (options.on_batch_start) options.on_batch_start(index);
   const int64_t begin = index * options.batch_size;
-  const int64_t end = std::min(order.numel(), begin + options.batch_size);
-  const int64_t count = end - begin;
+  const int64_t count = std::min(order.numel(), begin + options.batch_size) - begin;
   Batch batch;
   batch.index = index;
   batch.batch_size = count;
   batch.input_ids = Array::empty(DType::kInt64, {count});
-  std::vector<int64_t> seeds(static_cast<size_t>(count));
-  const int64_t* positions = order.data<int64_t>();
-  const int64_t* inputs = shared->input_nodes.data<int64_t>();
   int64_t* input_ids = batch.input_ids.data<int64_t>();
-  for (int64_t i = 0; i < count; ++i) {
-    input_ids[i] = positions[begin + i];
-    seeds[static_cast<size_t>(i)] = inputs[positions[begin + i]];
-  }
+  const std::vector<int64_t> seeds = seeds_of(index, input_ids);
+  if (announcer) look_ahead(index);
   const loader_internal::BatchAssembly& assembly = shared->assembly;
   const BatchSource& source = *assembly.source;
   if (options.input_time) {

@@ -55,6 +55,11 @@ struct LoaderOptions {
   bool drop_last = false;
   int num_threads = 0;  // worker threads; 0 = hardware threads
   int prefetch = 0;     // batches in flight or ready ahead of the consumer; 0 = 2 × threads
+  // Features in a kLookahead store (feature_store.h): before building batch i the loader samples
+  // batches up to i + lookahead (sampling is a pure function of the seed and batch index) and
+  // announces their rows to the store, whose cache keeps the rows used soonest. 0: none. Other
+  // stores, temporal sampling and the GPU loaders ignore it. The batches are the same either way.
+  int lookahead = 8;
   uint64_t seed = 0;
   // Data-parallel training: this process is rank `rank` of `world_size` (0 <= rank <
   // world_size). With world_size > 1 every epoch takes the single-process epoch order of all
@@ -158,8 +163,8 @@ Array epoch_order(int64_t num_inputs, bool shuffle, uint64_t seed, int64_t epoch
 uint64_t epoch_sampler_seed(uint64_t seed, int64_t epoch);
 
 // The policy every loader applies to its options (CPU, CUDA, server-client), in one place.
-// ValueError naming the offending value: batch_size < 1, num_threads or prefetch < 0, rank
-// outside [0, world_size), world_size < 1, or fewer input nodes than one per rank.
+// ValueError naming the offending value: batch_size < 1, num_threads, prefetch or lookahead < 0,
+// rank outside [0, world_size), world_size < 1, or fewer input nodes than one per rank.
 void check_loader_options(const LoaderOptions& options, int64_t num_inputs);
 // Input nodes one rank visits per epoch: num_inputs for one rank; else num_inputs / world_size
 // rounded up (padded) or, with drop_last, down.

@@ -174,6 +174,34 @@ TEST_F(CliTest, BenchLoaderComparesWithSamplingOnly) {
   EXPECT_GT(line["ratio_to_sampling_only"].get<double>(), 0.0);
 }
 
+TEST_F(CliTest, BenchCachePoliciesStayUnderTheOptimum) {
+  const Result result = run("bench cache --dataset " + kCora +
+                            " --fanout 5,5 --batch-size 32 --cache-bytes 60K --lookahead 4");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto line = last_json_line(result.out);
+  EXPECT_EQ(line["cache_rows"], 60 * 1024 / 1433);
+  const double cold = line["hit_rate_belady_offline"].get<double>();
+  const double filled = line["hit_rate_belady_offline_prefilled"].get<double>();
+  EXPECT_GT(cold, 0.0);
+  EXPECT_GE(filled, cold);
+  EXPECT_LE(line["hit_rate_sieve"].get<double>(), cold);
+  EXPECT_LE(line["hit_rate_lookahead_lru"].get<double>(), cold);
+  EXPECT_LE(line["hit_rate_lookahead"].get<double>(), filled);
+  EXPECT_LE(line["hit_rate_static_degree"].get<double>(), filled);
+}
+
+TEST_F(CliTest, BenchLoaderReadsThroughTheDiskTier) {
+  for (const std::string policy : {"static", "dynamic"}) {
+    const Result result =
+        run("bench loader --dataset " + kCora + " --fanout 5,5 --batch-size 32 --threads 1 " +
+            "--batches 3 --cache-bytes 20K --policy " + policy);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const auto line = last_json_line(result.out);
+    EXPECT_THAT(line["features"].get<std::string>(), HasSubstr("disk")) << policy;
+    EXPECT_GT(line["rows_from_disk"].get<int64_t>(), 0) << policy;
+  }
+}
+
 TEST_F(CliTest, BenchGatherComparesWithMemcpy) {
   const Result result =
       run("bench gather --rows 5000 --dim 16 --dtype float16 --out-dtype float32 --batch 1000 "

@@ -13,6 +13,7 @@
 #include "volley/core/buffer.h"
 #include "volley/feature/feature_store.h"
 #include "volley/feature/internal/disk_reader.h"
+#include "volley/feature/internal/lookahead_cache.h"
 
 namespace volley::feature_internal {
 
@@ -51,11 +52,12 @@ class SieveCache {
   std::mutex mutex_;
 };
 
-// What a store's disk tier holds: the reader of the source tier's file, the dynamic cache (may
-// be null) and counters.
+// What a store's disk tier holds: the reader of the source tier's file, the dynamic or the
+// lookahead cache (either or both may be null) and counters.
 struct DiskTier {
   std::unique_ptr<DiskReader> reader;
   std::unique_ptr<SieveCache> cache;
+  std::unique_ptr<LookaheadCache> lookahead;
   mutable std::atomic<int64_t> hits{0};
   mutable std::atomic<int64_t> misses{0};
 };
@@ -64,7 +66,8 @@ struct DiskTier {
 // not a mapped file).
 bool wants_disk_tier(const Array& matrix, const FeatureStoreOptions& options);
 // The disk tier over mapped `matrix`: the cache is a SieveCache of `cache_bytes` when the policy
-// is kDynamic (none for 0 bytes).
+// is kDynamic, a LookaheadCache pre-filled with the hottest rows when it is kLookahead (none for
+// less than a row).
 std::shared_ptr<DiskTier> open_disk_tier(const Array& matrix, const FeatureStoreOptions& options,
                                          size_t cache_bytes);
 // The row-cache budget `options` asks for (npos: the default share of RAM).

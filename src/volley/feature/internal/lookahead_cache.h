@@ -1,0 +1,73 @@
+// volley/feature/internal/lookahead_cache.h — the kLookahead row cache in front of a disk tier
+// (feature_store.h, "Disk tier"): Belady's rule over the batches a loader has announced.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "volley/core/buffer.h"
+
+namespace volley::feature_internal {
+
+class DiskReader;
+
+// A fixed number of row slots. A cached row's key is (0, its first announced batch) when an
+// announced batch uses it, else (1, its rank in the hot order): the largest key is evicted
+// first, and a missed row is not admitted when its own key is larger than every cached one's.
+// This is cache_hits_window_belady (cache_simulation.h) with bypass, batch by batch. Keys live
+// in a max-heap with lazy deletion; each row's announced uses in a list sorted by batch. Every
+// member takes one mutex: thread-safe.
+class LookaheadCache {
+ public:
+  // `rank[id]`: the row's position in the hot order (0: the hottest), num_rows entries.
+  LookaheadCache(size_t row_bytes, size_t byte_budget, std::vector<int64_t> rank);
+  int64_t capacity() const { return capacity_; }
+  // Reads the `capacity()` hottest rows (`hottest`, in order) into the cache.
+  void prefill(const DiskReader& reader, std::span<const int64_t> hottest);
+  // Copies every cached row ids[i] into into[i] and removes it from both lists (order kept);
+  // returns how many.
+  int64_t take_cached(std::vector<int64_t>& ids, std::vector<std::byte*>& into);
+  // Offers rows ids[i] (bytes at rows[i]) read from the disk; admits those worth keeping.
+  void insert(std::span<const int64_t> ids, std::span<const std::byte* const> rows);
+  // Batch `batch` will gather `ids` (a batch announced twice: the second call is ignored).
+  void announce(int64_t batch, std::span<const int64_t> ids);
+  // Batch `batch` is being gathered: its uses leave the window (unknown batch: nothing).
+  void begin(int64_t batch);
+
+ private:
+  using Key = std::tuple<int, int64_t, int64_t>;
+  struct Use {
+    int64_t batch;
+    int64_t id;
+    int32_t prev;  // towards earlier batches of the same row, or -1
+    int32_t next;
+  };
+  Key key_of(int64_t id) const;
+  void rekey(int64_t id);
+  void place(int64_t id, int32_t slot);
+  Key victim();
+  void unlink_use(int32_t use);
+
+  size_t row_bytes_;
+  int64_t capacity_;
+  std::vector<int64_t> rank_;
+  Buffer rows_;
+  std::mutex mutex_;
+  std::vector<int32_t> slot_of_;  // per row: its slot or -1
+  std::vector<Key> slot_key_;     // per slot: its row's current key (id -1: unused)
+  std::vector<int32_t> free_;     // unused slots
+  std::priority_queue<std::pair<Key, int32_t>> heap_;  // (key, slot); stale entries skipped
+  std::vector<int32_t> first_use_;                     // per row: its earliest Use or -1
+  std::vector<int32_t> last_use_;                      // per row: its latest Use or -1
+  std::vector<Use> uses_;                              // pool
+  std::vector<int32_t> free_uses_;
+  std::map<int64_t, std::vector<int32_t>> announced_;  // batch → its Uses, until begin()
+};
+
+}  // namespace volley::feature_internal
