@@ -185,14 +185,22 @@ def test_a_data_of_nodes_only_samples_no_neighbors():
         (dict(neg_sampling="ternary"), volley.VolleyValueError, "'ternary'"),
         (dict(edge_label_index=(("a", "to", "b"), torch.zeros(2, 1, dtype=torch.long))),
          volley.VolleyNotImplementedError, "heterogeneous"),
-        (dict(disjoint=True), volley.VolleyNotImplementedError, "disjoint"),
+        (dict(edge_label_time=torch.zeros(900, dtype=torch.long)), volley.VolleyValueError,
+         "without time_attr"),
+        (dict(time_attr="time"), volley.VolleyValueError, "needs edge_label_time"),
+        (dict(time_attr="time", edge_label_time=torch.zeros(5, dtype=torch.long)),
+         volley.VolleyValueError, "one entry per supervision edge (900)"),
+        (dict(time_attr="time", edge_label_time=torch.zeros(900)), volley.VolleyValueError,
+         "integer timestamps"),
         (dict(edge_label_index=torch.zeros(3, 4, dtype=torch.long)), volley.VolleyValueError,
          "[2, M]"),
     ],
 )
 def test_bad_arguments_raise_precise_errors(kwargs, error, message):
+    data = small_data()
+    data.time = torch.arange(120)
     with pytest.raises(error, match=None) as caught:
-        LinkNeighborLoader(small_data(), [3], **kwargs)
+        LinkNeighborLoader(data, [3], **kwargs)
     assert message in str(caught.value)
 
 
@@ -238,3 +246,52 @@ def test_pyg_link_prediction_loop_runs_unchanged_on_cora():
         losses.append(float(loss))
     assert len(losses) == 12 and all(np.isfinite(losses))
     assert np.mean(losses[-4:]) < np.mean(losses[:4])
+
+
+@pytest.mark.parametrize("kind", ["node", "edge"])
+@pytest.mark.parametrize("strategy", ["uniform", "last"])
+@pytest.mark.parametrize("neg", [None, "binary", "triplet"])
+def test_temporal_link_batches_never_see_the_future(kind, strategy, neg):
+    g = torch.Generator().manual_seed(1)
+    n, m = 60, 900
+    edge_index = torch.randint(0, n, (2, m), generator=g)  # a multigraph
+    node_time = torch.randint(0, 100, (n,), generator=g)
+    edge_time = torch.randint(0, 100, (m,), generator=g)
+    sup, label_time = edge_index[:, :200], torch.randint(0, 100, (200,), generator=g)
+    data = Data(edge_index=edge_index, num_nodes=n, x=torch.arange(n).float().unsqueeze(1))
+    data.time = node_time if kind == "node" else edge_time
+    checked = 0
+    for batch_size in (1, 64):
+        loader = LinkNeighborLoader(data, [3, 2], edge_label_index=sup, edge_label_time=label_time,
+                                    time_attr="time", temporal_strategy=strategy,
+                                    neg_sampling=neg, batch_size=batch_size, shuffle=True, seed=3)
+        for batch in loader:
+            count = batch.input_id.numel()
+            seed_time = batch.seed_time if neg == "triplet" else batch.edge_label_time
+            assert torch.equal(seed_time[:count], label_time[batch.input_id])
+            tree_time = label_time[batch.input_id][batch.batch]  # each node's supervision edge
+            if kind == "edge":
+                assert torch.all(edge_time[batch.e_id] <= tree_time[batch.edge_index[1]])
+            else:
+                seeds = batch.num_sampled_nodes[0]
+                assert torch.all(node_time[batch.n_id[seeds:]] <= tree_time[seeds:])
+            assert torch.equal(batch.x[:, 0].long(), batch.n_id)
+            checked += 1
+    assert checked == 200 + 4
+
+
+def test_disjoint_link_batches_have_pyg_layout():
+    data = small_data()
+    sup = data.edge_index[:, :10]
+    loader = LinkNeighborLoader(data, [2], edge_label_index=sup, neg_sampling=dict(
+        mode="triplet", amount=2), disjoint=True, batch_size=4)
+    batch = next(iter(loader))
+    count = batch.input_id.numel()
+    assert torch.equal(batch.src_index, torch.arange(count))
+    assert torch.equal(batch.dst_pos_index, torch.arange(count, 2 * count))
+    # PyG: the k-th negatives of every source follow each other; dst_neg_index[i, k] = 2B + kB + i
+    expected = torch.arange(2 * count, 4 * count).view(2, count).t()
+    assert torch.equal(batch.dst_neg_index, expected)
+    assert torch.equal(batch.n_id[batch.src_index], sup[0, batch.input_id])
+    assert torch.equal(batch.n_id[batch.dst_pos_index], sup[1, batch.input_id])
+    assert torch.equal(batch.batch[: 4 * count], torch.arange(4 * count) % count)

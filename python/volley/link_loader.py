@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _pyg_compat, _tensor, _volley
+from . import _pyg_compat, _temporal, _tensor, _volley
 from .dataset import Dataset
 from .feature import Feature
 from .loader import NeighborLoader, _rows_input
@@ -95,6 +95,34 @@ def _edge_label_index(value: Any, num_edges_default: Any) -> np.ndarray:
     return index
 
 
+def _edge_label_time(value: Any, time_source: str, count: int) -> Optional[np.ndarray]:
+    """``edge_label_time`` checked: int64 [count] with ``time_attr``, None without (PyG's
+    pairing of the two); VolleyValueError naming what is wrong."""
+    if time_source == "none":
+        if value is not None:
+            raise _volley.VolleyValueError(
+                "edge_label_time was given without time_attr: name the node or edge time to "
+                "sample by"
+            )
+        return None
+    if value is None:
+        raise _volley.VolleyValueError(
+            f"temporal link sampling (time_attr, {time_source} time) needs edge_label_time: "
+            "one time per supervision edge"
+        )
+    times = _tensor.to_numpy(value)
+    if times.ndim != 1 or times.shape[0] != count:
+        raise _volley.VolleyValueError(
+            f"edge_label_time must have one entry per supervision edge ({count}), got shape "
+            f"{list(times.shape)}"
+        )
+    if times.dtype.kind not in "iu":
+        raise _volley.VolleyValueError(
+            f"edge_label_time must hold integer timestamps, got dtype {times.dtype}"
+        )
+    return np.ascontiguousarray(times, dtype=np.int64)
+
+
 class LinkNeighborLoader(NeighborLoader):
     """Mini-batches for link prediction: supervision edges, negatives, and the sampled
     neighborhood of every end point, as PyG's ``torch_geometric.loader.LinkNeighborLoader``.
@@ -117,11 +145,19 @@ class LinkNeighborLoader(NeighborLoader):
         num_neighbors: fanout per hop; ``-1`` takes all neighbors.
         edge_label_index: supervision edges [2, M] (tensor / array); None: ``data.edge_index``.
         edge_label: labels [M] (any numeric dtype), or None. Not with ``"triplet"``.
-        edge_label_time, time_attr: temporal sampling, not supported yet (issue 16).
+        edge_label_time: with ``time_attr``, the time of each supervision edge [M] (integers):
+            both end points are sampled with it as their seed time (neighbors no later than it,
+            disjoint per end point, as PyG); negatives take their positive's time. Batches then
+            carry ``edge_label_time`` (``seed_time`` for ``"triplet"``) and ``batch``.
+        time_attr: the node or edge time of ``data`` to sample by (as in ``NeighborLoader``).
         replace: as in ``volley.loader.NeighborLoader``, like the arguments below.
         subgraph_type, weight_attr, transform, transform_sampler_output: as there.
         is_sorted, filter_per_worker, neighbor_sampler, directed: as there.
-        disjoint: not supported yet (``VolleyNotImplementedError``).
+        disjoint: each end point its own subgraph (PyG's ``disjoint=True``): ``n_id`` starts
+            with the end points as they come (sources, then destinations, then triplet
+            negatives; no dedupe), ``batch`` gives each node's supervision edge (position in
+            the batch, negatives by position modulo the batch, as PyG). Forced by temporal
+            sampling.
         temporal_strategy: ``"uniform"`` or ``"last"``; no effect without temporal sampling.
         neg_sampling: PyG's ``NegativeSampling(mode, amount, weight)``, ``"binary"`` /
             ``"triplet"`` (amount 1) or a dict of those arguments; ``weight`` [N] draws nodes
@@ -153,6 +189,8 @@ class LinkNeighborLoader(NeighborLoader):
         amount, labels with triplet sampling. An empty ``edge_label_index`` is an epoch without
         batches. VolleyNotImplementedError: temporal, disjoint or heterogeneous input.
     """
+
+    edge_label_time: Optional[np.ndarray] = None  # int64 [M] under temporal sampling
 
     def __init__(
         self,
@@ -200,15 +238,13 @@ class LinkNeighborLoader(NeighborLoader):
     ):
         _pyg_compat.check_loader_kwargs(kwargs)
         data = _pyg_compat.from_remote_backend(data)
-        _pyg_compat.refuse_temporal(edge_label_time, time_attr, temporal_strategy)
+        _temporal.check_strategy(temporal_strategy)
         if neighbor_sampler is not None:
             raise _volley.VolleyNotImplementedError(
                 f"neighbor_sampler={type(neighbor_sampler).__name__}: pass None"
             )
-        if disjoint:
-            raise _volley.VolleyNotImplementedError("disjoint link sampling is not supported yet")
         kind = _pyg_compat.subgraph_type_name(subgraph_type, directed)
-        self.subgraph_type, self.disjoint = kind, False
+        self.subgraph_type = kind
         self.filter_per_worker, self.is_sorted = filter_per_worker, bool(is_sorted)
         self.transform_sampler_output = transform_sampler_output
         self.pin_memory = bool(pin_memory)
@@ -216,6 +252,8 @@ class LinkNeighborLoader(NeighborLoader):
         if seed is None:
             seed = _pyg_compat.seed_from_generator(generator)
         graph, x, y = self._unpack(data, weighted, weight_attr)
+        graph, time_source = _temporal.attach(graph, data, time_attr, isinstance(data, Dataset))
+        self.disjoint = bool(disjoint) or time_source != "none"  # PyG: temporal means disjoint
         self.data, self.graph = data, graph
         x, y = self._split_attributes(data, x, y, feature_dtype)
         self._node_tables = [t for t in self._node_tables if t.name not in _LINK_KEYS]
@@ -225,6 +263,9 @@ class LinkNeighborLoader(NeighborLoader):
         x = Feature._loader_rows(native, x, "CPU", None, None)
         self._rows = (graph._csr, _rows_input(x), _rows_input(y))
         self._link_inputs(data, edge_label_index, edge_label, neg_sampling, neg_sampling_ratio)
+        self.edge_label_time = _edge_label_time(
+            edge_label_time, time_source, self.edge_label_index.shape[1]
+        )
         self._link_options = dict(
             distribution="weights" if self._weights is not None else str(neg_distribution),
             degree_power=float(neg_degree_power),
@@ -253,7 +294,12 @@ class LinkNeighborLoader(NeighborLoader):
             feature_dtype=self._feature_dtype,
             on_batch_start=_on_batch_start,
             subgraph_type=kind,
+            disjoint=self.disjoint,
+            temporal=(time_source, temporal_strategy, None, graph),
         )
+
+    def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
+        return self.edge_label_time  # the native link loader's input_time: one per edge
 
     def _link_inputs(self, data, edge_label_index, edge_label, neg_sampling, ratio) -> None:
         """Supervision edges, labels and negative sampling, checked and converted."""
@@ -329,6 +375,8 @@ class LinkNeighborLoader(NeighborLoader):
             seed=saved[2].seed,
             feature_dtype=saved[2].feature_dtype,
         )
+        if self.edge_label_time is not None:
+            self._options.input_time = np.ascontiguousarray(self.edge_label_time[positions])
         try:
             native = self._create_native(None)
         finally:
@@ -353,9 +401,15 @@ class LinkNeighborLoader(NeighborLoader):
             if self.neg_sampling[1] == 1:
                 dst_neg = dst_neg.reshape(-1)  # PyG squeezes [B, 1] to [B]
             fields["dst_neg_index"] = dst_neg
+            if self.edge_label_time is not None:  # PyG: the sources' times
+                fields["seed_time"] = out(self.edge_label_time[_tensor.to_numpy(fields["input_id"])])
             return
         fields["edge_label_index"] = out(raw["edge_label_index"])
         fields["edge_label"] = out(raw["edge_label"])
+        if self.edge_label_time is not None:  # PyG: positives', then negative j takes j mod B's
+            times = self.edge_label_time[_tensor.to_numpy(fields["input_id"])]
+            pairs = _tensor.shape_of(fields["edge_label_index"])[1]
+            fields["edge_label_time"] = out(np.resize(times, pairs) if times.size else times)
 
     def describe(self) -> str:
         """The loader's options in one line."""

@@ -378,8 +378,12 @@ class NeighborLoader:
             feature_dtype=feature_dtype,
             on_batch_start=on_batch_start,
         )
-        self._options.input_time = _temporal.input_times(temporal[2], temporal[0], temporal[3], self.input_nodes)
+        self._options.input_time = self._input_times(temporal)
         self._native = self._create_native(self.input_nodes)
+
+    def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
+        """The native options' input_time: one time per input node (temporal sampling)."""
+        return _temporal.input_times(temporal[2], temporal[0], temporal[3], self.input_nodes)
 
     def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
         """The native loader over ``input_nodes`` (None: all nodes) with this loader's options."""

@@ -62,6 +62,41 @@ void read_edges(const Array& edge_label_index, int64_t n, std::vector<int64_t>& 
 
 int resolve_threads(int requested) { return requested > 0 ? requested : default_num_threads(); }
 
+// Temporal link sampling: loader.input_time holds edge_label_time, one time per supervision edge
+// (needed exactly when the sampler is temporal).
+void check_edge_label_time(const LoaderOptions& loader, int64_t num_edges) {
+  const bool temporal = loader.sampler.time_source != TimeSource::kNone;
+  VOLLEY_REQUIRE(!temporal || loader.input_time.has_value(), ValueError,
+                 "temporal link sampling (time_attr) needs edge_label_time: one time per "
+                 "supervision edge");
+  VOLLEY_REQUIRE(temporal || !loader.input_time.has_value(), ValueError,
+                 "edge_label_time was given, but sampling is not temporal (set time_attr)");
+  if (!temporal) return;
+  const Array& time = *loader.input_time;
+  VOLLEY_REQUIRE(time.defined() && time.ndim() == 1 && time.dtype() == DType::kInt64 &&
+                     time.buffer().host_accessible(),
+                 ValueError, "edge_label_time must be a 1-d int64 array in host memory, got {}",
+                 time.defined() ? time.describe() : std::string("nothing"));
+  VOLLEY_REQUIRE(time.numel() == num_edges, ValueError,
+                 "edge_label_time has {} entries, but there are {} supervision edges (one time "
+                 "each)",
+                 time.numel(), num_edges);
+}
+
+// Disjoint seeds (PyG's edge_sample with disjoint=True): the end points as they come, one tree
+// each, `arrays` one after the other (no dedupe); local ids are positions in that list.
+LinkSeeds disjoint_seeds(std::span<const std::span<const int64_t>> arrays) {
+  LinkSeeds seeds;
+  seeds.local.resize(arrays.size());
+  for (size_t a = 0; a < arrays.size(); ++a) {
+    for (const int64_t id : arrays[a]) {
+      seeds.local[a].push_back(static_cast<int64_t>(seeds.nodes.size()));
+      seeds.nodes.push_back(id);
+    }
+  }
+  return seeds;
+}
+
 // Removes from `subgraph` every edge u → v (global ids: u = nodes[cols[k]], v = nodes[rows[k]])
 // that is a pair (src[i], dst[i]), or (dst[i], src[i]) when `undirected`; recounts
 // edges_per_hop.
@@ -137,11 +172,10 @@ LinkLoader::LinkLoader(std::shared_ptr<const BatchSource> source, Array edge_lab
   }
   const LinkNegativeOptions& negatives = options_.negatives;
   check_negative_options(negatives, shared->labels.has_value());
-  VOLLEY_REQUIRE(!options_.loader.sampler.disjoint, ValueError,
-                 "disjoint sampling is not supported by the link loader yet");
-  VOLLEY_REQUIRE(options_.loader.sampler.time_source == TimeSource::kNone &&
-                     !options_.loader.input_time.has_value(),
-                 ValueError, "temporal sampling is not supported by the link loader yet");
+  check_edge_label_time(options_.loader, num_inputs_);
+  if (options_.loader.sampler.time_source != TimeSource::kNone) {
+    options_.loader.sampler.disjoint = true;  // PyG: temporal link sampling is disjoint
+  }
   loader_internal::check_loader_options(options_.loader, num_inputs_);
   source->validate(options_.loader.sampler);
   if (source->feature_width() > 0) {
@@ -197,6 +231,10 @@ struct LinkLoader::EpochWork {
                         const std::vector<int64_t>& dst, Batch& batch) const;
   // edge_label for `positives` followed by `negatives` zeros (kNone: labels or undefined).
   Array labels(std::span<const int64_t> positions, int64_t negatives) const;
+  bool disjoint() const { return options.loader.sampler.disjoint; }
+  // Temporal sampling: each seed's time, the edge_label_time of its supervision edge; negative
+  // i (of each end's list) takes edge i mod B's, as PyG's repeat does.
+  std::vector<int64_t> seed_times(std::span<const int64_t> positions, const LinkSeeds& seeds) const;
 };
 
 std::unique_ptr<Epoch> LinkLoader::start_epoch(int64_t epoch_index) const {
@@ -270,12 +308,31 @@ LinkSeeds LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<in
     NegativeDestinations drawn =
         negatives->sample_destinations(src, per_source, static_cast<uint64_t>(index));
     batch.negatives_kept_existing = drawn.kept_existing;
+    if (disjoint()) {  // PyG's layout: the k-th negatives of every source, then the next k
+      std::vector<int64_t> by_round(drawn.dst.size());
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t k = 0; k < per_source; ++k) {
+          by_round[k * count + i] = drawn.dst[i * per_source + k];
+        }
+      }
+      drawn.dst = std::move(by_round);
+    }
     const std::span<const int64_t> arrays[] = {src, dst, drawn.dst};
-    LinkSeeds seeds = link_seeds(arrays);
+    LinkSeeds seeds = disjoint() ? disjoint_seeds(arrays) : link_seeds(arrays);
     batch.src_index = Array::from_vector(seeds.local[0]);
     batch.dst_pos_index = Array::from_vector(seeds.local[1]);
+    std::vector<int64_t> negatives_local = seeds.local[2];  // seeds keeps its copy (seed_times)
+    if (disjoint()) {                                       // back to [source, k]
+      std::vector<int64_t> by_source(negatives_local.size());
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t k = 0; k < per_source; ++k) {
+          by_source[i * per_source + k] = negatives_local[k * count + i];
+        }
+      }
+      negatives_local = std::move(by_source);
+    }
     batch.dst_neg_index =
-        Array(Array::from_vector(seeds.local[2]).buffer(), DType::kInt64, {count, per_source});
+        Array(Array::from_vector(negatives_local).buffer(), DType::kInt64, {count, per_source});
     return seeds;
   }
   int64_t num_negatives = 0;
@@ -288,10 +345,23 @@ LinkSeeds LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<in
     all_dst.insert(all_dst.end(), drawn.dst.begin(), drawn.dst.end());
   }
   const std::span<const int64_t> arrays[] = {all_src, all_dst};
-  LinkSeeds seeds = link_seeds(arrays);
+  LinkSeeds seeds = disjoint() ? disjoint_seeds(arrays) : link_seeds(arrays);
   batch.edge_label_index = pair_index(seeds.local[0], seeds.local[1]);
   batch.edge_label = labels(positions, num_negatives);
   return seeds;
+}
+
+std::vector<int64_t> LinkLoader::EpochWork::seed_times(std::span<const int64_t> positions,
+                                                       const LinkSeeds& seeds) const {
+  const int64_t* time = options.loader.input_time->data<int64_t>();
+  const auto count = static_cast<int64_t>(positions.size());
+  std::vector<int64_t> out(seeds.nodes.size());
+  for (const std::vector<int64_t>& local : seeds.local) {  // src, dst (then negatives)
+    for (size_t i = 0; i < local.size(); ++i) {
+      out[local[i]] = time[positions[static_cast<int64_t>(i) % count]];
+    }
+  }
+  return out;
 }
 
 Batch LinkLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subgraph) const {
@@ -314,8 +384,18 @@ Batch LinkLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subgraph
   }
   const LinkSeeds seeds = link_fields(index, src, dst, batch);
   const loader_internal::BatchAssembly& assembly = shared->assembly;
-  assembly.source->sample(seeds.nodes, loader.sampler, static_cast<uint64_t>(index), subgraph);
+  if (loader.sampler.time_source != TimeSource::kNone) {
+    const std::vector<int64_t> times = seed_times(batch.input_ids.span<int64_t>(), seeds);
+    assembly.source->sample_temporal(seeds.nodes, times, loader.sampler,
+                                     static_cast<uint64_t>(index), subgraph);
+  } else {
+    assembly.source->sample(seeds.nodes, loader.sampler, static_cast<uint64_t>(index), subgraph);
+  }
   if (options.exclude_edges) exclude_pairs(src, dst, options.undirected, subgraph);
+  if (disjoint() && count > 0) {  // PyG: a tree's batch id is its supervision edge's position
+    int64_t* tree = subgraph.batch.data<int64_t>();
+    for (int64_t i = 0; i < subgraph.batch.numel(); ++i) tree[i] %= count;
+  }
   assembly.fill(subgraph, loader.feature_dtype, threads, prefetch, batch);
   return batch;
 }

@@ -27,6 +27,15 @@
 //   Batch::nodes starts with the seed nodes (sorted, distinct), then the sampled neighbors, as
 //   NeighborLoader's batches; edge_index / edge_ids / x / y / attributes are NeighborLoader's.
 //
+// Disjoint (options.loader.sampler.disjoint; PyG's disjoint=True) and temporal sampling: every
+// end point is its own seed and tree, in PyG's layout — the seed list is the sources, then the
+// destinations, then (triplet) the negatives of round k for every source, round by round; local
+// ids are positions in that list (no dedupe); Batch::batch_ids is each node's seed position
+// modulo B (its supervision edge; negatives by position, as PyG). Temporal sampling
+// (sampler.time_source set) forces disjoint; loader.input_time then holds edge_label_time, one
+// int64 per supervision edge, and each end point is sampled with its edge's time (negative i of
+// either list with edge i mod B's, as PyG's repeat). Negatives are not restricted by node time.
+//
 // Negatives (NegativeSampler, negative_sampler.h): the distribution (uniform, degree^power from
 // the source's degrees(), or weights) over all nodes; with reject_existing a negative that is an
 // edge of the graph is redrawn (checked by the source's has_edges, batched), up to max_draws
@@ -48,7 +57,8 @@
 // Errors (constructor, ValueError / IndexError naming the value): edge_label_index not int64
 // [2, M]; an id out of [0, num_nodes) (naming it, its row and position); edge_label not 1-d of
 // M numbers (bool or numeric); amount negative or not finite; triplet with a fractional amount,
-// amount 0, or labels; disjoint or temporal sampling (not supported yet); degree distribution or
+// amount 0, or labels; edge_label_time (loader.input_time) without temporal sampling, missing
+// with it, not int64 [M] in host memory; degree distribution or
 // reject_existing on a source that cannot give degrees / check edges (the source's
 // ValueError); the LoaderOptions errors of NeighborLoader. M = 0 gives epochs without batches.
 // Thread safety: one consumer per epoch; a LinkLoader may run several epochs concurrently.

@@ -379,7 +379,20 @@ TEST(LinkLoader, BadInputNamesTheValueAndEmptyInputHasNoBatches) {
             std::string::npos);
   LinkLoaderOptions temporal = binary_options();
   temporal.loader.input_time = Array::zeros(DType::kInt64, {500});
-  EXPECT_NE(message_of<ValueError>([&] { make_loader(f, temporal); }).find("temporal sampling"),
+  EXPECT_NE(message_of<ValueError>([&] {
+              make_loader(f, temporal);
+            }).find("edge_label_time was given, but sampling is not temporal"),
+            std::string::npos);
+  temporal.loader.input_time.reset();
+  temporal.loader.sampler.time_source = TimeSource::kEdge;
+  EXPECT_NE(message_of<ValueError>([&] {
+              make_loader(f, temporal);
+            }).find("needs edge_label_time: one time per supervision edge"),
+            std::string::npos);
+  temporal.loader.input_time = Array::zeros(DType::kInt64, {7});
+  EXPECT_NE(message_of<ValueError>([&] {
+              make_loader(f, temporal);
+            }).find("edge_label_time has 7 entries, but there are 500 supervision edges"),
             std::string::npos);
   const LinkLoader empty(f.graph, std::nullopt, std::nullopt, Array::empty(DType::kInt64, {2, 0}),
                          std::nullopt, binary_options());
