@@ -45,7 +45,8 @@ int64_t reference_hits(const Trace& trace, int64_t capacity, const WindowBeladyP
   };
   int64_t hits = 0;
   for (size_t i = 0; i < flat.size(); ++i) {
-    const auto [id, batch] = flat[i];
+    const int64_t id = flat[i].first;  // clang-14 lambdas cannot capture a structured binding
+    const auto batch = flat[i].second;
     auto found = std::find_if(cached.begin(), cached.end(), [&](auto& c) { return c.first == id; });
     if (found != cached.end()) {
       ++hits;
