@@ -36,6 +36,14 @@ struct MergeScratch {
   std::vector<HopSample> picks;               // per part: its answer for this hop
   HopSample answer;                           // one call's answer
   SamplerScratch local;
+
+  // Ready for a new batch over `parts` partitions.
+  void reset(size_t parts) {
+    map.clear();
+    targets.resize(parts);
+    times.resize(parts);
+    picks.resize(parts);
+  }
 };
 
 // What one hop asks of every part.
@@ -258,10 +266,7 @@ void sample_trees(const DistGraph::State& state, std::span<const int64_t> seeds,
   HostSubgraph out;
   const auto parts = static_cast<size_t>(state.num_parts());
   thread_local MergeScratch scratch;
-  scratch.map.clear();
-  scratch.targets.resize(parts);
-  scratch.times.resize(parts);
-  scratch.picks.resize(parts);
+  scratch.reset(parts);
   Builder builder(keys, std::max<int64_t>(count * n, 1), scratch.map, scratch.neighbors, out);
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     sample_one_hop(
@@ -304,10 +309,7 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
   const State& state = *state_;
   const auto parts = static_cast<size_t>(state.num_parts());
   thread_local MergeScratch scratch;
-  scratch.map.clear();
-  scratch.targets.resize(parts);
-  scratch.times.resize(parts);
-  scratch.picks.resize(parts);
+  scratch.reset(parts);
   Builder builder(seeds, state.info.book.num_nodes(), scratch.map, scratch.neighbors, out);
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     sample_one_hop(state,
