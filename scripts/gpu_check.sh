@@ -12,9 +12,18 @@
 #   bench     volley bench sample --device cuda --mode GPU / UVA and bench gather --device cuda
 #             on a generated products-sized graph ($VOLLEY_GPU_DATA, generated once, seeded)
 #   e2e       bench/gpu_e2e.py (GraphSAGE epoch vs compute; speed-up over the CPU loader)
+#   oracle    bench/gpu_oracle.py: GPU and UVA batches equal the CPU sampler's on that graph
+#             (hubs with fanout -1, weighted with and without replacement)
 #   fetch-deps  (on a machine WITH apt, before the GPU session) download the Debian packages a
 #             bare GPU machine lacks (fmt, CLI11, nlohmann-json, GoogleTest, zlib headers) into
 #             .deps/; carry .deps to the GPU machine, where every step unpacks and uses them
+#   pack      (HERE, with nvcc, after `cmake ... -DVOLLEY_CUDA=ON -DPython_EXECUTABLE=<python of
+#             the GPU machine's version>` and a build in $BUILD) copy the CLI, the CUDA test binary
+#             and the shared libraries they need that a bare GPU machine lacks into .gpu/ (carry
+#             .gpu and python/volley/_volley*.so): no build on the GPU machine, whose time is short
+#   session   (THERE, after pack) the whole check in one timed run of at most $VOLLEY_GPU_SECONDS
+#             (default 470): the dataset is generated while the tests, pytest and the sanitizers
+#             run; then the benchmarks, the oracle and the end-to-end runs, one at a time
 # A failing step is reported and the others still run; the exit status is 1 if any failed.
 # Each step fits in a few minutes; run them in separate calls when a call has a time limit.
 set -euo pipefail
@@ -24,6 +33,7 @@ OUT=${OUT:-build/gpu-check}
 PYTHON=${PYTHON:-python3}
 BUILD=${VOLLEY_GPU_BUILD:-build/gpu}
 DATA=${VOLLEY_GPU_DATA:-/tmp/volley-products}
+RMAT=${VOLLEY_GPU_RMAT:-/tmp/volley-rmat}  # R-MAT, same size: hubs of ~90,000 in-neighbors
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
@@ -59,6 +69,89 @@ need_build() {
 # tool's `carry`), unpacked THERE into .deps/root (never into /) by the build step.
 DEPS_PACKAGES=(libfmt-dev libfmt9 libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
                zlib1g-dev)
+
+# The shared libraries of the packed binaries that are not part of glibc / libstdc++ / CUDA's
+# driver: a bare GPU machine has no fmt, METIS or liburing, and its CUDA runtime may not be on
+# the loader's path.
+do_pack() {
+  rm -rf .gpu && mkdir -p .gpu/tests/cpp .gpu/lib
+  cp "$BUILD/tools/volley/volley" .gpu/volley
+  cp "$BUILD/tests/cpp/volley_cuda_tests" .gpu/tests/cpp/
+  local module
+  module=$(ls python/volley/_volley*.so)
+  ldd .gpu/volley .gpu/tests/cpp/volley_cuda_tests "$module" |
+    awk '/=> \// {print $3}' | grep -E 'libfmt|libmetis|liburing|libGKlib|libz\.|libcudart' | sort -u |
+    while read -r lib; do cp -L "$lib" .gpu/lib/; done
+  grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+  log "packed: $(cd .gpu && find . -type f | tr '\n' ' ')($(du -sh .gpu | cut -f1)); carry .gpu and $module"
+}
+
+# Runs "$@" with at most $1 seconds, never past the session's deadline.
+bounded() {
+  local limit=$1
+  shift
+  local left=$((DEADLINE - SECONDS - 5))
+  ((left < limit)) && limit=$left
+  if ((limit <= 0)); then
+    echo "no time left" >&2
+    return 124
+  fi
+  timeout -k 5 "$limit" "$@"
+}
+
+do_session() {
+  DEADLINE=$((SECONDS + ${VOLLEY_GPU_SECONDS:-470}))
+  export LD_LIBRARY_PATH="$PWD/.gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PYTHONUNBUFFERED=1 VOLLEY_CLI="$BUILD/volley" VOLLEY_DATA_DIR="$PWD/data"
+  need_build
+  nvcc --version | tail -1 | sed 's/^/[gpu_check] /' | tee -a "$SUMMARY" || true
+  local sanitizer=/usr/local/cuda/bin/compute-sanitizer
+  command -v compute-sanitizer >/dev/null && sanitizer=$(command -v compute-sanitizer)
+  # Correctness first, the slow parts side by side: racecheck (slow: two small sampler tests)
+  # and the whole Python suite run while the CUDA tests, memcheck and the oracles do.
+  (step racecheck bounded 150 "$sanitizer" --tool racecheck --error-exitcode 1 \
+     "$BUILD/tests/cpp/volley_cuda_tests" \
+     --gtest_filter='CudaSampler.HeldResultsSurviveLaterBatches:CudaSampler.DefaultStream*') &
+  local racecheck=$!
+  (step pytest_all bounded 240 env PYTHONPATH=python "$PYTHON" -m pytest python/tests -q -rs \
+     -p no:cacheprovider -n 6 --dist loadfile) &
+  local pytest_all=$!
+  ensure_data
+  [[ -f "$RMAT/volley.json" ]] || step generate_rmat "$BUILD/volley" --quiet generate "$RMAT" \
+    --model rmat --nodes 2400000 --edges 62000000 --feature-dim 0 --seed 0
+  step cuda_tests bounded 120 "$BUILD/tests/cpp/volley_cuda_tests"
+  step pytest_cuda bounded 60 env PYTHONPATH=python "$PYTHON" -m pytest python/tests/test_cuda.py -q -rs
+  step memcheck bounded 120 "$sanitizer" --tool memcheck --error-exitcode 1 --leak-check full \
+    "$BUILD/tests/cpp/volley_cuda_tests" --gtest_filter='CudaSampler*:CudaGather*:CudaLoader*:-*Thousand*'
+  step oracle bounded 100 env PYTHONPATH=python "$PYTHON" bench/gpu_oracle.py --dataset "$DATA"
+  step oracle_rmat bounded 100 env PYTHONPATH=python "$PYTHON" bench/gpu_oracle.py --dataset "$RMAT"
+  wait "$racecheck" "$pytest_all" || true
+  # Then the figures, one at a time.
+  local volley=(bounded 60 "$BUILD/volley" --quiet)
+  local sample=(bench sample --batch-size 1024)
+  local gpu=(--device cuda --mode GPU)
+  step bench_sample_gpu "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --batches 200 "${gpu[@]}"
+  step bench_sample_uva "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --batches 100 --device cuda --mode UVA
+  step bench_sample_cpu "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --batches 40 --threads "$JOBS"
+  step bench_sample_hubs "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout -1 --batches 20 "${gpu[@]}"
+  step bench_rmat_gpu "${volley[@]}" "${sample[@]}" --dataset "$RMAT" --fanout 15,10,5 --batches 200 "${gpu[@]}"
+  step bench_rmat_hubs "${volley[@]}" "${sample[@]}" --dataset "$RMAT" --fanout -1 --batches 20 "${gpu[@]}"
+  for fraction in 1 0 0.2; do
+    step "bench_gather_$fraction" "${volley[@]}" bench gather --rows 2400000 --dim 100 \
+      --dtype float32 --batch 150000 --device cuda --cache-fraction "$fraction"
+  done
+  cat "$OUT"/bench_*.log | grep '^{' >"$OUT/bench.jsonl" || true
+  step e2e_gpu bounded 90 env PYTHONPATH=python "$PYTHON" bench/gpu_e2e.py --dataset "$DATA" \
+    --mode GPU --layers 2 --fanout 15,10 --max-batches 150 --json "$OUT/gpu_e2e.jsonl"
+  step e2e_uva bounded 60 env PYTHONPATH=python "$PYTHON" bench/gpu_e2e.py --dataset "$DATA" \
+    --mode UVA --layers 2 --fanout 15,10 --max-batches 100 --skip-cpu-loader --json "$OUT/gpu_e2e.jsonl"
+  # Where the sampler's time goes: Nsight Compute's speed-of-light section over a window of
+  # kernel launches in the middle of the timed batches.
+  local ncu=/usr/local/cuda/bin/ncu
+  command -v ncu >/dev/null && ncu=$(command -v ncu)
+  step ncu_sample bounded 60 "$ncu" --section SpeedOfLight --launch-skip 300 --launch-count 30 \
+    "$BUILD/volley" --quiet "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --batches 10 "${gpu[@]}"
+}
 
 do_fetch_deps() {
   mkdir -p .deps
@@ -153,10 +246,11 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
   --format=csv,noheader | sed 's/^/[gpu_check] gpu: /' | tee -a "$SUMMARY" || true
 for s in "${steps[@]}"; do
   case "$s" in
-    build | test | sanitize | pytest | bench | e2e) "do_$s" ;;
+    build | test | sanitize | pytest | bench | e2e | pack | session) "do_$s" ;;
+    oracle) step oracle env PYTHONPATH=python "$PYTHON" bench/gpu_oracle.py --dataset "$DATA" ;;
     fetch-deps) do_fetch_deps ;;
     *)
-      log "unknown step '$s' (build test sanitize pytest bench e2e)"
+      log "unknown step '$s' (build test sanitize pytest bench e2e oracle pack session)"
       exit 2
       ;;
   esac

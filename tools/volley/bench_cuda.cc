@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <span>
+#include <utility>
 
 #include "bench_util.h"
 
@@ -18,6 +21,60 @@ namespace volley::cli {
 namespace {
 
 constexpr size_t kProbeBytes = size_t{256} << 20;
+
+// The `count` nodes of highest in-degree (ties: lower id first): a batch of hubs.
+std::vector<int64_t> highest_degree_nodes(const Csr& graph, int64_t count) {
+  const int64_t* indptr = graph.indptr().data<int64_t>();
+  std::vector<int64_t> nodes(static_cast<size_t>(graph.num_nodes()));
+  for (size_t v = 0; v < nodes.size(); ++v) nodes[v] = static_cast<int64_t>(v);
+  count = std::min<int64_t>(count, graph.num_nodes());
+  auto degree = [&](int64_t v) { return indptr[v + 1] - indptr[v]; };
+  std::partial_sort(nodes.begin(), nodes.begin() + count, nodes.end(), [&](int64_t a, int64_t b) {
+    return degree(a) != degree(b) ? degree(a) > degree(b) : a < b;
+  });
+  nodes.resize(static_cast<size_t>(count));
+  return nodes;
+}
+
+// One synchronised batch of `seeds`: the median seconds of `repeats` runs, and its edges.
+std::pair<double, int64_t> time_one_batch(NeighborSampler& sampler, CudaStream& stream,
+                                          std::span<const int64_t> seeds, uint64_t batch,
+                                          int repeats) {
+  std::vector<double> times;
+  int64_t edges = 0;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    edges = sampler.sample(seeds, batch, stream.handle()).num_edges();
+    stream.synchronize();
+    times.push_back(seconds_since(start));
+  }
+  std::sort(times.begin(), times.end());
+  return {times[times.size() / 2], edges};
+}
+
+// Per-batch latency (each batch synchronised): the median and slowest of up to 64 ordinary
+// batches, and a batch of the highest in-degree nodes (the one-thread-per-target straggler).
+void add_batch_latencies(nlohmann::json& line, const Csr& graph, NeighborSampler& sampler,
+                         CudaStream& stream,
+                         const std::function<std::span<const int64_t>(int64_t)>& batch_seeds,
+                         int64_t batches, int64_t batch_size) {
+  std::vector<double> times;
+  for (int64_t b = 0; b < std::min<int64_t>(64, batches); ++b) {
+    times.push_back(
+        time_one_batch(sampler, stream, batch_seeds(b), static_cast<uint64_t>(b), 1).first);
+  }
+  std::sort(times.begin(), times.end());
+  const std::vector<int64_t> hubs = highest_degree_nodes(graph, batch_size);
+  const auto [hub, hub_edges] = time_one_batch(sampler, stream, hubs, 0, 5);
+  const int64_t* indptr = graph.indptr().data<int64_t>();
+  line["median_batch_ms"] = times[times.size() / 2] * 1e3;
+  line["max_batch_ms"] = times.back() * 1e3;
+  line["hub_batch_ms"] = hub * 1e3;
+  line["hub_over_median"] = hub / times[times.size() / 2];
+  line["hub_batch_edges"] = hub_edges;
+  line["hub_batch_seps"] = static_cast<double>(hub_edges) / hub;
+  line["max_in_degree"] = indptr[hubs.front() + 1] - indptr[hubs.front()];
+}
 
 void add_copy_figures(nlohmann::json& line, int device) {
   const double d2d = measure_device_copy_bandwidth(device, kProbeBytes);
@@ -83,6 +140,8 @@ nlohmann::json run_cuda_sample_bench(const Dataset& dataset, const std::vector<i
                          {"nodes_per_second", static_cast<double>(nodes) / seconds},
                          {"graph_device_bytes", graph.device_bytes()},
                          {"graph_pinned_bytes", graph.pinned_bytes()}};
+  add_batch_latencies(line, dataset.graph, sampler, stream, batch_seeds, settings.batches,
+                      settings.batch_size);
   add_copy_figures(line, settings.device);
   return line;
 }

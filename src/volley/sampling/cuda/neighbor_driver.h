@@ -5,8 +5,10 @@
 // One batch, hop by hop, in the executor's stream order:
 //   1. count    one item per frontier target (CountBody); exclusive scan → each target's output
 //               offset; the total E is read back (first wait);
-//   2. pick     one item per target (PickBody), writing at its offset: the edge order is the
-//               CPU's — targets in node-list order, each target's neighbors in pick order;
+//   2. pick     one item per target (PickBody) draws its positions at its offset (or notes
+//               where its run of the row starts), then one item per edge (FillBody) writes
+//               row, edge id and neighbor: the edge order is the CPU's — targets in node-list
+//               order, each target's neighbors in pick order;
 //   3. relabel  first appearance in that order, with a hash table global id → value: earlier
 //               nodes hold their local id (< n, the nodes so far); neighbor j of the hop inserts
 //               n + j with an atomic min, so a new node's entry ends up holding the position of
@@ -101,6 +103,25 @@ class SamplerBackend final : public CudaSamplerBackend {
     return executor_.read(offsets_.template as<int64_t>() + frontier);
   }
 
+  // Picks the hop's edges into rows / edge_ids / neighbors_ at edge_count (PickBody per target,
+  // then FillBody per edge).
+  template <typename Index>
+  void pick_hop(const GraphRows<Index>& graph, int64_t frontier_begin, int64_t frontier,
+                int64_t edge_count, int64_t hop_edges, const PickRule& rule, int64_t tree_size,
+                const TemporalRows& time) {
+    const int64_t* frontier_nodes = nodes_.template as<int64_t>() + frontier_begin;
+    const int64_t* offsets = offsets_.template as<int64_t>();
+    int64_t* bases = counts_.template as<int64_t>();  // free since the scan
+    int64_t* rows = rows_.template as<int64_t>() + edge_count;
+    int64_t* edge_ids = edge_ids_.template as<int64_t>() + edge_count;
+    executor_.for_each(frontier, PickBody<Index>{graph, frontier_nodes, rule, offsets, bases, rows,
+                                                 cols_.template as<int64_t>() + edge_count,
+                                                 edge_ids, tree_size, time});
+    executor_.for_each(
+        hop_edges, FillBody<Index>{graph, frontier_nodes, frontier, frontier_begin, offsets, bases,
+                                   rows, edge_ids, neighbors_.template as<int64_t>(), tree_size});
+  }
+
   // Numbers the hop's new nodes (appended to nodes_) and fills cols; returns how many.
   int64_t relabel_hop(int64_t node_count, int64_t edge_count, int64_t hop_edges) {
     const int64_t bound = node_count + hop_edges;  // most nodes the batch can hold now
@@ -185,13 +206,7 @@ class SamplerBackend final : public CudaSamplerBackend {
         cols_.reserve(needed, kept);
         edge_ids_.reserve(needed, kept);
         neighbors_.reserve(static_cast<size_t>(hop_edges) * sizeof(int64_t));
-        executor_.for_each(frontier,
-                           PickBody<Index>{graph, nodes_.template as<int64_t>() + frontier_begin,
-                                           frontier_begin, rule, offsets_.template as<int64_t>(),
-                                           rows_.template as<int64_t>() + edge_count,
-                                           cols_.template as<int64_t>() + edge_count,
-                                           edge_ids_.template as<int64_t>() + edge_count,
-                                           neighbors_.template as<int64_t>(), tree_size, time});
+        pick_hop(graph, frontier_begin, frontier, edge_count, hop_edges, rule, tree_size, time);
         hop_nodes = relabel_hop(node_count, edge_count, hop_edges);
       }
       out.edges_per_hop.push_back(hop_edges);

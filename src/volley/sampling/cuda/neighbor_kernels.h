@@ -5,8 +5,10 @@
 //
 // One hop, in launch order (neighbor_driver.h drives them):
 //   CountBody          target i: how many neighbors it gets (pick.h's pick_count);
-//   PickBody           target i: pick.h's pick_positions (the CPU kernel's draws in its order),
-//                      then rows, edge ids and the neighbors' global ids at its offset;
+//   PickBody           target i: pick.h's pick_positions (the CPU kernel's draws in its order)
+//                      at its offset, or where a run of its row starts (all, or temporal last);
+//   FillBody           edge j: its target's row, its edge id and neighbor (an item per edge, so
+//                      that a hub's row is read by many threads, not one);
 //   InsertBody         position j: insert key[j] with value base + j (atomic min), so a key's
 //                      entry ends at the position of its first occurrence (or an earlier local id);
 //   FlagFirstBody      j is a first occurrence iff its key's entry holds base + j;
@@ -118,45 +120,87 @@ struct CountBody {
   }
 };
 
-// Target i's picks go to [offsets[i], offsets[i + 1]) of rows / edge_ids / neighbors; the same
-// slices of edge_ids (positions), cols (keys, as doubles) and rows (order) are its scratch.
+// Target i's picks are [offsets[i], offsets[i + 1]) of the hop's output. A target whose picks
+// are a run of its row (every neighbor, or the temporal "last" window) writes the run's first
+// position to bases[i] and draws nothing; any other writes bases[i] = -1 and its drawn positions
+// into edge_ids at its offset (the same slices of cols, as doubles, and rows are the draws'
+// scratch). FillBody then reads the rows edge by edge, so a hub's thousands of neighbors are
+// spread over the whole device instead of one thread. (bases: the hop's counts buffer, free
+// once scanned into offsets.)
 template <typename Index>
 struct PickBody {
   static constexpr const char* kName = "sampler pick";
   GraphRows<Index> graph;
   const int64_t* frontier;
-  int64_t first_local;  // local id of frontier[0]
   PickRule rule;
   const int64_t* offsets;
+  int64_t* bases;
   int64_t* rows;
   int64_t* cols;
   int64_t* edge_ids;
-  int64_t* neighbors;
   int64_t tree_size = 0;
   TemporalRows time = {};
   VOLLEY_HOST_DEVICE void operator()(int64_t i) const {
     const int64_t start = offsets[i];
     const int64_t picks = offsets[i + 1] - start;
+    bases[i] = 0;
     if (picks == 0) return;
     const int64_t target = node_of_key(frontier[i], tree_size);
-    const int64_t tree = frontier[i] - target;  // root * tree_size; 0 unless disjoint
     const int64_t begin = graph.indptr[target];
     const int64_t degree = graph.indptr[target + 1] - begin;
     int64_t* positions = edge_ids + start;
+    auto* keys = reinterpret_cast<double*>(cols + start);
     if (time.active()) {
-      temporal_pick_positions(
-          target, admissible_of(graph, time, frontier[i], tree_size, begin, degree), rule,
-          time.last, picks, positions, reinterpret_cast<double*>(cols + start), rows + start);
-    } else {
-      pick_positions(target, degree, graph.weights != nullptr ? graph.weights + begin : nullptr,
-                     rule, picks, positions, reinterpret_cast<double*>(cols + start), rows + start);
+      const int64_t admissible = admissible_of(graph, time, frontier[i], tree_size, begin, degree);
+      if (time.last) {
+        bases[i] = admissible - picks;
+      } else if (!takes_all(admissible, rule)) {
+        bases[i] = -1;
+        pick_positions(target, admissible, nullptr, rule, picks, positions, keys, rows + start);
+      }
+      return;
     }
-    for (int64_t j = 0; j < picks; ++j) {
-      const int64_t k = begin + positions[j];
-      neighbors[start + j] = tree + static_cast<int64_t>(graph.indices[k]);
-      edge_ids[start + j] = graph.edge_ids != nullptr ? graph.edge_ids[k] : k;
-      rows[start + j] = first_local + i;
+    if (takes_all(degree, rule)) return;
+    bases[i] = -1;
+    pick_positions(target, degree, graph.weights != nullptr ? graph.weights + begin : nullptr, rule,
+                   picks, positions, keys, rows + start);
+  }
+};
+
+// Item j < total, one per picked edge of the hop: finds its target (the last i with offsets[i]
+// <= j), its position in the target's row (bases[i] + its rank, or the drawn one in edge_ids[j])
+// and writes row (local id of the target), edge id and neighbor (global id, or key when
+// disjoint) at j.
+template <typename Index>
+struct FillBody {
+  static constexpr const char* kName = "sampler fill";
+  GraphRows<Index> graph;
+  const int64_t* frontier;
+  int64_t count;        // frontier size; offsets has count + 1 entries
+  int64_t first_local;  // local id of frontier[0]
+  const int64_t* offsets;
+  const int64_t* bases;
+  int64_t* rows;
+  int64_t* edge_ids;
+  int64_t* neighbors;
+  int64_t tree_size = 0;
+  VOLLEY_HOST_DEVICE void operator()(int64_t j) const {
+    int64_t low = 0, high = count;  // offsets[low] <= j < offsets[high]
+    while (high - low > 1) {
+      const int64_t middle = low + (high - low) / 2;
+      if (offsets[middle] <= j) {
+        low = middle;
+      } else {
+        high = middle;
+      }
     }
+    const int64_t target = node_of_key(frontier[low], tree_size);
+    const int64_t tree = frontier[low] - target;  // root * tree_size; 0 unless disjoint
+    const int64_t base = bases[low];
+    const int64_t k = graph.indptr[target] + (base >= 0 ? base + j - offsets[low] : edge_ids[j]);
+    neighbors[j] = tree + static_cast<int64_t>(graph.indices[k]);
+    edge_ids[j] = graph.edge_ids != nullptr ? graph.edge_ids[k] : k;
+    rows[j] = first_local + low;
   }
 };
 
