@@ -414,18 +414,4 @@ VOLLEY_HOST_DEVICE inline int64_t temporal_pick_count(int64_t admissible, const 
   return rule.fanout;
 }
 
-// Positions (in the row) of the `count` picks: "last" the tail of the admissible prefix, else
-// the untimed rules over the prefix as if it were the whole row.
-VOLLEY_HOST_DEVICE inline void temporal_pick_positions(int64_t target, int64_t admissible,
-                                                       const PickRule& rule, bool last,
-                                                       int64_t count, int64_t* positions,
-                                                       double* keys, int64_t* order) {
-  if (count == 0) return;
-  if (last) {
-    for (int64_t j = 0; j < count; ++j) positions[j] = admissible - count + j;
-    return;
-  }
-  pick_positions(target, admissible, nullptr, rule, count, positions, keys, order);
-}
-
 }  // namespace volley::sampling_internal
