@@ -25,49 +25,20 @@ current stream (see ``volley._cuda``).
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _cuda, _pyg_compat, _temporal, _tensor
+from . import _cuda, _pyg_compat, _temporal, _tensor, hetero_loader
 from . import _volley
 from ._tensor import default_seed as _default_seed, rank_and_world_size as _rank_and_world_size
 from ._volley import NeighborLoader as _NativeLoader
+from ._batch import Batch
 from .dataset import Dataset
 from .feature import Feature
 from .graph import Graph
-
-
-class Batch:
-    """One mini-batch, with the fields of PyG's ``NeighborLoader`` batches.
-
-    Used when PyG is not importable (otherwise batches are ``torch_geometric.data.Data``).
-
-    Attributes:
-        x: features of ``n_id`` [n, D] (float32 by default), or None.
-        y: labels of ``n_id`` [n] int64, or None.
-        edge_index: int64 [2, E] local ids (row 0 sources, row 1 targets).
-        n_id: int64 [n] global ids; the first ``batch_size`` are the seeds.
-        e_id: int64 [E] edge ids.
-        input_id: int64 [batch_size] positions of the seeds in ``input_nodes``.
-        batch_size: number of seeds.
-        num_sampled_nodes, num_sampled_edges: per-hop counts (lists).
-    """
-
-    def __init__(self, **fields: Any):
-        self.__dict__.update(fields)
-
-    @property
-    def num_nodes(self) -> int:
-        return int(self.n_id.shape[0])
-
-    def __repr__(self) -> str:
-        parts = []
-        for key, value in self.__dict__.items():
-            shape = getattr(value, "shape", None)
-            parts.append(f"{key}={list(shape)}" if shape is not None else f"{key}={value}")
-        return f"Batch({', '.join(parts)})"
 
 
 def _rows_input(rows: Any) -> Any:
@@ -112,7 +83,9 @@ def _as_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[np.ndarray]:
     if input_nodes is None:
         return None
     if isinstance(input_nodes, tuple):
-        raise _volley.VolleyValueError("heterogeneous input_nodes (node_type, ids) are not supported yet")
+        raise _volley.VolleyValueError(
+            f"input_nodes=({input_nodes[0]!r}, ...) names a node type: that needs a HeteroData or "
+            "volley.HeteroDataset, not a homogeneous graph")
     # Integer ids or a bool mask of length N; an empty selection stays empty (no batches).
     return _tensor.as_ids(input_nodes, "input_nodes", mask_length=num_nodes)
 
@@ -214,6 +187,12 @@ class NeighborLoader:
 
     # Defaults for subclasses that call _setup without __init__ (volley.dist).
     subgraph_type, disjoint, transform_sampler_output, pin_memory = "directional", False, None, False
+
+    def __new__(cls, data: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """HeteroData / volley.HeteroDataset: the heterogeneous loader (hetero_loader.py)."""
+        if cls is NeighborLoader and hetero_loader.is_hetero(data):
+            return hetero_loader.HeteroNeighborLoader(data, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -557,6 +536,11 @@ class NeighborLoader:
             )
             + ")"
         )
+
+
+# inspect.signature(NeighborLoader) reads __init__ (not the dispatching __new__), as PyG's tools expect.
+NeighborLoader.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    list(inspect.signature(NeighborLoader.__init__).parameters.values())[1:])
 
 
 class _EpochIterator:

@@ -1,0 +1,319 @@
+"""Mini-batches of heterogeneous graphs: PyG's ``NeighborLoader`` over a ``HeteroData``.
+
+``volley.loader.NeighborLoader(data, ...)`` comes here when ``data`` is a PyG ``HeteroData`` or a
+``volley.HeteroDataset``; ``HeteroNeighborLoader`` is the same class by name. Sampling is the C++
+heterogeneous sampler (``volley.HeteroNeighborSampler``: per-edge-type fanouts, each node expanded
+once, at the hop that first reached it; a pure function of (seed, batch index), the same for any
+thread count). Worker threads sample and gather the next batches while the model trains (the
+sampler and torch's gathers release the GIL).
+
+Example:
+    >>> loader = NeighborLoader(hetero_data, num_neighbors=[15, 10], batch_size=1024,
+    ...                         input_nodes=("paper", hetero_data["paper"].train_mask))
+    >>> batch = next(iter(loader))         # a HeteroData
+    >>> batch["paper"].x[:batch["paper"].batch_size]   # the seeds' features come first
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import os
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from . import _pyg_compat, _tensor
+from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
+from .hetero import HeteroDataset, HeteroGraph
+from .hetero_sampler import HeteroNeighborSampler
+
+_REFUSED_TEMPORAL = "temporal sampling of heterogeneous graphs (time_attr / input_time)"
+
+
+def is_hetero(data: Any) -> bool:
+    """Whether ``data`` is a ``volley.HeteroDataset`` or a PyG ``HeteroData``."""
+    if isinstance(data, HeteroDataset):
+        return True
+    try:
+        from torch_geometric.data import HeteroData
+    except Exception:  # PyG absent or broken
+        return False
+    return isinstance(data, HeteroData)
+
+
+def _input_nodes(input_nodes: Any, graph: HeteroGraph) -> Tuple[str, np.ndarray]:
+    """``(node_type, ids)`` from a type name, or a ``(type, ids | mask | None)`` pair."""
+    if isinstance(input_nodes, str):
+        input_nodes = (input_nodes, None)
+    if not (isinstance(input_nodes, tuple) and len(input_nodes) == 2
+            and isinstance(input_nodes[0], str)):
+        raise VolleyValueError(
+            "a heterogeneous NeighborLoader needs input_nodes=(node_type, ids or mask or None) or "
+            f"a node type name, got {_describe(input_nodes)}")
+    node_type, ids = input_nodes
+    counts = graph.num_nodes_dict
+    if node_type not in counts:
+        raise VolleyValueError(
+            f"input_nodes: unknown node type '{node_type}' (node types: {', '.join(counts)})")
+    count = counts[node_type]
+    if ids is None:
+        return node_type, np.arange(count, dtype=np.int64)
+    ids = _tensor.as_ids(ids, f"input_nodes of node type '{node_type}'", mask_length=count)
+    bad = np.flatnonzero((ids < 0) | (ids >= count))
+    if bad.size:
+        raise VolleyIndexError(
+            f"input_nodes of node type '{node_type}': id {int(ids[bad[0]])} at position "
+            f"{int(bad[0])} is outside [0, {count})")
+    return node_type, ids
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+class HeteroNeighborLoader:
+    """Heterogeneous mini-batches, as PyG's ``NeighborLoader`` gives for a ``HeteroData``.
+
+    Args:
+        data: a PyG ``HeteroData`` (``edge_index`` per edge type; any node- and edge-level
+            attributes, ``x`` may be a ``volley.Feature``) or a ``volley.HeteroDataset``
+            (``x``, ``y`` and split masks per node type, as ``HeteroDataset.to_pyg`` gives).
+        num_neighbors: fanouts per hop: a list for every edge type, or ``{edge_type: [...]}``
+            (tuples or ``"src__rel__dst"``); ``-1`` all neighbors, ``0`` none. A dict must name
+            every edge type (as in PyG) unless ``default`` is given.
+        input_nodes: ``(node_type, ids)``, ``(node_type, bool mask)``, ``(node_type, None)`` or a
+            node type name (every node of it).
+        replace, weighted: with replacement; proportionally to ``edge_weight`` where an edge
+            type has one (``weight_attr="edge_weight"`` too).
+        batch_size, shuffle, drop_last: as in ``torch.utils.data.DataLoader``.
+        num_workers: threads preparing batches (0: all cores).
+        prefetch: batches prepared ahead (default 2 x workers).
+        seed, generator: the base seed (None: drawn from ``generator``, else torch's).
+        transform: callable applied to each batch.
+        default: with a dict ``num_neighbors``, the fanouts of the edge types it leaves out.
+        The other arguments of PyG's loader are accepted where they change nothing
+        (``is_sorted``, ``filter_per_worker``, ``pin_memory``, the worker-process options).
+
+    Each batch is a ``HeteroData``: per node type ``n_id`` (global ids, seeds first on the input
+    type), every node-level attribute of ``data`` indexed by it (``x``, ``y``, masks, ...) and
+    ``num_sampled_nodes`` (per hop); per edge type ``edge_index`` (local ids: row 0 in the
+    source type's ``n_id``, row 1 in the destination type's), ``e_id``, every edge-level
+    attribute indexed by it and ``num_sampled_edges``; ``batch_size`` and ``input_id`` (positions
+    in the input node list) on the input type. Every node and edge type is present, possibly
+    empty.
+
+    Raises:
+        VolleyValueError / VolleyIndexError: bad input nodes (an unknown type, an id outside its
+            type's range), fanouts for an unknown edge type, a dict missing an edge type: the
+            message names the type. VolleyNotImplementedError: what is not supported for
+            heterogeneous graphs yet (temporal sampling, ``disjoint``, subgraph types other than
+            directional, a CUDA device, a custom ``neighbor_sampler``).
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        num_neighbors: Any,
+        input_nodes: Any = None,
+        input_time: Any = None,
+        replace: bool = False,
+        subgraph_type: Any = "directional",
+        disjoint: bool = False,
+        temporal_strategy: str = "uniform",
+        time_attr: Optional[str] = None,
+        weight_attr: Optional[str] = None,
+        transform: Optional[Callable[[Any], Any]] = None,
+        transform_sampler_output: Optional[Callable[[Any], Any]] = None,
+        is_sorted: bool = False,
+        filter_per_worker: Optional[bool] = None,
+        neighbor_sampler: Any = None,
+        directed: bool = True,
+        *,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        num_workers: int = 0,
+        drop_last: bool = False,
+        pin_memory: bool = False,
+        generator: Any = None,
+        seed: Optional[int] = None,
+        weighted: bool = False,
+        prefetch: Optional[int] = None,
+        device: Any = None,
+        mode: Optional[str] = None,
+        default: Optional[List[int]] = None,
+        **kwargs: Any,
+    ):
+        _pyg_compat.check_loader_kwargs(kwargs)
+        refused = {
+            _REFUSED_TEMPORAL: time_attr is not None or input_time is not None,
+            "disjoint=True": bool(disjoint),
+            f"subgraph_type={subgraph_type!r}":
+                _pyg_compat.subgraph_type_name(subgraph_type, directed) != "directional",
+            "transform_sampler_output": transform_sampler_output is not None,
+            "a custom neighbor_sampler": neighbor_sampler is not None,
+            f"device={device!r} (the heterogeneous loader runs on the CPU)":
+                device not in (None, "cpu") or mode not in (None, "CPU", "cpu"),
+        }
+        for what, asked in refused.items():
+            if asked:
+                raise VolleyNotImplementedError(
+                    f"{what} is not supported for heterogeneous graphs yet")
+        if weight_attr not in (None, "edge_weight"):
+            raise VolleyNotImplementedError(
+                f"weight_attr={weight_attr!r}: heterogeneous sampling weighs by 'edge_weight'")
+        if int(batch_size) < 1:
+            raise VolleyValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.data = data.to_pyg() if isinstance(data, HeteroDataset) else data
+        self.graph = data.graph if isinstance(data, HeteroDataset) else HeteroGraph.from_pyg(data)
+        if seed is None:
+            seed = _pyg_compat.seed_from_generator(generator)
+        self.sampler = HeteroNeighborSampler(self.graph, num_neighbors, replace=replace,
+                                             weighted=weighted or weight_attr is not None,
+                                             seed=seed, default=default)
+        self.input_type, self.input_nodes = _input_nodes(input_nodes, self.graph)
+        self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
+        self.num_workers = int(num_workers) if num_workers else (os.cpu_count() or 1)
+        self.prefetch = int(prefetch) if prefetch else 2 * self.num_workers
+        self.transform = transform
+        self.is_sorted, self.filter_per_worker = bool(is_sorted), filter_per_worker
+        self.pin_memory = bool(pin_memory)
+        self._epoch = 0
+        self._node_attrs, self._edge_attrs, self._graph_attrs = self._attributes()
+
+    # --- attributes ------------------------------------------------------------------------
+    def _attributes(self) -> Tuple[dict, dict, dict]:
+        """Which attributes of ``data`` are node-level / edge-level (indexed per batch) and
+        which are copied as they are."""
+        from .feature import Feature
+
+        nodes, edges, other = {}, {}, {}
+        counts = self.graph.num_nodes_dict
+        for node_type in self.graph.node_types:
+            store = self.data[node_type] if node_type in self.data.node_types else {}
+            # (a type only the graph knows, e.g. from edge types alone, has no attributes)
+            nodes[node_type] = {
+                key: value for key, value in store.items()
+                if key != "num_nodes" and (isinstance(value, Feature) or (
+                    hasattr(value, "shape") and len(value.shape) > 0
+                    and value.shape[0] == counts[node_type]))}
+        for edge_type in self.graph.edge_types:
+            store = self.data[edge_type]
+            count = self.graph.num_edges_dict[edge_type]
+            edges[edge_type] = {
+                key: value for key, value in store.items()
+                if key != "edge_index" and hasattr(value, "shape") and len(value.shape) > 0
+                and value.shape[0] == count}
+        for key, value in getattr(self.data, "_global_store", {}).items():
+            other[key] = value
+        return nodes, edges, other
+
+    # --- epochs ----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        full, rest = divmod(len(self.input_nodes), self.batch_size)
+        return full if self.drop_last or rest == 0 else full + 1
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iteration runs (its order and sampling), as in DistributedSampler."""
+        self._epoch = int(epoch)
+
+    def epoch_order(self, epoch: int) -> np.ndarray:
+        """Positions in the input node list, in the order epoch ``epoch`` visits them."""
+        count = len(self.input_nodes)
+        if not self.shuffle:
+            return np.arange(count, dtype=np.int64)
+        generator = np.random.Generator(np.random.Philox(key=[self.sampler.seed & (2**64 - 1), epoch]))
+        return generator.permutation(count).astype(np.int64)
+
+    def __iter__(self) -> Iterator[Any]:
+        epoch = self._epoch
+        self._epoch += 1
+        order = self.epoch_order(epoch)
+        batches = len(self)
+        jobs = [(epoch * batches + b, order[b * self.batch_size:(b + 1) * self.batch_size])
+                for b in range(batches)]
+        return _ordered(self._make_batch, jobs, self.num_workers, self.prefetch)
+
+    def __call__(self, positions: Any) -> Any:
+        """The batch of the input nodes at ``positions`` (batch index 0)."""
+        return self._make_batch((0, _tensor.as_ids(positions, "positions")))
+
+    # --- one batch -------------------------------------------------------------------------
+    def _make_batch(self, job: Tuple[int, np.ndarray]) -> Any:
+        import torch
+        from torch_geometric.data import HeteroData
+
+        batch_index, positions = job
+        seeds = self.input_nodes[positions]
+        raw = self.sampler.sample({self.input_type: seeds}, batch_index)
+        out = HeteroData()
+        for key, value in self._graph_attrs.items():
+            out[key] = value
+        for node_type, attrs in self._node_attrs.items():
+            store = out[node_type]
+            n_id = torch.as_tensor(raw["node"][node_type])
+            store.n_id = n_id
+            for key, value in attrs.items():
+                store[key] = _index(value, n_id)
+            store.num_sampled_nodes = list(raw["num_sampled_nodes"][node_type])
+            store.num_nodes = int(n_id.numel())
+        for edge_type, attrs in self._edge_attrs.items():
+            store = out[edge_type]
+            e_id = torch.as_tensor(raw["edge"][edge_type])
+            store.edge_index = torch.as_tensor(raw["edge_index"][edge_type])
+            store.e_id = e_id
+            for key, value in attrs.items():
+                store[key] = _index(value, e_id)
+            store.num_sampled_edges = list(raw["num_sampled_edges"][edge_type])
+        store = out[self.input_type]
+        store.input_id = torch.as_tensor(positions)
+        store.batch_size = int(len(positions))
+        return self.transform(out) if self.transform is not None else out
+
+    def __repr__(self) -> str:
+        return (f"HeteroNeighborLoader(input_type='{self.input_type}', "
+                f"input_nodes={len(self.input_nodes)}, batch_size={self.batch_size}, "
+                f"node_types={self.graph.node_types}, edge_types={len(self.graph.edge_types)})")
+
+
+def _index(value: Any, ids: Any) -> Any:
+    """``value`` at ``ids``: a torch tensor (index_select), numpy array or ``volley.Feature``."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.index_select(0, ids)
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value[ids.numpy()]))
+    return value[ids]
+
+
+def _ordered(make: Callable[[Any], Any], jobs: list, workers: int, depth: int) -> Iterator[Any]:
+    """``make(job)`` for every job, in order, ``depth`` of them in flight on ``workers`` threads.
+    The first error is raised at its batch; the threads end with the generator."""
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield make(job)
+        return
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers,
+                                                 thread_name_prefix="volley-hetero")
+    pending: collections.deque = collections.deque()
+    try:
+        queued = iter(jobs)
+        for job in queued:
+            pending.append(pool.submit(make, job))
+            if len(pending) >= max(depth, 1):
+                break
+        while pending:
+            result = pending.popleft().result()
+            for job in queued:
+                pending.append(pool.submit(make, job))
+                break
+            yield result
+    finally:
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True)
+
+
+__all__ = ["HeteroNeighborLoader", "is_hetero"]
