@@ -39,7 +39,8 @@ def test_batches_carry_pyg_fields_and_real_edges():
         assert set(batch.edge_types) == set(data.edge_types)
         paper = batch["paper"]
         size = paper.batch_size
-        assert torch.equal(paper.n_id[:size], torch.nonzero(data["paper"].train_mask).flatten()[paper.input_id])
+        # A mask as input: input_id are node ids (as in PyG).
+        assert torch.equal(paper.n_id[:size], paper.input_id)
         assert torch.equal(paper.x, data["paper"].x[paper.n_id])
         assert torch.equal(paper.y, data["paper"].y[paper.n_id])
         assert torch.equal(paper.train_mask, data["paper"].train_mask[paper.n_id])
@@ -202,3 +203,64 @@ def test_train_hetero_example_beats_a_features_only_mlp():
         capture_output=True, text=True, env=dict(os.environ, VOLLEY_CLI=cli), timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "features-only MLP" in result.stdout and "epoch   8" in result.stdout
+
+
+def test_a_heterogeneous_store_pair_samples_as_the_heterodata_does():
+    """PyG's remote backend with typed groups and edge types (COO and CSR layouts) gives the
+    batches of the HeteroData it stores."""
+    testing = pytest.importorskip("torch_geometric.testing")
+    data = toy_hetero(seed=6)
+    data["author"].x = torch.randn(40, 3)
+    feature_store, graph_store = testing.MyFeatureStore(), testing.MyGraphStore()
+    for node_type in ("paper", "author"):
+        feature_store.put_tensor(data[node_type].x, group_name=node_type, attr_name="x", index=None)
+    counts = {"paper": 60, "author": 40}
+    for edge_type in data.edge_types:
+        edge_index = data[edge_type].edge_index
+        size = (counts[edge_type[0]], counts[edge_type[2]])
+        graph_store.put_edge_index((edge_index[0], edge_index[1]), edge_type=edge_type,
+                                   layout="coo", size=size)
+    kwargs = dict(batch_size=16, input_nodes=("paper", torch.arange(40)), shuffle=True, seed=2)
+    expected = list(NeighborLoader(data, [3, 2], **kwargs))
+    got = list(NeighborLoader((feature_store, graph_store), [3, 2], **kwargs))
+    assert len(got) == len(expected) == 3
+    for a, b in zip(got, expected):
+        for node_type in ("paper", "author"):
+            assert torch.equal(a[node_type].n_id, b[node_type].n_id)
+            assert torch.equal(a[node_type].x, b[node_type].x)
+        for edge_type in data.edge_types:
+            assert torch.equal(a[edge_type].e_id, b[edge_type].e_id)
+
+
+@pytest.mark.parametrize("subgraph_type", ["bidirectional", "induced"])
+def test_bidirectional_and_induced_subgraphs(subgraph_type):
+    data = toy_hetero(seed=7)
+    loader = NeighborLoader(data, [2, 2], input_nodes="paper", batch_size=10,
+                            subgraph_type=subgraph_type, seed=1)
+    directional = NeighborLoader(data, [2, 2], input_nodes="paper", batch_size=10, seed=1)
+    for batch, plain in zip(loader, directional):
+        for node_type in data.node_types:
+            assert torch.equal(batch[node_type].n_id, plain[node_type].n_id)
+            assert "num_sampled_nodes" not in batch[node_type]
+        for edge_type in data.edge_types:
+            src, dst = batch[edge_type[0]].n_id, batch[edge_type[2]].n_id
+            edge_index = batch[edge_type].edge_index
+            pairs = set(zip(src[edge_index[0]].tolist(), dst[edge_index[1]].tolist()))
+            sampled = set(zip(src[plain[edge_type].edge_index[0]].tolist(),
+                              dst[plain[edge_type].edge_index[1]].tolist()))
+            assert sampled <= pairs, edge_type  # every sampled edge stays
+            every = data[edge_type].edge_index
+            present = set(zip(every[0].tolist(), every[1].tolist()))
+            if subgraph_type == "induced":
+                # Exactly the stored edges among the batch's nodes, with their ids, by target.
+                inside = {(u, v) for u, v in present if u in set(src.tolist()) and v in set(dst.tolist())}
+                assert pairs == inside, edge_type
+                assert torch.equal(every[:, batch[edge_type].e_id],
+                                   torch.stack([src[edge_index[0]], dst[edge_index[1]]]))
+                assert bool((edge_index[1][1:] >= edge_index[1][:-1]).all())
+            else:
+                assert "e_id" not in batch[edge_type]
+        if subgraph_type == "bidirectional":  # writes and rev_writes are each other's flip
+            a = batch[WRITES].edge_index
+            b = batch[REV].edge_index
+            assert set(zip(a[0].tolist(), a[1].tolist())) == set(zip(b[1].tolist(), b[0].tolist()))

@@ -225,13 +225,13 @@ def test_a_feature_store_and_graph_store_pair_samples_as_the_data_does():
     for a, b in zip(got, expected):
         assert torch.equal(a.n_id, b.n_id) and torch.equal(a.e_id, b.e_id)
         assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
-    # A heterogeneous pair is refused by name (issue 14's loader takes HeteroData).
+    # A heterogeneous graph store with untyped tensors: the error names the tensor.
     hetero = MyGraphStore()
     for edge_type in [("a", "to", "b"), ("b", "to", "a")]:
         hetero.put_edge_index((data.edge_index[0], data.edge_index[1]), edge_type=edge_type,
                               layout="coo", size=(60, 60))
-    with pytest.raises(volley.VolleyNotImplementedError, match="heterogeneous"):
-        NeighborLoader((feature_store, hetero), [3], batch_size=4)
+    with pytest.raises(volley.VolleyValueError, match="tensor 'x' has no group"):
+        NeighborLoader((feature_store, hetero), [3], batch_size=4, input_nodes="a")
 
 
 @pytest.mark.parametrize("subgraph_type", ["directional", "bidirectional", "induced"])

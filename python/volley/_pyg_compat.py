@@ -281,31 +281,41 @@ def pin(fields: dict) -> dict:
     }
 
 
-def from_remote_backend(data: Any) -> Any:
-    """PyG's remote backend, a ``(FeatureStore, GraphStore)`` pair, read into a ``Data`` (the
-    loaders sample from memory): the graph store's edges as ``edge_index`` (COO, converted from
-    CSR / CSC as the store does), every tensor of the feature store by its ``attr_name``, and
-    ``num_nodes`` the larger of the stored graph size and the tensors' rows. Anything else is
-    returned as it is. VolleyNotImplementedError for a heterogeneous pair (several edge types or
-    named groups)."""
+def remote_backend_kind(data: Any) -> Optional[str]:
+    """``"homogeneous"`` or ``"heterogeneous"`` for PyG's remote backend, a ``(FeatureStore,
+    GraphStore)`` pair (heterogeneous: several or named edge types, or named groups), else None."""
     if not (isinstance(data, tuple) and len(data) == 2):
-        return data
+        return None
     try:
-        from torch_geometric.data import Data, FeatureStore, GraphStore
+        from torch_geometric.data import FeatureStore, GraphStore
     except ImportError:
-        return data
+        return None
     feature_store, graph_store = data
     if not (isinstance(feature_store, FeatureStore) and isinstance(graph_store, GraphStore)):
+        return None
+    edge_types = {attr.edge_type for attr in graph_store.get_all_edge_attrs()}
+    groups = {attr.group_name for attr in feature_store.get_all_tensor_attrs()}
+    hetero = len(edge_types) > 1 or (edge_types - {None}) or (groups - {None})
+    return "heterogeneous" if hetero else "homogeneous"
+
+
+def from_remote_backend(data: Any) -> Any:
+    """PyG's remote backend, a ``(FeatureStore, GraphStore)`` pair, read into a ``Data`` or, for
+    a heterogeneous pair, a ``HeteroData`` (the loaders sample from memory): the graph store's
+    edges as ``edge_index`` (COO, converted from CSR / CSC as the store does) per edge type,
+    every tensor of the feature store by its ``attr_name`` (in its group's node type), and
+    ``num_nodes`` the larger of the stored graph sizes and the tensors' rows. Anything else is
+    returned as it is."""
+    kind = remote_backend_kind(data)
+    if kind is None:
         return data
+    from torch_geometric.data import Data
+
+    feature_store, graph_store = data
     edge_attrs = graph_store.get_all_edge_attrs()
     tensor_attrs = feature_store.get_all_tensor_attrs()
-    edge_types = {attr.edge_type for attr in edge_attrs}
-    groups = {attr.group_name for attr in tensor_attrs}
-    if len(edge_types) > 1 or (edge_types - {None}) or (groups - {None}):
-        raise _volley.VolleyNotImplementedError(
-            f"a heterogeneous (FeatureStore, GraphStore) pair (edge types {sorted(map(str, edge_types))}, "
-            f"groups {sorted(map(str, groups))}) is not supported yet: pass a HeteroData (issue 14)"
-        )
+    if kind == "heterogeneous":
+        return _hetero_from_remote_backend(feature_store, graph_store, edge_attrs, tensor_attrs)
     out = Data()
     num_nodes = 0
     if edge_attrs:
@@ -321,4 +331,34 @@ def from_remote_backend(data: Any) -> Any:
         setattr(out, attr.attr_name, value)
         num_nodes = max(num_nodes, int(value.shape[0]) if value.dim() else 0)
     out.num_nodes = num_nodes
+    return out
+
+
+def _hetero_from_remote_backend(feature_store: Any, graph_store: Any, edge_attrs: list,
+                                tensor_attrs: list) -> Any:
+    from torch_geometric.data import HeteroData
+
+    torch = _tensor.torch_module()
+    out, num_nodes = HeteroData(), {}
+    rows, cols, _ = graph_store.coo()  # dicts by edge type
+    for attr in edge_attrs:
+        edge_type = attr.edge_type
+        edge_index = torch.stack([rows[edge_type], cols[edge_type]])
+        out[edge_type].edge_index = edge_index
+        size = attr.size or (int(edge_index[0].max()) + 1 if edge_index.numel() else 0,
+                             int(edge_index[1].max()) + 1 if edge_index.numel() else 0)
+        for node_type, count in ((edge_type[0], size[0]), (edge_type[2], size[1])):
+            num_nodes[node_type] = max(num_nodes.get(node_type, 0), int(count))
+    for attr in tensor_attrs:
+        if attr.group_name is None:
+            raise _volley.VolleyValueError(
+                f"the feature store's tensor '{attr.attr_name}' has no group (node type), but the "
+                "graph store has typed edges: put each tensor under its node type's group_name")
+        value = feature_store.get_tensor(group_name=attr.group_name, attr_name=attr.attr_name,
+                                         index=None)
+        out[attr.group_name][attr.attr_name] = value
+        rows_of = int(value.shape[0]) if value.dim() else 0
+        num_nodes[attr.group_name] = max(num_nodes.get(attr.group_name, 0), rows_of)
+    for node_type, count in num_nodes.items():
+        out[node_type].num_nodes = count
     return out

@@ -42,8 +42,10 @@ def is_hetero(data: Any) -> bool:
     return isinstance(data, HeteroData)
 
 
-def _input_nodes(input_nodes: Any, graph: HeteroGraph) -> Tuple[str, np.ndarray]:
-    """``(node_type, ids)`` from a type name, or a ``(type, ids | mask | None)`` pair."""
+def _input_nodes(input_nodes: Any, graph: HeteroGraph) -> Tuple[str, np.ndarray, bool]:
+    """``(node_type, ids, by_id)`` from a type name, or a ``(type, ids | mask | None)`` pair;
+    ``by_id``: the batches' ``input_id`` are node ids (a mask or every node, as in PyG), not
+    positions in the given ids."""
     if isinstance(input_nodes, str):
         input_nodes = (input_nodes, None)
     if not (isinstance(input_nodes, tuple) and len(input_nodes) == 2
@@ -58,14 +60,15 @@ def _input_nodes(input_nodes: Any, graph: HeteroGraph) -> Tuple[str, np.ndarray]
             f"input_nodes: unknown node type '{node_type}' (node types: {', '.join(counts)})")
     count = counts[node_type]
     if ids is None:
-        return node_type, np.arange(count, dtype=np.int64)
+        return node_type, np.arange(count, dtype=np.int64), True
+    is_mask = _tensor.to_numpy(ids).dtype == np.bool_ if hasattr(ids, "__len__") else False
     ids = _tensor.as_ids(ids, f"input_nodes of node type '{node_type}'", mask_length=count)
     bad = np.flatnonzero((ids < 0) | (ids >= count))
     if bad.size:
         raise VolleyIndexError(
             f"input_nodes of node type '{node_type}': id {int(ids[bad[0]])} at position "
             f"{int(bad[0])} is outside [0, {count})")
-    return node_type, ids
+    return node_type, ids, is_mask
 
 
 def _describe(value: Any) -> str:
@@ -149,8 +152,6 @@ class HeteroNeighborLoader:
         refused = {
             _REFUSED_TEMPORAL: time_attr is not None or input_time is not None,
             "disjoint=True": bool(disjoint),
-            f"subgraph_type={subgraph_type!r}":
-                _pyg_compat.subgraph_type_name(subgraph_type, directed) != "directional",
             "transform_sampler_output": transform_sampler_output is not None,
             "a custom neighbor_sampler": neighbor_sampler is not None,
             f"device={device!r} (the heterogeneous loader runs on the CPU)":
@@ -165,6 +166,7 @@ class HeteroNeighborLoader:
                 f"weight_attr={weight_attr!r}: heterogeneous sampling weighs by 'edge_weight'")
         if int(batch_size) < 1:
             raise VolleyValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.subgraph_type = _pyg_compat.subgraph_type_name(subgraph_type, directed)
         self.data = data.to_pyg() if isinstance(data, HeteroDataset) else data
         self.graph = data.graph if isinstance(data, HeteroDataset) else HeteroGraph.from_pyg(data)
         if seed is None:
@@ -172,7 +174,7 @@ class HeteroNeighborLoader:
         self.sampler = HeteroNeighborSampler(self.graph, num_neighbors, replace=replace,
                                              weighted=weighted or weight_attr is not None,
                                              seed=seed, default=default)
-        self.input_type, self.input_nodes = _input_nodes(input_nodes, self.graph)
+        self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes, self.graph)
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
         self.num_workers = int(num_workers) if num_workers else (os.cpu_count() or 1)
         self.prefetch = int(prefetch) if prefetch else 2 * self.num_workers
@@ -181,6 +183,7 @@ class HeteroNeighborLoader:
         self.pin_memory = bool(pin_memory)
         self._epoch = 0
         self._node_attrs, self._edge_attrs, self._graph_attrs = self._attributes()
+        self._explicit_num_nodes = {t for t in self.data.node_types if "num_nodes" in self.data[t]}
 
     # --- attributes ------------------------------------------------------------------------
     def _attributes(self) -> Tuple[dict, dict, dict]:
@@ -247,34 +250,90 @@ class HeteroNeighborLoader:
         batch_index, positions = job
         seeds = self.input_nodes[positions]
         raw = self.sampler.sample({self.input_type: seeds}, batch_index)
+        nodes = {t: torch.as_tensor(raw["node"][t]) for t in self.graph.node_types}
+        edges = {t: (torch.as_tensor(raw["edge_index"][t]), torch.as_tensor(raw["edge"][t]))
+                 for t in self.graph.edge_types}
+        counts = (raw["num_sampled_nodes"], raw["num_sampled_edges"])
+        if self.subgraph_type == "induced":
+            edges, counts = {t: self._induced(t, nodes) for t in edges}, None
+        elif self.subgraph_type == "bidirectional":
+            edges, counts = _bidirectional(nodes, edges), None
         out = HeteroData()
         for key, value in self._graph_attrs.items():
             out[key] = value
         for node_type, attrs in self._node_attrs.items():
             store = out[node_type]
-            n_id = torch.as_tensor(raw["node"][node_type])
-            store.n_id = n_id
+            store.n_id = n_id = nodes[node_type]
             for key, value in attrs.items():
                 store[key] = _index(value, n_id)
-            store.num_sampled_nodes = list(raw["num_sampled_nodes"][node_type])
-            store.num_nodes = int(n_id.numel())
+            if counts is not None:
+                store.num_sampled_nodes = list(counts[0][node_type])
+            if node_type in self._explicit_num_nodes:  # as PyG: only where data sets it
+                store.num_nodes = int(n_id.numel())
+        edge_index_type = _pyg_compat.edge_index_type()
         for edge_type, attrs in self._edge_attrs.items():
             store = out[edge_type]
-            e_id = torch.as_tensor(raw["edge"][edge_type])
-            store.edge_index = torch.as_tensor(raw["edge_index"][edge_type])
-            store.e_id = e_id
-            for key, value in attrs.items():
-                store[key] = _index(value, e_id)
-            store.num_sampled_edges = list(raw["num_sampled_edges"][edge_type])
+            edge_index, e_id = edges[edge_type]
+            if edge_index_type is not None:
+                edge_index = edge_index_type(
+                    edge_index, sort_order="col",
+                    sparse_size=(len(nodes[edge_type[0]]), len(nodes[edge_type[2]])))
+            store.edge_index = edge_index
+            if e_id is not None:
+                store.e_id = e_id
+                for key, value in attrs.items():
+                    store[key] = _index(value, e_id)
+            if counts is not None:
+                store.num_sampled_edges = list(counts[1][edge_type])
         store = out[self.input_type]
-        store.input_id = torch.as_tensor(positions)
+        store.input_id = torch.as_tensor(seeds if self._input_by_id else positions)
         store.batch_size = int(len(positions))
         return self.transform(out) if self.transform is not None else out
 
+    def _induced(self, edge_type: Any, nodes: Dict[str, Any]) -> Tuple[Any, Any]:
+        """Every edge of ``edge_type`` between the batch's nodes: ``(edge_index, e_id)``, by
+        target in node order, each target's edges in CSR order."""
+        import torch
+
+        graph = self.graph.graph(edge_type)
+        indptr, indices = _tensor.to_numpy(graph.indptr), _tensor.to_numpy(graph.indices)
+        edge_ids = graph.edge_ids
+        sources, targets = nodes[edge_type[0]].numpy(), nodes[edge_type[2]].numpy()
+        begin, end = indptr[targets], indptr[targets + 1]
+        lengths = end - begin
+        target_local = np.repeat(np.arange(len(targets), dtype=np.int64), lengths)
+        positions = np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
+            np.cumsum(lengths) - lengths, lengths) + np.repeat(begin, lengths)
+        order = np.argsort(sources, kind="stable")
+        neighbors = indices[positions].astype(np.int64)
+        slot = np.minimum(np.searchsorted(sources[order], neighbors), max(len(sources) - 1, 0))
+        keep = (sources[order][slot] == neighbors) if len(sources) else np.zeros(0, dtype=bool)
+        edge_index = np.stack([order[slot][keep], target_local[keep]])
+        e_id = positions[keep] if edge_ids is None else _tensor.to_numpy(edge_ids)[positions[keep]]
+        return torch.from_numpy(edge_index), torch.from_numpy(np.ascontiguousarray(e_id))
+
     def __repr__(self) -> str:
+        return "NeighborLoader()"  # as PyG's loaders print; options: describe()
+
+    def describe(self) -> str:
+        """The loader's options in one line."""
         return (f"HeteroNeighborLoader(input_type='{self.input_type}', "
                 f"input_nodes={len(self.input_nodes)}, batch_size={self.batch_size}, "
                 f"node_types={self.graph.node_types}, edge_types={len(self.graph.edge_types)})")
+
+
+def _bidirectional(nodes: Dict[str, Any], edges: Dict[Any, Tuple[Any, Any]]) -> dict:
+    """PyG's bidirectional subgraph: each edge type merged with its reverse type (or itself),
+    by PyG's own ``HeteroSamplerOutput.to_bidirectional``; edge ids dropped."""
+    from torch_geometric.sampler import HeteroSamplerOutput
+
+    out = HeteroSamplerOutput(node=nodes, row={t: e[0][0] for t, e in edges.items()},
+                              col={t: e[0][1] for t, e in edges.items()},
+                              edge={t: e[1] for t, e in edges.items()}).to_bidirectional()
+    import torch
+
+    return {t: (torch.stack([out.row[t], out.col[t]]), (out.edge or {}).get(t))
+            for t in edges}
 
 
 def _index(value: Any, ids: Any) -> Any:

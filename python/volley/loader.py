@@ -190,6 +190,8 @@ class NeighborLoader:
 
     def __new__(cls, data: Any = None, *args: Any, **kwargs: Any) -> Any:
         """HeteroData / volley.HeteroDataset: the heterogeneous loader (hetero_loader.py)."""
+        if cls is NeighborLoader and _pyg_compat.remote_backend_kind(data) == "heterogeneous":
+            data = _pyg_compat.from_remote_backend(data)
         if cls is NeighborLoader and hetero_loader.is_hetero(data):
             return hetero_loader.HeteroNeighborLoader(data, *args, **kwargs)
         return super().__new__(cls)

@@ -255,7 +255,7 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& grap
                  "fanouts: the fanout list is empty (give one per hop)");
   for (size_t e = 1; e < resolved.size(); ++e) {
     VOLLEY_REQUIRE(resolved[e].size() == resolved[0].size(), ValueError,
-                   "every edge type needs the same number of hops: {} has {}, {} has {}",
+                   "the number of hops must be the same across all edge types: {} has {}, {} has {}",
                    graph.edge_types()[0].name(), resolved[0].size(), graph.edge_types()[e].name(),
                    resolved[e].size());
   }

@@ -192,7 +192,7 @@ TEST(HeteroSamplerTest, PreciseErrorsNamingTheType) {
   EXPECT_THAT(message_of<ValueError>([&] {
                 sample(uneven, {{"paper", seeds}});
               }),
-              HasSubstr("same number of hops"));
+              HasSubstr("hops must be the same across all edge types"));
   EXPECT_THAT(message_of<ValueError>([&] {
                 sample({.fanouts = {-2}}, {{"paper", seeds}});
               }),
