@@ -197,7 +197,7 @@ class HeteroNeighborLoader:
             store = self.data[node_type] if node_type in self.data.node_types else {}
             # (a type only the graph knows, e.g. from edge types alone, has no attributes)
             nodes[node_type] = {
-                key: value for key, value in store.items()
+                key: _gatherable(value) for key, value in store.items()
                 if key != "num_nodes" and (isinstance(value, Feature) or (
                     hasattr(value, "shape") and len(value.shape) > 0
                     and value.shape[0] == counts[node_type]))}
@@ -334,6 +334,19 @@ def _bidirectional(nodes: Dict[str, Any], edges: Dict[Any, Tuple[Any, Any]]) -> 
 
     return {t: (torch.stack([out.row[t], out.col[t]]), (out.edge or {}).get(t))
             for t in edges}
+
+
+def _gatherable(value: Any) -> Any:
+    """Feature matrices (2-d and wider) as a zero-copy ``volley.Feature``, whose C++ gather is
+    several times faster than torch's ``index_select`` on large tables; the rest as they are."""
+    from .feature import Feature
+
+    if isinstance(value, Feature) or len(getattr(value, "shape", ())) < 2:
+        return value
+    try:
+        return Feature(value)
+    except Exception:  # a dtype or layout the store does not take: torch gathers it
+        return value
 
 
 def _index(value: Any, ids: Any) -> Any:
