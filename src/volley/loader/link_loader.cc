@@ -14,8 +14,8 @@
 namespace volley {
 
 struct LinkLoader::Shared {
-  std::vector<int64_t> src, dst;  // the supervision edges
-  std::optional<Array> labels;    // [M], as given
+  std::vector<int64_t> src, dst;             // the supervision edges
+  std::optional<Array> labels;               // [M], as given
   std::optional<NegativeSampler> negatives;  // seed 0; reseeded per epoch
   loader_internal::BatchAssembly assembly;
 };
@@ -356,8 +356,8 @@ LinkSeeds LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<in
   return seeds;
 }
 
-std::vector<int64_t> LinkLoader::EpochWork::negative_time_bounds(
-    std::span<const int64_t> positions, int64_t count) const {
+std::vector<int64_t> LinkLoader::EpochWork::negative_time_bounds(std::span<const int64_t> positions,
+                                                                 int64_t count) const {
   if (options.loader.sampler.time_source != TimeSource::kNode || positions.empty()) return {};
   const int64_t* time = options.loader.input_time->data<int64_t>();
   std::vector<int64_t> out(static_cast<size_t>(count));

@@ -64,7 +64,8 @@
 // amount 0, or labels; edge_label_time (loader.input_time) without temporal sampling, missing
 // with it, not int64 [M] in host memory; degree distribution or
 // reject_existing on a source that cannot give degrees / check edges, negatives under node-time
-// sampling on a source that cannot give node times (the source's ValueError); the LoaderOptions errors of NeighborLoader. M = 0 gives epochs without batches.
+// sampling on a source that cannot give node times (the source's ValueError); the
+// LoaderOptions errors of NeighborLoader. M = 0 gives epochs without batches.
 // Thread safety: one consumer per epoch; a LinkLoader may run several epochs concurrently.
 #pragma once
 

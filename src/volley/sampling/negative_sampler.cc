@@ -156,10 +156,10 @@ void NegativeSampler::prepare(std::span<const int64_t> degrees) {
                  options_.weights.size());
   VOLLEY_REQUIRE(std::isfinite(options_.degree_power), ValueError,
                  "degree_power must be finite, got {}", options_.degree_power);
-  VOLLEY_REQUIRE(options_.node_time.empty() ||
-                     static_cast<int64_t>(options_.node_time.size()) == num_nodes_,
-                 ValueError, "negative sampling node_time has {} entries; the graph has {} nodes",
-                 options_.node_time.size(), num_nodes_);
+  VOLLEY_REQUIRE(
+      options_.node_time.empty() || static_cast<int64_t>(options_.node_time.size()) == num_nodes_,
+      ValueError, "negative sampling node_time has {} entries; the graph has {} nodes",
+      options_.node_time.size(), num_nodes_);
   std::vector<double> mass;  // kUniform: none
   if (kind != NegativeDistribution::kUniform) prepare_mass(degrees, mass);
   if (!options_.node_time.empty()) prepare_time_order(mass);
@@ -313,10 +313,9 @@ NegativePairs NegativeSampler::sample_pairs(int64_t count, uint64_t batch_index,
   return out;
 }
 
-NegativeDestinations NegativeSampler::sample_destinations(std::span<const int64_t> sources,
-                                                          int64_t per_source,
-                                                          uint64_t batch_index,
-                                                          std::span<const int64_t> time_bounds) const {
+NegativeDestinations NegativeSampler::sample_destinations(
+    std::span<const int64_t> sources, int64_t per_source, uint64_t batch_index,
+    std::span<const int64_t> time_bounds) const {
   VOLLEY_REQUIRE(per_source >= 0, ValueError, "negatives per source must be >= 0, got {}",
                  per_source);
   const int64_t* bounds = checked_bounds(time_bounds, sources.size());
@@ -330,9 +329,8 @@ NegativeDestinations NegativeSampler::sample_destinations(std::span<const int64_
   const auto total = static_cast<int64_t>(sources.size()) * per_source;
   out.dst.resize(static_cast<size_t>(total));
   std::vector<int64_t> src(static_cast<size_t>(total));
-  out.kept_existing =
-      draw_negatives(total, sources.data(), bounds, per_source, batch_index, src.data(),
-                     out.dst.data());
+  out.kept_existing = draw_negatives(total, sources.data(), bounds, per_source, batch_index,
+                                     src.data(), out.dst.data());
   return out;
 }
 

@@ -181,9 +181,9 @@ TEST(NegativeSampler, TimeBoundsKeepNegativesNoLaterThanTheirBound) {
       EXPECT_LE(node_time[pairs.src[i]], 40);
       EXPECT_LE(node_time[pairs.dst[i]], 40);
     }
-    const NegativeSampler untimed(graph, {.distribution = kind,
-                                          .weights = weighted ? weights : std::vector<double>{},
-                                          .seed = 4});
+    const NegativeSampler untimed(
+        graph,
+        {.distribution = kind, .weights = weighted ? weights : std::vector<double>{}, .seed = 4});
     EXPECT_EQ(timed.sample_pairs(500, 3).dst, untimed.sample_pairs(500, 3).dst);
     EXPECT_EQ(timed.reseeded(5).sample_pairs(500, 3).dst,
               NegativeSampler(graph, {.distribution = kind,
