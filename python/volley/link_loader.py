@@ -147,8 +147,10 @@ class LinkNeighborLoader(NeighborLoader):
         edge_label: labels [M] (any numeric dtype), or None. Not with ``"triplet"``.
         edge_label_time: with ``time_attr``, the time of each supervision edge [M] (integers):
             both end points are sampled with it as their seed time (neighbors no later than it,
-            disjoint per end point, as PyG); negatives take their positive's time. Batches then
-            carry ``edge_label_time`` (``seed_time`` for ``"triplet"``) and ``batch``.
+            disjoint per end point, as PyG); negatives take their positive's time and, with node
+            time, are drawn among the nodes no later than it (PyG's rule; the earliest node when
+            none is). Batches then carry ``edge_label_time`` (``seed_time`` for ``"triplet"``)
+            and ``batch``.
         time_attr: the node or edge time of ``data`` to sample by (as in ``NeighborLoader``).
         replace: as in ``volley.loader.NeighborLoader``, like the arguments below.
         subgraph_type, weight_attr, transform, transform_sampler_output: as there.
