@@ -374,7 +374,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         if directory is None:
             directory = os.path.join(scratch, "stream")
             generate(find_cli(args.cli), directory, args)
-        stream = load_stream(directory)
+        try:
+            stream = load_stream(directory)
+        except ValueError as error:
+            print(error, file=sys.stderr)
+            return 2
     results = run_models(stream, args)
     rows = [("temporal", f'GNN, temporal sampling ("{args.temporal_strategy}")'),
             ("static", "GNN, no time constraint"),
