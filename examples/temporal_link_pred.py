@@ -1,6 +1,6 @@
 """Temporal link prediction on a generated interaction stream: train on the past, test the future.
 
-    .venv/bin/python examples/temporal_link_pred.py        # --temporal-strategy uniform, --epochs 8
+    .venv/bin/python examples/temporal_link_pred.py    # --temporal-strategy uniform, --fanouts 5 3
 
 The data is ``volley generate --model temporal`` (run by the script into a temporary directory;
 ``--dataset DIR`` reuses one): users take items one event at a time, event e at time e, and a
@@ -114,25 +114,24 @@ def generate(cli: str, directory: str, args) -> None:
 def load_stream(directory: str) -> Stream:
     """The events of a ``--model temporal`` dataset directory, in time order.
 
-    Each event is stored twice (both ways, one event id); the user -> item copy is kept.
+    Each event is stored twice (both ways, one edge time); the user -> item copy is kept.
     Raises ValueError when the directory is not such a stream (no edge times, or an edge
     without exactly one user end).
     """
     dataset = volley.load_dataset(directory)
     graph = dataset.graph
-    if graph.edge_time is None or graph.edge_ids is None:
+    if graph.edge_time is None:
         raise ValueError(f"{directory} has no edge times: generate it with --model temporal")
     edge_index = torch.as_tensor(graph.to_edge_index()).long()
     edge_time = torch.as_tensor(graph.edge_time).long()
-    event_id = torch.as_tensor(graph.edge_ids).long()
     num_nodes = dataset.num_nodes
     num_users = num_nodes - max(num_nodes // ITEM_SHARE, 1)
     from_user = edge_index[0] < num_users
     if not torch.equal(from_user, edge_index[1] >= num_users):
         raise ValueError(f"{directory}: an edge without exactly one user end (< {num_users})")
-    order = torch.argsort(event_id[from_user])
+    event_time, order = torch.sort(edge_time[from_user], stable=True)
     user, item = edge_index[:, from_user][:, order]
-    return Stream(user=user, item=item, time=edge_time[from_user][order], edge_index=edge_index,
+    return Stream(user=user, item=item, time=event_time, edge_index=edge_index,
                   edge_time=edge_time, num_nodes=num_nodes, num_users=num_users)
 
 
