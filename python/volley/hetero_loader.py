@@ -115,6 +115,8 @@ class HeteroNeighborLoader:
             directional, a CUDA device, a custom ``neighbor_sampler``).
     """
 
+    _takes_input_nodes = True  # the link loader's seeds are edges
+
     def __init__(
         self,
         data: Any,
@@ -171,10 +173,16 @@ class HeteroNeighborLoader:
         self.graph = data.graph if isinstance(data, HeteroDataset) else HeteroGraph.from_pyg(data)
         if seed is None:
             seed = _pyg_compat.seed_from_generator(generator)
-        self.sampler = HeteroNeighborSampler(self.graph, num_neighbors, replace=replace,
-                                             weighted=weighted or weight_attr is not None,
-                                             seed=seed, default=default)
-        self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes, self.graph)
+        hops = len(num_neighbors) if not isinstance(num_neighbors, dict) else max(
+            (len(v) for v in num_neighbors.values()), default=len(default or []))
+        self.sampler = None if hops == 0 else HeteroNeighborSampler(
+            self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
+            seed=seed, default=default)
+        self.seed = self.sampler.seed if self.sampler is not None else (
+            _tensor.default_seed() if seed is None else int(seed))
+        if self._takes_input_nodes:
+            self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
+                                                                                self.graph)
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
         self.num_workers = int(num_workers) if num_workers else (os.cpu_count() or 1)
         self.prefetch = int(prefetch) if prefetch else 2 * self.num_workers
@@ -226,7 +234,7 @@ class HeteroNeighborLoader:
         count = len(self.input_nodes)
         if not self.shuffle:
             return np.arange(count, dtype=np.int64)
-        generator = np.random.Generator(np.random.Philox(key=[self.sampler.seed & (2**64 - 1), epoch]))
+        generator = np.random.Generator(np.random.Philox(key=[self.seed & (2**64 - 1), epoch]))
         return generator.permutation(count).astype(np.int64)
 
     def __iter__(self) -> Iterator[Any]:
@@ -245,11 +253,28 @@ class HeteroNeighborLoader:
     # --- one batch -------------------------------------------------------------------------
     def _make_batch(self, job: Tuple[int, np.ndarray]) -> Any:
         import torch
-        from torch_geometric.data import HeteroData
 
         batch_index, positions = job
         seeds = self.input_nodes[positions]
-        raw = self.sampler.sample({self.input_type: seeds}, batch_index)
+        out = self._build({self.input_type: seeds}, batch_index)
+        store = out[self.input_type]
+        store.input_id = torch.as_tensor(seeds if self._input_by_id else positions)
+        store.batch_size = int(len(positions))
+        return self.transform(out) if self.transform is not None else out
+
+    def _sample(self, seeds: Dict[str, np.ndarray], batch_index: int) -> Tuple[dict, dict, Any]:
+        """``(nodes, edges, counts)`` of one batch: global ids per node type (seeds first),
+        ``(edge_index, e_id)`` per edge type, per-hop counts (None when not directional)."""
+        import torch
+
+        if self.sampler is None:  # no hops: the seeds alone, as PyG
+            empty = torch.zeros(0, dtype=torch.int64)
+            nodes = {t: torch.as_tensor(seeds.get(t, empty)) for t in self.graph.node_types}
+            edges = {t: (torch.zeros((2, 0), dtype=torch.int64), empty)
+                     for t in self.graph.edge_types}
+            counts = ({t: [len(v)] for t, v in nodes.items()}, {t: [] for t in edges})
+            return nodes, edges, counts
+        raw = self.sampler.sample(seeds, batch_index)
         nodes = {t: torch.as_tensor(raw["node"][t]) for t in self.graph.node_types}
         edges = {t: (torch.as_tensor(raw["edge_index"][t]), torch.as_tensor(raw["edge"][t]))
                  for t in self.graph.edge_types}
@@ -258,6 +283,14 @@ class HeteroNeighborLoader:
             edges, counts = {t: self._induced(t, nodes) for t in edges}, None
         elif self.subgraph_type == "bidirectional":
             edges, counts = _bidirectional(nodes, edges), None
+        return nodes, edges, counts
+
+    def _build(self, seeds: Dict[str, np.ndarray], batch_index: int) -> Any:
+        """The ``HeteroData`` of one batch sampled from ``seeds`` (per node type, distinct),
+        every attribute gathered; the caller adds the input fields."""
+        from torch_geometric.data import HeteroData
+
+        nodes, edges, counts = self._sample(seeds, batch_index)
         out = HeteroData()
         for key, value in self._graph_attrs.items():
             out[key] = value
@@ -285,10 +318,7 @@ class HeteroNeighborLoader:
                     store[key] = _index(value, e_id)
             if counts is not None:
                 store.num_sampled_edges = list(counts[1][edge_type])
-        store = out[self.input_type]
-        store.input_id = torch.as_tensor(seeds if self._input_by_id else positions)
-        store.batch_size = int(len(positions))
-        return self.transform(out) if self.transform is not None else out
+        return out
 
     def _induced(self, edge_type: Any, nodes: Dict[str, Any]) -> Tuple[Any, Any]:
         """Every edge of ``edge_type`` between the batch's nodes: ``(edge_index, e_id)``, by
