@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _tensor
+from . import _pyg_compat, _tensor
 from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
 
@@ -90,8 +90,6 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
                  transform_sampler_output: Any = None, is_sorted: bool = False,
                  filter_per_worker: Optional[bool] = None, neighbor_sampler: Any = None,
                  directed: bool = True, **kwargs: Any):
-        from .link_loader import _negative_sampling
-
         asked = {"time_attr": time_attr, "edge_label_time": edge_label_time,
                  "disjoint": disjoint or None}
         for name in _UNSUPPORTED:
@@ -117,7 +115,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
         self.edge_label_index = self._label_index(edge_label_index[1])
         self.input_nodes = np.arange(self.edge_label_index.shape[1], dtype=np.int64)
         self.edge_label = self._labels(edge_label)
-        self.neg_sampling = _negative_sampling(neg_sampling, neg_sampling_ratio)
+        self.neg_sampling = _pyg_compat.negative_sampling(neg_sampling, neg_sampling_ratio)
         if self.neg_sampling[0] == "triplet" and self.edge_label is not None:
             raise VolleyValueError("edge_label cannot be given with triplet negative sampling")
         weight = self.neg_sampling[2]
