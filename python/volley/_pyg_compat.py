@@ -365,31 +365,39 @@ def _hetero_from_remote_backend(feature_store: Any, graph_store: Any, edge_attrs
     return out
 
 
-def negative_sampling(neg_sampling: Any, neg_sampling_ratio: Any) -> Tuple[str, float, Any]:
-    """(mode, amount, weight) of PyG's ``neg_sampling`` (a ``NegativeSampling``, its string form
-    or a dict of its arguments) or the deprecated ``neg_sampling_ratio`` (binary)."""
+def negative_sampling(neg_sampling: Any, neg_sampling_ratio: Any) -> Tuple[str, float, Any, Any]:
+    """(mode, amount, src_weight, dst_weight) of PyG's ``neg_sampling`` (a ``NegativeSampling``,
+    its string form or a dict of its arguments) or the deprecated ``neg_sampling_ratio``
+    (binary). PyG 2.5's ``weight`` weighs both end points; 2.8's ``src_weight`` / ``dst_weight``
+    each its own."""
     if neg_sampling_ratio is not None and neg_sampling_ratio != 0.0:
         neg_sampling = {"mode": "binary", "amount": neg_sampling_ratio}
     if neg_sampling is None:
-        return "none", 1.0, None
+        return "none", 1.0, None, None
     if isinstance(neg_sampling, str):
         neg_sampling = {"mode": neg_sampling}
+    names = ("mode", "amount", "weight", "src_weight", "dst_weight")
     if isinstance(neg_sampling, dict):
-        unknown = set(neg_sampling) - {"mode", "amount", "weight"}
+        unknown = set(neg_sampling) - set(names)
         if unknown:
             raise _volley.VolleyValueError(
-                f"neg_sampling takes mode, amount and weight, got {sorted(unknown)}"
+                f"neg_sampling takes {', '.join(names)}, got {sorted(unknown)}"
             )
-        mode = neg_sampling.get("mode")
-        amount, weight = neg_sampling.get("amount", 1), neg_sampling.get("weight")
+        fields = {name: neg_sampling.get(name) for name in names}
     elif hasattr(neg_sampling, "mode") and hasattr(neg_sampling, "amount"):
-        mode, amount = neg_sampling.mode, neg_sampling.amount
-        weight = getattr(neg_sampling, "weight", None)
+        fields = {name: getattr(neg_sampling, name, None) for name in names}
     else:
         raise _volley.VolleyTypeError(
             "neg_sampling must be a torch_geometric NegativeSampling, 'binary', 'triplet' or a "
             f"dict, got {type(neg_sampling).__name__}"
         )
+    mode = fields["mode"]
+    amount = fields["amount"] if fields["amount"] is not None else 1
+    weight = fields["weight"]
+    if weight is not None and (fields["src_weight"] is not None or fields["dst_weight"] is not None):
+        raise _volley.VolleyValueError("neg_sampling: give weight or src_weight / dst_weight, not both")
+    src_weight = weight if weight is not None else fields["src_weight"]
+    dst_weight = weight if weight is not None else fields["dst_weight"]
     mode = getattr(mode, "value", mode)
     if mode not in ("binary", "triplet"):
         raise _volley.VolleyValueError(f"neg_sampling mode must be 'binary' or 'triplet', got {mode!r}")
@@ -405,4 +413,4 @@ def negative_sampling(neg_sampling: Any, neg_sampling_ratio: Any) -> Tuple[str, 
         raise _volley.VolleyValueError(
             f"triplet neg_sampling needs a whole amount (negatives per positive), got {amount}"
         )
-    return mode, amount, weight
+    return mode, amount, src_weight, dst_weight

@@ -277,7 +277,12 @@ class LinkNeighborLoader(NeighborLoader):
         if edge_label_index is None and default is None:
             raise _volley.VolleyValueError("edge_label_index is needed for a volley.Dataset")
         self.edge_label_index = _edge_label_index(edge_label_index, default)
-        mode, amount, weight = _pyg_compat.negative_sampling(neg_sampling, ratio)
+        mode, amount, src_weight, weight = _pyg_compat.negative_sampling(neg_sampling, ratio)
+        if mode == "binary" and src_weight is not weight:
+            raise _volley.VolleyNotImplementedError(
+                "binary negatives with different src_weight and dst_weight: a homogeneous graph's "
+                "negatives are drawn from one distribution (give weight, or the same tensor twice)"
+            )
         self.neg_sampling = (mode, amount) if mode != "none" else None
         if edge_label is not None:
             if mode == "triplet":
