@@ -106,6 +106,24 @@ def test_dist_temporal_batches_equal_the_local_loader(served, strategy):
 
 
 @pytest.mark.timeout(60)
+def test_node_time_default_input_time_from_the_partitioned_directory(served):
+    """With node time and local=(directory, part), input_time defaults to the seeds' own times
+    (node_time.npy by new id), as the local loader's does."""
+    kind, parts_dir, whole, addresses, s0 = served
+    if kind != "node":
+        pytest.skip("edge time has no per-node default")
+    seeds, _ = _inputs(whole.num_nodes)
+    options = dict(batch_size=16, input_nodes=seeds, seed=5, time_attr="node_time")
+    expected = list(NeighborLoader(whole, [3, 2], num_workers=2, **options))
+    actual = list(vd.DistNeighborLoader(addresses, [3, 2], topology="worker",
+                                        local=(parts_dir, 1), **options))
+    assert len(actual) == len(expected) > 0
+    for a, b in zip(actual, expected):
+        for field in ("n_id", "e_id", "edge_index", "batch"):
+            assert torch.equal(getattr(a, field), getattr(b, field)), field
+
+
+@pytest.mark.timeout(60)
 def test_dist_disjoint_batches_equal_the_local_loader(served):
     kind, parts_dir, whole, addresses, s0 = served
     seeds = np.arange(0, whole.num_nodes, 3)

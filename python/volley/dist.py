@@ -196,7 +196,9 @@ class DistNeighborLoader(NeighborLoader):
         time_attr, input_time, temporal_strategy: temporal sampling, as ``NeighborLoader``
             over a ``volley.Dataset`` (either topology): ``time_attr`` is ``"edge_time"``,
             ``"node_time"`` or ``"time"`` (node time when the partitioned dataset has it, else
-            edge time); ``input_time`` (required) is one int64 per input node; each hop's
+            edge time); ``input_time`` is one int64 per input node (required, except with node
+            time, topology "worker" and ``local=(directory, part)``: the seeds' own times from
+            the directory's node_time.npy are the default, as locally); each hop's
             targets travel to their owners with their seed's time, and the batches (with
             ``batch``) equal the local temporal loader's over the renumbered graph.
         disjoint: every seed gets a subgraph of its own (``batch``), as ``NeighborLoader``.
@@ -285,7 +287,9 @@ class DistNeighborLoader(NeighborLoader):
                 )
             self.server = None
             num_nodes = self.graph.num_nodes
-            time_source = _time_source(self.graph.info, time_attr, input_time, temporal_strategy)
+            node_time = _partition_node_time(local)
+            time_source = _time_source(self.graph.info, time_attr, input_time, temporal_strategy,
+                                       node_time is not None)
         else:
             if local is not None:
                 raise VolleyValueError(
@@ -310,7 +314,8 @@ class DistNeighborLoader(NeighborLoader):
                 **self._connection,
             )
             num_nodes = int(probe.info["num_nodes"])
-            time_source = _time_source(probe.info, time_attr, input_time, temporal_strategy)
+            node_time = None
+            time_source = _time_source(probe.info, time_attr, input_time, temporal_strategy, False)
         self._setup(
             num_nodes,
             num_neighbors,
@@ -328,7 +333,7 @@ class DistNeighborLoader(NeighborLoader):
             feature_dtype=feature_dtype,
             **rank_and_world,
             disjoint=self.disjoint,
-            temporal=(time_source, temporal_strategy, input_time, _NoGraph(num_nodes)),
+            temporal=(time_source, temporal_strategy, input_time, _NoGraph(num_nodes, node_time)),
         )
 
     def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
@@ -356,19 +361,29 @@ class DistNeighborLoader(NeighborLoader):
 
 
 class _NoGraph:
-    """What ``_temporal.input_times`` reads of a graph, for a loader that holds none (input_time
-    is required, so node_time is never read)."""
+    """What ``_temporal.input_times`` reads of a graph, for a loader that holds none: the node
+    count, and the node times by new id when the trainer reads its partitioned directory (the
+    seeds' own times are then the default ``input_time``)."""
 
-    node_time = None
-
-    def __init__(self, num_nodes: int):
+    def __init__(self, num_nodes: int, node_time: Any = None):
         self.num_nodes = num_nodes
+        self.node_time = node_time
+
+
+def _partition_node_time(local: Any) -> Optional[np.ndarray]:
+    """``node_time.npy`` (int64 by new id, memory-mapped) of the partitioned directory that
+    ``local=(directory, part)`` names, or None."""
+    if not (isinstance(local, (tuple, list)) and len(local) == 2):
+        return None
+    path = os.path.join(os.fspath(local[0]), "node_time.npy")
+    return np.load(path, mmap_mode="r") if os.path.exists(path) else None
 
 
 def _time_source(info: Dict[str, Any], time_attr: Optional[str], input_time: Any,
-                 temporal_strategy: str) -> str:
+                 temporal_strategy: str, has_node_times: bool) -> str:
     """``"none"``, ``"node"`` or ``"edge"``: what ``time_attr`` names in the partitioned dataset
-    (``info``: the service's), checked; VolleyValueError naming what is missing."""
+    (``info``: the service's), checked; VolleyValueError naming what is missing.
+    ``has_node_times``: the trainer reads the node times (the default ``input_time``)."""
     _temporal.check_strategy(temporal_strategy)
     if time_attr is None:
         if input_time is not None:
@@ -391,9 +406,11 @@ def _time_source(info: Dict[str, Any], time_attr: Optional[str], input_time: Any
             f"{info.get('dataset_name', '')!r} has none (partition a dataset with "
             f"{wanted}_time.npy)"
         )
-    if input_time is None:
+    if input_time is None and not (wanted == "node" and has_node_times):
         raise VolleyValueError(
-            "temporal sampling across partitions needs input_time (one int64 time per input node)"
+            "temporal sampling across partitions needs input_time (one int64 time per input "
+            "node); with node time, topology='worker' and local=(directory, part), the seeds' "
+            "own times are the default"
         )
     return wanted
 
