@@ -58,3 +58,19 @@ def data_pointer(array) -> int:
 def cora_dir():
     """The bundled Cora dataset directory."""
     return volley.datasets.bundled_dir("cora")
+
+
+def volley_cli():
+    """The `volley` CLI of the build under test: $VOLLEY_CLI, or the one installed beside this
+    Python (pip puts both into one bin/); None when neither exists."""
+    import os
+    import shutil
+    import sys
+
+    candidates = [os.environ.get("VOLLEY_CLI")]
+    if os.path.realpath(volley.__file__).startswith(os.path.realpath(sys.prefix)):
+        candidates.append(os.path.join(sys.prefix, "bin", "volley"))
+    for path in candidates:
+        if path and shutil.which(path):
+            return path
+    return None

@@ -4,31 +4,18 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
+
+from conftest import volley_cli as _cli
 
 pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(ROOT, "examples")
-
-
-def _cli():
-    """The `volley` CLI of the build under test: $VOLLEY_CLI, or the one installed beside this
-    Python (pip puts both into one bin/)."""
-    import volley
-
-    candidates = [os.environ.get("VOLLEY_CLI")]
-    if os.path.realpath(volley.__file__).startswith(os.path.realpath(sys.prefix)):
-        candidates.append(os.path.join(sys.prefix, "bin", "volley"))
-    for path in candidates:
-        if path and shutil.which(path):
-            return path
-    return None
 
 
 def _run_example(name, *args):

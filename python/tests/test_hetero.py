@@ -9,7 +9,7 @@ import pytest
 import volley
 from volley.hetero import read_hetero_edge_directory
 
-from conftest import as_numpy
+from conftest import as_numpy, volley_cli as _cli
 
 torch = pytest.importorskip("torch")
 pyg_data = pytest.importorskip("torch_geometric.data")
@@ -164,17 +164,6 @@ def test_edge_directory_reader(tmp_path):
     dataset = read_hetero_edge_directory(tmp_path)
     assert dataset.graph.num_nodes_dict == {"author": 3, "paper": 5}
     assert dataset.edge_types == [WRITES, CITES]
-
-
-def _cli():
-    import os
-    import shutil
-
-    for path in (os.environ.get("VOLLEY_CLI"),
-                 os.path.join(os.path.dirname(__file__), "../../build/dev/tools/volley/volley")):
-        if path and shutil.which(path):
-            return path
-    return None
 
 
 def test_generated_mag_labels_need_the_graph(tmp_path):

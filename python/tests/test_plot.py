@@ -5,13 +5,14 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 import volley
+
+from conftest import volley_cli as _cli
 from volley import plot
 
 pytest.importorskip("matplotlib")
@@ -70,18 +71,6 @@ def test_module_command_line(tmp_path):
     assert plot.main([str(tmp_path / "out.png"), str(source)]) == 0
     assert (tmp_path / "out.png").read_bytes()[:8] == PNG_MAGIC
     assert plot.main([str(tmp_path / "bad.png"), str(tmp_path / "missing.jsonl")]) == 1
-
-
-def _cli():
-    """The `volley` CLI of the build under test: $VOLLEY_CLI, or the one installed beside this
-    Python (pip puts both into one bin/)."""
-    candidates = [os.environ.get("VOLLEY_CLI")]
-    if os.path.realpath(volley.__file__).startswith(os.path.realpath(sys.prefix)):
-        candidates.append(os.path.join(sys.prefix, "bin", "volley"))
-    for path in candidates:
-        if path and shutil.which(path):
-            return path
-    return None
 
 
 def test_bench_plot_end_to_end(tmp_path, cora_dir):
