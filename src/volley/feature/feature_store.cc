@@ -12,6 +12,7 @@
 #include "volley/feature/cpu/gather_kernel.h"
 #include "volley/feature/gather.h"
 #include "volley/feature/internal/disk_tier.h"
+#include "volley/feature/internal/huge_pages.h"
 #include "volley/feature/internal/store_state.h"
 #include "volley/graph/io/npy.h"
 
@@ -104,6 +105,7 @@ FeatureStore::FeatureStore(Array matrix) {
     return;
   }
   auto state = state_for(matrix);
+  fi::collapse_huge_pages_async(matrix);
   state->tiers.emplace_back(std::move(matrix));
   finish_map(*state);
   state_ = std::move(state);
@@ -353,6 +355,7 @@ FeatureStore FeatureStore::build(const Array& matrix, const FeatureStoreOptions&
   fill_tiers(matrix, tiers, order, takes, *state);
   if (source_tier) {
     if (!state->disk) advise_random(matrix);
+    if (!state->disk) fi::collapse_huge_pages_async(matrix);
     state->tiers.emplace_back(matrix);
   } else {
     state->disk.reset();  // every row is cached: the disk tier is never read
