@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "volley/core/error.h"
@@ -407,9 +408,13 @@ void sample_hetero_neighbors(const HeteroGraph& graph, const std::vector<HeteroS
                              HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch,
                              const HeteroTimes& times) {
   const auto fanouts = resolve_hetero_fanouts(graph, options);
-  const HeteroGraph timed = attach_hetero_times(graph, options, times);
+  // Untimed calls read `graph` itself (no copy per batch).
+  const bool timed = options.time_source != TimeSource::kNone || !times.node_time.empty() ||
+                     !times.edge_time.empty();
+  std::optional<HeteroGraph> attached;
+  if (timed) attached = attach_hetero_times(graph, options, times);
   HeteroSamplerScratch local;
-  sample_resolved(timed, seeds, fanouts, options, times, batch_index,
+  sample_resolved(attached ? *attached : graph, seeds, fanouts, options, times, batch_index,
                   (scratch != nullptr ? *scratch : local).state(), out);
 }
 
