@@ -5,12 +5,70 @@
 #include <algorithm>
 #include <numeric>
 #include <optional>
-#include <unordered_map>
 
 #include "volley/core/error.h"
 #include "volley/sampling/internal/pick.h"
 
 namespace volley {
+
+namespace {
+
+// Disjoint sampling's map of one node type: tree-qualified id (tree * count + id) -> local id.
+// Open addressing with linear probing, at most half full, emptied in O(1) by a generation stamp
+// (the table is kept across batches): one cache line per lookup, like the slot map.
+class TreeMap {
+ public:
+  void start() {
+    if (table_.empty()) table_.assign(kInitial, Slot{});
+    size_ = 0;
+    if (++generation_ == 0) {  // wrapped: clear stale stamps
+      std::fill(table_.begin(), table_.end(), Slot{});
+      generation_ = 1;
+    }
+  }
+  // The local id of `key`, or -1 after recording `local` for it.
+  int32_t insert(int64_t key, int32_t local) {
+    if (2 * (size_ + 1) > table_.size()) grow();
+    const size_t mask = table_.size() - 1;
+    for (size_t i = home(key, mask);; i = (i + 1) & mask) {
+      Slot& slot = table_[i];
+      if (slot.stamp != generation_) {
+        slot = {key, local, generation_};
+        ++size_;
+        return -1;
+      }
+      if (slot.key == key) return slot.local;
+    }
+  }
+
+ private:
+  struct Slot {
+    int64_t key = 0;
+    int32_t local = 0;
+    uint32_t stamp = 0;
+  };
+  static constexpr size_t kInitial = 1024;
+  static size_t home(int64_t key, size_t mask) {
+    return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+  }
+  void grow() {
+    std::vector<Slot> old(table_.size() * 2);
+    old.swap(table_);
+    const size_t mask = table_.size() - 1;
+    for (const Slot& slot : old) {
+      if (slot.stamp != generation_) continue;
+      size_t i = home(slot.key, mask);
+      while (table_[i].stamp == generation_) i = (i + 1) & mask;
+      table_[i] = slot;
+    }
+  }
+
+  std::vector<Slot> table_;
+  size_t size_ = 0;
+  uint32_t generation_ = 0;
+};
+
+}  // namespace
 
 struct HeteroSamplerScratch::State {
   struct Slot {
@@ -22,7 +80,7 @@ struct HeteroSamplerScratch::State {
   std::vector<int64_t> positions, order;
   std::vector<double> keys;
   // Disjoint sampling: per node type, tree-qualified id (tree * count + id) -> local id.
-  std::vector<std::unordered_map<int64_t, int32_t>> trees;
+  std::vector<TreeMap> trees;
   std::vector<int64_t> seed_times;  // temporal: per tree
 
   // Starts a batch over node types of these counts: O(1) unless the counts changed.
@@ -103,23 +161,20 @@ struct Batch {
   int64_t local_of(int type, int64_t id, int64_t tree) {
     const auto t = static_cast<size_t>(type);
     auto& list = out.nodes[t];
-    int32_t* local = nullptr;
+    VOLLEY_REQUIRE(list.size() < (size_t{1} << 31) - 1, ValueError,
+                   "a batch reached 2^31 nodes of type {}", graph.node_types()[t].name);
+    const auto next = static_cast<int32_t>(list.size());
     if (disjoint) {
-      const auto [it, fresh] = scratch.trees[t].try_emplace(tree * graph.num_nodes(type) + id, 0);
-      if (!fresh) return it->second;
-      local = &it->second;
+      const int32_t known = scratch.trees[t].insert(tree * graph.num_nodes(type) + id, next);
+      if (known >= 0) return known;
       out.batch[t].push_back(tree);
     } else {
       auto& slot = scratch.slots[t][static_cast<size_t>(id)];
       if (slot.stamp == scratch.generation) return slot.local;
-      slot.stamp = scratch.generation;
-      local = &slot.local;
+      slot = {scratch.generation, next};
     }
-    VOLLEY_REQUIRE(list.size() < (size_t{1} << 31) - 1, ValueError,
-                   "a batch reached 2^31 nodes of type {}", graph.node_types()[t].name);
-    *local = static_cast<int32_t>(list.size());
     list.push_back(id);
-    return *local;
+    return next;
   }
 
   // The time of each seed of `group` (temporal sampling) onto scratch.seed_times.
@@ -354,7 +409,7 @@ std::vector<const int64_t*> seed_node_times(const HeteroGraph& graph,
 void start_trees(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
                  HeteroSamplerScratch::State& scratch) {
   scratch.trees.resize(static_cast<size_t>(graph.num_node_types()));
-  for (auto& map : scratch.trees) map.clear();
+  for (auto& map : scratch.trees) map.start();
   int64_t count = 0, largest = 1;
   for (const HeteroSeeds& group : seeds) count += static_cast<int64_t>(group.ids.size());
   for (int t = 0; t < graph.num_node_types(); ++t) largest = std::max(largest, graph.num_nodes(t));
