@@ -1,8 +1,9 @@
-"""What the training examples share: the GraphSAGE model and one epoch of training.
+"""What the training examples share: the GraphSAGE model, one epoch of training, ROC-AUC.
 
-Imported by ``train_sage.py``, ``train_sage_ddp.py`` and ``dist_train_sage.py`` (``examples/`` is
-on ``sys.path`` when one of them runs). Uses PyG's ``SAGEConv`` when PyG is importable, else a
-plain-torch mean-aggregation layer.
+Imported by ``train_sage.py``, ``train_sage_ddp.py``, ``dist_train_sage.py``, ``link_pred.py``
+and ``temporal_link_pred.py`` (``examples/`` is on ``sys.path`` when one of them runs). Uses
+PyG's ``SAGEConv`` when PyG is importable, else a plain-torch mean-aggregation layer.
+``roc_auc`` scores the link-prediction examples.
 """
 
 from __future__ import annotations
@@ -114,3 +115,15 @@ def epoch_line(epoch: int, totals: torch.Tensor) -> str:
     """``epoch   N  loss L  train acc A`` from ``train_epoch``'s totals."""
     loss_sum, correct, seen = totals.tolist()
     return f"epoch {epoch:3d}  loss {loss_sum / seen:.4f}  train acc {correct / seen:.3f}"
+
+
+def roc_auc(score: torch.Tensor, label: torch.Tensor) -> float:
+    """Area under the ROC curve: the probability that a random positive outranks a random
+    negative (ties count half), from the average ranks of the scores."""
+    _, inverse, counts = torch.unique(score, return_inverse=True, return_counts=True)
+    ends = torch.cumsum(counts, 0).double()
+    ranks = (ends - (counts.double() - 1) / 2)[inverse]  # 1-based, tied scores averaged
+    positive = label > 0
+    count_pos, count_neg = int(positive.sum()), int((~positive).sum())
+    rank_sum = float(ranks[positive].sum())
+    return (rank_sum - count_pos * (count_pos + 1) / 2) / (count_pos * count_neg)

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 import volley
 from volley.loader import LinkNeighborLoader
 
-from _common import LAYER_NAME, GraphSAGE, training_parser
+from _common import LAYER_NAME, GraphSAGE, roc_auc, training_parser
 
 try:
     from tqdm import tqdm
@@ -35,18 +35,6 @@ try:
     from torch_geometric.transforms import RandomLinkSplit
 except Exception:  # the edge split comes from PyG
     Data = RandomLinkSplit = None
-
-
-def roc_auc(score: torch.Tensor, label: torch.Tensor) -> float:
-    """Area under the ROC curve: the probability that a random positive outranks a random
-    negative (ties count half), from the average ranks of the scores."""
-    _, inverse, counts = torch.unique(score, return_inverse=True, return_counts=True)
-    ends = torch.cumsum(counts, 0).double()
-    ranks = (ends - (counts.double() - 1) / 2)[inverse]  # 1-based, tied scores averaged
-    positive = label > 0
-    count_pos, count_neg = int(positive.sum()), int((~positive).sum())
-    rank_sum = float(ranks[positive].sum())
-    return (rank_sum - count_pos * (count_pos + 1) / 2) / (count_pos * count_neg)
 
 
 def main() -> int:

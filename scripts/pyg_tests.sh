@@ -64,6 +64,21 @@ if VOLLEY:
 
     _substitute("NeighborLoader")
     _substitute("LinkNeighborLoader")
+    # HeteroData goes to the heterogeneous loaders (NeighborLoader.__new__ dispatches): count them.
+    for module, name in (("volley.hetero_loader", "HeteroNeighborLoader"),
+                         ("volley.hetero_link_loader", "HeteroLinkNeighborLoader")):
+        try:
+            import importlib
+            hetero = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+        hetero_init = hetero.__init__
+
+        def _counting_hetero_init(self, *args, _init=hetero_init, **kwargs):
+            BUILT[0] += 1
+            _init(self, *args, **kwargs)
+
+        hetero.__init__ = _counting_hetero_init
 
 BACKEND_ONLY = ("No neighbor sampler installed", "Package pyg_lib not found",
                 "'pyg-lib' does not support")

@@ -295,3 +295,40 @@ def test_disjoint_link_batches_have_pyg_layout():
     assert torch.equal(batch.n_id[batch.src_index], sup[0, batch.input_id])
     assert torch.equal(batch.n_id[batch.dst_pos_index], sup[1, batch.input_id])
     assert torch.equal(batch.batch[: 4 * count], torch.arange(4 * count) % count)
+
+
+@pytest.mark.parametrize("neg, amount", [("triplet", 1), ("triplet", 2), ("binary", 1),
+                                         ("binary", 2)])
+def test_temporal_negatives_are_no_later_than_their_edge(neg, amount):
+    """PyG's test_homo_link_neighbor_loader_triplet[*-True-True] check, for both modes: under
+    node time no node of a supervision edge's trees, its negatives included, is later than the
+    edge's time (PyG draws negatives among the nodes no later than it). Binary with whole
+    amounts only: with 1.5, PyG's batch (seed position mod B) of a destination tree is not the
+    edge whose time it was sampled with (position in the destination list mod B)."""
+    g = torch.Generator().manual_seed(2)
+    data = Data(x=torch.arange(100), edge_index=torch.randint(0, 100, (2, 400), generator=g))
+    data.time = torch.arange(100)
+    sup = torch.randint(0, 100, (2, 500), generator=g)
+    label_time = torch.max(data.time[sup[0]], data.time[sup[1]])  # some edges allow few nodes
+    loader = LinkNeighborLoader(data, [-1, -1], edge_label_index=sup, edge_label_time=label_time,
+                                time_attr="time", neg_sampling=dict(mode=neg, amount=amount),
+                                disjoint=True, batch_size=20, shuffle=True, seed=5)
+    negatives = []
+    for batch in loader:
+        count = batch.input_id.numel()
+        tree_time = label_time[batch.input_id]
+        assert torch.equal(batch.time, batch.n_id)  # node v's time is v
+        assert torch.all(batch.time <= tree_time[batch.batch])  # PyG's check, node by node
+        if neg == "triplet":
+            assert torch.equal(batch.seed_time, tree_time)
+            seeds = (2 + amount) * count
+            assert torch.equal(batch.batch[:seeds], torch.arange(seeds) % count)
+            assert torch.equal(batch.dst_neg_index.reshape(count, -1).t().reshape(-1),
+                               torch.arange(2 * count, seeds))
+            negatives.append(batch.n_id[batch.dst_neg_index.reshape(-1)])
+        else:
+            pairs = batch.edge_label_index.size(1)
+            assert torch.equal(batch.edge_label_time, tree_time[torch.arange(pairs) % count])
+            negatives.append(batch.n_id[batch.edge_label_index[:, count:].reshape(-1)])
+    negatives = torch.cat(negatives)
+    assert negatives.unique().numel() > 50  # drawn among the early nodes, not one fallback

@@ -127,6 +127,8 @@ class HeteroNeighborLoader:
             sampling, a CUDA device, a custom ``neighbor_sampler``).
     """
 
+    _takes_input_nodes = True  # the link loader's seeds are edges
+
     def __init__(
         self,
         data: Any,
@@ -186,13 +188,19 @@ class HeteroNeighborLoader:
         self.graph = data.graph if isinstance(data, HeteroDataset) else HeteroGraph.from_pyg(data)
         if seed is None:
             seed = _pyg_compat.seed_from_generator(generator)
-        self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes, self.graph)
+        hops = len(num_neighbors) if not isinstance(num_neighbors, dict) else max(
+            (len(v) for v in num_neighbors.values()), default=len(default or []))
+        if self._takes_input_nodes:
+            self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
+                                                                                self.graph)
         times = self._temporal(time_attr, input_time, temporal_strategy)
-        self.sampler = HeteroNeighborSampler(self.graph, num_neighbors, replace=replace,
-                                             weighted=weighted or weight_attr is not None,
-                                             seed=seed, default=default, disjoint=bool(disjoint),
-                                             temporal_strategy=temporal_strategy, **times)
-        self.disjoint = self.sampler.disjoint
+        self.disjoint = bool(disjoint) or bool(times)
+        self.sampler = None if hops == 0 else HeteroNeighborSampler(
+            self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
+            seed=seed, default=default, disjoint=bool(disjoint),
+            temporal_strategy=temporal_strategy, **times)
+        self.seed = self.sampler.seed if self.sampler is not None else (
+            _tensor.default_seed() if seed is None else int(seed))
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
         self.num_workers = int(num_workers) if num_workers else (os.cpu_count() or 1)
         self.prefetch = int(prefetch) if prefetch else 2 * self.num_workers
@@ -206,7 +214,8 @@ class HeteroNeighborLoader:
     def _temporal(self, time_attr: Optional[str], input_time: Any,
                   temporal_strategy: str) -> Dict[str, Any]:
         """Sets ``time_attr``, ``temporal_strategy`` and ``input_time`` (per input node, or None:
-        the seeds' own node times); returns the sampler's ``node_time`` / ``edge_time``."""
+        the seeds' own node times, or no input nodes); returns the sampler's ``node_time`` /
+        ``edge_time`` keyword."""
         if temporal_strategy not in ("uniform", "last"):
             raise VolleyValueError(
                 f"temporal_strategy must be 'uniform' or 'last', got {temporal_strategy!r}")
@@ -214,8 +223,10 @@ class HeteroNeighborLoader:
         source, times = "none", {}
         if time_attr is not None:
             source, times = _hetero_temporal.collect(self.data, time_attr)
-        self.input_time = _hetero_temporal.input_times(
-            input_time, source, self.input_type, len(self.input_nodes), times)
+        self.input_time = None  # the link loader's seed times come with its edges
+        if self._takes_input_nodes:
+            self.input_time = _hetero_temporal.input_times(
+                input_time, source, self.input_type, len(self.input_nodes), times)
         if source == "none":
             return {}
         return {"node_time": times} if source == "node" else {"edge_time": times}
@@ -261,7 +272,7 @@ class HeteroNeighborLoader:
         count = len(self.input_nodes)
         if not self.shuffle:
             return np.arange(count, dtype=np.int64)
-        generator = np.random.Generator(np.random.Philox(key=[self.sampler.seed & (2**64 - 1), epoch]))
+        generator = np.random.Generator(np.random.Philox(key=[self.seed & (2**64 - 1), epoch]))
         return generator.permutation(count).astype(np.int64)
 
     def __iter__(self) -> Iterator[Any]:
@@ -280,14 +291,44 @@ class HeteroNeighborLoader:
     # --- one batch -------------------------------------------------------------------------
     def _make_batch(self, job: Tuple[int, np.ndarray]) -> Any:
         import torch
-        from torch_geometric.data import HeteroData
 
         batch_index, positions = job
         seeds = self.input_nodes[positions]
         seed_time = None if self.input_time is None else self.input_time[positions]
-        raw = self.sampler.sample({self.input_type: seeds}, batch_index,
-                                  seed_time=None if seed_time is None
-                                  else {self.input_type: seed_time})
+        out = self._build({self.input_type: seeds}, batch_index,
+                          None if seed_time is None else {self.input_type: seed_time})
+        store = out[self.input_type]
+        store.input_id = torch.as_tensor(seeds if self._input_by_id else positions)
+        store.batch_size = int(len(positions))
+        if seed_time is not None:
+            store.seed_time = torch.from_numpy(seed_time)
+        return self.transform(out) if self.transform is not None else out
+
+    def _sample(self, seeds: Dict[str, np.ndarray], batch_index: int,
+                seed_time: Optional[Dict[str, np.ndarray]] = None,
+                trees: Optional[dict] = None) -> Tuple[dict, dict, Any]:
+        """``(nodes, edges, counts)`` of one batch: global ids per node type (seeds first),
+        ``(edge_index, e_id)`` per edge type, per-hop counts (None when not directional).
+        ``seed_time``: temporal sampling, ``{node_type: times}`` of the seeds (a type left out:
+        its own node times). Disjoint: ``trees`` (when given) receives ``{node_type: the seed
+        position of each node's subgraph}``."""
+        import torch
+
+        if self.sampler is None:  # no hops: the seeds alone, as PyG
+            empty = torch.zeros(0, dtype=torch.int64)
+            nodes = {t: torch.as_tensor(seeds.get(t, empty)) for t in self.graph.node_types}
+            edges = {t: (torch.zeros((2, 0), dtype=torch.int64), empty)
+                     for t in self.graph.edge_types}
+            counts = ({t: [len(v)] for t, v in nodes.items()}, {t: [] for t in edges})
+            if self.disjoint and trees is not None:  # each seed its own tree, in seed order
+                first = np.cumsum([0] + [len(seeds[t]) for t in seeds])
+                trees.update({t: torch.arange(int(first[i]), int(first[i + 1]))
+                              for i, t in enumerate(seeds)})
+                trees.update({t: empty for t in nodes if t not in seeds})
+            return nodes, edges, counts
+        raw = self.sampler.sample(seeds, batch_index, seed_time=seed_time)
+        if "batch" in raw and trees is not None:
+            trees.update({t: torch.as_tensor(v) for t, v in raw["batch"].items()})
         nodes = {t: torch.as_tensor(raw["node"][t]) for t in self.graph.node_types}
         edges = {t: (torch.as_tensor(raw["edge_index"][t]), torch.as_tensor(raw["edge"][t]))
                  for t in self.graph.edge_types}
@@ -296,6 +337,17 @@ class HeteroNeighborLoader:
             edges, counts = {t: self._induced(t, nodes) for t in edges}, None
         elif self.subgraph_type == "bidirectional":
             edges, counts = _bidirectional(nodes, edges), None
+        return nodes, edges, counts
+
+    def _build(self, seeds: Dict[str, np.ndarray], batch_index: int,
+               seed_time: Optional[Dict[str, np.ndarray]] = None) -> Any:
+        """The ``HeteroData`` of one batch sampled from ``seeds`` (per node type, distinct
+        unless disjoint; ``seed_time``: see ``_sample``), every attribute gathered, ``batch``
+        per node type when disjoint; the caller adds the input fields."""
+        from torch_geometric.data import HeteroData
+
+        trees: dict = {}
+        nodes, edges, counts = self._sample(seeds, batch_index, seed_time, trees)
         out = HeteroData()
         for key, value in self._graph_attrs.items():
             out[key] = value
@@ -308,8 +360,8 @@ class HeteroNeighborLoader:
                 store.num_sampled_nodes = list(counts[0][node_type])
             if node_type in self._explicit_num_nodes:  # as PyG: only where data sets it
                 store.num_nodes = int(n_id.numel())
-            if "batch" in raw:  # disjoint: the seed position of each node's subgraph
-                store.batch = torch.as_tensor(raw["batch"][node_type])
+            if node_type in trees:  # disjoint: the seed position of each node's subgraph
+                store.batch = trees[node_type]
         edge_index_type = _pyg_compat.edge_index_type()
         for edge_type, attrs in self._edge_attrs.items():
             store = out[edge_type]
@@ -325,12 +377,7 @@ class HeteroNeighborLoader:
                     store[key] = _index(value, e_id)
             if counts is not None:
                 store.num_sampled_edges = list(counts[1][edge_type])
-        store = out[self.input_type]
-        store.input_id = torch.as_tensor(seeds if self._input_by_id else positions)
-        store.batch_size = int(len(positions))
-        if seed_time is not None:
-            store.seed_time = torch.from_numpy(seed_time)
-        return self.transform(out) if self.transform is not None else out
+        return out
 
     def _induced(self, edge_type: Any, nodes: Dict[str, Any]) -> Tuple[Any, Any]:
         """Every edge of ``edge_type`` between the batch's nodes: ``(edge_index, e_id)``, by

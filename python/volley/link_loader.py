@@ -20,13 +20,14 @@ the epoch and the batch index, identical for any number of worker threads.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _pyg_compat, _temporal, _tensor, _volley
+from . import _pyg_compat, _temporal, _tensor, _volley, hetero_loader
 from .dataset import Dataset
 from .feature import Feature
 from .loader import NeighborLoader, _rows_input
@@ -81,8 +82,9 @@ def _edge_label_index(value: Any, num_edges_default: Any) -> np.ndarray:
     if value is None:
         value = num_edges_default
     if isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], (str, tuple)):
-        raise _volley.VolleyNotImplementedError(
-            f"heterogeneous edge_label_index ({value[0]!r}, ...) is not supported yet (issue 14)"
+        raise _volley.VolleyValueError(
+            f"edge_label_index=({value[0]!r}, ...) names an edge type: that needs a HeteroData or "
+            "volley.HeteroDataset, not a homogeneous graph"
         )
     index = _tensor.to_numpy(value)
     if index.size and not np.issubdtype(index.dtype, np.integer):
@@ -147,8 +149,10 @@ class LinkNeighborLoader(NeighborLoader):
         edge_label: labels [M] (any numeric dtype), or None. Not with ``"triplet"``.
         edge_label_time: with ``time_attr``, the time of each supervision edge [M] (integers):
             both end points are sampled with it as their seed time (neighbors no later than it,
-            disjoint per end point, as PyG); negatives take their positive's time. Batches then
-            carry ``edge_label_time`` (``seed_time`` for ``"triplet"``) and ``batch``.
+            disjoint per end point, as PyG); negatives take their positive's time and, with node
+            time, are drawn among the nodes no later than it (PyG's rule; the earliest node when
+            none is). Batches then carry ``edge_label_time`` (``seed_time`` for ``"triplet"``)
+            and ``batch``.
         time_attr: the node or edge time of ``data`` to sample by (as in ``NeighborLoader``).
         replace: as in ``volley.loader.NeighborLoader``, like the arguments below.
         subgraph_type, weight_attr, transform, transform_sampler_output: as there.
@@ -191,6 +195,16 @@ class LinkNeighborLoader(NeighborLoader):
     """
 
     edge_label_time: Optional[np.ndarray] = None  # int64 [M] under temporal sampling
+
+    def __new__(cls, data: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """HeteroData / volley.HeteroDataset: the heterogeneous link loader."""
+        if cls is LinkNeighborLoader and _pyg_compat.remote_backend_kind(data) == "heterogeneous":
+            data = _pyg_compat.from_remote_backend(data)
+        if cls is LinkNeighborLoader and hetero_loader.is_hetero(data):
+            from .hetero_link_loader import HeteroLinkNeighborLoader
+
+            return HeteroLinkNeighborLoader(data, *args, **kwargs)
+        return object.__new__(cls)
 
     def __init__(
         self,
@@ -419,3 +433,8 @@ class LinkNeighborLoader(NeighborLoader):
             f"neg_sampling={self.neg_sampling}, shuffle={self.shuffle}, "
             f"num_workers={self.num_workers})"
         )
+
+
+# inspect.signature(LinkNeighborLoader) reads __init__, not the dispatching __new__.
+LinkNeighborLoader.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    list(inspect.signature(LinkNeighborLoader.__init__).parameters.values())[1:])

@@ -70,6 +70,10 @@ class BatchSource {
   // The CSR row length of every node ([num_nodes()]; in-degree for the default orientation):
   // the mass of degree-based negative sampling. Called once per loader, not per batch.
   virtual std::vector<int64_t> degrees() const;
+  // The node time of every node ([num_nodes()], int64): the bound of temporal negatives
+  // (node-time link sampling). Called once per loader. The default throws ValueError "this
+  // source cannot give node times".
+  virtual std::vector<int64_t> node_times() const;
 };
 
 // A graph and optional feature / label stores of this process.
@@ -97,6 +101,8 @@ class LocalBatchSource final : public BatchSource {
   void has_edges(std::span<const int64_t> src, std::span<const int64_t> dst,
                  uint8_t* out) const override;
   std::vector<int64_t> degrees() const override;
+  // The graph's node_time (ValueError when it has none).
+  std::vector<int64_t> node_times() const override;
 
   const Csr& graph() const { return graph_; }
 

@@ -14,9 +14,9 @@
 namespace volley {
 
 struct LinkLoader::Shared {
-  std::vector<int64_t> src, dst;  // the supervision edges
-  std::optional<Array> labels;    // [M], as given
-  std::vector<int64_t> degrees;   // kDegree negatives: the source's degrees(), fetched once
+  std::vector<int64_t> src, dst;             // the supervision edges
+  std::optional<Array> labels;               // [M], as given
+  std::optional<NegativeSampler> negatives;  // seed 0; reseeded per epoch
   loader_internal::BatchAssembly assembly;
 };
 
@@ -81,6 +81,35 @@ void check_edge_label_time(const LoaderOptions& loader, int64_t num_edges) {
                  "edge_label_time has {} entries, but there are {} supervision edges (one time "
                  "each)",
                  time.numel(), num_edges);
+}
+
+// The loader's negative sampler (seed 0; reseeded per epoch), its checks (weights,
+// degree_power, max_draws) and the source's (degrees, edge check, node times) made now rather
+// than in the first batch. Under node-time sampling, negatives are bounded by node time.
+NegativeSampler make_negative_sampler(const std::shared_ptr<const BatchSource>& source,
+                                      const LinkLoaderOptions& options) {
+  const LinkNegativeOptions& negatives = options.negatives;
+  std::vector<int64_t> degrees;
+  if (negatives.distribution == NegativeDistribution::kDegree) degrees = source->degrees();
+  EdgeOracle oracle;
+  if (negatives.reject_existing) {
+    const int64_t probe = 0;
+    uint8_t hit = 0;
+    source->has_edges({&probe, 1}, {&probe, 1}, &hit);
+    oracle = [source](std::span<const int64_t> src, std::span<const int64_t> dst, uint8_t* out) {
+      source->has_edges(src, dst, out);
+    };
+  }
+  std::vector<int64_t> node_time;
+  if (options.loader.sampler.time_source == TimeSource::kNode) node_time = source->node_times();
+  return NegativeSampler(source->num_nodes(), degrees, std::move(oracle),
+                         {.distribution = negatives.distribution,
+                          .degree_power = negatives.degree_power,
+                          .weights = negatives.weights,
+                          .reject_existing = negatives.reject_existing,
+                          .max_draws = negatives.max_draws,
+                          .seed = 0,
+                          .node_time = std::move(node_time)});
 }
 
 // Disjoint seeds (PyG's edge_sample with disjoint=True): the end points as they come, one tree
@@ -187,21 +216,7 @@ LinkLoader::LinkLoader(std::shared_ptr<const BatchSource> source, Array edge_lab
     loader_internal::check_attributes(attributes, n, num_graph_edges);
   }
   if (negatives.mode != NegativeMode::kNone) {
-    if (negatives.distribution == NegativeDistribution::kDegree) {
-      shared->degrees = source->degrees();
-    }
-    if (negatives.reject_existing) {  // the source's error now rather than in the first batch
-      const int64_t probe = 0;
-      uint8_t hit = 0;
-      source->has_edges({&probe, 1}, {&probe, 1}, &hit);
-    }
-    // The sampler's own checks (weights, degree_power, max_draws), once.
-    NegativeSampler(n, shared->degrees, [](auto, auto, uint8_t*) {},
-                    {.distribution = negatives.distribution,
-                     .degree_power = negatives.degree_power,
-                     .weights = negatives.weights,
-                     .reject_existing = negatives.reject_existing,
-                     .max_draws = negatives.max_draws});
+    shared->negatives.emplace(make_negative_sampler(source, options_));
   }
   shared->assembly.source = std::move(source);
   shared->assembly.attributes = std::move(attributes);
@@ -235,6 +250,10 @@ struct LinkLoader::EpochWork {
   // Temporal sampling: each seed's time, the edge_label_time of its supervision edge; negative
   // i (of each end's list) takes edge i mod B's, as PyG's repeat does.
   std::vector<int64_t> seed_times(std::span<const int64_t> positions, const LinkSeeds& seeds) const;
+  // Node-time sampling: the time bound of `count` negatives (of pairs, or of sources for
+  // triplets): negative i no later than edge i mod B's time (PyG's neg_sample); else none.
+  std::vector<int64_t> negative_time_bounds(std::span<const int64_t> positions,
+                                            int64_t count) const;
 };
 
 std::unique_ptr<Epoch> LinkLoader::start_epoch(int64_t epoch_index) const {
@@ -244,24 +263,7 @@ std::unique_ptr<Epoch> LinkLoader::start_epoch(int64_t epoch_index) const {
   work->options = options_;
   const uint64_t seed = loader_internal::epoch_sampler_seed(options_.loader, epoch_index);
   work->options.loader.sampler.seed = seed;
-  const LinkNegativeOptions& negatives = options_.negatives;
-  if (negatives.mode != NegativeMode::kNone) {
-    EdgeOracle oracle;
-    if (negatives.reject_existing) {
-      oracle = [source = shared_->assembly.source](std::span<const int64_t> src,
-                                                   std::span<const int64_t> dst, uint8_t* out) {
-        source->has_edges(src, dst, out);
-      };
-    }
-    work->negatives.emplace(shared_->assembly.source->num_nodes(), shared_->degrees,
-                            std::move(oracle),
-                            NegativeSamplerOptions{.distribution = negatives.distribution,
-                                                   .degree_power = negatives.degree_power,
-                                                   .weights = negatives.weights,
-                                                   .reject_existing = negatives.reject_existing,
-                                                   .max_draws = negatives.max_draws,
-                                                   .seed = seed});
-  }
+  if (shared_->negatives) work->negatives.emplace(shared_->negatives->reseeded(seed));
   const int64_t batches = num_batches();
   work->threads = static_cast<int>(std::min<int64_t>(resolve_threads(options_.loader.num_threads),
                                                      std::max<int64_t>(1, batches)));
@@ -305,8 +307,9 @@ LinkSeeds LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<in
   const std::span<const int64_t> positions = batch.input_ids.span<int64_t>();
   if (mode.mode == NegativeMode::kTriplet) {
     const auto per_source = static_cast<int64_t>(mode.amount);
+    const std::vector<int64_t> bounds = negative_time_bounds(positions, count);
     NegativeDestinations drawn =
-        negatives->sample_destinations(src, per_source, static_cast<uint64_t>(index));
+        negatives->sample_destinations(src, per_source, static_cast<uint64_t>(index), bounds);
     batch.negatives_kept_existing = drawn.kept_existing;
     if (disjoint()) {  // PyG's layout: the k-th negatives of every source, then the next k
       std::vector<int64_t> by_round(drawn.dst.size());
@@ -339,7 +342,9 @@ LinkSeeds LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<in
   std::vector<int64_t> all_src = src, all_dst = dst;
   if (mode.mode == NegativeMode::kBinary) {
     num_negatives = static_cast<int64_t>(std::ceil(static_cast<double>(count) * mode.amount));
-    NegativePairs drawn = negatives->sample_pairs(num_negatives, static_cast<uint64_t>(index));
+    const std::vector<int64_t> bounds = negative_time_bounds(positions, num_negatives);
+    NegativePairs drawn =
+        negatives->sample_pairs(num_negatives, static_cast<uint64_t>(index), bounds);
     batch.negatives_kept_existing = drawn.kept_existing;
     all_src.insert(all_src.end(), drawn.src.begin(), drawn.src.end());
     all_dst.insert(all_dst.end(), drawn.dst.begin(), drawn.dst.end());
@@ -349,6 +354,17 @@ LinkSeeds LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<in
   batch.edge_label_index = pair_index(seeds.local[0], seeds.local[1]);
   batch.edge_label = labels(positions, num_negatives);
   return seeds;
+}
+
+std::vector<int64_t> LinkLoader::EpochWork::negative_time_bounds(std::span<const int64_t> positions,
+                                                                 int64_t count) const {
+  if (options.loader.sampler.time_source != TimeSource::kNode || positions.empty()) return {};
+  const int64_t* time = options.loader.input_time->data<int64_t>();
+  std::vector<int64_t> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] = time[positions[static_cast<size_t>(i) % positions.size()]];
+  }
+  return out;
 }
 
 std::vector<int64_t> LinkLoader::EpochWork::seed_times(std::span<const int64_t> positions,

@@ -34,7 +34,11 @@
 // modulo B (its supervision edge; negatives by position, as PyG). Temporal sampling
 // (sampler.time_source set) forces disjoint; loader.input_time then holds edge_label_time, one
 // int64 per supervision edge, and each end point is sampled with its edge's time (negative i of
-// either list with edge i mod B's, as PyG's repeat). Negatives are not restricted by node time.
+// either list with edge i mod B's, as PyG's repeat). With node time (sampler.time_source kNode),
+// negatives are drawn only among the nodes no later than that time (PyG's neg_sample; the
+// earliest node when none is): a negative's own tree never holds a node later than its seed
+// time. The source must give node_times() then. With edge time negatives are unrestricted (PyG
+// has no node time to bound them by).
 //
 // Negatives (NegativeSampler, negative_sampler.h): the distribution (uniform, degree^power from
 // the source's degrees(), or weights) over all nodes; with reject_existing a negative that is an
@@ -59,8 +63,9 @@
 // M numbers (bool or numeric); amount negative or not finite; triplet with a fractional amount,
 // amount 0, or labels; edge_label_time (loader.input_time) without temporal sampling, missing
 // with it, not int64 [M] in host memory; degree distribution or
-// reject_existing on a source that cannot give degrees / check edges (the source's
-// ValueError); the LoaderOptions errors of NeighborLoader. M = 0 gives epochs without batches.
+// reject_existing on a source that cannot give degrees / check edges, negatives under node-time
+// sampling on a source that cannot give node times (the source's ValueError); the
+// LoaderOptions errors of NeighborLoader. M = 0 gives epochs without batches.
 // Thread safety: one consumer per epoch; a LinkLoader may run several epochs concurrently.
 #pragma once
 

@@ -81,6 +81,10 @@ std::vector<int64_t> BatchSource::degrees() const {
   throw ValueError("this source cannot give node degrees (degree-based negative sampling)");
 }
 
+std::vector<int64_t> BatchSource::node_times() const {
+  throw ValueError("this source cannot give node times (temporal negative sampling)");
+}
+
 void LocalBatchSource::has_edges(std::span<const int64_t> src, std::span<const int64_t> dst,
                                  uint8_t* out) const {
   std::call_once(rows_sorted_once_, [&] { rows_sorted_ = csr_rows_sorted(graph_); });
@@ -91,6 +95,14 @@ std::vector<int64_t> LocalBatchSource::degrees() const {
   std::vector<int64_t> out(static_cast<size_t>(graph_.num_nodes()));
   for (int64_t v = 0; v < graph_.num_nodes(); ++v) out[v] = graph_.degree(v);
   return out;
+}
+
+std::vector<int64_t> LocalBatchSource::node_times() const {
+  VOLLEY_REQUIRE(graph_.has_node_time(), ValueError,
+                 "the graph has no node_time (temporal negative sampling by node time)");
+  const Array& time = *graph_.node_time();
+  const int64_t* data = time.data<int64_t>();
+  return std::vector<int64_t>(data, data + time.numel());
 }
 
 namespace {

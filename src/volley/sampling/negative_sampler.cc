@@ -156,8 +156,18 @@ void NegativeSampler::prepare(std::span<const int64_t> degrees) {
                  options_.weights.size());
   VOLLEY_REQUIRE(std::isfinite(options_.degree_power), ValueError,
                  "degree_power must be finite, got {}", options_.degree_power);
-  if (kind == NegativeDistribution::kUniform) return;
-  const std::vector<double> mass = node_mass(num_nodes_, degrees, options_);
+  VOLLEY_REQUIRE(
+      options_.node_time.empty() || static_cast<int64_t>(options_.node_time.size()) == num_nodes_,
+      ValueError, "negative sampling node_time has {} entries; the graph has {} nodes",
+      options_.node_time.size(), num_nodes_);
+  std::vector<double> mass;  // kUniform: none
+  if (kind != NegativeDistribution::kUniform) prepare_mass(degrees, mass);
+  if (!options_.node_time.empty()) prepare_time_order(mass);
+}
+
+void NegativeSampler::prepare_mass(std::span<const int64_t> degrees, std::vector<double>& mass) {
+  const auto kind = options_.distribution;
+  mass = node_mass(num_nodes_, degrees, options_);
   cumulative_.resize(mass.size());
   std::inclusive_scan(mass.begin(), mass.end(), cumulative_.begin());
   VOLLEY_REQUIRE(cumulative_.back() > 0 && std::isfinite(cumulative_.back()), ValueError,
@@ -171,17 +181,56 @@ void NegativeSampler::prepare(std::span<const int64_t> degrees) {
   }
 }
 
+void NegativeSampler::prepare_time_order(const std::vector<double>& mass) {
+  const std::vector<int64_t>& time = options_.node_time;
+  by_time_.resize(static_cast<size_t>(num_nodes_));
+  std::iota(by_time_.begin(), by_time_.end(), int64_t{0});
+  std::stable_sort(by_time_.begin(), by_time_.end(),
+                   [&](int64_t a, int64_t b) { return time[a] < time[b]; });
+  sorted_time_.resize(by_time_.size());
+  for (size_t k = 0; k < by_time_.size(); ++k) sorted_time_[k] = time[by_time_[k]];
+  if (mass.empty()) return;
+  cumulative_by_time_.resize(by_time_.size());
+  double total = 0;
+  for (size_t k = 0; k < by_time_.size(); ++k) {
+    total += mass[by_time_[k]];
+    cumulative_by_time_[k] = total;
+  }
+}
+
+NegativeSampler NegativeSampler::reseeded(uint64_t seed) const {
+  NegativeSampler out = *this;
+  out.options_.seed = seed;
+  return out;
+}
+
 PhiloxStream NegativeSampler::stream(uint64_t position, uint64_t batch_index) const {
   return PhiloxStream(options_.seed ^ kNegativeSalt,
                       {{0u, static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32),
                         static_cast<uint32_t>(batch_index)}});
 }
 
-int64_t NegativeSampler::draw(PhiloxStream& rng) const {
-  if (cumulative_.empty()) return static_cast<int64_t>(rng.bounded64(num_nodes_));
-  const double u = rng.uniform_double() * cumulative_.back();
-  const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), u);
-  return it == cumulative_.end() ? last_positive_ : it - cumulative_.begin();
+int64_t NegativeSampler::draw(PhiloxStream& rng, const int64_t* bound) const {
+  if (bound == nullptr) {
+    if (cumulative_.empty()) return static_cast<int64_t>(rng.bounded64(num_nodes_));
+    const double u = rng.uniform_double() * cumulative_.back();
+    const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), u);
+    return it == cumulative_.end() ? last_positive_ : it - cumulative_.begin();
+  }
+  // The nodes no later than *bound are by_time_[0, early).
+  const auto early = static_cast<int64_t>(
+      std::upper_bound(sorted_time_.begin(), sorted_time_.end(), *bound) - sorted_time_.begin());
+  if (early == 0) return by_time_[0];  // none: the earliest node (PyG: node_time.argmin())
+  if (cumulative_by_time_.empty()) {
+    return by_time_[rng.bounded64(static_cast<uint64_t>(early))];
+  }
+  const auto end = cumulative_by_time_.begin() + early;
+  const double mass = *(end - 1);
+  if (!(mass > 0)) return by_time_[0];  // no early node has mass
+  const double u = rng.uniform_double() * mass;
+  auto it = std::upper_bound(cumulative_by_time_.begin(), end, u);
+  if (it == end) it = std::lower_bound(cumulative_by_time_.begin(), end, mass);  // rounding
+  return by_time_[it - cumulative_by_time_.begin()];
 }
 
 bool NegativeSampler::has_edge(int64_t src, int64_t dst) const {
@@ -196,14 +245,16 @@ bool NegativeSampler::has_edge(int64_t src, int64_t dst) const {
   return hit != 0;
 }
 
-int64_t NegativeSampler::draw_negatives(int64_t count, const int64_t* sources, int64_t per_source,
+int64_t NegativeSampler::draw_negatives(int64_t count, const int64_t* sources,
+                                        const int64_t* bounds, int64_t per_source,
                                         uint64_t batch_index, int64_t* src, int64_t* dst) const {
   const bool reject = options_.reject_existing;
   std::vector<PhiloxStream> streams;
   if (reject) streams.resize(static_cast<size_t>(count), stream(0, batch_index));
   const auto draw_one = [&](int64_t i, PhiloxStream& rng) {
-    if (sources == nullptr) src[i] = draw(rng);
-    dst[i] = draw(rng);
+    const int64_t* bound = bounds == nullptr ? nullptr : bounds + i / per_source;
+    if (sources == nullptr) src[i] = draw(rng, bound);
+    dst[i] = draw(rng, bound);
   };
   for_each_in_parallel(count, [&](int64_t i) {
     PhiloxStream rng = stream(static_cast<uint64_t>(i), batch_index);
@@ -240,21 +291,34 @@ int64_t NegativeSampler::draw_negatives(int64_t count, const int64_t* sources, i
   return static_cast<int64_t>(pending.size());
 }
 
-NegativePairs NegativeSampler::sample_pairs(int64_t count, uint64_t batch_index) const {
+const int64_t* NegativeSampler::checked_bounds(std::span<const int64_t> time_bounds,
+                                               size_t expected) const {
+  if (time_bounds.empty()) return nullptr;
+  VOLLEY_REQUIRE(!by_time_.empty(), ValueError,
+                 "negative sampling time bounds need options.node_time, got none");
+  VOLLEY_REQUIRE(time_bounds.size() == expected, ValueError,
+                 "negative sampling got {} time bounds, expected {}", time_bounds.size(), expected);
+  return time_bounds.data();
+}
+
+NegativePairs NegativeSampler::sample_pairs(int64_t count, uint64_t batch_index,
+                                            std::span<const int64_t> time_bounds) const {
   VOLLEY_REQUIRE(count >= 0, ValueError, "negative count must be >= 0, got {}", count);
+  const int64_t* bounds = checked_bounds(time_bounds, static_cast<size_t>(count));
   NegativePairs out;
   out.src.resize(static_cast<size_t>(count));
   out.dst.resize(static_cast<size_t>(count));
   out.kept_existing =
-      draw_negatives(count, nullptr, 1, batch_index, out.src.data(), out.dst.data());
+      draw_negatives(count, nullptr, bounds, 1, batch_index, out.src.data(), out.dst.data());
   return out;
 }
 
-NegativeDestinations NegativeSampler::sample_destinations(std::span<const int64_t> sources,
-                                                          int64_t per_source,
-                                                          uint64_t batch_index) const {
+NegativeDestinations NegativeSampler::sample_destinations(
+    std::span<const int64_t> sources, int64_t per_source, uint64_t batch_index,
+    std::span<const int64_t> time_bounds) const {
   VOLLEY_REQUIRE(per_source >= 0, ValueError, "negatives per source must be >= 0, got {}",
                  per_source);
+  const int64_t* bounds = checked_bounds(time_bounds, sources.size());
   const int64_t n = num_nodes_;
   for (size_t i = 0; i < sources.size(); ++i) {
     VOLLEY_REQUIRE(sources[i] >= 0 && sources[i] < n, IndexError,
@@ -265,8 +329,8 @@ NegativeDestinations NegativeSampler::sample_destinations(std::span<const int64_
   const auto total = static_cast<int64_t>(sources.size()) * per_source;
   out.dst.resize(static_cast<size_t>(total));
   std::vector<int64_t> src(static_cast<size_t>(total));
-  out.kept_existing =
-      draw_negatives(total, sources.data(), per_source, batch_index, src.data(), out.dst.data());
+  out.kept_existing = draw_negatives(total, sources.data(), bounds, per_source, batch_index,
+                                     src.data(), out.dst.data());
   return out;
 }
 

@@ -36,10 +36,20 @@
 // its stream exactly as a sequential draw-check-redraw loop would, so the result does not depend
 // on the rounds (nor on the thread count).
 //
+// Time bounds (temporal link sampling, PyG's neg_sample with node_time): with options.node_time
+// [N] set, sample_pairs / sample_destinations may take a time bound per negative (per source for
+// destinations); that negative is then drawn from the distribution restricted to the nodes whose
+// node_time is <= its bound (exactly, from a prefix of the nodes sorted by time: no redraw
+// loop). When no node of positive mass is early enough, the negative is the earliest node (the
+// first of the least node_time), as PyG's fallback to node_time.argmin(). reject_existing
+// redraws within the same restricted distribution. Without bounds, draws are those of a sampler
+// without node_time.
+//
 // Errors: ValueError for an unknown distribution, degree_power not finite, max_draws < 1,
 // weights of the wrong length or with a negative / non-finite / all-zero mass, a graph with no
 // nodes, count or per_source < 0; IndexError for a source id out of [0, num_nodes) (naming it and
-// its position).
+// its position); ValueError for node_time of the wrong length, or time bounds of the wrong length
+// or without node_time.
 // Work runs on the default pool (parallel.h); results do not depend on its size.
 // Thread safety: a NegativeSampler is immutable after construction; calls may run concurrently.
 #pragma once
@@ -63,6 +73,7 @@ struct NegativeSamplerOptions {
   bool reject_existing = false;  // redraw negatives that are edges of the graph
   int max_draws = 16;            // draws per negative with reject_existing (>= 1)
   uint64_t seed = 0;
+  std::vector<int64_t> node_time = {};  // empty, or one time per node: enables time bounds
 };
 
 struct NegativePairs {
@@ -103,13 +114,20 @@ class NegativeSampler {
   NegativeSampler(int64_t num_nodes, std::span<const int64_t> degrees, EdgeOracle has_edges,
                   NegativeSamplerOptions options);
 
-  // "binary": `count` pairs, each end drawn from the distribution independently.
-  NegativePairs sample_pairs(int64_t count, uint64_t batch_index) const;
+  // "binary": `count` pairs, each end drawn from the distribution independently. `time_bounds`
+  // empty, or [count]: both ends of pair i no later than time_bounds[i] (see Time bounds).
+  NegativePairs sample_pairs(int64_t count, uint64_t batch_index,
+                             std::span<const int64_t> time_bounds = {}) const;
 
   // "triplet": `per_source` destinations for each of `sources` (ids in [0, N)); with
   // reject_existing none is an edge from its source unless counted in kept_existing.
+  // `time_bounds` empty, or one per source: its destinations no later than that time.
   NegativeDestinations sample_destinations(std::span<const int64_t> sources, int64_t per_source,
-                                           uint64_t batch_index) const;
+                                           uint64_t batch_index,
+                                           std::span<const int64_t> time_bounds = {}) const;
+
+  // This sampler with options().seed = `seed` (tables copied, not rebuilt).
+  NegativeSampler reseeded(uint64_t seed) const;
 
   // Whether s → d is an edge of the graph (in its orientation's meaning, see above); IndexError
   // for an id out of [0, N).
@@ -119,19 +137,32 @@ class NegativeSampler {
 
  private:
   void prepare(std::span<const int64_t> degrees);  // checks options, builds cumulative_
-  int64_t draw(PhiloxStream& rng) const;           // one node from the distribution
+  void prepare_mass(std::span<const int64_t> degrees, std::vector<double>& mass);  // cumulative_
+  void prepare_time_order(const std::vector<double>& mass);  // by_time_ and its tables
+  // time_bounds.data() after checking it has `expected` entries and node_time is set; nullptr
+  // when it is empty.
+  const int64_t* checked_bounds(std::span<const int64_t> time_bounds, size_t expected) const;
+  // One node from the distribution; with `bound`, among the nodes no later than *bound.
+  int64_t draw(PhiloxStream& rng, const int64_t* bound) const;
   PhiloxStream stream(uint64_t position, uint64_t batch_index) const;
   // Negatives 0..count-1 of batch `batch_index` into src / dst: dst drawn always, src drawn
-  // unless `sources` is given (then src[i] = sources[i / per_source]); rejection in rounds (see
-  // above). Returns how many kept an existing edge.
-  int64_t draw_negatives(int64_t count, const int64_t* sources, int64_t per_source,
-                         uint64_t batch_index, int64_t* src, int64_t* dst) const;
+  // unless `sources` is given (then src[i] = sources[i / per_source]); negative i bounded by
+  // bounds[i / per_source] when `bounds` is given; rejection in rounds (see above). Returns how
+  // many kept an existing edge.
+  int64_t draw_negatives(int64_t count, const int64_t* sources, const int64_t* bounds,
+                         int64_t per_source, uint64_t batch_index, int64_t* src,
+                         int64_t* dst) const;
 
   int64_t num_nodes_ = 0;
   EdgeOracle has_edges_;
   NegativeSamplerOptions options_;
   std::vector<double> cumulative_;  // kDegree / kWeights: inclusive prefix sums of the mass
   int64_t last_positive_ = 0;       // the last node with a positive mass (rounding guard)
+  // With node_time: the nodes stably sorted by time, their times, and (kDegree / kWeights) the
+  // inclusive prefix sums of their mass in that order.
+  std::vector<int64_t> by_time_;
+  std::vector<int64_t> sorted_time_;
+  std::vector<double> cumulative_by_time_;
 };
 
 // The seed nodes of a link batch: the sorted, distinct ids of every given id array (as PyG's

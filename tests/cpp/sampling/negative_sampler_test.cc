@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <vector>
 
 #include "test_graphs.h"
@@ -148,6 +149,63 @@ TEST(NegativeSampler, AnImpossibleRejectionIsCountedNotLooped) {
   const NegativeDestinations drawn = sampler.sample_destinations(std::vector<int64_t>{1, 2}, 3, 0);
   EXPECT_EQ(drawn.kept_existing, 6);
   for (const int64_t d : drawn.dst) EXPECT_EQ(d, 0);
+}
+
+// Temporal link sampling (PyG's neg_sample with node_time): a bounded negative is never later
+// than its bound, the restricted draw still covers every early-enough node, the earliest node
+// stands in when none is early enough, and unbounded draws are those of a sampler without times.
+TEST(NegativeSampler, TimeBoundsKeepNegativesNoLaterThanTheirBound) {
+  const Csr graph = skewed_random_graph(200, 2000, 6);
+  std::vector<int64_t> node_time(200);
+  for (int64_t v = 0; v < 200; ++v) node_time[v] = (v * 37) % 200 + 10;  // a permutation + 10
+  const std::vector<int64_t> sources = {3, 17, 150, 199};
+  const std::vector<int64_t> bounds = {10, 60, 300, 5};  // one node, 51 nodes, all, none
+  std::vector<double> weights(200, 1.0);
+  weights[(50 * 173) % 200] = 0.0;  // zero mass on the node of time 60 (37 * 173 = 1 mod 200)
+  for (const auto kind : {NegativeDistribution::kUniform, NegativeDistribution::kWeights}) {
+    const bool weighted = kind == NegativeDistribution::kWeights;
+    const NegativeSampler timed(graph, {.distribution = kind,
+                                        .weights = weighted ? weights : std::vector<double>{},
+                                        .seed = 4,
+                                        .node_time = node_time});
+    const NegativeDestinations drawn = timed.sample_destinations(sources, 2000, 1, bounds);
+    std::vector<std::set<int64_t>> seen(sources.size());
+    for (size_t i = 0; i < drawn.dst.size(); ++i) seen[i / 2000].insert(drawn.dst[i]);
+    EXPECT_EQ(seen[0], (std::set<int64_t>{0}));  // the only node of time 10
+    for (const int64_t v : seen[1]) EXPECT_LE(node_time[v], 60) << v;
+    EXPECT_EQ(seen[1].size(), weighted ? 50u : 51u);  // every early node, the massless one not
+    EXPECT_GT(seen[2].size(), 150u);
+    EXPECT_EQ(seen[3], (std::set<int64_t>{0}));  // none early enough: the earliest node
+    const NegativePairs pairs = timed.sample_pairs(2000, 2, std::vector<int64_t>(2000, 40));
+    for (size_t i = 0; i < pairs.src.size(); ++i) {
+      EXPECT_LE(node_time[pairs.src[i]], 40);
+      EXPECT_LE(node_time[pairs.dst[i]], 40);
+    }
+    const NegativeSampler untimed(
+        graph,
+        {.distribution = kind, .weights = weighted ? weights : std::vector<double>{}, .seed = 4});
+    EXPECT_EQ(timed.sample_pairs(500, 3).dst, untimed.sample_pairs(500, 3).dst);
+    EXPECT_EQ(timed.reseeded(5).sample_pairs(500, 3).dst,
+              NegativeSampler(graph, {.distribution = kind,
+                                      .weights = weighted ? weights : std::vector<double>{},
+                                      .seed = 5})
+                  .sample_pairs(500, 3)
+                  .dst);
+  }
+  const NegativeSampler untimed(graph, {.seed = 4});
+  EXPECT_NE(message_of<ValueError>([&] {
+              untimed.sample_pairs(2, 0, std::vector<int64_t>{1, 2});
+            }).find("time bounds need options.node_time"),
+            std::string::npos);
+  const NegativeSampler timed(graph, {.node_time = node_time});
+  EXPECT_NE(message_of<ValueError>([&] {
+              timed.sample_destinations(sources, 2, 0, std::vector<int64_t>{1, 2});
+            }).find("got 2 time bounds, expected 4"),
+            std::string::npos);
+  EXPECT_NE(message_of<ValueError>([&] {
+              NegativeSampler(graph, {.node_time = std::vector<int64_t>(7, 0)});
+            }).find("node_time has 7 entries; the graph has 200 nodes"),
+            std::string::npos);
 }
 
 TEST(NegativeSampler, BadOptionsAndIdsNameTheValue) {

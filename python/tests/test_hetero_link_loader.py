@@ -1,0 +1,116 @@
+"""The heterogeneous LinkNeighborLoader: supervision edges of one edge type, binary and triplet
+negatives over the end types, batches that map back to the input edges, errors that name the
+type."""
+
+from __future__ import annotations
+
+import pytest
+
+import volley
+from volley.loader import LinkNeighborLoader
+
+from test_hetero import CITES, REV, WRITES, toy_hetero
+
+torch = pytest.importorskip("torch")
+pyg_data = pytest.importorskip("torch_geometric.data")
+
+
+def test_binary_batches_map_back_to_their_edges():
+    data = toy_hetero(seed=1)
+    index = data[WRITES].edge_index[:, :100]
+    loader = LinkNeighborLoader(data, [2, 2], edge_label_index=(WRITES, index), batch_size=16,
+                                neg_sampling_ratio=2.0, shuffle=True, seed=4, num_workers=1)
+    assert isinstance(loader, volley.hetero_link_loader.HeteroLinkNeighborLoader)
+    assert repr(loader) == "LinkNeighborLoader()" and len(loader) == 7
+    seen = []
+    for batch in loader:
+        store = batch[WRITES]
+        size = store.input_id.numel()
+        authors, papers = batch["author"].n_id, batch["paper"].n_id
+        label_index = store.edge_label_index
+        assert label_index.shape == (2, 3 * size)
+        # Positives are the input edges, in order; negatives follow with label 0.
+        assert torch.equal(authors[label_index[0, :size]], index[0, store.input_id])
+        assert torch.equal(papers[label_index[1, :size]], index[1, store.input_id])
+        assert store.edge_label.tolist() == [1.0] * size + [0.0] * (2 * size)
+        # Every end point is a seed: the first nodes of its type, sorted.
+        ends = torch.unique(authors[label_index[0]])
+        assert torch.equal(authors[: ends.numel()], ends)
+        # Sampled message-passing edges are real edges of their type.
+        for edge_type in data.edge_types:
+            src, dst = batch[edge_type[0]].n_id, batch[edge_type[2]].n_id
+            edge_index = batch[edge_type].edge_index
+            full = data[edge_type].edge_index
+            assert torch.equal(torch.stack([src[edge_index[0]], dst[edge_index[1]]]),
+                               full[:, batch[edge_type].e_id])
+        seen.append(store.input_id)
+    assert sorted(torch.cat(seen).tolist()) == list(range(100))
+    # The same seed gives the same batches with any number of threads.
+    again = LinkNeighborLoader(data, [2, 2], edge_label_index=(WRITES, index), batch_size=16,
+                               neg_sampling_ratio=2.0, shuffle=True, seed=4, num_workers=3)
+    first = LinkNeighborLoader(data, [2, 2], edge_label_index=(WRITES, index), batch_size=16,
+                               neg_sampling_ratio=2.0, shuffle=True, seed=4, num_workers=1)
+    for a, b in zip(first, again):
+        assert torch.equal(a[WRITES].edge_label_index, b[WRITES].edge_label_index)
+        assert torch.equal(a["paper"].n_id, b["paper"].n_id)
+
+
+def test_triplet_indices_and_weighted_negatives():
+    data = toy_hetero(seed=2)
+    weight = torch.zeros(60)
+    weight[[3, 7, 11]] = 1.0  # only these papers may be drawn as negatives
+    loader = LinkNeighborLoader(data, [2], edge_label_index=("author", "paper"), batch_size=10,
+                                neg_sampling=dict(mode="triplet", amount=3, weight=weight), seed=0)
+    assert loader.edge_type == WRITES
+    for batch in loader:
+        input_id = batch[WRITES].input_id
+        authors, papers = batch["author"].n_id, batch["paper"].n_id
+        full = data[WRITES].edge_index
+        assert torch.equal(authors[batch["author"].src_index], full[0, input_id])
+        assert torch.equal(papers[batch["paper"].dst_pos_index], full[1, input_id])
+        negatives = batch["paper"].dst_neg_index
+        assert negatives.shape == (input_id.numel(), 3)
+        assert set(papers[negatives].flatten().tolist()) <= {3, 7, 11}
+        assert "edge_label_index" not in batch[WRITES]
+
+
+def test_labels_shift_and_zero_hops_without_message_passing_edges():
+    data = toy_hetero(seed=3)
+    labels = torch.randint(0, 2, (data[CITES].edge_index.shape[1],))
+    loader = LinkNeighborLoader(data, [1], edge_label_index=(CITES, None), edge_label=labels,
+                                batch_size=50, neg_sampling="binary", seed=1)
+    batch = next(iter(loader))
+    size = batch[CITES].input_id.numel()
+    assert torch.equal(batch[CITES].edge_label[:size], labels[batch[CITES].input_id] + 1)
+    assert batch[CITES].edge_label[size:].tolist() == [0] * size
+    # An edge type without message-passing edges, and no hops: the end points alone.
+    lonely = pyg_data.HeteroData()
+    lonely["paper"].num_nodes = 30
+    pairs = torch.randint(0, 30, (2, 40))
+    loader = LinkNeighborLoader(lonely, [], edge_label_index=(("paper", "paper"), pairs), batch_size=8)
+    for batch in loader:
+        label_index = batch["paper", "to", "paper"].edge_label_index
+        assert batch["paper"].num_nodes == label_index.unique().numel()
+        assert torch.equal(batch["paper"].n_id[label_index], pairs[:, batch["paper", "to", "paper"].input_id])
+
+
+def test_errors_name_the_edge_type():
+    data = toy_hetero()
+    with pytest.raises(volley.VolleyIndexError, match="row 1 \\(node type 'paper'\\): id 60 at position 1"):
+        LinkNeighborLoader(data, [2], edge_label_index=(WRITES, torch.tensor([[0, 1], [0, 60]])))
+    data["author", "likes", "paper"].edge_index = data[WRITES].edge_index
+    with pytest.raises(volley.VolleyValueError, match="2 edge types go from 'author' to 'paper'"):
+        LinkNeighborLoader(data, [2], edge_label_index=("author", "paper"))
+    with pytest.raises(volley.VolleyValueError, match="one entry per supervision edge"):
+        LinkNeighborLoader(data, [2], edge_label_index=(REV, None), edge_label=torch.ones(3))
+    with pytest.raises(volley.VolleyValueError, match="triplet"):
+        LinkNeighborLoader(data, [2], edge_label_index=(REV, None),
+                           edge_label=torch.ones(data[REV].edge_index.shape[1]), neg_sampling="triplet")
+    with pytest.raises(volley.VolleyNotImplementedError, match="disjoint"):
+        LinkNeighborLoader(data, [2], edge_label_index=(REV, None), disjoint=True)
+    with pytest.raises(volley.VolleyValueError, match="names an edge type"):
+        LinkNeighborLoader(pyg_data.Data(edge_index=torch.tensor([[0], [1]]), num_nodes=2), [2],
+                           edge_label_index=(("a", "to", "b"), None))
+    with pytest.raises(volley.VolleyValueError, match="weight must be 60"):
+        LinkNeighborLoader(data, [2], edge_label_index=(WRITES, None),
+                           neg_sampling=dict(mode="triplet", weight=torch.ones(5)))

@@ -1,0 +1,231 @@
+"""Link prediction on heterogeneous graphs: PyG's ``LinkNeighborLoader`` over a ``HeteroData``.
+
+``volley.loader.LinkNeighborLoader(data, ..., edge_label_index=(edge_type, index))`` comes here
+when ``data`` is a PyG ``HeteroData`` or a ``volley.HeteroDataset``. Each batch takes
+``batch_size`` supervision edges of one edge type, draws negatives (binary pairs or triplet
+destinations, from a Philox stream of (seed, batch index): the same for any thread count), and
+samples the neighborhoods of their distinct end points with the heterogeneous sampler.
+
+Example:
+    >>> loader = LinkNeighborLoader(data, [10, 5], batch_size=256, shuffle=True,
+    ...                             edge_label_index=(("user", "rates", "movie"), None),
+    ...                             neg_sampling="binary")
+    >>> batch = next(iter(loader))
+    >>> batch["user", "rates", "movie"].edge_label_index   # local ids: users, movies
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from . import _tensor
+from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
+from .hetero_loader import HeteroNeighborLoader
+
+_UNSUPPORTED = ("time_attr", "edge_label_time", "disjoint")
+
+
+def _edge_type(value: Any, data: Any) -> Tuple[str, str, str]:
+    """The full ``(src, rel, dst)`` of ``value``: a triple, or a ``(src, dst)`` pair naming one
+    edge type of ``data`` (as PyG resolves it)."""
+    if isinstance(value, str):
+        value = tuple(value.split("__"))
+    value = tuple(value)
+    if len(value) == 3:
+        return value  # may be absent from the graph (no message-passing edges of that type)
+    if len(value) == 2:
+        matches = [t for t in data.edge_types if (t[0], t[2]) == value]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:  # PyG's default relation: data["a", "b"] is ("a", "to", "b")
+            return (value[0], "to", value[1])
+        raise VolleyValueError(
+            f"edge type {value}: {'no' if not matches else len(matches)} edge types go from "
+            f"'{value[0]}' to '{value[1]}' ({matches}); name it as (src, relation, dst)")
+    raise VolleyValueError(f"an edge type is (src, relation, dst) or (src, dst), got {value!r}")
+
+
+class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-many-instance-attributes
+    """Link-prediction batches of a heterogeneous graph, as PyG's ``LinkNeighborLoader``.
+
+    Args:
+        data: a PyG ``HeteroData`` or ``volley.HeteroDataset`` (see ``HeteroNeighborLoader``).
+        num_neighbors: fanouts (a list for every edge type, or a dict by edge type).
+        edge_label_index: ``(edge_type, index)``: the supervision edges [2, M] of ``edge_type``
+            (a triple, or a ``(src, dst)`` pair naming one edge type); ``index`` None: the edge
+            type's ``edge_index``. An edge type without message-passing edges is allowed.
+        edge_label: labels [M] or None; with binary negatives positives keep their label (plus
+            1 when the labels' minimum is 0, as PyG does) and negatives get 0.
+        neg_sampling, neg_sampling_ratio: PyG's ``NegativeSampling`` (``"binary"`` /
+            ``"triplet"``, ``amount``, ``weight`` over the destination type's nodes), as in the
+            homogeneous loader; negatives are drawn uniformly (or by ``weight``) over the
+            source and destination types' nodes.
+        The other arguments are ``HeteroNeighborLoader``'s.
+
+    Each batch is a ``HeteroData`` as ``HeteroNeighborLoader`` gives (the distinct end points
+    of each type first, sorted, as ``n_id``'s seeds), plus on the supervision edge type
+    ``input_id`` (positions in ``edge_label_index``) and, without negatives or binary,
+    ``edge_label_index`` (local ids: row 0 in the source type's ``n_id``, row 1 in the
+    destination's) and ``edge_label``; triplet: ``src_index`` on the source type and
+    ``dst_pos_index`` / ``dst_neg_index`` ([B] or [B, amount]) on the destination type.
+
+    Raises:
+        VolleyValueError / VolleyIndexError: an unknown or ambiguous edge type, an id outside
+        its type's range (naming the row and position), labels of the wrong length, labels with
+        triplet negatives. VolleyNotImplementedError: temporal or disjoint heterogeneous link
+        sampling (not yet).
+    """
+
+    _takes_input_nodes = False
+
+    def __init__(self, data: Any, num_neighbors: Any, edge_label_index: Any = None,
+                 edge_label: Any = None, edge_label_time: Any = None, replace: bool = False,
+                 subgraph_type: Any = "directional", disjoint: bool = False,
+                 temporal_strategy: str = "uniform", neg_sampling: Any = None,
+                 neg_sampling_ratio: Optional[float] = None, time_attr: Optional[str] = None,
+                 weight_attr: Optional[str] = None, transform: Any = None,
+                 transform_sampler_output: Any = None, is_sorted: bool = False,
+                 filter_per_worker: Optional[bool] = None, neighbor_sampler: Any = None,
+                 directed: bool = True, **kwargs: Any):
+        from .link_loader import _negative_sampling
+
+        asked = {"time_attr": time_attr, "edge_label_time": edge_label_time,
+                 "disjoint": disjoint or None}
+        for name in _UNSUPPORTED:
+            if asked[name] is not None:
+                raise VolleyNotImplementedError(
+                    f"{name}: temporal and disjoint link sampling of heterogeneous graphs is not "
+                    "supported yet")
+        if not (isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 2
+                and isinstance(edge_label_index[0], (str, tuple))) and not isinstance(
+                    edge_label_index, (str, tuple)):
+            raise VolleyValueError(
+                "a heterogeneous LinkNeighborLoader needs edge_label_index=(edge_type, index) or "
+                f"an edge type, got {type(edge_label_index).__name__}")
+        if isinstance(edge_label_index, tuple) and len(edge_label_index) in (2, 3) and all(
+                isinstance(part, str) for part in edge_label_index):
+            edge_label_index = (edge_label_index, None)  # an edge type alone
+        super().__init__(data, num_neighbors, input_nodes=None, replace=replace,
+                         subgraph_type=subgraph_type, weight_attr=weight_attr, transform=transform,
+                         transform_sampler_output=transform_sampler_output, is_sorted=is_sorted,
+                         filter_per_worker=filter_per_worker, neighbor_sampler=neighbor_sampler,
+                         directed=directed, **kwargs)
+        self.edge_type = _edge_type(edge_label_index[0], self.data)
+        self.edge_label_index = self._label_index(edge_label_index[1])
+        self.input_nodes = np.arange(self.edge_label_index.shape[1], dtype=np.int64)
+        self.edge_label = self._labels(edge_label)
+        self.neg_sampling = _negative_sampling(neg_sampling, neg_sampling_ratio)
+        if self.neg_sampling[0] == "triplet" and self.edge_label is not None:
+            raise VolleyValueError("edge_label cannot be given with triplet negative sampling")
+        weight = self.neg_sampling[2]
+        self._neg_weight = None if weight is None else _weights(weight, self._count(self.edge_type[2]))
+
+    def _count(self, node_type: str) -> int:
+        counts = self.graph.num_nodes_dict
+        if node_type not in counts:
+            raise VolleyValueError(
+                f"edge type {self.edge_type}: unknown node type '{node_type}' (node types: "
+                f"{', '.join(counts)})")
+        return counts[node_type]
+
+    def _label_index(self, index: Any) -> np.ndarray:
+        if index is None:
+            if self.edge_type not in self.graph.edge_types:
+                raise VolleyValueError(f"edge type {self.edge_type} has no edges to supervise on")
+            index = self.data[self.edge_type].edge_index
+        index = np.ascontiguousarray(_tensor.to_numpy(index), dtype=np.int64)
+        if index.ndim != 2 or index.shape[0] != 2:
+            raise VolleyValueError(f"edge_label_index must have shape [2, M], got {list(index.shape)}")
+        for row, node_type in ((0, self.edge_type[0]), (1, self.edge_type[2])):
+            count = self._count(node_type)
+            bad = np.flatnonzero((index[row] < 0) | (index[row] >= count))
+            if bad.size:
+                raise VolleyIndexError(
+                    f"edge_label_index row {row} (node type '{node_type}'): id "
+                    f"{int(index[row, bad[0]])} at position {int(bad[0])} is outside [0, {count})")
+        return index
+
+    def _labels(self, edge_label: Any) -> Any:
+        if edge_label is None:
+            return None
+        labels = _tensor.to_numpy(edge_label)
+        if labels.shape[:1] != (self.edge_label_index.shape[1],):
+            raise VolleyValueError(
+                f"edge_label must have one entry per supervision edge "
+                f"({self.edge_label_index.shape[1]}), got shape {list(labels.shape)}")
+        return labels
+
+    # --- one batch -------------------------------------------------------------------------
+    def _make_batch(self, job: Tuple[int, np.ndarray]) -> Any:
+        import torch
+
+        batch_index, positions = job
+        src_type, _, dst_type = self.edge_type
+        src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
+        mode, amount, _ = self.neg_sampling
+        rng = np.random.Generator(np.random.Philox(key=[self.seed & (2**64 - 1), batch_index]))
+        negatives = 0
+        if mode == "binary":
+            negatives = int(math.ceil(amount * len(positions)))
+            src = np.concatenate([src, rng.integers(0, self._count(src_type), negatives)])
+            dst = np.concatenate([dst, self._draw(rng, negatives)])
+        neg = self._draw(rng, len(positions) * int(amount)) if mode == "triplet" else None
+        ends: Dict[str, list] = {}
+        ends.setdefault(src_type, []).append(src)
+        ends.setdefault(dst_type, []).append(dst if neg is None else np.concatenate([dst, neg]))
+        seeds = {t: np.unique(np.concatenate(v)) for t, v in ends.items()}
+        out = self._build(seeds, batch_index)
+        local_src = torch.from_numpy(np.searchsorted(seeds[src_type], src))
+        local_dst = torch.from_numpy(np.searchsorted(seeds[dst_type], dst))
+        store = out[self.edge_type]
+        store.input_id = torch.from_numpy(positions)
+        if mode == "triplet":
+            out[src_type].src_index = local_src
+            out[dst_type].dst_pos_index = local_dst
+            local_neg = torch.from_numpy(np.searchsorted(seeds[dst_type], neg))
+            out[dst_type].dst_neg_index = local_neg if amount == 1 else local_neg.view(-1, int(amount))
+        else:
+            store.edge_label_index = torch.stack([local_src, local_dst])
+            label = self._batch_labels(positions, negatives)
+            if label is not None:
+                store.edge_label = label
+        return self.transform(out) if self.transform is not None else out
+
+    def _draw(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """``count`` destination-type nodes: uniform, or by the negative sampling's weight."""
+        total = self._count(self.edge_type[2])
+        if self._neg_weight is None:
+            return rng.integers(0, total, count)
+        return rng.choice(total, size=count, p=self._neg_weight)
+
+    def _batch_labels(self, positions: np.ndarray, negatives: int) -> Any:
+        import torch
+
+        if self.edge_label is None:
+            if self.neg_sampling[0] == "none":
+                return None
+            return torch.cat([torch.ones(len(positions)), torch.zeros(negatives)])
+        labels = torch.as_tensor(self.edge_label[positions])
+        if self.neg_sampling[0] == "none":
+            return labels
+        if self.edge_label.size and self.edge_label.min() == 0:
+            labels = labels + 1
+        return torch.cat([labels, torch.zeros(negatives, dtype=labels.dtype)])
+
+    def __repr__(self) -> str:
+        return "LinkNeighborLoader()"
+
+
+def _weights(weight: Any, count: int) -> np.ndarray:
+    values = np.asarray(_tensor.to_numpy(weight), dtype=np.float64)
+    if values.shape != (count,) or not np.all(np.isfinite(values)) or values.min() < 0 or values.sum() <= 0:
+        raise VolleyValueError(
+            f"neg_sampling weight must be {count} finite non-negative numbers with a positive sum, "
+            f"got shape {list(values.shape)}")
+    return values / values.sum()
+
+
+__all__ = ["HeteroLinkNeighborLoader"]
