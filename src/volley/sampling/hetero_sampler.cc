@@ -383,10 +383,11 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& grap
   VOLLEY_REQUIRE(!resolved.empty() || !options.fanouts.empty(), ValueError,
                  "fanouts: the fanout list is empty (give one per hop)");
   for (size_t e = 1; e < resolved.size(); ++e) {
-    VOLLEY_REQUIRE(resolved[e].size() == resolved[0].size(), ValueError,
-                   "the number of hops must be the same across all edge types: {} has {}, {} has {}",
-                   graph.edge_types()[0].name(), resolved[0].size(), graph.edge_types()[e].name(),
-                   resolved[e].size());
+    VOLLEY_REQUIRE(
+        resolved[e].size() == resolved[0].size(), ValueError,
+        "the number of hops must be the same across all edge types: {} has {}, {} has {}",
+        graph.edge_types()[0].name(), resolved[0].size(), graph.edge_types()[e].name(),
+        resolved[e].size());
   }
   return resolved;
 }

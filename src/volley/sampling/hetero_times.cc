@@ -104,8 +104,8 @@ HeteroGraph attach_hetero_times(const HeteroGraph& graph, const HeteroSamplerOpt
                  "temporal sampling does not support weighted sampling yet");
   const bool by_edge = options.time_source == TimeSource::kEdge;
   VOLLEY_REQUIRE(by_edge ? times.node_time.empty() : times.edge_time.empty(), ValueError,
-                 "{} times were given, but temporal sampling is by {} time", by_edge ? "node" : "edge",
-                 by_edge ? "edge" : "node");
+                 "{} times were given, but temporal sampling is by {} time",
+                 by_edge ? "node" : "edge", by_edge ? "edge" : "node");
   std::vector<const Array*> nodes, edges;
   if (by_edge) {
     edges = edge_times(graph, times);

@@ -27,7 +27,7 @@ std::vector<int64_t> uniform_ids(std::mt19937_64& rng, int64_t count, int64_t bo
 struct Fixture {
   HeteroGraph graph;
   std::vector<std::pair<EdgeType, std::vector<int64_t>>> edge_time;  // by edge id
-  std::vector<int64_t> paper_time, author_time;                     // venues have none
+  std::vector<int64_t> paper_time, author_time;                      // venues have none
 
   Fixture() {
     std::mt19937_64 rng(7);
@@ -41,8 +41,8 @@ struct Fixture {
     for (const auto& [type, num_src, num_dst] : types) {
       const int64_t count = 4 * num_dst;
       const auto src = uniform_ids(rng, count, num_src), dst = uniform_ids(rng, count, num_dst);
-      edges.emplace_back(type, build_bipartite_csr(Array::from_vector(src),
-                                                   Array::from_vector(dst), num_src, num_dst));
+      edges.emplace_back(type, build_bipartite_csr(Array::from_vector(src), Array::from_vector(dst),
+                                                   num_src, num_dst));
       edge_time.emplace_back(type, uniform_ids(rng, count, 100));
     }
     graph = HeteroGraph({{"paper", kPapers}, {"author", kAuthors}, {"venue", kVenues}},
@@ -127,9 +127,8 @@ TEST(HeteroTemporalTest, NoEdgeLaterThanItsSeed) {
     HeteroSamplerOptions options{.fanouts = {-1, 3}, .seed = 1};
     options.time_source = TimeSource::kEdge;
     options.temporal_strategy = strategy;
-    const auto out =
-        sample_hetero_neighbors(f.graph, {{"paper", seeds, seed_times}}, options, 0, nullptr,
-                                f.edge_times());
+    const auto out = sample_hetero_neighbors(f.graph, {{"paper", seeds, seed_times}}, options, 0,
+                                             nullptr, f.edge_times());
     expect_trees(f.graph, out, seeds.size());
     int64_t checked = 0;
     for (int e = 0; e < f.graph.num_edge_types(); ++e) {
@@ -225,12 +224,18 @@ TEST(HeteroTemporalTest, PreciseErrorsNamingTheType) {
                         "with one entry per edge (320)"));
   HeteroNeighborSampler edge_sampler(f.graph, by_edge, f.edge_times());
   const std::vector<int64_t> seeds = {1, 2}, one_time = {5};
-  EXPECT_THAT(message_of<ValueError>([&] { edge_sampler.sample({{"paper", seeds}}, 0); }),
+  EXPECT_THAT(message_of<ValueError>([&] {
+                edge_sampler.sample({{"paper", seeds}}, 0);
+              }),
               HasSubstr("seeds of node type 'paper' need a time each"));
-  EXPECT_THAT(message_of<ValueError>([&] { edge_sampler.sample({{"paper", seeds, one_time}}, 0); }),
+  EXPECT_THAT(message_of<ValueError>([&] {
+                edge_sampler.sample({{"paper", seeds, one_time}}, 0);
+              }),
               HasSubstr("seeds of node type 'paper': 1 times for 2 seeds"));
   HeteroNeighborSampler node_sampler(f.graph, by_node, f.node_times());
-  EXPECT_THAT(message_of<ValueError>([&] { node_sampler.sample({{"venue", seeds}}, 0); }),
+  EXPECT_THAT(message_of<ValueError>([&] {
+                node_sampler.sample({{"venue", seeds}}, 0);
+              }),
               HasSubstr("'venue' need a time each"));
 }
 
