@@ -220,7 +220,8 @@ def test_loader_edge_time():
 def test_errors_name_the_type():
     graph, edge_index, rng = _graph()
     times = _node_times(rng)
-    with pytest.raises(volley.VolleyValueError, match=r"node type 'author' .* \(40\), got int64\[39\]"):
+    with pytest.raises(volley.VolleyValueError,
+                       match=r"node type 'author' .* \(40\), got int64\[39\]"):
         volley.HeteroNeighborSampler(graph, [2], node_time={**times, "author": times["author"][1:]})
     with pytest.raises(volley.VolleyValueError, match="node type 'paper' must hold integer"):
         volley.HeteroNeighborSampler(graph, [2], node_time={"paper": times["paper"] * 0.5})
