@@ -255,6 +255,8 @@ void bind_loader_options(nb::module_& m) {
       .def_rw("drop_last", &LoaderOptions::drop_last)
       .def_rw("num_threads", &LoaderOptions::num_threads)
       .def_rw("prefetch", &LoaderOptions::prefetch)
+      .def_rw("lookahead", &LoaderOptions::lookahead,
+              "Batches sampled ahead to tell a lookahead row cache what comes (0: none).")
       .def_rw("seed", &LoaderOptions::seed)
       .def_rw("rank", &LoaderOptions::rank)
       .def_rw("world_size", &LoaderOptions::world_size)

@@ -124,6 +124,15 @@ def test_a_loader_over_a_lookahead_disk_tier_gathers_the_right_rows(tmp_path):
         np.testing.assert_array_equal(to_numpy(batch.x), table[to_numpy(batch.n_id)])
     hits, misses = feature.disk_stats
     assert hits > 0 and misses > 0
+    # The window: any lookahead gives the same rows (only the cache's choices differ).
+    for window in (0, 32):
+        loader = NeighborLoader(data, [4, 2], batch_size=16, shuffle=True, seed=1, num_workers=2,
+                                lookahead=window)
+        assert loader._options.lookahead == window
+        for batch in loader:
+            np.testing.assert_array_equal(to_numpy(batch.x), table[to_numpy(batch.n_id)])
+    with pytest.raises(volley.VolleyValueError, match="lookahead"):
+        NeighborLoader(data, [4, 2], batch_size=16, lookahead=-1)
 
 
 def test_neighbor_loader_row_cache_needs_a_dataset():

@@ -114,3 +114,23 @@ def test_errors_name_the_edge_type():
     with pytest.raises(volley.VolleyValueError, match="weight must be 60"):
         LinkNeighborLoader(data, [2], edge_label_index=(WRITES, None),
                            neg_sampling=dict(mode="triplet", weight=torch.ones(5)))
+
+
+def test_src_and_dst_weights_of_pyg_2_8():
+    data = toy_hetero(seed=4)
+    src_weight, dst_weight = torch.zeros(40), torch.zeros(60)
+    src_weight[5], dst_weight[[1, 2]] = 1.0, 1.0
+    loader = LinkNeighborLoader(data, [1], edge_label_index=(WRITES, None), batch_size=20,
+                                neg_sampling=dict(mode="binary", amount=1, src_weight=src_weight,
+                                                  dst_weight=dst_weight), seed=3)
+    batch = next(iter(loader))
+    label_index = batch[WRITES].edge_label_index[:, 20:]
+    assert set(batch["author"].n_id[label_index[0]].tolist()) == {5}
+    assert set(batch["paper"].n_id[label_index[1]].tolist()) <= {1, 2}
+    with pytest.raises(volley.VolleyValueError, match="not both"):
+        LinkNeighborLoader(data, [1], edge_label_index=(WRITES, None),
+                           neg_sampling=dict(mode="binary", weight=dst_weight, dst_weight=dst_weight))
+    homogeneous = pyg_data.Data(edge_index=torch.randint(0, 60, (2, 100)), num_nodes=60)
+    with pytest.raises(volley.VolleyNotImplementedError, match="different src_weight and dst_weight"):
+        LinkNeighborLoader(homogeneous, [1], neg_sampling=dict(mode="binary", src_weight=dst_weight,
+                                                               dst_weight=torch.ones(60)))

@@ -184,7 +184,7 @@ def test_a_data_of_nodes_only_samples_no_neighbors():
          "must be None for triplet"),
         (dict(neg_sampling="ternary"), volley.VolleyValueError, "'ternary'"),
         (dict(edge_label_index=(("a", "to", "b"), torch.zeros(2, 1, dtype=torch.long))),
-         volley.VolleyNotImplementedError, "heterogeneous"),
+         volley.VolleyValueError, "names an edge type: that needs a HeteroData"),
         (dict(edge_label_time=torch.zeros(900, dtype=torch.long)), volley.VolleyValueError,
          "without time_attr"),
         (dict(time_attr="time"), volley.VolleyValueError, "needs edge_label_time"),

@@ -4,6 +4,7 @@ node- and edge-level tables the C++ loader gathers, and the batch built with PyG
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -362,3 +363,54 @@ def _hetero_from_remote_backend(feature_store: Any, graph_store: Any, edge_attrs
     for node_type, count in num_nodes.items():
         out[node_type].num_nodes = count
     return out
+
+
+def negative_sampling(neg_sampling: Any, neg_sampling_ratio: Any) -> Tuple[str, float, Any, Any]:
+    """(mode, amount, src_weight, dst_weight) of PyG's ``neg_sampling`` (a ``NegativeSampling``,
+    its string form or a dict of its arguments) or the deprecated ``neg_sampling_ratio``
+    (binary). PyG 2.5's ``weight`` weighs both end points; 2.8's ``src_weight`` / ``dst_weight``
+    each its own."""
+    if neg_sampling_ratio is not None and neg_sampling_ratio != 0.0:
+        neg_sampling = {"mode": "binary", "amount": neg_sampling_ratio}
+    if neg_sampling is None:
+        return "none", 1.0, None, None
+    if isinstance(neg_sampling, str):
+        neg_sampling = {"mode": neg_sampling}
+    names = ("mode", "amount", "weight", "src_weight", "dst_weight")
+    if isinstance(neg_sampling, dict):
+        unknown = set(neg_sampling) - set(names)
+        if unknown:
+            raise _volley.VolleyValueError(
+                f"neg_sampling takes {', '.join(names)}, got {sorted(unknown)}"
+            )
+        fields = {name: neg_sampling.get(name) for name in names}
+    elif hasattr(neg_sampling, "mode") and hasattr(neg_sampling, "amount"):
+        fields = {name: getattr(neg_sampling, name, None) for name in names}
+    else:
+        raise _volley.VolleyTypeError(
+            "neg_sampling must be a torch_geometric NegativeSampling, 'binary', 'triplet' or a "
+            f"dict, got {type(neg_sampling).__name__}"
+        )
+    mode = fields["mode"]
+    amount = fields["amount"] if fields["amount"] is not None else 1
+    weight = fields["weight"]
+    if weight is not None and (fields["src_weight"] is not None or fields["dst_weight"] is not None):
+        raise _volley.VolleyValueError("neg_sampling: give weight or src_weight / dst_weight, not both")
+    src_weight = weight if weight is not None else fields["src_weight"]
+    dst_weight = weight if weight is not None else fields["dst_weight"]
+    mode = getattr(mode, "value", mode)
+    if mode not in ("binary", "triplet"):
+        raise _volley.VolleyValueError(f"neg_sampling mode must be 'binary' or 'triplet', got {mode!r}")
+    try:
+        amount = float(amount)
+    except (TypeError, ValueError) as error:
+        raise _volley.VolleyTypeError(f"neg_sampling amount must be a number, got {amount!r}") from error
+    if not math.isfinite(amount) or amount <= 0:
+        raise _volley.VolleyValueError(
+            f"neg_sampling amount must be a positive finite number, got {amount}"
+        )
+    if mode == "triplet" and amount != math.ceil(amount):
+        raise _volley.VolleyValueError(
+            f"triplet neg_sampling needs a whole amount (negatives per positive), got {amount}"
+        )
+    return mode, amount, src_weight, dst_weight

@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _tensor
+from . import _pyg_compat, _tensor
 from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
 
@@ -60,9 +60,9 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
         edge_label: labels [M] or None; with binary negatives positives keep their label (plus
             1 when the labels' minimum is 0, as PyG does) and negatives get 0.
         neg_sampling, neg_sampling_ratio: PyG's ``NegativeSampling`` (``"binary"`` /
-            ``"triplet"``, ``amount``, ``weight`` over the destination type's nodes), as in the
-            homogeneous loader; negatives are drawn uniformly (or by ``weight``) over the
-            source and destination types' nodes.
+            ``"triplet"``, ``amount``, and ``weight`` (PyG 2.5: both end types) or
+            ``src_weight`` / ``dst_weight`` (PyG 2.8)); negatives are drawn uniformly, or by
+            those weights, over the source and destination types' nodes.
         The other arguments are ``HeteroNeighborLoader``'s.
 
     Each batch is a ``HeteroData`` as ``HeteroNeighborLoader`` gives (the distinct end points
@@ -90,8 +90,6 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
                  transform_sampler_output: Any = None, is_sorted: bool = False,
                  filter_per_worker: Optional[bool] = None, neighbor_sampler: Any = None,
                  directed: bool = True, **kwargs: Any):
-        from .link_loader import _negative_sampling
-
         asked = {"time_attr": time_attr, "edge_label_time": edge_label_time,
                  "disjoint": disjoint or None}
         for name in _UNSUPPORTED:
@@ -117,11 +115,14 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
         self.edge_label_index = self._label_index(edge_label_index[1])
         self.input_nodes = np.arange(self.edge_label_index.shape[1], dtype=np.int64)
         self.edge_label = self._labels(edge_label)
-        self.neg_sampling = _negative_sampling(neg_sampling, neg_sampling_ratio)
+        self.neg_sampling = _pyg_compat.negative_sampling(neg_sampling, neg_sampling_ratio)
         if self.neg_sampling[0] == "triplet" and self.edge_label is not None:
             raise VolleyValueError("edge_label cannot be given with triplet negative sampling")
-        weight = self.neg_sampling[2]
-        self._neg_weight = None if weight is None else _weights(weight, self._count(self.edge_type[2]))
+        src_weight, dst_weight = self.neg_sampling[2:]
+        ends = (("src", 0, src_weight), ("dst", 2, dst_weight))  # triplet draws no sources
+        self._neg_weights = {
+            end: None if weight is None or (end == "src" and self.neg_sampling[0] != "binary")
+            else _weights(weight, self._count(self.edge_type[index])) for end, index, weight in ends}
 
     def _count(self, node_type: str) -> int:
         counts = self.graph.num_nodes_dict
@@ -165,14 +166,14 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
         batch_index, positions = job
         src_type, _, dst_type = self.edge_type
         src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
-        mode, amount, _ = self.neg_sampling
+        mode, amount = self.neg_sampling[:2]
         rng = np.random.Generator(np.random.Philox(key=[self.seed & (2**64 - 1), batch_index]))
         negatives = 0
         if mode == "binary":
             negatives = int(math.ceil(amount * len(positions)))
-            src = np.concatenate([src, rng.integers(0, self._count(src_type), negatives)])
-            dst = np.concatenate([dst, self._draw(rng, negatives)])
-        neg = self._draw(rng, len(positions) * int(amount)) if mode == "triplet" else None
+            src = np.concatenate([src, self._draw(rng, negatives, "src")])
+            dst = np.concatenate([dst, self._draw(rng, negatives, "dst")])
+        neg = self._draw(rng, len(positions) * int(amount), "dst") if mode == "triplet" else None
         ends: Dict[str, list] = {}
         ends.setdefault(src_type, []).append(src)
         ends.setdefault(dst_type, []).append(dst if neg is None else np.concatenate([dst, neg]))
@@ -194,12 +195,13 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
                 store.edge_label = label
         return self.transform(out) if self.transform is not None else out
 
-    def _draw(self, rng: np.random.Generator, count: int) -> np.ndarray:
-        """``count`` destination-type nodes: uniform, or by the negative sampling's weight."""
-        total = self._count(self.edge_type[2])
-        if self._neg_weight is None:
+    def _draw(self, rng: np.random.Generator, count: int, end: str) -> np.ndarray:
+        """``count`` nodes of the ``end`` ("src" / "dst") type: uniform, or by its weight."""
+        total = self._count(self.edge_type[0 if end == "src" else 2])
+        weights = self._neg_weights[end]
+        if weights is None:
             return rng.integers(0, total, count)
-        return rng.choice(total, size=count, p=self._neg_weight)
+        return rng.choice(total, size=count, p=weights)
 
     def _batch_labels(self, positions: np.ndarray, negatives: int) -> Any:
         import torch

@@ -21,7 +21,6 @@ the epoch and the batch index, identical for any number of worker threads.
 from __future__ import annotations
 
 import inspect
-import math
 import os
 from typing import Any, Callable, Optional, Sequence, Tuple
 
@@ -33,49 +32,6 @@ from .feature import Feature
 from .loader import NeighborLoader, _rows_input
 
 _LINK_KEYS = ("edge_label", "edge_label_index", "edge_label_time")
-
-
-def _negative_sampling(neg_sampling: Any, neg_sampling_ratio: Any) -> Tuple[str, float, Any]:
-    """(mode, amount, weight) of PyG's ``neg_sampling`` (a ``NegativeSampling``, its string form
-    or a dict of its arguments) or the deprecated ``neg_sampling_ratio`` (binary)."""
-    if neg_sampling_ratio is not None and neg_sampling_ratio != 0.0:
-        neg_sampling = {"mode": "binary", "amount": neg_sampling_ratio}
-    if neg_sampling is None:
-        return "none", 1.0, None
-    if isinstance(neg_sampling, str):
-        neg_sampling = {"mode": neg_sampling}
-    if isinstance(neg_sampling, dict):
-        unknown = set(neg_sampling) - {"mode", "amount", "weight"}
-        if unknown:
-            raise _volley.VolleyValueError(
-                f"neg_sampling takes mode, amount and weight, got {sorted(unknown)}"
-            )
-        mode = neg_sampling.get("mode")
-        amount, weight = neg_sampling.get("amount", 1), neg_sampling.get("weight")
-    elif hasattr(neg_sampling, "mode") and hasattr(neg_sampling, "amount"):
-        mode, amount = neg_sampling.mode, neg_sampling.amount
-        weight = getattr(neg_sampling, "weight", None)
-    else:
-        raise _volley.VolleyTypeError(
-            "neg_sampling must be a torch_geometric NegativeSampling, 'binary', 'triplet' or a "
-            f"dict, got {type(neg_sampling).__name__}"
-        )
-    mode = getattr(mode, "value", mode)
-    if mode not in ("binary", "triplet"):
-        raise _volley.VolleyValueError(f"neg_sampling mode must be 'binary' or 'triplet', got {mode!r}")
-    try:
-        amount = float(amount)
-    except (TypeError, ValueError) as error:
-        raise _volley.VolleyTypeError(f"neg_sampling amount must be a number, got {amount!r}") from error
-    if not math.isfinite(amount) or amount <= 0:
-        raise _volley.VolleyValueError(
-            f"neg_sampling amount must be a positive finite number, got {amount}"
-        )
-    if mode == "triplet" and amount != math.ceil(amount):
-        raise _volley.VolleyValueError(
-            f"triplet neg_sampling needs a whole amount (negatives per positive), got {amount}"
-        )
-    return mode, amount, weight
 
 
 def _edge_label_index(value: Any, num_edges_default: Any) -> np.ndarray:
@@ -321,7 +277,12 @@ class LinkNeighborLoader(NeighborLoader):
         if edge_label_index is None and default is None:
             raise _volley.VolleyValueError("edge_label_index is needed for a volley.Dataset")
         self.edge_label_index = _edge_label_index(edge_label_index, default)
-        mode, amount, weight = _negative_sampling(neg_sampling, ratio)
+        mode, amount, src_weight, weight = _pyg_compat.negative_sampling(neg_sampling, ratio)
+        if mode == "binary" and src_weight is not weight:
+            raise _volley.VolleyNotImplementedError(
+                "binary negatives with different src_weight and dst_weight: a homogeneous graph's "
+                "negatives are drawn from one distribution (give weight, or the same tensor twice)"
+            )
         self.neg_sampling = (mode, amount) if mode != "none" else None
         if edge_label is not None:
             if mode == "triplet":

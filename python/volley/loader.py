@@ -158,6 +158,8 @@ class NeighborLoader:
         cache_bytes, policy: the row cache of a ``volley.Dataset``'s features, as
             ``volley.Feature(path, cache_bytes=..., policy=...)`` (CPU mode; features larger
             than half the RAM are read through the disk tier by themselves).
+        lookahead: with ``policy="lookahead"``, how many batches past the one being built the
+            loader samples to tell the cache which rows come (default 8; 0: none).
         rank, world_size: this process's share of the input nodes in data-parallel training.
             Default: ``torch.distributed``'s rank and world size when a process group is
             initialised, else a single process (0, 1). With ``world_size > 1`` every epoch
@@ -232,6 +234,7 @@ class NeighborLoader:
         mode: Optional[str] = None,
         cache_bytes: Any = None,
         policy: Optional[str] = None,
+        lookahead: Optional[int] = None,
         _on_batch_start: Optional[Callable[[int], None]] = None,
         **kwargs: Any,
     ):
@@ -286,6 +289,7 @@ class NeighborLoader:
             subgraph_type=kind,
             disjoint=self.disjoint,
             temporal=(time_source, temporal_strategy, input_time, graph),
+            lookahead=lookahead,
         )
 
     def _split_attributes(self, data: Any, x: Any, y: Any, feature_dtype: Optional[str]) -> Tuple[Any, Any]:
@@ -316,6 +320,7 @@ class NeighborLoader:
         subgraph_type: str = "directional",
         disjoint: bool = False,
         temporal: tuple = ("none", "uniform", None, None),
+        lookahead: Optional[int] = None,
     ) -> None:
         """What every loader shares, whatever serves its batches: the arguments translated into
         one typed ``LoaderOptions`` (checked once, in C++, when the native loader is built) and
@@ -360,6 +365,8 @@ class NeighborLoader:
             on_batch_start=on_batch_start,
         )
         self._options.input_time = self._input_times(temporal)
+        if lookahead is not None:
+            self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
         self._native = self._create_native(self.input_nodes)
 
     def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
