@@ -258,3 +258,47 @@ def test_errors_name_the_type():
         loader(data, [2], input_nodes="paper", time_attr="time")
     with pytest.raises(volley.VolleyNotImplementedError, match="induced"):
         loader(_pyg(), [2], input_nodes="paper", time_attr="time", subgraph_type="induced")
+
+
+@pytest.mark.parametrize("mode", ["binary", "triplet"])
+def test_link_loader_by_time(mode):
+    """Each supervision edge's subgraph (its end points and negatives, ``batch`` modulo the
+    batch size) holds no node later than the edge's time; negatives are not later either."""
+    data = _pyg()
+    cites = ("paper", "cites", "paper")
+    count = data[cites].edge_index.shape[1]
+    label_time = torch.from_numpy(np.random.default_rng(0).integers(300, 1000, count))
+    loader = volley.loader.LinkNeighborLoader(
+        data, [3, 2], edge_label_index=(cites, None), edge_label_time=label_time,
+        time_attr="time", neg_sampling=dict(mode=mode, amount=2), batch_size=16, seed=1)
+    for batch in loader:
+        size = batch[cites].input_id.numel()
+        times = label_time[batch[cites].input_id]
+        for t in ("paper", "author"):
+            assert (batch[t].batch < size).all()
+            later = batch[t].time > times[batch[t].batch]
+            if t == "paper":  # the positive end points are seeds, never checked (as in PyG)
+                dst_first = size if mode == "triplet" else 3 * size
+                later[:size] = later[dst_first:dst_first + size] = False
+            assert not later.any(), t
+        if mode == "triplet":
+            assert torch.equal(batch["paper"].seed_time, times)
+            assert batch["paper"].dst_neg_index.shape == (size, 2)
+            assert (batch["paper"].batch[batch["paper"].dst_neg_index]
+                    == torch.arange(size).view(-1, 1)).all()
+        else:
+            label_index = batch[cites].edge_label_index
+            assert torch.equal(label_index[0], torch.arange(3 * size))
+            assert torch.equal(batch[cites].edge_label_time, times.repeat(3))
+
+
+def test_link_loader_disjoint_without_time():
+    data = _pyg()
+    writes = ("author", "writes", "paper")
+    loader = volley.loader.LinkNeighborLoader(data, [2], edge_label_index=(writes, None),
+                                              disjoint=True, batch_size=8)
+    batch = next(iter(loader))
+    assert torch.equal(batch[writes].edge_label_index, torch.arange(8).repeat(2, 1))
+    assert torch.equal(batch["author"].n_id[:8], data[writes].edge_index[0, :8])
+    assert torch.equal(batch["paper"].n_id[:8], data[writes].edge_index[1, :8])
+    assert batch["author"].batch[:8].tolist() == list(range(8))
