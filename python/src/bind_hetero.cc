@@ -14,6 +14,9 @@
 #include "volley/sampling/hetero_sampler.h"
 
 namespace volley::python {
+
+TimeSource time_source_from_name(const std::string& name);  // bind_sampling.cc
+
 namespace {
 
 using EdgeTuple = std::tuple<std::string, std::string, std::string>;
@@ -120,6 +123,24 @@ void bind_hetero_dataset(nb::module_& m) {
         nb::call_guard<nb::gil_scoped_release>());
 }
 
+using NodeTimes = std::vector<std::pair<std::string, InputArray>>;
+using EdgeTimes = std::vector<std::pair<EdgeTuple, InputArray>>;
+
+// The timestamps handed to the sampler (zero-copy; checked by attach_hetero_times). Needs the GIL.
+HeteroTimes hetero_times(const NodeTimes& node_time, const EdgeTimes& edge_time) {
+  HeteroTimes times;
+  for (const auto& [type, time] : node_time) {
+    times.node_time.emplace_back(type,
+                                 array_from_python(time, "node time of node type '" + type + "'"));
+  }
+  for (const auto& [type, time] : edge_time) {
+    const EdgeType edge_type = edge_type_of(type);
+    times.edge_time.emplace_back(
+        edge_type, array_from_python(time, "edge time of edge type " + edge_type.name()));
+  }
+  return times;
+}
+
 void bind_hetero_sampler(nb::module_& m) {
   nb::class_<HeteroNeighborSampler>(m, "HeteroNeighborSampler",
                                     "See src/volley/sampling/hetero_sampler.h.")
@@ -128,7 +149,9 @@ void bind_hetero_sampler(nb::module_& m) {
           [](HeteroNeighborSampler* self, const HeteroGraph& graph,
              const std::vector<int64_t>& fanouts,
              const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
-             bool replace, bool weighted, uint64_t seed) {
+             bool replace, bool weighted, uint64_t seed, bool disjoint,
+             const std::string& time_source, const std::string& temporal_strategy,
+             const NodeTimes& node_time, const EdgeTimes& edge_time) {
             HeteroSamplerOptions options;
             options.fanouts = fanouts;
             for (const auto& [type, list] : fanouts_by_type)
@@ -136,22 +159,39 @@ void bind_hetero_sampler(nb::module_& m) {
             options.replace = replace;
             options.weighted = weighted;
             options.seed = seed;
+            options.disjoint = disjoint;
+            options.time_source = time_source_from_name(time_source);
+            options.temporal_strategy = temporal_strategy_from_name(temporal_strategy);
+            HeteroTimes times = hetero_times(node_time, edge_time);
             nb::gil_scoped_release release;
-            new (self) HeteroNeighborSampler(graph, std::move(options));
+            new (self) HeteroNeighborSampler(graph, std::move(options), std::move(times));
           },
           nb::arg("graph"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
-          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0)
+          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
+          nb::arg("disjoint") = false, nb::arg("time_source") = "none",
+          nb::arg("temporal_strategy") = "uniform", nb::arg("node_time") = NodeTimes{},
+          nb::arg("edge_time") = EdgeTimes{})
       .def(
           "sample",
           [](HeteroNeighborSampler& sampler,
-             const std::vector<std::pair<std::string, InputArray>>& seeds, uint64_t batch_index) {
-            std::vector<Array> seed_arrays;
+             const std::vector<std::pair<std::string, InputArray>>& seeds, uint64_t batch_index,
+             const std::vector<std::optional<InputArray>>& seed_times) {
+            VOLLEY_REQUIRE(seed_times.empty() || seed_times.size() == seeds.size(), ValueError,
+                           "seed_times: {} entries for {} seed groups (one per group, or none)",
+                           seed_times.size(), seeds.size());
+            std::vector<Array> seed_arrays, time_arrays;
             std::vector<HeteroSeeds> groups;
-            for (const auto& [type, ids] : seeds) {
-              seed_arrays.push_back(host_ids_array(ids, "seeds of node type " + type));
+            for (size_t i = 0; i < seeds.size(); ++i) {
+              const std::string& type = seeds[i].first;
+              seed_arrays.push_back(host_ids_array(seeds[i].second, "seeds of node type " + type));
+              const bool timed = i < seed_times.size() && seed_times[i].has_value();
+              time_arrays.push_back(
+                  timed ? host_ids_array(*seed_times[i], "seed times of node type " + type)
+                        : Array());
             }
             for (size_t i = 0; i < seeds.size(); ++i) {
               groups.push_back({seeds[i].first, seed_arrays[i].span<int64_t>()});
+              if (time_arrays[i].defined()) groups.back().times = time_arrays[i].span<int64_t>();
             }
             HeteroSampledSubgraph out;
             {
@@ -166,9 +206,11 @@ void bind_hetero_sampler(nb::module_& m) {
             result["cols"] = array_list(out.cols);
             result["edge_ids"] = array_list(out.edge_ids);
             result["edges_per_hop"] = out.edges_per_hop;
+            if (!out.batch.empty()) result["batch"] = array_list(out.batch);
             return result;
           },
-          nb::arg("seeds"), nb::arg("batch_index"));
+          nb::arg("seeds"), nb::arg("batch_index"),
+          nb::arg("seed_times") = std::vector<std::optional<InputArray>>{});
 }
 
 }  // namespace

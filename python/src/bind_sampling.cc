@@ -135,12 +135,16 @@ const char* time_source_name(TimeSource source) {
   return source == TimeSource::kNode ? "node" : source == TimeSource::kEdge ? "edge" : "none";
 }
 
+}  // namespace
+
 TimeSource time_source_from_name(const std::string& name) {
   if (name == "none") return TimeSource::kNone;
   if (name == "node") return TimeSource::kNode;
   if (name == "edge") return TimeSource::kEdge;
   throw ValueError(fmt::format("time_source must be 'none', 'node' or 'edge', got '{}'", name));
 }
+
+namespace {
 
 std::string sampler_repr(const NeighborSamplerOptions& options) {
   return fmt::format(

@@ -106,8 +106,8 @@ def test_errors_name_the_edge_type():
     with pytest.raises(volley.VolleyValueError, match="triplet"):
         LinkNeighborLoader(data, [2], edge_label_index=(REV, None),
                            edge_label=torch.ones(data[REV].edge_index.shape[1]), neg_sampling="triplet")
-    with pytest.raises(volley.VolleyNotImplementedError, match="disjoint"):
-        LinkNeighborLoader(data, [2], edge_label_index=(REV, None), disjoint=True)
+    with pytest.raises(volley.VolleyValueError, match="'edge_label_time' is not set"):
+        LinkNeighborLoader(data, [2], edge_label_index=(REV, None), time_attr="time")
     with pytest.raises(volley.VolleyValueError, match="names an edge type"):
         LinkNeighborLoader(pyg_data.Data(edge_index=torch.tensor([[0], [1]]), num_nodes=2), [2],
                            edge_label_index=(("a", "to", "b"), None))

@@ -124,8 +124,8 @@ def test_errors_name_the_type():
     with pytest.raises(volley.VolleyValueError, match=r"input_nodes=\(node_type"):
         NeighborLoader(data, [2], input_nodes=[0, 1])
     with pytest.raises(volley.VolleyNotImplementedError, match="disjoint"):
-        NeighborLoader(data, [2], input_nodes="paper", disjoint=True)
-    with pytest.raises(volley.VolleyNotImplementedError, match="temporal"):
+        NeighborLoader(data, [2], input_nodes="paper", disjoint=True, subgraph_type="induced")
+    with pytest.raises(volley.VolleyValueError, match="'time' is neither a node nor an edge"):
         NeighborLoader(data, [2], input_nodes="paper", time_attr="time")
     with pytest.raises(volley.VolleyValueError, match="names a node type"):
         NeighborLoader(_homogeneous(), [2], input_nodes=("paper", [0]))

@@ -21,11 +21,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _pyg_compat, _tensor
-from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
+from . import _hetero_temporal, _pyg_compat, _tensor
+from ._volley import VolleyIndexError, VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
-
-_UNSUPPORTED = ("time_attr", "edge_label_time", "disjoint")
 
 
 def _edge_type(value: Any, data: Any) -> Tuple[str, str, str]:
@@ -75,8 +73,15 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
     Raises:
         VolleyValueError / VolleyIndexError: an unknown or ambiguous edge type, an id outside
         its type's range (naming the row and position), labels of the wrong length, labels with
-        triplet negatives. VolleyNotImplementedError: temporal or disjoint heterogeneous link
-        sampling (not yet).
+        triplet negatives; ``time_attr`` without ``edge_label_time`` or the reverse, times of the
+        wrong length or dtype.
+
+    Temporal (``time_attr`` and ``edge_label_time``, one time per supervision edge) and
+    ``disjoint`` batches follow PyG: every end point (negatives included) is a seed of its own
+    with its edge's time, ``batch`` (per node type, modulo the batch size) names the supervision
+    edge, the end points come first in seed order (``edge_label_index`` / ``src_index`` ...
+    are positions), ``edge_label_time`` (binary) or ``seed_time`` (triplet) carry the times,
+    and temporal negatives are nodes at or before their edge's time (PyG's greedy redraw).
     """
 
     _takes_input_nodes = False
@@ -90,13 +95,11 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
                  transform_sampler_output: Any = None, is_sorted: bool = False,
                  filter_per_worker: Optional[bool] = None, neighbor_sampler: Any = None,
                  directed: bool = True, **kwargs: Any):
-        asked = {"time_attr": time_attr, "edge_label_time": edge_label_time,
-                 "disjoint": disjoint or None}
-        for name in _UNSUPPORTED:
-            if asked[name] is not None:
-                raise VolleyNotImplementedError(
-                    f"{name}: temporal and disjoint link sampling of heterogeneous graphs is not "
-                    "supported yet")
+        if (time_attr is None) != (edge_label_time is None):
+            raise VolleyValueError(
+                "temporal link sampling needs time_attr and edge_label_time together: "
+                + ("'edge_label_time' is not set" if edge_label_time is None
+                   else "'time_attr' is not set"))
         if not (isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 2
                 and isinstance(edge_label_index[0], (str, tuple))) and not isinstance(
                     edge_label_index, (str, tuple)):
@@ -107,7 +110,9 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
                 isinstance(part, str) for part in edge_label_index):
             edge_label_index = (edge_label_index, None)  # an edge type alone
         super().__init__(data, num_neighbors, input_nodes=None, replace=replace,
-                         subgraph_type=subgraph_type, weight_attr=weight_attr, transform=transform,
+                         subgraph_type=subgraph_type, disjoint=disjoint, time_attr=time_attr,
+                         temporal_strategy=temporal_strategy, weight_attr=weight_attr,
+                         transform=transform,
                          transform_sampler_output=transform_sampler_output, is_sorted=is_sorted,
                          filter_per_worker=filter_per_worker, neighbor_sampler=neighbor_sampler,
                          directed=directed, **kwargs)
@@ -123,6 +128,15 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
         self._neg_weights = {
             end: None if weight is None or (end == "src" and self.neg_sampling[0] != "binary")
             else _weights(weight, self._count(self.edge_type[index])) for end, index, weight in ends}
+        self.edge_label_time, self._node_time = None, {}
+        if time_attr is not None:
+            self.edge_label_time = _hetero_temporal.as_times(edge_label_time, "edge_label_time")
+            if self.edge_label_time.shape[0] != self.edge_label_index.shape[1]:
+                raise VolleyValueError(
+                    f"edge_label_time must have one entry per supervision edge "
+                    f"({self.edge_label_index.shape[1]}), got {self.edge_label_time.shape[0]}")
+            source, times = _hetero_temporal.collect(self.data, time_attr)
+            self._node_time = times if source == "node" else {}
 
     def _count(self, node_type: str) -> int:
         counts = self.graph.num_nodes_dict
@@ -164,6 +178,8 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
         import torch
 
         batch_index, positions = job
+        if self.disjoint:
+            return self._disjoint_batch(batch_index, positions)
         src_type, _, dst_type = self.edge_type
         src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
         mode, amount = self.neg_sampling[:2]
@@ -194,6 +210,76 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
             if label is not None:
                 store.edge_label = label
         return self.transform(out) if self.transform is not None else out
+
+    def _disjoint_batch(self, batch_index: int, positions: np.ndarray) -> Any:
+        """A disjoint (or temporal) batch: every end point its own seed, as PyG's edge_sample."""
+        import torch
+
+        src_type, _, dst_type = self.edge_type
+        src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
+        count, (mode, amount) = len(positions), self.neg_sampling[:2]
+        rng = np.random.Generator(np.random.Philox(key=[self.seed & (2**64 - 1), batch_index]))
+        time = None if self.edge_label_time is None else self.edge_label_time[positions]
+        src_time = dst_time = time
+        negatives = 0
+        if mode == "binary":
+            negatives = int(math.ceil(amount * count))
+            src = np.concatenate([src, self._draw_before(rng, negatives, "src", time)])
+            dst = np.concatenate([dst, self._draw_before(rng, negatives, "dst", time)])
+            if time is not None:  # negative j takes the time of positive j mod B
+                src_time = dst_time = np.resize(time, count + negatives)
+        elif mode == "triplet":
+            dst = np.concatenate([dst, self._draw_before(rng, count * int(amount), "dst", time)])
+            if time is not None:
+                dst_time = np.resize(time, len(dst))
+        if src_type != dst_type:
+            seeds = {src_type: src, dst_type: dst}
+            seed_time = None if time is None else {src_type: src_time, dst_type: dst_time}
+        else:
+            seeds = {src_type: np.concatenate([src, dst])}
+            seed_time = None if time is None else {
+                src_type: np.concatenate([src_time, dst_time])}
+        out = self._build(seeds, batch_index, seed_time)
+        for node_type in out.node_types:
+            if "batch" in out[node_type]:
+                out[node_type].batch = out[node_type].batch % count
+        out[self.edge_type].input_id = torch.from_numpy(positions)
+        offset = 0 if src_type != dst_type else len(src)
+        if mode == "triplet":
+            out[src_type].src_index = torch.arange(count)
+            out[dst_type].dst_pos_index = torch.arange(offset, offset + count)
+            neg_index = torch.arange(offset + count, offset + len(dst)).view(-1, count).t()
+            out[dst_type].dst_neg_index = neg_index.reshape(count, -1).squeeze(-1)
+            if time is not None:
+                out[src_type].seed_time = out[dst_type].seed_time = torch.from_numpy(time)
+        else:
+            store = out[self.edge_type]
+            store.edge_label_index = torch.stack([torch.arange(len(src)),
+                                                  torch.arange(offset, offset + len(dst))])
+            label = self._batch_labels(positions, negatives)
+            if label is not None:
+                store.edge_label = label
+            if time is not None:
+                store.edge_label_time = torch.from_numpy(np.ascontiguousarray(src_time))
+        return self.transform(out) if self.transform is not None else out
+
+    def _draw_before(self, rng: np.random.Generator, count: int, end: str,
+                     time: Any) -> np.ndarray:
+        """``_draw``, and under node time each negative redrawn (five rounds, then the earliest
+        node, as PyG's greedy neg_sample) until it is at or before its edge's time (negative j:
+        edge j mod B)."""
+        ids = self._draw(rng, count, end)
+        node_time = self._node_time.get(self.edge_type[0 if end == "src" else 2])
+        if time is None or node_time is None or not count:
+            return ids
+        limit = np.resize(time, count)
+        for _ in range(5):
+            late = np.flatnonzero(node_time[ids] > limit)
+            if not late.size:
+                return ids
+            ids[late] = self._draw(rng, late.size, end)
+        ids[node_time[ids] > limit] = int(np.argmin(node_time))
+        return ids
 
     def _draw(self, rng: np.random.Generator, count: int, end: str) -> np.ndarray:
         """``count`` nodes of the ``end`` ("src" / "dst") type: uniform, or by its weight."""

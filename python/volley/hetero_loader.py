@@ -23,12 +23,10 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from . import _pyg_compat, _tensor
+from . import _hetero_temporal, _pyg_compat, _tensor
 from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
 from .hetero import HeteroDataset, HeteroGraph
 from .hetero_sampler import HeteroNeighborSampler
-
-_REFUSED_TEMPORAL = "temporal sampling of heterogeneous graphs (time_attr / input_time)"
 
 
 def is_hetero(data: Any) -> bool:
@@ -81,13 +79,23 @@ class HeteroNeighborLoader:
 
     Args:
         data: a PyG ``HeteroData`` (``edge_index`` per edge type; any node- and edge-level
-            attributes, ``x`` may be a ``volley.Feature``) or a ``volley.HeteroDataset``
+            attributes, ``x`` may be a ``volley.Feature``; with ``time_attr``, times) or a
+            ``volley.HeteroDataset``
             (``x``, ``y`` and split masks per node type, as ``HeteroDataset.to_pyg`` gives).
         num_neighbors: fanouts per hop: a list for every edge type, or ``{edge_type: [...]}``
             (tuples or ``"src__rel__dst"``); ``-1`` all neighbors, ``0`` none. A dict must name
             every edge type (as in PyG) unless ``default`` is given.
         input_nodes: ``(node_type, ids)``, ``(node_type, bool mask)``, ``(node_type, None)`` or a
             node type name (every node of it).
+        input_time: temporal sampling: one integer time per input node (default with node
+            time: each seed's own time; required with edge time).
+        time_attr: the node-level (``data[node_type][time_attr]``) or edge-level
+            (``data[edge_type][time_attr]``) attribute holding integer times: every sampled
+            node or edge is at or before its seed's time (types without it are not
+            constrained, as in pyg-lib). Sampling is then disjoint.
+        temporal_strategy: ``"uniform"`` among the admissible neighbors or ``"last"`` (the
+            most recent).
+        disjoint: every seed grows its own subgraph; batches carry ``batch`` per node type.
         replace, weighted: with replacement; proportionally to ``edge_weight`` where an edge
             type has one (``weight_attr="edge_weight"`` too).
         batch_size, shuffle, drop_last: as in ``torch.utils.data.DataLoader``.
@@ -104,15 +112,19 @@ class HeteroNeighborLoader:
     ``num_sampled_nodes`` (per hop); per edge type ``edge_index`` (local ids: row 0 in the
     source type's ``n_id``, row 1 in the destination type's), ``e_id``, every edge-level
     attribute indexed by it and ``num_sampled_edges``; ``batch_size`` and ``input_id`` (positions
-    in the input node list) on the input type. Every node and edge type is present, possibly
+    in the input node list) on the input type, and ``seed_time`` there when ``input_time`` is
+    given. Disjoint (or temporal): ``batch`` per node type, the position in the batch of the
+    seed whose subgraph each node belongs to. Every node and edge type is present, possibly
     empty.
 
     Raises:
         VolleyValueError / VolleyIndexError: bad input nodes (an unknown type, an id outside its
-            type's range), fanouts for an unknown edge type, a dict missing an edge type: the
-            message names the type. VolleyNotImplementedError: what is not supported for
-            heterogeneous graphs yet (temporal sampling, ``disjoint``, subgraph types other than
-            directional, a CUDA device, a custom ``neighbor_sampler``).
+            type's range), fanouts for an unknown edge type, a dict missing an edge type, bad
+            times (not integers, the wrong length, ``input_time`` missing with edge time or for
+            an input type without node time): the message names the type.
+            VolleyNotImplementedError: what is not supported for heterogeneous graphs yet
+            (``disjoint`` or temporal with ``subgraph_type="induced"``, weighted temporal
+            sampling, a CUDA device, a custom ``neighbor_sampler``).
     """
 
     _takes_input_nodes = True  # the link loader's seeds are edges
@@ -151,9 +163,12 @@ class HeteroNeighborLoader:
         **kwargs: Any,
     ):
         _pyg_compat.check_loader_kwargs(kwargs)
+        temporal = time_attr is not None or input_time is not None
         refused = {
-            _REFUSED_TEMPORAL: time_attr is not None or input_time is not None,
-            "disjoint=True": bool(disjoint),
+            "disjoint / temporal sampling with subgraph_type='induced'":
+                (bool(disjoint) or temporal)
+                and _pyg_compat.subgraph_type_name(subgraph_type, directed) == "induced",
+            "weighted temporal sampling": temporal and (weighted or weight_attr is not None),
             "transform_sampler_output": transform_sampler_output is not None,
             "a custom neighbor_sampler": neighbor_sampler is not None,
             f"device={device!r} (the heterogeneous loader runs on the CPU)":
@@ -175,14 +190,17 @@ class HeteroNeighborLoader:
             seed = _pyg_compat.seed_from_generator(generator)
         hops = len(num_neighbors) if not isinstance(num_neighbors, dict) else max(
             (len(v) for v in num_neighbors.values()), default=len(default or []))
-        self.sampler = None if hops == 0 else HeteroNeighborSampler(
-            self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
-            seed=seed, default=default)
-        self.seed = self.sampler.seed if self.sampler is not None else (
-            _tensor.default_seed() if seed is None else int(seed))
         if self._takes_input_nodes:
             self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
                                                                                 self.graph)
+        times = self._temporal(time_attr, input_time, temporal_strategy)
+        self.disjoint = bool(disjoint) or bool(times)
+        self.sampler = None if hops == 0 else HeteroNeighborSampler(
+            self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
+            seed=seed, default=default, disjoint=bool(disjoint),
+            temporal_strategy=temporal_strategy, **times)
+        self.seed = self.sampler.seed if self.sampler is not None else (
+            _tensor.default_seed() if seed is None else int(seed))
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
         self.num_workers = int(num_workers) if num_workers else (os.cpu_count() or 1)
         self.prefetch = int(prefetch) if prefetch else 2 * self.num_workers
@@ -192,6 +210,26 @@ class HeteroNeighborLoader:
         self._epoch = 0
         self._node_attrs, self._edge_attrs, self._graph_attrs = self._attributes()
         self._explicit_num_nodes = {t for t in self.data.node_types if "num_nodes" in self.data[t]}
+
+    def _temporal(self, time_attr: Optional[str], input_time: Any,
+                  temporal_strategy: str) -> Dict[str, Any]:
+        """Sets ``time_attr``, ``temporal_strategy`` and ``input_time`` (per input node, or None:
+        the seeds' own node times, or no input nodes); returns the sampler's ``node_time`` /
+        ``edge_time`` keyword."""
+        if temporal_strategy not in ("uniform", "last"):
+            raise VolleyValueError(
+                f"temporal_strategy must be 'uniform' or 'last', got {temporal_strategy!r}")
+        self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
+        source, times = "none", {}
+        if time_attr is not None:
+            source, times = _hetero_temporal.collect(self.data, time_attr)
+        self.input_time = None  # the link loader's seed times come with its edges
+        if self._takes_input_nodes:
+            self.input_time = _hetero_temporal.input_times(
+                input_time, source, self.input_type, len(self.input_nodes), times)
+        if source == "none":
+            return {}
+        return {"node_time": times} if source == "node" else {"edge_time": times}
 
     # --- attributes ------------------------------------------------------------------------
     def _attributes(self) -> Tuple[dict, dict, dict]:
@@ -256,15 +294,24 @@ class HeteroNeighborLoader:
 
         batch_index, positions = job
         seeds = self.input_nodes[positions]
-        out = self._build({self.input_type: seeds}, batch_index)
+        seed_time = None if self.input_time is None else self.input_time[positions]
+        out = self._build({self.input_type: seeds}, batch_index,
+                          None if seed_time is None else {self.input_type: seed_time})
         store = out[self.input_type]
         store.input_id = torch.as_tensor(seeds if self._input_by_id else positions)
         store.batch_size = int(len(positions))
+        if seed_time is not None:
+            store.seed_time = torch.from_numpy(seed_time)
         return self.transform(out) if self.transform is not None else out
 
-    def _sample(self, seeds: Dict[str, np.ndarray], batch_index: int) -> Tuple[dict, dict, Any]:
+    def _sample(self, seeds: Dict[str, np.ndarray], batch_index: int,
+                seed_time: Optional[Dict[str, np.ndarray]] = None,
+                trees: Optional[dict] = None) -> Tuple[dict, dict, Any]:
         """``(nodes, edges, counts)`` of one batch: global ids per node type (seeds first),
-        ``(edge_index, e_id)`` per edge type, per-hop counts (None when not directional)."""
+        ``(edge_index, e_id)`` per edge type, per-hop counts (None when not directional).
+        ``seed_time``: temporal sampling, ``{node_type: times}`` of the seeds (a type left out:
+        its own node times). Disjoint: ``trees`` (when given) receives ``{node_type: the seed
+        position of each node's subgraph}``."""
         import torch
 
         if self.sampler is None:  # no hops: the seeds alone, as PyG
@@ -273,8 +320,15 @@ class HeteroNeighborLoader:
             edges = {t: (torch.zeros((2, 0), dtype=torch.int64), empty)
                      for t in self.graph.edge_types}
             counts = ({t: [len(v)] for t, v in nodes.items()}, {t: [] for t in edges})
+            if self.disjoint and trees is not None:  # each seed its own tree, in seed order
+                first = np.cumsum([0] + [len(seeds[t]) for t in seeds])
+                trees.update({t: torch.arange(int(first[i]), int(first[i + 1]))
+                              for i, t in enumerate(seeds)})
+                trees.update({t: empty for t in nodes if t not in seeds})
             return nodes, edges, counts
-        raw = self.sampler.sample(seeds, batch_index)
+        raw = self.sampler.sample(seeds, batch_index, seed_time=seed_time)
+        if "batch" in raw and trees is not None:
+            trees.update({t: torch.as_tensor(v) for t, v in raw["batch"].items()})
         nodes = {t: torch.as_tensor(raw["node"][t]) for t in self.graph.node_types}
         edges = {t: (torch.as_tensor(raw["edge_index"][t]), torch.as_tensor(raw["edge"][t]))
                  for t in self.graph.edge_types}
@@ -285,12 +339,15 @@ class HeteroNeighborLoader:
             edges, counts = _bidirectional(nodes, edges), None
         return nodes, edges, counts
 
-    def _build(self, seeds: Dict[str, np.ndarray], batch_index: int) -> Any:
-        """The ``HeteroData`` of one batch sampled from ``seeds`` (per node type, distinct),
-        every attribute gathered; the caller adds the input fields."""
+    def _build(self, seeds: Dict[str, np.ndarray], batch_index: int,
+               seed_time: Optional[Dict[str, np.ndarray]] = None) -> Any:
+        """The ``HeteroData`` of one batch sampled from ``seeds`` (per node type, distinct
+        unless disjoint; ``seed_time``: see ``_sample``), every attribute gathered, ``batch``
+        per node type when disjoint; the caller adds the input fields."""
         from torch_geometric.data import HeteroData
 
-        nodes, edges, counts = self._sample(seeds, batch_index)
+        trees: dict = {}
+        nodes, edges, counts = self._sample(seeds, batch_index, seed_time, trees)
         out = HeteroData()
         for key, value in self._graph_attrs.items():
             out[key] = value
@@ -303,6 +360,8 @@ class HeteroNeighborLoader:
                 store.num_sampled_nodes = list(counts[0][node_type])
             if node_type in self._explicit_num_nodes:  # as PyG: only where data sets it
                 store.num_nodes = int(n_id.numel())
+            if node_type in trees:  # disjoint: the seed position of each node's subgraph
+                store.batch = trees[node_type]
         edge_index_type = _pyg_compat.edge_index_type()
         for edge_type, attrs in self._edge_attrs.items():
             store = out[edge_type]

@@ -8,6 +8,13 @@ Example:
     >>> batch = sampler.sample({"paper": [3, 7]}, batch_index=0)
     >>> batch["node"]["paper"][:2]                       # the seeds
     >>> batch["edge_index"][("author", "writes", "paper")]  # local ids [src; dst]
+
+Temporal sampling (PyG's ``time_attr`` / ``input_time``): give node times per node type (or edge
+times per edge type) and a time per seed; every sampled node and edge is then at or before its
+seed's time, in a tree of its own (disjoint, ``batch`` says which):
+    >>> sampler = volley.HeteroNeighborSampler(graph, [-1, -1], node_time={"paper": year})
+    >>> batch = sampler.sample({"paper": [3, 7]}, seed_time={"paper": [2010, 2015]})
+    >>> batch["batch"]["author"]                          # the tree (seed position) of each
 """
 
 from __future__ import annotations
@@ -16,9 +23,9 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
-from . import _tensor
+from . import _hetero_temporal, _tensor
 from ._volley import HeteroNeighborSampler as _NativeSampler
-from ._volley import VolleyTypeError
+from ._volley import VolleyTypeError, VolleyValueError
 from .hetero import EdgeType, HeteroDataset, HeteroGraph, edge_type_of
 
 
@@ -26,7 +33,8 @@ class HeteroNeighborSampler:
     """Samples multi-hop neighborhoods of typed seeds.
 
     Args:
-        graph: a ``HeteroGraph`` or ``HeteroDataset``.
+        graph: a ``HeteroGraph``, ``HeteroDataset`` or PyG ``HeteroData`` (its graph; with
+            ``time_attr``, its times).
         num_neighbors: fanouts per hop: one list for every edge type, or a dict
             ``{edge_type: [...]}`` as PyG takes (keys: tuples or ``"src__rel__dst"`` names).
             ``-1`` takes all neighbors, ``0`` none. A dict must name every edge type unless
@@ -35,11 +43,24 @@ class HeteroNeighborSampler:
         weighted: sample ∝ edge weight on the edge types that have weights (others uniform).
         seed: the random seed (default: drawn from torch / numpy's global generator).
         default: with a dict, the fanouts of the edge types it does not name.
+        disjoint: every seed grows a tree of its own (PyG's ``disjoint``); results carry
+            ``batch``. Temporal sampling is always disjoint.
+        node_time: temporal sampling by node time: ``{node_type: int times}``, one per node of
+            each timed type (other types are not constrained, as in pyg-lib).
+        edge_time: temporal sampling by edge time: ``{edge_type: int times}``, one per edge in
+            ``edge_index`` order (edge id order).
+        time_attr: with a ``HeteroData``: the node- or edge-level attribute holding the times
+            (PyG's ``time_attr``), instead of ``node_time`` / ``edge_time``.
+        temporal_strategy: ``"uniform"`` among the admissible neighbors, or ``"last"`` (the
+            most recent ones).
 
     Raises:
         VolleyValueError: bad fanouts (negative below -1, lists of different lengths), fanouts
             for an edge type the graph lacks, a missing edge type: the message names the type.
-        VolleyTypeError: ``graph`` is neither a ``HeteroGraph`` nor a ``HeteroDataset``.
+            Times of an unknown type, of the wrong length or dtype (naming the type), both
+            node and edge times, an unknown ``temporal_strategy``, ``weighted`` with times.
+        VolleyTypeError: ``graph`` is neither a ``HeteroGraph``, a ``HeteroDataset`` nor a
+            ``HeteroData``.
     """
 
     def __init__(
@@ -51,9 +72,23 @@ class HeteroNeighborSampler:
         weighted: bool = False,
         seed: Optional[int] = None,
         default: Optional[List[int]] = None,
+        disjoint: bool = False,
+        node_time: Optional[Dict[str, Any]] = None,
+        edge_time: Optional[Dict[Any, Any]] = None,
+        time_attr: Optional[str] = None,
+        temporal_strategy: str = "uniform",
     ):
+        if time_attr is not None:
+            if isinstance(graph, (HeteroGraph, HeteroDataset)) or node_time or edge_time:
+                raise VolleyValueError(
+                    "time_attr names an attribute of a PyG HeteroData: with a HeteroGraph, pass "
+                    "node_time= or edge_time= (and not both kinds)")
+            source, times = _hetero_temporal.collect(graph, time_attr)
+            node_time, edge_time = (times, None) if source == "node" else (None, times)
         if isinstance(graph, HeteroDataset):
             graph = graph.graph
+        elif hasattr(graph, "edge_types") and not isinstance(graph, HeteroGraph):
+            graph = HeteroGraph.from_pyg(graph)
         if not isinstance(graph, HeteroGraph):
             raise VolleyTypeError(
                 f"HeteroNeighborSampler takes a HeteroGraph or HeteroDataset, got "
@@ -66,8 +101,19 @@ class HeteroNeighborSampler:
             fanouts = [int(k) for k in num_neighbors]
             by_type = []
         self._seed = _tensor.default_seed() if seed is None else int(seed)
-        self._native = _NativeSampler(graph._native, fanouts, by_type, replace=bool(replace),
-                                      weighted=bool(weighted), seed=self._seed)
+        if node_time and edge_time:
+            raise VolleyValueError("give node_time or edge_time, not both")
+        self._time_source = "node" if node_time else "edge" if edge_time else "none"
+        self._node_time = {str(t): _hetero_temporal.as_times(v, f"node time of node type '{t}'")
+                           for t, v in (node_time or {}).items()}
+        edge_times = [(edge_type_of(t), _hetero_temporal.as_times(
+            v, f"edge time of edge type {edge_type_of(t)}")) for t, v in (edge_time or {}).items()]
+        self._disjoint = bool(disjoint) or self._time_source != "none"
+        self._native = _NativeSampler(
+            graph._native, fanouts, by_type, replace=bool(replace), weighted=bool(weighted),
+            seed=self._seed, disjoint=bool(disjoint), time_source=self._time_source,
+            temporal_strategy=str(temporal_strategy), node_time=list(self._node_time.items()),
+            edge_time=edge_times)
 
     @property
     def graph(self) -> HeteroGraph:
@@ -79,12 +125,30 @@ class HeteroNeighborSampler:
         """The random seed."""
         return self._seed
 
-    def sample(self, seeds: Any, batch_index: int = 0) -> Dict[str, Any]:
+    @property
+    def time_source(self) -> str:
+        """``"node"``, ``"edge"`` or ``"none"`` (not temporal)."""
+        return self._time_source
+
+    @property
+    def node_time(self) -> Dict[str, np.ndarray]:
+        """The node times by node type (empty unless sampling by node time)."""
+        return dict(self._node_time)
+
+    @property
+    def disjoint(self) -> bool:
+        """Whether every seed grows its own tree (always so when temporal)."""
+        return self._disjoint
+
+    def sample(self, seeds: Any, batch_index: int = 0, seed_time: Any = None) -> Dict[str, Any]:
         """One batch.
 
         Args:
-            seeds: ``{node_type: ids}`` or a ``(node_type, ids)`` pair; ids distinct per type.
+            seeds: ``{node_type: ids}`` or a ``(node_type, ids)`` pair; ids distinct per type
+                (unless disjoint).
             batch_index: the batch's index (part of every random stream's counter).
+            seed_time: temporal sampling: ``{node_type: int times}`` (or, with a pair, the
+                times), one per seed; a seed type left out takes its seeds' own node times.
 
         Returns:
             A dict: ``node`` ``{node_type: global ids}`` (seeds first), ``row`` / ``col``
@@ -92,14 +156,18 @@ class HeteroNeighborSampler:
             source type's), ``edge_index`` ``{edge_type: [col; row]}`` (PyG's local
             edge_index), ``edge`` ``{edge_type: edge ids}``, ``num_sampled_nodes``
             ``{node_type: per hop}``, ``num_sampled_edges`` ``{edge_type: per hop}``,
-            ``batch_size`` ``{node_type: number of seeds}`` (types with seeds).
+            ``batch_size`` ``{node_type: number of seeds}`` (types with seeds); disjoint:
+            ``batch`` ``{node_type: tree of each node}`` (the seed's position among all seeds).
 
         Raises:
             VolleyValueError: an unknown node type (naming it and the known ones), a duplicate
-                seed.
+                seed; seed times missing (edge time, or a type without node time), given when
+                not temporal, or of the wrong length or dtype.
             VolleyIndexError: a seed outside its type's range.
         """
         if isinstance(seeds, tuple) and len(seeds) == 2 and isinstance(seeds[0], str):
+            if seed_time is not None:
+                seed_time = {seeds[0]: seed_time}
             seeds = {seeds[0]: seeds[1]}
         if not isinstance(seeds, dict):
             raise VolleyTypeError(
@@ -107,7 +175,7 @@ class HeteroNeighborSampler:
                 f"{type(seeds).__name__}")
         groups = [(str(t), _tensor.as_ids(ids, f"seeds of node type {t}"))
                   for t, ids in seeds.items()]
-        raw = self._native.sample(groups, int(batch_index))
+        raw = self._native.sample(groups, int(batch_index), self._seed_times(groups, seed_time))
         node_types = self._graph.node_types
         edge_types: List[EdgeType] = self._graph.edge_types
         out: Dict[str, Any] = {
@@ -123,7 +191,28 @@ class HeteroNeighborSampler:
             "num_sampled_edges": dict(zip(edge_types, raw["edges_per_hop"])),
             "batch_size": {t: n for t, n in zip(node_types, raw["num_seeds"]) if t in seeds},
         }
+        if "batch" in raw:
+            out["batch"] = {t: _tensor.to_output(v) for t, v in zip(node_types, raw["batch"])}
         return out
+
+    def _seed_times(self, groups: List[Any], seed_time: Any) -> List[Optional[np.ndarray]]:
+        """Per seed group, its int64 times or None (the sampler defaults to node times)."""
+        if seed_time is None:
+            return []
+        if self._time_source == "none":
+            raise VolleyValueError(
+                "seed_time was given, but the sampler has no times (node_time / edge_time / "
+                "time_attr)")
+        if not isinstance(seed_time, dict):
+            raise VolleyTypeError(
+                f"seed_time must be a {{node_type: times}} dict, got {type(seed_time).__name__}")
+        unknown = set(map(str, seed_time)) - {t for t, _ in groups}
+        if unknown:
+            raise VolleyValueError(
+                f"seed_time for node type(s) {sorted(unknown)} without seeds")
+        return [None if seed_time.get(t) is None else
+                _hetero_temporal.as_times(seed_time[t], f"seed times of node type '{t}'")
+                for t, _ in groups]
 
     def __repr__(self) -> str:
         return f"HeteroNeighborSampler(graph={self._graph!r}, seed={self._seed})"

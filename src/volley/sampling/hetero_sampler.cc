@@ -4,11 +4,71 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "volley/core/error.h"
 #include "volley/sampling/internal/pick.h"
 
 namespace volley {
+
+namespace {
+
+// Disjoint sampling's map of one node type: tree-qualified id (tree * count + id) -> local id.
+// Open addressing with linear probing, at most half full, emptied in O(1) by a generation stamp
+// (the table is kept across batches): one cache line per lookup, like the slot map.
+class TreeMap {
+ public:
+  void start() {
+    if (table_.empty()) table_.assign(kInitial, Slot{});
+    size_ = 0;
+    if (++generation_ == 0) {  // wrapped: clear stale stamps
+      std::fill(table_.begin(), table_.end(), Slot{});
+      generation_ = 1;
+    }
+  }
+  // The local id of `key`, or -1 after recording `local` for it.
+  int32_t insert(int64_t key, int32_t local) {
+    if (2 * (size_ + 1) > table_.size()) grow();
+    const size_t mask = table_.size() - 1;
+    for (size_t i = home(key, mask);; i = (i + 1) & mask) {
+      Slot& slot = table_[i];
+      if (slot.stamp != generation_) {
+        slot = {key, local, generation_};
+        ++size_;
+        return -1;
+      }
+      if (slot.key == key) return slot.local;
+    }
+  }
+
+ private:
+  struct Slot {
+    int64_t key = 0;
+    int32_t local = 0;
+    uint32_t stamp = 0;
+  };
+  static constexpr size_t kInitial = 1024;
+  static size_t home(int64_t key, size_t mask) {
+    return static_cast<size_t>((static_cast<uint64_t>(key) * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+  }
+  void grow() {
+    std::vector<Slot> old(table_.size() * 2);
+    old.swap(table_);
+    const size_t mask = table_.size() - 1;
+    for (const Slot& slot : old) {
+      if (slot.stamp != generation_) continue;
+      size_t i = home(slot.key, mask);
+      while (table_[i].stamp == generation_) i = (i + 1) & mask;
+      table_[i] = slot;
+    }
+  }
+
+  std::vector<Slot> table_;
+  size_t size_ = 0;
+  uint32_t generation_ = 0;
+};
+
+}  // namespace
 
 struct HeteroSamplerScratch::State {
   struct Slot {
@@ -19,6 +79,9 @@ struct HeteroSamplerScratch::State {
   uint32_t generation = 0;
   std::vector<int64_t> positions, order;
   std::vector<double> keys;
+  // Disjoint sampling: per node type, tree-qualified id (tree * count + id) -> local id.
+  std::vector<TreeMap> trees;
+  std::vector<int64_t> seed_times;  // temporal: per tree
 
   // Starts a batch over node types of these counts: O(1) unless the counts changed.
   void start(const HeteroGraph& graph) {
@@ -84,28 +147,58 @@ uint64_t edge_type_seed(uint64_t seed, const EdgeType& type) {
 
 // What one batch works on.
 struct Batch {
-  const HeteroGraph& graph;
+  const HeteroGraph& graph;  // timed edge types carry their entries' times as edge_time
   const std::vector<std::vector<int64_t>>& fanouts;
   const HeteroSamplerOptions& options;
+  const std::vector<const int64_t*>& node_time;  // per node type, null: untimed (seed defaults)
   uint64_t batch_index;
   HeteroSamplerScratch::State& scratch;
   HeteroSampledSubgraph& out;
+  bool temporal = options.time_source != TimeSource::kNone;
+  bool disjoint = options.disjoint || temporal;
 
-  // Local id of `id` of node type `type`, appending it when new.
-  int64_t local_of(int type, int64_t id) {
-    auto& slot = scratch.slots[static_cast<size_t>(type)][static_cast<size_t>(id)];
-    if (slot.stamp == scratch.generation) return slot.local;
-    auto& list = out.nodes[static_cast<size_t>(type)];
+  // Local id of `id` of node type `type` (in tree `tree` when disjoint), appending it when new.
+  int64_t local_of(int type, int64_t id, int64_t tree) {
+    const auto t = static_cast<size_t>(type);
+    auto& list = out.nodes[t];
     VOLLEY_REQUIRE(list.size() < (size_t{1} << 31) - 1, ValueError,
-                   "a batch reached 2^31 nodes of type {}",
-                   graph.node_types()[static_cast<size_t>(type)].name);
-    slot = {scratch.generation, static_cast<int32_t>(list.size())};
+                   "a batch reached 2^31 nodes of type {}", graph.node_types()[t].name);
+    const auto next = static_cast<int32_t>(list.size());
+    if (disjoint) {
+      const int32_t known = scratch.trees[t].insert(tree * graph.num_nodes(type) + id, next);
+      if (known >= 0) return known;
+      out.batch[t].push_back(tree);
+    } else {
+      auto& slot = scratch.slots[t][static_cast<size_t>(id)];
+      if (slot.stamp == scratch.generation) return slot.local;
+      slot = {scratch.generation, next};
+    }
     list.push_back(id);
-    return slot.local;
+    return next;
+  }
+
+  // The time of each seed of `group` (temporal sampling) onto scratch.seed_times.
+  void add_seed_times(const HeteroSeeds& group, int type) {
+    if (!group.times.empty()) {
+      VOLLEY_REQUIRE(group.times.size() == group.ids.size(), ValueError,
+                     "seeds of node type '{}': {} times for {} seeds (one time per seed)",
+                     group.node_type, group.times.size(), group.ids.size());
+      scratch.seed_times.insert(scratch.seed_times.end(), group.times.begin(), group.times.end());
+      return;
+    }
+    const int64_t* own = node_time.empty() ? nullptr : node_time[static_cast<size_t>(type)];
+    VOLLEY_REQUIRE(own != nullptr || group.ids.empty(), ValueError,
+                   "seeds of node type '{}' need a time each (seed times / input_time): {}",
+                   group.node_type,
+                   options.time_source == TimeSource::kEdge
+                       ? "sampling by edge time has no node time to default to"
+                       : "the node type has no node time to default to");
+    for (const int64_t id : group.ids) scratch.seed_times.push_back(own[id]);
   }
 
   void add_seeds(const std::vector<HeteroSeeds>& seeds) {
     std::vector<bool> given(static_cast<size_t>(graph.num_node_types()), false);
+    int64_t tree = 0;  // disjoint: the seed's position among all seeds
     for (const HeteroSeeds& group : seeds) {
       const int type = graph.node_type_index(group.node_type);
       VOLLEY_REQUIRE(!given[static_cast<size_t>(type)], ValueError,
@@ -119,13 +212,36 @@ struct Batch {
                        "seed id {} of node type '{}' at position {} out of range for {} nodes", id,
                        group.node_type, i, n);
         const size_t before = list.size();
-        const int64_t local = local_of(type, id);
+        const int64_t local = local_of(type, id, tree++);
         VOLLEY_REQUIRE(list.size() > before, ValueError,
                        "duplicate seed {} of node type '{}' at positions {} and {}", id,
                        group.node_type, local, i);
       }
+      if (temporal) add_seed_times(group, type);
       out.num_seeds[static_cast<size_t>(type)] = static_cast<int64_t>(list.size());
     }
+  }
+
+  // Temporal picks of `target` (row [row_begin, row_begin + degree), entries sorted by
+  // `entry_time`) in a tree of time `limit`: positions into scratch.positions, their count.
+  int64_t pick_temporal(int64_t target, const int64_t* entry_time, int64_t row_begin,
+                        int64_t degree, int64_t limit, const sampling_internal::PickRule& rule) {
+    const int64_t* row_time = entry_time + row_begin;
+    const int64_t admissible = std::upper_bound(row_time, row_time + degree, limit) - row_time;
+    const bool last = options.temporal_strategy == TemporalStrategy::kLast;
+    const int64_t count = sampling_internal::temporal_pick_count(admissible, rule, last);
+    scratch.positions.resize(static_cast<size_t>(count));
+    if (count == 0) return 0;
+    if (last || count == admissible) {  // the `count` most recent (all of them unless kLast)
+      std::iota(scratch.positions.begin(), scratch.positions.end(), admissible - count);
+      return count;
+    }
+    scratch.keys.resize(static_cast<size_t>(count));
+    scratch.order.resize(static_cast<size_t>(count));
+    sampling_internal::pick_positions(target, admissible, nullptr, rule, count,
+                                      scratch.positions.data(), scratch.keys.data(),
+                                      scratch.order.data());
+    return count;
   }
 
   // Expands edge type `e` at hop `hop` for the destination nodes [begin, end) of its list.
@@ -140,6 +256,8 @@ struct Batch {
     const int64_t* edge_ids = csr.has_edge_ids() ? csr.edge_ids()->data<int64_t>() : nullptr;
     const float* weights =
         options.weighted && csr.has_weights() ? csr.weights()->data<float>() : nullptr;
+    const int64_t* entry_time =
+        temporal && csr.has_edge_time() ? csr.edge_time()->data<int64_t>() : nullptr;
     sampling_internal::PickRule rule;
     rule.fanout = fanouts[static_cast<size_t>(e)][static_cast<size_t>(hop)];
     rule.replace = options.replace;
@@ -155,6 +273,7 @@ struct Batch {
       // than the caches); `cols` holds global source ids until pass 2. The frontier [begin,
       // end) was fixed before the hop, so nodes appended meanwhile are not read here.
       const int64_t* targets = out.nodes[static_cast<size_t>(dst)].data();
+      const int64_t* trees = disjoint ? out.batch[static_cast<size_t>(dst)].data() : nullptr;
       constexpr int64_t kAhead = 16;
       for (int64_t i = begin; i < end; ++i) {
         if (i + kAhead < end) __builtin_prefetch(indptr + targets[i + kAhead]);
@@ -162,14 +281,21 @@ struct Batch {
         const int64_t target = targets[i];
         const int64_t row_begin = indptr[target];
         const int64_t degree = indptr[target + 1] - row_begin;
-        const float* row_weights = weights != nullptr ? weights + row_begin : nullptr;
-        const int64_t count = sampling_internal::pick_count(degree, row_weights, rule);
-        if (count == 0) continue;
         auto emit = [&](int64_t k) {
           rows.push_back(i);
           cols.push_back(static_cast<int64_t>(indices[k]));
           eids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
         };
+        if (entry_time != nullptr) {
+          const int64_t limit = scratch.seed_times[static_cast<size_t>(trees[i])];
+          const int64_t count = pick_temporal(target, entry_time, row_begin, degree, limit, rule);
+          for (int64_t j = 0; j < count; ++j)
+            emit(row_begin + scratch.positions[static_cast<size_t>(j)]);
+          continue;
+        }
+        const float* row_weights = weights != nullptr ? weights + row_begin : nullptr;
+        const int64_t count = sampling_internal::pick_count(degree, row_weights, rule);
+        if (count == 0) continue;
         if (sampling_internal::takes_all(degree, rule)) {
           for (int64_t k = row_begin; k < row_begin + degree; ++k) emit(k);
           continue;
@@ -184,12 +310,15 @@ struct Batch {
           emit(row_begin + scratch.positions[static_cast<size_t>(j)]);
       }
       // Pass 2: global → local ids in the same order (so the same nodes get the same local ids
-      // as in one pass), the map slots of later neighbors prefetched.
+      // as in one pass), the map slots of later neighbors prefetched; a neighbor joins its
+      // target's tree (the destination type's batch, read by index: it grows when src == dst).
       const auto* slots = scratch.slots[static_cast<size_t>(src)].data();
       const size_t count = cols.size();
       for (size_t j = edges_before; j < count; ++j) {
-        if (j + kAhead < count) __builtin_prefetch(slots + cols[j + kAhead]);
-        cols[j] = local_of(src, cols[j]);
+        if (j + kAhead < count && !disjoint) __builtin_prefetch(slots + cols[j + kAhead]);
+        const int64_t tree =
+            disjoint ? out.batch[static_cast<size_t>(dst)][static_cast<size_t>(rows[j])] : 0;
+        cols[j] = local_of(src, cols[j], tree);
       }
     }
     out.edges_per_hop[static_cast<size_t>(e)].push_back(
@@ -254,23 +383,53 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& grap
   VOLLEY_REQUIRE(!resolved.empty() || !options.fanouts.empty(), ValueError,
                  "fanouts: the fanout list is empty (give one per hop)");
   for (size_t e = 1; e < resolved.size(); ++e) {
-    VOLLEY_REQUIRE(resolved[e].size() == resolved[0].size(), ValueError,
-                   "the number of hops must be the same across all edge types: {} has {}, {} has {}",
-                   graph.edge_types()[0].name(), resolved[0].size(), graph.edge_types()[e].name(),
-                   resolved[e].size());
+    VOLLEY_REQUIRE(
+        resolved[e].size() == resolved[0].size(), ValueError,
+        "the number of hops must be the same across all edge types: {} has {}, {} has {}",
+        graph.edge_types()[0].name(), resolved[0].size(), graph.edge_types()[e].name(),
+        resolved[e].size());
   }
   return resolved;
 }
 
 namespace {
-// Fills `out` (its vectors cleared, their capacity kept).
+// Per node type (graph order): the node time `times` gives it (kNode), else null.
+std::vector<const int64_t*> seed_node_times(const HeteroGraph& graph,
+                                            const HeteroSamplerOptions& options,
+                                            const HeteroTimes& times) {
+  std::vector<const int64_t*> result;
+  if (options.time_source != TimeSource::kNode) return result;
+  result.assign(static_cast<size_t>(graph.num_node_types()), nullptr);
+  for (const auto& [name, time] : times.node_time) {  // checked by attach_hetero_times
+    result[static_cast<size_t>(graph.node_type_index(name))] = time.data<int64_t>();
+  }
+  return result;
+}
+
+// Disjoint sampling: the per-type maps emptied (buckets kept), tree-qualified ids checked.
+void start_trees(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
+                 HeteroSamplerScratch::State& scratch) {
+  scratch.trees.resize(static_cast<size_t>(graph.num_node_types()));
+  for (auto& map : scratch.trees) map.start();
+  int64_t count = 0, largest = 1;
+  for (const HeteroSeeds& group : seeds) count += static_cast<int64_t>(group.ids.size());
+  for (int t = 0; t < graph.num_node_types(); ++t) largest = std::max(largest, graph.num_nodes(t));
+  VOLLEY_REQUIRE(count <= (int64_t{1} << 62) / largest, ValueError,
+                 "disjoint sampling of {} seeds over node types of up to {} nodes exceeds 2^62 "
+                 "tree-qualified ids",
+                 count, largest);
+}
+
+// Fills `out` (its vectors cleared, their capacity kept). `graph`: the timed graph.
 void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
                      const std::vector<std::vector<int64_t>>& fanouts,
-                     const HeteroSamplerOptions& options, uint64_t batch_index,
-                     HeteroSamplerScratch::State& scratch, HeteroSampledSubgraph& out) {
+                     const HeteroSamplerOptions& options, const HeteroTimes& times,
+                     uint64_t batch_index, HeteroSamplerScratch::State& scratch,
+                     HeteroSampledSubgraph& out) {
   const size_t types = static_cast<size_t>(graph.num_node_types());
   const size_t edge_types = static_cast<size_t>(graph.num_edge_types());
-  for (auto* lists : {&out.nodes, &out.nodes_per_hop}) {
+  const bool disjoint = options.disjoint || options.time_source != TimeSource::kNone;
+  for (auto* lists : {&out.nodes, &out.nodes_per_hop, &out.batch}) {
     lists->resize(types);
     for (auto& list : *lists) list.clear();
   }
@@ -278,57 +437,60 @@ void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& s
     lists->resize(edge_types);
     for (auto& list : *lists) list.clear();
   }
+  if (!disjoint) out.batch.clear();
   out.num_seeds.assign(types, 0);
   scratch.start(graph);
-  Batch batch{graph, fanouts, options, batch_index, scratch, out};
+  scratch.seed_times.clear();
+  if (disjoint) start_trees(graph, seeds, scratch);
+  const std::vector<const int64_t*> node_time = seed_node_times(graph, options, times);
+  Batch batch{graph, fanouts, options, node_time, batch_index, scratch, out};
   batch.add_seeds(seeds);
   batch.run();
-}
-
-HeteroSampledSubgraph sample_resolved(const HeteroGraph& graph,
-                                      const std::vector<HeteroSeeds>& seeds,
-                                      const std::vector<std::vector<int64_t>>& fanouts,
-                                      const HeteroSamplerOptions& options, uint64_t batch_index,
-                                      HeteroSamplerScratch::State& scratch) {
-  HeteroSampledSubgraph out;
-  sample_resolved(graph, seeds, fanouts, options, batch_index, scratch, out);
-  return out;
 }
 }  // namespace
 
 HeteroSampledSubgraph sample_hetero_neighbors(const HeteroGraph& graph,
                                               const std::vector<HeteroSeeds>& seeds,
                                               const HeteroSamplerOptions& options,
-                                              uint64_t batch_index, HeteroSamplerScratch* scratch) {
-  const auto fanouts = resolve_hetero_fanouts(graph, options);
-  HeteroSamplerScratch local;
-  return sample_resolved(graph, seeds, fanouts, options, batch_index,
-                         (scratch != nullptr ? *scratch : local).state());
+                                              uint64_t batch_index, HeteroSamplerScratch* scratch,
+                                              const HeteroTimes& times) {
+  HeteroSampledSubgraph out;
+  sample_hetero_neighbors(graph, seeds, options, batch_index, out, scratch, times);
+  return out;
 }
 
 void sample_hetero_neighbors(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
                              const HeteroSamplerOptions& options, uint64_t batch_index,
-                             HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch) {
+                             HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch,
+                             const HeteroTimes& times) {
   const auto fanouts = resolve_hetero_fanouts(graph, options);
+  // Untimed calls read `graph` itself (no copy per batch).
+  const bool timed = options.time_source != TimeSource::kNone || !times.node_time.empty() ||
+                     !times.edge_time.empty();
+  std::optional<HeteroGraph> attached;
+  if (timed) attached = attach_hetero_times(graph, options, times);
   HeteroSamplerScratch local;
-  sample_resolved(graph, seeds, fanouts, options, batch_index,
+  sample_resolved(attached ? *attached : graph, seeds, fanouts, options, times, batch_index,
                   (scratch != nullptr ? *scratch : local).state(), out);
 }
 
-HeteroNeighborSampler::HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options)
+HeteroNeighborSampler::HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options,
+                                             HeteroTimes times)
     : graph_(std::move(graph)),
+      timed_(attach_hetero_times(graph_, options, times)),
       options_(std::move(options)),
+      times_(std::move(times)),
       fanouts_(resolve_hetero_fanouts(graph_, options_)),
       mutex_(std::make_unique<std::mutex>()) {}
 
 HeteroSampledSubgraph HeteroNeighborSampler::sample(const std::vector<HeteroSeeds>& seeds,
                                                     uint64_t batch_index) {
+  HeteroSampledSubgraph out;
   std::unique_lock lock(*mutex_, std::try_to_lock);
-  if (lock.owns_lock()) {
-    return sample_resolved(graph_, seeds, fanouts_, options_, batch_index, scratch_.state());
-  }
   HeteroSamplerScratch local;
-  return sample_resolved(graph_, seeds, fanouts_, options_, batch_index, local.state());
+  sample_resolved(timed_, seeds, fanouts_, options_, times_, batch_index,
+                  (lock.owns_lock() ? scratch_ : local).state(), out);
+  return out;
 }
 
 }  // namespace volley

@@ -30,11 +30,41 @@
 //     index in the source type's list of its neighbor), edge_ids[e] (the Csr's edge id),
 //     edges_per_hop[e] (size hops). PyG's edge_index of type e is [cols[e]; rows[e]].
 //
+// Disjoint sampling (options.disjoint, PyG's `disjoint`): every seed grows a tree of its own. A
+// node's identity in the batch is (tree, type, id): a node reached from two seeds appears twice,
+// once per tree, and seeds may repeat. Trees are numbered by the seed's position among all
+// seeds (the groups in the order given, each in input order); batch[t][i] is the tree of
+// nodes[t][i]. The picks of a target are those of the same target in a non-disjoint batch (the
+// random stream is keyed by the global id, not the tree). Otherwise as above.
+//
+// Temporal sampling (options.time_source set; PyG's time_attr / input_time / temporal_strategy):
+//   * every seed has a time (HeteroSeeds::times; by node time a seed group without times takes
+//     its seeds' own node times, as pyg-lib does), and the time travels down its tree;
+//   * the timestamps are a HeteroTimes: kNode gives a time per node of some node types, kEdge a
+//     time per edge of some edge types. An entry of edge type e (a neighbor u of target v) is
+//     admissible when its time — u's node time (kNode, u of e's source type) or the edge's time
+//     (kEdge) — is <= the time of v's tree. Entries of a type without times are always
+//     admissible (as in pyg-lib, which samples those types without a time constraint).
+//     Seeds are not checked;
+//   * sampling is disjoint whatever options.disjoint says (as in PyG);
+//   * the pick rules apply to a target's admissible entries as if they were its whole row
+//     (uniform, with or without replacement), except with TemporalStrategy::kLast: the
+//     min(k, admissible) most recent ones (k == -1: all), no draws;
+//   * a timed edge type's rows are stably sorted by time at construction (sort_rows_by_time,
+//     kept when already sorted), as PyG sorts its CSC: the admissible entries of a row are a
+//     prefix found by binary search, and -1 / "all admissible" lists them in time order;
+//   * not with `weighted` (ValueError).
+//
 // Errors (ValueError unless stated; messages name the type): an empty fanout list, a fanout
 // < -1, lists of different lengths, more than 255 hops, fanouts for an edge type the graph does
 // not have (the known ones listed), a missing edge type without default; seeds of an unknown
 // node type, a seed type given twice, a duplicate seed (naming both positions); IndexError for
-// a seed outside its type's range. An empty seed set gives an empty batch.
+// a seed outside its type's range. Temporal: times without time_source or of the other kind, a
+// time array of a type the graph lacks, not 1-d int64 host memory or of the wrong length (naming
+// the type, the expected and the given shape), a type given twice, kNode without any node type
+// timed, a seed group whose times are missing (kEdge, or kNode on an untimed type) or of the
+// wrong length; IndexError for an edge id beyond its edge type's times. An empty seed set gives
+// an empty batch.
 // Thread safety: a HeteroNeighborSampler may be shared by threads (a call that finds its
 // scratch busy uses a fresh one); sample_hetero_neighbors is reentrant.
 #pragma once
@@ -48,6 +78,7 @@
 #include <vector>
 
 #include "volley/graph/hetero_graph.h"
+#include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
 
@@ -57,6 +88,21 @@ struct HeteroSamplerOptions {
   bool replace = false;
   bool weighted = false;
   uint64_t seed = 0;
+  // Disjoint trees (see above); forced on by temporal sampling.
+  bool disjoint = false;
+  // Temporal sampling (see above): kNone samples without time constraints.
+  TimeSource time_source = TimeSource::kNone;
+  TemporalStrategy temporal_strategy = TemporalStrategy::kUniform;
+};
+
+// The timestamps of temporal sampling. Arrays are 1-d int64 in host memory, shared (no copy).
+struct HeteroTimes {
+  // TimeSource::kNode: per timed node type, one time per node of that type.
+  std::vector<std::pair<std::string, Array>> node_time;
+  // TimeSource::kEdge: per timed edge type, one time per edge, indexed by edge id (the COO order
+  // of PyG's data[edge_type].time, which the Csr's edge ids record). An edge type without an
+  // entry here uses its Csr's edge_time (CSR order) when it has one.
+  std::vector<std::pair<EdgeType, Array>> edge_time;
 };
 
 struct HeteroSampledSubgraph {
@@ -67,15 +113,19 @@ struct HeteroSampledSubgraph {
   // Per edge type, in graph order.
   std::vector<std::vector<int64_t>> rows, cols, edge_ids;
   std::vector<std::vector<int64_t>> edges_per_hop;
+  // Disjoint / temporal sampling: per node type, the tree (seed position) of each node; else
+  // empty.
+  std::vector<std::vector<int64_t>> batch;
 
   int64_t total_nodes() const;
   int64_t total_edges() const;
 };
 
-// Seeds of one node type.
+// Seeds of one node type; `times` (temporal sampling): one per id, or empty (see above).
 struct HeteroSeeds {
   std::string node_type;
   std::span<const int64_t> ids;
+  std::span<const int64_t> times = {};
 };
 
 // The fanout list of every edge type (graph order) the options give; ValueError as above.
@@ -96,24 +146,35 @@ class HeteroSamplerScratch {
   std::unique_ptr<State> state_;
 };
 
-// The sampler as a function (validates the options every call).
+// The graph a temporal sampler reads: each timed edge type's Csr with the time of every entry
+// attached as its edge_time (the source node's time by kNode) and its rows sorted by it; the
+// other edge types as they are. `graph` itself when options.time_source is kNone. ValueError /
+// IndexError for bad times (see above). O(E) (plus the sort of unsorted rows).
+HeteroGraph attach_hetero_times(const HeteroGraph& graph, const HeteroSamplerOptions& options,
+                                const HeteroTimes& times);
+
+// The sampler as a function (validates the options and attaches the times every call).
 HeteroSampledSubgraph sample_hetero_neighbors(const HeteroGraph& graph,
                                               const std::vector<HeteroSeeds>& seeds,
                                               const HeteroSamplerOptions& options,
                                               uint64_t batch_index,
-                                              HeteroSamplerScratch* scratch = nullptr);
+                                              HeteroSamplerScratch* scratch = nullptr,
+                                              const HeteroTimes& times = {});
 
 // The same into `out` (overwritten), reusing the capacity of its vectors: a caller that keeps
 // its subgraph allocates nothing once the vectors have grown to the batches' size.
 void sample_hetero_neighbors(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
                              const HeteroSamplerOptions& options, uint64_t batch_index,
-                             HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch = nullptr);
+                             HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch = nullptr,
+                             const HeteroTimes& times = {});
 
 class HeteroNeighborSampler {
  public:
-  // Validates the options against the graph (ValueError as above).
-  HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options);
+  // Validates the options against the graph and attaches `times` (attach_hetero_times; ValueError
+  // as above).
+  HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options, HeteroTimes times = {});
   HeteroSampledSubgraph sample(const std::vector<HeteroSeeds>& seeds, uint64_t batch_index);
+  // The graph as given.
   const HeteroGraph& graph() const { return graph_; }
   const HeteroSamplerOptions& options() const { return options_; }
   // Fanout list per edge type (graph order), as resolved.
@@ -121,7 +182,9 @@ class HeteroNeighborSampler {
 
  private:
   HeteroGraph graph_;
+  HeteroGraph timed_;  // attach_hetero_times(graph_): what sample() reads
   HeteroSamplerOptions options_;
+  HeteroTimes times_;  // kNode: seed groups without times read their node times here
   std::vector<std::vector<int64_t>> fanouts_;
   std::unique_ptr<std::mutex> mutex_;
   HeteroSamplerScratch scratch_;
