@@ -17,9 +17,9 @@ namespace {
 constexpr int MADV_COLLAPSE = 25;  // Linux 6.1; older headers lack the name
 #endif
 
-bool enabled() {
+bool enabled() {  // opt-in: see huge_pages.h
   const char* value = std::getenv("VOLLEY_HUGE_PAGES");
-  return value == nullptr || std::strcmp(value, "0") != 0;
+  return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
 void collapse(Buffer keep, uintptr_t begin, uintptr_t end) {
