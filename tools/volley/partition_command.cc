@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "volley/core/error.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/partition/partition.h"
 
 namespace volley::cli {
@@ -209,6 +210,10 @@ void run_partition_command(const PartitionArguments& arguments) {
   options.balance_tolerance = arguments.tolerance;
   options.seed = arguments.seed;
   options.simulate_epoch = arguments.simulate;
+  if (is_hetero_dataset_directory(arguments.input)) {
+    run_hetero_partition(arguments.input, arguments.output, options, arguments.json);
+    return;
+  }
   const PartitionResult result = partition_dataset(arguments.input, arguments.output, options);
   const int64_t num_edges =
       std::accumulate(result.part_edges.begin(), result.part_edges.end(), int64_t{0});
@@ -245,6 +250,7 @@ bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
     return true;
   }
   if (!is_partitioned_directory(path)) return false;
+  if (describe_hetero_partitioned(path, as_json, verify)) return true;
 
   if (verify) verify_partitioned_or_throw(path, as_json);
   const PartitionManifest manifest = read_partition_manifest(path);
