@@ -145,7 +145,11 @@ def partition(
     ``"stream"`` also reads the graph in chunks (bounded memory).
 
     Args:
-        dataset: a dataset directory (read memory-mapped) or a ``volley.Dataset``.
+        dataset: a dataset directory (read memory-mapped) or a ``volley.Dataset``; a
+            heterogeneous one (directory or ``volley.HeteroDataset``) goes to
+            ``volley.hetero_partition.partition_hetero`` (methods random and metis; the other
+            arguments but ``balance_tolerance`` and ``seed`` are ignored) and returns its
+            ``HeteroPartitionResult``.
         output: the directory to write (created; a previous partition.json there is replaced).
         num_parts: number of partitions K >= 1.
         method: ``"random"``, ``"metis"``, ``"hotness"`` or ``"stream"``.
@@ -165,6 +169,12 @@ def partition(
             nodes for hotness.
         VolleyOSError: the dataset cannot be read or the output cannot be written.
     """
+    from . import hetero_partition  # imports this module
+
+    if _is_hetero_dataset(dataset):
+        return hetero_partition.partition_hetero(
+            dataset, output, num_parts, method=method, balance_tolerance=balance_tolerance,
+            seed=seed)
     if method not in METHODS:
         raise VolleyValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     options = dict(
@@ -193,6 +203,21 @@ def partition(
         assign_seconds=raw["assign_seconds"],
         path=os.fspath(output),
     )
+
+
+def _is_hetero_dataset(dataset: Any) -> bool:
+    """A ``volley.HeteroDataset`` or a heterogeneous (version 2) dataset directory."""
+    from .hetero import HeteroDataset
+
+    if isinstance(dataset, HeteroDataset):
+        return True
+    if isinstance(dataset, Dataset):
+        return False
+    try:
+        with open(os.path.join(os.fspath(dataset), "volley.json")) as manifest:
+            return json.load(manifest).get("version") == 2
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 class Partition:
@@ -259,13 +284,20 @@ def load_partition(
         validate: check indptr and that neighbor / edge ids are in range (O(edges of the part)).
 
     Returns:
-        The ``Partition``.
+        The ``Partition``; for a heterogeneous partitioned directory a
+        ``volley.hetero_partition.HeteroPartition`` (per-type ``books`` and ``first_node``, a
+        ``HeteroDataset`` of the owned nodes).
 
     Raises:
         VolleyIndexError: ``part`` out of range.
         VolleyOSError: a missing, corrupt or mismatched file (e.g. a part directory from another
             run), naming the file, the field, the expected and the found value.
     """
+    from . import hetero_partition  # imports this module
+
+    if hetero_partition.is_hetero_partitioned(path):
+        return hetero_partition.load_hetero_partition(
+            path, part, mmap=mmap, verify=verify, validate=validate)
     native = _load_partition(
         os.fspath(path), int(part), memory_map=mmap, verify_checksums=verify,
         validate_graph=validate,
@@ -278,8 +310,12 @@ def read_partition_manifest(path: PathLike) -> Dict[str, Any]:
     return json.loads(_partition_manifest_json(os.fspath(path)))
 
 
-def load_node_map(path: PathLike, *, verify: bool = False) -> Any:
-    """int64 [N]: the new id of each old node id."""
+def load_node_map(path: PathLike, *, node_type: Optional[str] = None, verify: bool = False) -> Any:
+    """int64 [N]: the new id of each old node id (of ``node_type`` in a heterogeneous one)."""
+    if node_type is not None:
+        from .hetero_partition import load_hetero_node_map
+
+        return load_hetero_node_map(path, node_type, verify=verify)
     return _tensor.to_output(_load_node_map(os.fspath(path), verify_checksums=verify))
 
 
