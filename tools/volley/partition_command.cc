@@ -244,13 +244,13 @@ void run_partition_command(const PartitionArguments& arguments) {
 }  // namespace
 
 bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
+  if (describe_hetero_partitioned(path, as_json, verify)) return true;
   std::error_code error;
   if (fs::is_regular_file(fs::path(path) / "part.json", error)) {
     describe_one_partition(path, as_json, verify);
     return true;
   }
   if (!is_partitioned_directory(path)) return false;
-  if (describe_hetero_partitioned(path, as_json, verify)) return true;
 
   if (verify) verify_partitioned_or_throw(path, as_json);
   const PartitionManifest manifest = read_partition_manifest(path);

@@ -83,6 +83,46 @@ std::vector<std::string> verify_hetero_partitioned(const std::string& path) {
   return problems;
 }
 
+// One part-P directory of a heterogeneous partitioned dataset (`parent`): owned id ranges and
+// counts per type.
+void describe_hetero_part(const std::string& path, const std::string& parent, int64_t part,
+                          bool as_json, bool verify) {
+  const HeteroPartition partition = load_hetero_partition(
+      parent, part, {.memory_map = true, .verify_checksums = verify, .validate_graph = true});
+  const HeteroGraph& graph = partition.data.graph;
+  Json nodes = Json::object(), edges = Json::object();
+  for (const NodeTypeInfo& type : graph.node_types()) {
+    nodes[type.name] = {{"first_node", partition.first_node(type.name)},
+                        {"num_nodes", type.num_nodes}};
+  }
+  for (int r = 0; r < graph.num_edge_types(); ++r) {
+    edges[graph.edge_types()[static_cast<size_t>(r)].name()] = graph.edges(r).num_edges();
+  }
+  if (as_json) {
+    std::printf("%s\n", Json({{"path", path}, {"kind", "partition"}, {"heterogeneous", true},
+                              {"part", part}, {"num_parts", partition.manifest.num_parts},
+                              {"node_types", nodes}, {"edge_types", edges},
+                              {"verified", verify}})
+                            .dump()
+                            .c_str());
+    return;
+  }
+  std::printf("heterogeneous partition %lld of %lld (%s)\n", static_cast<long long>(part),
+              static_cast<long long>(partition.manifest.num_parts), path.c_str());
+  for (const NodeTypeInfo& type : graph.node_types()) {
+    const NodeTypeData& data = partition.data.node(type.name);
+    std::printf("  %-20s new ids [%lld, %lld), features %s\n", type.name.c_str(),
+                static_cast<long long>(partition.first_node(type.name)),
+                static_cast<long long>(partition.first_node(type.name) + type.num_nodes),
+                data.features ? data.features->describe().c_str() : "none");
+  }
+  for (int r = 0; r < graph.num_edge_types(); ++r) {
+    std::printf("  %-40s %lld in-edges\n", graph.edge_types()[static_cast<size_t>(r)].name().c_str(),
+                static_cast<long long>(graph.edges(r).num_edges()));
+  }
+  if (verify) std::printf("verify: ok (checksums and graph ids)\n");
+}
+
 }  // namespace
 
 void run_hetero_partition(const std::string& input, const std::string& output,
@@ -106,6 +146,19 @@ void run_hetero_partition(const std::string& input, const std::string& output,
 }
 
 bool describe_hetero_partitioned(const std::string& path, bool as_json, bool verify) {
+  std::error_code error;
+  if (fs::is_regular_file(fs::path(path) / "part.json", error)) {
+    fs::path part_dir = fs::path(path).lexically_normal();
+    if (part_dir.filename().empty()) part_dir = part_dir.parent_path();  // "out/part-2/"
+    const std::string parent =
+        part_dir.parent_path().empty() ? "." : part_dir.parent_path().string();
+    const std::string name = part_dir.filename().string();
+    const bool numbered = name.size() > 5 && name.size() < 15 && name.starts_with("part-") &&
+                          name.find_first_not_of("0123456789", 5) == std::string::npos;
+    if (!numbered || !is_hetero_partitioned_directory(parent)) return false;
+    describe_hetero_part(path, parent, std::stoll(name.substr(5)), as_json, verify);
+    return true;
+  }
   if (!is_hetero_partitioned_directory(path)) return false;
   if (verify) {
     const std::vector<std::string> problems = verify_hetero_partitioned(path);
