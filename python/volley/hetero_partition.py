@@ -155,7 +155,8 @@ class HeteroPartition:
 
     def __repr__(self) -> str:
         counts = ", ".join(f"{t}={n}" for t, n in self.num_nodes.items())
-        return f"HeteroPartition(part={self.part}/{len(next(iter(self.books.values())).offsets) - 1}, {counts})"
+        num_parts = next(iter(self.books.values())).num_parts
+        return f"HeteroPartition(part={self.part}/{num_parts}, {counts})"
 
 
 def load_hetero_partition(

@@ -21,27 +21,26 @@ std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fra
 
 // Edge cut (total and per edge type), per-type node balance, edge balance.
 void print_quality(const HeteroPartitionQuality& quality, const std::vector<NodeTypeInfo>& types,
-                   const std::vector<EdgeType>& edge_types,
-                   const std::vector<int64_t>& num_edges) {
+                   const std::vector<EdgeType>& edge_types, const std::vector<int64_t>& num_edges) {
   int64_t total = 0;
   for (int64_t e : num_edges) total += e;
   std::printf("edge cut: %s (%lld of %lld edges, all edge types)\n",
-              percent(quality.edge_cut_fraction).c_str(),
-              static_cast<long long>(quality.cut_edges), static_cast<long long>(total));
+              percent(quality.edge_cut_fraction).c_str(), static_cast<long long>(quality.cut_edges),
+              static_cast<long long>(total));
   for (size_t r = 0; r < edge_types.size() && r < quality.cut_edges_per_type.size(); ++r) {
     const int64_t cut = quality.cut_edges_per_type[r];
-    std::printf("  %-40s %s (%lld of %lld)\n", edge_types[r].name().c_str(),
-                percent(num_edges[r] ? static_cast<double>(cut) / static_cast<double>(num_edges[r])
-                                     : 0.0)
-                    .c_str(),
-                static_cast<long long>(cut), static_cast<long long>(num_edges[r]));
+    std::printf(
+        "  %-40s %s (%lld of %lld)\n", edge_types[r].name().c_str(),
+        percent(num_edges[r] ? static_cast<double>(cut) / static_cast<double>(num_edges[r]) : 0.0)
+            .c_str(),
+        static_cast<long long>(cut), static_cast<long long>(num_edges[r]));
   }
   std::string balance;
   for (size_t t = 0; t < types.size() && t < quality.node_balance.size(); ++t) {
     balance += fmt::format("{}{} {:.3f}", t ? ", " : "", types[t].name, quality.node_balance[t]);
   }
-  std::printf("node balance per type (largest / mean part): %s; in-edges %.3f\n",
-              balance.c_str(), quality.edge_balance);
+  std::printf("node balance per type (largest / mean part): %s; in-edges %.3f\n", balance.c_str(),
+              quality.edge_balance);
 }
 
 // One line per part: nodes owned of each type.
@@ -99,9 +98,13 @@ void describe_hetero_part(const std::string& path, const std::string& parent, in
     edges[graph.edge_types()[static_cast<size_t>(r)].name()] = graph.edges(r).num_edges();
   }
   if (as_json) {
-    std::printf("%s\n", Json({{"path", path}, {"kind", "partition"}, {"heterogeneous", true},
-                              {"part", part}, {"num_parts", partition.manifest.num_parts},
-                              {"node_types", nodes}, {"edge_types", edges},
+    std::printf("%s\n", Json({{"path", path},
+                              {"kind", "partition"},
+                              {"heterogeneous", true},
+                              {"part", part},
+                              {"num_parts", partition.manifest.num_parts},
+                              {"node_types", nodes},
+                              {"edge_types", edges},
                               {"verified", verify}})
                             .dump()
                             .c_str());
@@ -117,7 +120,8 @@ void describe_hetero_part(const std::string& path, const std::string& parent, in
                 data.features ? data.features->describe().c_str() : "none");
   }
   for (int r = 0; r < graph.num_edge_types(); ++r) {
-    std::printf("  %-40s %lld in-edges\n", graph.edge_types()[static_cast<size_t>(r)].name().c_str(),
+    std::printf("  %-40s %lld in-edges\n",
+                graph.edge_types()[static_cast<size_t>(r)].name().c_str(),
                 static_cast<long long>(graph.edges(r).num_edges()));
   }
   if (verify) std::printf("verify: ok (checksums and graph ids)\n");
@@ -136,11 +140,12 @@ void run_hetero_partition(const std::string& input, const std::string& output,
     std::printf("%s\n", json.dump().c_str());
     return;
   }
-  std::printf("partitioned heterogeneous %s into %lld parts with %s in %.1f s (assignment %.1f s) "
-              "-> %s\n",
-              input.c_str(), static_cast<long long>(options.num_parts),
-              std::string(partition_method_name(options.method)).c_str(), result.seconds,
-              result.assign_seconds, output.c_str());
+  std::printf(
+      "partitioned heterogeneous %s into %lld parts with %s in %.1f s (assignment %.1f s) "
+      "-> %s\n",
+      input.c_str(), static_cast<long long>(options.num_parts),
+      std::string(partition_method_name(options.method)).c_str(), result.seconds,
+      result.assign_seconds, output.c_str());
   print_quality(result.quality, manifest.node_types, manifest.edge_types, manifest.num_edges);
   print_parts(manifest.node_types, manifest.books);
 }

@@ -24,12 +24,12 @@ double elapsed_since(std::chrono::steady_clock::time_point start) {
 // Options the heterogeneous partitioner accepts, and at least K nodes in every node type.
 void check_hetero(const HeteroDataset& dataset, const PartitionOptions& options) {
   validate_partition_options(options);
-  VOLLEY_REQUIRE(options.method == PartitionMethod::kRandom ||
-                     options.method == PartitionMethod::kMetis,
-                 ValueError,
-                 "partition: method '{}' is not available for heterogeneous datasets (expected "
-                 "random or metis)",
-                 partition_method_name(options.method));
+  VOLLEY_REQUIRE(
+      options.method == PartitionMethod::kRandom || options.method == PartitionMethod::kMetis,
+      ValueError,
+      "partition: method '{}' is not available for heterogeneous datasets (expected "
+      "random or metis)",
+      partition_method_name(options.method));
   VOLLEY_REQUIRE(!options.simulate_epoch, ValueError,
                  "partition: simulate_epoch is not available for heterogeneous datasets");
   for (const NodeTypeInfo& type : dataset.graph.node_types()) {
@@ -167,10 +167,10 @@ HeteroPartitionQuality hetero_partition_quality(const HeteroDataset& dataset,
   std::vector<int64_t> edge_loads(static_cast<size_t>(num_parts), 0);
   for (int r = 0; r < graph.num_edge_types(); ++r) {
     const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
-    const int32_t* src = assignment[static_cast<size_t>(graph.node_type_index(type.src))]
-                             .data<int32_t>();
-    const int32_t* dst = assignment[static_cast<size_t>(graph.node_type_index(type.dst))]
-                             .data<int32_t>();
+    const int32_t* src =
+        assignment[static_cast<size_t>(graph.node_type_index(type.src))].data<int32_t>();
+    const int32_t* dst =
+        assignment[static_cast<size_t>(graph.node_type_index(type.dst))].data<int32_t>();
     const Csr& csr = graph.edges(r);
     int64_t cut = 0;
     for (int64_t v = 0; v < csr.num_nodes(); ++v) {
@@ -213,8 +213,8 @@ HeteroPartitionResult partition_hetero_dataset(const HeteroDataset& dataset,
                            std::vector<int64_t>(static_cast<size_t>(graph.num_edge_types()), 0));
   for (int r = 0; r < graph.num_edge_types(); ++r) {
     const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
-    const int32_t* dst = assignment[static_cast<size_t>(graph.node_type_index(type.dst))]
-                             .data<int32_t>();
+    const int32_t* dst =
+        assignment[static_cast<size_t>(graph.node_type_index(type.dst))].data<int32_t>();
     const Csr& csr = graph.edges(r);
     for (int64_t v = 0; v < csr.num_nodes(); ++v) {
       result.part_edges[static_cast<size_t>(dst[v])][static_cast<size_t>(r)] += csr.degree(v);

@@ -71,8 +71,8 @@ struct HeteroPartitionQuality {
 };
 
 struct HeteroPartitionResult {
-  std::vector<PartitionBook> books;                 // per node type
-  std::vector<std::vector<int64_t>> part_edges;     // [K][edge type]
+  std::vector<PartitionBook> books;              // per node type
+  std::vector<std::vector<int64_t>> part_edges;  // [K][edge type]
   HeteroPartitionQuality quality;
   double seconds = 0.0;         // the whole call
   double assign_seconds = 0.0;  // the assignment (METIS included)
@@ -108,8 +108,8 @@ struct HeteroPartitionManifest {
   int64_t num_parts = 0;
   std::vector<NodeTypeInfo> node_types;  // total counts
   std::vector<EdgeType> edge_types;
-  std::vector<int64_t> num_edges;      // per edge type
-  std::vector<PartitionBook> books;    // per node type
+  std::vector<int64_t> num_edges;    // per edge type
+  std::vector<PartitionBook> books;  // per node type
   HeteroPartitionQuality quality;
   std::string json;  // the whole manifest text, for tools
 

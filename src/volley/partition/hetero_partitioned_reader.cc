@@ -1,6 +1,7 @@
 // Reading the heterogeneous partitioned directory (format: hetero_partition.h): partition.json
 // checked field by field, each part's manifests against the CRCs it records, each part's arrays
 // against its own volley.json, and the part's graph against the totals.
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -35,7 +36,8 @@ std::vector<int64_t> integer_list(const JsonChecker& check, const Json& json,
   std::vector<int64_t> values;
   if (!json.is_array()) check.fail(field, "a list of integers", JsonChecker::brief(json));
   for (const Json& value : json) {
-    if (!value.is_number_integer()) check.fail(field, "a list of integers", JsonChecker::brief(json));
+    if (!value.is_number_integer())
+      check.fail(field, "a list of integers", JsonChecker::brief(json));
     values.push_back(value.get<int64_t>());
   }
   return values;
@@ -71,9 +73,10 @@ FullManifest read_full_manifest(const std::string& directory) {
   const std::string path = join_path(directory, kManifestFile);
   std::error_code error;
   if (!fs::exists(path, error)) {
-    throw IoError(fmt::format("{}: no such file: '{}' is not a partitioned dataset directory "
-                              "(volley partition writes one)",
-                              path, directory));
+    throw IoError(
+        fmt::format("{}: no such file: '{}' is not a partitioned dataset directory "
+                    "(volley partition writes one)",
+                    path, directory));
   }
   const JsonChecker check(path);
   FullManifest full;
@@ -87,8 +90,10 @@ FullManifest read_full_manifest(const std::string& directory) {
   }
   const int64_t version = check.integer(json, "version");
   if (version != internal::kHeteroFormatVersion) {
-    check.fail("version", "2 (a heterogeneous partitioned dataset; version 1 is homogeneous: "
-               "read it with load_partition)", std::to_string(version));
+    check.fail("version",
+               "2 (a heterogeneous partitioned dataset; version 1 is homogeneous: "
+               "read it with load_partition)",
+               std::to_string(version));
   }
   manifest.name = json.value("name", "");
   const std::string method = check.string(json, "method");
@@ -115,8 +120,7 @@ FullManifest read_full_manifest(const std::string& directory) {
                                    check.string(edge_types[r], "dst", where)});
     manifest.num_edges.push_back(check.integer(edge_types[r], "num_edges", where));
     manifest.quality.cut_edges_per_type.push_back(
-        edge_types[r].contains("cut_edges") ? check.integer(edge_types[r], "cut_edges", where)
-                                            : 0);
+        edge_types[r].contains("cut_edges") ? check.integer(edge_types[r], "cut_edges", where) : 0);
   }
   const Json& parts = check.require(json, "parts");
   if (!parts.is_array() || static_cast<int64_t>(parts.size()) != manifest.num_parts) {
@@ -137,7 +141,8 @@ FullManifest read_full_manifest(const std::string& directory) {
   if (json.contains("quality") && json["quality"].is_object()) {
     const Json& quality = json["quality"];
     manifest.quality.cut_edges = check.integer(quality, "cut_edges", "quality.");
-    manifest.quality.edge_cut_fraction = check.optional_number(quality, "edge_cut_fraction").value_or(0);
+    manifest.quality.edge_cut_fraction =
+        check.optional_number(quality, "edge_cut_fraction").value_or(0);
     manifest.quality.edge_balance = check.optional_number(quality, "edge_balance").value_or(1);
   }
   return full;
@@ -194,35 +199,41 @@ void check_part_graph(const HeteroPartition& result, const std::string& part_dir
   const HeteroGraph& graph = result.data.graph;
   VOLLEY_REQUIRE(graph.num_node_types() == static_cast<int>(manifest.node_types.size()) &&
                      graph.num_edge_types() == static_cast<int>(manifest.edge_types.size()),
-                 IoError, "{}: expected {} node types and {} edge types (as {} says), found {} and {}",
+                 IoError,
+                 "{}: expected {} node types and {} edge types (as {} says), found {} and {}",
                  part_dir, manifest.node_types.size(), manifest.edge_types.size(), kManifestFile,
                  graph.num_node_types(), graph.num_edge_types());
   for (size_t t = 0; t < manifest.node_types.size(); ++t) {
     const NodeTypeInfo& found = graph.node_types()[t];
     const int64_t expected = manifest.books[t].size(result.part);
     VOLLEY_REQUIRE(found.name == manifest.node_types[t].name && found.num_nodes == expected,
-                   IoError, "{}: node type {}: expected '{}' with {} nodes (as {} says), found "
-                   "'{}' with {}", part_dir, t, manifest.node_types[t].name, expected,
-                   kManifestFile, found.name, found.num_nodes);
+                   IoError,
+                   "{}: node type {}: expected '{}' with {} nodes (as {} says), found "
+                   "'{}' with {}",
+                   part_dir, t, manifest.node_types[t].name, expected, kManifestFile, found.name,
+                   found.num_nodes);
   }
   for (size_t r = 0; r < manifest.edge_types.size(); ++r) {
     const EdgeType& type = manifest.edge_types[r];
     VOLLEY_REQUIRE(graph.edge_types()[r] == type, IoError,
-                   "{}: edge type {}: expected {} (as {} says), found {}", part_dir, r,
-                   type.name(), kManifestFile, graph.edge_types()[r].name());
+                   "{}: edge type {}: expected {} (as {} says), found {}", part_dir, r, type.name(),
+                   kManifestFile, graph.edge_types()[r].name());
     const Csr& csr = graph.edges(static_cast<int>(r));
     if (!validate) continue;
     const std::string source = fmt::format("{}: edge type {}", part_dir, type.name());
     internal::check_indptr(csr, source);
-    const int64_t total = manifest.node_types[static_cast<size_t>(
-        std::find_if(manifest.node_types.begin(), manifest.node_types.end(),
-                     [&](const NodeTypeInfo& info) { return info.name == type.src; }) -
-        manifest.node_types.begin())].num_nodes;
+    const int64_t total =
+        manifest
+            .node_types[static_cast<size_t>(
+                std::find_if(manifest.node_types.begin(), manifest.node_types.end(),
+                             [&](const NodeTypeInfo& info) { return info.name == type.src; }) -
+                manifest.node_types.begin())]
+            .num_nodes;
     for (int64_t k = 0; k < csr.num_edges(); ++k) {
       const int64_t id = csr.neighbor(k);
       VOLLEY_REQUIRE(id >= 0 && id < total, IndexError,
-                     "{}: indices[{}] = {} out of range for source type '{}' with {} nodes",
-                     source, k, id, type.src, total);
+                     "{}: indices[{}] = {} out of range for source type '{}' with {} nodes", source,
+                     k, id, type.src, total);
     }
   }
 }

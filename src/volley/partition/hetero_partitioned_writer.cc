@@ -26,10 +26,10 @@ using namespace partition_format;
 // What every step of one write shares.
 struct HeteroWrite {
   const HeteroDataset& dataset;
-  const std::vector<Array>& assignment;              // [type]: int32 part of each old id
+  const std::vector<Array>& assignment;  // [type]: int32 part of each old id
   const HeteroPartitionResult& result;
-  std::vector<std::vector<int64_t>> new_id;          // [type][old id]
-  std::vector<std::string> part_dirs;                // [K]
+  std::vector<std::vector<int64_t>> new_id;                 // [type][old id]
+  std::vector<std::string> part_dirs;                       // [K]
   std::vector<std::unique_ptr<HeteroDatasetWriter>> parts;  // [K]
 
   int64_t num_parts() const { return static_cast<int64_t>(parts.size()); }
@@ -112,7 +112,8 @@ void write_edge_type(HeteroWrite& write, int r) {
     part.add_edge_array(type, "indptr", Array::from_vector(indptr[p]));
     part.add_edge_array(type, "indices", Array::from_vector(indices[p]));
     part.add_edge_array(type, "edge_ids", Array::from_vector(edge_ids[p]));
-    if (source_weights != nullptr) part.add_edge_array(type, "weights", Array::from_vector(weights[p]));
+    if (source_weights != nullptr)
+      part.add_edge_array(type, "weights", Array::from_vector(weights[p]));
     std::vector<int64_t>().swap(indptr[p]);
     std::vector<int64_t>().swap(edge_ids[p]);
     std::vector<Index>().swap(indices[p]);
@@ -153,7 +154,8 @@ void write_type_labels_and_splits(HeteroWrite& write, int t) {
     for (int64_t v = 0; v < data.labels->numel(); ++v) {
       labels[static_cast<size_t>(part_of[v])].data<int64_t>()[write.local_row(t, v)] = source[v];
     }
-    for (size_t p = 0; p < k; ++p) write.parts[p]->add_node_array(write.type_name(t), "labels", labels[p]);
+    for (size_t p = 0; p < k; ++p)
+      write.parts[p]->add_node_array(write.type_name(t), "labels", labels[p]);
   }
   const std::pair<const char*, const std::optional<Array>*> splits[] = {
       {"train_idx", &data.train_idx}, {"val_idx", &data.val_idx}, {"test_idx", &data.test_idx}};
@@ -178,7 +180,8 @@ Json finish_part(HeteroWrite& write, int64_t p) {
   Json types = Json::array(), nodes = Json::object(), edges = Json::object();
   for (int t = 0; t < graph.num_node_types(); ++t) {
     const PartitionBook& book = write.result.books[static_cast<size_t>(t)];
-    classes.emplace_back(write.type_name(t), write.dataset.node_data[static_cast<size_t>(t)].num_classes);
+    classes.emplace_back(write.type_name(t),
+                         write.dataset.node_data[static_cast<size_t>(t)].num_classes);
     types.push_back({{"name", write.type_name(t)},
                      {"first_node", book.begin(p)},
                      {"num_nodes", book.size(p)},
@@ -190,8 +193,10 @@ Json finish_part(HeteroWrite& write, int64_t p) {
         write.result.part_edges[i][static_cast<size_t>(r)];
   }
   write.parts[i]->finish(classes);
-  const Json part_json = {{"format", kPartFormatName}, {"version", kHeteroFormatVersion},
-                          {"part", p},                 {"num_parts", write.num_parts()},
+  const Json part_json = {{"format", kPartFormatName},
+                          {"version", kHeteroFormatVersion},
+                          {"part", p},
+                          {"num_parts", write.num_parts()},
                           {"node_types", types}};
   const std::string part_text = part_json.dump(2) + "\n";
   write_file_atomically(join_path(write.part_dirs[i], kPartFile), part_text);
@@ -257,8 +262,8 @@ void write_everything(const HeteroDataset& dataset, const std::vector<Array>& as
   HeteroWrite write{dataset, assignment, result, {}, {}, {}};
   std::vector<uint32_t> node_map_crcs;
   for (int t = 0; t < graph.num_node_types(); ++t) {
-    write.new_id.push_back(renumber(result.books[static_cast<size_t>(t)], write.part_of(t),
-                                    graph.num_nodes(t)));
+    write.new_id.push_back(
+        renumber(result.books[static_cast<size_t>(t)], write.part_of(t), graph.num_nodes(t)));
     const std::vector<int64_t>& ids = write.new_id.back();
     NpyWriter map(join_path(output, hetero_node_map_file(write.type_name(t))), DType::kInt64,
                   {static_cast<int64_t>(ids.size())});

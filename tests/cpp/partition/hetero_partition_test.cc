@@ -30,8 +30,8 @@ class HeteroPartitionTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir("volley-hetero-partition-test");
-    HeteroGeneratorOptions options{.num_papers = 1500, .feature_dim = 8, .num_classes = 7,
-                                   .seed = 3, .reverse = true};
+    HeteroGeneratorOptions options{
+        .num_papers = 1500, .feature_dim = 8, .num_classes = 7, .seed = 3, .reverse = true};
     generate_hetero_dataset(options, *dir_ / "source");
   }
   static void TearDownTestSuite() {
@@ -169,9 +169,9 @@ TEST_F(HeteroPartitionTest, BadOptionsNameTheValue) {
   const int64_t institutions = dataset.graph.num_nodes("institution");
   options = {.method = PartitionMethod::kRandom, .num_parts = institutions + 1};
   EXPECT_THAT([&] { assign_hetero_partitions(dataset, options); },
-              ThrowsMessage<ValueError>(HasSubstr(fmt::format(
-                  "num_parts = {} exceeds the {} nodes of node type 'institution'",
-                  institutions + 1, institutions))));
+              ThrowsMessage<ValueError>(HasSubstr(
+                  fmt::format("num_parts = {} exceeds the {} nodes of node type 'institution'",
+                              institutions + 1, institutions))));
   EXPECT_THROW(partition_method_from_name("fennel"), ValueError);
 }
 

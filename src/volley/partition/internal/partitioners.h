@@ -68,7 +68,8 @@ using EdgeVisitor = std::function<void(const std::function<void(int64_t, int64_t
 // drop mapped pages). int32 [n] assignment. RuntimeError when METIS fails or is absent.
 Array metis_kway(int64_t n, int64_t e, const EdgeVisitor& for_each_edge,
                  std::vector<int64_t> weights, int64_t num_constraints,
-                 const PartitionOptions& options, const std::function<void()>& after_adjacency = {});
+                 const PartitionOptions& options,
+                 const std::function<void()>& after_adjacency = {});
 
 Array assign_stream(const Dataset& dataset, const PartitionOptions& options,
                     const std::vector<uint8_t>& train);
