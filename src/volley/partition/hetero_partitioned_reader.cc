@@ -69,6 +69,27 @@ void read_node_type(const JsonChecker& check, const Json& json, size_t t,
   }
 }
 
+// parts[p]: its directory (part-p) and the CRCs of its manifests.
+void read_parts(const JsonChecker& check, const Json& json, FullManifest& full) {
+  const HeteroPartitionManifest& manifest = full.manifest;
+  const Json& parts = check.require(json, "parts");
+  if (!parts.is_array() || static_cast<int64_t>(parts.size()) != manifest.num_parts) {
+    check.fail("parts", fmt::format("a list of num_parts = {} entries", manifest.num_parts),
+               JsonChecker::brief(parts));
+  }
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const std::string where = fmt::format("parts[{}].", p);
+    PartEntry entry{check.string(parts[p], "directory", where),
+                    check.crc(parts[p], "volley_json_crc32", where),
+                    check.crc(parts[p], "part_json_crc32", where)};
+    if (entry.directory != part_directory_name(static_cast<int64_t>(p))) {
+      check.fail(where + "directory", fmt::format("\"{}\"", part_directory_name(p)),
+                 fmt::format("\"{}\"", entry.directory));
+    }
+    full.parts.push_back(std::move(entry));
+  }
+}
+
 FullManifest read_full_manifest(const std::string& directory) {
   const std::string path = join_path(directory, kManifestFile);
   std::error_code error;
@@ -122,22 +143,7 @@ FullManifest read_full_manifest(const std::string& directory) {
     manifest.quality.cut_edges_per_type.push_back(
         edge_types[r].contains("cut_edges") ? check.integer(edge_types[r], "cut_edges", where) : 0);
   }
-  const Json& parts = check.require(json, "parts");
-  if (!parts.is_array() || static_cast<int64_t>(parts.size()) != manifest.num_parts) {
-    check.fail("parts", fmt::format("a list of num_parts = {} entries", manifest.num_parts),
-               JsonChecker::brief(parts));
-  }
-  for (size_t p = 0; p < parts.size(); ++p) {
-    const std::string where = fmt::format("parts[{}].", p);
-    PartEntry entry{check.string(parts[p], "directory", where),
-                    check.crc(parts[p], "volley_json_crc32", where),
-                    check.crc(parts[p], "part_json_crc32", where)};
-    if (entry.directory != part_directory_name(static_cast<int64_t>(p))) {
-      check.fail(where + "directory", fmt::format("\"{}\"", part_directory_name(p)),
-                 fmt::format("\"{}\"", entry.directory));
-    }
-    full.parts.push_back(std::move(entry));
-  }
+  read_parts(check, json, full);
   if (json.contains("quality") && json["quality"].is_object()) {
     const Json& quality = json["quality"];
     manifest.quality.cut_edges = check.integer(quality, "cut_edges", "quality.");
