@@ -102,7 +102,7 @@ def check_round_trip(dataset: volley.HeteroDataset, out, k: int) -> None:
                                       input_edges(graph, edge_type))
 
 
-@pytest.mark.parametrize("method", ["random", "metis"])
+@pytest.mark.parametrize("method", ["random", "metis", "stream"])
 def test_round_trip_from_memory_and_directory(tmp_path, method):
     dataset = clustered_dataset()
     result = volley.partition(dataset, tmp_path / "mem", 3, method=method)
@@ -128,6 +128,12 @@ def test_random_balances_every_type_and_metis_cuts_less(tmp_path):
     assert metis.quality["cut_edges"] < 0.6 * random.quality["cut_edges"]
     assert all(b < 1.3 for b in metis.quality["node_balance"].values())
     assert sum(metis.quality["cut_edges_per_type"].values()) == metis.quality["cut_edges"]
+    stream = volley.partition(dataset, tmp_path / "s", 4, method="stream")
+    assert stream.quality["cut_edges"] < random.quality["cut_edges"]
+    for node_type, book in stream.books.items():
+        n = dataset.graph.num_nodes(node_type)
+        assert max(len(book.range(p)) for p in range(4)) <= max(int(np.ceil(1.05 * n / 4)),
+                                                                 -(-n // 4)) + 1, node_type
 
 
 def test_bad_input_names_the_value(tmp_path):

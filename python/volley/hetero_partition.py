@@ -6,7 +6,8 @@ dataset (directory or ``volley.HeteroDataset``) or a heterogeneous partitioned d
 Methods: ``"random"`` (per node type, balanced random: every type's nodes and training nodes
 spread evenly) and ``"metis"`` (k-way METIS on the type-merged symmetrised graph with one
 balance constraint per node type, so every type is balanced and edges of all types are cut
-as little as possible).
+as little as possible) and ``"stream"`` (Fennel, one pass over the node types in order, each node
+placed where most of its already placed in-neighbors are; best with reverse edge types).
 
 Renumbering is per node type: within type ``T``, partition ``p`` owns the new ids
 ``[offsets[T][p], offsets[T][p + 1])`` (``books[T]``); ``load_node_map(path, node_type=T)`` maps
@@ -44,7 +45,7 @@ from .hetero import HeteroDataset
 from .partition import PartitionBook
 
 PathLike = Union[str, "os.PathLike[str]"]
-METHODS = ("random", "metis")
+METHODS = ("random", "metis", "stream")
 
 
 @dataclass
@@ -90,7 +91,7 @@ def partition_hetero(
             ``volley.HeteroDataset``.
         output: the directory to write (a previous partitioned dataset there is replaced).
         num_parts: K, in ``[1, nodes of the smallest node type]``.
-        method: ``"random"`` or ``"metis"``.
+        method: ``"random"``, ``"metis"`` or ``"stream"`` (Fennel, one pass per node type).
         balance_tolerance: allowed imbalance per node type (METIS treats it as a target).
         seed: random seed (shuffles, METIS).
 

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include "volley/core/philox.h"
@@ -24,12 +26,10 @@ double elapsed_since(std::chrono::steady_clock::time_point start) {
 // Options the heterogeneous partitioner accepts, and at least K nodes in every node type.
 void check_hetero(const HeteroDataset& dataset, const PartitionOptions& options) {
   validate_partition_options(options);
-  VOLLEY_REQUIRE(
-      options.method == PartitionMethod::kRandom || options.method == PartitionMethod::kMetis,
-      ValueError,
-      "partition: method '{}' is not available for heterogeneous datasets (expected "
-      "random or metis)",
-      partition_method_name(options.method));
+  VOLLEY_REQUIRE(options.method != PartitionMethod::kHotness, ValueError,
+                 "partition: method '{}' is not available for heterogeneous datasets (expected "
+                 "random, metis or stream)",
+                 partition_method_name(options.method));
   VOLLEY_REQUIRE(!options.simulate_epoch, ValueError,
                  "partition: simulate_epoch is not available for heterogeneous datasets");
   for (const NodeTypeInfo& type : dataset.graph.node_types()) {
@@ -123,6 +123,73 @@ std::vector<Array> assign_metis_merged(const HeteroDataset& dataset,
   return result;
 }
 
+// Fennel (as the homogeneous stream method), one pass over the node types in order and each
+// type's nodes in id order: a node goes where most of its already placed in-neighbors (of any
+// type, over every edge type ending at its type) are, minus Fennel's size penalty of its own
+// type's partition, among partitions with room under the type's caps.
+std::vector<Array> assign_stream_typed(const HeteroDataset& dataset,
+                                       const PartitionOptions& options) {
+  const HeteroGraph& graph = dataset.graph;
+  const int64_t k = options.num_parts;
+  constexpr double kGamma = 1.5;
+  std::vector<Array> result;
+  for (int t = 0; t < graph.num_node_types(); ++t) {
+    result.push_back(Array::empty(DType::kInt32, {graph.num_nodes(t)}));
+    std::fill_n(result.back().data<int32_t>(), graph.num_nodes(t), -1);
+  }
+  std::vector<int64_t> neighbors_in(static_cast<size_t>(k));
+  for (int t = 0; t < graph.num_node_types(); ++t) {
+    const int64_t n = graph.num_nodes(t);
+    const std::vector<uint8_t> train = training_flags(dataset, t);
+    std::vector<std::pair<const Csr*, const int32_t*>> incoming;  // (edges, their sources' parts)
+    int64_t edges_in = 0;
+    for (int r = 0; r < graph.num_edge_types(); ++r) {
+      const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
+      if (graph.node_type_index(type.dst) != t) continue;
+      incoming.emplace_back(
+          &graph.edges(r),
+          result[static_cast<size_t>(graph.node_type_index(type.src))].data<int32_t>());
+      edges_in += graph.edges(r).num_edges();
+    }
+    const std::array<int64_t, internal::kNumConstraints> totals{
+        n, 0, std::accumulate(train.begin(), train.end(), int64_t{0})};
+    internal::BalancedPlacer placer(internal::balance_caps(totals, k, options.balance_tolerance),
+                                    k);
+    const double alpha = std::sqrt(static_cast<double>(k)) * static_cast<double>(edges_in) /
+                         std::pow(static_cast<double>(n), kGamma);
+    const double mean_nodes = static_cast<double>(n) / static_cast<double>(k);
+    int32_t* part_of = result[static_cast<size_t>(t)].data<int32_t>();
+    for (int64_t v = 0; v < n; ++v) {
+      std::fill(neighbors_in.begin(), neighbors_in.end(), 0);
+      for (const auto& [csr, source_part] : incoming) {
+        for (int64_t pos = csr->begin(v); pos < csr->end(v); ++pos) {
+          const int32_t owner = source_part[csr->neighbor(pos)];
+          if (owner >= 0) ++neighbors_in[static_cast<size_t>(owner)];
+        }
+      }
+      const bool is_train = train[static_cast<size_t>(v)] != 0;
+      int64_t best = -1;
+      double best_score = -std::numeric_limits<double>::infinity();
+      for (int64_t p = 0; p < k; ++p) {
+        if (!placer.fits(p, 0, is_train)) continue;
+        const double score = static_cast<double>(neighbors_in[static_cast<size_t>(p)]) -
+                             alpha * kGamma * std::sqrt(placer.relative_load(p) * mean_nodes);
+        if (score > best_score) {
+          best_score = score;
+          best = p;
+        }
+      }
+      if (best < 0) best = placer.least_loaded(0, is_train);
+      placer.place(best, 0, is_train);
+      part_of[v] = static_cast<int32_t>(best);
+    }
+    for (const auto& [csr, source_part] : incoming) {
+      internal::release_mapped_pages(csr->indices(), 0, csr->indices().nbytes());
+    }
+  }
+  return result;
+}
+
 double balance_of(const std::vector<int64_t>& loads) {
   const int64_t total = std::accumulate(loads.begin(), loads.end(), int64_t{0});
   if (total == 0) return 1.0;
@@ -137,6 +204,7 @@ std::vector<Array> assign_hetero_partitions(const HeteroDataset& dataset,
                                             const PartitionOptions& options) {
   check_hetero(dataset, options);
   if (options.method == PartitionMethod::kMetis) return assign_metis_merged(dataset, options);
+  if (options.method == PartitionMethod::kStream) return assign_stream_typed(dataset, options);
   std::vector<Array> result;
   for (int t = 0; t < dataset.graph.num_node_types(); ++t) {
     result.push_back(assign_random_type(dataset, t, options));

@@ -8,7 +8,13 @@
 //   kMetis   k-way METIS on the type-merged symmetrised graph (global id = type offset + local
 //            id, node types in the dataset's order, every edge type's edges), with one balance
 //            constraint per node type (one-hot vertex weights), so every type is balanced.
-// kHotness and kStream are homogeneous only (ValueError). Each node type needs at least K nodes.
+//   kStream  Fennel (as the homogeneous method), one pass over the node types in order and each
+//            type's nodes in id order: a node goes where most of its already placed in-neighbors
+//            (any type, every edge type ending at its type) are, minus Fennel's size penalty of
+//            its type's partition, under the type's caps. Needs reverse edge types to see a
+//            type's neighbors placed before it (without them, such a type is placed by balance).
+//            O(N + K) state besides the mapped graph; each type's edges' pages dropped after it.
+// kHotness is homogeneous only (ValueError). Each node type needs at least K nodes.
 //
 // Renumbering is PER TYPE: within node type T, partition p owns new ids
 // [offsets_T[p], offsets_T[p + 1]) (a PartitionBook per type), nodes keeping their relative old

@@ -121,7 +121,7 @@ FullManifest read_full_manifest(const std::string& directory) {
   try {
     manifest.method = partition_method_from_name(method);
   } catch (const ValueError&) {
-    check.fail("method", "random or metis", fmt::format("\"{}\"", method));
+    check.fail("method", "random, metis or stream", fmt::format("\"{}\"", method));
   }
   manifest.num_parts = check.integer(json, "num_parts");
   if (manifest.num_parts < 1) check.fail("num_parts", "an integer >= 1", "0");

@@ -158,11 +158,29 @@ TEST_F(HeteroPartitionTest, MetisRoundTripsAndCutsFewerEdgesThanRandom) {
   EXPECT_EQ(manifest.method, PartitionMethod::kMetis);
 }
 
+TEST_F(HeteroPartitionTest, StreamRoundTripsBalancesAndCutsFewerEdgesThanRandom) {
+  PartitionOptions options{.method = PartitionMethod::kStream, .num_parts = 4};
+  const HeteroPartitionResult stream = partition_hetero_dataset(source(), out("stream"), options);
+  check_round_trip(source(), out("stream"), 4);
+  options.method = PartitionMethod::kRandom;
+  const HeteroPartitionResult random = partition_hetero_dataset(source(), out("random-s"), options);
+  EXPECT_LT(stream.quality.cut_edges, random.quality.cut_edges);
+  // Caps as random's (a training node that fits nowhere may overfill one part by a node).
+  const HeteroDataset data = load_hetero_dataset(source());
+  for (size_t t = 0; t < stream.books.size(); ++t) {
+    const int64_t n = data.graph.num_nodes(static_cast<int>(t));
+    for (int64_t p = 0; p < 4; ++p) {
+      EXPECT_LE(stream.books[t].size(p), std::max<int64_t>((n * 105 + 399) / 400, (n + 3) / 4) + 1)
+          << data.graph.node_types()[t].name << " part " << p;
+    }
+  }
+}
+
 TEST_F(HeteroPartitionTest, BadOptionsNameTheValue) {
   const HeteroDataset dataset = load_hetero_dataset(source());
-  PartitionOptions options{.method = PartitionMethod::kStream, .num_parts = 2};
+  PartitionOptions options{.method = PartitionMethod::kHotness, .num_parts = 2};
   EXPECT_THAT([&] { assign_hetero_partitions(dataset, options); },
-              ThrowsMessage<ValueError>(HasSubstr("'stream'")));
+              ThrowsMessage<ValueError>(HasSubstr("'hotness'")));
   options = {.method = PartitionMethod::kRandom, .num_parts = 0};
   EXPECT_THAT([&] { assign_hetero_partitions(dataset, options); },
               ThrowsMessage<ValueError>(HasSubstr("got 0")));
