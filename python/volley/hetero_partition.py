@@ -42,7 +42,7 @@ from ._volley import partition_hetero_dataset as _partition
 from ._volley import partition_hetero_dataset_in_memory as _partition_in_memory
 from ._volley import VolleyValueError
 from .hetero import HeteroDataset
-from .partition import PartitionBook
+from .partition_book import PartitionBook
 
 PathLike = Union[str, "os.PathLike[str]"]
 METHODS = ("random", "metis", "stream")

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _tensor
+from . import _tensor, hetero_partition
 from ._volley import Partition as _NativePartition
-from ._volley import PartitionBook as _NativeBook
 from ._volley import VolleyIndexError, VolleyValueError
 from ._volley import invert_node_map as _invert_node_map
 from ._volley import load_node_map as _load_node_map
@@ -40,69 +39,12 @@ from ._volley import partition_dataset_in_memory as _partition_dataset_in_memory
 from ._volley import partition_manifest_json as _partition_manifest_json
 from ._volley import verify_partitioned_dataset as _verify_partitioned_dataset
 from .dataset import Dataset
+from .hetero import HeteroDataset
+from .partition_book import PartitionBook
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 METHODS = ("random", "metis", "hotness", "stream")
-
-
-class PartitionBook:
-    """Which partition owns a new node id: K + 1 offsets, not an array sized to the graph.
-
-    Args:
-        offsets: K + 1 non-decreasing integers starting at 0; partition ``p`` owns
-            ``[offsets[p], offsets[p + 1])``.
-
-    Raises:
-        VolleyValueError: offsets that do not start at 0 or decrease.
-    """
-
-    def __init__(self, offsets: Sequence[int]):
-        self._native = offsets if isinstance(offsets, _NativeBook) else _NativeBook(list(offsets))
-
-    @property
-    def num_parts(self) -> int:
-        """Number of partitions K."""
-        return self._native.num_parts
-
-    @property
-    def num_nodes(self) -> int:
-        """Number of nodes of the whole graph."""
-        return self._native.num_nodes
-
-    @property
-    def offsets(self) -> List[int]:
-        """The K + 1 offsets."""
-        return list(self._native.offsets)
-
-    def range(self, part: int) -> range:
-        """The new ids owned by ``part``."""
-        return range(self._native.begin(part), self._native.end(part))
-
-    def owner_of(self, nodes: Any) -> Any:
-        """The partition of a new id (an int) or of each id of an integer array.
-
-        Args:
-            nodes: an int, or an integer array / tensor / list of new ids.
-
-        Returns:
-            An int for an int; an int64 array (tensor when torch is importable) otherwise.
-
-        Raises:
-            VolleyIndexError: an id outside ``[0, num_nodes)`` (the message names it).
-        """
-        if isinstance(nodes, (int, np.integer)):
-            return self._native.owner_of(int(nodes))
-        values = _tensor.to_input(nodes)
-        if isinstance(values, list):
-            values = np.asarray(values, dtype=np.int64)
-        return _tensor.to_output(self._native.owner_of_array(values))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PartitionBook) and self.offsets == other.offsets
-
-    def __repr__(self) -> str:
-        return f"PartitionBook(offsets={self.offsets})"
 
 
 @dataclass
@@ -169,8 +111,6 @@ def partition(
             nodes for hotness.
         VolleyOSError: the dataset cannot be read or the output cannot be written.
     """
-    from . import hetero_partition  # imports this module
-
     if _is_hetero_dataset(dataset):
         return hetero_partition.partition_hetero(
             dataset, output, num_parts, method=method, balance_tolerance=balance_tolerance,
@@ -207,8 +147,6 @@ def partition(
 
 def _is_hetero_dataset(dataset: Any) -> bool:
     """A ``volley.HeteroDataset`` or a heterogeneous (version 2) dataset directory."""
-    from .hetero import HeteroDataset
-
     if isinstance(dataset, HeteroDataset):
         return True
     if isinstance(dataset, Dataset):
@@ -293,8 +231,6 @@ def load_partition(
         VolleyOSError: a missing, corrupt or mismatched file (e.g. a part directory from another
             run), naming the file, the field, the expected and the found value.
     """
-    from . import hetero_partition  # imports this module
-
     if hetero_partition.is_hetero_partitioned(path):
         return hetero_partition.load_hetero_partition(
             path, part, mmap=mmap, verify=verify, validate=validate)
@@ -313,9 +249,7 @@ def read_partition_manifest(path: PathLike) -> Dict[str, Any]:
 def load_node_map(path: PathLike, *, node_type: Optional[str] = None, verify: bool = False) -> Any:
     """int64 [N]: the new id of each old node id (of ``node_type`` in a heterogeneous one)."""
     if node_type is not None:
-        from .hetero_partition import load_hetero_node_map
-
-        return load_hetero_node_map(path, node_type, verify=verify)
+        return hetero_partition.load_hetero_node_map(path, node_type, verify=verify)
     return _tensor.to_output(_load_node_map(os.fspath(path), verify_checksums=verify))
 
 
