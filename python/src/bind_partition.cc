@@ -298,6 +298,9 @@ static void bind_hetero_partition(nb::module_& m) {
       nb::arg("directory"), nb::arg("node_type"), nb::kw_only(),
       nb::arg("verify_checksums") = false, "T.node_map.npy: int64 [N_T], old id -> new id.");
   m.def("is_hetero_partitioned_directory", &is_hetero_partitioned_directory, nb::arg("path"));
+  m.def("verify_hetero_partitioned_dataset", &verify_hetero_partitioned_dataset,
+        nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>(),
+        "Checks every file of a heterogeneous partitioned dataset; returns the problems.");
   m.def(
       "hetero_partition_manifest_json",
       [](const std::string& directory) { return read_hetero_partition_manifest(directory).json; },

@@ -10,7 +10,7 @@ import pytest
 
 import volley
 from volley.hetero_partition import HeteroPartition
-from volley.partition import load_node_map
+from volley.partition import load_node_map, verify_partitioned_dataset
 
 from conftest import as_numpy
 
@@ -146,9 +146,12 @@ def test_bad_input_names_the_value(tmp_path):
                        match="num_parts = 13 exceeds the 12 nodes of node type 'institution'"):
         volley.partition(dataset, tmp_path / "c", 13, method="random")
     volley.partition(dataset, tmp_path / "ok", 2, method="random")
+    assert verify_partitioned_dataset(tmp_path / "ok") == []
     with pytest.raises(volley.VolleyIndexError, match="partition 2 out of range"):
         volley.load_partition(tmp_path / "ok", 2)
     with (tmp_path / "ok" / "part-0" / "part.json").open("a") as f:
         f.write(" ")
     with pytest.raises(volley.VolleyOSError, match="part-0/part.json: crc32: expected"):
         volley.load_partition(tmp_path / "ok", 0)
+    problems = verify_partitioned_dataset(tmp_path / "ok")
+    assert len(problems) == 1 and "part-0/part.json: crc32" in problems[0]

@@ -40,6 +40,7 @@ from ._volley import load_hetero_node_map as _load_node_map
 from ._volley import load_hetero_partition as _load_partition
 from ._volley import partition_hetero_dataset as _partition
 from ._volley import partition_hetero_dataset_in_memory as _partition_in_memory
+from ._volley import verify_hetero_partitioned_dataset as _verify
 from ._volley import VolleyValueError
 from .hetero import HeteroDataset
 from .partition_book import PartitionBook
@@ -192,6 +193,12 @@ def load_hetero_node_map(path: PathLike, node_type: str, *, verify: bool = False
 def read_hetero_partition_manifest(path: PathLike) -> Dict[str, Any]:
     """``partition.json`` of a heterogeneous partitioned dataset, checked, as a dict."""
     return json.loads(_manifest_json(os.fspath(path)))
+
+
+def verify_hetero_partitioned_dataset(path: PathLike) -> List[str]:
+    """Checks every file (manifests, node maps, parts with checksums and graph ids); one line per
+    problem, empty when intact."""
+    return list(_verify(os.fspath(path)))
 
 
 def edge_type_key(edge_type: Tuple[str, str, str]) -> str:

@@ -259,7 +259,10 @@ def invert_node_map(node_map: Any) -> Any:
 
 
 def verify_partitioned_dataset(path: PathLike) -> List[str]:
-    """Checks every file of a partitioned dataset, checksums included; one line per problem."""
+    """Checks every file of a partitioned dataset (homogeneous or heterogeneous), checksums
+    included; one line per problem."""
+    if hetero_partition.is_hetero_partitioned(path):
+        return hetero_partition.verify_hetero_partitioned_dataset(path)
     return list(_verify_partitioned_dataset(os.fspath(path)))
 
 

@@ -56,32 +56,6 @@ void print_parts(const std::vector<NodeTypeInfo>& types, const std::vector<Parti
   }
 }
 
-// Every part loaded with checksums and graph validation, every node map checked; the problems.
-std::vector<std::string> verify_hetero_partitioned(const std::string& path) {
-  std::vector<std::string> problems;
-  HeteroPartitionManifest manifest;
-  try {
-    manifest = read_hetero_partition_manifest(path);
-  } catch (const Error& error) {
-    return {error.what()};
-  }
-  for (const NodeTypeInfo& type : manifest.node_types) {
-    try {
-      load_hetero_node_map(path, type.name, /*verify_checksums=*/true);
-    } catch (const Error& error) {
-      problems.emplace_back(error.what());
-    }
-  }
-  for (int64_t p = 0; p < manifest.num_parts; ++p) {
-    try {
-      load_hetero_partition(path, p, {.verify_checksums = true, .validate_graph = true});
-    } catch (const Error& error) {
-      problems.emplace_back(error.what());
-    }
-  }
-  return problems;
-}
-
 // One part-P directory of a heterogeneous partitioned dataset (`parent`): owned id ranges and
 // counts per type.
 void describe_hetero_part(const std::string& path, const std::string& parent, int64_t part,
@@ -166,7 +140,7 @@ bool describe_hetero_partitioned(const std::string& path, bool as_json, bool ver
   }
   if (!is_hetero_partitioned_directory(path)) return false;
   if (verify) {
-    const std::vector<std::string> problems = verify_hetero_partitioned(path);
+    const std::vector<std::string> problems = verify_hetero_partitioned_dataset(path);
     if (!problems.empty()) {
       for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
       std::fflush(stdout);

@@ -148,4 +148,8 @@ HeteroPartition load_hetero_partition(const std::string& directory, int64_t part
 Array load_hetero_node_map(const std::string& directory, std::string_view node_type,
                            bool verify_checksums = false);
 
+// Checks every file of a heterogeneous partitioned directory (partition.json, every node map and
+// every part, checksums and graph validation included); one line per problem, empty when intact.
+std::vector<std::string> verify_hetero_partitioned_dataset(const std::string& directory);
+
 }  // namespace volley

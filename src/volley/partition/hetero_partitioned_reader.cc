@@ -310,4 +310,29 @@ Array load_hetero_node_map(const std::string& directory, std::string_view node_t
                             kManifestFile, /*memory_map=*/true, verify_checksums);
 }
 
+std::vector<std::string> verify_hetero_partitioned_dataset(const std::string& path) {
+  std::vector<std::string> problems;
+  HeteroPartitionManifest manifest;
+  try {
+    manifest = read_hetero_partition_manifest(path);
+  } catch (const Error& error) {
+    return {error.what()};
+  }
+  for (const NodeTypeInfo& type : manifest.node_types) {
+    try {
+      load_hetero_node_map(path, type.name, /*verify_checksums=*/true);
+    } catch (const Error& error) {
+      problems.emplace_back(error.what());
+    }
+  }
+  for (int64_t p = 0; p < manifest.num_parts; ++p) {
+    try {
+      load_hetero_partition(path, p, {.verify_checksums = true, .validate_graph = true});
+    } catch (const Error& error) {
+      problems.emplace_back(error.what());
+    }
+  }
+  return problems;
+}
+
 }  // namespace volley
