@@ -51,6 +51,7 @@ from .graph import Graph
 from .hetero import HeteroDataset, HeteroGraph
 from .hetero_sampler import HeteroNeighborSampler
 from .partition import PartitionBook, load_partition, partition
+from .hetero_partition import HeteroPartition, HeteroPartitionResult
 from .negative import NegativeSampler
 from .sampler import Adj, NeighborSampler
 from . import loader
@@ -88,6 +89,8 @@ __all__ = [
     "disk_io_support",
     "dist",
     "get_num_threads",
+    "HeteroPartition",
+    "HeteroPartitionResult",
     "hotness_by_degree",
     "hotness_by_sampling",
     "load_dataset",

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _tensor
+from . import _tensor, hetero_partition
 from ._volley import Partition as _NativePartition
-from ._volley import PartitionBook as _NativeBook
 from ._volley import VolleyIndexError, VolleyValueError
 from ._volley import invert_node_map as _invert_node_map
 from ._volley import load_node_map as _load_node_map
@@ -40,69 +39,12 @@ from ._volley import partition_dataset_in_memory as _partition_dataset_in_memory
 from ._volley import partition_manifest_json as _partition_manifest_json
 from ._volley import verify_partitioned_dataset as _verify_partitioned_dataset
 from .dataset import Dataset
+from .hetero import HeteroDataset
+from .partition_book import PartitionBook
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 METHODS = ("random", "metis", "hotness", "stream")
-
-
-class PartitionBook:
-    """Which partition owns a new node id: K + 1 offsets, not an array sized to the graph.
-
-    Args:
-        offsets: K + 1 non-decreasing integers starting at 0; partition ``p`` owns
-            ``[offsets[p], offsets[p + 1])``.
-
-    Raises:
-        VolleyValueError: offsets that do not start at 0 or decrease.
-    """
-
-    def __init__(self, offsets: Sequence[int]):
-        self._native = offsets if isinstance(offsets, _NativeBook) else _NativeBook(list(offsets))
-
-    @property
-    def num_parts(self) -> int:
-        """Number of partitions K."""
-        return self._native.num_parts
-
-    @property
-    def num_nodes(self) -> int:
-        """Number of nodes of the whole graph."""
-        return self._native.num_nodes
-
-    @property
-    def offsets(self) -> List[int]:
-        """The K + 1 offsets."""
-        return list(self._native.offsets)
-
-    def range(self, part: int) -> range:
-        """The new ids owned by ``part``."""
-        return range(self._native.begin(part), self._native.end(part))
-
-    def owner_of(self, nodes: Any) -> Any:
-        """The partition of a new id (an int) or of each id of an integer array.
-
-        Args:
-            nodes: an int, or an integer array / tensor / list of new ids.
-
-        Returns:
-            An int for an int; an int64 array (tensor when torch is importable) otherwise.
-
-        Raises:
-            VolleyIndexError: an id outside ``[0, num_nodes)`` (the message names it).
-        """
-        if isinstance(nodes, (int, np.integer)):
-            return self._native.owner_of(int(nodes))
-        values = _tensor.to_input(nodes)
-        if isinstance(values, list):
-            values = np.asarray(values, dtype=np.int64)
-        return _tensor.to_output(self._native.owner_of_array(values))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PartitionBook) and self.offsets == other.offsets
-
-    def __repr__(self) -> str:
-        return f"PartitionBook(offsets={self.offsets})"
 
 
 @dataclass
@@ -145,7 +87,11 @@ def partition(
     ``"stream"`` also reads the graph in chunks (bounded memory).
 
     Args:
-        dataset: a dataset directory (read memory-mapped) or a ``volley.Dataset``.
+        dataset: a dataset directory (read memory-mapped) or a ``volley.Dataset``; a
+            heterogeneous one (directory or ``volley.HeteroDataset``) goes to
+            ``volley.hetero_partition.partition_hetero`` (methods random and metis; the other
+            arguments but ``balance_tolerance`` and ``seed`` are ignored) and returns its
+            ``HeteroPartitionResult``.
         output: the directory to write (created; a previous partition.json there is replaced).
         num_parts: number of partitions K >= 1.
         method: ``"random"``, ``"metis"``, ``"hotness"`` or ``"stream"``.
@@ -165,6 +111,10 @@ def partition(
             nodes for hotness.
         VolleyOSError: the dataset cannot be read or the output cannot be written.
     """
+    if _is_hetero_dataset(dataset):
+        return hetero_partition.partition_hetero(
+            dataset, output, num_parts, method=method, balance_tolerance=balance_tolerance,
+            seed=seed)
     if method not in METHODS:
         raise VolleyValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     options = dict(
@@ -193,6 +143,19 @@ def partition(
         assign_seconds=raw["assign_seconds"],
         path=os.fspath(output),
     )
+
+
+def _is_hetero_dataset(dataset: Any) -> bool:
+    """A ``volley.HeteroDataset`` or a heterogeneous (version 2) dataset directory."""
+    if isinstance(dataset, HeteroDataset):
+        return True
+    if isinstance(dataset, Dataset):
+        return False
+    try:
+        with open(os.path.join(os.fspath(dataset), "volley.json")) as manifest:
+            return json.load(manifest).get("version") == 2
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 class Partition:
@@ -259,13 +222,18 @@ def load_partition(
         validate: check indptr and that neighbor / edge ids are in range (O(edges of the part)).
 
     Returns:
-        The ``Partition``.
+        The ``Partition``; for a heterogeneous partitioned directory a
+        ``volley.hetero_partition.HeteroPartition`` (per-type ``books`` and ``first_node``, a
+        ``HeteroDataset`` of the owned nodes).
 
     Raises:
         VolleyIndexError: ``part`` out of range.
         VolleyOSError: a missing, corrupt or mismatched file (e.g. a part directory from another
             run), naming the file, the field, the expected and the found value.
     """
+    if hetero_partition.is_hetero_partitioned(path):
+        return hetero_partition.load_hetero_partition(
+            path, part, mmap=mmap, verify=verify, validate=validate)
     native = _load_partition(
         os.fspath(path), int(part), memory_map=mmap, verify_checksums=verify,
         validate_graph=validate,
@@ -278,8 +246,10 @@ def read_partition_manifest(path: PathLike) -> Dict[str, Any]:
     return json.loads(_partition_manifest_json(os.fspath(path)))
 
 
-def load_node_map(path: PathLike, *, verify: bool = False) -> Any:
-    """int64 [N]: the new id of each old node id."""
+def load_node_map(path: PathLike, *, node_type: Optional[str] = None, verify: bool = False) -> Any:
+    """int64 [N]: the new id of each old node id (of ``node_type`` in a heterogeneous one)."""
+    if node_type is not None:
+        return hetero_partition.load_hetero_node_map(path, node_type, verify=verify)
     return _tensor.to_output(_load_node_map(os.fspath(path), verify_checksums=verify))
 
 
@@ -289,7 +259,10 @@ def invert_node_map(node_map: Any) -> Any:
 
 
 def verify_partitioned_dataset(path: PathLike) -> List[str]:
-    """Checks every file of a partitioned dataset, checksums included; one line per problem."""
+    """Checks every file of a partitioned dataset (homogeneous or heterogeneous), checksums
+    included; one line per problem."""
+    if hetero_partition.is_hetero_partitioned(path):
+        return hetero_partition.verify_hetero_partitioned_dataset(path)
     return list(_verify_partitioned_dataset(os.fspath(path)))
 
 

@@ -6,6 +6,10 @@
 
 #include <CLI/CLI.hpp>
 
+namespace volley {
+struct PartitionOptions;
+}
+
 namespace volley::cli {
 
 // Readable stand-ins for CLI::PositiveNumber / CLI::NonNegativeNumber, whose messages print the
@@ -52,6 +56,13 @@ extern const char* const kNoDistService;
 // partition_command.cc): prints the description and returns true, or returns false when `path`
 // is neither.
 bool describe_partitioned(const std::string& path, bool as_json, bool verify);
+// `volley partition` on a heterogeneous dataset directory (partition_hetero.cc): partitions and
+// prints the quality figures (or partition.json with `as_json`).
+void run_hetero_partition(const std::string& input, const std::string& output,
+                          const volley::PartitionOptions& options, bool as_json);
+// `volley info` on a heterogeneous partitioned directory (partition_hetero.cc): prints it and
+// returns true, or returns false when `path` is not one.
+bool describe_hetero_partitioned(const std::string& path, bool as_json, bool verify);
 // `volley info` on a heterogeneous dataset directory (info_hetero.cc).
 void describe_hetero_dataset(const std::string& path, bool as_json, bool verify);
 

@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "volley/core/error.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/partition/partition.h"
 
 namespace volley::cli {
@@ -209,6 +210,10 @@ void run_partition_command(const PartitionArguments& arguments) {
   options.balance_tolerance = arguments.tolerance;
   options.seed = arguments.seed;
   options.simulate_epoch = arguments.simulate;
+  if (is_hetero_dataset_directory(arguments.input)) {
+    run_hetero_partition(arguments.input, arguments.output, options, arguments.json);
+    return;
+  }
   const PartitionResult result = partition_dataset(arguments.input, arguments.output, options);
   const int64_t num_edges =
       std::accumulate(result.part_edges.begin(), result.part_edges.end(), int64_t{0});
@@ -239,6 +244,7 @@ void run_partition_command(const PartitionArguments& arguments) {
 }  // namespace
 
 bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
+  if (describe_hetero_partitioned(path, as_json, verify)) return true;
   std::error_code error;
   if (fs::is_regular_file(fs::path(path) / "part.json", error)) {
     describe_one_partition(path, as_json, verify);

@@ -1,4 +1,5 @@
 // volley/partition/partition.h — cutting a graph into K partitions, and partitioned datasets.
+// (Heterogeneous datasets: hetero_partition.h, a version-2 partitioned directory.)
 //
 // One entry point, four methods (PartitionOptions::method):
 //   kRandom   balanced random: nodes in a seeded random order, each to the partition whose

@@ -110,7 +110,10 @@ Json parse_manifest(const JsonChecker& check, const std::string& directory, cons
   const int64_t version = check.integer(json, "version");
   if (version != kFormatVersion) {
     check.fail("version",
-               fmt::format("{} (this Volley reads version {})", kFormatVersion, kFormatVersion),
+               version == 2 ? std::string("1 (version 2 is a heterogeneous partitioned dataset: "
+                                          "read it with load_hetero_partition)")
+                            : fmt::format("{} (this Volley reads version {})", kFormatVersion,
+                                          kFormatVersion),
                std::to_string(version));
   }
   return json;

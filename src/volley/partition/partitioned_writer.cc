@@ -2,7 +2,6 @@
 // kind with K writers open at a time, then each part's manifests, then partition.json last, all
 // into a staging directory beside the output that is renamed onto it at the end (a failed or
 // killed run leaves no half-written output; a crash may leave OUTPUT.partial-PID).
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -155,32 +154,6 @@ void write_edges(const Csr& graph, const int32_t* part_of, const std::vector<int
   }
 }
 
-void write_features(const Array& features, const int32_t* part_of, int64_t num_parts,
-                    WriterList& writers, int64_t chunk_bytes) {
-  const int64_t n = features.dim(0);
-  const auto row_bytes = static_cast<size_t>(features.dim(1)) * dtype_size(features.dtype());
-  const int64_t rows_per_chunk =
-      std::max<int64_t>(1, chunk_bytes / 2 / std::max<int64_t>(1, static_cast<int64_t>(row_bytes)));
-  std::vector<std::vector<std::byte>> staged(static_cast<size_t>(num_parts));
-  const std::byte* source = features.raw_data();
-  ProgressBar bar("write features", n);
-  for (int64_t first = 0; first < n; first += rows_per_chunk) {
-    const int64_t last = std::min(n, first + rows_per_chunk);
-    for (int64_t v = first; v < last; ++v) {
-      const std::byte* row = source + static_cast<size_t>(v) * row_bytes;
-      auto& out = staged[static_cast<size_t>(part_of[v])];
-      out.insert(out.end(), row, row + row_bytes);
-    }
-    for (size_t p = 0; p < staged.size(); ++p) {
-      writers[p]->write(staged[p].data(), staged[p].size());
-      staged[p].clear();
-    }
-    release_mapped_pages(features, static_cast<size_t>(first) * row_bytes,
-                         static_cast<size_t>(last) * row_bytes);
-    bar.advance(last - first);
-  }
-}
-
 // What every step of one write shares.
 struct PartsWrite {
   const Dataset& dataset;
@@ -193,87 +166,6 @@ struct PartsWrite {
   int64_t num_parts() const { return static_cast<int64_t>(datasets.size()); }
   DatasetWriter& part(int64_t p) { return *datasets[static_cast<size_t>(p)]; }
 };
-
-// Creates the empty staging directory `staging` (removing one a crashed run left).
-void prepare_output(const std::string& staging) {
-  std::error_code error;
-  fs::remove_all(staging, error);
-  fs::create_directories(staging, error);
-  if (error || !fs::is_directory(staging)) {
-    throw IoError(fmt::format("cannot create the partitioned dataset directory '{}': {}", staging,
-                              error ? error.message() : "a file of that name exists"));
-  }
-}
-
-// `output` without trailing slashes ("out/" -> "out"), so that "<output>.partial-PID" is a
-// sibling.
-std::string output_path(const std::string& output) {
-  std::string path = output;
-  while (path.size() > 1 && path.back() == '/') path.pop_back();
-  return path;
-}
-
-// Refuses, before anything is written, an output that exists and is neither an empty directory
-// nor a partitioned dataset (it would be replaced).
-void check_output(const std::string& output) {
-  std::error_code error;
-  if (!fs::exists(output, error)) return;
-  if (!fs::is_directory(output, error)) {
-    throw IoError(
-        fmt::format("cannot write the partitioned dataset to '{}': a file of that name "
-                    "exists",
-                    output));
-  }
-  if (fs::is_empty(output, error) || is_partitioned_directory(output)) return;
-  throw IoError(
-      fmt::format("'{}' exists and is not a partitioned dataset directory; refusing "
-                  "to replace it (remove it or choose another output)",
-                  output));
-}
-
-// Raises the soft limit on open files so that `needed` fit (partitioning writes up to 3 files of
-// each of K parts at once); IoError naming both numbers when the hard limit is too low.
-void ensure_open_files(int64_t num_parts) {
-  const auto needed = static_cast<rlim_t>(3 * num_parts + 64);
-  struct rlimit limit {};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= needed) return;
-  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
-    throw IoError(
-        fmt::format("partitioning into {} parts keeps about {} files open at once; the "
-                    "limit on open files is {} (hard limit {}): raise it (ulimit -n) "
-                    "or choose fewer parts",
-                    num_parts, needed, limit.rlim_cur, limit.rlim_max));
-  }
-  limit.rlim_cur = needed;
-  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    throw IoError(
-        fmt::format("partitioning into {} parts keeps about {} files open at once; "
-                    "cannot raise the limit on open files to that: {}",
-                    num_parts, needed, internal::errno_text(errno)));
-  }
-}
-
-// Moves the finished `staging` directory onto `output`; an existing output (checked by
-// check_output) is moved aside first and removed after.
-void publish(const std::string& staging, const std::string& output) {
-  std::error_code error;
-  std::string old;
-  if (fs::exists(output, error)) {
-    old = fmt::format("{}.old-{}", output, getpid());
-    fs::remove_all(old, error);
-    fs::rename(output, old, error);
-    if (error) {
-      throw IoError(fmt::format("cannot replace '{}': {}", output, error.message()));
-    }
-  }
-  fs::rename(staging, output, error);
-  if (error) {
-    const std::string reason = error.message();
-    if (!old.empty()) fs::rename(old, output, error);
-    throw IoError(fmt::format("cannot move '{}' to '{}': {}", staging, output, reason));
-  }
-  if (!old.empty()) fs::remove_all(old, error);
-}
 
 // Renumbering: partition p's nodes, in old-id order, get offsets[p], offsets[p] + 1, ...
 std::vector<int64_t> renumber(const PartitionBook& book, const int32_t* part_of, int64_t n) {
@@ -577,6 +469,32 @@ void write_everything(const Dataset& dataset, const Array& assignment,
 }
 
 }  // namespace
+
+void write_features(const Array& features, const int32_t* part_of, int64_t num_parts,
+                    WriterList& writers, int64_t chunk_bytes) {
+  const int64_t n = features.dim(0);
+  const auto row_bytes = static_cast<size_t>(features.dim(1)) * dtype_size(features.dtype());
+  const int64_t rows_per_chunk =
+      std::max<int64_t>(1, chunk_bytes / 2 / std::max<int64_t>(1, static_cast<int64_t>(row_bytes)));
+  std::vector<std::vector<std::byte>> staged(static_cast<size_t>(num_parts));
+  const std::byte* source = features.raw_data();
+  ProgressBar bar("write features", n);
+  for (int64_t first = 0; first < n; first += rows_per_chunk) {
+    const int64_t last = std::min(n, first + rows_per_chunk);
+    for (int64_t v = first; v < last; ++v) {
+      const std::byte* row = source + static_cast<size_t>(v) * row_bytes;
+      auto& out = staged[static_cast<size_t>(part_of[v])];
+      out.insert(out.end(), row, row + row_bytes);
+    }
+    for (size_t p = 0; p < staged.size(); ++p) {
+      writers[p]->write(staged[p].data(), staged[p].size());
+      staged[p].clear();
+    }
+    release_mapped_pages(features, static_cast<size_t>(first) * row_bytes,
+                         static_cast<size_t>(last) * row_bytes);
+    bar.advance(last - first);
+  }
+}
 
 void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
                                const std::vector<std::vector<int64_t>>& cached,

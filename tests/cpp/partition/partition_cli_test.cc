@@ -86,3 +86,25 @@ TEST_F(PartitionCliTest, RefusesBadArguments) {
 }
 
 }  // namespace
+
+// A heterogeneous dataset: `volley partition` dispatches on the manifest version; `volley info`
+// describes (and verifies) the result; hotness is refused naming the method.
+TEST_F(PartitionCliTest, PartitionsHeterogeneousDatasets) {
+  if (!volley::metis_available()) GTEST_SKIP() << "built without METIS (libmetis-dev)";
+  Result result =
+      run(fmt::format("-q generate {} --model hetero --reverse --nodes 800", path("mag")));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  result = run(fmt::format("partition {} {} --parts 3 --method metis", path("mag"), path("out")));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("partitioned heterogeneous"));
+  EXPECT_THAT(result.out, HasSubstr("paper__cites__paper"));
+  EXPECT_THAT(result.out, HasSubstr("node balance per type"));
+  result = run("info --verify " + path("out"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("method: metis, 3 partitions, 4 node types, 8 edge types"));
+  EXPECT_THAT(result.out, HasSubstr("verify: ok"));
+  result = run(fmt::format("partition {} {} --parts 2 --method hotness", path("mag"),
+                           path("hot")));
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err, HasSubstr("method 'hotness' is not available for heterogeneous"));
+}

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "volley/graph/dataset.h"
+#include "volley/graph/io/npy.h"
 #include "volley/partition/partition.h"
 
 namespace volley::internal {
@@ -14,6 +16,21 @@ namespace volley::internal {
 // indptr[0] == 0, non-decreasing, indptr[N] == E: O(N), for graphs loaded without validation.
 // ValueError naming `source` and the first bad position.
 void check_indptr(const Csr& graph, const std::string& source);
+
+// The output directory (partitioned_output.cc), shared by both writers. `output` without trailing
+// slashes; IoError before anything is written when it exists and is neither empty nor a
+// partitioned dataset; the empty staging directory (a crashed run's removed); the soft limit on
+// open files raised for about 3 files of each part; the staging directory renamed onto `output`.
+std::string output_path(const std::string& output);
+void check_output(const std::string& output);
+void prepare_output(const std::string& staging);
+void ensure_open_files(int64_t num_parts);
+void publish(const std::string& staging, const std::string& output);
+
+// Streams the rows of `features` ([N, D], N the rows of one node type; possibly mapped) to the
+// writer of each row's part (`part_of`, int32 [N]), in row order, `chunk_bytes` at a time.
+void write_features(const Array& features, const int32_t* part_of, int64_t num_parts,
+                    std::vector<std::unique_ptr<NpyWriter>>& writers, int64_t chunk_bytes);
 
 // Writes `output` from `dataset` and `assignment` (int32 [N]) in one streaming pass per array
 // kind (edges, then features), with K writers open at a time. `cached[p]` lists the old ids of

@@ -58,6 +58,19 @@ Array assign_random(const Dataset& dataset, const PartitionOptions& options,
                     const std::vector<uint8_t>& train);
 Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
                    const std::vector<uint8_t>& train);
+// Calls its argument visit(v, u) once per directed edge of a graph.
+using EdgeVisitor = std::function<void(const std::function<void(int64_t, int64_t)>& visit)>;
+
+// k-way METIS (options.num_parts, .seed, .balance_tolerance as every constraint's ubvec) on the
+// symmetrised graph of `n` nodes whose `e` directed edges `for_each_edge` visits (twice; self
+// loops and duplicates dropped), with `num_constraints` weights per node (`weights`, row-major
+// [n, num_constraints]). `after_adjacency` runs once the adjacency is built (before METIS: to
+// drop mapped pages). int32 [n] assignment. RuntimeError when METIS fails or is absent.
+Array metis_kway(int64_t n, int64_t e, const EdgeVisitor& for_each_edge,
+                 std::vector<int64_t> weights, int64_t num_constraints,
+                 const PartitionOptions& options,
+                 const std::function<void()>& after_adjacency = {});
+
 Array assign_stream(const Dataset& dataset, const PartitionOptions& options,
                     const std::vector<uint8_t>& train);
 

@@ -1,0 +1,172 @@
+// `volley partition` on a heterogeneous dataset directory, and the `volley info` view of a
+// heterogeneous partitioned directory (format: volley/partition/hetero_partition.h).
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "volley/core/error.h"
+#include "volley/partition/hetero_partition.h"
+
+namespace volley::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+
+// Edge cut (total and per edge type), per-type node balance, edge balance.
+void print_quality(const HeteroPartitionQuality& quality, const std::vector<NodeTypeInfo>& types,
+                   const std::vector<EdgeType>& edge_types, const std::vector<int64_t>& num_edges) {
+  int64_t total = 0;
+  for (int64_t e : num_edges) total += e;
+  std::printf("edge cut: %s (%lld of %lld edges, all edge types)\n",
+              percent(quality.edge_cut_fraction).c_str(), static_cast<long long>(quality.cut_edges),
+              static_cast<long long>(total));
+  for (size_t r = 0; r < edge_types.size() && r < quality.cut_edges_per_type.size(); ++r) {
+    const int64_t cut = quality.cut_edges_per_type[r];
+    std::printf(
+        "  %-40s %s (%lld of %lld)\n", edge_types[r].name().c_str(),
+        percent(num_edges[r] ? static_cast<double>(cut) / static_cast<double>(num_edges[r]) : 0.0)
+            .c_str(),
+        static_cast<long long>(cut), static_cast<long long>(num_edges[r]));
+  }
+  std::string balance;
+  for (size_t t = 0; t < types.size() && t < quality.node_balance.size(); ++t) {
+    balance += fmt::format("{}{} {:.3f}", t ? ", " : "", types[t].name, quality.node_balance[t]);
+  }
+  std::printf("node balance per type (largest / mean part): %s; in-edges %.3f\n", balance.c_str(),
+              quality.edge_balance);
+}
+
+// One line per part: nodes owned of each type.
+void print_parts(const std::vector<NodeTypeInfo>& types, const std::vector<PartitionBook>& books) {
+  const int64_t parts = books.empty() ? 0 : books.front().num_parts();
+  for (int64_t p = 0; p < parts; ++p) {
+    std::string line;
+    for (size_t t = 0; t < types.size(); ++t) {
+      line += fmt::format("{}{} [{}, {})", t ? ", " : "", types[t].name, books[t].begin(p),
+                          books[t].end(p));
+    }
+    std::printf("part %lld: %s\n", static_cast<long long>(p), line.c_str());
+  }
+}
+
+// One part-P directory of a heterogeneous partitioned dataset (`parent`): owned id ranges and
+// counts per type.
+void describe_hetero_part(const std::string& path, const std::string& parent, int64_t part,
+                          bool as_json, bool verify) {
+  const HeteroPartition partition = load_hetero_partition(
+      parent, part, {.memory_map = true, .verify_checksums = verify, .validate_graph = true});
+  const HeteroGraph& graph = partition.data.graph;
+  Json nodes = Json::object(), edges = Json::object();
+  for (const NodeTypeInfo& type : graph.node_types()) {
+    nodes[type.name] = {{"first_node", partition.first_node(type.name)},
+                        {"num_nodes", type.num_nodes}};
+  }
+  for (int r = 0; r < graph.num_edge_types(); ++r) {
+    edges[graph.edge_types()[static_cast<size_t>(r)].name()] = graph.edges(r).num_edges();
+  }
+  if (as_json) {
+    std::printf("%s\n", Json({{"path", path},
+                              {"kind", "partition"},
+                              {"heterogeneous", true},
+                              {"part", part},
+                              {"num_parts", partition.manifest.num_parts},
+                              {"node_types", nodes},
+                              {"edge_types", edges},
+                              {"verified", verify}})
+                            .dump()
+                            .c_str());
+    return;
+  }
+  std::printf("heterogeneous partition %lld of %lld (%s)\n", static_cast<long long>(part),
+              static_cast<long long>(partition.manifest.num_parts), path.c_str());
+  for (const NodeTypeInfo& type : graph.node_types()) {
+    const NodeTypeData& data = partition.data.node(type.name);
+    std::printf("  %-20s new ids [%lld, %lld), features %s\n", type.name.c_str(),
+                static_cast<long long>(partition.first_node(type.name)),
+                static_cast<long long>(partition.first_node(type.name) + type.num_nodes),
+                data.features ? data.features->describe().c_str() : "none");
+  }
+  for (int r = 0; r < graph.num_edge_types(); ++r) {
+    std::printf("  %-40s %lld in-edges\n",
+                graph.edge_types()[static_cast<size_t>(r)].name().c_str(),
+                static_cast<long long>(graph.edges(r).num_edges()));
+  }
+  if (verify) std::printf("verify: ok (checksums and graph ids)\n");
+}
+
+}  // namespace
+
+void run_hetero_partition(const std::string& input, const std::string& output,
+                          const PartitionOptions& options, bool as_json) {
+  const HeteroPartitionResult result = partition_hetero_dataset(input, output, options);
+  const HeteroPartitionManifest manifest = read_hetero_partition_manifest(output);
+  if (as_json) {
+    Json json = Json::parse(manifest.json);
+    json["input"] = input;
+    json["output"] = output;
+    std::printf("%s\n", json.dump().c_str());
+    return;
+  }
+  std::printf(
+      "partitioned heterogeneous %s into %lld parts with %s in %.1f s (assignment %.1f s) "
+      "-> %s\n",
+      input.c_str(), static_cast<long long>(options.num_parts),
+      std::string(partition_method_name(options.method)).c_str(), result.seconds,
+      result.assign_seconds, output.c_str());
+  print_quality(result.quality, manifest.node_types, manifest.edge_types, manifest.num_edges);
+  print_parts(manifest.node_types, manifest.books);
+}
+
+bool describe_hetero_partitioned(const std::string& path, bool as_json, bool verify) {
+  std::error_code error;
+  if (fs::is_regular_file(fs::path(path) / "part.json", error)) {
+    fs::path part_dir = fs::path(path).lexically_normal();
+    if (part_dir.filename().empty()) part_dir = part_dir.parent_path();  // "out/part-2/"
+    const std::string parent =
+        part_dir.parent_path().empty() ? "." : part_dir.parent_path().string();
+    const std::string name = part_dir.filename().string();
+    const bool numbered = name.size() > 5 && name.size() < 15 && name.starts_with("part-") &&
+                          name.find_first_not_of("0123456789", 5) == std::string::npos;
+    if (!numbered || !is_hetero_partitioned_directory(parent)) return false;
+    describe_hetero_part(path, parent, std::stoll(name.substr(5)), as_json, verify);
+    return true;
+  }
+  if (!is_hetero_partitioned_directory(path)) return false;
+  if (verify) {
+    const std::vector<std::string> problems = verify_hetero_partitioned_dataset(path);
+    if (!problems.empty()) {
+      for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
+      std::fflush(stdout);
+      throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
+                                problems.size(), problems.size() == 1 ? "" : "s",
+                                problems.front()));
+    }
+  }
+  const HeteroPartitionManifest manifest = read_hetero_partition_manifest(path);
+  if (as_json) {
+    Json json = Json::parse(manifest.json);
+    json["path"] = path;
+    json["kind"] = "partitioned";
+    if (verify) json["verify"] = {{"ok", true}, {"problems", Json::array()}};
+    std::printf("%s\n", json.dump().c_str());
+    return true;
+  }
+  std::printf("heterogeneous partitioned dataset: %s (%s)\n", manifest.name.c_str(), path.c_str());
+  std::printf("method: %s, %lld partitions, %zu node types, %zu edge types\n",
+              std::string(partition_method_name(manifest.method)).c_str(),
+              static_cast<long long>(manifest.num_parts), manifest.node_types.size(),
+              manifest.edge_types.size());
+  print_quality(manifest.quality, manifest.node_types, manifest.edge_types, manifest.num_edges);
+  print_parts(manifest.node_types, manifest.books);
+  if (verify) std::printf("verify: ok (every file matches its manifest, checksums included)\n");
+  return true;
+}
+
+}  // namespace volley::cli
