@@ -13,6 +13,7 @@ machine noise hits both alike. Prints batches/s of each (median over rounds) and
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -38,6 +39,28 @@ def batches_per_second(data, args) -> float:
     return args.batches / elapsed
 
 
+def anon_huge_pages_mb() -> int:
+    with open("/proc/self/smaps_rollup") as smaps:
+        return int(smaps.read().split("AnonHugePages:")[1].split()[0]) // 1024
+
+
+def wait_for_huge_pages(tables, limit_s: float = 600.0) -> None:
+    """Starts the stores' collapse (volley.Feature over each table) and waits until the process's
+    huge pages stop growing for 5 s."""
+    import volley
+
+    stores = [volley.Feature(t) for t in tables]  # noqa: F841 (the collapse runs while they live)
+    start, last, steady = time.perf_counter(), -1, time.perf_counter()
+    while time.perf_counter() - start < limit_s:
+        now = anon_huge_pages_mb()
+        if now != last:
+            last, steady = now, time.perf_counter()
+        elif time.perf_counter() - steady > 5:
+            break
+        time.sleep(1)
+    print(f"huge pages: {last} MB after {time.perf_counter() - start:.0f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dataset", help="a dataset directory (volley generate / convert)")
@@ -52,7 +75,14 @@ def main() -> None:
     parser.add_argument("--numpy-attr", action="store_true",
                         help="allocate edge_attr with numpy (large numpy arrays get transparent "
                         "huge pages; torch 1.13's allocator does not)")
+    parser.add_argument("--huge-pages", action="store_true",
+                        help="collapse x and edge_attr into transparent huge pages (Volley's "
+                        "default) and wait until that is done before timing (the steady state of a "
+                        "long training); without it, both stay in 4 KiB pages (VOLLEY_HUGE_PAGES=0)")
     args = parser.parse_args()
+    # Without --huge-pages the tables stay in 4 KiB pages (the collapse would run during the
+    # timed rounds); with it, the collapse runs first and is waited for.
+    os.environ["VOLLEY_HUGE_PAGES"] = "1" if args.huge_pages else "0"
 
     data = load_dataset(args.dataset).to_pyg()
     shape = (data.edge_index.size(1), args.edge_dim)
@@ -61,6 +91,8 @@ def main() -> None:
         edge_attr = torch.from_numpy(rng.standard_normal(shape, dtype=np.float32))
     else:
         edge_attr = torch.randn(*shape, generator=torch.Generator().manual_seed(args.seed))
+    if args.huge_pages:
+        wait_for_huge_pages([data.x, edge_attr])
     plain, carried = [], []
     for _ in range(args.rounds):
         if hasattr(data, "edge_attr"):

@@ -8,7 +8,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <utility>
 
 namespace volley::feature_internal {
 namespace {
@@ -17,9 +20,9 @@ namespace {
 constexpr int MADV_COLLAPSE = 25;  // Linux 6.1; older headers lack the name
 #endif
 
-bool enabled() {  // opt-in: see huge_pages.h
+bool enabled() {
   const char* value = std::getenv("VOLLEY_HUGE_PAGES");
-  return value != nullptr && std::strcmp(value, "1") == 0;
+  return value == nullptr || std::strcmp(value, "0") != 0;
 }
 
 void collapse(Buffer keep, uintptr_t begin, uintptr_t end) {
@@ -47,6 +50,12 @@ bool collapse_huge_pages_async(const Array& matrix) {
   const uintptr_t begin = (data + kHuge - 1) & ~(kHuge - 1);
   const uintptr_t end = (data + matrix.nbytes()) & ~(kHuge - 1);
   if (end <= begin) return false;
+  static std::mutex mutex;
+  static std::set<std::pair<uintptr_t, uintptr_t>> started;  // once per range and process
+  {
+    std::lock_guard lock(mutex);
+    if (!started.emplace(begin, end).second) return false;
+  }
   std::thread(collapse, matrix.buffer(), begin, end).detach();
   return true;
 }

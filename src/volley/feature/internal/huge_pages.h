@@ -20,10 +20,11 @@ inline constexpr size_t kCollapseMinBytes = size_t{256} << 20;
 // table into huge pages, 32 MiB at a time, at low priority, holding a reference to the memory
 // until it is done. Contents never change (the kernel copies pages in place); gathers meanwhile
 // read correct rows and get faster as chunks are collapsed. A kernel without MADV_COLLAPSE, or
-// THP disabled, ends the thread at its first chunk. Opt-in (VOLLEY_HUGE_PAGES=1): on the 2-core
-// dev box the collapse (about 6 s per GB there) competed with the loader's threads for longer
-// than a 40-second benchmark ran, and the loader got slower, not faster (bench/RESULTS.md).
-// Returns whether a thread was started.
+// THP disabled, ends the thread at its first chunk. Once per range and process. The cost is a
+// one-time background copy (about 3 s per GB on the 2-core dev box, at nice 10): a job shorter
+// than that pays without gaining (a 40-second benchmark did), a training run gains for its whole
+// length (a loader carrying a 4 GB edge_attr: 0.75 -> 0.85 of its batches/s without it;
+// bench/RESULTS.md). VOLLEY_HUGE_PAGES=0 turns it off. Returns whether a thread was started.
 bool collapse_huge_pages_async(const Array& matrix);
 
 }  // namespace volley::feature_internal
