@@ -48,7 +48,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _temporal, _volley
+from . import _dist_hetero, _temporal, _volley
 from ._dist_service import (
     DistFeatureStore,
     DistGraph,
@@ -210,6 +210,14 @@ class DistNeighborLoader(NeighborLoader):
             ``DistGraph``.
         VolleyRuntimeError: a build without gRPC.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """``input_nodes=(node_type, ids)`` (or a type name): heterogeneous partitions
+        (``_dist_hetero.DistHeteroNeighborLoader``)."""
+        input_nodes = kwargs.get("input_nodes", args[3] if len(args) > 3 else None)
+        if cls is DistNeighborLoader and _dist_hetero.is_hetero_input(input_nodes):
+            return _dist_hetero.DistHeteroNeighborLoader(*args, **kwargs)
+        return object.__new__(cls)
 
     def __init__(
         self,

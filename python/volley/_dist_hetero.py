@@ -1,0 +1,234 @@
+"""Heterogeneous partitions over the distributed service (``volley serve`` of a heterogeneous
+partitioned directory): ``DistNeighborLoader(addresses, ..., input_nodes=("paper", ids))``
+lands here.
+
+The sampling is C++ (``volley/dist/hetero_client.h``: per hop, every edge type's frontier goes to
+its owners as typed ``SampleHop`` calls, all at once, merged and relabeled as the local
+heterogeneous sampler does); features and labels are fetched per node type with ``GetRows``.
+The batches equal ``volley.loader.NeighborLoader(hetero_data, ...)``'s over the whole renumbered
+graph (new ids per node type) with the same arguments; the batch assembly is that loader's
+(``HeteroNeighborLoader``), fed by the remote sampler and remote rows.
+
+Example:
+    >>> servers = [volley.dist.serve("data/mag-2", p) for p in range(2)]
+    >>> loader = volley.dist.DistNeighborLoader(
+    ...     [s.address for s in servers], [10, 5], batch_size=512,
+    ...     input_nodes=("paper", train_ids), topology="worker")
+    >>> batch = next(iter(loader))            # a HeteroData, ids in the new numbering
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from . import _tensor
+from ._volley import VolleyNotImplementedError, VolleyValueError
+from .hetero import edge_type_of
+from .hetero_loader import HeteroNeighborLoader, _input_nodes
+
+
+def is_hetero_input(input_nodes: Any) -> bool:
+    """Whether ``input_nodes`` names a node type (``"paper"`` or ``("paper", ids)``)."""
+    return isinstance(input_nodes, str) or (
+        isinstance(input_nodes, tuple) and len(input_nodes) == 2 and isinstance(input_nodes[0], str))
+
+
+class _ServiceGraph:
+    """The node and edge types the servers describe (what the loader reads of a graph)."""
+
+    def __init__(self, info: Dict[str, Any]):
+        self.node_types: List[str] = [t["name"] for t in info["node_types"]]
+        self.edge_types: List[tuple] = [tuple(t) for t in info["edge_types"]]
+        self.num_nodes_dict: Dict[str, int] = {t["name"]: int(t["num_nodes"])
+                                               for t in info["node_types"]}
+        self.num_edges_dict = dict(zip(self.edge_types, info["num_edges"]))
+
+
+class _RemoteRows:
+    """Feature or label rows of one node type, fetched from their owners: ``rows[ids]`` is a
+    torch tensor (what the loader's ``_index`` asks of an attribute)."""
+
+    def __init__(self, client: Any, node_type: str, labels: bool, dtype: str = ""):
+        self._client, self._node_type, self._labels, self._dtype = client, node_type, labels, dtype
+
+    def __getitem__(self, ids: Any) -> Any:
+        import torch
+
+        ids = _tensor.as_ids(ids, f"ids of node type '{self._node_type}'")
+        if self._labels:
+            rows = self._client.gather_labels(self._node_type, ids)
+        else:
+            rows = self._client.gather_features(self._node_type, ids, self._dtype)
+        return torch.from_numpy(np.asarray(rows))
+
+
+class _DistHeteroSampler:
+    """``HeteroNeighborSampler.sample``'s results, sampled across the servers."""
+
+    def __init__(self, client: Any, graph: _ServiceGraph, num_neighbors: Any, *, replace: bool,
+                 weighted: bool, seed: Optional[int], default: Optional[List[int]]):
+        self._client, self._graph = client, graph
+        if isinstance(num_neighbors, dict):
+            self._fanouts = [int(k) for k in (default or [])]
+            self._by_type = [(tuple(edge_type_of(k)), [int(n) for n in v])
+                             for k, v in num_neighbors.items()]
+        else:
+            self._fanouts, self._by_type = [int(k) for k in num_neighbors], []
+        self._replace, self._weighted = bool(replace), bool(weighted)
+        self.seed = _tensor.default_seed() if seed is None else int(seed)
+
+    def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None) -> dict:
+        groups = [(str(t), _tensor.as_ids(ids, f"seeds of node type {t}"))
+                  for t, ids in seeds.items()]
+        raw = self._client.sample(groups, self._fanouts, self._by_type, replace=self._replace,
+                                  weighted=self._weighted, seed=self.seed,
+                                  batch_index=int(batch_index))
+        node_types, edge_types = self._graph.node_types, self._graph.edge_types
+        return {
+            "node": {t: _tensor.to_output(v) for t, v in zip(node_types, raw["nodes"])},
+            "edge": {t: _tensor.to_output(v) for t, v in zip(edge_types, raw["edge_ids"])},
+            "edge_index": {t: _tensor.to_output(np.stack([c, r]))
+                           for t, r, c in zip(edge_types, raw["rows"], raw["cols"])},
+            "num_sampled_nodes": dict(zip(node_types, raw["nodes_per_hop"])),
+            "num_sampled_edges": dict(zip(edge_types, raw["edges_per_hop"])),
+        }
+
+
+class DistHeteroNeighborLoader(HeteroNeighborLoader):
+    """``DistNeighborLoader`` over heterogeneous partitions (see the module docstring and
+    ``DistNeighborLoader``): worker topology. Each batch is a ``HeteroData`` as the local
+    heterogeneous loader gives: per node type ``n_id`` (new ids), ``x`` / ``y`` where the type has
+    them, ``num_sampled_nodes``; per edge type ``edge_index``, ``e_id``, ``num_sampled_edges``;
+    ``input_id`` and ``batch_size`` on the input type.
+
+    ``local=(directory, part)``: this trainer holds that part; it is served from this process
+    (an in-process server on loopback, its address used for part ``part``; ``addresses[part]``
+    may be ``""``). ``local=server``: the process's own ``volley.dist.serve`` server.
+
+    Raises:
+        VolleyNotImplementedError: the server-client topology, temporal or disjoint sampling,
+            ``world_size`` > 1 (not served for heterogeneous partitions yet).
+        VolleyValueError / VolleyIndexError: as the local loader (an unknown node or edge
+            type, an input id outside its type's range, naming the type), and the servers'
+            errors (a homogeneous server, mismatched fingerprints) as ``DistGraph``.
+    """
+
+    def __init__(self, addresses: Any, num_neighbors: Any, batch_size: int = 1,
+                 input_nodes: Any = None, shuffle: bool = False,
+                 num_workers: Optional[int] = None, seed: Optional[int] = None, *,
+                 topology: Optional[str] = None, local: Any = None, server: Any = None,
+                 token: Optional[str] = None, deadline: float = 30.0,
+                 connect_timeout: float = 30.0, replace: bool = False, weighted: bool = False,
+                 drop_last: bool = False, prefetch: Optional[int] = None, transform: Any = None,
+                 feature_dtype: Optional[str] = None, default: Optional[List[int]] = None,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 mode: Optional[str] = None, tls_ca: Any = None, tls_cert: Any = None,
+                 tls_key: Any = None, time_attr: Optional[str] = None, input_time: Any = None,
+                 disjoint: bool = False, **ignored: Any):
+        from ._dist_service import _native, serve
+        from .dist import _topology
+
+        topology = _topology(topology, mode)
+        refused = {
+            "topology='server-client'": topology != "worker" or server is not None,
+            "temporal sampling (time_attr / input_time)": time_attr is not None
+            or input_time is not None,
+            "disjoint sampling": bool(disjoint),
+            "world_size > 1": world_size is not None and int(world_size) > 1,
+        }
+        for what, asked in refused.items():
+            if asked:
+                raise VolleyNotImplementedError(
+                    f"{what} is not supported over heterogeneous partitions yet")
+        if isinstance(addresses, str):
+            addresses = [a.strip() for a in addresses.split(",")]
+        addresses = [str(a) for a in (addresses or [])]
+        self._own_server = None
+        if local is not None:
+            if isinstance(local, tuple):
+                directory, part = os.fspath(local[0]), int(local[1])
+                self._own_server = serve(directory, part, token=token)
+                local_address = self._own_server.address
+            else:  # a Server of this process
+                part, local_address = int(local.part), str(local.address)
+            if not 0 <= part < len(addresses):
+                raise VolleyValueError(
+                    f"local part {part}, but {len(addresses)} addresses were given (one per part)")
+            addresses[part] = local_address
+        if not addresses or any(not a for a in addresses):
+            raise VolleyValueError(
+                f"addresses must list every partition's server in part order, got {addresses}")
+        tls = {k: "" if v is None else os.fspath(v)
+               for k, v in dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key).items()}
+        self.client = _native().DistHeteroGraph.connect(
+            addresses, token=token or "", deadline_seconds=float(deadline),
+            connect_seconds=float(connect_timeout), **tls)
+        self.topology = topology
+        self.graph = _ServiceGraph(self.client.info)
+        self.data = None
+        self.subgraph_type = "directional"
+        self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
+                                                                            self.graph)
+        self.input_time, self.time_attr, self.temporal_strategy = None, None, "uniform"
+        self.disjoint = False
+        self.sampler = _DistHeteroSampler(self.client, self.graph, num_neighbors,
+                                          replace=replace, weighted=weighted, seed=seed,
+                                          default=default)
+        self.seed = self.sampler.seed
+        self.batch_size, self.shuffle = int(batch_size), bool(shuffle)
+        if self.batch_size < 1:
+            raise VolleyValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.drop_last = bool(drop_last)
+        self.num_workers = int(num_workers) if num_workers else max(4, os.cpu_count() or 1)
+        self.prefetch = int(prefetch) if prefetch else 2 * self.num_workers
+        self.transform = transform
+        self.is_sorted, self.filter_per_worker, self.pin_memory = False, None, False
+        self._epoch = 0
+        self._node_attrs = self._remote_attributes(feature_dtype)
+        self._edge_attrs = {t: {} for t in self.graph.edge_types}
+        self._graph_attrs: Dict[str, Any] = {}
+        self._explicit_num_nodes: set = set()
+
+    def _remote_attributes(self, feature_dtype: Optional[str]) -> Dict[str, Dict[str, Any]]:
+        """Per node type: ``x`` (features) and ``y`` (labels) where the servers have them."""
+        attrs: Dict[str, Dict[str, Any]] = {}
+        for node_type in self.client.info["node_types"]:
+            name, store = node_type["name"], {}
+            if node_type["feature_dim"] > 0:
+                store["x"] = _RemoteRows(self.client, name, False, feature_dtype or "")
+            if node_type["label_dtype"] is not None:
+                store["y"] = _RemoteRows(self.client, name, True)
+            attrs[name] = store
+        return attrs
+
+    def shutdown(self) -> None:
+        """Stops the in-process server of ``local=(directory, part)`` (if any)."""
+        if self._own_server is not None:
+            self._own_server.shutdown()
+            self._own_server = None
+
+    def __repr__(self) -> str:
+        return "NeighborLoader()"
+
+    def describe(self) -> str:
+        return (f"DistHeteroNeighborLoader(topology='{self.topology}', "
+                f"servers={len(self.client.addresses)}, input_type='{self.input_type}', "
+                f"input_nodes={len(self.input_nodes)}, batch_size={self.batch_size})")
+
+
+def serve_hetero(directory: str, part: int, *, listen: str, token: Optional[str],
+                 peers: Optional[Sequence[str]], threads: int, limits: Dict[str, int],
+                 tls: Dict[str, str]) -> Any:
+    """``volley.dist.serve`` of a heterogeneous partitioned directory: the native HeteroServer."""
+    from ._dist_service import _native
+
+    if peers:
+        raise VolleyNotImplementedError(
+            "peers= (the server-client topology) is not served for heterogeneous partitions yet")
+    return _native().HeteroServer(directory, int(part), listen=listen, token=token or "",
+                                  threads=int(threads), **limits, **tls)
+
+
+__all__ = ["DistHeteroNeighborLoader", "is_hetero_input", "serve_hetero"]
