@@ -162,6 +162,16 @@ def test_errors_name_the_type(served):
         vd.connect(addresses)
 
 
+def test_what_is_not_served_says_so(served):
+    parts_dir, servers, _ = served
+    addresses = [s.address for s in servers]
+    with pytest.raises(volley.VolleyNotImplementedError, match="peers"):
+        vd.serve(parts_dir, 0, peers=["", addresses[1]])
+    for options in (dict(disjoint=True), dict(input_time=[1, 2]), dict(world_size=2, rank=0)):
+        with pytest.raises(volley.VolleyNotImplementedError, match="heterogeneous partitions"):
+            vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0, 1]), **options)
+
+
 def _cli() -> str:
     path = os.environ.get("VOLLEY_CLI")
     if not path or not os.path.exists(path):

@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -128,11 +128,10 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
                  tls_key: Any = None, time_attr: Optional[str] = None, input_time: Any = None,
                  disjoint: bool = False, **ignored: Any):
         from ._dist_service import _native, serve
-        from .dist import _topology
 
-        topology = _topology(topology, mode)
+        topology = topology or mode or "worker"  # (dist.py checks the names of the homogeneous)
         refused = {
-            "topology='server-client'": topology != "worker" or server is not None,
+            f"topology={topology!r} (only 'worker')": topology != "worker" or server is not None,
             "temporal sampling (time_attr / input_time)": time_attr is not None
             or input_time is not None,
             "disjoint sampling": bool(disjoint),
@@ -218,17 +217,4 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
                 f"input_nodes={len(self.input_nodes)}, batch_size={self.batch_size})")
 
 
-def serve_hetero(directory: str, part: int, *, listen: str, token: Optional[str],
-                 peers: Optional[Sequence[str]], threads: int, limits: Dict[str, int],
-                 tls: Dict[str, str]) -> Any:
-    """``volley.dist.serve`` of a heterogeneous partitioned directory: the native HeteroServer."""
-    from ._dist_service import _native
-
-    if peers:
-        raise VolleyNotImplementedError(
-            "peers= (the server-client topology) is not served for heterogeneous partitions yet")
-    return _native().HeteroServer(directory, int(part), listen=listen, token=token or "",
-                                  threads=int(threads), **limits, **tls)
-
-
-__all__ = ["DistHeteroNeighborLoader", "is_hetero_input", "serve_hetero"]
+__all__ = ["DistHeteroNeighborLoader", "is_hetero_input"]

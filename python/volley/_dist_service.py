@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _tensor, _volley
-from ._volley import VolleyOSError, VolleyRuntimeError, VolleyValueError
+from ._volley import (VolleyNotImplementedError, VolleyOSError, VolleyRuntimeError,
+                      VolleyValueError)
 from .partition import PartitionBook
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -194,17 +195,19 @@ def serve(
         VolleyIndexError: ``part`` out of range.
         VolleyRuntimeError: a build without gRPC.
     """
-    if _native().is_hetero_partitioned_directory(os.fspath(directory)):
-        from ._dist_hetero import serve_hetero
-
-        limits = dict(max_request_bytes=int(max_request_bytes if max_message_bytes is None
-                                            else max_message_bytes),
-                      max_reply_bytes=int(max_reply_bytes), max_ids_per_call=int(max_ids_per_call),
-                      memory_limit_bytes=int(memory_limit_bytes))
-        tls = dict(tls_cert=_path_or_empty(tls_cert), tls_key=_path_or_empty(tls_key),
-                   tls_client_ca=_path_or_empty(tls_client_ca))
-        return Server(serve_hetero(os.fspath(directory), part, listen=str(listen), token=token,
-                                   peers=peers, threads=threads, limits=limits, tls=tls))
+    if _native().is_hetero_partitioned_directory(os.fspath(directory)):  # hetero_server.h
+        if peers:
+            raise VolleyNotImplementedError(
+                "peers= (the server-client topology) is not served for heterogeneous partitions "
+                "yet")
+        return Server(_native().HeteroServer(
+            os.fspath(directory), int(part), listen=str(listen), token=token or "",
+            threads=int(threads),
+            max_request_bytes=int(max_request_bytes if max_message_bytes is None
+                                  else max_message_bytes),
+            max_reply_bytes=int(max_reply_bytes), max_ids_per_call=int(max_ids_per_call),
+            memory_limit_bytes=int(memory_limit_bytes), tls_cert=_path_or_empty(tls_cert),
+            tls_key=_path_or_empty(tls_key), tls_client_ca=_path_or_empty(tls_client_ca)))
     native = _native().Server(
         os.fspath(directory),
         int(part),
