@@ -203,6 +203,11 @@ class DistNeighborLoader(NeighborLoader):
             ``batch``) equal the local temporal loader's over the renumbered graph.
         disjoint: every seed gets a subgraph of its own (``batch``), as ``NeighborLoader``.
 
+    Heterogeneous partitions: ``input_nodes=(node_type, ids)`` (or a node type name) returns a
+    ``_dist_hetero.DistHeteroNeighborLoader`` whose batches are the local heterogeneous loader's
+    ``HeteroData`` over the renumbered graph (``num_neighbors`` a list or a per-edge-type dict,
+    ``default`` for the missing types); worker topology, untimed, not disjoint.
+
     Raises:
         VolleyValueError: a bad topology, ``local`` / ``server`` missing or given with the
             wrong topology, temporal sampling without ``input_time``, a ``time_attr`` the partitioned dataset has no times for, and what
