@@ -1,12 +1,13 @@
 // DistHeteroGraph (hetero_client.h): connecting to the servers of a heterogeneous partitioned
-// dataset, one batch of heterogeneous sampling across them, and per-type row gathers.
+// dataset (the local part, in worker mode, held in-process), and one batch of heterogeneous
+// sampling across them.
 #include "volley/dist/hetero_client.h"
 
 #include <algorithm>
 #include <cstring>
 #include <latch>
 
-#include "volley/dist/internal/client_calls.h"
+#include "volley/dist/internal/hetero_client_state.h"
 #include "volley/dist/internal/id_map.h"
 #include "volley/dist/internal/wire.h"
 
@@ -15,23 +16,7 @@ namespace volley::dist {
 using internal::pack;
 using internal::unpack;
 using HopCall = internal::Call<rpc::HopRequest, rpc::HopReply>;
-using RowsCall = internal::Call<rpc::RowsRequest, rpc::RowsReply>;
 using InfoCall = internal::Call<rpc::InfoRequest, rpc::InfoReply>;
-
-struct DistHeteroGraph::State {
-  ClientOptions options;
-  std::vector<std::string> addresses;
-  HeteroServiceInfo info;
-  std::vector<std::unique_ptr<rpc::PartitionService::Stub>> stubs;
-  std::vector<internal::PartLimits> limits;      // per part
-  std::vector<std::vector<int64_t>> max_degree;  // [part][edge type]
-
-  int64_t num_parts() const { return static_cast<int64_t>(addresses.size()); }
-  [[noreturn]] void fail_call(const grpc::Status& status, int64_t part, const char* call) const {
-    internal::fail(status, addresses[static_cast<size_t>(part)], part, call,
-                   options.deadline_seconds);
-  }
-};
 
 int HeteroServiceInfo::node_type_index(std::string_view name) const {
   for (size_t t = 0; t < node_types.size(); ++t) {
@@ -78,12 +63,38 @@ HeteroServiceInfo hetero_service_info(const rpc::InfoReply& reply, const std::st
   return info;
 }
 
-// Info from every server at once (waiting for servers still starting), checked.
+// What the local partition (worker mode) describes, as a server's Info would.
+HeteroServiceInfo local_service_info(const HeteroPartition& local, std::string fingerprint) {
+  const HeteroPartitionManifest& manifest = local.manifest;
+  HeteroServiceInfo info;
+  info.dataset_name = manifest.name;
+  info.fingerprint = std::move(fingerprint);
+  for (size_t t = 0; t < manifest.node_types.size(); ++t) {
+    HeteroNodeTypeService& out = info.node_types.emplace_back();
+    const NodeTypeData& data = local.data.node_data[t];
+    out.name = manifest.node_types[t].name;
+    out.book = manifest.books[t];
+    out.feature_dim = data.features ? data.features->dim(1) : 0;
+    if (data.features) out.feature_dtype = data.features->dtype();
+    if (data.labels) out.label_dtype = data.labels->dtype();
+    out.num_classes = data.num_classes;
+  }
+  info.edge_types = manifest.edge_types;
+  info.num_edges = manifest.num_edges;
+  for (int e = 0; e < local.data.graph.num_edge_types(); ++e) {
+    info.has_weights.push_back(local.data.graph.edges(e).has_weights());
+  }
+  return info;
+}
+
+// Info from every remote server at once (waiting for servers still starting), checked against
+// each other and the local part.
 void handshake(DistHeteroGraph::State& state) {
   const int64_t parts = state.num_parts();
   std::vector<std::unique_ptr<InfoCall>> calls(static_cast<size_t>(parts));
-  std::latch done(parts);
+  std::latch done(parts - (state.local_part >= 0 ? 1 : 0));
   for (int64_t p = 0; p < parts; ++p) {
+    if (p == state.local_part) continue;
     auto& call = calls[static_cast<size_t>(p)];
     call = std::make_unique<InfoCall>();
     internal::prepare(call->context, state.options, state.options.connect_seconds);
@@ -93,7 +104,9 @@ void handshake(DistHeteroGraph::State& state) {
                                                        internal::record_status(*call, done));
   }
   done.wait();
+  std::string reference = state.local_part >= 0 ? "the local partition" : "";
   for (int64_t p = 0; p < parts; ++p) {
+    if (p == state.local_part) continue;
     const std::string& address = state.addresses[static_cast<size_t>(p)];
     const rpc::InfoReply& reply = calls[static_cast<size_t>(p)]->reply;
     internal::check_info(calls[static_cast<size_t>(p)]->status, reply, address, p,
@@ -103,13 +116,15 @@ void handshake(DistHeteroGraph::State& state) {
                    "list the addresses in part order",
                    address, reply.part(), reply.num_parts(), p, parts);
     HeteroServiceInfo info = hetero_service_info(reply, address);
-    if (p == 0) state.info = std::move(info);
+    if (reference.empty()) {
+      state.info = std::move(info);
+      reference = fmt::format("part {} at {}", p, address);
+    }
     VOLLEY_REQUIRE(reply.fingerprint() == state.info.fingerprint, ValueError,
-                   "part {} at {} serves dataset '{}' with fingerprint {}, but part 0 at {} has "
+                   "part {} at {} serves dataset '{}' with fingerprint {}, but {} has "
                    "fingerprint {}: the servers must serve parts of the same partitioned dataset",
                    p, address, internal::quoted(reply.dataset_name()),
-                   internal::quoted(reply.fingerprint()), state.addresses[0],
-                   state.info.fingerprint);
+                   internal::quoted(reply.fingerprint()), reference, state.info.fingerprint);
     state.limits[static_cast<size_t>(p)] = internal::part_limits(reply, state.options);
     auto& degrees = state.max_degree[static_cast<size_t>(p)];
     for (const rpc::EdgeTypeInfo& type : reply.edge_types()) degrees.push_back(type.max_degree());
@@ -120,6 +135,22 @@ void handshake(DistHeteroGraph::State& state) {
 
 std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(std::vector<std::string> addresses,
                                                                 ClientOptions options) {
+  return connect(std::move(addresses), std::move(options), nullptr, "");
+}
+
+std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(std::vector<std::string> addresses,
+                                                                ClientOptions options,
+                                                                const std::string& local_directory,
+                                                                int64_t local_part) {
+  auto local =
+      std::make_shared<const HeteroPartition>(load_hetero_partition(local_directory, local_part));
+  return connect(std::move(addresses), std::move(options), std::move(local),
+                 dataset_fingerprint(local_directory));
+}
+
+std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(
+    std::vector<std::string> addresses, ClientOptions options,
+    std::shared_ptr<const HeteroPartition> local, std::string fingerprint) {
   VOLLEY_REQUIRE(!addresses.empty(), ValueError,
                  "no server addresses given: list one host:port per partition, in part order");
   VOLLEY_REQUIRE(options.deadline_seconds > 0 && options.connect_seconds > 0, ValueError,
@@ -129,12 +160,23 @@ std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(std::vector<std:
   state->options = std::move(options);
   state->addresses = std::move(addresses);
   const auto parts = static_cast<size_t>(state->num_parts());
+  if (local) {
+    VOLLEY_REQUIRE(local->manifest.num_parts == state->num_parts(), ValueError,
+                   "the local partition belongs to a dataset of {} parts, but {} addresses were "
+                   "given; list one per part",
+                   local->manifest.num_parts, parts);
+    state->local_part = local->part;
+    state->info = local_service_info(*local, std::move(fingerprint));
+    state->local = std::move(local);
+  }
   state->limits.resize(parts);
   state->max_degree.resize(parts);
+  state->stubs.resize(parts);
   for (size_t p = 0; p < parts; ++p) {
+    if (static_cast<int64_t>(p) == state->local_part) continue;
     VOLLEY_REQUIRE(!state->addresses[p].empty(), ValueError, "no address given for part {}", p);
-    state->stubs.push_back(rpc::PartitionService::NewStub(
-        internal::make_channel(state->addresses[p], state->options)));
+    state->stubs[p] =
+        rpc::PartitionService::NewStub(internal::make_channel(state->addresses[p], state->options));
   }
   handshake(*state);
   return std::shared_ptr<const DistHeteroGraph>(new DistHeteroGraph(std::move(state)));
@@ -145,97 +187,7 @@ DistHeteroGraph::~DistHeteroGraph() = default;
 const HeteroServiceInfo& DistHeteroGraph::info() const { return state_->info; }
 const std::vector<std::string>& DistHeteroGraph::addresses() const { return state_->addresses; }
 int64_t DistHeteroGraph::num_parts() const { return state_->num_parts(); }
-
-// --- gathers -------------------------------------------------------------------------------
-
-namespace {
-
-// Rows of `ids` (new ids of node type `type`) from their owners into `out` (`row_bytes` a row).
-void gather_typed_rows(const DistHeteroGraph::State& state, int type, rpc::RowsRequest::Kind kind,
-                       std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
-                       std::byte* out) {
-  const HeteroNodeTypeService& node_type = state.info.node_types[static_cast<size_t>(type)];
-  const int64_t n = node_type.book.num_nodes();
-  const auto parts = static_cast<size_t>(state.num_parts());
-  std::vector<std::vector<int64_t>> asked(parts), positions(parts);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
-                   "id {} at position {} out of range for node type '{}' ({} nodes)", ids[i], i,
-                   node_type.name, n);
-    const auto p = static_cast<size_t>(node_type.book.owner_of(ids[i]));
-    asked[p].push_back(ids[i]);
-    positions[p].push_back(static_cast<int64_t>(i));
-  }
-  struct Piece {
-    size_t part, begin, end;
-  };
-  std::vector<Piece> pieces;
-  for (size_t p = 0; p < parts; ++p) {
-    const int64_t step =
-        internal::targets_per_call(state.limits[p], static_cast<int64_t>(row_bytes));
-    for (size_t begin = 0; begin < asked[p].size(); begin += static_cast<size_t>(step)) {
-      pieces.push_back({p, begin, std::min(asked[p].size(), begin + static_cast<size_t>(step))});
-    }
-  }
-  std::vector<std::unique_ptr<RowsCall>> calls(pieces.size());
-  std::latch done(static_cast<std::ptrdiff_t>(pieces.size()));
-  for (size_t c = 0; c < pieces.size(); ++c) {
-    const Piece& piece = pieces[c];
-    calls[c] = std::make_unique<RowsCall>();
-    RowsCall& call = *calls[c];
-    internal::prepare(call.context, state.options, state.options.deadline_seconds);
-    call.request.set_protocol(kProtocolVersion);
-    call.request.set_fingerprint(state.info.fingerprint);
-    call.request.set_kind(kind);
-    call.request.set_node_type(node_type.name);
-    call.request.set_out_dtype(std::string(dtype_name(out_dtype)));
-    pack(std::span<const int64_t>(asked[piece.part]).subspan(piece.begin, piece.end - piece.begin),
-         call.request.mutable_ids());
-    state.stubs[piece.part]->async()->GetRows(&call.context, &call.request, &call.reply,
-                                              internal::record_status(call, done));
-  }
-  done.wait();
-  for (size_t c = 0; c < pieces.size(); ++c) {
-    const Piece& piece = pieces[c];
-    const RowsCall& call = *calls[c];
-    if (!call.status.ok())
-      state.fail_call(call.status, static_cast<int64_t>(piece.part), "GetRows");
-    const std::string& rows = call.reply.rows();
-    VOLLEY_REQUIRE(rows.size() == (piece.end - piece.begin) * row_bytes, RuntimeError,
-                   "part {} at {}: malformed GetRows reply ({} bytes for {} rows of {} bytes)",
-                   piece.part, state.addresses[piece.part], rows.size(), piece.end - piece.begin,
-                   row_bytes);
-    for (size_t j = piece.begin; j < piece.end; ++j) {
-      std::memcpy(out + static_cast<size_t>(positions[piece.part][j]) * row_bytes,
-                  rows.data() + (j - piece.begin) * row_bytes, row_bytes);
-    }
-  }
-}
-
-}  // namespace
-
-Array DistHeteroGraph::gather_features(std::string_view node_type, std::span<const int64_t> ids,
-                                       DType out_dtype) const {
-  const int type = state_->info.node_type_index(node_type);
-  const HeteroNodeTypeService& info = state_->info.node_types[static_cast<size_t>(type)];
-  VOLLEY_REQUIRE(info.feature_dim > 0, ValueError, "node type '{}' has no features", info.name);
-  Array out = Array::empty(out_dtype, {static_cast<int64_t>(ids.size()), info.feature_dim});
-  gather_typed_rows(*state_, type, rpc::RowsRequest::FEATURES, ids, out_dtype,
-                    static_cast<size_t>(info.feature_dim) * dtype_size(out_dtype), out.raw_data());
-  return out;
-}
-
-Array DistHeteroGraph::gather_labels(std::string_view node_type,
-                                     std::span<const int64_t> ids) const {
-  const int type = state_->info.node_type_index(node_type);
-  const HeteroNodeTypeService& info = state_->info.node_types[static_cast<size_t>(type)];
-  VOLLEY_REQUIRE(info.label_dtype.has_value(), ValueError, "node type '{}' has no labels",
-                 info.name);
-  Array out = Array::empty(DType::kInt64, {static_cast<int64_t>(ids.size())});
-  gather_typed_rows(*state_, type, rpc::RowsRequest::LABELS, ids, DType::kInt64, sizeof(int64_t),
-                    out.raw_data());
-  return out;
-}
+int64_t DistHeteroGraph::local_part() const { return state_->local_part; }
 
 // --- sampling ------------------------------------------------------------------------------
 
@@ -373,6 +325,7 @@ struct Sampling {
       if (!active[e]) continue;
       const int64_t fanout = fanouts[e][static_cast<size_t>(hop)];
       for (size_t p = 0; p < targets[e].size(); ++p) {
+        if (static_cast<int64_t>(p) == state.local_part) continue;  // sample_local()
         const size_t count = targets[e][p].size();
         const auto step = static_cast<size_t>(
             internal::targets_per_call(state.limits[p], bytes_per_target(p, e, fanout)));
@@ -381,6 +334,19 @@ struct Sampling {
         }
       }
     }
+    // The local part is sampled while the first wave is in flight; its error is rethrown only
+    // after the wave ended (the calls reference this frame).
+    bool local_done = state.local_part < 0;
+    std::exception_ptr local_error;
+    const auto run_local = [&] {
+      if (local_done) return;
+      local_done = true;
+      try {
+        sample_local(hop, active);
+      } catch (...) {
+        local_error = std::current_exception();
+      }
+    };
     constexpr size_t kWave = 64;  // calls in flight at once
     for (size_t next = 0; next < pieces.size(); next += kWave) {
       const size_t end = std::min(pieces.size(), next + kWave);
@@ -391,11 +357,32 @@ struct Sampling {
         const Piece& piece = pieces[i];
         send(piece.e, piece.p, piece.begin, piece.end, hop, *calls[i - next], done);
       }
+      run_local();
       done.wait();
+      if (local_error) std::rethrow_exception(local_error);
       for (size_t i = next; i < end; ++i) {
         const Piece& piece = pieces[i];
         receive(piece.e, piece.p, piece.end - piece.begin, *calls[i - next]);
       }
+    }
+    run_local();  // no remote calls this hop
+    if (local_error) std::rethrow_exception(local_error);
+  }
+
+  // Worker mode: the local part's targets of every active edge type, sampled in-process.
+  void sample_local(int hop, const std::vector<bool>& active) {
+    const auto lp = static_cast<size_t>(state.local_part);
+    const HeteroPartition& local = *state.local;
+    SamplerScratch scratch;
+    for (size_t e = 0; e < active.size(); ++e) {
+      if (!active[e] || targets[e][lp].empty()) continue;
+      const EdgeType& type = info().edge_types[e];
+      const Csr& csr = local.data.graph.edges(static_cast<int>(e));
+      sample_hop(
+          csr, local.first_node(type.dst), targets[e][lp], hop,
+          fanouts[e][static_cast<size_t>(hop)],
+          internal::hetero_hop_options(type, csr, options.replace, options.weighted, options.seed),
+          batch_index, picks[e][lp], &scratch);
     }
   }
 

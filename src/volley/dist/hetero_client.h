@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "volley/dist/client.h"
+#include "volley/partition/hetero_partition.h"
 #include "volley/partition/partition_book.h"
 #include "volley/sampling/hetero_sampler.h"
 
@@ -70,11 +71,24 @@ class DistHeteroGraph {
   // the address otherwise). Waits up to options.connect_seconds for servers still starting.
   static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
                                                         ClientOptions options = {});
+  // Worker mode: `local` (part local->part, e.g. an in-process HeteroServer's partition(), with
+  // its dataset `fingerprint`) is sampled and gathered in-process, without RPC; its address may
+  // be "". ValueError when the servers serve another dataset or the part counts differ.
+  static std::shared_ptr<const DistHeteroGraph> connect(
+      std::vector<std::string> addresses, ClientOptions options,
+      std::shared_ptr<const HeteroPartition> local, std::string fingerprint);
+  // The same, loading part `local_part` of the partitioned directory `local_directory`.
+  static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
+                                                        ClientOptions options,
+                                                        const std::string& local_directory,
+                                                        int64_t local_part);
   ~DistHeteroGraph();
 
   const HeteroServiceInfo& info() const;
   const std::vector<std::string>& addresses() const;
   int64_t num_parts() const;
+  // The part held in-process (worker mode), or -1.
+  int64_t local_part() const;
 
   // One batch (see above). Fanouts resolve as HeteroNeighborSampler's over the service's edge
   // types.

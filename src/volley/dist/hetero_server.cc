@@ -13,6 +13,7 @@
 
 #include "volley/core/parallel.h"
 #include "volley/core/version.h"
+#include "volley/dist/internal/hetero_client_state.h"
 #include "volley/dist/internal/server_requests.h"
 #include "volley/dist/internal/server_support.h"
 #include "volley/dist/internal/wire.h"
@@ -265,10 +266,8 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
       return status;
     // The heterogeneous sampler's rules: its per-edge-type stream seed, weights where the edge
     // type has them.
-    NeighborSamplerOptions sampler;
-    sampler.replace = request.replace();
-    sampler.weighted = request.weighted() && csr.has_weights();
-    sampler.seed = edge_type_stream_seed(request.seed(), type);
+    const NeighborSamplerOptions sampler = internal::hetero_hop_options(
+        type, csr, request.replace(), request.weighted(), request.seed());
     sample_hop(csr, first, targets, static_cast<int>(request.hop()), request.fanout(), sampler,
                request.batch(), sample, &scratch);
     pack(std::span<const int32_t>(sample.counts), reply.mutable_counts());

@@ -143,7 +143,11 @@ class DistHeteroTest : public ::testing::Test {
   // Batches of `options` over `served`, distributed and local, compared.
   static void expect_equal_batches(const ServedHetero& served, const HeteroSamplerOptions& options,
                                    const std::string& where) {
-    const auto client = dist::DistHeteroGraph::connect(served.addresses());
+    expect_equal_batches(*dist::DistHeteroGraph::connect(served.addresses()), served, options,
+                         where);
+  }
+  static void expect_equal_batches(const dist::DistHeteroGraph& client, const ServedHetero& served,
+                                   const HeteroSamplerOptions& options, const std::string& where) {
     HeteroNeighborSampler local(served.oracle.graph, options);
     const int64_t papers = served.oracle.graph.num_nodes("paper");
     const int64_t authors = served.oracle.graph.num_nodes("author");
@@ -153,7 +157,7 @@ class DistHeteroTest : public ::testing::Test {
       std::vector<HeteroSeeds> seeds{{"paper", paper_seeds}};
       if (batch % 2 == 1) seeds.push_back({"author", author_seeds});
       const HeteroSampledSubgraph want = local.sample(seeds, batch);
-      const HeteroSampledSubgraph got = client->sample(seeds, options, batch);
+      const HeteroSampledSubgraph got = client.sample(seeds, options, batch);
       EXPECT_GT(want.total_edges(), 0) << where;
       expect_same_hetero(got, want, where + " batch " + std::to_string(batch));
     }
@@ -196,6 +200,35 @@ TEST_F(DistHeteroTest, SamplesEqualTheLocalSamplerInThreeParts) {
   expect_equal_batches(*three_, per_type, "3 parts, per type");
   expect_equal_batches(*three_, {.fanouts = {3, 3}, .weighted = true, .seed = 4},
                        "3 parts, weighted (no weights: uniform, as locally)");
+}
+
+TEST_F(DistHeteroTest, WorkerModeSamplesTheLocalPartInProcess) {
+  for (int64_t part = 0; part < 3; ++part) {
+    std::vector<std::string> addresses = three_->addresses();
+    addresses[static_cast<size_t>(part)] = "";  // never called
+    const auto& server = *three_->servers[static_cast<size_t>(part)];
+    const auto client =
+        dist::DistHeteroGraph::connect(addresses, {}, server.partition(), server.fingerprint());
+    EXPECT_EQ(client->local_part(), part);
+    const int64_t before = server.stats().requests;
+    expect_equal_batches(*client, *three_, {.fanouts = {3, 2}, .seed = 8},
+                         "worker part " + std::to_string(part));
+    const int paper = three_->oracle.graph.node_type_index("paper");
+    const Array& labels = *three_->oracle.labels[static_cast<size_t>(paper)];
+    const std::vector<int64_t> ids = distinct_ids(labels.numel(), 40, 6);
+    const Array got = client->gather_labels("paper", ids);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(got.data<int64_t>()[i], labels.data<int64_t>()[ids[i]]) << i;
+    }
+    EXPECT_EQ(server.stats().requests, before) << "the local part was called over RPC";
+  }
+  const auto& server = *two_->servers[0];
+  EXPECT_THAT(
+      [&] {
+        dist::DistHeteroGraph::connect(three_->addresses(), {}, server.partition(),
+                                       server.fingerprint());
+      },
+      ::testing::ThrowsMessage<ValueError>(HasSubstr("2 parts")));
 }
 
 TEST_F(DistHeteroTest, GathersReturnTheRenumberedRows) {
