@@ -25,6 +25,17 @@ using dist::DistHeteroGraph;
 using dist::HeteroServer;
 using EdgeTuple = std::tuple<std::string, std::string, std::string>;
 
+dist::ClientOptions client_options(const std::string& token, double deadline_seconds,
+                                   double connect_seconds, const std::string& tls_ca,
+                                   const std::string& tls_cert, const std::string& tls_key) {
+  dist::ClientOptions options;
+  options.tls = {tls_ca, tls_cert, tls_key};
+  options.token = token;
+  options.deadline_seconds = deadline_seconds;
+  options.connect_seconds = connect_seconds;
+  return options;
+}
+
 nb::list array_list(std::vector<std::vector<int64_t>>& lists) {
   nb::list result;
   for (auto& list : lists) result.append(array_to_python(Array::from_vector(list)));
@@ -130,17 +141,37 @@ void bind_dist_hetero_graph(nb::module_& m) {
           [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
              double connect_seconds, const std::string& tls_ca, const std::string& tls_cert,
              const std::string& tls_key) {
-            dist::ClientOptions options;
-            options.tls = {tls_ca, tls_cert, tls_key};
-            options.token = token;
-            options.deadline_seconds = deadline_seconds;
-            options.connect_seconds = connect_seconds;
+            dist::ClientOptions options =
+                client_options(token, deadline_seconds, connect_seconds, tls_ca, tls_cert, tls_key);
             nb::gil_scoped_release release;
             return DistHeteroGraph::connect(std::move(addresses), std::move(options));
           },
           nb::arg("addresses"), nb::kw_only(), nb::arg("token") = "",
           nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
           nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "")
+      .def_static(
+          "connect_local",
+          [](std::vector<std::string> addresses, const std::string& local_directory,
+             int64_t local_part, const HeteroServer* server, const std::string& token,
+             double deadline_seconds, double connect_seconds, const std::string& tls_ca,
+             const std::string& tls_cert, const std::string& tls_key) {
+            dist::ClientOptions options =
+                client_options(token, deadline_seconds, connect_seconds, tls_ca, tls_cert, tls_key);
+            nb::gil_scoped_release release;
+            if (server != nullptr) {
+              return DistHeteroGraph::connect(std::move(addresses), std::move(options),
+                                              server->partition(), server->fingerprint());
+            }
+            return DistHeteroGraph::connect(std::move(addresses), std::move(options),
+                                            local_directory, local_part);
+          },
+          nb::arg("addresses"), nb::arg("local_directory"), nb::arg("local_part"),
+          nb::arg("server").none(), nb::kw_only(), nb::arg("token") = "",
+          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
+          "Worker mode: part `local_part` of `local_directory` (or the in-process `server`'s "
+          "partition) sampled and gathered in-process.")
+      .def_prop_ro("local_part", &DistHeteroGraph::local_part)
       .def_prop_ro("info",
                    [](const DistHeteroGraph& graph) { return hetero_info_to_python(graph.info()); })
       .def_prop_ro("addresses", &DistHeteroGraph::addresses)

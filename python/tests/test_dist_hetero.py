@@ -140,7 +140,16 @@ def test_local_part_is_served_from_this_process(served):
                            seed=loader.seed)
     for index, (got, want) in enumerate(zip(loader, local)):
         _expect_same(got, want, f"batch {index}")
-    loader.shutdown()
+    # The in-process server's own partition, shared: the local part is never called over RPC.
+    before = servers[1].stats()["requests"]
+    addresses = [s.address for s in servers]
+    loader = vd.DistNeighborLoader(addresses, [3, 2], batch_size=20,
+                                   input_nodes=("paper", np.arange(40)), local=servers[1],
+                                   seed=loader.seed)
+    local.set_epoch(0)
+    for index, (got, want) in enumerate(zip(loader, local)):
+        _expect_same(got, want, f"batch {index} (local=server)")
+    assert servers[1].stats()["requests"] == before
 
 
 def test_errors_name_the_type(served):

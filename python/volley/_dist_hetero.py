@@ -103,9 +103,9 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
     them, ``num_sampled_nodes``; per edge type ``edge_index``, ``e_id``, ``num_sampled_edges``;
     ``input_id`` and ``batch_size`` on the input type.
 
-    ``local=(directory, part)``: this trainer holds that part; it is served from this process
-    (an in-process server on loopback, its address used for part ``part``; ``addresses[part]``
-    may be ``""``). ``local=server``: the process's own ``volley.dist.serve`` server.
+    ``local=(directory, part)``: this trainer holds that part (memory-mapped) and samples and
+    gathers it in-process, without RPC (``addresses[part]`` may be ``""``); ``local=server``:
+    the same with the partition of this process's own ``volley.dist.serve`` server.
 
     Raises:
         VolleyNotImplementedError: the server-client topology, temporal or disjoint sampling,
@@ -127,7 +127,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
                  mode: Optional[str] = None, tls_ca: Any = None, tls_cert: Any = None,
                  tls_key: Any = None, time_attr: Optional[str] = None, input_time: Any = None,
                  disjoint: bool = False, **ignored: Any):
-        from ._dist_service import _native, serve
+        from ._dist_service import _native
 
         topology = topology or mode or "worker"  # (dist.py checks the names of the homogeneous)
         refused = {
@@ -144,26 +144,20 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         if isinstance(addresses, str):
             addresses = [a.strip() for a in addresses.split(",")]
         addresses = [str(a) for a in (addresses or [])]
-        self._own_server = None
-        if local is not None:
-            if isinstance(local, tuple):
-                directory, part = os.fspath(local[0]), int(local[1])
-                self._own_server = serve(directory, part, token=token)
-                local_address = self._own_server.address
-            else:  # a Server of this process
-                part, local_address = int(local.part), str(local.address)
-            if not 0 <= part < len(addresses):
-                raise VolleyValueError(
-                    f"local part {part}, but {len(addresses)} addresses were given (one per part)")
-            addresses[part] = local_address
-        if not addresses or any(not a for a in addresses):
-            raise VolleyValueError(
-                f"addresses must list every partition's server in part order, got {addresses}")
+        if not addresses:
+            raise VolleyValueError("addresses must list every partition's server in part order")
         tls = {k: "" if v is None else os.fspath(v)
                for k, v in dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key).items()}
-        self.client = _native().DistHeteroGraph.connect(
-            addresses, token=token or "", deadline_seconds=float(deadline),
-            connect_seconds=float(connect_timeout), **tls)
+        connection = dict(token=token or "", deadline_seconds=float(deadline),
+                          connect_seconds=float(connect_timeout), **tls)
+        native = _native().DistHeteroGraph
+        if local is None:
+            self.client = native.connect(addresses, **connection)
+        elif isinstance(local, tuple):  # (directory, part): loaded and sampled in-process
+            self.client = native.connect_local(addresses, os.fspath(local[0]), int(local[1]),
+                                               None, **connection)
+        else:  # this process's Server (volley.dist.serve): its partition, shared
+            self.client = native.connect_local(addresses, "", -1, local._native, **connection)
         self.topology = topology
         self.graph = _ServiceGraph(self.client.info)
         self.data = None
@@ -201,12 +195,6 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
                 store["y"] = _RemoteRows(self.client, name, True)
             attrs[name] = store
         return attrs
-
-    def shutdown(self) -> None:
-        """Stops the in-process server of ``local=(directory, part)`` (if any)."""
-        if self._own_server is not None:
-            self._own_server.shutdown()
-            self._own_server = None
 
     def __repr__(self) -> str:
         return "NeighborLoader()"
