@@ -209,3 +209,22 @@ def test_volley_serve_answers_the_heterogeneous_client(served):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_a_dead_server_or_a_wrong_token_is_an_error_not_a_hang(served):
+    parts_dir, servers, _ = served
+    guarded = vd.serve(parts_dir, 0, token="s3cret")
+    fresh = [guarded] + [vd.serve(parts_dir, p) for p in range(1, len(servers))]
+    addresses = [s.address for s in fresh]
+    with pytest.raises(PermissionError, match="part 0"):
+        vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0]), token="wrong",
+                              connect_timeout=5)
+    loader = vd.DistNeighborLoader(addresses, [2, 2], batch_size=10, token="s3cret",
+                                   input_nodes=("paper", np.arange(30)), deadline=5,
+                                   connect_timeout=2)
+    last = len(fresh) - 1
+    fresh[last].shutdown()
+    with pytest.raises((ConnectionError, TimeoutError), match=f"part {last}"):
+        list(loader)
+    for server in fresh:
+        server.shutdown()
