@@ -132,10 +132,8 @@ HeteroSampledSubgraph sample_groups(const DistHeteroGraph& graph,
   return graph.sample(groups, options, batch_index);
 }
 
-void bind_dist_hetero_graph(nb::module_& m) {
-  nb::class_<DistHeteroGraph>(m, "DistHeteroGraph",
-                              "Heterogeneous partitions served over gRPC, as one graph (see "
-                              "volley/dist/hetero_client.h).")
+void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
+  graph
       .def_static(
           "connect",
           [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
@@ -170,8 +168,15 @@ void bind_dist_hetero_graph(nb::module_& m) {
           nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
           nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
           "Worker mode: part `local_part` of `local_directory` (or the in-process `server`'s "
-          "partition) sampled and gathered in-process.")
-      .def_prop_ro("local_part", &DistHeteroGraph::local_part)
+          "partition) sampled and gathered in-process.");
+}
+
+void bind_dist_hetero_graph(nb::module_& m) {
+  nb::class_<DistHeteroGraph> graph(m, "DistHeteroGraph",
+                                    "Heterogeneous partitions served over gRPC, as one graph (see "
+                                    "volley/dist/hetero_client.h).");
+  bind_dist_hetero_connect(graph);
+  graph.def_prop_ro("local_part", &DistHeteroGraph::local_part)
       .def_prop_ro("info",
                    [](const DistHeteroGraph& graph) { return hetero_info_to_python(graph.info()); })
       .def_prop_ro("addresses", &DistHeteroGraph::addresses)

@@ -235,7 +235,9 @@ void serve(const ServeArguments& arguments) {
 void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
   auto arguments = std::make_shared<ServeArguments>();
   auto* command = app.add_subcommand(
-      "serve", "Serve one partition of a partitioned dataset over gRPC (until SIGINT/SIGTERM)");
+      "serve",
+      "Serve one partition of a partitioned dataset (homogeneous or heterogeneous) over gRPC "
+      "(until SIGINT/SIGTERM)");
   command->add_option("dataset", arguments->directory, "Partitioned dataset directory")->required();
   command->add_option("-p,--part", arguments->part, "The partition to serve")
       ->required()
