@@ -28,9 +28,9 @@ int HeteroServiceInfo::node_type_index(std::string_view name) const {
       fmt::format("unknown node type {} (node types: {})", internal::quoted(name, 64), known));
 }
 
-namespace {
+namespace internal {
 
-// The service an Info answer of a heterogeneous server describes.
+// The service an Info answer of a heterogeneous server describes (also hetero_batches.cc).
 HeteroServiceInfo hetero_service_info(const rpc::InfoReply& reply, const std::string& address) {
   VOLLEY_REQUIRE(reply.heterogeneous(), ValueError,
                  "{} serves part {} of the homogeneous partitioned dataset '{}': connect with "
@@ -62,6 +62,10 @@ HeteroServiceInfo hetero_service_info(const rpc::InfoReply& reply, const std::st
   }
   return info;
 }
+
+}  // namespace internal
+
+namespace {
 
 // What the local partition (worker mode) describes, as a server's Info would.
 HeteroServiceInfo local_service_info(const HeteroPartition& local, std::string fingerprint) {
@@ -115,7 +119,7 @@ void handshake(DistHeteroGraph::State& state) {
                    "{} serves part {} of {}, but it was given as the address of part {} of {}; "
                    "list the addresses in part order",
                    address, reply.part(), reply.num_parts(), p, parts);
-    HeteroServiceInfo info = hetero_service_info(reply, address);
+    HeteroServiceInfo info = internal::hetero_service_info(reply, address);
     if (reference.empty()) {
       state.info = std::move(info);
       reference = fmt::format("part {} at {}", p, address);

@@ -13,6 +13,7 @@
 
 #include "volley/core/parallel.h"
 #include "volley/core/version.h"
+#include "volley/dist/hetero_client.h"
 #include "volley/dist/internal/hetero_client_state.h"
 #include "volley/dist/internal/server_requests.h"
 #include "volley/dist/internal/server_support.h"
@@ -46,6 +47,8 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::atomic<int64_t> requests{0};
   std::atomic<int64_t> failed{0};
+  std::mutex peers_mutex;
+  std::shared_ptr<const DistHeteroGraph> peers;  // server-client mode, connected on first use
   std::mutex shutdown_mutex;
   std::condition_variable shut_down_changed;
   bool stopping = false;
@@ -276,6 +279,102 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
     return grpc::Status::OK;
   }
 
+  // --- server-client batches ----------------------------------------------------------------
+
+  // The peers as one graph, this part in-process (connected once).
+  std::shared_ptr<const DistHeteroGraph> peer_graph() {
+    std::lock_guard lock(peers_mutex);
+    if (!peers) {
+      peers = DistHeteroGraph::connect(options.peers, options.peer_client, partition, fingerprint);
+    }
+    return peers;
+  }
+
+  grpc::Status SampleHeteroBatches(grpc::ServerContext* context,
+                                   const rpc::HeteroBatchesRequest* request,
+                                   grpc::ServerWriter<rpc::HeteroBatchMessage>* writer) override {
+    return serve(context, [&] {
+      if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
+        return status;
+      if (options.peers.empty()) {
+        return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                      fmt::format("part {}: this server was started without peers; "
+                                  "server-client mode needs every part's address (--peers)",
+                                  part()));
+      }
+      const std::shared_ptr<const DistHeteroGraph> graph = peer_graph();
+      std::vector<int64_t> seeds;
+      if (!internal::unpack(request->seeds(), seeds) || request->batch_size() < 1) {
+        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                      fmt::format("part {}: seeds of {} bytes (int64 each) / batch_size {} "
+                                  "(>= 1) invalid",
+                                  part(), request->seeds().size(), request->batch_size()));
+      }
+      graph->info().node_type_index(request->node_type());  // ValueError naming the types
+      HeteroSamplerOptions sampler;
+      sampler.fanouts.assign(request->fanouts().begin(), request->fanouts().end());
+      for (const rpc::EdgeTypeFanouts& entry : request->fanouts_by_type()) {
+        sampler.fanouts_by_type.emplace_back(
+            EdgeType::from_name(entry.edge_type()),
+            std::vector<int64_t>(entry.fanouts().begin(), entry.fanouts().end()));
+      }
+      sampler.replace = request->replace();
+      sampler.weighted = request->weighted();
+      sampler.seed = request->seed();
+      const auto size = static_cast<size_t>(request->batch_size());
+      for (size_t begin = 0, b = 0; begin < seeds.size(); begin += size, ++b) {
+        if (context->IsCancelled()) return refuse(grpc::StatusCode::CANCELLED, "cancelled");
+        const std::span<const int64_t> batch =
+            std::span<const int64_t>(seeds).subspan(begin, std::min(size, seeds.size() - begin));
+        const HeteroSampledSubgraph sub = graph->sample({{request->node_type(), batch}}, sampler,
+                                                        request->first_batch_index() + b);
+        rpc::HeteroBatchMessage message;
+        message.set_index(static_cast<int64_t>(b));
+        fill_hetero_batch(*graph, sub, *request, message);
+        if (auto status = check_reply_size(static_cast<int64_t>(message.ByteSizeLong()), "batch");
+            !status.ok())
+          return status;
+        if (!writer->Write(message)) return refuse(grpc::StatusCode::CANCELLED, "reader gone");
+      }
+      return grpc::Status::OK;
+    });
+  }
+
+  // `sub` and its gathered rows (as the request asks) into `message`.
+  static void fill_hetero_batch(const DistHeteroGraph& graph, const HeteroSampledSubgraph& sub,
+                                const rpc::HeteroBatchesRequest& request,
+                                rpc::HeteroBatchMessage& message) {
+    const HeteroServiceInfo& info = graph.info();
+    for (size_t t = 0; t < info.node_types.size(); ++t) {
+      const HeteroNodeTypeService& type = info.node_types[t];
+      rpc::TypedNodes* nodes = message.add_node_types();
+      pack(std::span<const int64_t>(sub.nodes[t]), nodes->mutable_nodes());
+      for (const int64_t count : sub.nodes_per_hop[t]) nodes->add_nodes_per_hop(count);
+      nodes->set_num_seeds(sub.num_seeds[t]);
+      if (request.features() && type.feature_dim > 0) {
+        const DType dtype = request.feature_dtype().empty()
+                                ? type.feature_dtype
+                                : dtype_from_name(request.feature_dtype());
+        const Array x = graph.gather_features(type.name, sub.nodes[t], dtype);
+        nodes->set_x(std::string(reinterpret_cast<const char*>(x.raw_data()), x.nbytes()));
+        nodes->set_x_dtype(std::string(dtype_name(dtype)));
+        nodes->set_x_width(type.feature_dim);
+      }
+      if (request.labels() && type.label_dtype) {
+        const Array y = graph.gather_labels(type.name, sub.nodes[t]);
+        nodes->set_y(std::string(reinterpret_cast<const char*>(y.raw_data()), y.nbytes()));
+        nodes->set_has_y(true);
+      }
+    }
+    for (size_t e = 0; e < info.edge_types.size(); ++e) {
+      rpc::TypedEdges* edges = message.add_edge_types();
+      pack(std::span<const int64_t>(sub.rows[e]), edges->mutable_rows());
+      pack(std::span<const int64_t>(sub.cols[e]), edges->mutable_cols());
+      pack(std::span<const int64_t>(sub.edge_ids[e]), edges->mutable_edge_ids());
+      for (const int64_t count : sub.edges_per_hop[e]) edges->add_edges_per_hop(count);
+    }
+  }
+
   grpc::Status GetRows(grpc::ServerContext* context, const rpc::RowsRequest* request,
                        rpc::RowsReply* reply) override {
     return serve(context, [&] {
@@ -398,6 +497,17 @@ HeteroServer::HeteroServer(const std::string& directory, int64_t part, ServerOpt
     for (int64_t row = 0; row < csr.num_nodes(); ++row)
       largest = std::max(largest, csr.degree(row));
     state.max_degree.push_back(largest);
+  }
+  VOLLEY_REQUIRE(options.peers.empty() || static_cast<int64_t>(options.peers.size()) ==
+                                              state.partition->manifest.num_parts,
+                 ValueError,
+                 "peers must list one address per part ({} parts, in part order; this part's "
+                 "own entry may be empty), got {}",
+                 state.partition->manifest.num_parts, options.peers.size());
+  if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // in-process
+  if (options.peer_client.token.empty()) options.peer_client.token = options.token;
+  if (options.peer_client.tls.ca_file.empty() && !options.tls.ca_file.empty()) {
+    options.peer_client.tls = options.tls;
   }
   state.options = std::move(options);
   start_server(state, part);

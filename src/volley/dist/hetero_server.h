@@ -13,8 +13,13 @@
 //              edge_type_stream_seed(seed, edge type), counter (target id within its type, hop,
 //              batch); `weighted` samples ∝ weight the edge types that have weights;
 //   GetRows    FEATURES / LABELS / DEGREES of owned ids of RowsRequest.node_type.
-// SampleEpoch and HasEdges answer UNIMPLEMENTED (homogeneous only, for now), so does temporal
-// sampling (a HopRequest with time_source) with INVALID_ARGUMENT.
+//   SampleHeteroBatches  server-client mode (with ServerOptions::peers): the batches of the
+//              caller's seeds (in epoch order) sampled across all parts (this one in-process, the
+//              peers through a DistHeteroGraph) and gathered, streamed in order; the stream holds
+//              a handler thread while its reader pauses (gRPC flow control is the back-pressure);
+//              FAILED_PRECONDITION without peers.
+// SampleEpoch and HasEdges answer UNIMPLEMENTED (homogeneous only, for now); temporal sampling (a
+// HopRequest with time_source) is refused with INVALID_ARGUMENT.
 //
 //   HeteroServer server("/data/mag-2", 0, {.listen = "0.0.0.0:5000"});
 //   server.wait();

@@ -231,6 +231,51 @@ TEST_F(DistHeteroTest, WorkerModeSamplesTheLocalPartInProcess) {
       ::testing::ThrowsMessage<ValueError>(HasSubstr("2 parts")));
 }
 
+TEST_F(DistHeteroTest, ServerClientBatchesEqualTheLocalSampler) {
+  std::vector<std::string> peers = three_->addresses();
+  peers[0] = "";
+  dist::HeteroServer server(three_->directory, 0, {.peers = peers});
+  dist::HeteroBatchStream stream(server.address(), {});
+  dist::HeteroBatchesOptions batches{.node_type = "paper",
+                                     .seeds = distinct_ids(600, 50, 4),
+                                     .batch_size = 16,
+                                     .first_batch_index = 10};
+  batches.sampler = {.fanouts = {3, 2}, .seed = 5};
+  HeteroNeighborSampler local(three_->oracle.graph, batches.sampler);
+  const int paper = three_->oracle.graph.node_type_index("paper");
+  const Array& features = *three_->oracle.features[static_cast<size_t>(paper)];
+  const size_t row = features.nbytes() / static_cast<size_t>(features.dim(0));
+  for (int epoch = 0; epoch < 2; ++epoch) {  // a second start() on the same stream object
+    stream.start(batches);
+    dist::HeteroBatch batch;
+    int64_t count = 0;
+    while (stream.next(batch)) {
+      const auto begin = static_cast<size_t>(batch.index * batches.batch_size);
+      const size_t size = std::min<size_t>(16, batches.seeds.size() - begin);
+      const std::vector<int64_t> seeds(batches.seeds.begin() + static_cast<int64_t>(begin),
+                                       batches.seeds.begin() + static_cast<int64_t>(begin + size));
+      const HeteroSampledSubgraph want =
+          local.sample({{"paper", seeds}}, batches.first_batch_index + batch.index);
+      expect_same_hetero(batch.subgraph, want, "batch " + std::to_string(batch.index));
+      ASSERT_TRUE(batch.x[static_cast<size_t>(paper)].has_value());
+      ASSERT_TRUE(batch.y[static_cast<size_t>(paper)].has_value());
+      const auto& nodes = want.nodes[static_cast<size_t>(paper)];
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        ASSERT_EQ(std::memcmp(batch.x[static_cast<size_t>(paper)]->raw_data() + i * row,
+                              features.raw_data() + static_cast<size_t>(nodes[i]) * row, row),
+                  0);
+      }
+      EXPECT_EQ(batch.index, count++);
+    }
+    EXPECT_EQ(count, 4);
+  }
+  // A server without peers refuses, naming the fix.
+  dist::HeteroBatchStream alone(three_->servers[1]->address(), {});
+  alone.start(batches);
+  dist::HeteroBatch batch;
+  EXPECT_THAT([&] { alone.next(batch); }, ::testing::ThrowsMessage<Error>(HasSubstr("peers")));
+}
+
 TEST_F(DistHeteroTest, GathersReturnTheRenumberedRows) {
   const auto client = dist::DistHeteroGraph::connect(three_->addresses());
   const int paper = three_->oracle.graph.node_type_index("paper");

@@ -44,6 +44,10 @@ inline NeighborSamplerOptions hetero_hop_options(const EdgeType& type, const Csr
   return options;
 }
 
+// What the Info answer of a heterogeneous server describes; ValueError for a homogeneous one
+// (hetero_client.cc).
+HeteroServiceInfo hetero_service_info(const rpc::InfoReply& reply, const std::string& address);
+
 // Rows of `ids` (new ids of node type `type`) from their owners into `out` (`row_bytes` a row,
 // rows of `out_dtype`); the local part's (worker mode) from memory. IndexError naming the type
 // for an id outside its range; the calls' errors.
