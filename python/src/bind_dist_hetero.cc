@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -52,8 +53,12 @@ void bind_hetero_server(nb::module_& m) {
              const std::string& listen, const std::string& token, int threads,
              int64_t max_request_bytes, int64_t max_reply_bytes, int64_t max_ids_per_call,
              int64_t memory_limit_bytes, const std::string& tls_cert, const std::string& tls_key,
-             const std::string& tls_client_ca) {
+             const std::string& tls_client_ca, std::vector<std::string> peers,
+             const std::string& peer_token, double peer_deadline_seconds) {
             dist::ServerOptions options;
+            options.peers = std::move(peers);
+            options.peer_client.token = peer_token;
+            options.peer_client.deadline_seconds = peer_deadline_seconds;
             options.tls = {tls_client_ca, tls_cert, tls_key};
             options.listen = listen;
             options.token = token;
@@ -71,7 +76,9 @@ void bind_hetero_server(nb::module_& m) {
           nb::arg("max_reply_bytes") = dist::ServerLimits{}.max_reply_bytes,
           nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
           nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("tls_cert") = "",
-          nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "")
+          nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
+          nb::arg("peers") = std::vector<std::string>{}, nb::arg("peer_token") = "",
+          nb::arg("peer_deadline_seconds") = 30.0)
       .def_prop_ro("port", &HeteroServer::port)
       .def_prop_ro("address", &HeteroServer::address)
       .def_prop_ro("part", &HeteroServer::part)
@@ -115,6 +122,19 @@ nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
   d["edge_types"] = edge_types;
   d["num_edges"] = info.num_edges;
   return d;
+}
+
+// As HeteroNeighborSampler.sample's dict (bind_hetero.cc).
+nb::dict subgraph_to_dict(HeteroSampledSubgraph& out) {
+  nb::dict result;
+  result["nodes"] = array_list(out.nodes);
+  result["num_seeds"] = out.num_seeds;
+  result["nodes_per_hop"] = out.nodes_per_hop;
+  result["rows"] = array_list(out.rows);
+  result["cols"] = array_list(out.cols);
+  result["edge_ids"] = array_list(out.edge_ids);
+  result["edges_per_hop"] = out.edges_per_hop;
+  return result;
 }
 
 HeteroSampledSubgraph sample_groups(const DistHeteroGraph& graph,
@@ -197,15 +217,7 @@ void bind_dist_hetero_graph(nb::module_& m) {
             options.weighted = weighted;
             options.seed = seed;
             HeteroSampledSubgraph out = sample_groups(graph, seeds, options, batch_index);
-            nb::dict result;  // as HeteroNeighborSampler.sample's (bind_hetero.cc)
-            result["nodes"] = array_list(out.nodes);
-            result["num_seeds"] = out.num_seeds;
-            result["nodes_per_hop"] = out.nodes_per_hop;
-            result["rows"] = array_list(out.rows);
-            result["cols"] = array_list(out.cols);
-            result["edge_ids"] = array_list(out.edge_ids);
-            result["edges_per_hop"] = out.edges_per_hop;
-            return result;
+            return subgraph_to_dict(out);
           },
           nb::arg("seeds"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
           nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
@@ -241,11 +253,85 @@ void bind_dist_hetero_graph(nb::module_& m) {
           nb::arg("node_type"), nb::arg("ids"));
 }
 
+nb::object optional_arrays(const std::vector<std::optional<Array>>& arrays) {
+  nb::list result;
+  for (const auto& array : arrays) result.append(array_to_python(array));
+  return result;
+}
+
+void bind_hetero_batch_stream(nb::module_& m) {
+  nb::class_<dist::HeteroBatchStream>(m, "HeteroBatchStream",
+                                      "Server-client batches of heterogeneous partitions (see "
+                                      "volley/dist/hetero_client.h).")
+      .def(
+          "__init__",
+          [](dist::HeteroBatchStream* self, std::string address, const std::string& token,
+             double deadline_seconds, double connect_seconds, const std::string& tls_ca,
+             const std::string& tls_cert, const std::string& tls_key) {
+            dist::ClientOptions options =
+                client_options(token, deadline_seconds, connect_seconds, tls_ca, tls_cert, tls_key);
+            nb::gil_scoped_release release;
+            new (self) dist::HeteroBatchStream(std::move(address), std::move(options));
+          },
+          nb::arg("address"), nb::kw_only(), nb::arg("token") = "",
+          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "")
+      .def_prop_ro("info",
+                   [](const dist::HeteroBatchStream& stream) {
+                     return hetero_info_to_python(stream.info());
+                   })
+      .def(
+          "start",
+          [](dist::HeteroBatchStream& stream, const std::string& node_type, const InputArray& seeds,
+             int64_t batch_size, uint64_t first_batch_index, const std::vector<int64_t>& fanouts,
+             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
+             bool replace, bool weighted, uint64_t seed, bool features,
+             const std::string& feature_dtype, bool labels) {
+            dist::HeteroBatchesOptions batches;
+            batches.node_type = node_type;
+            const Array seed_array = host_ids_array(seeds, "seeds of node type " + node_type);
+            const auto ids = seed_array.span<int64_t>();
+            batches.seeds.assign(ids.begin(), ids.end());
+            batches.batch_size = batch_size;
+            batches.first_batch_index = first_batch_index;
+            batches.sampler.fanouts = fanouts;
+            for (const auto& [type, list] : fanouts_by_type) {
+              batches.sampler.fanouts_by_type.emplace_back(
+                  EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
+            }
+            batches.sampler.replace = replace;
+            batches.sampler.weighted = weighted;
+            batches.sampler.seed = seed;
+            batches.features = features;
+            batches.feature_dtype = feature_dtype;
+            batches.labels = labels;
+            nb::gil_scoped_release release;
+            stream.start(batches);
+          },
+          nb::arg("node_type"), nb::arg("seeds"), nb::arg("batch_size"),
+          nb::arg("first_batch_index"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
+          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
+          nb::arg("features") = true, nb::arg("feature_dtype") = "", nb::arg("labels") = true)
+      .def("next", [](dist::HeteroBatchStream& stream) -> nb::object {
+        dist::HeteroBatch batch;
+        {
+          nb::gil_scoped_release release;
+          if (!stream.next(batch)) return nb::none();
+        }
+        nb::dict result = subgraph_to_dict(batch.subgraph);
+        result["index"] = batch.index;
+        result["x"] = optional_arrays(batch.x);
+        result["y"] = optional_arrays(batch.y);
+        return result;
+      });
+}
+
 }  // namespace
 
 void bind_dist_hetero(nb::module_& m) {
   bind_hetero_server(m);
   bind_dist_hetero_graph(m);
+  bind_hetero_batch_stream(m);
 }
 
 }  // namespace volley::python

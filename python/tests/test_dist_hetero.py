@@ -130,6 +130,28 @@ def test_batches_equal_the_local_loader(served, fanouts):
     assert edges > 0
 
 
+def test_server_client_batches_equal_the_local_loader(served):
+    parts_dir, servers, whole = served
+    peers = [""] + [s.address for s in servers[1:]]
+    streaming = vd.serve(parts_dir, 0, peers=peers)  # samples across every part, streams
+    try:
+        fanouts = {WRITES: [3, 2], CITES: [2, 2], REV: [2, 1], AFFILIATED: [1, 1]}
+        ids = np.random.default_rng(9).permutation(whole["paper"].num_nodes)[:55]
+        options = dict(batch_size=16, input_nodes=("paper", ids), shuffle=True, seed=21)
+        local = NeighborLoader(whole, fanouts, **options)
+        remote = vd.DistNeighborLoader([s.address for s in servers], fanouts,
+                                       topology="server-client", server=streaming.address,
+                                       **options)
+        for epoch in range(2):
+            count = 0
+            for index, (got, want) in enumerate(zip(remote, local)):
+                _expect_same(got, want, f"server-client epoch {epoch} batch {index}")
+                count += 1
+            assert count == len(local) == 4
+    finally:
+        streaming.shutdown()
+
+
 def test_local_part_is_served_from_this_process(served):
     parts_dir, servers, whole = served
     addresses = [s.address for s in servers]
@@ -164,9 +186,9 @@ def test_errors_name_the_type(served):
                                    input_nodes=("paper", [0, 1]))
     with pytest.raises(volley.VolleyValueError, match="paper__likes__paper"):
         next(iter(loader))
-    with pytest.raises(volley.VolleyNotImplementedError, match="server-client"):
-        vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0]),
-                              topology="server-client")
+    with pytest.raises(volley.VolleyValueError, match="without peers"):
+        list(vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0]),
+                                   topology="server-client"))
     with pytest.raises(volley.VolleyValueError, match="heterogeneous"):
         vd.connect(addresses)
 
@@ -174,8 +196,8 @@ def test_errors_name_the_type(served):
 def test_what_is_not_served_says_so(served):
     parts_dir, servers, _ = served
     addresses = [s.address for s in servers]
-    with pytest.raises(volley.VolleyNotImplementedError, match="peers"):
-        vd.serve(parts_dir, 0, peers=["", addresses[1]])
+    with pytest.raises(volley.VolleyValueError, match="peers must list one address per part"):
+        vd.serve(parts_dir, 0, peers=[""])
     for options in (dict(disjoint=True), dict(input_time=[1, 2]), dict(world_size=2, rank=0)):
         with pytest.raises(volley.VolleyNotImplementedError, match="heterogeneous partitions"):
             vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0, 1]), **options)

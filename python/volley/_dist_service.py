@@ -12,8 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _tensor, _volley
-from ._volley import (VolleyNotImplementedError, VolleyOSError, VolleyRuntimeError,
-                      VolleyValueError)
+from ._volley import VolleyOSError, VolleyRuntimeError, VolleyValueError
 from .partition import PartitionBook
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -184,8 +183,7 @@ def serve(
 
     A heterogeneous partitioned directory (``volley partition`` of a heterogeneous dataset) is
     served too: typed sampling and per-type rows for ``DistNeighborLoader(...,
-    input_nodes=(node_type, ids))``; ``peers`` (server-client) is not supported for it yet
-    (``VolleyNotImplementedError``).
+    input_nodes=(node_type, ids))``, both topologies.
 
     Returns:
         A running ``Server``.
@@ -196,10 +194,6 @@ def serve(
         VolleyRuntimeError: a build without gRPC.
     """
     if _native().is_hetero_partitioned_directory(os.fspath(directory)):  # hetero_server.h
-        if peers:
-            raise VolleyNotImplementedError(
-                "peers= (the server-client topology) is not served for heterogeneous partitions "
-                "yet")
         return Server(_native().HeteroServer(
             os.fspath(directory), int(part), listen=str(listen), token=token or "",
             threads=int(threads),
@@ -207,7 +201,9 @@ def serve(
                                   else max_message_bytes),
             max_reply_bytes=int(max_reply_bytes), max_ids_per_call=int(max_ids_per_call),
             memory_limit_bytes=int(memory_limit_bytes), tls_cert=_path_or_empty(tls_cert),
-            tls_key=_path_or_empty(tls_key), tls_client_ca=_path_or_empty(tls_client_ca)))
+            tls_key=_path_or_empty(tls_key), tls_client_ca=_path_or_empty(tls_client_ca),
+            peers=[str(p) for p in (peers or [])], peer_token=token or "",
+            peer_deadline_seconds=float(peer_deadline)))
     native = _native().Server(
         os.fspath(directory),
         int(part),

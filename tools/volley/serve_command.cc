@@ -212,11 +212,6 @@ void serve(const ServeArguments& arguments) {
   // glibc's adaptive threshold, which its own batches need (fresh mappings fault every page).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
   if (hetero) {
-    if (!options.peers.empty()) {
-      throw CLI::ValidationError("--peers",
-                                 "server-client mode (--peers) is not served for "
-                                 "heterogeneous partitions yet");
-    }
     dist::HeteroServer server(arguments.directory, arguments.part, options);
     int64_t nodes = 0;
     for (const PartitionBook& book : hetero_manifest->books) nodes += book.size(arguments.part);
