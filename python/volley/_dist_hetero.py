@@ -7,7 +7,10 @@ its owners as typed ``SampleHop`` calls, all at once, merged and relabeled as th
 heterogeneous sampler does); features and labels are fetched per node type with ``GetRows``.
 The batches equal ``volley.loader.NeighborLoader(hetero_data, ...)``'s over the whole renumbered
 graph (new ids per node type) with the same arguments; the batch assembly is that loader's
-(``HeteroNeighborLoader``), fed by the remote sampler and remote rows.
+(``HeteroNeighborLoader``), fed by the remote sampler and remote rows. Server-client topology:
+the trainer sends the epoch's seeds (in the local loader's order) to one server started with
+``peers``, which samples and gathers every batch and streams it back
+(``volley/dist/hetero_client.h``, ``HeteroBatchStream``).
 
 Example:
     >>> servers = [volley.dist.serve("data/mag-2", p) for p in range(2)]
@@ -130,7 +133,7 @@ class _DistHeteroSampler:
 
 class DistHeteroNeighborLoader(HeteroNeighborLoader):
     """``DistNeighborLoader`` over heterogeneous partitions (see the module docstring and
-    ``DistNeighborLoader``): worker topology. Each batch is a ``HeteroData`` as the local
+    ``DistNeighborLoader``), in either topology. Each batch is a ``HeteroData`` as the local
     heterogeneous loader gives: per node type ``n_id`` (new ids), ``x`` / ``y`` where the type has
     them, ``num_sampled_nodes``; per edge type ``edge_index``, ``e_id``, ``num_sampled_edges``;
     ``input_id`` and ``batch_size`` on the input type.
@@ -138,10 +141,13 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
     ``local=(directory, part)``: this trainer holds that part (memory-mapped) and samples and
     gathers it in-process, without RPC (``addresses[part]`` may be ``""``); ``local=server``:
     the same with the partition of this process's own ``volley.dist.serve`` server.
+    ``topology="server-client"``: ``server`` (default ``addresses[0]``) must have been started
+    with ``peers``; it streams the batches (one request per epoch, its stream held open while
+    the trainer reads).
 
     Raises:
-        VolleyNotImplementedError: the server-client topology, temporal or disjoint sampling,
-            ``world_size`` > 1 (not served for heterogeneous partitions yet).
+        VolleyNotImplementedError: temporal or disjoint sampling, ``world_size`` > 1 (not served
+            for heterogeneous partitions yet).
         VolleyValueError / VolleyIndexError: as the local loader (an unknown node or edge
             type, an input id outside its type's range, naming the type), and the servers'
             errors (a homogeneous server, mismatched fingerprints) as ``DistGraph``.

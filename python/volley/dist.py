@@ -206,7 +206,8 @@ class DistNeighborLoader(NeighborLoader):
     Heterogeneous partitions: ``input_nodes=(node_type, ids)`` (or a node type name) returns a
     ``_dist_hetero.DistHeteroNeighborLoader`` whose batches are the local heterogeneous loader's
     ``HeteroData`` over the renumbered graph (``num_neighbors`` a list or a per-edge-type dict,
-    ``default`` for the missing types); worker topology, untimed, not disjoint.
+    ``default`` for the missing types); either topology (server-client: the server was started
+    with ``peers``), untimed, not disjoint, one rank.
 
     Raises:
         VolleyValueError: a bad topology, ``local`` / ``server`` missing or given with the
