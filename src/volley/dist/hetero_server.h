@@ -25,12 +25,13 @@
 //   server.wait();
 //
 // Errors of a request (status, message naming the part and the value): INVALID_ARGUMENT for a
-// missing or unknown edge / node type (the known ones listed), fanout / hop out of range, weighted
-// sampling of an edge type without weights is NOT an error (uniform, as the local sampler);
-// OUT_OF_RANGE for a target / id outside the type's owned range ("paper id 12 is not owned here
-// (this part owns paper [100, 200))"); FAILED_PRECONDITION for another protocol version or
-// dataset fingerprint. Limits, token and TLS as server.h's ServerOptions (peers, epoch streams
-// unused). Thread safety: all methods may be called from any thread.
+// missing or unknown edge / node type (the known ones listed), fanout / hop out of range (weighted
+// sampling of an edge type without weights is NOT an error: uniform, as the local sampler);
+// OUT_OF_RANGE for a target / id outside the type's owned range ("node type 'paper': part 0:
+// targets[0] = 312 is not owned here (this part owns [0, 150))"); FAILED_PRECONDITION for
+// another protocol version or dataset fingerprint. Limits, token, TLS and peers as server.h's
+// ServerOptions (max_epoch_streams and default_concurrency unused). Thread safety: all methods
+// may be called from any thread.
 #pragma once
 
 #include <cstdint>
