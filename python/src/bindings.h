@@ -128,5 +128,6 @@ void bind_feature(nb::module_& m);
 void bind_share(nb::module_& m);
 void bind_cuda(nb::module_& m);  // every build (stubs throw without CUDA)
 void bind_dist(nb::module_& m);  // only in builds with the gRPC service (VOLLEY_WITH_DIST)
+void bind_dist_hetero(nb::module_& m);  // the same (bind_dist_hetero.cc)
 
 }  // namespace volley::python

@@ -18,6 +18,7 @@ NB_MODULE(_volley, m) {
   volley::python::bind_cuda(m);
 #ifdef VOLLEY_WITH_DIST
   volley::python::bind_dist(m);
+  volley::python::bind_dist_hetero(m);
   m.attr("_has_dist") = true;
 #else
   m.attr("_has_dist") = false;

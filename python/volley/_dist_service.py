@@ -181,6 +181,10 @@ def serve(
             one more is refused as busy (``VolleyConnectionError``). A stream whose trainer
             pauses holds no server thread, only its prefetched batches.
 
+    A heterogeneous partitioned directory (``volley partition`` of a heterogeneous dataset) is
+    served too: typed sampling and per-type rows for ``DistNeighborLoader(...,
+    input_nodes=(node_type, ids))``, both topologies.
+
     Returns:
         A running ``Server``.
 
@@ -189,6 +193,17 @@ def serve(
         VolleyIndexError: ``part`` out of range.
         VolleyRuntimeError: a build without gRPC.
     """
+    if _native().is_hetero_partitioned_directory(os.fspath(directory)):  # hetero_server.h
+        return Server(_native().HeteroServer(
+            os.fspath(directory), int(part), listen=str(listen), token=token or "",
+            threads=int(threads),
+            max_request_bytes=int(max_request_bytes if max_message_bytes is None
+                                  else max_message_bytes),
+            max_reply_bytes=int(max_reply_bytes), max_ids_per_call=int(max_ids_per_call),
+            memory_limit_bytes=int(memory_limit_bytes), tls_cert=_path_or_empty(tls_cert),
+            tls_key=_path_or_empty(tls_key), tls_client_ca=_path_or_empty(tls_client_ca),
+            peers=[str(p) for p in (peers or [])], peer_token=token or "",
+            peer_deadline_seconds=float(peer_deadline)))
     native = _native().Server(
         os.fspath(directory),
         int(part),

@@ -48,7 +48,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _temporal, _volley
+from . import _dist_hetero, _temporal, _volley
 from ._dist_service import (
     DistFeatureStore,
     DistGraph,
@@ -203,6 +203,12 @@ class DistNeighborLoader(NeighborLoader):
             ``batch``) equal the local temporal loader's over the renumbered graph.
         disjoint: every seed gets a subgraph of its own (``batch``), as ``NeighborLoader``.
 
+    Heterogeneous partitions: ``input_nodes=(node_type, ids)`` (or a node type name) returns a
+    ``_dist_hetero.DistHeteroNeighborLoader`` whose batches are the local heterogeneous loader's
+    ``HeteroData`` over the renumbered graph (``num_neighbors`` a list or a per-edge-type dict,
+    ``default`` for the missing types); either topology (server-client: the server was started
+    with ``peers``), untimed, not disjoint, one rank.
+
     Raises:
         VolleyValueError: a bad topology, ``local`` / ``server`` missing or given with the
             wrong topology, temporal sampling without ``input_time``, a ``time_attr`` the partitioned dataset has no times for, and what
@@ -210,6 +216,14 @@ class DistNeighborLoader(NeighborLoader):
             ``DistGraph``.
         VolleyRuntimeError: a build without gRPC.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """``input_nodes=(node_type, ids)`` (or a type name): heterogeneous partitions
+        (``_dist_hetero.DistHeteroNeighborLoader``)."""
+        input_nodes = kwargs.get("input_nodes", args[3] if len(args) > 3 else None)
+        if cls is DistNeighborLoader and _dist_hetero.is_hetero_input(input_nodes):
+            return _dist_hetero.DistHeteroNeighborLoader(*args, **kwargs)
+        return object.__new__(cls)
 
     def __init__(
         self,

@@ -14,11 +14,13 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "volley/core/error.h"
+#include "volley/partition/hetero_partition.h"
 #include "volley/partition/partition.h"
 
 #ifdef VOLLEY_WITH_DIST
@@ -29,6 +31,7 @@
 #include <thread>
 
 #include "text.h"
+#include "volley/dist/hetero_server.h"
 #include "volley/dist/server.h"
 #endif
 
@@ -88,7 +91,7 @@ struct ServeArguments {
   std::string token_file;
   int threads = 0;
   int64_t max_epoch_streams = 0;  // 0: 4 × threads
-  std::string peers;  // "A0,A1,..."
+  std::string peers;              // "A0,A1,..."
   double deadline = 30.0;
   double grace = 2.0;
   std::string tls_cert;
@@ -120,9 +123,52 @@ std::vector<std::string> peer_list(const std::string& text, int64_t num_parts) {
   return peers;
 }
 
+// Prints the banner, then serves until SIGINT / SIGTERM (blocked in `signals`) and reports.
+template <typename ServerType>
+void serve_until_signal(ServerType& server, const ServeArguments& arguments, sigset_t& signals,
+                        const std::string& name, int64_t nodes) {
+  // The warning first: whoever reads the first stdout line finds it already written.
+  if (!server.authenticated()) {
+    std::fprintf(stderr,
+                 "volley serve: warning: no --token-file: serving unauthenticated; anyone who "
+                 "can reach %s can read this partition\n",
+                 server.address().c_str());
+    std::fflush(stderr);
+  }
+  std::printf("volley serve: part %lld of '%s' (%lld nodes) listening on %s\n",
+              static_cast<long long>(arguments.part), name.c_str(), static_cast<long long>(nodes),
+              server.address().c_str());
+  std::fflush(stdout);
+
+  std::atomic<bool> stopped{false};
+  std::thread watcher([&] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (stopped.load()) return;  // woken by the main thread below
+    std::fprintf(stderr, "volley serve: %s received, shutting down\n",
+                 signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fflush(stderr);
+    server.shutdown(arguments.grace);
+  });
+  server.wait();
+  if (!stopped.exchange(true)) pthread_kill(watcher.native_handle(), SIGTERM);
+  watcher.join();
+  const dist::ServerStats stats = server.stats();
+  std::fprintf(stderr, "volley serve: stopped after %s requests (%s refused or failed)\n",
+               grouped(stats.requests).c_str(), grouped(stats.failed_requests).c_str());
+}
+
 void serve(const ServeArguments& arguments) {
-  const PartitionManifest manifest = read_partition_manifest(arguments.directory);
-  const int64_t num_parts = manifest.book.num_parts();
+  // A heterogeneous partitioned directory (format version 2) is served by a HeteroServer.
+  const bool hetero = is_hetero_partitioned_directory(arguments.directory);
+  std::optional<PartitionManifest> manifest;
+  std::optional<HeteroPartitionManifest> hetero_manifest;
+  if (hetero) {
+    hetero_manifest = read_hetero_partition_manifest(arguments.directory);
+  } else {
+    manifest = read_partition_manifest(arguments.directory);
+  }
+  const int64_t num_parts = hetero ? hetero_manifest->num_parts : manifest->book.num_parts();
   if (arguments.part < 0 || arguments.part >= num_parts) {
     throw CLI::ValidationError(
         "--part",
@@ -165,36 +211,16 @@ void serve(const ServeArguments& arguments) {
   // SampleHop). Not done by dist::Server itself: a trainer that hosts a server in-process keeps
   // glibc's adaptive threshold, which its own batches need (fresh mappings fault every page).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
-  dist::Server server(arguments.directory, arguments.part, options);
-  // The warning first: whoever reads the first stdout line finds it already written.
-  if (!server.authenticated()) {
-    std::fprintf(stderr,
-                 "volley serve: warning: no --token-file: serving unauthenticated; anyone who "
-                 "can reach %s can read this partition\n",
-                 server.address().c_str());
-    std::fflush(stderr);
+  if (hetero) {
+    dist::HeteroServer server(arguments.directory, arguments.part, options);
+    int64_t nodes = 0;
+    for (const PartitionBook& book : hetero_manifest->books) nodes += book.size(arguments.part);
+    serve_until_signal(server, arguments, signals, hetero_manifest->name, nodes);
+    return;
   }
-  std::printf("volley serve: part %lld of '%s' (%lld nodes) listening on %s\n",
-              static_cast<long long>(arguments.part), manifest.name.c_str(),
-              static_cast<long long>(manifest.book.size(arguments.part)), server.address().c_str());
-  std::fflush(stdout);
-
-  std::atomic<bool> stopped{false};
-  std::thread watcher([&] {
-    int signal_number = 0;
-    sigwait(&signals, &signal_number);
-    if (stopped.load()) return;  // woken by the main thread below
-    std::fprintf(stderr, "volley serve: %s received, shutting down\n",
-                 signal_number == SIGINT ? "SIGINT" : "SIGTERM");
-    std::fflush(stderr);
-    server.shutdown(arguments.grace);
-  });
-  server.wait();
-  if (!stopped.exchange(true)) pthread_kill(watcher.native_handle(), SIGTERM);
-  watcher.join();
-  const dist::ServerStats stats = server.stats();
-  std::fprintf(stderr, "volley serve: stopped after %s requests (%s refused or failed)\n",
-               grouped(stats.requests).c_str(), grouped(stats.failed_requests).c_str());
+  dist::Server server(arguments.directory, arguments.part, options);
+  serve_until_signal(server, arguments, signals, manifest->name,
+                     manifest->book.size(arguments.part));
 }
 
 #endif  // VOLLEY_WITH_DIST
@@ -204,7 +230,9 @@ void serve(const ServeArguments& arguments) {
 void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
   auto arguments = std::make_shared<ServeArguments>();
   auto* command = app.add_subcommand(
-      "serve", "Serve one partition of a partitioned dataset over gRPC (until SIGINT/SIGTERM)");
+      "serve",
+      "Serve one partition of a partitioned dataset (homogeneous or heterogeneous) over gRPC "
+      "(until SIGINT/SIGTERM)");
   command->add_option("dataset", arguments->directory, "Partitioned dataset directory")->required();
   command->add_option("-p,--part", arguments->part, "The partition to serve")
       ->required()
@@ -220,9 +248,10 @@ void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
                       "(default: none, unauthenticated)");
   command->add_option("--threads", arguments->threads, "RPC handler threads at most (0: default)")
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--max-epoch-streams", arguments->max_epoch_streams,
-                      "Server-client epoch streams open at once; one more is refused as busy (0: "
-                      "4 x threads). A paused stream holds no thread, only its prefetched batches")
+  command
+      ->add_option("--max-epoch-streams", arguments->max_epoch_streams,
+                   "Server-client epoch streams open at once; one more is refused as busy (0: "
+                   "4 x threads). A paused stream holds no thread, only its prefetched batches")
       ->check(CLI::NonNegativeNumber);
   command->add_option("--peers", arguments->peers,
                       "Every partition's server address in part order, comma separated (this "

@@ -11,10 +11,15 @@
 #include "volley/core/files.h"
 #include "volley/dist/internal/client_calls.h"
 #include "volley/graph/io/npy.h"
+#include "volley/partition/hetero_partition.h"
 
 namespace volley::dist {
 
 std::string dataset_fingerprint(const std::string& directory) {
+  if (is_hetero_partitioned_directory(directory)) {
+    const HeteroPartitionManifest manifest = read_hetero_partition_manifest(directory);
+    return crc32_hex(crc32_of(manifest.json.data(), manifest.json.size()));
+  }
   const PartitionManifest manifest = read_partition_manifest(directory);
   return crc32_hex(crc32_of(manifest.json.data(), manifest.json.size()));
 }
@@ -159,6 +164,10 @@ void check_info(const grpc::Status& status, const rpc::InfoReply& reply, const s
 
 // What an Info answer from `address` describes.
 ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address) {
+  VOLLEY_REQUIRE(!reply.heterogeneous(), ValueError,
+                 "{} serves part {} of the heterogeneous partitioned dataset '{}': connect with "
+                 "DistHeteroGraph (Python: DistNeighborLoader with input_nodes=(node type, ids))",
+                 address, reply.part(), quoted(reply.dataset_name(), 64));
   ServiceInfo info;
   info.dataset_name = reply.dataset_name();
   info.fingerprint = reply.fingerprint();

@@ -87,7 +87,8 @@ struct ServiceInfo {
   bool has_node_time = false;  // the partitioned dataset holds node times
 };
 
-// CRC-32 (hex) of a partitioned dataset's partition.json: what servers and clients compare.
+// CRC-32 (hex) of a partitioned dataset's partition.json (homogeneous or heterogeneous): what
+// servers and clients compare.
 std::string dataset_fingerprint(const std::string& directory);
 
 class DistGraph final : public BatchSource {

@@ -260,6 +260,7 @@ struct Server::State final
   // SampleHop's work, with the caller's (per-thread) buffers.
   grpc::Status sample_hop_into(const rpc::HopRequest& request, std::vector<int64_t>& targets,
                                SamplerScratch& scratch, HopSample& sample, rpc::HopReply& reply) {
+    if (auto status = internal::untyped_hop(request, partition->part); !status.ok()) return status;
     if (auto status = owned_ids(request.targets(), targets, "targets"); !status.ok()) return status;
     if (request.hop() >= 256 || request.fanout() < -1) {
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,

@@ -135,16 +135,6 @@ void check_fanout_list(const std::vector<int64_t>& list, const std::string& what
   }
 }
 
-// The seed of an edge type's random streams: options.seed mixed with FNV-1a of its name.
-uint64_t edge_type_seed(uint64_t seed, const EdgeType& type) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (const char c : type.name()) {
-    hash ^= static_cast<uint8_t>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return seed ^ (hash * 0x9e3779b97f4a7c15ull);
-}
-
 // What one batch works on.
 struct Batch {
   const HeteroGraph& graph;  // timed edge types carry their entries' times as edge_time
@@ -261,7 +251,7 @@ struct Batch {
     sampling_internal::PickRule rule;
     rule.fanout = fanouts[static_cast<size_t>(e)][static_cast<size_t>(hop)];
     rule.replace = options.replace;
-    rule.seed = edge_type_seed(options.seed, type);
+    rule.seed = edge_type_stream_seed(options.seed, type);
     rule.hop = hop;
     rule.batch = batch_index;
     auto& rows = out.rows[static_cast<size_t>(e)];
@@ -355,16 +345,36 @@ struct Batch {
 
 }  // namespace
 
+uint64_t edge_type_stream_seed(uint64_t seed, const EdgeType& type) {
+  uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a of the name
+  for (const char c : type.name()) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 0x100000001b3ull;
+  }
+  return seed ^ (hash * 0x9e3779b97f4a7c15ull);
+}
+
 std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& graph,
                                                          const HeteroSamplerOptions& options) {
+  return resolve_hetero_fanouts(graph.edge_types(), options);
+}
+
+std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const std::vector<EdgeType>& edge_types,
+                                                         const HeteroSamplerOptions& options) {
   if (!options.fanouts.empty()) check_fanout_list(options.fanouts, "fanouts");
-  std::vector<std::vector<int64_t>> resolved(static_cast<size_t>(graph.num_edge_types()));
+  std::vector<std::vector<int64_t>> resolved(edge_types.size());
   std::vector<bool> given(resolved.size(), false);
   for (const auto& [type, list] : options.fanouts_by_type) {
-    const int index = graph.find_edge_type(type);
-    VOLLEY_REQUIRE(index >= 0, ValueError,
-                   "fanouts for edge type {}, which the graph does not have (edge types: {})",
-                   type.name(), graph.edge_type_list());
+    const auto found = std::find(edge_types.begin(), edge_types.end(), type);
+    const int index = found == edge_types.end() ? -1 : static_cast<int>(found - edge_types.begin());
+    if (index < 0) {
+      std::string known;
+      for (const EdgeType& edge_type : edge_types)
+        known += (known.empty() ? "" : ", ") + edge_type.name();
+      VOLLEY_REQUIRE(false, ValueError,
+                     "fanouts for edge type {}, which the graph does not have (edge types: {})",
+                     type.name(), known);
+    }
     VOLLEY_REQUIRE(!given[static_cast<size_t>(index)], ValueError,
                    "fanouts for edge type {} are given twice", type.name());
     check_fanout_list(list, "fanouts of edge type " + type.name());
@@ -373,7 +383,7 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& grap
   }
   for (size_t e = 0; e < resolved.size(); ++e) {
     if (given[e]) continue;
-    const std::string name = graph.edge_types()[e].name();
+    const std::string name = edge_types[e].name();
     VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
                    "no fanouts for edge type {} (give one list per edge type, or a default "
                    "list for the missing ones; 0 samples none)",
@@ -386,8 +396,7 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& grap
     VOLLEY_REQUIRE(
         resolved[e].size() == resolved[0].size(), ValueError,
         "the number of hops must be the same across all edge types: {} has {}, {} has {}",
-        graph.edge_types()[0].name(), resolved[0].size(), graph.edge_types()[e].name(),
-        resolved[e].size());
+        edge_types[0].name(), resolved[0].size(), edge_types[e].name(), resolved[e].size());
   }
   return resolved;
 }

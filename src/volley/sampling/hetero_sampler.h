@@ -128,8 +128,16 @@ struct HeteroSeeds {
   std::span<const int64_t> times = {};
 };
 
+// The seed of edge type `type`'s random streams (options.seed mixed with a hash of its name):
+// expanding target v of that type at hop h of batch b draws what sample_hop (neighbor_sampler.h)
+// draws for v with this seed, over the type's Csr. The distributed sampler's servers use it.
+uint64_t edge_type_stream_seed(uint64_t seed, const EdgeType& type);
+
 // The fanout list of every edge type (graph order) the options give; ValueError as above.
 std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& graph,
+                                                         const HeteroSamplerOptions& options);
+// The same over a list of edge types (a client that holds no graph).
+std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const std::vector<EdgeType>& edge_types,
                                                          const HeteroSamplerOptions& options);
 
 // Reusable working memory (a global→local map per node type). Optional.

@@ -48,6 +48,9 @@ grpc::Status answer_has_edges(const Csr& graph, const OwnedRange& range, bool ro
 void answer_degrees(const Csr& graph, int64_t first, std::span<const int64_t> ids,
                     rpc::RowsReply& reply);
 
+// INVALID_ARGUMENT naming the edge type when a SampleHop to a homogeneous partition names one.
+grpc::Status untyped_hop(const rpc::HopRequest& request, int64_t part);
+
 // A temporal SampleHop (time_source or target_times set): fills `sampler`'s time options and
 // `times` (target_times: the caller's buffer, unpacked) for `partition`. INVALID_ARGUMENT for an
 // unknown time_source or strategy, target_times not one int64 per target, or `weighted`;

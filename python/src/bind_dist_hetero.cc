@@ -1,0 +1,337 @@
+// python/src/bind_dist_hetero.cc — the heterogeneous distributed service (volley/dist's
+// hetero_server.h and hetero_client.h): a HeteroServer per partition and the DistHeteroGraph
+// client. python/volley/_dist_hetero.py wraps them. Compiled with bind_dist.cc (VOLLEY_WITH_DIST);
+// calls that may wait on the network release the GIL.
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "volley/dist/hetero_client.h"
+#include "volley/dist/hetero_server.h"
+
+namespace volley::python {
+namespace {
+
+using dist::DistHeteroGraph;
+using dist::HeteroServer;
+using EdgeTuple = std::tuple<std::string, std::string, std::string>;
+
+dist::ClientOptions client_options(const std::string& token, double deadline_seconds,
+                                   double connect_seconds, const std::string& tls_ca,
+                                   const std::string& tls_cert, const std::string& tls_key) {
+  dist::ClientOptions options;
+  options.tls = {tls_ca, tls_cert, tls_key};
+  options.token = token;
+  options.deadline_seconds = deadline_seconds;
+  options.connect_seconds = connect_seconds;
+  return options;
+}
+
+nb::list array_list(std::vector<std::vector<int64_t>>& lists) {
+  nb::list result;
+  for (auto& list : lists) result.append(array_to_python(Array::from_vector(list)));
+  return result;
+}
+
+void bind_hetero_server(nb::module_& m) {
+  nb::class_<HeteroServer>(m, "HeteroServer",
+                           "One heterogeneous partition served over gRPC (see "
+                           "volley/dist/hetero_server.h).")
+      .def(
+          "__init__",
+          [](HeteroServer* self, const std::string& directory, int64_t part,
+             const std::string& listen, const std::string& token, int threads,
+             int64_t max_request_bytes, int64_t max_reply_bytes, int64_t max_ids_per_call,
+             int64_t memory_limit_bytes, const std::string& tls_cert, const std::string& tls_key,
+             const std::string& tls_client_ca, std::vector<std::string> peers,
+             const std::string& peer_token, double peer_deadline_seconds) {
+            dist::ServerOptions options;
+            options.peers = std::move(peers);
+            options.peer_client.token = peer_token;
+            options.peer_client.deadline_seconds = peer_deadline_seconds;
+            options.tls = {tls_client_ca, tls_cert, tls_key};
+            options.listen = listen;
+            options.token = token;
+            options.threads = threads;
+            options.limits.max_request_bytes = max_request_bytes;
+            options.limits.max_reply_bytes = max_reply_bytes;
+            options.limits.max_ids_per_call = max_ids_per_call;
+            options.memory_limit_bytes = memory_limit_bytes;
+            nb::gil_scoped_release release;
+            new (self) HeteroServer(directory, part, std::move(options));
+          },
+          nb::arg("directory"), nb::arg("part"), nb::kw_only(), nb::arg("listen") = "127.0.0.1:0",
+          nb::arg("token") = "", nb::arg("threads") = 0,
+          nb::arg("max_request_bytes") = dist::ServerLimits{}.max_request_bytes,
+          nb::arg("max_reply_bytes") = dist::ServerLimits{}.max_reply_bytes,
+          nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
+          nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("tls_cert") = "",
+          nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
+          nb::arg("peers") = std::vector<std::string>{}, nb::arg("peer_token") = "",
+          nb::arg("peer_deadline_seconds") = 30.0)
+      .def_prop_ro("port", &HeteroServer::port)
+      .def_prop_ro("address", &HeteroServer::address)
+      .def_prop_ro("part", &HeteroServer::part)
+      .def_prop_ro("fingerprint", &HeteroServer::fingerprint)
+      .def_prop_ro("authenticated", &HeteroServer::authenticated)
+      .def("stats",
+           [](const HeteroServer& server) {
+             const dist::ServerStats stats = server.stats();
+             nb::dict d;
+             d["requests"] = stats.requests;
+             d["failed_requests"] = stats.failed_requests;
+             d["active_streams"] = stats.active_streams;
+             return d;
+           })
+      .def("shutdown", &HeteroServer::shutdown, nb::arg("grace_seconds") = 1.0,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("wait", &HeteroServer::wait, nb::call_guard<nb::gil_scoped_release>());
+}
+
+nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
+  nb::dict d;
+  d["dataset_name"] = info.dataset_name;
+  d["fingerprint"] = info.fingerprint;
+  nb::list node_types;
+  for (const auto& type : info.node_types) {
+    nb::dict t;
+    t["name"] = type.name;
+    t["num_nodes"] = type.book.num_nodes();
+    t["offsets"] = type.book.offsets();
+    t["feature_dim"] = type.feature_dim;
+    t["feature_dtype"] = std::string(dtype_name(type.feature_dtype));
+    t["label_dtype"] =
+        type.label_dtype ? nb::cast(std::string(dtype_name(*type.label_dtype))) : nb::none();
+    t["num_classes"] = type.num_classes;
+    node_types.append(t);
+  }
+  d["node_types"] = node_types;
+  std::vector<EdgeTuple> edge_types;
+  for (const auto& type : info.edge_types)
+    edge_types.emplace_back(type.src, type.relation, type.dst);
+  d["edge_types"] = edge_types;
+  d["num_edges"] = info.num_edges;
+  return d;
+}
+
+// As HeteroNeighborSampler.sample's dict (bind_hetero.cc).
+nb::dict subgraph_to_dict(HeteroSampledSubgraph& out) {
+  nb::dict result;
+  result["nodes"] = array_list(out.nodes);
+  result["num_seeds"] = out.num_seeds;
+  result["nodes_per_hop"] = out.nodes_per_hop;
+  result["rows"] = array_list(out.rows);
+  result["cols"] = array_list(out.cols);
+  result["edge_ids"] = array_list(out.edge_ids);
+  result["edges_per_hop"] = out.edges_per_hop;
+  return result;
+}
+
+HeteroSampledSubgraph sample_groups(const DistHeteroGraph& graph,
+                                    const std::vector<std::pair<std::string, InputArray>>& seeds,
+                                    HeteroSamplerOptions options, uint64_t batch_index) {
+  std::vector<Array> arrays;
+  for (const auto& [type, ids] : seeds) {
+    arrays.push_back(host_ids_array(ids, "seeds of node type " + type));
+  }
+  std::vector<HeteroSeeds> groups;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    groups.push_back({seeds[i].first, arrays[i].span<int64_t>()});
+  }
+  nb::gil_scoped_release release;
+  return graph.sample(groups, options, batch_index);
+}
+
+void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
+  graph
+      .def_static(
+          "connect",
+          [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
+             double connect_seconds, const std::string& tls_ca, const std::string& tls_cert,
+             const std::string& tls_key) {
+            dist::ClientOptions options =
+                client_options(token, deadline_seconds, connect_seconds, tls_ca, tls_cert, tls_key);
+            nb::gil_scoped_release release;
+            return DistHeteroGraph::connect(std::move(addresses), std::move(options));
+          },
+          nb::arg("addresses"), nb::kw_only(), nb::arg("token") = "",
+          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "")
+      .def_static(
+          "connect_local",
+          [](std::vector<std::string> addresses, const std::string& local_directory,
+             int64_t local_part, const HeteroServer* server, const std::string& token,
+             double deadline_seconds, double connect_seconds, const std::string& tls_ca,
+             const std::string& tls_cert, const std::string& tls_key) {
+            dist::ClientOptions options =
+                client_options(token, deadline_seconds, connect_seconds, tls_ca, tls_cert, tls_key);
+            nb::gil_scoped_release release;
+            if (server != nullptr) {
+              return DistHeteroGraph::connect(std::move(addresses), std::move(options),
+                                              server->partition(), server->fingerprint());
+            }
+            return DistHeteroGraph::connect(std::move(addresses), std::move(options),
+                                            local_directory, local_part);
+          },
+          nb::arg("addresses"), nb::arg("local_directory"), nb::arg("local_part"),
+          nb::arg("server").none(), nb::kw_only(), nb::arg("token") = "",
+          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
+          "Worker mode: part `local_part` of `local_directory` (or the in-process `server`'s "
+          "partition) sampled and gathered in-process.");
+}
+
+void bind_dist_hetero_graph(nb::module_& m) {
+  nb::class_<DistHeteroGraph> graph(m, "DistHeteroGraph",
+                                    "Heterogeneous partitions served over gRPC, as one graph (see "
+                                    "volley/dist/hetero_client.h).");
+  bind_dist_hetero_connect(graph);
+  graph.def_prop_ro("local_part", &DistHeteroGraph::local_part)
+      .def_prop_ro("info",
+                   [](const DistHeteroGraph& graph) { return hetero_info_to_python(graph.info()); })
+      .def_prop_ro("addresses", &DistHeteroGraph::addresses)
+      .def(
+          "sample",
+          [](const DistHeteroGraph& graph,
+             const std::vector<std::pair<std::string, InputArray>>& seeds,
+             const std::vector<int64_t>& fanouts,
+             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
+             bool replace, bool weighted, uint64_t seed, uint64_t batch_index) {
+            HeteroSamplerOptions options;
+            options.fanouts = fanouts;
+            for (const auto& [type, list] : fanouts_by_type) {
+              options.fanouts_by_type.emplace_back(
+                  EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
+            }
+            options.replace = replace;
+            options.weighted = weighted;
+            options.seed = seed;
+            HeteroSampledSubgraph out = sample_groups(graph, seeds, options, batch_index);
+            return subgraph_to_dict(out);
+          },
+          nb::arg("seeds"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
+          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
+          nb::arg("batch_index") = 0)
+      .def(
+          "gather_features",
+          [](const DistHeteroGraph& graph, const std::string& node_type, const InputArray& ids,
+             const std::string& dtype) {
+            const Array id_array = host_ids_array(ids, "ids of node type " + node_type);
+            const auto& info =
+                graph.info()
+                    .node_types[static_cast<size_t>(graph.info().node_type_index(node_type))];
+            const DType out_dtype = dtype.empty() ? info.feature_dtype : dtype_from_name(dtype);
+            Array rows;
+            {
+              nb::gil_scoped_release release;
+              rows = graph.gather_features(node_type, id_array.span<int64_t>(), out_dtype);
+            }
+            return array_to_python(rows);
+          },
+          nb::arg("node_type"), nb::arg("ids"), nb::arg("dtype") = "")
+      .def(
+          "gather_labels",
+          [](const DistHeteroGraph& graph, const std::string& node_type, const InputArray& ids) {
+            const Array id_array = host_ids_array(ids, "ids of node type " + node_type);
+            Array labels;
+            {
+              nb::gil_scoped_release release;
+              labels = graph.gather_labels(node_type, id_array.span<int64_t>());
+            }
+            return array_to_python(labels);
+          },
+          nb::arg("node_type"), nb::arg("ids"));
+}
+
+nb::object optional_arrays(const std::vector<std::optional<Array>>& arrays) {
+  nb::list result;
+  for (const auto& array : arrays) result.append(array_to_python(array));
+  return result;
+}
+
+void bind_hetero_batch_stream(nb::module_& m) {
+  nb::class_<dist::HeteroBatchStream>(m, "HeteroBatchStream",
+                                      "Server-client batches of heterogeneous partitions (see "
+                                      "volley/dist/hetero_client.h).")
+      .def(
+          "__init__",
+          [](dist::HeteroBatchStream* self, std::string address, const std::string& token,
+             double deadline_seconds, double connect_seconds, const std::string& tls_ca,
+             const std::string& tls_cert, const std::string& tls_key) {
+            dist::ClientOptions options =
+                client_options(token, deadline_seconds, connect_seconds, tls_ca, tls_cert, tls_key);
+            nb::gil_scoped_release release;
+            new (self) dist::HeteroBatchStream(std::move(address), std::move(options));
+          },
+          nb::arg("address"), nb::kw_only(), nb::arg("token") = "",
+          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "")
+      .def_prop_ro("info",
+                   [](const dist::HeteroBatchStream& stream) {
+                     return hetero_info_to_python(stream.info());
+                   })
+      .def(
+          "start",
+          [](dist::HeteroBatchStream& stream, const std::string& node_type, const InputArray& seeds,
+             int64_t batch_size, uint64_t first_batch_index, const std::vector<int64_t>& fanouts,
+             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
+             bool replace, bool weighted, uint64_t seed, bool features,
+             const std::string& feature_dtype, bool labels) {
+            dist::HeteroBatchesOptions batches;
+            batches.node_type = node_type;
+            const Array seed_array = host_ids_array(seeds, "seeds of node type " + node_type);
+            const auto ids = seed_array.span<int64_t>();
+            batches.seeds.assign(ids.begin(), ids.end());
+            batches.batch_size = batch_size;
+            batches.first_batch_index = first_batch_index;
+            batches.sampler.fanouts = fanouts;
+            for (const auto& [type, list] : fanouts_by_type) {
+              batches.sampler.fanouts_by_type.emplace_back(
+                  EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
+            }
+            batches.sampler.replace = replace;
+            batches.sampler.weighted = weighted;
+            batches.sampler.seed = seed;
+            batches.features = features;
+            batches.feature_dtype = feature_dtype;
+            batches.labels = labels;
+            nb::gil_scoped_release release;
+            stream.start(batches);
+          },
+          nb::arg("node_type"), nb::arg("seeds"), nb::arg("batch_size"),
+          nb::arg("first_batch_index"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
+          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
+          nb::arg("features") = true, nb::arg("feature_dtype") = "", nb::arg("labels") = true)
+      .def("next", [](dist::HeteroBatchStream& stream) -> nb::object {
+        dist::HeteroBatch batch;
+        {
+          nb::gil_scoped_release release;
+          if (!stream.next(batch)) return nb::none();
+        }
+        nb::dict result = subgraph_to_dict(batch.subgraph);
+        result["index"] = batch.index;
+        result["x"] = optional_arrays(batch.x);
+        result["y"] = optional_arrays(batch.y);
+        return result;
+      });
+}
+
+}  // namespace
+
+void bind_dist_hetero(nb::module_& m) {
+  bind_hetero_server(m);
+  bind_dist_hetero_graph(m);
+  bind_hetero_batch_stream(m);
+}
+
+}  // namespace volley::python

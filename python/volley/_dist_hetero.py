@@ -1,0 +1,302 @@
+"""Heterogeneous partitions over the distributed service (``volley serve`` of a heterogeneous
+partitioned directory): ``DistNeighborLoader(addresses, ..., input_nodes=("paper", ids))``
+lands here.
+
+The sampling is C++ (``volley/dist/hetero_client.h``: per hop, every edge type's frontier goes to
+its owners as typed ``SampleHop`` calls, all at once, merged and relabeled as the local
+heterogeneous sampler does); features and labels are fetched per node type with ``GetRows``.
+The batches equal ``volley.loader.NeighborLoader(hetero_data, ...)``'s over the whole renumbered
+graph (new ids per node type) with the same arguments; the batch assembly is that loader's
+(``HeteroNeighborLoader``), fed by the remote sampler and remote rows. Server-client topology:
+the trainer sends the epoch's seeds (in the local loader's order) to one server started with
+``peers``, which samples and gathers every batch and streams it back
+(``volley/dist/hetero_client.h``, ``HeteroBatchStream``).
+
+Example:
+    >>> servers = [volley.dist.serve("data/mag-2", p) for p in range(2)]
+    >>> loader = volley.dist.DistNeighborLoader(
+    ...     [s.address for s in servers], [10, 5], batch_size=512,
+    ...     input_nodes=("paper", train_ids), topology="worker")
+    >>> batch = next(iter(loader))            # a HeteroData, ids in the new numbering
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterator, List, Optional
+
+import numpy as np
+
+from . import _tensor
+from ._volley import VolleyNotImplementedError, VolleyValueError
+from .hetero import edge_type_of
+from .hetero_loader import HeteroNeighborLoader, _input_nodes
+
+
+def is_hetero_input(input_nodes: Any) -> bool:
+    """Whether ``input_nodes`` names a node type (``"paper"`` or ``("paper", ids)``)."""
+    return isinstance(input_nodes, str) or (
+        isinstance(input_nodes, tuple) and len(input_nodes) == 2 and isinstance(input_nodes[0], str))
+
+
+class _ServiceGraph:
+    """The node and edge types the servers describe (what the loader reads of a graph)."""
+
+    def __init__(self, info: Dict[str, Any]):
+        self.node_types: List[str] = [t["name"] for t in info["node_types"]]
+        self.edge_types: List[tuple] = [tuple(t) for t in info["edge_types"]]
+        self.num_nodes_dict: Dict[str, int] = {t["name"]: int(t["num_nodes"])
+                                               for t in info["node_types"]}
+        self.num_edges_dict = dict(zip(self.edge_types, info["num_edges"]))
+
+
+class _RemoteRows:
+    """Feature or label rows of one node type, fetched from their owners: ``rows[ids]`` is a
+    torch tensor (what the loader's ``_index`` asks of an attribute)."""
+
+    def __init__(self, client: Any, node_type: str, labels: bool, dtype: str = ""):
+        self._client, self._node_type, self._labels, self._dtype = client, node_type, labels, dtype
+
+    def __getitem__(self, ids: Any) -> Any:
+        import torch
+
+        ids = _tensor.as_ids(ids, f"ids of node type '{self._node_type}'")
+        if self._labels:
+            rows = self._client.gather_labels(self._node_type, ids)
+        else:
+            rows = self._client.gather_features(self._node_type, ids, self._dtype)
+        return torch.from_numpy(np.asarray(rows))
+
+
+def _fanout_lists(num_neighbors: Any, default: Optional[List[int]]) -> tuple:
+    """``(fanouts, [(edge type tuple, fanouts), ...])`` as the native calls take them."""
+    if isinstance(num_neighbors, dict):
+        return [int(k) for k in (default or [])], [
+            (tuple(edge_type_of(k)), [int(n) for n in v]) for k, v in num_neighbors.items()]
+    return [int(k) for k in num_neighbors], []
+
+
+class _StreamedBatch:
+    """Server-client topology: the batch just received stands in for the sampler (``sample``)
+    and the node attributes (``rows[ids]``: its rows, already in ``n_id`` order)."""
+
+    def __init__(self, graph: _ServiceGraph):
+        self._graph, self.raw = graph, None
+
+    def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None) -> dict:
+        return _converted(self.raw, self._graph)
+
+    def rows(self, node_type: str, key: str) -> "_StreamedRows":
+        return _StreamedRows(self, self._graph.node_types.index(node_type), key)
+
+
+class _StreamedRows:
+    def __init__(self, batch: _StreamedBatch, type_index: int, key: str):
+        self._batch, self._type_index, self._key = batch, type_index, key
+
+    def __getitem__(self, ids: Any) -> Any:
+        import torch
+
+        return torch.from_numpy(np.asarray(self._batch.raw[self._key][self._type_index]))
+
+
+def _converted(raw: dict, graph: _ServiceGraph) -> dict:
+    """A native batch dict as ``HeteroNeighborSampler.sample`` returns it."""
+    node_types, edge_types = graph.node_types, graph.edge_types
+    return {
+        "node": {t: _tensor.to_output(v) for t, v in zip(node_types, raw["nodes"])},
+        "edge": {t: _tensor.to_output(v) for t, v in zip(edge_types, raw["edge_ids"])},
+        "edge_index": {t: _tensor.to_output(np.stack([c, r]))
+                       for t, r, c in zip(edge_types, raw["rows"], raw["cols"])},
+        "num_sampled_nodes": dict(zip(node_types, raw["nodes_per_hop"])),
+        "num_sampled_edges": dict(zip(edge_types, raw["edges_per_hop"])),
+    }
+
+
+class _DistHeteroSampler:
+    """``HeteroNeighborSampler.sample``'s results, sampled across the servers."""
+
+    def __init__(self, client: Any, graph: _ServiceGraph, num_neighbors: Any, *, replace: bool,
+                 weighted: bool, seed: Optional[int], default: Optional[List[int]]):
+        self._client, self._graph = client, graph
+        self._fanouts, self._by_type = _fanout_lists(num_neighbors, default)
+        self._replace, self._weighted = bool(replace), bool(weighted)
+        self.seed = _tensor.default_seed() if seed is None else int(seed)
+
+    def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None) -> dict:
+        groups = [(str(t), _tensor.as_ids(ids, f"seeds of node type {t}"))
+                  for t, ids in seeds.items()]
+        raw = self._client.sample(groups, self._fanouts, self._by_type, replace=self._replace,
+                                  weighted=self._weighted, seed=self.seed,
+                                  batch_index=int(batch_index))
+        return _converted(raw, self._graph)
+
+
+class DistHeteroNeighborLoader(HeteroNeighborLoader):
+    """``DistNeighborLoader`` over heterogeneous partitions (see the module docstring and
+    ``DistNeighborLoader``), in either topology. Each batch is a ``HeteroData`` as the local
+    heterogeneous loader gives: per node type ``n_id`` (new ids), ``x`` / ``y`` where the type has
+    them, ``num_sampled_nodes``; per edge type ``edge_index``, ``e_id``, ``num_sampled_edges``;
+    ``input_id`` and ``batch_size`` on the input type.
+
+    ``local=(directory, part)``: this trainer holds that part (memory-mapped) and samples and
+    gathers it in-process, without RPC (``addresses[part]`` may be ``""``); ``local=server``:
+    the same with the partition of this process's own ``volley.dist.serve`` server.
+    ``topology="server-client"``: ``server`` (default ``addresses[0]``) must have been started
+    with ``peers``; it streams the batches (one request per epoch, its stream held open while
+    the trainer reads).
+
+    Raises:
+        VolleyNotImplementedError: temporal or disjoint sampling, ``world_size`` > 1 (not served
+            for heterogeneous partitions yet).
+        VolleyValueError / VolleyIndexError: as the local loader (an unknown node or edge
+            type, an input id outside its type's range, naming the type), and the servers'
+            errors (a homogeneous server, mismatched fingerprints) as ``DistGraph``.
+    """
+
+    def __init__(self, addresses: Any, num_neighbors: Any, batch_size: int = 1,
+                 input_nodes: Any = None, shuffle: bool = False,
+                 num_workers: Optional[int] = None, seed: Optional[int] = None, *,
+                 topology: Optional[str] = None, local: Any = None, server: Any = None,
+                 token: Optional[str] = None, deadline: float = 30.0,
+                 connect_timeout: float = 30.0, replace: bool = False, weighted: bool = False,
+                 drop_last: bool = False, prefetch: Optional[int] = None, transform: Any = None,
+                 feature_dtype: Optional[str] = None, default: Optional[List[int]] = None,
+                 rank: Optional[int] = None, world_size: Optional[int] = None,
+                 mode: Optional[str] = None, tls_ca: Any = None, tls_cert: Any = None,
+                 tls_key: Any = None, time_attr: Optional[str] = None, input_time: Any = None,
+                 disjoint: bool = False, **ignored: Any):
+        topology = topology or mode or "worker"  # (dist.py checks the names of the homogeneous)
+        refused = {
+            f"topology={topology!r}": topology not in ("worker", "server-client"),
+            "temporal sampling (time_attr / input_time)": time_attr is not None
+            or input_time is not None,
+            "disjoint sampling": bool(disjoint),
+            "world_size > 1": world_size is not None and int(world_size) > 1,
+        }
+        for what, asked in refused.items():
+            if asked:
+                raise VolleyNotImplementedError(
+                    f"{what} is not supported over heterogeneous partitions yet")
+        tls = {k: "" if v is None else os.fspath(v)
+               for k, v in dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key).items()}
+        connection = dict(token=token or "", deadline_seconds=float(deadline),
+                          connect_seconds=float(connect_timeout), **tls)
+        self.topology = topology
+        info = self._connect(addresses, local, server, connection)
+        self.graph = _ServiceGraph(info)
+        self.data = None
+        self.subgraph_type = "directional"
+        self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
+                                                                            self.graph)
+        self.input_time, self.time_attr, self.temporal_strategy = None, None, "uniform"
+        self.disjoint = False
+        self._fanouts, self._by_type = _fanout_lists(num_neighbors, default)
+        self._replace, self._weighted = bool(replace), bool(weighted)
+        self._feature_dtype = feature_dtype or ""
+        if topology == "worker":
+            self.sampler = _DistHeteroSampler(self.client, self.graph, num_neighbors,
+                                              replace=replace, weighted=weighted, seed=seed,
+                                              default=default)
+            self.seed = self.sampler.seed
+        else:
+            self.sampler = self._streamed = _StreamedBatch(self.graph)
+            self.seed = _tensor.default_seed() if seed is None else int(seed)
+        self.batch_size, self.shuffle = int(batch_size), bool(shuffle)
+        if self.batch_size < 1:
+            raise VolleyValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.drop_last = bool(drop_last)
+        self.num_workers = int(num_workers) if num_workers else max(4, os.cpu_count() or 1)
+        self.prefetch = int(prefetch) if prefetch else 2 * self.num_workers
+        self.transform = transform
+        self.is_sorted, self.filter_per_worker, self.pin_memory = False, None, False
+        self._epoch = 0
+        self._node_attrs = self._remote_attributes(info)
+        self._edge_attrs = {t: {} for t in self.graph.edge_types}
+        self._graph_attrs: Dict[str, Any] = {}
+        self._explicit_num_nodes: set = set()
+
+    def _connect(self, addresses: Any, local: Any, server: Any,
+                 connection: Dict[str, Any]) -> Dict[str, Any]:
+        """Connects (worker: every server, the local part in-process; server-client: the one
+        server that streams the batches) and returns what the service describes."""
+        from ._dist_service import _native
+
+        if isinstance(addresses, str):
+            addresses = [a.strip() for a in addresses.split(",")]
+        addresses = [str(a) for a in (addresses or [])]
+        self.addresses, self.client, self._stream = addresses, None, None
+        if self.topology == "server-client":
+            if local is not None:
+                raise VolleyValueError(
+                    "local= is for topology='worker'; server-client trainers hold no data")
+            if server is None and not addresses:
+                raise VolleyValueError("topology='server-client' needs server= or addresses")
+            self._stream = _native().HeteroBatchStream(
+                str(server) if server is not None else addresses[0], **connection)
+            return self._stream.info
+        if server is not None:
+            raise VolleyValueError("server= is for topology='server-client'")
+        if not addresses:
+            raise VolleyValueError("addresses must list every partition's server in part order")
+        native = _native().DistHeteroGraph
+        if local is None:
+            self.client = native.connect(addresses, **connection)
+        elif isinstance(local, tuple):  # (directory, part): loaded and sampled in-process
+            self.client = native.connect_local(addresses, os.fspath(local[0]), int(local[1]),
+                                               None, **connection)
+        else:  # this process's Server (volley.dist.serve): its partition, shared
+            self.client = native.connect_local(addresses, "", -1, local._native, **connection)
+        return self.client.info
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.topology == "worker":
+            return super().__iter__()
+        return self._streamed_epoch()
+
+    def _streamed_epoch(self) -> Iterator[Any]:
+        """Server-client: the epoch's seeds (in the local loader's order) go to the server in one
+        request; each streamed batch is assembled as the local loader assembles its own."""
+        epoch = self._epoch
+        self._epoch += 1
+        order, batches = self.epoch_order(epoch), len(self)
+        order = order[:min(len(order), batches * self.batch_size)]
+        self._stream.start(self.input_type, self.input_nodes[order], self.batch_size,
+                           epoch * batches, self._fanouts, self._by_type, replace=self._replace,
+                           weighted=self._weighted, seed=self.seed,
+                           feature_dtype=self._feature_dtype)
+        while True:
+            raw = self._stream.next()
+            if raw is None:
+                return
+            self._streamed.raw = raw
+            index = int(raw["index"])
+            positions = order[index * self.batch_size:(index + 1) * self.batch_size]
+            yield self._make_batch((epoch * batches + index, positions))
+
+    def _remote_attributes(self, info: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+        """Per node type: ``x`` (features) and ``y`` (labels) where the servers have them
+        (fetched per batch in the worker topology, streamed with it in server-client)."""
+        attrs: Dict[str, Dict[str, Any]] = {}
+        for node_type in info["node_types"]:
+            name, store = node_type["name"], {}
+            for key, present in (("x", node_type["feature_dim"] > 0),
+                                 ("y", node_type["label_dtype"] is not None)):
+                if not present:
+                    continue
+                if self._stream is not None:
+                    store[key] = self._streamed.rows(name, key)
+                else:
+                    store[key] = _RemoteRows(self.client, name, key == "y", self._feature_dtype)
+            attrs[name] = store
+        return attrs
+
+    def __repr__(self) -> str:
+        return "NeighborLoader()"
+
+    def describe(self) -> str:
+        return (f"DistHeteroNeighborLoader(topology='{self.topology}', "
+                f"servers={len(self.addresses)}, input_type='{self.input_type}', "
+                f"input_nodes={len(self.input_nodes)}, batch_size={self.batch_size})")
+
+
+__all__ = ["DistHeteroNeighborLoader", "is_hetero_input"]

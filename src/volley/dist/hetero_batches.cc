@@ -1,0 +1,158 @@
+// HeteroBatchStream (hetero_client.h): the trainer's side of server-client mode over
+// heterogeneous partitions, one SampleHeteroBatches stream at a time.
+#include <grpcpp/grpcpp.h>
+
+#include <cstring>
+
+#include "volley/dist/hetero_client.h"
+#include "volley/dist/internal/hetero_client_state.h"
+#include "volley/dist/internal/wire.h"
+
+namespace volley::dist {
+
+using internal::pack;
+using internal::unpack;
+
+struct HeteroBatchStream::State {
+  std::string address;
+  ClientOptions options;
+  HeteroServiceInfo info;
+  std::unique_ptr<rpc::PartitionService::Stub> stub;
+  std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<grpc::ClientReader<rpc::HeteroBatchMessage>> reader;
+
+  void cancel() {
+    if (context) context->TryCancel();
+    if (reader) reader->Finish();
+    reader.reset();
+    context.reset();
+  }
+};
+
+HeteroBatchStream::HeteroBatchStream(std::string address, ClientOptions options)
+    : state_(std::make_unique<State>()) {
+  State& state = *state_;
+  state.address = std::move(address);
+  state.options = std::move(options);
+  state.stub = rpc::PartitionService::NewStub(internal::make_channel(state.address, state.options));
+  grpc::ClientContext context;
+  internal::prepare(context, state.options, state.options.connect_seconds);
+  context.set_wait_for_ready(true);
+  rpc::InfoRequest request;
+  request.set_protocol(kProtocolVersion);
+  rpc::InfoReply reply;
+  const grpc::Status status = state.stub->Info(&context, request, &reply);
+  internal::check_info(status, reply, state.address, -1, state.options.connect_seconds);
+  state.info = internal::hetero_service_info(reply, state.address);
+}
+
+HeteroBatchStream::~HeteroBatchStream() { state_->cancel(); }
+
+const HeteroServiceInfo& HeteroBatchStream::info() const { return state_->info; }
+
+void HeteroBatchStream::start(const HeteroBatchesOptions& batches) {
+  State& state = *state_;
+  state.cancel();
+  VOLLEY_REQUIRE(batches.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
+                 batches.batch_size);
+  VOLLEY_REQUIRE(!batches.sampler.disjoint && batches.sampler.time_source == TimeSource::kNone,
+                 ValueError,
+                 "server-client heterogeneous sampling is not disjoint or temporal yet");
+  state.info.node_type_index(batches.node_type);  // ValueError naming the types
+  rpc::HeteroBatchesRequest request;
+  request.set_protocol(kProtocolVersion);
+  request.set_fingerprint(state.info.fingerprint);
+  request.set_node_type(batches.node_type);
+  pack(std::span<const int64_t>(batches.seeds), request.mutable_seeds());
+  request.set_batch_size(batches.batch_size);
+  request.set_first_batch_index(batches.first_batch_index);
+  for (const int64_t fanout : batches.sampler.fanouts) request.add_fanouts(fanout);
+  for (const auto& [type, list] : batches.sampler.fanouts_by_type) {
+    rpc::EdgeTypeFanouts* entry = request.add_fanouts_by_type();
+    entry->set_edge_type(type.name());
+    for (const int64_t fanout : list) entry->add_fanouts(fanout);
+  }
+  request.set_replace(batches.sampler.replace);
+  request.set_weighted(batches.sampler.weighted);
+  request.set_seed(batches.sampler.seed);
+  request.set_features(batches.features);
+  request.set_feature_dtype(batches.feature_dtype);
+  request.set_labels(batches.labels);
+  request.set_deadline_seconds(state.options.deadline_seconds);
+  const auto count = static_cast<double>(
+      (static_cast<int64_t>(batches.seeds.size()) + batches.batch_size - 1) / batches.batch_size);
+  state.context = std::make_unique<grpc::ClientContext>();
+  internal::prepare(*state.context, state.options, state.options.deadline_seconds * (count + 1));
+  state.reader = state.stub->SampleHeteroBatches(state.context.get(), request);
+}
+
+namespace {
+
+std::optional<Array> rows_of(const std::string& bytes, DType dtype, int64_t rows, int64_t width,
+                             bool matrix, const std::string& address) {
+  const size_t expected = static_cast<size_t>(rows * width) * dtype_size(dtype);
+  VOLLEY_REQUIRE(bytes.size() == expected, RuntimeError,
+                 "{}: malformed batch ({} bytes of rows, {} expected)", address, bytes.size(),
+                 expected);
+  Array out = matrix ? Array::empty(dtype, {rows, width}) : Array::empty(dtype, {rows});
+  std::memcpy(out.raw_data(), bytes.data(), bytes.size());
+  return out;
+}
+
+}  // namespace
+
+bool HeteroBatchStream::next(HeteroBatch& out) {
+  State& state = *state_;
+  VOLLEY_REQUIRE(state.reader != nullptr, ValueError, "no stream open: call start() first");
+  rpc::HeteroBatchMessage message;
+  if (!state.reader->Read(&message)) {
+    const grpc::Status status = state.reader->Finish();
+    state.reader.reset();
+    state.context.reset();
+    if (!status.ok()) {
+      internal::fail(status, state.address, -1, "SampleHeteroBatches",
+                     state.options.deadline_seconds);
+    }
+    return false;
+  }
+  const HeteroServiceInfo& info = state.info;
+  const size_t types = info.node_types.size(), edge_types = info.edge_types.size();
+  VOLLEY_REQUIRE(static_cast<size_t>(message.node_types_size()) == types &&
+                     static_cast<size_t>(message.edge_types_size()) == edge_types,
+                 RuntimeError, "{}: malformed batch ({} node types, {} edge types)", state.address,
+                 message.node_types_size(), message.edge_types_size());
+  out.index = message.index();
+  HeteroSampledSubgraph& sub = out.subgraph;
+  sub = HeteroSampledSubgraph{};
+  sub.nodes.resize(types);
+  out.x.assign(types, std::nullopt);
+  out.y.assign(types, std::nullopt);
+  for (size_t t = 0; t < types; ++t) {
+    const rpc::TypedNodes& nodes = message.node_types(static_cast<int>(t));
+    VOLLEY_REQUIRE(unpack(nodes.nodes(), sub.nodes[t]), RuntimeError, "{}: malformed batch",
+                   state.address);
+    sub.nodes_per_hop.emplace_back(nodes.nodes_per_hop().begin(), nodes.nodes_per_hop().end());
+    sub.num_seeds.push_back(nodes.num_seeds());
+    const auto n = static_cast<int64_t>(sub.nodes[t].size());
+    if (!nodes.x_dtype().empty()) {
+      out.x[t] = rows_of(nodes.x(), internal::parse_dtype(nodes.x_dtype(), state.address), n,
+                         nodes.x_width(), true, state.address);
+    }
+    if (nodes.has_y()) out.y[t] = rows_of(nodes.y(), DType::kInt64, n, 1, false, state.address);
+  }
+  for (size_t e = 0; e < edge_types; ++e) {
+    const rpc::TypedEdges& edges = message.edge_types(static_cast<int>(e));
+    auto& rows = sub.rows.emplace_back();
+    auto& cols = sub.cols.emplace_back();
+    auto& ids = sub.edge_ids.emplace_back();
+    VOLLEY_REQUIRE(unpack(edges.rows(), rows) && unpack(edges.cols(), cols) &&
+                       unpack(edges.edge_ids(), ids) && rows.size() == cols.size() &&
+                       rows.size() == ids.size(),
+                   RuntimeError, "{}: malformed batch (edge type {})", state.address,
+                   info.edge_types[e].name());
+    sub.edges_per_hop.emplace_back(edges.edges_per_hop().begin(), edges.edges_per_hop().end());
+  }
+  return true;
+}
+
+}  // namespace volley::dist

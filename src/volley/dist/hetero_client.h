@@ -1,0 +1,151 @@
+// volley/dist/hetero_client.h — the trainer's side of a HETEROGENEOUS distributed service:
+// heterogeneous neighbor sampling and per-type feature gathering across the parts of a
+// heterogeneous partitioned dataset (hetero_partition.h) served by HeteroServer
+// (hetero_server.h; `volley serve` picks it for such a directory).
+//
+//   auto graph = DistHeteroGraph::connect({"10.0.0.1:5000", "10.0.0.2:5000"});
+//   HeteroSamplerOptions options{.fanouts = {15, 10}, .seed = 42};
+//   HeteroSampledSubgraph batch = graph->sample({{"paper", seed_ids}}, options, /*batch=*/0);
+//   Array x = graph->gather_features("paper", batch.nodes[graph->info().node_type_index("paper")],
+//                                    DType::kFloat32);
+//
+// Ids are the NEW ids of each node type (the partitioned dataset's renumbering; map old ids with
+// "T.node_map.npy"). sample() returns exactly what HeteroNeighborSampler (hetero_sampler.h)
+// returns over the whole renumbered graph with the same seeds, options and batch index, bit for
+// bit: per hop, every edge type's frontier (the nodes of its destination type first reached at
+// the previous hop) is split by owner (the type's partition book) and sent, all edge types and
+// parts of the hop at once, as typed SampleHop calls; the answers are merged in edge-type order,
+// each in frontier order, and relabeled as the local sampler does.
+//
+// Supported: untimed, non-disjoint sampling, uniform or weighted, with or without replacement.
+// ValueError for options.disjoint or a time_source (not served yet), and as the local sampler
+// for fanouts (an edge type the service lacks, lists of different lengths), seeds (unknown node
+// type, a type given twice, a duplicate seed); IndexError for a seed outside its type's range,
+// or an id of gather_* outside the type's range (naming the type). Call failures as client.h
+// says (ConnectionError, TimeoutError, PermissionError, ValueError naming the part and address).
+// Thread safety: immutable after connect(); any number of threads may sample and gather.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "volley/dist/client.h"
+#include "volley/partition/hetero_partition.h"
+#include "volley/partition/partition_book.h"
+#include "volley/sampling/hetero_sampler.h"
+
+namespace volley::dist {
+
+// One node type of the service.
+struct HeteroNodeTypeService {
+  std::string name;
+  PartitionBook book;       // new ids [book.begin(p), book.end(p)) live on part p
+  int64_t feature_dim = 0;  // 0: no features
+  DType feature_dtype = DType::kFloat32;
+  std::optional<DType> label_dtype;
+  int64_t num_classes = 0;
+};
+
+// What the servers serve, as agreed at connect().
+struct HeteroServiceInfo {
+  std::string dataset_name;
+  std::string fingerprint;
+  std::vector<HeteroNodeTypeService> node_types;  // the dataset's order
+  std::vector<EdgeType> edge_types;               // the dataset's order
+  std::vector<int64_t> num_edges;                 // per edge type
+  std::vector<bool> has_weights;                  // per edge type
+
+  // The index of node type `name`; ValueError listing the node types when unknown.
+  int node_type_index(std::string_view name) const;
+};
+
+class DistHeteroGraph {
+ public:
+  // Connects to `addresses` (addresses[p] serves part p of a heterogeneous partitioned dataset)
+  // and checks every server: protocol, part, heterogeneous, same fingerprint (ValueError naming
+  // the address otherwise). Waits up to options.connect_seconds for servers still starting.
+  static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
+                                                        ClientOptions options = {});
+  // Worker mode: `local` (part local->part, e.g. an in-process HeteroServer's partition(), with
+  // its dataset `fingerprint`) is sampled and gathered in-process, without RPC; its address may
+  // be "". ValueError when the servers serve another dataset or the part counts differ.
+  static std::shared_ptr<const DistHeteroGraph> connect(
+      std::vector<std::string> addresses, ClientOptions options,
+      std::shared_ptr<const HeteroPartition> local, std::string fingerprint);
+  // The same, loading part `local_part` of the partitioned directory `local_directory`.
+  static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
+                                                        ClientOptions options,
+                                                        const std::string& local_directory,
+                                                        int64_t local_part);
+  ~DistHeteroGraph();
+
+  const HeteroServiceInfo& info() const;
+  const std::vector<std::string>& addresses() const;
+  int64_t num_parts() const;
+  // The part held in-process (worker mode), or -1.
+  int64_t local_part() const;
+
+  // One batch (see above). Fanouts resolve as HeteroNeighborSampler's over the service's edge
+  // types.
+  HeteroSampledSubgraph sample(const std::vector<HeteroSeeds>& seeds,
+                               const HeteroSamplerOptions& options, uint64_t batch_index) const;
+
+  // Feature rows of `ids` (new ids of `node_type`) as a new [ids.size(), D] array of
+  // `out_dtype`; labels as int64 [ids.size()]. ValueError when the type has none.
+  Array gather_features(std::string_view node_type, std::span<const int64_t> ids,
+                        DType out_dtype) const;
+  Array gather_labels(std::string_view node_type, std::span<const int64_t> ids) const;
+
+  struct State;
+
+ private:
+  explicit DistHeteroGraph(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Server-client mode: a trainer that holds no data asks one server (started with peers) for the
+// batches of its seeds; the server samples them across all parts, gathers their rows and streams
+// them back in order. The batches equal DistHeteroGraph::sample's (and so HeteroNeighborSampler's
+// over the renumbered graph) with batch index first_batch_index + b.
+struct HeteroBatchesOptions {
+  std::string node_type;       // of the seeds
+  std::vector<int64_t> seeds;  // new ids, in epoch order: batch b is [b * size, (b + 1) * size)
+  int64_t batch_size = 1;
+  uint64_t first_batch_index = 0;
+  HeteroSamplerOptions sampler;  // untimed, not disjoint
+  bool features = true;
+  std::string feature_dtype;  // "": as stored
+  bool labels = true;
+};
+
+struct HeteroBatch {
+  int64_t index = 0;  // b
+  HeteroSampledSubgraph subgraph;
+  std::vector<std::optional<Array>> x;  // per node type: features of subgraph.nodes[t], or none
+  std::vector<std::optional<Array>> y;  // per node type: int64 labels, or none
+};
+
+class HeteroBatchStream {
+ public:
+  // Asks `address` for Info (waiting up to connect_seconds): ValueError for a homogeneous server.
+  HeteroBatchStream(std::string address, ClientOptions options);
+  ~HeteroBatchStream();  // cancels a stream still open
+  const HeteroServiceInfo& info() const;
+  // Opens the stream of `batches` (a stream still open is cancelled first).
+  void start(const HeteroBatchesOptions& batches);
+  // The next batch into `out`; false after the last. The stream's errors as client.h says (the
+  // whole stream has deadline_seconds × (batches + 1)).
+  bool next(HeteroBatch& out);
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace volley::dist

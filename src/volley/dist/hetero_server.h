@@ -1,0 +1,74 @@
+// volley/dist/hetero_server.h — one partition of a HETEROGENEOUS partitioned dataset
+// (hetero_partition.h, format version 2), served over gRPC (volley.proto).
+//
+// A HeteroServer answers, with the protocol of server.h:
+//   Info       heterogeneous = true, every node type (its partition book, feature and label
+//              dtypes) and edge type (total edges, weights, this part's largest degree);
+//   Health     liveness and request counts;
+//   SampleHop  one hop of ONE edge type (HopRequest.edge_type, "src__relation__dst"): targets
+//              are new global ids of its destination type owned here; per target the picks
+//              (new global ids of its source type) and edge ids, exactly as HeteroNeighborSampler
+//              (hetero_sampler.h) picks them over the renumbered whole graph: the homogeneous
+//              pick rules over that edge type's rows with the stream seed
+//              edge_type_stream_seed(seed, edge type), counter (target id within its type, hop,
+//              batch); `weighted` samples ∝ weight the edge types that have weights;
+//   GetRows    FEATURES / LABELS / DEGREES of owned ids of RowsRequest.node_type.
+//   SampleHeteroBatches  server-client mode (with ServerOptions::peers): the batches of the
+//              caller's seeds (in epoch order) sampled across all parts (this one in-process, the
+//              peers through a DistHeteroGraph) and gathered, streamed in order; the stream holds
+//              a handler thread while its reader pauses (gRPC flow control is the back-pressure);
+//              FAILED_PRECONDITION without peers.
+// SampleEpoch and HasEdges answer UNIMPLEMENTED (homogeneous only, for now); temporal sampling (a
+// HopRequest with time_source) is refused with INVALID_ARGUMENT.
+//
+//   HeteroServer server("/data/mag-2", 0, {.listen = "0.0.0.0:5000"});
+//   server.wait();
+//
+// Errors of a request (status, message naming the part and the value): INVALID_ARGUMENT for a
+// missing or unknown edge / node type (the known ones listed), fanout / hop out of range (weighted
+// sampling of an edge type without weights is NOT an error: uniform, as the local sampler);
+// OUT_OF_RANGE for a target / id outside the type's owned range ("node type 'paper': part 0:
+// targets[0] = 312 is not owned here (this part owns [0, 150))"); FAILED_PRECONDITION for
+// another protocol version or dataset fingerprint. Limits, token, TLS and peers as server.h's
+// ServerOptions (max_epoch_streams and default_concurrency unused). Thread safety: all methods
+// may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "volley/dist/server.h"
+#include "volley/partition/hetero_partition.h"
+
+namespace volley::dist {
+
+class HeteroServer {
+ public:
+  // Loads part `part` of the heterogeneous partitioned dataset at `directory` and starts serving
+  // at once. IoError when the address cannot be bound or the files are bad, IndexError for a bad
+  // part, ValueError for bad options.
+  HeteroServer(const std::string& directory, int64_t part, ServerOptions options = {});
+  ~HeteroServer();  // shutdown()
+  HeteroServer(const HeteroServer&) = delete;
+  HeteroServer& operator=(const HeteroServer&) = delete;
+
+  int port() const;
+  std::string address() const;  // "host:port" to give clients
+  int64_t part() const;
+  const std::string& fingerprint() const;
+  bool authenticated() const;
+  std::shared_ptr<const HeteroPartition> partition() const;
+  ServerStats stats() const;
+
+  // As Server::shutdown / Server::wait.
+  void shutdown(double grace_seconds = 1.0);
+  void wait();
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace volley::dist

@@ -1,0 +1,354 @@
+// Heterogeneous partitions served and sampled across servers: a generated ogbn-mag-shaped
+// dataset (with reverse edge types) partitioned in 2 and 3 parts, one HeteroServer per part
+// in-process; DistHeteroGraph must return exactly what HeteroNeighborSampler returns over the
+// whole renumbered graph (the parts' rows concatenated in part order), bit for bit, for uniform,
+// per-type and replacement fanouts and several batches; gathers return the renumbered rows;
+// typed requests with a bad edge type, node type or id are refused naming it.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/dist_fixture.h"
+#include "volley/dist/hetero_client.h"
+#include "volley/dist/hetero_server.h"
+#include "volley/dist/volley.grpc.pb.h"
+#include "volley/graph/generate_hetero.h"
+#include "volley/partition/hetero_partition.h"
+#include "volley/sampling/hetero_sampler.h"
+
+namespace volley::dist_test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The whole renumbered graph of a heterogeneous partitioned directory: per edge type, the parts'
+// rows in part order (each part's rows are its owned destination nodes in new-id order, their
+// neighbors new global source ids); node data per type concatenated the same way.
+struct HeteroOracle {
+  HeteroGraph graph;
+  std::vector<std::optional<Array>> features;  // per node type
+  std::vector<std::optional<Array>> labels;
+};
+
+HeteroOracle whole_renumbered(const std::string& directory) {
+  const HeteroPartitionManifest manifest = read_hetero_partition_manifest(directory);
+  std::vector<HeteroPartition> parts;
+  for (int64_t p = 0; p < manifest.num_parts; ++p) {
+    parts.push_back(load_hetero_partition(directory, p));
+  }
+  std::vector<std::pair<EdgeType, Csr>> edge_types;
+  for (const EdgeType& type : manifest.edge_types) {
+    std::vector<int64_t> indptr{0}, indices, edge_ids;
+    for (const HeteroPartition& part : parts) {
+      const Csr& csr = part.data.graph.edges(type);
+      const int64_t base = static_cast<int64_t>(indices.size());
+      for (int64_t r = 0; r < csr.num_nodes(); ++r) indptr.push_back(base + csr.end(r));
+      for (int64_t k = 0; k < csr.num_edges(); ++k) {
+        indices.push_back(csr.neighbor(k));
+        edge_ids.push_back(csr.edge_id(k));
+      }
+    }
+    // Bipartite rows: HeteroGraph checks the indices against the source type's count.
+    edge_types.emplace_back(
+        type, Csr::from_arrays(Array::from_vector(indptr), Array::from_vector(indices),
+                               Array::from_vector(edge_ids), std::nullopt, Orientation::kIn,
+                               /*validate=*/false));
+  }
+  HeteroOracle oracle{HeteroGraph(manifest.node_types, std::move(edge_types)), {}, {}};
+  for (size_t t = 0; t < manifest.node_types.size(); ++t) {
+    std::vector<std::byte> feature_bytes;
+    std::vector<int64_t> labels;
+    const NodeTypeData& first = parts[0].data.node_data[t];
+    for (const HeteroPartition& part : parts) {
+      const NodeTypeData& data = part.data.node_data[t];
+      if (data.features) {
+        const auto* bytes = data.features->raw_data();
+        feature_bytes.insert(feature_bytes.end(), bytes, bytes + data.features->nbytes());
+      }
+      if (data.labels) {
+        const auto* values = data.labels->data<int64_t>();
+        labels.insert(labels.end(), values, values + data.labels->numel());
+      }
+    }
+    std::optional<Array> features;
+    if (first.features) {
+      const int64_t dim = first.features->dim(1);
+      const auto rows = static_cast<int64_t>(
+          feature_bytes.size() / dtype_size(first.features->dtype()) / static_cast<size_t>(dim));
+      features = Array::empty(first.features->dtype(), {rows, dim});
+      std::memcpy(features->raw_data(), feature_bytes.data(), feature_bytes.size());
+    }
+    oracle.features.push_back(features);
+    oracle.labels.push_back(first.labels ? std::optional<Array>(Array::from_vector(labels))
+                                         : std::nullopt);
+  }
+  return oracle;
+}
+
+void expect_same_hetero(const HeteroSampledSubgraph& got, const HeteroSampledSubgraph& want,
+                        const std::string& where) {
+  EXPECT_EQ(got.nodes, want.nodes) << where << ": nodes";
+  EXPECT_EQ(got.num_seeds, want.num_seeds) << where << ": num_seeds";
+  EXPECT_EQ(got.nodes_per_hop, want.nodes_per_hop) << where << ": nodes_per_hop";
+  EXPECT_EQ(got.rows, want.rows) << where << ": rows";
+  EXPECT_EQ(got.cols, want.cols) << where << ": cols";
+  EXPECT_EQ(got.edge_ids, want.edge_ids) << where << ": edge_ids";
+  EXPECT_EQ(got.edges_per_hop, want.edges_per_hop) << where << ": edges_per_hop";
+}
+
+// One partitioned copy, its servers and its oracle.
+struct ServedHetero {
+  std::string directory;
+  HeteroOracle oracle;
+  std::vector<std::unique_ptr<dist::HeteroServer>> servers;
+
+  ServedHetero(std::string dir, int64_t parts) : directory(std::move(dir)) {
+    oracle = whole_renumbered(directory);
+    for (int64_t p = 0; p < parts; ++p) {
+      servers.push_back(std::make_unique<dist::HeteroServer>(directory, p));
+    }
+  }
+  std::vector<std::string> addresses() const {
+    std::vector<std::string> list;
+    for (const auto& server : servers) list.push_back(server->address());
+    return list;
+  }
+};
+
+class DistHeteroTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir("volley-dist-hetero-test");
+    const HeteroGeneratorOptions generator{
+        .num_papers = 600, .feature_dim = 6, .num_classes = 5, .seed = 11, .reverse = true};
+    generate_hetero_dataset(generator, *dir_ / "mag");
+    partition_hetero_dataset(*dir_ / "mag", *dir_ / "mag-2",
+                             {.method = PartitionMethod::kRandom, .num_parts = 2, .seed = 3});
+    partition_hetero_dataset(*dir_ / "mag", *dir_ / "mag-3",
+                             {.method = PartitionMethod::kMetis, .num_parts = 3, .seed = 5});
+    two_ = new ServedHetero(*dir_ / "mag-2", 2);
+    three_ = new ServedHetero(*dir_ / "mag-3", 3);
+  }
+  static void TearDownTestSuite() {
+    delete two_;
+    delete three_;
+    delete dir_;
+  }
+
+  // Batches of `options` over `served`, distributed and local, compared.
+  static void expect_equal_batches(const ServedHetero& served, const HeteroSamplerOptions& options,
+                                   const std::string& where) {
+    expect_equal_batches(*dist::DistHeteroGraph::connect(served.addresses()), served, options,
+                         where);
+  }
+  static void expect_equal_batches(const dist::DistHeteroGraph& client, const ServedHetero& served,
+                                   const HeteroSamplerOptions& options, const std::string& where) {
+    HeteroNeighborSampler local(served.oracle.graph, options);
+    const int64_t papers = served.oracle.graph.num_nodes("paper");
+    const int64_t authors = served.oracle.graph.num_nodes("author");
+    for (uint64_t batch = 0; batch < 4; ++batch) {
+      const std::vector<int64_t> paper_seeds = distinct_ids(papers, 24, 100 + batch);
+      const std::vector<int64_t> author_seeds = distinct_ids(authors, 5, 200 + batch);
+      std::vector<HeteroSeeds> seeds{{"paper", paper_seeds}};
+      if (batch % 2 == 1) seeds.push_back({"author", author_seeds});
+      const HeteroSampledSubgraph want = local.sample(seeds, batch);
+      const HeteroSampledSubgraph got = client.sample(seeds, options, batch);
+      EXPECT_GT(want.total_edges(), 0) << where;
+      expect_same_hetero(got, want, where + " batch " + std::to_string(batch));
+    }
+  }
+
+  static TempDir* dir_;
+  static ServedHetero* two_;
+  static ServedHetero* three_;
+};
+TempDir* DistHeteroTest::dir_ = nullptr;
+ServedHetero* DistHeteroTest::two_ = nullptr;
+ServedHetero* DistHeteroTest::three_ = nullptr;
+
+TEST_F(DistHeteroTest, InfoListsTheTypesAndTheirBooks) {
+  const auto client = dist::DistHeteroGraph::connect(three_->addresses());
+  const dist::HeteroServiceInfo& info = client->info();
+  const HeteroGraph& graph = three_->oracle.graph;
+  ASSERT_EQ(info.node_types.size(), static_cast<size_t>(graph.num_node_types()));
+  for (int t = 0; t < graph.num_node_types(); ++t) {
+    const auto& type = info.node_types[static_cast<size_t>(t)];
+    EXPECT_EQ(type.name, graph.node_types()[static_cast<size_t>(t)].name);
+    EXPECT_EQ(type.book.num_parts(), 3);
+    EXPECT_EQ(type.book.num_nodes(), graph.num_nodes(t));
+  }
+  EXPECT_EQ(info.edge_types, graph.edge_types());
+  EXPECT_EQ(info.node_types[static_cast<size_t>(info.node_type_index("paper"))].feature_dim, 6);
+}
+
+TEST_F(DistHeteroTest, SamplesEqualTheLocalSamplerInTwoParts) {
+  expect_equal_batches(*two_, {.fanouts = {4, 3}, .seed = 42}, "2 parts, uniform");
+  expect_equal_batches(*two_, {.fanouts = {3, 2, 2}, .replace = true, .seed = 7},
+                       "2 parts, replace");
+}
+
+TEST_F(DistHeteroTest, SamplesEqualTheLocalSamplerInThreeParts) {
+  expect_equal_batches(*three_, {.fanouts = {5, 2}, .seed = 1}, "3 parts, uniform");
+  HeteroSamplerOptions per_type{.fanouts = {2, 2}, .seed = 9};
+  per_type.fanouts_by_type = {{{"author", "writes", "paper"}, {-1, 1}},
+                              {{"paper", "cites", "paper"}, {0, 3}}};
+  expect_equal_batches(*three_, per_type, "3 parts, per type");
+  expect_equal_batches(*three_, {.fanouts = {3, 3}, .weighted = true, .seed = 4},
+                       "3 parts, weighted (no weights: uniform, as locally)");
+}
+
+TEST_F(DistHeteroTest, WorkerModeSamplesTheLocalPartInProcess) {
+  for (int64_t part = 0; part < 3; ++part) {
+    std::vector<std::string> addresses = three_->addresses();
+    addresses[static_cast<size_t>(part)] = "";  // never called
+    const auto& server = *three_->servers[static_cast<size_t>(part)];
+    const auto client =
+        dist::DistHeteroGraph::connect(addresses, {}, server.partition(), server.fingerprint());
+    EXPECT_EQ(client->local_part(), part);
+    const int64_t before = server.stats().requests;
+    expect_equal_batches(*client, *three_, {.fanouts = {3, 2}, .seed = 8},
+                         "worker part " + std::to_string(part));
+    const int paper = three_->oracle.graph.node_type_index("paper");
+    const Array& labels = *three_->oracle.labels[static_cast<size_t>(paper)];
+    const std::vector<int64_t> ids = distinct_ids(labels.numel(), 40, 6);
+    const Array got = client->gather_labels("paper", ids);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(got.data<int64_t>()[i], labels.data<int64_t>()[ids[i]]) << i;
+    }
+    EXPECT_EQ(server.stats().requests, before) << "the local part was called over RPC";
+  }
+  const auto& server = *two_->servers[0];
+  EXPECT_THAT(
+      [&] {
+        dist::DistHeteroGraph::connect(three_->addresses(), {}, server.partition(),
+                                       server.fingerprint());
+      },
+      ::testing::ThrowsMessage<ValueError>(HasSubstr("2 parts")));
+}
+
+TEST_F(DistHeteroTest, ServerClientBatchesEqualTheLocalSampler) {
+  std::vector<std::string> peers = three_->addresses();
+  peers[0] = "";
+  dist::HeteroServer server(three_->directory, 0, {.peers = peers});
+  dist::HeteroBatchStream stream(server.address(), {});
+  dist::HeteroBatchesOptions batches{.node_type = "paper",
+                                     .seeds = distinct_ids(600, 50, 4),
+                                     .batch_size = 16,
+                                     .first_batch_index = 10};
+  batches.sampler = {.fanouts = {3, 2}, .seed = 5};
+  HeteroNeighborSampler local(three_->oracle.graph, batches.sampler);
+  const int paper = three_->oracle.graph.node_type_index("paper");
+  const Array& features = *three_->oracle.features[static_cast<size_t>(paper)];
+  const size_t row = features.nbytes() / static_cast<size_t>(features.dim(0));
+  for (int epoch = 0; epoch < 2; ++epoch) {  // a second start() on the same stream object
+    stream.start(batches);
+    dist::HeteroBatch batch;
+    int64_t count = 0;
+    while (stream.next(batch)) {
+      const auto begin = static_cast<size_t>(batch.index * batches.batch_size);
+      const size_t size = std::min<size_t>(16, batches.seeds.size() - begin);
+      const std::vector<int64_t> seeds(batches.seeds.begin() + static_cast<int64_t>(begin),
+                                       batches.seeds.begin() + static_cast<int64_t>(begin + size));
+      const HeteroSampledSubgraph want =
+          local.sample({{"paper", seeds}}, batches.first_batch_index + batch.index);
+      expect_same_hetero(batch.subgraph, want, "batch " + std::to_string(batch.index));
+      ASSERT_TRUE(batch.x[static_cast<size_t>(paper)].has_value());
+      ASSERT_TRUE(batch.y[static_cast<size_t>(paper)].has_value());
+      const auto& nodes = want.nodes[static_cast<size_t>(paper)];
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        ASSERT_EQ(std::memcmp(batch.x[static_cast<size_t>(paper)]->raw_data() + i * row,
+                              features.raw_data() + static_cast<size_t>(nodes[i]) * row, row),
+                  0);
+      }
+      EXPECT_EQ(batch.index, count++);
+    }
+    EXPECT_EQ(count, 4);
+  }
+  // A server without peers refuses, naming the fix.
+  dist::HeteroBatchStream alone(three_->servers[1]->address(), {});
+  alone.start(batches);
+  dist::HeteroBatch batch;
+  EXPECT_THAT([&] { alone.next(batch); }, ::testing::ThrowsMessage<Error>(HasSubstr("peers")));
+}
+
+TEST_F(DistHeteroTest, GathersReturnTheRenumberedRows) {
+  const auto client = dist::DistHeteroGraph::connect(three_->addresses());
+  const int paper = three_->oracle.graph.node_type_index("paper");
+  const Array& features = *three_->oracle.features[static_cast<size_t>(paper)];
+  const std::vector<int64_t> ids = distinct_ids(features.dim(0), 50, 3);
+  const Array got = client->gather_features("paper", ids, features.dtype());
+  const size_t row = features.nbytes() / static_cast<size_t>(features.dim(0));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_EQ(std::memcmp(got.raw_data() + i * row,
+                          features.raw_data() + static_cast<size_t>(ids[i]) * row, row),
+              0)
+        << "row " << i;
+  }
+  const Array labels = client->gather_labels("paper", ids);
+  const Array& want = *three_->oracle.labels[static_cast<size_t>(paper)];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(labels.data<int64_t>()[i], want.data<int64_t>()[ids[i]]);
+  }
+}
+
+TEST_F(DistHeteroTest, BadTypesAndIdsAreNamed) {
+  const auto client = dist::DistHeteroGraph::connect(two_->addresses());
+  const int64_t papers = two_->oracle.graph.num_nodes("paper");
+  const std::vector<int64_t> bad{0, papers};
+  EXPECT_THAT(
+      [&] {
+        client->sample({{"paper", bad}}, {.fanouts = {2}}, 0);
+      },
+      ::testing::ThrowsMessage<IndexError>(HasSubstr("node type 'paper'")));
+  EXPECT_THAT(
+      [&] {
+        client->sample({{"venue", bad}}, {.fanouts = {2}}, 0);
+      },
+      ::testing::ThrowsMessage<ValueError>(HasSubstr("venue")));
+  HeteroSamplerOptions unknown{.fanouts = {2}};
+  unknown.fanouts_by_type = {{{"paper", "likes", "paper"}, {1}}};
+  EXPECT_THAT(
+      [&] {
+        client->sample({{"paper", std::vector<int64_t>{0}}}, unknown, 0);
+      },
+      ::testing::ThrowsMessage<ValueError>(HasSubstr("paper__likes__paper")));
+  EXPECT_THAT([&] { client->gather_features("paper", bad, DType::kFloat32); },
+              ::testing::ThrowsMessage<IndexError>(HasSubstr("node type 'paper'")));
+
+  // The server itself: an unknown edge type, none, and a target it does not own.
+  auto stub = rpc::PartitionService::NewStub(
+      grpc::CreateChannel(two_->servers[0]->address(), grpc::InsecureChannelCredentials()));
+  rpc::HopRequest request;
+  request.set_protocol(dist::kProtocolVersion);
+  request.set_fingerprint(two_->servers[0]->fingerprint());
+  request.set_fanout(2);
+  const std::vector<int64_t> target{two_->servers[0]->partition()->book("paper").end(0)};
+  request.set_targets(std::string(reinterpret_cast<const char*>(target.data()), 8));
+  rpc::HopReply reply;
+  for (const std::string& type :
+       {std::string("paper__likes__paper"), std::string("nonsense"), std::string("")}) {
+    grpc::ClientContext context;
+    request.set_edge_type(type);
+    const grpc::Status status = stub->SampleHop(&context, request, &reply);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << type;
+    EXPECT_THAT(status.error_message(), HasSubstr("paper__cites__paper")) << type;
+  }
+  grpc::ClientContext context;
+  request.set_edge_type("paper__cites__paper");
+  const grpc::Status status = stub->SampleHop(&context, request, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  EXPECT_THAT(status.error_message(), HasSubstr("node type 'paper'"));
+}
+
+TEST_F(DistHeteroTest, AHomogeneousClientIsToldToUseTheHeterogeneousOne) {
+  EXPECT_THAT([&] { dist::DistGraph::connect(two_->addresses()); },
+              ::testing::ThrowsMessage<ValueError>(HasSubstr("heterogeneous")));
+}
+
+}  // namespace
+}  // namespace volley::dist_test
