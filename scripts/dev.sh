@@ -4,7 +4,7 @@
 #   scripts/dev.sh main   install what is missing, build, train GraphSAGE on the bundled Cora
 #   scripts/dev.sh test   install what is missing, build, run every test (C++ and Python)
 #
-# `test` also runs the fuzz targets of the file readers for 15 s each (`fuzz` below; VOLLEY_FUZZ=0
+# `test` also runs the fuzz targets of the file readers for 10 s each (`fuzz` below; VOLLEY_FUZZ=0
 # skips them).
 # `test` runs the Python tests and the main job twice, with the same build (one wheel installed
 # into both): in .venv (Debian's torch 1.13, PyG 2.5.3, numpy 1.x: the oldest Volley supports)
@@ -319,10 +319,10 @@ case "${1:-}" in
     latest_leg || status=1
     docs || status=1
     # The C++ suite under ASan + UBSan, then the fuzz targets (readers and service handlers) for
-    # 15 s each, in one clang tree; VOLLEY_FUZZ=0 skips both.
+    # 10 s each, in one clang tree; VOLLEY_FUZZ=0 skips both.
     if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
       sanitize || status=1
-      VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-15}" fuzz || status=1
+      VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-10}" fuzz || status=1
     fi
     if [ "${VOLLEY_WHEEL:-1}" = 1 ]; then
       (make_wheel && check_wheel) || status=1

@@ -74,3 +74,12 @@ def volley_cli():
         if path and shutil.which(path):
             return path
     return None
+
+
+# Tests that train a model for several epochs in a subprocess: they check the examples' accuracy,
+# not memory safety (the loaders they drive are exercised by the other tests), so the ASan leg
+# (scripts/dev.sh sanitize) skips them; both ordinary legs run them.
+trains_a_model = pytest.mark.skipif(
+    __import__("os").environ.get("VOLLEY_TEST_SANITIZED") == "1",
+    reason="trains a model; runs in both ordinary legs, skipped under ASan for CI time",
+)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import volley_cli as _cli
+from conftest import trains_a_model, volley_cli as _cli
 
 pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
@@ -33,6 +33,7 @@ def _auc_rows(stdout):
     return {label: (float(val), float(test)) for label, val, test in rows}
 
 
+@trains_a_model
 def test_temporal_link_pred_prints_the_three_aucs():
     cli = _cli()
     if cli is None:
