@@ -77,13 +77,13 @@ do_pack() {
   rm -rf .gpu && mkdir -p .gpu/tests/cpp .gpu/lib
   cp "$BUILD/tools/volley/volley" .gpu/volley
   cp "$BUILD/tests/cpp/volley_cuda_tests" .gpu/tests/cpp/
-  local module
-  module=$(ls python/volley/_volley*.so)
-  ldd .gpu/volley .gpu/tests/cpp/volley_cuda_tests "$module" |
+  local modules=()  # the module(s) built into python/volley (one per Python version built)
+  mapfile -t modules < <(ls python/volley/_volley*.so)
+  ldd .gpu/volley .gpu/tests/cpp/volley_cuda_tests "${modules[@]}" |
     awk '/=> \// {print $3}' | grep -E 'libfmt|libmetis|liburing|libGKlib|libz\.|libcudart' | sort -u |
     while read -r lib; do cp -L "$lib" .gpu/lib/; done
   grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
-  log "packed: $(cd .gpu && find . -type f | tr '\n' ' ')($(du -sh .gpu | cut -f1)); carry .gpu and $module"
+  log "packed: $(cd .gpu && find . -type f | tr '\n' ' ')($(du -sh .gpu | cut -f1)); carry .gpu and ${modules[*]}"
 }
 
 # Runs "$@" with at most $1 seconds, never past the session's deadline.
