@@ -154,19 +154,6 @@ FullManifest read_full_manifest(const std::string& directory) {
   return full;
 }
 
-// A part's manifest file, checked against the CRC partition.json records; returns its text.
-std::string read_recorded(const std::string& path, uint32_t expected, const std::string& what) {
-  const std::string text = read_file_text(path, what);
-  const uint32_t found = text_crc(text);
-  if (found != expected) {
-    throw IoError(fmt::format(
-        "{}: crc32: expected {:08x} (as {} says), found {:08x}: the partition directory does "
-        "not belong to this partitioned dataset (or was modified)",
-        path, expected, kManifestFile, found));
-  }
-  return text;
-}
-
 // part.json's fields against partition.json's.
 void check_part_json(const std::string& path, const std::string& text,
                      const HeteroPartitionManifest& manifest, int64_t part) {

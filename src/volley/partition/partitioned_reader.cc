@@ -243,19 +243,6 @@ FullManifest read_full_manifest(const std::string& directory) {
   return full;
 }
 
-// Checks a file against the CRC partition.json recorded for it; returns its text.
-std::string read_recorded(const std::string& path, uint32_t expected, const std::string& what) {
-  const std::string text = read_file_text(path, what);
-  const uint32_t found = text_crc(text);
-  if (found != expected) {
-    throw IoError(fmt::format(
-        "{}: crc32: expected {:08x} (as {} says), found {:08x}: the partition directory does "
-        "not belong to this partitioned dataset (or was modified)",
-        path, expected, kManifestFile, found));
-  }
-  return text;
-}
-
 void validate_part_graph(const Csr& graph, const std::string& directory, int64_t num_nodes_total,
                          int64_t num_edges_total) {
   internal::check_indptr(graph, directory);

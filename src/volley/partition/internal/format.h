@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include "volley/core/error.h"
+#include "volley/core/files.h"
 #include "volley/graph/io/npy.h"
 
 namespace volley::internal::partition_format {
@@ -32,5 +34,20 @@ inline std::string join_path(const std::string& a, const std::string& b) {
 
 // The CRC-32 partition.json records for a part's manifest files.
 inline uint32_t text_crc(const std::string& text) { return crc32_of(text.data(), text.size()); }
+
+// A part's manifest file (`path`), checked against the CRC partition.json records for it;
+// returns its text. IoError naming the file and both CRCs when they differ.
+inline std::string read_recorded(const std::string& path, uint32_t expected,
+                                 const std::string& what) {
+  const std::string text = read_file_text(path, what);
+  const uint32_t found = text_crc(text);
+  if (found != expected) {
+    throw IoError(fmt::format(
+        "{}: crc32: expected {:08x} (as {} says), found {:08x}: the partition directory does "
+        "not belong to this partitioned dataset (or was modified)",
+        path, expected, kManifestFile, found));
+  }
+  return text;
+}
 
 }  // namespace volley::internal::partition_format
