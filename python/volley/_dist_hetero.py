@@ -186,8 +186,9 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         self.graph = _ServiceGraph(info)
         self.data = None
         self.subgraph_type = "directional"
-        self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
-                                                                            self.graph)
+        if self._takes_input_nodes:  # (the link loader's seeds are edges: _dist_hetero_link)
+            self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
+                                                                                self.graph)
         self.input_time, self.time_attr, self.temporal_strategy = None, None, "uniform"
         self.disjoint = False
         self._fanouts, self._by_type = _fanout_lists(num_neighbors, default)

@@ -38,11 +38,27 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
             ``Server``; None samples every partition over RPC.
         token, deadline, connect_timeout, tls_ca, tls_cert, tls_key: as ``DistGraph``.
 
+    Heterogeneous partitions: ``edge_label_index=(edge_type, index)`` returns a
+    ``_dist_hetero_link.DistHeteroLinkNeighborLoader`` whose batches are the local
+    heterogeneous ``LinkNeighborLoader``'s ``HeteroData`` over the renumbered graph (binary and
+    triplet negatives; worker topology, untimed, not disjoint, one rank).
+
     Raises:
         VolleyValueError: no ``edge_label_index``, no addresses, and what
             ``LinkNeighborLoader`` refuses. The network errors of ``DistGraph``.
         VolleyRuntimeError: a build without gRPC.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        """``edge_label_index=(edge_type, index)``: heterogeneous partitions
+        (``_dist_hetero_link.DistHeteroLinkNeighborLoader``)."""
+        from . import _dist_hetero_link
+
+        edge_label_index = kwargs.get("edge_label_index", args[2] if len(args) > 2 else None)
+        if cls is DistLinkNeighborLoader and _dist_hetero_link.is_typed_edge_label_index(
+                edge_label_index):
+            return _dist_hetero_link.DistHeteroLinkNeighborLoader(*args, **kwargs)
+        return object.__new__(cls)
 
     def __init__(
         self,

@@ -28,7 +28,7 @@ from .hetero_loader import HeteroNeighborLoader
 
 def _edge_type(value: Any, data: Any) -> Tuple[str, str, str]:
     """The full ``(src, rel, dst)`` of ``value``: a triple, or a ``(src, dst)`` pair naming one
-    edge type of ``data`` (as PyG resolves it)."""
+    edge type of ``data`` (anything with ``edge_types``; as PyG resolves it)."""
     if isinstance(value, str):
         value = tuple(value.split("__"))
     value = tuple(value)
@@ -116,7 +116,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
                          transform_sampler_output=transform_sampler_output, is_sorted=is_sorted,
                          filter_per_worker=filter_per_worker, neighbor_sampler=neighbor_sampler,
                          directed=directed, **kwargs)
-        self.edge_type = _edge_type(edge_label_index[0], self.data)
+        self.edge_type = _edge_type(edge_label_index[0], self.graph)
         self.edge_label_index = self._label_index(edge_label_index[1])
         self.input_nodes = np.arange(self.edge_label_index.shape[1], dtype=np.int64)
         self.edge_label = self._labels(edge_label)
