@@ -239,3 +239,60 @@ def test_what_is_not_served_says_so(served):
     with pytest.raises(TypeError, match="'input_nodes'"):
         vd.DistLinkNeighborLoader(addresses, [2], edge_label_index=(WRITES, [[0], [0]]),
                                   input_nodes=("paper", [0]))
+
+
+def test_a_dead_server_is_an_error_not_a_hang(served):
+    parts_dir, servers, _, _ = served
+    fresh = [vd.serve(parts_dir, p) for p in range(len(servers))]
+    try:
+        loader = vd.DistLinkNeighborLoader([s.address for s in fresh], [2, 2], batch_size=10,
+                                           edge_label_index=(WRITES, [[0, 1, 2], [0, 1, 2]]),
+                                           neg_sampling="binary", deadline=5, connect_timeout=2)
+        last = len(fresh) - 1
+        fresh[last].shutdown()
+        with pytest.raises((ConnectionError, TimeoutError), match=f"part {last}"):
+            list(loader)
+    finally:
+        for server in fresh:
+            server.shutdown()
+
+
+def test_a_pyg_link_prediction_step_runs_on_the_batches(served):
+    """to_hetero GraphSAGE + dot product, one optimizer step per batch: the batches are what a
+    PyG heterogeneous link-prediction loop expects (x where served, edge_label_index, labels)."""
+    nn = pytest.importorskip("torch_geometric.nn")
+    parts_dir, servers, whole, original = served
+    index = _new_ids(parts_dir, WRITES, _original_edges(original, WRITES, 64))
+    loader = vd.DistLinkNeighborLoader([s.address for s in servers], [3, 2],
+                                       edge_label_index=(WRITES, index), neg_sampling="binary",
+                                       batch_size=32, shuffle=True, seed=0)
+    torch.manual_seed(0)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = nn.SAGEConv((-1, -1), 8)
+            self.second = nn.SAGEConv((-1, -1), 8)
+
+        def forward(self, x, edge_index):
+            return self.second(self.first(x, edge_index).relu(), edge_index)
+
+    metadata = (list(whole.node_types), list(whole.edge_types))
+    model = nn.to_hetero(Encoder(), metadata)
+    embed = torch.nn.Embedding(whole["institution"].num_nodes, 4)
+    optimizer = torch.optim.Adam(list(model.parameters()) + list(embed.parameters()), lr=0.01)
+    steps = 0
+    for batch in loader:
+        x = {"paper": batch["paper"].x, "author": batch["author"].x,
+             "institution": embed(batch["institution"].n_id)}
+        out = model(x, {t: batch[t].edge_index for t in batch.edge_types})
+        label_index = batch[WRITES].edge_label_index
+        score = (out["author"][label_index[0]] * out["paper"][label_index[1]]).sum(-1)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(score,
+                                                                    batch[WRITES].edge_label)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        assert torch.isfinite(loss)
+        steps += 1
+    assert steps == 2
