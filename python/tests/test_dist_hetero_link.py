@@ -103,6 +103,7 @@ def test_batches_equal_the_local_loader(served, case):
                                        **options)
     assert isinstance(remote, DistHeteroLinkNeighborLoader)
     assert len(remote) == len(local) == 4 and repr(remote) == "LinkNeighborLoader()"
+    assert f"edge_type={edge_type}, edges=60" in remote.describe()
     for epoch in range(2):
         seen = []
         for number, (got, want) in enumerate(zip(remote, local)):

@@ -31,7 +31,7 @@ from typing import Any, List, Optional
 import numpy as np
 
 from ._dist_hetero import DistHeteroNeighborLoader
-from ._volley import VolleyNotImplementedError, VolleyValueError
+from ._volley import VolleyNotImplementedError, VolleyTypeError, VolleyValueError
 from .hetero_link_loader import HeteroLinkNeighborLoader
 
 
@@ -143,11 +143,12 @@ class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborL
 def _refuse(topology: Optional[str], time_attr: Any, edge_label_time: Any, disjoint: bool,
             world_size: Optional[int], subgraph_type: Any, homogeneous_only: dict) -> None:
     """``VolleyNotImplementedError`` naming what heterogeneous link prediction over the service
-    does not do; ``TypeError`` for an argument no distributed link loader takes."""
+    does not do; ``VolleyTypeError`` for an argument no distributed link loader takes."""
     unknown = sorted(set(homogeneous_only) - set(_HOMOGENEOUS_ONLY) - {"neg_degree_power",
                                                                         "max_draws"})
     if unknown:
-        raise TypeError(f"DistLinkNeighborLoader got an unexpected keyword argument '{unknown[0]}'")
+        raise VolleyTypeError(
+            f"DistLinkNeighborLoader got an unexpected keyword argument '{unknown[0]}'")
     name = getattr(subgraph_type, "value", subgraph_type)
     refused = {
         f"topology={topology!r}": topology not in (None, "worker"),
