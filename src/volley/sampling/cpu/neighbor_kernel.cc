@@ -8,6 +8,7 @@
 #include "volley/core/error.h"
 #include "volley/core/parallel.h"
 #include "volley/core/recycler.h"
+#include "volley/sampling/cpu/time_filter.h"
 #include "volley/sampling/subgraph_builder.h"
 
 namespace volley::cpu {
@@ -118,21 +119,6 @@ void pick(const float* weights, int64_t degree, int64_t fanout, bool replace, Ph
   }
 }
 
-// Temporal sampling's view of the graph: the time of each CSR entry and the seeds' times.
-struct TimeFilter {
-  const int64_t* seed_times = nullptr;  // null: not temporal
-  const int64_t* edge_time = nullptr;   // TimeSource::kEdge
-  const int64_t* node_time = nullptr;   // TimeSource::kNode
-  bool sorted = false;                  // every row in non-decreasing time order
-  bool last = false;                    // TemporalStrategy::kLast
-
-  bool active() const { return seed_times != nullptr; }
-  template <typename Index>
-  int64_t time(const Index* indices, int64_t k) const {
-    return edge_time != nullptr ? edge_time[k] : node_time[indices[k]];
-  }
-};
-
 TimeFilter time_filter(const Csr& graph, const NeighborSamplerOptions& options,
                        std::span<const int64_t> seed_times) {
   TimeFilter filter;
@@ -164,16 +150,7 @@ void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_b
   const int64_t* map = nullptr;  // admissible position -> row position; null: the identity
   int64_t admissible = 0;
   if (filter.sorted) {
-    int64_t low = 0, high = degree;
-    while (low < high) {
-      const int64_t middle = low + (high - low) / 2;
-      if (filter.time(indices, row_begin + middle) <= limit) {
-        low = middle + 1;
-      } else {
-        high = middle;
-      }
-    }
-    admissible = low;
+    admissible = admissible_prefix(filter, indices, row_begin, degree, limit);
   } else {
     scratch.admissible.clear();
     for (int64_t p = 0; p < degree; ++p) {
@@ -309,6 +286,18 @@ class TreeKeys {
   uint64_t reciprocal_;
 };
 
+// Prefetches the line where `target`'s admissible prefix probably ends (guess_prefix over its
+// row's first and last times, which are prefetched earlier): admissible_prefix starts there.
+template <typename Index>
+void prefetch_boundary(const TimeFilter& filter, const int64_t* indptr, const Index* indices,
+                       TreeKeys::Split target) {
+  const int64_t first = indptr[target.node], degree = indptr[target.node + 1] - first;
+  if (degree <= 8) return;  // the row's ends are its lines
+  const int64_t guess =
+      guess_prefix(filter, indices, first, degree, filter.seed_times[target.root]);
+  __builtin_prefetch(filter.edge_time + first + guess);
+}
+
 // The hops of one batch into `builder`. Frontier entries are keys: a node id, or with
 // `tree_size` > 0 (disjoint) root * tree_size + node; neighbors get the key of their target's
 // tree. Each hop runs in two passes so that independent memory accesses overlap (the graph is
@@ -335,13 +324,14 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
       if (i + kAhead / 2 < frontier_end) {
         const int64_t ahead = node_of(nodes[i + kAhead / 2]);
         __builtin_prefetch(indices + indptr[ahead]);
-        if (filter.edge_time != nullptr) {  // the binary search's first probes
-          const int64_t first = indptr[ahead], middle = first + (indptr[ahead + 1] - first) / 2;
-          const int64_t last = indptr[ahead + 1];
-          __builtin_prefetch(filter.edge_time + middle);
-          __builtin_prefetch(filter.edge_time + (first + middle) / 2);
-          __builtin_prefetch(filter.edge_time + (middle + last) / 2);
+        if (edge_ids != nullptr) __builtin_prefetch(edge_ids + indptr[ahead]);
+        if (filter.edge_time != nullptr) {  // the row's ends, for guess_prefix below
+          __builtin_prefetch(filter.edge_time + indptr[ahead]);
+          __builtin_prefetch(filter.edge_time + indptr[ahead + 1] - 1);
         }
+      }
+      if (filter.edge_time != nullptr && filter.sorted && i + kAhead / 4 < frontier_end) {
+        prefetch_boundary(filter, indptr, indices, keys.split(nodes[i + kAhead / 4]));
       }
       const TreeKeys::Split split = keys.split(nodes[i]);
       const int64_t target = split.node;

@@ -1,0 +1,75 @@
+// The temporal kernel's admissible-prefix search (volley/sampling/cpu/time_filter.h): it starts
+// from an interpolated guess and gallops, and must give std::upper_bound's answer on every row,
+// whatever the times' spread: evenly spread, clustered, duplicated, one value, and every limit
+// from below the first time to above the last.
+#include "volley/sampling/cpu/time_filter.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace volley::cpu {
+namespace {
+
+// Checks every limit in [row.front() - 2, row.back() + 2] (and the extremes of int64) against
+// std::upper_bound, for edge time and for node time (the same times reached through indices).
+void expect_prefixes_exact(const std::vector<int64_t>& row) {
+  std::vector<int32_t> indices(row.size());
+  for (size_t k = 0; k < row.size(); ++k) indices[k] = static_cast<int32_t>(k);
+  TimeFilter by_edge, by_node;
+  by_edge.edge_time = row.data();
+  by_node.node_time = row.data();
+  const auto degree = static_cast<int64_t>(row.size());
+  std::vector<int64_t> limits = {std::numeric_limits<int64_t>::min(),
+                                 std::numeric_limits<int64_t>::max()};
+  if (!row.empty()) {
+    for (int64_t t = row.front() - 2; t <= row.back() + 2; ++t) limits.push_back(t);
+  }
+  for (const int64_t limit : limits) {
+    const auto expected = std::upper_bound(row.begin(), row.end(), limit) - row.begin();
+    ASSERT_EQ(admissible_prefix(by_edge, indices.data(), 0, degree, limit), expected)
+        << "degree " << degree << ", limit " << limit;
+    ASSERT_EQ(admissible_prefix(by_node, indices.data(), 0, degree, limit), expected)
+        << "node time, degree " << degree << ", limit " << limit;
+  }
+}
+
+TEST(AdmissiblePrefix, EqualsUpperBoundOnEvenClusteredAndDuplicatedRows) {
+  std::mt19937_64 rng(7);
+  for (int64_t degree : {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 200, 1000}) {
+    std::vector<int64_t> even(static_cast<size_t>(degree));
+    for (auto& t : even) t = static_cast<int64_t>(rng() % 4096);
+    std::sort(even.begin(), even.end());
+    expect_prefixes_exact(even);
+    // Clustered: most times at the start, a few far later (interpolation guesses badly).
+    std::vector<int64_t> clustered(static_cast<size_t>(degree));
+    for (size_t k = 0; k < clustered.size(); ++k) {
+      clustered[k] = k + 3 < clustered.size() ? static_cast<int64_t>(rng() % 16) : 4000 + k;
+    }
+    std::sort(clustered.begin(), clustered.end());
+    expect_prefixes_exact(clustered);
+    expect_prefixes_exact(std::vector<int64_t>(static_cast<size_t>(degree), 42));  // one value
+  }
+}
+
+TEST(AdmissiblePrefix, RowsInsideALargerArrayAndExtremeTimes) {
+  // A row at an offset of a larger array, with times near the int64 limits (no overflow in the
+  // interpolation).
+  const int64_t big = std::numeric_limits<int64_t>::max() - 10;
+  std::vector<int64_t> times = {5, 6, -big, -big, 0, 1, big, big, 9, 9};
+  std::vector<int32_t> indices(times.size(), 0);
+  TimeFilter filter;
+  filter.edge_time = times.data();
+  for (int64_t limit : {-big - 1, -big, int64_t{-1}, int64_t{0}, int64_t{1}, big - 1, big}) {
+    const auto expected =
+        std::upper_bound(times.begin() + 2, times.begin() + 8, limit) - (times.begin() + 2);
+    EXPECT_EQ(admissible_prefix(filter, indices.data(), 2, 6, limit), expected) << limit;
+  }
+}
+
+}  // namespace
+}  // namespace volley::cpu
