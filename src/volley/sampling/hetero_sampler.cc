@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "volley/core/error.h"
+#include "volley/sampling/internal/cuda_sampler_backend.h"  // HeteroNeighborSampler::backend_
 #include "volley/sampling/internal/pick.h"
 
 namespace volley {
@@ -493,7 +494,8 @@ HeteroNeighborSampler::HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOpt
       mutex_(std::make_unique<std::mutex>()) {}
 
 HeteroSampledSubgraph HeteroNeighborSampler::sample(const std::vector<HeteroSeeds>& seeds,
-                                                    uint64_t batch_index) {
+                                                    uint64_t batch_index, void* stream) {
+  if (on_cuda()) return sample_cuda(seeds, batch_index, stream);
   HeteroSampledSubgraph out;
   std::unique_lock lock(*mutex_, std::try_to_lock);
   HeteroSamplerScratch local;
