@@ -45,9 +45,10 @@ inline HeteroGraph varied_mag_graph(int64_t num_papers, bool reverse, uint64_t s
       weights = Array::from_vector(w);
     }
     edge_types.emplace_back(generated.edge_types()[static_cast<size_t>(e)],
-                            Csr::from_arrays(csr.indptr(), indices, edge_ids, weights));
+                            Csr::from_arrays(csr.indptr(), indices, edge_ids, weights,
+                                             Orientation::kIn, /*validate=*/false));
   }
-  return HeteroGraph(generated.node_types(), std::move(edge_types));
+  return HeteroGraph(generated.node_types(), std::move(edge_types));  // validates every Csr
 }
 
 // `count` distinct ids in [0, n) (count <= n), the first few among the lowest 40 (shared
