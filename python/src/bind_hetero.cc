@@ -151,7 +151,8 @@ void bind_hetero_sampler(nb::module_& m) {
              const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
              bool replace, bool weighted, uint64_t seed, bool disjoint,
              const std::string& time_source, const std::string& temporal_strategy,
-             const NodeTimes& node_time, const EdgeTimes& edge_time) {
+             const NodeTimes& node_time, const EdgeTimes& edge_time, int device,
+             const std::string& mode) {
             HeteroSamplerOptions options;
             options.fanouts = fanouts;
             for (const auto& [type, list] : fanouts_by_type)
@@ -162,6 +163,14 @@ void bind_hetero_sampler(nb::module_& m) {
             options.disjoint = disjoint;
             options.time_source = time_source_from_name(time_source);
             options.temporal_strategy = temporal_strategy_from_name(temporal_strategy);
+            if (device >= 0) {  // CUDA (GPU or UVA placement); no times (refused by name)
+              const CudaSamplingMode parsed = parse_cuda_sampling_mode(mode);
+              nb::gil_scoped_release release;
+              new (self) HeteroNeighborSampler(
+                  CudaHeteroGraph::place(graph, {.mode = parsed, .device = device}),
+                  std::move(options));
+              return;
+            }
             HeteroTimes times = hetero_times(node_time, edge_time);
             nb::gil_scoped_release release;
             new (self) HeteroNeighborSampler(graph, std::move(options), std::move(times));
@@ -170,7 +179,8 @@ void bind_hetero_sampler(nb::module_& m) {
           nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
           nb::arg("disjoint") = false, nb::arg("time_source") = "none",
           nb::arg("temporal_strategy") = "uniform", nb::arg("node_time") = NodeTimes{},
-          nb::arg("edge_time") = EdgeTimes{})
+          nb::arg("edge_time") = EdgeTimes{}, nb::arg("device") = -1, nb::arg("mode") = "UVA")
+      .def_prop_ro("on_cuda", &HeteroNeighborSampler::on_cuda)
       .def(
           "sample",
           [](HeteroNeighborSampler& sampler,

@@ -33,7 +33,8 @@ int CudaHeteroGraph::node_type_index(std::string_view name) const {
 
 namespace {
 
-// The seeds per node type (graph order), checked as the CPU sampler checks them (its messages).
+// The seeds per node type (graph order), checked as the CPU sampler checks them (its messages;
+// like it, an untimed sampler ignores seed times).
 std::vector<std::span<const int64_t>> seeds_by_type(const CudaHeteroGraph& graph,
                                                     const std::vector<HeteroSeeds>& seeds) {
   std::vector<std::span<const int64_t>> by_type(static_cast<size_t>(graph.num_node_types()));
@@ -56,10 +57,6 @@ std::vector<std::span<const int64_t>> seeds_by_type(const CudaHeteroGraph& graph
                      "duplicate seed {} of node type '{}' at positions {} and {}", id,
                      group.node_type, it->second, i);
     }
-    VOLLEY_REQUIRE(group.times.empty(), ValueError,
-                   "seeds of node type '{}' have times, but the options ask for no temporal "
-                   "sampling (the CUDA heterogeneous sampler samples without time)",
-                   group.node_type);
     by_type[static_cast<size_t>(type)] = group.ids;
   }
   return by_type;
@@ -104,8 +101,7 @@ HeteroNeighborSampler::HeteroNeighborSampler(CudaHeteroGraph graph, HeteroSample
 
 HeteroNeighborSampler::~HeteroNeighborSampler() = default;
 HeteroNeighborSampler::HeteroNeighborSampler(HeteroNeighborSampler&&) noexcept = default;
-HeteroNeighborSampler& HeteroNeighborSampler::operator=(HeteroNeighborSampler&&) noexcept =
-    default;
+HeteroNeighborSampler& HeteroNeighborSampler::operator=(HeteroNeighborSampler&&) noexcept = default;
 
 HeteroSampledSubgraph HeteroNeighborSampler::sample_cuda(const std::vector<HeteroSeeds>& seeds,
                                                          uint64_t batch_index, void* stream) {

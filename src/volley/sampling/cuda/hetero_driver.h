@@ -88,7 +88,8 @@ class HeteroSamplerBackend final : public CudaHeteroSamplerBackend {
     edges_.resize(edge_types);
     int64_t total_seeds = 0;
     for (size_t t = 0; t < types; ++t) {
-      const std::span<const int64_t> group = t < seeds.size() ? seeds[t] : std::span<const int64_t>{};
+      const std::span<const int64_t> group =
+          t < seeds.size() ? seeds[t] : std::span<const int64_t>{};
       const size_t bytes = group.size() * sizeof(int64_t);
       NodeList<Executor>& list = *nodes_[t];
       list.nodes.reserve(bytes * 4);

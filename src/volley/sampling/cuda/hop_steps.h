@@ -60,7 +60,8 @@ GraphRows<Index> graph_rows(const DeviceGraphView& view) {
 template <class Executor>
 struct NodeList {
   explicit NodeList(Executor& executor)
-      : nodes(executor, internal::Memory::kDevice), table_memory(executor, internal::Memory::kDevice) {}
+      : nodes(executor, internal::Memory::kDevice),
+        table_memory(executor, internal::Memory::kDevice) {}
 
   Table table() const {
     Table view;
@@ -138,9 +139,9 @@ class HopSteps {
   // `sources.nodes` (a homogeneous graph, or an edge type whose ends have one type); it is read
   // before `sources` grows.
   template <typename Index>
-  int64_t expand(const GraphRows<Index>& graph, const Frontier& frontier, NodeList<Executor>& sources,
-                 EdgeLists<Executor>& edges, const PickRule& rule, int64_t tree_size,
-                 const TemporalRows& time) {
+  int64_t expand(const GraphRows<Index>& graph, const Frontier& frontier,
+                 NodeList<Executor>& sources, EdgeLists<Executor>& edges, const PickRule& rule,
+                 int64_t tree_size, const TemporalRows& time) {
     if (rule.fanout == 0 || frontier.size == 0) return 0;
     const int64_t added = count(graph, frontier, rule, tree_size, time);
     if (added == 0) return 0;
@@ -185,9 +186,9 @@ class HopSteps {
                        PickBody<Index>{graph, frontier.nodes, rule, offsets, bases, rows,
                                        edges.cols.template as<int64_t>() + edges.count, edge_ids,
                                        tree_size, time});
-    executor_.for_each(added, FillBody<Index>{graph, frontier.nodes, frontier.size, frontier.first,
-                                              offsets, bases, rows, edge_ids,
-                                              neighbors_.template as<int64_t>(), tree_size});
+    executor_.for_each(
+        added, FillBody<Index>{graph, frontier.nodes, frontier.size, frontier.first, offsets, bases,
+                               rows, edge_ids, neighbors_.template as<int64_t>(), tree_size});
   }
 
   // Numbers the new nodes among the `added` neighbors (appended to `sources`) and fills the
@@ -195,8 +196,7 @@ class HopSteps {
   void relabel(NodeList<Executor>& sources, EdgeLists<Executor>& edges, int64_t added) {
     const int64_t base = sources.count;
     const int64_t bound = base + added;  // most nodes the list can hold now
-    if (2 * bound > sources.capacity)
-      sources.reset_table(executor_, next_power_of_two(2 * bound));
+    if (2 * bound > sources.capacity) sources.reset_table(executor_, next_power_of_two(2 * bound));
     const int64_t* neighbors = neighbors_.template as<int64_t>();
     executor_.for_each(added, InsertBody{sources.table(), neighbors, base});
     const size_t flag_bytes = static_cast<size_t>(added + 1) * sizeof(int64_t);

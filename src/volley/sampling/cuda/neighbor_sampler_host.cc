@@ -11,7 +11,8 @@ std::unique_ptr<CudaSamplerBackend> make_host_sampler_backend(
   return std::make_unique<SamplerBackend<internal::HostExecutor>>(options);
 }
 
-std::unique_ptr<CudaHeteroSamplerBackend> make_host_hetero_sampler_backend(const internal::HostExecutorOptions& options) {
+std::unique_ptr<CudaHeteroSamplerBackend> make_host_hetero_sampler_backend(
+    const internal::HostExecutorOptions& options) {
   return std::make_unique<HeteroSamplerBackend<internal::HostExecutor>>(options);
 }
 

@@ -88,7 +88,7 @@ struct HeteroDeviceView {
 
 struct HeteroBackendOptions {
   std::span<const std::vector<int64_t>> fanouts;  // per edge type, one per hop (same length)
-  std::span<const uint64_t> stream_seeds;          // per edge type: edge_type_stream_seed
+  std::span<const uint64_t> stream_seeds;         // per edge type: edge_type_stream_seed
   bool replace = false;
 };
 

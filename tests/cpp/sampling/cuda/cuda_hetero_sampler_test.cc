@@ -46,11 +46,11 @@ TEST(CudaHeteroSampler, EqualsTheCpuSamplerInBothModes) {
           const auto authors = distinct_ids(graph.num_nodes("author"), 16, rng);
           const std::vector<HeteroSeeds> seeds{{"paper", papers}, {"author", authors}};
           const HeteroSampledSubgraph expected = cpu.sample(seeds, batch);
-          expect_same_hetero(
-              gpu.sample(seeds, batch, batch == 1 ? nullptr : stream.handle()), expected,
-              fmt::format("{} shape {} replace {} weighted {} batch {}",
-                          cuda_sampling_mode_name(mode), s, options.replace, options.weighted,
-                          batch));
+          expect_same_hetero(gpu.sample(seeds, batch, batch == 1 ? nullptr : stream.handle()),
+                             expected,
+                             fmt::format("{} shape {} replace {} weighted {} batch {}",
+                                         cuda_sampling_mode_name(mode), s, options.replace,
+                                         options.weighted, batch));
           compared += expected.total_edges();
           if (HasFailure()) return;
         }

@@ -50,10 +50,10 @@ int64_t compare_with_cpu(const HeteroGraph& graph, HeteroSamplerOptions options,
       for (uint64_t batch = 0; batch < batches.size(); ++batch) {
         const auto seeds = batches[batch].seeds();
         const HeteroSampledSubgraph expected = cpu.sample(seeds, batch);
-        expect_same_hetero(gpu.sample(seeds, batch), expected,
-                           fmt::format("{} {} replace {} weighted {} batch {}", name,
-                                       cuda_sampling_mode_name(mode), options.replace,
-                                       options.weighted, batch));
+        expect_same_hetero(
+            gpu.sample(seeds, batch), expected,
+            fmt::format("{} {} replace {} weighted {} batch {}", name,
+                        cuda_sampling_mode_name(mode), options.replace, options.weighted, batch));
         compared += expected.total_edges();
         if (::testing::Test::HasFailure()) return compared;
       }
@@ -62,7 +62,9 @@ int64_t compare_with_cpu(const HeteroGraph& graph, HeteroSamplerOptions options,
   return compared;
 }
 
-EdgeType edge(const char* src, const char* relation, const char* dst) { return {src, relation, dst}; }
+EdgeType edge(const char* src, const char* relation, const char* dst) {
+  return {src, relation, dst};
+}
 
 std::vector<SeedGroups> mag_batches(const HeteroGraph& graph, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -90,8 +92,8 @@ TEST(HeteroSamplerGpuHost, EqualsTheCpuSamplerOnAMagGraph) {
   // Every edge type listed, no default; some sample nothing at all.
   for (const EdgeType& type : graph.edge_types()) {
     const bool none = type.relation == "has_topic" || type.relation == "rev_writes";
-    shapes[5].fanouts_by_type.push_back({type, none ? std::vector<int64_t>{0, 0, 0}
-                                                    : std::vector<int64_t>{3, 1, 2}});
+    shapes[5].fanouts_by_type.push_back(
+        {type, none ? std::vector<int64_t>{0, 0, 0} : std::vector<int64_t>{3, 1, 2}});
   }
   int64_t compared = 0;
   for (size_t s = 0; s < shapes.size(); ++s) {
