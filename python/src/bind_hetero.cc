@@ -141,6 +141,23 @@ HeteroTimes hetero_times(const NodeTimes& node_time, const EdgeTimes& edge_time)
   return times;
 }
 
+}  // namespace
+
+nb::dict hetero_subgraph_dict(HeteroSampledSubgraph& out) {
+  nb::dict result;
+  result["nodes"] = array_list(out.nodes);
+  result["num_seeds"] = out.num_seeds;
+  result["nodes_per_hop"] = out.nodes_per_hop;
+  result["rows"] = array_list(out.rows);
+  result["cols"] = array_list(out.cols);
+  result["edge_ids"] = array_list(out.edge_ids);
+  result["edges_per_hop"] = out.edges_per_hop;
+  if (!out.batch.empty()) result["batch"] = array_list(out.batch);
+  return result;
+}
+
+namespace {
+
 void bind_hetero_sampler(nb::module_& m) {
   nb::class_<HeteroNeighborSampler>(m, "HeteroNeighborSampler",
                                     "See src/volley/sampling/hetero_sampler.h.")
@@ -208,16 +225,7 @@ void bind_hetero_sampler(nb::module_& m) {
               nb::gil_scoped_release release;
               out = sampler.sample(groups, batch_index);
             }
-            nb::dict result;
-            result["nodes"] = array_list(out.nodes);
-            result["num_seeds"] = out.num_seeds;
-            result["nodes_per_hop"] = out.nodes_per_hop;
-            result["rows"] = array_list(out.rows);
-            result["cols"] = array_list(out.cols);
-            result["edge_ids"] = array_list(out.edge_ids);
-            result["edges_per_hop"] = out.edges_per_hop;
-            if (!out.batch.empty()) result["batch"] = array_list(out.batch);
-            return result;
+            return hetero_subgraph_dict(out);
           },
           nb::arg("seeds"), nb::arg("batch_index"),
           nb::arg("seed_times") = std::vector<std::optional<InputArray>>{});
