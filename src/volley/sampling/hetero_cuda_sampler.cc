@@ -7,6 +7,7 @@
 #include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/hetero_sampler.h"
 #include "volley/sampling/internal/cuda_sampler_backend.h"
+#include "volley/sampling/internal/hetero_seeds.h"
 
 namespace volley {
 
@@ -41,17 +42,12 @@ std::vector<std::span<const int64_t>> seeds_by_type(const CudaHeteroGraph& graph
   std::vector<bool> given(by_type.size(), false);
   std::unordered_map<int64_t, size_t> position;
   for (const HeteroSeeds& group : seeds) {
-    const int type = graph.node_type_index(group.node_type);
-    VOLLEY_REQUIRE(!given[static_cast<size_t>(type)], ValueError,
-                   "seeds of node type '{}' are given twice", group.node_type);
-    given[static_cast<size_t>(type)] = true;
+    const int type = sampling_internal::claim_seed_type(graph, group, given);
     const int64_t n = graph.num_nodes(type);
     position.clear();
     for (size_t i = 0; i < group.ids.size(); ++i) {
+      sampling_internal::check_seed_id(group, i, n);
       const int64_t id = group.ids[i];
-      VOLLEY_REQUIRE(id >= 0 && id < n, IndexError,
-                     "seed id {} of node type '{}' at position {} out of range for {} nodes", id,
-                     group.node_type, i, n);
       const auto [it, inserted] = position.emplace(id, i);
       VOLLEY_REQUIRE(inserted, ValueError,
                      "duplicate seed {} of node type '{}' at positions {} and {}", id,
