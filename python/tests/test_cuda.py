@@ -349,6 +349,7 @@ def test_hetero_sampler_equals_cpu(mode):
                 cpu = volley.HeteroNeighborSampler(graph, fanouts, **kwargs)
                 gpu = volley.HeteroNeighborSampler(graph, fanouts, device="cuda", mode=mode, **kwargs)
                 assert (gpu.device, gpu.mode, cpu.device, cpu.mode) == (0, mode, None, "CPU")
+                assert gpu._native.on_cuda and not cpu._native.on_cuda
                 for batch in range(3):
                     seeds = {"paper": rng.choice(300, 40, replace=False)}
                     if batch == 1:

@@ -134,6 +134,7 @@ class HeteroNeighborLoader:
     """
 
     _takes_input_nodes = True  # the link loader's seeds are edges
+    device = None  # the torch.device batches are moved to (None: where they are made, the CPU)
 
     def __init__(
         self,
