@@ -37,12 +37,6 @@ dist::ClientOptions client_options(const std::string& token, double deadline_sec
   return options;
 }
 
-nb::list array_list(std::vector<std::vector<int64_t>>& lists) {
-  nb::list result;
-  for (auto& list : lists) result.append(array_to_python(Array::from_vector(list)));
-  return result;
-}
-
 void bind_hetero_server(nb::module_& m) {
   nb::class_<HeteroServer>(m, "HeteroServer",
                            "One heterogeneous partition served over gRPC (see "
@@ -122,19 +116,6 @@ nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
   d["edge_types"] = edge_types;
   d["num_edges"] = info.num_edges;
   return d;
-}
-
-// As HeteroNeighborSampler.sample's dict (bind_hetero.cc).
-nb::dict subgraph_to_dict(HeteroSampledSubgraph& out) {
-  nb::dict result;
-  result["nodes"] = array_list(out.nodes);
-  result["num_seeds"] = out.num_seeds;
-  result["nodes_per_hop"] = out.nodes_per_hop;
-  result["rows"] = array_list(out.rows);
-  result["cols"] = array_list(out.cols);
-  result["edge_ids"] = array_list(out.edge_ids);
-  result["edges_per_hop"] = out.edges_per_hop;
-  return result;
 }
 
 HeteroSampledSubgraph sample_groups(const DistHeteroGraph& graph,
@@ -217,7 +198,7 @@ void bind_dist_hetero_graph(nb::module_& m) {
             options.weighted = weighted;
             options.seed = seed;
             HeteroSampledSubgraph out = sample_groups(graph, seeds, options, batch_index);
-            return subgraph_to_dict(out);
+            return hetero_subgraph_dict(out);
           },
           nb::arg("seeds"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
           nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
@@ -318,7 +299,7 @@ void bind_hetero_batch_stream(nb::module_& m) {
           nb::gil_scoped_release release;
           if (!stream.next(batch)) return nb::none();
         }
-        nb::dict result = subgraph_to_dict(batch.subgraph);
+        nb::dict result = hetero_subgraph_dict(batch.subgraph);
         result["index"] = batch.index;
         result["x"] = optional_arrays(batch.x);
         result["y"] = optional_arrays(batch.y);

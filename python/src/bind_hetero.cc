@@ -141,6 +141,23 @@ HeteroTimes hetero_times(const NodeTimes& node_time, const EdgeTimes& edge_time)
   return times;
 }
 
+}  // namespace
+
+nb::dict hetero_subgraph_dict(HeteroSampledSubgraph& out) {
+  nb::dict result;
+  result["nodes"] = array_list(out.nodes);
+  result["num_seeds"] = out.num_seeds;
+  result["nodes_per_hop"] = out.nodes_per_hop;
+  result["rows"] = array_list(out.rows);
+  result["cols"] = array_list(out.cols);
+  result["edge_ids"] = array_list(out.edge_ids);
+  result["edges_per_hop"] = out.edges_per_hop;
+  if (!out.batch.empty()) result["batch"] = array_list(out.batch);
+  return result;
+}
+
+namespace {
+
 void bind_hetero_sampler(nb::module_& m) {
   nb::class_<HeteroNeighborSampler>(m, "HeteroNeighborSampler",
                                     "See src/volley/sampling/hetero_sampler.h.")
@@ -151,7 +168,8 @@ void bind_hetero_sampler(nb::module_& m) {
              const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
              bool replace, bool weighted, uint64_t seed, bool disjoint,
              const std::string& time_source, const std::string& temporal_strategy,
-             const NodeTimes& node_time, const EdgeTimes& edge_time) {
+             const NodeTimes& node_time, const EdgeTimes& edge_time, int device,
+             const std::string& mode) {
             HeteroSamplerOptions options;
             options.fanouts = fanouts;
             for (const auto& [type, list] : fanouts_by_type)
@@ -162,6 +180,14 @@ void bind_hetero_sampler(nb::module_& m) {
             options.disjoint = disjoint;
             options.time_source = time_source_from_name(time_source);
             options.temporal_strategy = temporal_strategy_from_name(temporal_strategy);
+            if (device >= 0) {  // CUDA (GPU or UVA placement); no times (refused by name)
+              const CudaSamplingMode parsed = parse_cuda_sampling_mode(mode);
+              nb::gil_scoped_release release;
+              new (self) HeteroNeighborSampler(
+                  CudaHeteroGraph::place(graph, {.mode = parsed, .device = device}),
+                  std::move(options));
+              return;
+            }
             HeteroTimes times = hetero_times(node_time, edge_time);
             nb::gil_scoped_release release;
             new (self) HeteroNeighborSampler(graph, std::move(options), std::move(times));
@@ -170,7 +196,8 @@ void bind_hetero_sampler(nb::module_& m) {
           nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
           nb::arg("disjoint") = false, nb::arg("time_source") = "none",
           nb::arg("temporal_strategy") = "uniform", nb::arg("node_time") = NodeTimes{},
-          nb::arg("edge_time") = EdgeTimes{})
+          nb::arg("edge_time") = EdgeTimes{}, nb::arg("device") = -1, nb::arg("mode") = "UVA")
+      .def_prop_ro("on_cuda", &HeteroNeighborSampler::on_cuda)
       .def(
           "sample",
           [](HeteroNeighborSampler& sampler,
@@ -198,16 +225,7 @@ void bind_hetero_sampler(nb::module_& m) {
               nb::gil_scoped_release release;
               out = sampler.sample(groups, batch_index);
             }
-            nb::dict result;
-            result["nodes"] = array_list(out.nodes);
-            result["num_seeds"] = out.num_seeds;
-            result["nodes_per_hop"] = out.nodes_per_hop;
-            result["rows"] = array_list(out.rows);
-            result["cols"] = array_list(out.cols);
-            result["edge_ids"] = array_list(out.edge_ids);
-            result["edges_per_hop"] = out.edges_per_hop;
-            if (!out.batch.empty()) result["batch"] = array_list(out.batch);
-            return result;
+            return hetero_subgraph_dict(out);
           },
           nb::arg("seeds"), nb::arg("batch_index"),
           nb::arg("seed_times") = std::vector<std::optional<InputArray>>{});

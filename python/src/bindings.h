@@ -44,6 +44,7 @@
 
 namespace volley {
 struct SampledSubgraph;
+struct HeteroSampledSubgraph;
 }  // namespace volley
 
 namespace volley::python {
@@ -117,17 +118,22 @@ nb::dict batch_to_python(BatchLike& batch) {
   return result;
 }
 
+// HeteroNeighborSampler.sample's dict of a heterogeneous batch (bind_hetero.cc): nodes,
+// num_seeds, nodes_per_hop, rows, cols, edge_ids, edges_per_hop (id lists as numpy arrays), and
+// batch when disjoint. Shared with the distributed heterogeneous client (bind_dist_hetero.cc).
+nb::dict hetero_subgraph_dict(HeteroSampledSubgraph& out);
+
 void bind_core(nb::module_& m);
 void bind_graph(nb::module_& m);
 void bind_dataset(nb::module_& m);
 void bind_sampling(nb::module_& m);
 void bind_hetero(nb::module_& m);  // heterogeneous graphs, datasets, sampler
-void bind_link(nb::module_& m);  // negative sampling, link seeds
+void bind_link(nb::module_& m);    // negative sampling, link seeds
 void bind_partition(nb::module_& m);
 void bind_feature(nb::module_& m);
 void bind_share(nb::module_& m);
-void bind_cuda(nb::module_& m);  // every build (stubs throw without CUDA)
-void bind_dist(nb::module_& m);  // only in builds with the gRPC service (VOLLEY_WITH_DIST)
+void bind_cuda(nb::module_& m);         // every build (stubs throw without CUDA)
+void bind_dist(nb::module_& m);         // only in builds with the gRPC service (VOLLEY_WITH_DIST)
 void bind_dist_hetero(nb::module_& m);  // the same (bind_dist_hetero.cc)
 
 }  // namespace volley::python

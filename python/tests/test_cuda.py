@@ -313,3 +313,95 @@ def test_loader_memory_does_not_grow_over_1000_batches():
     free_after, _ = torch.cuda.mem_get_info()
     assert torch.cuda.memory_allocated() <= allocated + (1 << 20)
     assert free_before <= free_after + (64 << 20), (free_before, free_after)
+
+
+# --- heterogeneous sampling on the GPU -----------------------------------------------------------
+
+
+def _weighted_toy_hetero():
+    """test_hetero's toy HeteroData, larger, with weights on the writes edges."""
+    pytest.importorskip("torch_geometric.data")
+    from test_hetero import WRITES, toy_hetero
+
+    data = toy_hetero(seed=4, papers=300, authors=120)
+    rng = np.random.default_rng(4)
+    count = data[WRITES].edge_index.shape[1]
+    data[WRITES].edge_weight = torch.from_numpy(rng.uniform(0.1, 5.0, count).astype(np.float32))
+    return data
+
+
+def _hetero_fanouts():
+    from test_hetero import CITES, REV, WRITES
+
+    return [[4, 3], {WRITES: [-1, 2], CITES: [3, 0], REV: [2, 3]}]
+
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
+def test_hetero_sampler_equals_cpu(mode):
+    data = _weighted_toy_hetero()
+    graph = volley.HeteroGraph.from_pyg(data)
+    rng = np.random.default_rng(2)
+    for fanouts in _hetero_fanouts():
+        for replace in (False, True):
+            for weighted in (False, True):
+                kwargs = dict(replace=replace, weighted=weighted, seed=11)
+                cpu = volley.HeteroNeighborSampler(graph, fanouts, **kwargs)
+                gpu = volley.HeteroNeighborSampler(graph, fanouts, device="cuda", mode=mode, **kwargs)
+                assert (gpu.device, gpu.mode, cpu.device, cpu.mode) == (0, mode, None, "CPU")
+                assert gpu._native.on_cuda and not cpu._native.on_cuda
+                for batch in range(3):
+                    seeds = {"paper": rng.choice(300, 40, replace=False)}
+                    if batch == 1:
+                        seeds["author"] = rng.choice(120, 5, replace=False)
+                    want, got = cpu.sample(seeds, batch), gpu.sample(seeds, batch)
+                    for key in ("node", "row", "col", "edge", "edge_index"):
+                        for type_, array in want[key].items():
+                            assert np.array_equal(np.asarray(got[key][type_]), np.asarray(array)), (key, type_)
+                    for key in ("num_sampled_nodes", "num_sampled_edges", "batch_size"):
+                        assert got[key] == want[key], key
+
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
+def test_hetero_loader_batches_equal_cpu(mode):
+    data = _weighted_toy_hetero()
+    fanouts = _hetero_fanouts()[1]
+    kwargs = dict(batch_size=32, input_nodes=("paper", data["paper"].train_mask), seed=3,
+                  weighted=True, num_workers=2)
+    cpu = NeighborLoader(data, fanouts, **kwargs)
+    gpu = NeighborLoader(data, fanouts, device="cuda", mode=mode, **kwargs)
+    assert gpu.sampler.device == 0 and gpu.sampler.mode == mode
+    count = 0
+    for want, got in zip(cpu, gpu):
+        assert _on_device(got["paper"].x) and _on_device(got["paper"].n_id)
+        for node_type in want.node_types:
+            for field in ("n_id", "x", "y"):
+                if field in want[node_type]:
+                    assert torch.equal(got[node_type][field].cpu(), want[node_type][field]), field
+            assert list(got[node_type].num_sampled_nodes) == list(want[node_type].num_sampled_nodes)
+        for edge_type in want.edge_types:
+            for field in ("edge_index", "e_id"):
+                assert torch.equal(got[edge_type][field].cpu(), want[edge_type][field]), (edge_type, field)
+        assert torch.equal(got["paper"].input_id.cpu(), want["paper"].input_id)
+        count += 1
+    assert count == len(cpu) > 1
+
+
+def test_hetero_gpu_sampling_refuses_disjoint_and_temporal():
+    data = _weighted_toy_hetero()
+    graph = volley.HeteroGraph.from_pyg(data)
+    with pytest.raises(volley.VolleyNotImplementedError, match="disjoint and temporal"):
+        volley.HeteroNeighborSampler(graph, [2], device="cuda", disjoint=True)
+    with pytest.raises(volley.VolleyNotImplementedError, match="with disjoint or temporal"):
+        NeighborLoader(data, [2], batch_size=4, input_nodes="paper", device="cuda", disjoint=True)
+    with pytest.raises(ValueError, match="mode must be 'GPU'"):
+        volley.HeteroNeighborSampler(graph, [2], device="cuda", mode="zero-copy")
+
+
+@no_gpu
+def test_hetero_sampler_on_cuda_without_a_gpu_is_a_clear_error():
+    graph = volley.HeteroGraph.from_pyg(_weighted_toy_hetero())
+    for mode in ("GPU", "UVA"):
+        with pytest.raises(volley.VolleyRuntimeError, match=_no_gpu_message()):
+            volley.HeteroNeighborSampler(graph, [3], device="cuda", mode=mode)

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from . import _hetero_temporal, _pyg_compat, _tensor
+from . import _cuda, _hetero_temporal, _pyg_compat, _tensor
 from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
 from .hetero import HeteroDataset, HeteroGraph
 from .hetero_sampler import HeteroNeighborSampler
@@ -104,6 +104,11 @@ class HeteroNeighborLoader:
         seed, generator: the base seed (None: drawn from ``generator``, else torch's).
         transform: callable applied to each batch.
         default: with a dict ``num_neighbors``, the fanouts of the edge types it leaves out.
+        device, mode: ``device="cuda"`` (or ``"cuda:N"``, ``N``, a ``torch.device``) samples
+            with the CUDA kernels — ``mode="UVA"`` (default, the graph in pinned host memory) or
+            ``"GPU"`` (in device memory); the batches equal the CPU loader's and are moved to
+            the device. ``mode="CPU"`` samples on the CPU. Not with disjoint or temporal
+            sampling.
         The other arguments of PyG's loader are accepted where they change nothing
         (``is_sorted``, ``filter_per_worker``, ``pin_memory``, the worker-process options).
 
@@ -124,10 +129,12 @@ class HeteroNeighborLoader:
             an input type without node time): the message names the type.
             VolleyNotImplementedError: what is not supported for heterogeneous graphs yet
             (``disjoint`` or temporal with ``subgraph_type="induced"``, weighted temporal
-            sampling, a CUDA device, a custom ``neighbor_sampler``).
+            sampling, a custom ``neighbor_sampler``, a CUDA device with disjoint or temporal
+            sampling or for the link loader).
     """
 
     _takes_input_nodes = True  # the link loader's seeds are edges
+    device = None  # the torch.device batches are moved to (None: where they are made, the CPU)
 
     def __init__(
         self,
@@ -164,6 +171,9 @@ class HeteroNeighborLoader:
     ):
         _pyg_compat.check_loader_kwargs(kwargs)
         temporal = time_attr is not None or input_time is not None
+        ordinal, mode = _cuda.resolve(device, mode)
+        # Batches land where the model is: the device's tensors (the CPU on the emulated one).
+        self.device = None if ordinal is None else _cuda.torch_device(ordinal)
         refused = {
             "disjoint / temporal sampling with subgraph_type='induced'":
                 (bool(disjoint) or temporal)
@@ -171,8 +181,10 @@ class HeteroNeighborLoader:
             "weighted temporal sampling": temporal and (weighted or weight_attr is not None),
             "transform_sampler_output": transform_sampler_output is not None,
             "a custom neighbor_sampler": neighbor_sampler is not None,
-            f"device={device!r} (the heterogeneous loader runs on the CPU)":
-                device not in (None, "cpu") or mode not in (None, "CPU", "cpu"),
+            f"device={device!r} with disjoint or temporal sampling (they run on the CPU)":
+                _cuda.parse_device(device) is not None and (bool(disjoint) or temporal),
+            f"device={device!r} for the heterogeneous link loader":
+                _cuda.parse_device(device) is not None and not self._takes_input_nodes,
         }
         for what, asked in refused.items():
             if asked:
@@ -198,7 +210,7 @@ class HeteroNeighborLoader:
         self.sampler = None if hops == 0 else HeteroNeighborSampler(
             self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
             seed=seed, default=default, disjoint=bool(disjoint),
-            temporal_strategy=temporal_strategy, **times)
+            temporal_strategy=temporal_strategy, device=ordinal, mode=mode, **times)
         self.seed = self.sampler.seed if self.sampler is not None else (
             _tensor.default_seed() if seed is None else int(seed))
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
@@ -302,6 +314,8 @@ class HeteroNeighborLoader:
         store.batch_size = int(len(positions))
         if seed_time is not None:
             store.seed_time = torch.from_numpy(seed_time)
+        if self.device is not None:
+            out = out.to(self.device)
         return self.transform(out) if self.transform is not None else out
 
     def _sample(self, seeds: Dict[str, np.ndarray], batch_index: int,

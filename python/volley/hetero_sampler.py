@@ -15,6 +15,10 @@ seed's time, in a tree of its own (disjoint, ``batch`` says which):
     >>> sampler = volley.HeteroNeighborSampler(graph, [-1, -1], node_time={"paper": year})
     >>> batch = sampler.sample({"paper": [3, 7]}, seed_time={"paper": [2010, 2015]})
     >>> batch["batch"]["author"]                          # the tree (seed position) of each
+
+On a GPU (``device="cuda"``, ``mode="GPU"`` or ``"UVA"``): the same batches, element for element,
+sampled by the CUDA kernels and returned in host memory; not disjoint or temporal.
+    >>> sampler = volley.HeteroNeighborSampler(graph, [15, 10], device="cuda", mode="UVA")
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
-from . import _hetero_temporal, _tensor
+from . import _cuda, _hetero_temporal, _tensor
 from ._volley import HeteroNeighborSampler as _NativeSampler
-from ._volley import VolleyTypeError, VolleyValueError
+from ._volley import VolleyNotImplementedError, VolleyTypeError, VolleyValueError
 from .hetero import EdgeType, HeteroDataset, HeteroGraph, edge_type_of
 
 
@@ -53,6 +57,11 @@ class HeteroNeighborSampler:
             (PyG's ``time_attr``), instead of ``node_time`` / ``edge_time``.
         temporal_strategy: ``"uniform"`` among the admissible neighbors, or ``"last"`` (the
             most recent ones).
+        device: ``None``/``"cpu"`` (the CPU sampler), ``"cuda"``, ``"cuda:N"``, ``N`` or a
+            ``torch.device``: sample with the CUDA kernels (every edge type placed on that
+            device); the batches equal the CPU sampler's and come back in host memory.
+        mode: with a CUDA device, ``"UVA"`` (default: the graph in pinned host memory) or
+            ``"GPU"`` (in device memory); ``"CPU"`` samples on the CPU.
 
     Raises:
         VolleyValueError: bad fanouts (negative below -1, lists of different lengths), fanouts
@@ -61,6 +70,8 @@ class HeteroNeighborSampler:
             node and edge times, an unknown ``temporal_strategy``, ``weighted`` with times.
         VolleyTypeError: ``graph`` is neither a ``HeteroGraph``, a ``HeteroDataset`` nor a
             ``HeteroData``.
+        VolleyNotImplementedError: disjoint or temporal sampling on a CUDA device.
+        VolleyRuntimeError: a CUDA device in a build without CUDA or on a machine without it.
     """
 
     def __init__(
@@ -77,7 +88,17 @@ class HeteroNeighborSampler:
         edge_time: Optional[Dict[Any, Any]] = None,
         time_attr: Optional[str] = None,
         temporal_strategy: str = "uniform",
+        device: Any = None,
+        mode: Optional[str] = None,
     ):
+        ordinal, self._mode = _cuda.resolve(device, mode)
+        if self._mode == "CPU":
+            ordinal = None
+        self._device = ordinal
+        if ordinal is not None and (disjoint or time_attr is not None or node_time or edge_time):
+            raise VolleyNotImplementedError(
+                "disjoint and temporal heterogeneous sampling run on the CPU only (device="
+                f"{device!r}); sample them with device=None")
         if time_attr is not None:
             if isinstance(graph, (HeteroGraph, HeteroDataset)) or node_time or edge_time:
                 raise VolleyValueError(
@@ -113,12 +134,22 @@ class HeteroNeighborSampler:
             graph._native, fanouts, by_type, replace=bool(replace), weighted=bool(weighted),
             seed=self._seed, disjoint=bool(disjoint), time_source=self._time_source,
             temporal_strategy=str(temporal_strategy), node_time=list(self._node_time.items()),
-            edge_time=edge_times)
+            edge_time=edge_times, device=-1 if ordinal is None else ordinal, mode=self._mode)
 
     @property
     def graph(self) -> HeteroGraph:
         """The graph sampled from."""
         return self._graph
+
+    @property
+    def device(self) -> Optional[int]:
+        """The CUDA device ordinal that samples, or None (the CPU sampler)."""
+        return self._device
+
+    @property
+    def mode(self) -> str:
+        """``"GPU"``, ``"UVA"`` or ``"CPU"``."""
+        return self._mode
 
     @property
     def seed(self) -> int:

@@ -15,6 +15,9 @@
 //   // batch.nodes / rows / cols / edge_ids: int64 device arrays, ready in stream order;
 //   SampledSubgraph same = batch.to_host(stream.handle());   // == sample_neighbors(graph, ...)
 //
+// A heterogeneous graph is placed edge type by edge type (CudaHeteroGraph::place below) and
+// sampled by HeteroNeighborSampler (hetero_sampler.h) the same way.
+//
 // Errors: ValueError for a bad mode or device; RuntimeError in a build without CUDA ("this
 // build of Volley has no CUDA support"), for a missing device, or a failed allocation or copy.
 // Thread safety: a CudaGraph is immutable and may be shared by any number of samplers.
@@ -23,9 +26,11 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "volley/core/array.h"
 #include "volley/graph/csr.h"
+#include "volley/graph/hetero_graph.h"
 
 namespace volley {
 
@@ -88,6 +93,39 @@ class CudaGraph {
   int device_ = 0;
   int64_t num_nodes_ = 0;
   int64_t num_edges_ = 0;
+};
+
+// A HeteroGraph placed for CUDA sampling: every edge type's Csr placed as CudaGraph::place
+// places it (same mode and device for all), with the type names and node counts. The host
+// graph is not kept. Errors as CudaGraph::place. Immutable; may be shared by samplers.
+//
+//   CudaHeteroGraph placed = CudaHeteroGraph::place(hetero, {.mode = CudaSamplingMode::kUva});
+//   HeteroNeighborSampler sampler(placed, {.fanouts = {15, 10}, .seed = 42});
+class CudaHeteroGraph {
+ public:
+  CudaHeteroGraph() = default;  // undefined: defined() == false
+  static CudaHeteroGraph place(const HeteroGraph& graph, const CudaGraphOptions& options = {});
+
+  bool defined() const { return defined_; }
+  CudaSamplingMode mode() const { return mode_; }
+  int device() const { return device_; }
+  int num_node_types() const { return static_cast<int>(node_types_.size()); }
+  int num_edge_types() const { return static_cast<int>(edge_types_.size()); }
+  const std::vector<NodeTypeInfo>& node_types() const { return node_types_; }
+  const std::vector<EdgeType>& edge_types() const { return edge_types_; }
+  // The index of node type `name`; ValueError naming it and the known types (as HeteroGraph).
+  int node_type_index(std::string_view name) const;
+  int64_t num_nodes(int node_type) const { return node_types_.at(node_type).num_nodes; }
+  // Edge type `edge_type` (graph order), placed.
+  const CudaGraph& edges(int edge_type) const { return edges_.at(edge_type); }
+
+ private:
+  std::vector<NodeTypeInfo> node_types_;
+  std::vector<EdgeType> edge_types_;
+  std::vector<CudaGraph> edges_;
+  CudaSamplingMode mode_ = CudaSamplingMode::kGpu;
+  int device_ = 0;
+  bool defined_ = false;
 };
 
 }  // namespace volley

@@ -182,6 +182,13 @@ std::unique_ptr<CudaSamplerBackend> make_sampler_backend(int device) {
   return make_cuda_sampler_backend(device);
 }
 
+std::unique_ptr<CudaHeteroSamplerBackend> make_hetero_sampler_backend(int device) {
+#if defined(VOLLEY_WITH_GPU_HOST)
+  if (cuda_emulated()) return make_host_hetero_sampler_backend();
+#endif
+  return make_cuda_hetero_sampler_backend(device);
+}
+
 void throw_batch_too_large(int64_t nodes) {
   throw ValueError(fmt::format(
       "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds or smaller "

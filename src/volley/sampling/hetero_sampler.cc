@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "volley/core/error.h"
+#include "volley/sampling/internal/cuda_sampler_backend.h"  // HeteroNeighborSampler::backend_
+#include "volley/sampling/internal/hetero_seeds.h"
 #include "volley/sampling/internal/pick.h"
 
 namespace volley {
@@ -190,17 +192,12 @@ struct Batch {
     std::vector<bool> given(static_cast<size_t>(graph.num_node_types()), false);
     int64_t tree = 0;  // disjoint: the seed's position among all seeds
     for (const HeteroSeeds& group : seeds) {
-      const int type = graph.node_type_index(group.node_type);
-      VOLLEY_REQUIRE(!given[static_cast<size_t>(type)], ValueError,
-                     "seeds of node type '{}' are given twice", group.node_type);
-      given[static_cast<size_t>(type)] = true;
+      const int type = sampling_internal::claim_seed_type(graph, group, given);
       const int64_t n = graph.num_nodes(type);
       auto& list = out.nodes[static_cast<size_t>(type)];
       for (size_t i = 0; i < group.ids.size(); ++i) {
+        sampling_internal::check_seed_id(group, i, n);
         const int64_t id = group.ids[i];
-        VOLLEY_REQUIRE(id >= 0 && id < n, IndexError,
-                       "seed id {} of node type '{}' at position {} out of range for {} nodes", id,
-                       group.node_type, i, n);
         const size_t before = list.size();
         const int64_t local = local_of(type, id, tree++);
         VOLLEY_REQUIRE(list.size() > before, ValueError,
@@ -493,7 +490,8 @@ HeteroNeighborSampler::HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOpt
       mutex_(std::make_unique<std::mutex>()) {}
 
 HeteroSampledSubgraph HeteroNeighborSampler::sample(const std::vector<HeteroSeeds>& seeds,
-                                                    uint64_t batch_index) {
+                                                    uint64_t batch_index, void* stream) {
+  if (on_cuda()) return sample_cuda(seeds, batch_index, stream);
   HeteroSampledSubgraph out;
   std::unique_lock lock(*mutex_, std::try_to_lock);
   HeteroSamplerScratch local;

@@ -65,6 +65,11 @@
 // timed, a seed group whose times are missing (kEdge, or kNode on an untimed type) or of the
 // wrong length; IndexError for an edge id beyond its edge type's times. An empty seed set gives
 // an empty batch.
+// On a GPU (HeteroNeighborSampler over a CudaHeteroGraph, cuda_graph.h): the same batches,
+// element for element, for the same (seeds, options, batch index) — each (hop, edge type) is one
+// expansion by the homogeneous GPU sampler's kernels (cuda/hetero_driver.h) — returned in host
+// memory. Neither disjoint nor temporal sampling (ValueError naming the option: use the CPU
+// sampler); the other errors as above.
 // Thread safety: a HeteroNeighborSampler may be shared by threads (a call that finds its
 // scratch busy uses a fresh one); sample_hetero_neighbors is reentrant.
 #pragma once
@@ -78,6 +83,7 @@
 #include <vector>
 
 #include "volley/graph/hetero_graph.h"
+#include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
@@ -176,19 +182,41 @@ void sample_hetero_neighbors(const HeteroGraph& graph, const std::vector<HeteroS
                              HeteroSampledSubgraph& out, HeteroSamplerScratch* scratch = nullptr,
                              const HeteroTimes& times = {});
 
+namespace sampling_internal {
+class CudaHeteroSamplerBackend;
+}
+
 class HeteroNeighborSampler {
  public:
-  // Validates the options against the graph and attaches `times` (attach_hetero_times; ValueError
-  // as above).
+  // CPU sampling. Validates the options against the graph and attaches `times`
+  // (attach_hetero_times; ValueError as above).
   HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options, HeteroTimes times = {});
-  HeteroSampledSubgraph sample(const std::vector<HeteroSeeds>& seeds, uint64_t batch_index);
-  // The graph as given.
+  // CUDA sampling (GPU or UVA, as `graph` was placed). ValueError for an undefined graph, the
+  // fanouts (as above), disjoint or temporal options. No CUDA call.
+  HeteroNeighborSampler(CudaHeteroGraph graph, HeteroSamplerOptions options);
+  ~HeteroNeighborSampler();
+  HeteroNeighborSampler(HeteroNeighborSampler&&) noexcept;
+  HeteroNeighborSampler& operator=(HeteroNeighborSampler&&) noexcept;
+
+  // One batch (errors as sample_hetero_neighbors). CPU: `stream` is ignored. CUDA: the kernels
+  // and copies run on `stream` and the call waits for it (the batch is in host memory); the
+  // sampler keeps its device working memory between calls (one batch at a time).
+  HeteroSampledSubgraph sample(const std::vector<HeteroSeeds>& seeds, uint64_t batch_index,
+                               void* stream = nullptr);
+  // Whether sample() runs the CUDA kernels (a CudaHeteroGraph) or the CPU sampler.
+  bool on_cuda() const { return cuda_graph_.defined(); }
+  // The graph as given (CPU sampler; else an empty HeteroGraph).
   const HeteroGraph& graph() const { return graph_; }
+  // CUDA sampler: the placed graph (else undefined).
+  const CudaHeteroGraph& cuda_graph() const { return cuda_graph_; }
   const HeteroSamplerOptions& options() const { return options_; }
   // Fanout list per edge type (graph order), as resolved.
   const std::vector<std::vector<int64_t>>& fanouts() const { return fanouts_; }
 
  private:
+  HeteroSampledSubgraph sample_cuda(const std::vector<HeteroSeeds>& seeds, uint64_t batch_index,
+                                    void* stream);
+
   HeteroGraph graph_;
   HeteroGraph timed_;  // attach_hetero_times(graph_): what sample() reads
   HeteroSamplerOptions options_;
@@ -196,6 +224,8 @@ class HeteroNeighborSampler {
   std::vector<std::vector<int64_t>> fanouts_;
   std::unique_ptr<std::mutex> mutex_;
   HeteroSamplerScratch scratch_;
+  CudaHeteroGraph cuda_graph_;
+  std::unique_ptr<sampling_internal::CudaHeteroSamplerBackend> backend_;
 };
 
 }  // namespace volley

@@ -90,17 +90,6 @@ HeteroOracle whole_renumbered(const std::string& directory) {
   return oracle;
 }
 
-void expect_same_hetero(const HeteroSampledSubgraph& got, const HeteroSampledSubgraph& want,
-                        const std::string& where) {
-  EXPECT_EQ(got.nodes, want.nodes) << where << ": nodes";
-  EXPECT_EQ(got.num_seeds, want.num_seeds) << where << ": num_seeds";
-  EXPECT_EQ(got.nodes_per_hop, want.nodes_per_hop) << where << ": nodes_per_hop";
-  EXPECT_EQ(got.rows, want.rows) << where << ": rows";
-  EXPECT_EQ(got.cols, want.cols) << where << ": cols";
-  EXPECT_EQ(got.edge_ids, want.edge_ids) << where << ": edge_ids";
-  EXPECT_EQ(got.edges_per_hop, want.edges_per_hop) << where << ": edges_per_hop";
-}
-
 // One partitioned copy, its servers and its oracle.
 struct ServedHetero {
   std::string directory;

@@ -1,6 +1,8 @@
-// volley/sampling/internal/cuda_sampler_backend.h — the seam between NeighborSampler's CUDA
-// front end (cuda_sampler.cc: argument checks, graph placement; every build) and its kernels:
-// one driver and one set of bodies (cuda/neighbor_driver.h, cuda/neighbor_kernels.h) run by
+// volley/sampling/internal/cuda_sampler_backend.h — the seam between the CUDA front ends of
+// NeighborSampler (cuda_sampler.cc) and HeteroNeighborSampler (hetero_cuda_sampler.cc) —
+// argument checks, graph placement; every build — and their kernels: one driver per sampler
+// (cuda/neighbor_driver.h, cuda/hetero_driver.h, both over cuda/hop_steps.h) and one set of
+// bodies (cuda/neighbor_kernels.h) run by
 //   * the CUDA executor (cuda/neighbor_sampler.cu in CUDA builds; cuda_sampler_stub.cc
 //     otherwise, which throws): make_cuda_sampler_backend;
 //   * the host executor (cuda/neighbor_sampler_host.cc, in builds that found the CUDA
@@ -74,6 +76,48 @@ std::unique_ptr<CudaSamplerBackend> make_host_sampler_backend(
 // The backend of a sampler on `device`: the host executor's when the host-executor device
 // stands in for CUDA (cuda_emulated(), core/cuda_device.h), the CUDA executor's otherwise.
 std::unique_ptr<CudaSamplerBackend> make_sampler_backend(int device);
+
+// --- heterogeneous sampling (HeteroNeighborSampler on a CudaHeteroGraph) --------------------
+// A heterogeneous graph as the kernels read it: per edge type (graph order) its placed Csr and
+// the node types (indices into the node type list) of its source and destination.
+struct HeteroDeviceView {
+  std::vector<DeviceGraphView> edge_types;  // weights set only where sampling is weighted
+  std::vector<int> src_type, dst_type;
+  int num_node_types = 0;
+};
+
+struct HeteroBackendOptions {
+  std::span<const std::vector<int64_t>> fanouts;  // per edge type, one per hop (same length)
+  std::span<const uint64_t> stream_seeds;         // per edge type: edge_type_stream_seed
+  bool replace = false;
+};
+
+// One batch in host memory, laid out as HeteroSampledSubgraph (hetero_sampler.h) without
+// num_seeds and batch: per node type nodes / nodes_per_hop, per edge type rows / cols /
+// edge_ids / edges_per_hop.
+struct HeteroBackendResult {
+  std::vector<std::vector<int64_t>> nodes, nodes_per_hop;
+  std::vector<std::vector<int64_t>> rows, cols, edge_ids, edges_per_hop;
+};
+
+// The working memory and driver of one HeteroNeighborSampler on a GPU (cuda/hetero_driver.h).
+class CudaHeteroSamplerBackend {
+ public:
+  virtual ~CudaHeteroSamplerBackend() = default;
+  // Arguments were checked by the front end: seeds[t] holds the seeds of node type t (distinct,
+  // in range; empty for a type without seeds), fanouts resolved per edge type. The result is
+  // complete in host memory on return (the call waits for `stream`).
+  virtual void sample(const HeteroDeviceView& graph,
+                      std::span<const std::span<const int64_t>> seeds,
+                      const HeteroBackendOptions& options, uint64_t batch_index, void* stream,
+                      HeteroBackendResult& out) = 0;
+};
+
+std::unique_ptr<CudaHeteroSamplerBackend> make_cuda_hetero_sampler_backend(int device);
+std::unique_ptr<CudaHeteroSamplerBackend> make_host_hetero_sampler_backend(
+    const internal::HostExecutorOptions& options = {});
+// As make_sampler_backend: the host executor's on the emulated device, else CUDA's.
+std::unique_ptr<CudaHeteroSamplerBackend> make_hetero_sampler_backend(int device);
 
 // ValueError "batch reached N nodes, more than the 2^31 ..." (the CPU sampler's message).
 [[noreturn]] void throw_batch_too_large(int64_t nodes);
