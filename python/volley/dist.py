@@ -207,7 +207,8 @@ class DistNeighborLoader(NeighborLoader):
     ``_dist_hetero.DistHeteroNeighborLoader`` whose batches are the local heterogeneous loader's
     ``HeteroData`` over the renumbered graph (``num_neighbors`` a list or a per-edge-type dict,
     ``default`` for the missing types); either topology (server-client: the server was started
-    with ``peers``), untimed, not disjoint, one rank.
+    with ``peers``), temporal (times per type written with
+    ``volley.hetero_partition.write_times``) and disjoint sampling and the rank split included.
 
     Raises:
         VolleyValueError: a bad topology, ``local`` / ``server`` missing or given with the
@@ -415,10 +416,10 @@ def _time_source(info: Dict[str, Any], time_attr: Optional[str], input_time: Any
             "'time' (node time when present, else edge time)"
         )
     if not has[wanted]:
+        hint = info.get("time_hint") or f"partition a dataset with {wanted}_time.npy"
         raise VolleyValueError(
             f"time_attr={time_attr!r} needs {wanted} times, but the partitioned dataset "
-            f"{info.get('dataset_name', '')!r} has none (partition a dataset with "
-            f"{wanted}_time.npy)"
+            f"{info.get('dataset_name', '')!r} has none ({hint})"
         )
     if input_time is None and not (wanted == "node" and has_node_times):
         raise VolleyValueError(

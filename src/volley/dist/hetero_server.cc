@@ -15,6 +15,7 @@
 #include "volley/core/version.h"
 #include "volley/dist/hetero_client.h"
 #include "volley/dist/internal/hetero_client_state.h"
+#include "volley/dist/internal/hetero_times.h"
 #include "volley/dist/internal/server_requests.h"
 #include "volley/dist/internal/server_support.h"
 #include "volley/dist/internal/wire.h"
@@ -40,7 +41,8 @@ grpc::Status refuse(grpc::StatusCode code, std::string message) {
 struct HeteroServer::State final : rpc::PartitionService::Service {
   std::shared_ptr<const HeteroPartition> partition;
   std::string fingerprint;
-  std::vector<int64_t> max_degree;  // per edge type, of this part's rows
+  std::vector<int64_t> max_degree;                        // per edge type, of this part's rows
+  std::unique_ptr<internal::HeteroPartitionTimes> times;  // the directory's time files
   ServerOptions options;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -176,6 +178,7 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
         if (data.features) info->set_feature_dtype(std::string(dtype_name(data.features->dtype())));
         if (data.labels) info->set_label_dtype(std::string(dtype_name(data.labels->dtype())));
         info->set_num_classes(data.num_classes);
+        info->set_has_node_time(times->node_time(t).has_value());
       }
       for (size_t e = 0; e < manifest.edge_types.size(); ++e) {
         rpc::EdgeTypeInfo* info = reply->add_edge_types();
@@ -185,6 +188,7 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
         info->set_num_edges(manifest.num_edges[e]);
         info->set_has_weights(graph().edges(static_cast<int>(e)).has_weights());
         info->set_max_degree(max_degree[e]);
+        info->set_has_edge_time(times->edge_time(e).has_value());
       }
       return grpc::Status::OK;
     });
@@ -248,11 +252,14 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                     fmt::format("part {}: hop {} / fanout {} invalid (hop < 256, fanout >= -1)",
                                 part(), request.hop(), request.fanout()));
     }
+    NeighborSamplerOptions timing;  // the hop's time options (temporal when asked)
+    thread_local std::vector<int64_t> target_times;
+    target_times.clear();
     if (!request.time_source().empty() || !request.target_times().empty()) {
-      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    fmt::format("part {}: temporal sampling of heterogeneous partitions is not "
-                                "served yet (edge type {})",
-                                part(), type.name()));
+      if (auto status =
+              internal::parse_hop_times(request, part(), targets.size(), timing, target_times);
+          !status.ok())
+        return status;
     }
     if (request.replace() && request.fanout() > options.limits.max_fanout()) {
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,
@@ -267,12 +274,18 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                              "SampleHop");
         !status.ok())
       return status;
-    // The heterogeneous sampler's rules: its per-edge-type stream seed, weights where the edge
-    // type has them.
-    const NeighborSamplerOptions sampler = internal::hetero_hop_options(
-        type, csr, request.replace(), request.weighted(), request.seed());
-    sample_hop(csr, first, targets, static_cast<int>(request.hop()), request.fanout(), sampler,
-               request.batch(), sample, &scratch);
+    internal::TypedHop hop{.edge_type = static_cast<size_t>(e),
+                           .targets = targets,
+                           .hop = static_cast<int>(request.hop()),
+                           .fanout = request.fanout(),
+                           .replace = request.replace(),
+                           .weighted = request.weighted(),
+                           .seed = request.seed(),
+                           .batch = request.batch(),
+                           .time_source = timing.time_source,
+                           .temporal_strategy = timing.temporal_strategy,
+                           .target_times = target_times};
+    internal::sample_typed_hop(*partition, *times, hop, sample, &scratch);
     pack(std::span<const int32_t>(sample.counts), reply.mutable_counts());
     pack(std::span<const int64_t>(sample.neighbors), reply.mutable_neighbors());
     pack(std::span<const int64_t>(sample.edge_ids), reply.mutable_edge_ids());
@@ -311,26 +324,22 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                                   part(), request->seeds().size(), request->batch_size()));
       }
       graph->info().node_type_index(request->node_type());  // ValueError naming the types
-      HeteroSamplerOptions sampler;
-      sampler.fanouts.assign(request->fanouts().begin(), request->fanouts().end());
-      for (const rpc::EdgeTypeFanouts& entry : request->fanouts_by_type()) {
-        sampler.fanouts_by_type.emplace_back(
-            EdgeType::from_name(entry.edge_type()),
-            std::vector<int64_t>(entry.fanouts().begin(), entry.fanouts().end()));
-      }
-      sampler.replace = request->replace();
-      sampler.weighted = request->weighted();
-      sampler.seed = request->seed();
+      std::vector<int64_t> seed_times;
+      const HeteroSamplerOptions sampler =
+          internal::hetero_batches_sampler(*request, seeds.size(), seed_times);
       const auto size = static_cast<size_t>(request->batch_size());
       for (size_t begin = 0, b = 0; begin < seeds.size(); begin += size, ++b) {
         if (context->IsCancelled()) return refuse(grpc::StatusCode::CANCELLED, "cancelled");
         const std::span<const int64_t> batch =
             std::span<const int64_t>(seeds).subspan(begin, std::min(size, seeds.size() - begin));
-        const HeteroSampledSubgraph sub = graph->sample({{request->node_type(), batch}}, sampler,
-                                                        request->first_batch_index() + b);
+        const std::span<const int64_t> times =
+            seed_times.empty() ? std::span<const int64_t>()
+                               : std::span<const int64_t>(seed_times).subspan(begin, batch.size());
+        const HeteroSampledSubgraph sub = graph->sample({{request->node_type(), batch, times}},
+                                                        sampler, request->first_batch_index() + b);
         rpc::HeteroBatchMessage message;
         message.set_index(static_cast<int64_t>(b));
-        fill_hetero_batch(*graph, sub, *request, message);
+        internal::fill_hetero_batch(*graph, sub, *request, message);
         if (auto status = check_reply_size(static_cast<int64_t>(message.ByteSizeLong()), "batch");
             !status.ok())
           return status;
@@ -338,41 +347,6 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
       }
       return grpc::Status::OK;
     });
-  }
-
-  // `sub` and its gathered rows (as the request asks) into `message`.
-  static void fill_hetero_batch(const DistHeteroGraph& graph, const HeteroSampledSubgraph& sub,
-                                const rpc::HeteroBatchesRequest& request,
-                                rpc::HeteroBatchMessage& message) {
-    const HeteroServiceInfo& info = graph.info();
-    for (size_t t = 0; t < info.node_types.size(); ++t) {
-      const HeteroNodeTypeService& type = info.node_types[t];
-      rpc::TypedNodes* nodes = message.add_node_types();
-      pack(std::span<const int64_t>(sub.nodes[t]), nodes->mutable_nodes());
-      for (const int64_t count : sub.nodes_per_hop[t]) nodes->add_nodes_per_hop(count);
-      nodes->set_num_seeds(sub.num_seeds[t]);
-      if (request.features() && type.feature_dim > 0) {
-        const DType dtype = request.feature_dtype().empty()
-                                ? type.feature_dtype
-                                : dtype_from_name(request.feature_dtype());
-        const Array x = graph.gather_features(type.name, sub.nodes[t], dtype);
-        nodes->set_x(std::string(reinterpret_cast<const char*>(x.raw_data()), x.nbytes()));
-        nodes->set_x_dtype(std::string(dtype_name(dtype)));
-        nodes->set_x_width(type.feature_dim);
-      }
-      if (request.labels() && type.label_dtype) {
-        const Array y = graph.gather_labels(type.name, sub.nodes[t]);
-        nodes->set_y(std::string(reinterpret_cast<const char*>(y.raw_data()), y.nbytes()));
-        nodes->set_has_y(true);
-      }
-    }
-    for (size_t e = 0; e < info.edge_types.size(); ++e) {
-      rpc::TypedEdges* edges = message.add_edge_types();
-      pack(std::span<const int64_t>(sub.rows[e]), edges->mutable_rows());
-      pack(std::span<const int64_t>(sub.cols[e]), edges->mutable_cols());
-      pack(std::span<const int64_t>(sub.edge_ids[e]), edges->mutable_edge_ids());
-      for (const int64_t count : sub.edges_per_hop[e]) edges->add_edges_per_hop(count);
-    }
   }
 
   grpc::Status GetRows(grpc::ServerContext* context, const rpc::RowsRequest* request,
@@ -398,6 +372,7 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                                 "type and not served yet",
                                 part()));
     }
+    if (request.kind() == rpc::RowsRequest::NODE_TIME) return node_times_into(type, ids, reply);
     const bool features = request.kind() == rpc::RowsRequest::FEATURES;
     if (!features && request.kind() != rpc::RowsRequest::LABELS) {
       return refuse(
@@ -431,6 +406,28 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
     gather_rows(*table, ids, out_dtype, reinterpret_cast<std::byte*>(rows->data()));
     reply.set_dtype(std::string(dtype_name(out_dtype)));
     reply.set_width(width);
+    return grpc::Status::OK;
+  }
+
+  // GetRows(NODE_TIME): the node time of each (owned, checked) id of node type `type`.
+  grpc::Status node_times_into(int type, std::span<const int64_t> ids, rpc::RowsReply& reply) {
+    const std::optional<Array>& time = times->node_time(static_cast<size_t>(type));
+    if (!time) {
+      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                    fmt::format("part {}: node type '{}' has no node times (no {}.node_time.npy "
+                                "in the partitioned directory)",
+                                part(), graph().node_types()[static_cast<size_t>(type)].name,
+                                graph().node_types()[static_cast<size_t>(type)].name));
+    }
+    if (auto status = check_reply_size(static_cast<int64_t>(ids.size()) * 8, "GetRows");
+        !status.ok())
+      return status;
+    const int64_t* all = time->data<int64_t>();
+    std::vector<int64_t> out(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) out[i] = all[ids[i]];
+    pack(std::span<const int64_t>(out), reply.mutable_rows());
+    reply.set_dtype("int64");
+    reply.set_width(1);
     return grpc::Status::OK;
   }
 };
@@ -490,6 +487,7 @@ HeteroServer::HeteroServer(const std::string& directory, int64_t part, ServerOpt
                  "memory_limit_bytes must be at least 64 MiB, got {}", options.memory_limit_bytes);
   state.partition = std::make_shared<const HeteroPartition>(load_hetero_partition(directory, part));
   state.fingerprint = dataset_fingerprint(directory);
+  state.times = std::make_unique<internal::HeteroPartitionTimes>(state.partition);
   const HeteroGraph& graph = state.partition->data.graph;
   for (int e = 0; e < graph.num_edge_types(); ++e) {
     const Csr& csr = graph.edges(e);
