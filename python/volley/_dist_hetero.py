@@ -246,7 +246,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         service = dict(dataset_name=info["dataset_name"], has_node_time=bool(timed_types),
                        has_edge_time=any(info.get("has_edge_time", [])),
                        time_hint="add them with volley.hetero_partition.write_times")
-        source = _time_source(service, time_attr, input_time, temporal_strategy, True)
+        source = _time_source(service, time_attr, input_time, temporal_strategy, None)
         self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
         self.input_time = _hetero_temporal.input_times(
             input_time, source, self.input_type, len(self.input_nodes), timed_types)

@@ -143,6 +143,7 @@ void fill_hetero_batch(const DistHeteroGraph& graph, const HeteroSampledSubgraph
     pack(std::span<const int64_t>(sub.nodes[t]), nodes->mutable_nodes());
     for (const int64_t count : sub.nodes_per_hop[t]) nodes->add_nodes_per_hop(count);
     nodes->set_num_seeds(sub.num_seeds[t]);
+    if (!sub.batch.empty()) pack(std::span<const int64_t>(sub.batch[t]), nodes->mutable_batch());
     if (request.features() && type.feature_dim > 0) {
       const DType dtype = request.feature_dtype().empty()
                               ? type.feature_dtype
