@@ -3,21 +3,17 @@
 #include "volley/dist/hetero_server.h"
 
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <mutex>
 
-#include "volley/core/parallel.h"
 #include "volley/core/version.h"
 #include "volley/dist/hetero_client.h"
 #include "volley/dist/internal/hetero_client_state.h"
 #include "volley/dist/internal/hetero_times.h"
 #include "volley/dist/internal/server_requests.h"
 #include "volley/dist/internal/server_support.h"
+#include "volley/dist/internal/service_core.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
@@ -38,85 +34,15 @@ grpc::Status refuse(grpc::StatusCode code, std::string message) {
 
 }  // namespace
 
-struct HeteroServer::State final : rpc::PartitionService::Service {
+struct HeteroServer::State final : rpc::PartitionService::Service, internal::ServiceCore {
   std::shared_ptr<const HeteroPartition> partition;
-  std::string fingerprint;
   std::vector<int64_t> max_degree;                        // per edge type, of this part's rows
   std::unique_ptr<internal::HeteroPartitionTimes> times;  // the directory's time files
-  ServerOptions options;
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  std::atomic<int64_t> requests{0};
-  std::atomic<int64_t> failed{0};
   std::mutex peers_mutex;
   std::shared_ptr<const DistHeteroGraph> peers;  // server-client mode, connected on first use
-  std::mutex shutdown_mutex;
-  std::condition_variable shut_down_changed;
-  bool stopping = false;
-  bool shut_down = false;
 
   int64_t part() const { return partition->part; }
   const HeteroGraph& graph() const { return partition->data.graph; }
-
-  // Token, then the handler; a Volley error becomes the status of its kind.
-  template <typename Handler>
-  grpc::Status serve(grpc::ServerContext* context, Handler&& handler) {
-    requests.fetch_add(1, std::memory_order_relaxed);
-    grpc::Status status;
-    if (!options.token.empty() && !token_matches(*context)) {
-      status = refuse(grpc::StatusCode::UNAUTHENTICATED,
-                      fmt::format("part {}: missing or wrong access token (metadata '{}')", part(),
-                                  internal::kTokenKey));
-    } else {
-      try {
-        status = handler();
-      } catch (const Error& e) {
-        status = refuse(internal::status_code_for(e.kind()),
-                        fmt::format("part {}: {}", part(), e.what()));
-      } catch (const std::exception& e) {
-        status = refuse(grpc::StatusCode::INTERNAL,
-                        fmt::format("part {}: internal error: {}", part(), e.what()));
-      }
-    }
-    if (!status.ok()) {
-      failed.fetch_add(1, std::memory_order_relaxed);
-      if (status.error_message().size() > 2048) {
-        status = grpc::Status(status.error_code(), internal::quoted(status.error_message(), 2048));
-      }
-    }
-    return status;
-  }
-
-  bool token_matches(const grpc::ServerContext& context) const {
-    const auto& metadata = context.client_metadata();
-    const auto found = metadata.find(internal::kTokenKey);
-    if (found == metadata.end()) return false;
-    const std::string_view given(found->second.data(), found->second.size());
-    const std::string& expected = options.token;
-    unsigned char difference = given.size() == expected.size() ? 0 : 1;  // constant time
-    for (size_t i = 0; i < expected.size(); ++i) {
-      difference |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-    }
-    return difference == 0;
-  }
-
-  grpc::Status check_request(uint32_t protocol, const std::string& request_fingerprint) const {
-    if (protocol != kProtocolVersion) {
-      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                    fmt::format("part {}: protocol version {} requested, this server speaks {} "
-                                "(Volley {}); run the same Volley version everywhere",
-                                part(), protocol, kProtocolVersion, volley::kVersion));
-    }
-    if (request_fingerprint != fingerprint) {
-      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                    fmt::format("part {}: the request is for dataset fingerprint '{}', this "
-                                "server serves '{}' ({})",
-                                part(), internal::quoted(request_fingerprint), fingerprint,
-                                partition->manifest.name));
-    }
-    return grpc::Status::OK;
-  }
 
   // The node type named `name` ("" or unknown: INVALID_ARGUMENT listing the types), or -1.
   grpc::Status node_type(const std::string& name, int& type) const {
@@ -141,15 +67,6 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                     fmt::format("node type '{}': {}", info.name, status.error_message()));
     }
     return status;
-  }
-
-  grpc::Status check_reply_size(int64_t bytes, const char* what) const {
-    if (bytes <= options.limits.max_reply_bytes) return grpc::Status::OK;
-    return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                  fmt::format("part {}: the {} reply would be {}{} bytes, more than the {} one "
-                              "reply may (max_reply_bytes); split the call",
-                              part(), what, bytes >= kSaturated ? "over " : "",
-                              std::min(bytes, kSaturated), options.limits.max_reply_bytes));
   }
 
   // --- handlers ---------------------------------------------------------------------------
@@ -197,11 +114,7 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
   grpc::Status Health(grpc::ServerContext* context, const rpc::HealthRequest*,
                       rpc::HealthReply* reply) override {
     return serve(context, [&] {
-      reply->set_status("serving");
-      reply->set_requests(requests.load());
-      reply->set_failed_requests(failed.load());
-      reply->set_uptime_seconds(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      answer_health(*reply);
       return grpc::Status::OK;
     });
   }
@@ -432,61 +345,14 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
   }
 };
 
-namespace {
-
-// Builds and starts the gRPC server of `state` (its options set); IoError when it cannot listen.
-void start_server(HeteroServer::State& state, int64_t part) {
-  const std::shared_ptr<grpc::ServerCredentials> credentials =
-      internal::server_credentials(state.options.tls);
-  const int threads =
-      state.options.threads > 0 ? state.options.threads : std::max(32, 8 * default_num_threads());
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(state.options.listen, credentials, &state.port);
-  builder.RegisterService(&state);
-  {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> hooks;
-    hooks.push_back(internal::decode_error_interceptor(part));
-    builder.experimental().SetInterceptorCreators(std::move(hooks));
-  }
-  const ServerLimits& limits = state.options.limits;
-  builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_request_bytes));
-  builder.SetMaxSendMessageSize(static_cast<int>(limits.max_reply_bytes + (1 << 20)));
-  grpc::ResourceQuota quota("volley-serve-hetero");
-  quota.Resize(static_cast<size_t>(state.options.memory_limit_bytes));
-  quota.SetMaxThreads(threads + 4);
-  builder.SetResourceQuota(quota);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
-                              std::max(2, threads / 2));
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, internal::kKeepaliveMs);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, internal::kKeepaliveTimeoutMs);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                             internal::kKeepaliveMs / 2);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 4 * threads);
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a port in use must fail (server.cc)
-  state.server = builder.BuildAndStart();
-  VOLLEY_REQUIRE(state.server != nullptr && state.port != 0, IoError,
-                 "cannot listen on '{}': the address is malformed, not local, or in use (give "
-                 "host:port, e.g. 127.0.0.1:5000; port 0 picks a free port)",
-                 state.options.listen);
-}
-
-}  // namespace
-
 HeteroServer::HeteroServer(const std::string& directory, int64_t part, ServerOptions options)
     : state_(std::make_unique<State>()) {
   State& state = *state_;
-  VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);
-  internal::check_limits(options.limits);
-  options.limits.max_ids_per_call =
-      std::min(options.limits.max_ids_per_call, options.limits.max_request_bytes / 8);
-  VOLLEY_REQUIRE(options.memory_limit_bytes >= (int64_t{64} << 20), ValueError,
-                 "memory_limit_bytes must be at least 64 MiB, got {}", options.memory_limit_bytes);
   state.partition = std::make_shared<const HeteroPartition>(load_hetero_partition(directory, part));
+  internal::prepare_server_options(options, part, state.partition->manifest.num_parts);
+  state.served_part = part;
   state.fingerprint = dataset_fingerprint(directory);
+  state.dataset_name = state.partition->manifest.name;
   state.times = std::make_unique<internal::HeteroPartitionTimes>(state.partition);
   const HeteroGraph& graph = state.partition->data.graph;
   for (int e = 0; e < graph.num_edge_types(); ++e) {
@@ -496,65 +362,20 @@ HeteroServer::HeteroServer(const std::string& directory, int64_t part, ServerOpt
       largest = std::max(largest, csr.degree(row));
     state.max_degree.push_back(largest);
   }
-  VOLLEY_REQUIRE(options.peers.empty() || static_cast<int64_t>(options.peers.size()) ==
-                                              state.partition->manifest.num_parts,
-                 ValueError,
-                 "peers must list one address per part ({} parts, in part order; this part's "
-                 "own entry may be empty), got {}",
-                 state.partition->manifest.num_parts, options.peers.size());
-  if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // in-process
-  if (options.peer_client.token.empty()) options.peer_client.token = options.token;
-  if (options.peer_client.tls.ca_file.empty() && !options.tls.ca_file.empty()) {
-    options.peer_client.tls = options.tls;
-  }
   state.options = std::move(options);
-  start_server(state, part);
+  state.start(state, "volley-serve-hetero");
 }
 
 HeteroServer::~HeteroServer() { shutdown(0.5); }
 
-int HeteroServer::port() const { return state_->port; }
-
-std::string HeteroServer::address() const {
-  const std::string& listen = state_->options.listen;
-  const size_t colon = listen.rfind(':');
-  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
-  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
-  return fmt::format("{}:{}", host, state_->port);
-}
-
+int HeteroServer::port() const { return state_->port(); }
+std::string HeteroServer::address() const { return state_->address(); }
 int64_t HeteroServer::part() const { return state_->partition->part; }
 const std::string& HeteroServer::fingerprint() const { return state_->fingerprint; }
 bool HeteroServer::authenticated() const { return !state_->options.token.empty(); }
 std::shared_ptr<const HeteroPartition> HeteroServer::partition() const { return state_->partition; }
-
-ServerStats HeteroServer::stats() const {
-  return {state_->requests.load(), state_->failed.load(), 0};
-}
-
-void HeteroServer::shutdown(double grace_seconds) {
-  State& state = *state_;
-  {
-    std::lock_guard lock(state.shutdown_mutex);
-    if (state.stopping) return;
-    state.stopping = true;
-  }
-  if (state.server) {
-    state.server->Shutdown(std::chrono::system_clock::now() +
-                           std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                               std::chrono::duration<double>(std::max(0.0, grace_seconds))));
-    state.server->Wait();
-  }
-  {
-    std::lock_guard lock(state.shutdown_mutex);
-    state.shut_down = true;
-  }
-  state.shut_down_changed.notify_all();
-}
-
-void HeteroServer::wait() {
-  std::unique_lock lock(state_->shutdown_mutex);
-  state_->shut_down_changed.wait(lock, [&] { return state_->shut_down; });
-}
+ServerStats HeteroServer::stats() const { return state_->stats(); }
+void HeteroServer::shutdown(double grace_seconds) { state_->shutdown(grace_seconds); }
+void HeteroServer::wait() { state_->wait(); }
 
 }  // namespace volley::dist
