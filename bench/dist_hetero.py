@@ -101,7 +101,8 @@ def main() -> int:
             options = dict(batch_size=args.batch_size, shuffle=True, seed=args.seed,
                            num_workers=args.workers, **extra)
             loaders = {
-                "local": NeighborLoader(data, args.fanouts, input_nodes=("paper", train), **options),
+                "local": NeighborLoader(data, args.fanouts, input_nodes=("paper", train),
+                                        **options),
                 "dist worker (part 0 in-process)": vd.DistNeighborLoader(
                     addresses, args.fanouts, input_nodes=("paper", new_train), topology="worker",
                     local=first, **options),
