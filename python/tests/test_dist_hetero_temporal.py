@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import volley
-from volley.hetero_partition import write_times
+from volley.hetero_partition import verify_hetero_partitioned_dataset, write_times
 from volley.loader import NeighborLoader
 
 from test_dist_hetero import AFFILIATED, CITES, REV, WRITES, _dataset, _expect_same, _whole
@@ -183,3 +183,5 @@ def test_time_errors_name_the_type(timed, tmp_path):
     np.save(os.path.join(bare, "author.node_time.npy"), np.zeros(150, dtype=np.int64))
     with pytest.raises(volley.VolleyValueError, match=r"node type 'author' .*200 entries"):
         vd.serve(bare, 0)
+    problems = verify_hetero_partitioned_dataset(bare)
+    assert len(problems) == 1 and "author.node_time.npy" in problems[0], problems

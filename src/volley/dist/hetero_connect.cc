@@ -66,7 +66,7 @@ namespace {
 
 // What the local partition (worker mode) describes, as a server's Info would.
 HeteroServiceInfo local_service_info(const HeteroPartition& local,
-                                     const internal::HeteroPartitionTimes& times,
+                                     const internal::HeteroHopTimes& times,
                                      std::string fingerprint) {
   const HeteroPartitionManifest& manifest = local.manifest;
   HeteroServiceInfo info;
@@ -171,7 +171,7 @@ std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(
                    "given; list one per part",
                    local->manifest.num_parts, parts);
     state->local_part = local->part;
-    state->local_times = std::make_unique<internal::HeteroPartitionTimes>(local);
+    state->local_times = std::make_unique<internal::HeteroHopTimes>(local);
     state->info = local_service_info(*local, *state->local_times, std::move(fingerprint));
     state->local = std::move(local);
   }

@@ -36,8 +36,8 @@ grpc::Status refuse(grpc::StatusCode code, std::string message) {
 
 struct HeteroServer::State final : rpc::PartitionService::Service, internal::ServiceCore {
   std::shared_ptr<const HeteroPartition> partition;
-  std::vector<int64_t> max_degree;                        // per edge type, of this part's rows
-  std::unique_ptr<internal::HeteroPartitionTimes> times;  // the directory's time files
+  std::vector<int64_t> max_degree;                  // per edge type, of this part's rows
+  std::unique_ptr<internal::HeteroHopTimes> times;  // the directory's time files
   std::mutex peers_mutex;
   std::shared_ptr<const DistHeteroGraph> peers;  // server-client mode, connected on first use
 
@@ -353,7 +353,7 @@ HeteroServer::HeteroServer(const std::string& directory, int64_t part, ServerOpt
   state.served_part = part;
   state.fingerprint = dataset_fingerprint(directory);
   state.dataset_name = state.partition->manifest.name;
-  state.times = std::make_unique<internal::HeteroPartitionTimes>(state.partition);
+  state.times = std::make_unique<internal::HeteroHopTimes>(state.partition);
   const HeteroGraph& graph = state.partition->data.graph;
   for (int e = 0; e < graph.num_edge_types(); ++e) {
     const Csr& csr = graph.edges(e);

@@ -13,8 +13,8 @@
 //              edge_type_stream_seed(seed, edge type), counter (target id within its type, hop,
 //              batch); `weighted` samples ∝ weight the edge types that have weights;
 //              temporal (HopRequest.time_source, target_times): an edge type timed in the
-//              partitioned directory (internal/hetero_times.h: its source type's node times or
-//              its edge times, files at the directory's root read at start) is sampled over its
+//              partitioned directory (hetero_partition.h, load_hetero_partition_times: its
+//              source type's node times or its edge times, read at start) is sampled over its
 //              rows sorted by time, admitting entries no later than each target's time, as the
 //              local sampler; an untimed edge type without a time constraint;
 //   GetRows    FEATURES / LABELS of owned ids of RowsRequest.node_type; NODE_TIME (int64) of

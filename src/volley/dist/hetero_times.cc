@@ -1,65 +1,30 @@
-// The timestamps of a heterogeneous partitioned directory and the typed hop over one part
+// The timed rows of a heterogeneous partition and the typed hop over one part
 // (internal/hetero_times.h): what a HeteroServer's SampleHop and a worker's in-process part
 // sample, so both pick exactly as HeteroNeighborSampler does.
 #include "volley/dist/internal/hetero_times.h"
 
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include "volley/core/error.h"
 #include "volley/dist/internal/hetero_client_state.h"
-#include "volley/graph/io/npy.h"
 
 namespace volley::dist::internal {
-namespace {
-
-// `directory`/`file` when present: 1-d int64 of `expected` entries (ValueError naming `what` and
-// the file otherwise).
-std::optional<Array> read_times(const std::string& directory, const std::string& file,
-                                int64_t expected, const std::string& what) {
-  const std::filesystem::path path = std::filesystem::path(directory) / file;
-  if (!std::filesystem::exists(path)) return std::nullopt;
-  Array time = read_npy(path.string(), /*memory_map=*/true);
-  VOLLEY_REQUIRE(time.dtype() == DType::kInt64 && time.ndim() == 1 && time.numel() == expected,
-                 ValueError,
-                 "{}: the times of {} must be a 1-d int64 array of {} entries (one per {}), got "
-                 "{}",
-                 path.string(), what, expected,
-                 what.starts_with("node") ? "node of the type, by new id" : "edge, by edge id",
-                 time.describe());
-  return time;
+HeteroHopTimes::HeteroHopTimes(std::shared_ptr<const HeteroPartition> partition)
+    : partition_(std::move(partition)), times_(load_hetero_partition_times(partition_->manifest)) {
+  by_node_.resize(times_.edge_time.size());
+  by_edge_.resize(times_.edge_time.size());
 }
 
-}  // namespace
-
-HeteroPartitionTimes::HeteroPartitionTimes(std::shared_ptr<const HeteroPartition> partition)
-    : partition_(std::move(partition)) {
-  const HeteroPartitionManifest& manifest = partition_->manifest;
-  for (const NodeTypeInfo& type : manifest.node_types) {
-    node_time_.push_back(read_times(manifest.directory, type.name + ".node_time.npy",
-                                    type.num_nodes, fmt::format("node type '{}'", type.name)));
-  }
-  for (size_t e = 0; e < manifest.edge_types.size(); ++e) {
-    const EdgeType& type = manifest.edge_types[e];
-    edge_time_.push_back(read_times(manifest.directory, type.name() + ".edge_time.npy",
-                                    manifest.num_edges[e],
-                                    fmt::format("edge type {}", type.name())));
-  }
-  by_node_.resize(edge_time_.size());
-  by_edge_.resize(edge_time_.size());
-}
-
-const Csr* HeteroPartitionTimes::timed_rows(size_t e, TimeSource source) const {
+const Csr* HeteroHopTimes::timed_rows(size_t e, TimeSource source) const {
   const HeteroGraph& graph = partition_->data.graph;
   const EdgeType& type = graph.edge_types()[e];
   const Array* node_time = nullptr;
   const Array* edge_time = nullptr;
   if (source == TimeSource::kNode) {
-    const auto& time = node_time_[static_cast<size_t>(graph.node_type_index(type.src))];
+    const auto& time = times_.node_time[static_cast<size_t>(graph.node_type_index(type.src))];
     if (time) node_time = &*time;
-  } else if (source == TimeSource::kEdge && edge_time_[e]) {
-    edge_time = &*edge_time_[e];
+  } else if (source == TimeSource::kEdge && times_.edge_time[e]) {
+    edge_time = &*times_.edge_time[e];
   }
   if (node_time == nullptr && edge_time == nullptr) return nullptr;
   std::lock_guard lock(mutex_);
@@ -71,7 +36,7 @@ const Csr* HeteroPartitionTimes::timed_rows(size_t e, TimeSource source) const {
   return rows.get();
 }
 
-void sample_typed_hop(const HeteroPartition& partition, const HeteroPartitionTimes& times,
+void sample_typed_hop(const HeteroPartition& partition, const HeteroHopTimes& times,
                       const TypedHop& hop, HopSample& out, SamplerScratch* scratch) {
   const HeteroGraph& graph = partition.data.graph;
   const EdgeType& type = graph.edge_types()[hop.edge_type];

@@ -23,7 +23,7 @@ struct DistHeteroGraph::State {
   std::vector<std::vector<int64_t>> max_degree;  // [part][edge type]
   std::shared_ptr<const HeteroPartition> local;  // worker mode: sampled and gathered in-process
   int64_t local_part = -1;
-  std::unique_ptr<internal::HeteroPartitionTimes> local_times;  // the local part's directory's
+  std::unique_ptr<internal::HeteroHopTimes> local_times;  // the local part's directory's
 
   int64_t num_parts() const { return static_cast<int64_t>(addresses.size()); }
   [[noreturn]] void fail_call(const grpc::Status& status, int64_t part, const char* call) const {
