@@ -10,6 +10,7 @@ names the type."""
 from __future__ import annotations
 
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ import volley
 from volley.hetero_partition import verify_hetero_partitioned_dataset, write_times
 from volley.loader import NeighborLoader
 
-from test_dist_hetero import AFFILIATED, CITES, REV, WRITES, _dataset, _expect_same, _whole
+from test_dist_hetero import AFFILIATED, CITES, REV, WRITES, _cli, _dataset, _expect_same, _whole
 
 import volley.dist as vd  # noqa: E402 (test_dist_hetero skips a build without gRPC)
 
@@ -185,3 +186,27 @@ def test_time_errors_name_the_type(timed, tmp_path):
         vd.serve(bare, 0)
     problems = verify_hetero_partitioned_dataset(bare)
     assert len(problems) == 1 and "author.node_time.npy" in problems[0], problems
+
+
+def test_volley_serve_and_info_read_the_times(timed):
+    parts_dir, servers, _, whole = timed
+    cli = _cli()
+    info = subprocess.run([cli, "info", parts_dir], capture_output=True, text=True, check=True)
+    assert ("times: paper (node time) author (node time) author__writes__paper (edge time) "
+            "paper__cites__paper (edge time)") in info.stdout, info.stdout
+    process = subprocess.Popen([cli, "serve", parts_dir, "--part", "0", "--listen",
+                                "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        line = process.stdout.readline()
+        assert "listening on" in line, (line, process.stderr.read() if process.poll() else "")
+        addresses = [line.strip().rsplit(" ", 1)[-1], servers[1].address]
+        options = dict(batch_size=20, input_nodes=("paper", np.arange(40)), seed=2,
+                       time_attr="edge_time", input_time=np.full(40, 30))
+        loader = vd.DistNeighborLoader(addresses, FANOUTS, **options)
+        for index, (got, want) in enumerate(zip(loader, NeighborLoader(whole, FANOUTS,
+                                                                       **options))):
+            _expect_same_trees(got, want, f"volley serve, batch {index}")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
