@@ -354,6 +354,16 @@ HeteroSampledSubgraph DistHeteroGraph::sample(const std::vector<HeteroSeeds>& se
   out.num_seeds.assign(types, 0);
   const bool disjoint = options.disjoint || options.time_source != TimeSource::kNone;
   out.batch.assign(disjoint ? types : 0, {});
+  if (disjoint) {  // tree-qualified ids (tree × nodes of the type + id) must fit, as locally
+    int64_t count = 0, largest = 1;
+    for (const HeteroSeeds& group : seeds) count += static_cast<int64_t>(group.ids.size());
+    for (const auto& type : state_->info.node_types)
+      largest = std::max(largest, type.book.num_nodes());
+    VOLLEY_REQUIRE(count <= (int64_t{1} << 62) / largest, ValueError,
+                   "disjoint sampling of {} seeds over node types of up to {} nodes exceeds 2^62 "
+                   "tree-qualified ids",
+                   count, largest);
+  }
   for (auto* lists : {&out.rows, &out.cols, &out.edge_ids, &out.edges_per_hop}) {
     lists->resize(edge_types);
   }
