@@ -20,6 +20,13 @@
 #include "volley/dist/hetero_server.h"
 
 namespace volley::python {
+
+TimeSource time_source_from_name(const std::string& name);  // bind_sampling.cc
+// bind_hetero.cc:
+std::vector<HeteroSeeds> hetero_seed_groups(
+    const std::vector<std::pair<std::string, InputArray>>& seeds,
+    const std::vector<std::optional<InputArray>>& seed_times, std::vector<Array>& arrays);
+
 namespace {
 
 using dist::DistHeteroGraph;
@@ -107,6 +114,7 @@ nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
     t["label_dtype"] =
         type.label_dtype ? nb::cast(std::string(dtype_name(*type.label_dtype))) : nb::none();
     t["num_classes"] = type.num_classes;
+    t["has_node_time"] = type.has_node_time;
     node_types.append(t);
   }
   d["node_types"] = node_types;
@@ -115,22 +123,29 @@ nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
     edge_types.emplace_back(type.src, type.relation, type.dst);
   d["edge_types"] = edge_types;
   d["num_edges"] = info.num_edges;
+  d["has_edge_time"] = info.has_edge_time;
   return d;
 }
 
-HeteroSampledSubgraph sample_groups(const DistHeteroGraph& graph,
-                                    const std::vector<std::pair<std::string, InputArray>>& seeds,
-                                    HeteroSamplerOptions options, uint64_t batch_index) {
-  std::vector<Array> arrays;
-  for (const auto& [type, ids] : seeds) {
-    arrays.push_back(host_ids_array(ids, "seeds of node type " + type));
+// The sampler options the Python calls give (fanouts as in bind_hetero.cc).
+HeteroSamplerOptions sampler_options(
+    const std::vector<int64_t>& fanouts,
+    const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type, bool replace,
+    bool weighted, uint64_t seed, bool disjoint, const std::string& time_source,
+    const std::string& temporal_strategy) {
+  HeteroSamplerOptions options;
+  options.fanouts = fanouts;
+  for (const auto& [type, list] : fanouts_by_type) {
+    options.fanouts_by_type.emplace_back(
+        EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
   }
-  std::vector<HeteroSeeds> groups;
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    groups.push_back({seeds[i].first, arrays[i].span<int64_t>()});
-  }
-  nb::gil_scoped_release release;
-  return graph.sample(groups, options, batch_index);
+  options.replace = replace;
+  options.weighted = weighted;
+  options.seed = seed;
+  options.disjoint = disjoint;
+  options.time_source = time_source_from_name(time_source);
+  options.temporal_strategy = temporal_strategy_from_name(temporal_strategy);
+  return options;
 }
 
 void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
@@ -187,22 +202,26 @@ void bind_dist_hetero_graph(nb::module_& m) {
              const std::vector<std::pair<std::string, InputArray>>& seeds,
              const std::vector<int64_t>& fanouts,
              const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
-             bool replace, bool weighted, uint64_t seed, uint64_t batch_index) {
-            HeteroSamplerOptions options;
-            options.fanouts = fanouts;
-            for (const auto& [type, list] : fanouts_by_type) {
-              options.fanouts_by_type.emplace_back(
-                  EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
+             bool replace, bool weighted, uint64_t seed, uint64_t batch_index, bool disjoint,
+             const std::string& time_source, const std::string& temporal_strategy,
+             const std::vector<std::optional<InputArray>>& seed_times) {
+            const HeteroSamplerOptions options =
+                sampler_options(fanouts, fanouts_by_type, replace, weighted, seed, disjoint,
+                                time_source, temporal_strategy);
+            std::vector<Array> arrays;
+            const std::vector<HeteroSeeds> groups = hetero_seed_groups(seeds, seed_times, arrays);
+            HeteroSampledSubgraph out;
+            {
+              nb::gil_scoped_release release;
+              out = graph.sample(groups, options, batch_index);
             }
-            options.replace = replace;
-            options.weighted = weighted;
-            options.seed = seed;
-            HeteroSampledSubgraph out = sample_groups(graph, seeds, options, batch_index);
             return hetero_subgraph_dict(out);
           },
           nb::arg("seeds"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
           nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
-          nb::arg("batch_index") = 0)
+          nb::arg("batch_index") = 0, nb::arg("disjoint") = false, nb::arg("time_source") = "none",
+          nb::arg("temporal_strategy") = "uniform",
+          nb::arg("seed_times") = std::vector<std::optional<InputArray>>{})
       .def(
           "gather_features",
           [](const DistHeteroGraph& graph, const std::string& node_type, const InputArray& ids,
@@ -267,7 +286,9 @@ void bind_hetero_batch_stream(nb::module_& m) {
              int64_t batch_size, uint64_t first_batch_index, const std::vector<int64_t>& fanouts,
              const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
              bool replace, bool weighted, uint64_t seed, bool features,
-             const std::string& feature_dtype, bool labels) {
+             const std::string& feature_dtype, bool labels, bool disjoint,
+             const std::string& time_source, const std::string& temporal_strategy,
+             const std::optional<InputArray>& seed_times) {
             dist::HeteroBatchesOptions batches;
             batches.node_type = node_type;
             const Array seed_array = host_ids_array(seeds, "seeds of node type " + node_type);
@@ -275,14 +296,13 @@ void bind_hetero_batch_stream(nb::module_& m) {
             batches.seeds.assign(ids.begin(), ids.end());
             batches.batch_size = batch_size;
             batches.first_batch_index = first_batch_index;
-            batches.sampler.fanouts = fanouts;
-            for (const auto& [type, list] : fanouts_by_type) {
-              batches.sampler.fanouts_by_type.emplace_back(
-                  EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
+            batches.sampler = sampler_options(fanouts, fanouts_by_type, replace, weighted, seed,
+                                              disjoint, time_source, temporal_strategy);
+            if (seed_times) {
+              const Array times =
+                  host_ids_array(*seed_times, "seed times of node type " + node_type);
+              batches.seed_times.assign(times.span<int64_t>().begin(), times.span<int64_t>().end());
             }
-            batches.sampler.replace = replace;
-            batches.sampler.weighted = weighted;
-            batches.sampler.seed = seed;
             batches.features = features;
             batches.feature_dtype = feature_dtype;
             batches.labels = labels;
@@ -292,7 +312,9 @@ void bind_hetero_batch_stream(nb::module_& m) {
           nb::arg("node_type"), nb::arg("seeds"), nb::arg("batch_size"),
           nb::arg("first_batch_index"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
           nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
-          nb::arg("features") = true, nb::arg("feature_dtype") = "", nb::arg("labels") = true)
+          nb::arg("features") = true, nb::arg("feature_dtype") = "", nb::arg("labels") = true,
+          nb::arg("disjoint") = false, nb::arg("time_source") = "none",
+          nb::arg("temporal_strategy") = "uniform", nb::arg("seed_times").none() = nb::none())
       .def("next", [](dist::HeteroBatchStream& stream) -> nb::object {
         dist::HeteroBatch batch;
         {

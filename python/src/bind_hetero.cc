@@ -17,6 +17,31 @@ namespace volley::python {
 
 TimeSource time_source_from_name(const std::string& name);  // bind_sampling.cc
 
+// Seed groups as the heterogeneous samplers take them (also bind_dist_hetero.cc): `seeds` and
+// `seed_times` (one optional array per group, or none) converted into `arrays` (kept alive by
+// the caller), the groups viewing them.
+std::vector<HeteroSeeds> hetero_seed_groups(
+    const std::vector<std::pair<std::string, InputArray>>& seeds,
+    const std::vector<std::optional<InputArray>>& seed_times, std::vector<Array>& arrays) {
+  VOLLEY_REQUIRE(seed_times.empty() || seed_times.size() == seeds.size(), ValueError,
+                 "seed_times: {} entries for {} seed groups (one per group, or none)",
+                 seed_times.size(), seeds.size());
+  arrays.clear();
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const std::string& type = seeds[i].first;
+    arrays.push_back(host_ids_array(seeds[i].second, "seeds of node type " + type));
+    const bool timed = i < seed_times.size() && seed_times[i].has_value();
+    arrays.push_back(timed ? host_ids_array(*seed_times[i], "seed times of node type " + type)
+                           : Array());
+  }
+  std::vector<HeteroSeeds> groups;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    groups.push_back({seeds[i].first, arrays[2 * i].span<int64_t>()});
+    if (arrays[2 * i + 1].defined()) groups.back().times = arrays[2 * i + 1].span<int64_t>();
+  }
+  return groups;
+}
+
 namespace {
 
 using EdgeTuple = std::tuple<std::string, std::string, std::string>;
@@ -25,12 +50,6 @@ EdgeType edge_type_of(const EdgeTuple& tuple) {
   return {std::get<0>(tuple), std::get<1>(tuple), std::get<2>(tuple)};
 }
 EdgeTuple tuple_of(const EdgeType& type) { return {type.src, type.relation, type.dst}; }
-
-nb::list array_list(std::vector<std::vector<int64_t>>& lists) {
-  nb::list result;
-  for (auto& list : lists) result.append(array_to_python(Array::from_vector(list)));
-  return result;
-}
 
 void bind_hetero_graph(nb::module_& m) {
   nb::class_<HeteroGraph>(m, "HeteroGraph",
@@ -203,23 +222,8 @@ void bind_hetero_sampler(nb::module_& m) {
           [](HeteroNeighborSampler& sampler,
              const std::vector<std::pair<std::string, InputArray>>& seeds, uint64_t batch_index,
              const std::vector<std::optional<InputArray>>& seed_times) {
-            VOLLEY_REQUIRE(seed_times.empty() || seed_times.size() == seeds.size(), ValueError,
-                           "seed_times: {} entries for {} seed groups (one per group, or none)",
-                           seed_times.size(), seeds.size());
-            std::vector<Array> seed_arrays, time_arrays;
-            std::vector<HeteroSeeds> groups;
-            for (size_t i = 0; i < seeds.size(); ++i) {
-              const std::string& type = seeds[i].first;
-              seed_arrays.push_back(host_ids_array(seeds[i].second, "seeds of node type " + type));
-              const bool timed = i < seed_times.size() && seed_times[i].has_value();
-              time_arrays.push_back(
-                  timed ? host_ids_array(*seed_times[i], "seed times of node type " + type)
-                        : Array());
-            }
-            for (size_t i = 0; i < seeds.size(); ++i) {
-              groups.push_back({seeds[i].first, seed_arrays[i].span<int64_t>()});
-              if (time_arrays[i].defined()) groups.back().times = time_arrays[i].span<int64_t>();
-            }
+            std::vector<Array> arrays;
+            const std::vector<HeteroSeeds> groups = hetero_seed_groups(seeds, seed_times, arrays);
             HeteroSampledSubgraph out;
             {
               nb::gil_scoped_release release;

@@ -198,9 +198,9 @@ def test_what_is_not_served_says_so(served):
     addresses = [s.address for s in servers]
     with pytest.raises(volley.VolleyValueError, match="peers must list one address per part"):
         vd.serve(parts_dir, 0, peers=[""])
-    for options in (dict(disjoint=True), dict(input_time=[1, 2]), dict(world_size=2, rank=0)):
-        with pytest.raises(volley.VolleyNotImplementedError, match="heterogeneous partitions"):
-            vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0, 1]), **options)
+    with pytest.raises(volley.VolleyNotImplementedError, match="heterogeneous partitions"):
+        vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0, 1]), topology="ring")
+    # (temporal, disjoint and multi-rank sampling: test_dist_hetero_temporal.py)
 
 
 def _cli() -> str:

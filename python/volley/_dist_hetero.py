@@ -12,6 +12,17 @@ the trainer sends the epoch's seeds (in the local loader's order) to one server 
 ``peers``, which samples and gathers every batch and streams it back
 (``volley/dist/hetero_client.h``, ``HeteroBatchStream``).
 
+Temporal sampling: ``volley.hetero_partition.write_times(directory, node_time=..., edge_time=...)``
+adds times per type to the partitioned directory; ``time_attr`` ("node_time", "edge_time", or
+"time": node times when any type has them, else edge times), ``input_time`` and
+``temporal_strategy`` then work as in the local loader (over a ``HeteroData`` holding those times
+as ``time_attr``): the seed time travels with each hop's targets, untimed types are
+unconstrained, batches are disjoint (``batch`` per node type). ``disjoint=True`` alone gives
+every seed its own tree. ``rank`` / ``world_size`` split each epoch's input nodes as
+``volley.loader.NeighborLoader`` does for homogeneous graphs (pad to a multiple of
+``world_size``, or drop the tail with ``drop_last``; rank r takes positions r, r + world_size,
+...).
+
 Example:
     >>> servers = [volley.dist.serve("data/mag-2", p) for p in range(2)]
     >>> loader = volley.dist.DistNeighborLoader(
@@ -83,7 +94,7 @@ class _StreamedBatch:
         self._graph, self.raw = graph, None
 
     def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None) -> dict:
-        return _converted(self.raw, self._graph)
+        return _converted(self.raw, self._graph)  # (the times went with the request)
 
     def rows(self, node_type: str, key: str) -> "_StreamedRows":
         return _StreamedRows(self, self._graph.node_types.index(node_type), key)
@@ -102,7 +113,7 @@ class _StreamedRows:
 def _converted(raw: dict, graph: _ServiceGraph) -> dict:
     """A native batch dict as ``HeteroNeighborSampler.sample`` returns it."""
     node_types, edge_types = graph.node_types, graph.edge_types
-    return {
+    out = {
         "node": {t: _tensor.to_output(v) for t, v in zip(node_types, raw["nodes"])},
         "edge": {t: _tensor.to_output(v) for t, v in zip(edge_types, raw["edge_ids"])},
         "edge_index": {t: _tensor.to_output(np.stack([c, r]))
@@ -110,24 +121,29 @@ def _converted(raw: dict, graph: _ServiceGraph) -> dict:
         "num_sampled_nodes": dict(zip(node_types, raw["nodes_per_hop"])),
         "num_sampled_edges": dict(zip(edge_types, raw["edges_per_hop"])),
     }
+    if "batch" in raw:  # disjoint / temporal: each node's tree
+        out["batch"] = {t: _tensor.to_output(v) for t, v in zip(node_types, raw["batch"])}
+    return out
 
 
 class _DistHeteroSampler:
     """``HeteroNeighborSampler.sample``'s results, sampled across the servers."""
 
-    def __init__(self, client: Any, graph: _ServiceGraph, num_neighbors: Any, *, replace: bool,
-                 weighted: bool, seed: Optional[int], default: Optional[List[int]]):
+    def __init__(self, client: Any, graph: _ServiceGraph, num_neighbors: Any, *, seed: int,
+                 default: Optional[List[int]], options: Dict[str, Any]):
         self._client, self._graph = client, graph
         self._fanouts, self._by_type = _fanout_lists(num_neighbors, default)
-        self._replace, self._weighted = bool(replace), bool(weighted)
-        self.seed = _tensor.default_seed() if seed is None else int(seed)
+        self._options = options  # replace, weighted, disjoint, time_source, temporal_strategy
+        self.seed = seed
 
     def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None) -> dict:
         groups = [(str(t), _tensor.as_ids(ids, f"seeds of node type {t}"))
                   for t, ids in seeds.items()]
-        raw = self._client.sample(groups, self._fanouts, self._by_type, replace=self._replace,
-                                  weighted=self._weighted, seed=self.seed,
-                                  batch_index=int(batch_index))
+        times = [None if seed_time is None or seed_time.get(t) is None else seed_time[t]
+                 for t, _ in groups]
+        raw = self._client.sample(groups, self._fanouts, self._by_type, seed=self.seed,
+                                  batch_index=int(batch_index), seed_times=times,
+                                  **self._options)
         return _converted(raw, self._graph)
 
 
@@ -145,12 +161,18 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
     with ``peers``; it streams the batches (one request per epoch, its stream held open while
     the trainer reads).
 
+    ``time_attr`` / ``input_time`` / ``temporal_strategy`` / ``disjoint``: see the module
+    docstring; ``rank`` / ``world_size``: this trainer's share of every epoch (default:
+    ``torch.distributed``'s when initialised, else all of it); ``len(loader)`` counts its
+    batches.
+
     Raises:
-        VolleyNotImplementedError: temporal or disjoint sampling, ``world_size`` > 1 (not served
-            for heterogeneous partitions yet).
         VolleyValueError / VolleyIndexError: as the local loader (an unknown node or edge
-            type, an input id outside its type's range, naming the type), and the servers'
-            errors (a homogeneous server, mismatched fingerprints) as ``DistGraph``.
+            type, an input id outside its type's range, ``input_time`` of the wrong length or
+            missing for an input type without node times, naming the type), a ``time_attr``
+            whose times the directory lacks, weighted temporal sampling, and the servers'
+            errors (a homogeneous server, mismatched fingerprints, a time file of the wrong
+            length naming its type) as ``DistGraph``.
     """
 
     def __init__(self, addresses: Any, num_neighbors: Any, batch_size: int = 1,
@@ -164,19 +186,11 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
                  rank: Optional[int] = None, world_size: Optional[int] = None,
                  mode: Optional[str] = None, tls_ca: Any = None, tls_cert: Any = None,
                  tls_key: Any = None, time_attr: Optional[str] = None, input_time: Any = None,
-                 disjoint: bool = False, **ignored: Any):
+                 temporal_strategy: str = "uniform", disjoint: bool = False, **ignored: Any):
         topology = topology or mode or "worker"  # (dist.py checks the names of the homogeneous)
-        refused = {
-            f"topology={topology!r}": topology not in ("worker", "server-client"),
-            "temporal sampling (time_attr / input_time)": time_attr is not None
-            or input_time is not None,
-            "disjoint sampling": bool(disjoint),
-            "world_size > 1": world_size is not None and int(world_size) > 1,
-        }
-        for what, asked in refused.items():
-            if asked:
-                raise VolleyNotImplementedError(
-                    f"{what} is not supported over heterogeneous partitions yet")
+        if topology not in ("worker", "server-client"):
+            raise VolleyNotImplementedError(
+                f"topology={topology!r} is not supported over heterogeneous partitions yet")
         tls = {k: "" if v is None else os.fspath(v)
                for k, v in dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key).items()}
         connection = dict(token=token or "", deadline_seconds=float(deadline),
@@ -189,19 +203,24 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         if self._takes_input_nodes:  # (the link loader's seeds are edges: _dist_hetero_link)
             self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
                                                                                 self.graph)
-        self.input_time, self.time_attr, self.temporal_strategy = None, None, "uniform"
-        self.disjoint = False
+        time_source = self._temporal(info, time_attr, input_time, temporal_strategy)
+        if time_source != "none" and weighted:
+            raise VolleyNotImplementedError(
+                "weighted temporal sampling is not supported for heterogeneous graphs yet")
+        self.disjoint = bool(disjoint) or time_source != "none"
+        self.rank, self.world_size = _tensor.rank_and_world_size(rank, world_size)
         self._fanouts, self._by_type = _fanout_lists(num_neighbors, default)
-        self._replace, self._weighted = bool(replace), bool(weighted)
+        self._options = dict(replace=bool(replace), weighted=bool(weighted),
+                             disjoint=bool(disjoint), time_source=time_source,
+                             temporal_strategy=temporal_strategy)
         self._feature_dtype = feature_dtype or ""
+        self.seed = _tensor.default_seed() if seed is None else int(seed)
         if topology == "worker":
             self.sampler = _DistHeteroSampler(self.client, self.graph, num_neighbors,
-                                              replace=replace, weighted=weighted, seed=seed,
-                                              default=default)
-            self.seed = self.sampler.seed
+                                              seed=self.seed, default=default,
+                                              options=self._options)
         else:
             self.sampler = self._streamed = _StreamedBatch(self.graph)
-            self.seed = _tensor.default_seed() if seed is None else int(seed)
         self.batch_size, self.shuffle = int(batch_size), bool(shuffle)
         if self.batch_size < 1:
             raise VolleyValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -215,6 +234,24 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         self._edge_attrs = {t: {} for t in self.graph.edge_types}
         self._graph_attrs: Dict[str, Any] = {}
         self._explicit_num_nodes: set = set()
+
+    def _temporal(self, info: Dict[str, Any], time_attr: Optional[str], input_time: Any,
+                  temporal_strategy: str) -> str:
+        """Sets ``time_attr``, ``temporal_strategy`` and ``input_time`` (per input node, or None:
+        the seeds' own node times); returns the time source ("none", "node", "edge") the
+        service's times give ``time_attr`` (dist.py's rules), checked as the local loader."""
+        from . import _hetero_temporal
+        from .dist import _time_source
+
+        timed_types = {t["name"]: None for t in info["node_types"] if t.get("has_node_time")}
+        service = dict(dataset_name=info["dataset_name"], has_node_time=bool(timed_types),
+                       has_edge_time=any(info.get("has_edge_time", [])),
+                       time_hint="add them with volley.hetero_partition.write_times")
+        source = _time_source(service, time_attr, input_time, temporal_strategy, None)
+        self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
+        self.input_time = _hetero_temporal.input_times(
+            input_time, source, self.input_type, len(self.input_nodes), timed_types)
+        return source
 
     def _connect(self, addresses: Any, local: Any, server: Any,
                  connection: Dict[str, Any]) -> Dict[str, Any]:
@@ -249,6 +286,31 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
             self.client = native.connect_local(addresses, "", -1, local._native, **connection)
         return self.client.info
 
+    # --- this rank's share -------------------------------------------------------------------
+    def _rank_count(self) -> int:
+        """Input nodes this rank takes per epoch (the epoch padded or cut to a multiple of
+        ``world_size``)."""
+        count = len(self.input_nodes)
+        if self.world_size == 1:
+            return count
+        return count // self.world_size if self.drop_last else -(-count // self.world_size)
+
+    def __len__(self) -> int:
+        full, rest = divmod(self._rank_count(), self.batch_size)
+        return full if self.drop_last or rest == 0 else full + 1
+
+    def epoch_order(self, epoch: int) -> np.ndarray:
+        """This rank's positions in the input node list, in the order epoch ``epoch`` visits
+        them: the local loader's epoch order (the same on every rank), padded by repeating its
+        first positions to a multiple of ``world_size`` (cut instead with ``drop_last``), rank r
+        taking r, r + world_size, ..."""
+        order = super().epoch_order(epoch)
+        if self.world_size == 1:
+            return order
+        total = self._rank_count() * self.world_size
+        order = np.resize(order, total) if total > len(order) else order[:total]
+        return np.ascontiguousarray(order[self.rank::self.world_size])
+
     def __iter__(self) -> Iterator[Any]:
         if self.topology == "worker":
             return super().__iter__()
@@ -261,10 +323,11 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         self._epoch += 1
         order, batches = self.epoch_order(epoch), len(self)
         order = order[:min(len(order), batches * self.batch_size)]
+        seed_times = None if self.input_time is None else self.input_time[order]
         self._stream.start(self.input_type, self.input_nodes[order], self.batch_size,
-                           epoch * batches, self._fanouts, self._by_type, replace=self._replace,
-                           weighted=self._weighted, seed=self.seed,
-                           feature_dtype=self._feature_dtype)
+                           epoch * batches, self._fanouts, self._by_type, seed=self.seed,
+                           feature_dtype=self._feature_dtype, seed_times=seed_times,
+                           **self._options)
         while True:
             raw = self._stream.next()
             if raw is None:
@@ -297,7 +360,9 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
     def describe(self) -> str:
         return (f"DistHeteroNeighborLoader(topology='{self.topology}', "
                 f"servers={len(self.addresses)}, input_type='{self.input_type}', "
-                f"input_nodes={len(self.input_nodes)}, batch_size={self.batch_size})")
+                f"input_nodes={len(self.input_nodes)}, batch_size={self.batch_size}"
+                + (f", rank={self.rank}/{self.world_size}" if self.world_size > 1 else "")
+                + (f", time_attr={self.time_attr!r}" if self.time_attr else "") + ")")
 
 
 __all__ = ["DistHeteroNeighborLoader", "is_hetero_input"]

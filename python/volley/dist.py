@@ -207,7 +207,8 @@ class DistNeighborLoader(NeighborLoader):
     ``_dist_hetero.DistHeteroNeighborLoader`` whose batches are the local heterogeneous loader's
     ``HeteroData`` over the renumbered graph (``num_neighbors`` a list or a per-edge-type dict,
     ``default`` for the missing types); either topology (server-client: the server was started
-    with ``peers``), untimed, not disjoint, one rank.
+    with ``peers``), temporal (times per type written with
+    ``volley.hetero_partition.write_times``) and disjoint sampling and the rank split included.
 
     Raises:
         VolleyValueError: a bad topology, ``local`` / ``server`` missing or given with the
@@ -394,10 +395,11 @@ def _partition_node_time(local: Any) -> Optional[np.ndarray]:
 
 
 def _time_source(info: Dict[str, Any], time_attr: Optional[str], input_time: Any,
-                 temporal_strategy: str, has_node_times: bool) -> str:
+                 temporal_strategy: str, has_node_times: Optional[bool]) -> str:
     """``"none"``, ``"node"`` or ``"edge"``: what ``time_attr`` names in the partitioned dataset
     (``info``: the service's), checked; VolleyValueError naming what is missing.
-    ``has_node_times``: the trainer reads the node times (the default ``input_time``)."""
+    ``has_node_times``: the trainer reads the node times (the default ``input_time``); None: the
+    caller checks ``input_time`` itself."""
     _temporal.check_strategy(temporal_strategy)
     if time_attr is None:
         if input_time is not None:
@@ -415,12 +417,13 @@ def _time_source(info: Dict[str, Any], time_attr: Optional[str], input_time: Any
             "'time' (node time when present, else edge time)"
         )
     if not has[wanted]:
+        hint = info.get("time_hint") or f"partition a dataset with {wanted}_time.npy"
         raise VolleyValueError(
             f"time_attr={time_attr!r} needs {wanted} times, but the partitioned dataset "
-            f"{info.get('dataset_name', '')!r} has none (partition a dataset with "
-            f"{wanted}_time.npy)"
+            f"{info.get('dataset_name', '')!r} has none ({hint})"
         )
-    if input_time is None and not (wanted == "node" and has_node_times):
+    if has_node_times is not None and input_time is None and not (
+            wanted == "node" and has_node_times):
         raise VolleyValueError(
             "temporal sampling across partitions needs input_time (one int64 time per input "
             "node); with node time, topology='worker' and local=(directory, part), the seeds' "

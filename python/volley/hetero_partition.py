@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -199,6 +199,67 @@ def verify_hetero_partitioned_dataset(path: PathLike) -> List[str]:
     """Checks every file (manifests, node maps, parts with checksums and graph ids); one line per
     problem, empty when intact."""
     return list(_verify(os.fspath(path)))
+
+
+def write_times(path: PathLike, node_time: Optional[Dict[str, Any]] = None,
+                edge_time: Optional[Dict[Any, Any]] = None) -> List[str]:
+    """Adds timestamps to a heterogeneous partitioned directory, for temporal sampling over the
+    service (``volley serve``; ``DistNeighborLoader(..., time_attr=...)``).
+
+    Args:
+        path: the partitioned directory.
+        node_time: ``{node_type: int times}``, one per node in the ORIGINAL numbering (as the
+            input dataset's ids); written as ``T.node_time.npy`` by new id.
+        edge_time: ``{edge_type: int times}``, one per edge by edge id (PyG's
+            ``data[edge_type].time``; partitioning keeps edge ids); written as
+            ``S__R__D.edge_time.npy``.
+
+    Returns:
+        The files written. Every server reads the whole arrays at start (a neighbor owned by
+        another part is admitted by its own time); restart the servers after writing.
+
+    Raises:
+        VolleyValueError: an unknown type, or times that are not 1-d integers with one entry per
+            node of the type / edge of the edge type (naming the type and both lengths).
+    """
+    from ._hetero_temporal import as_times
+    from .hetero import edge_type_of
+
+    path = os.fspath(path)
+    manifest = read_hetero_partition_manifest(path)
+    counts = {t["name"]: int(t["num_nodes"]) for t in manifest["node_types"]}
+    edges = {(t["src"], t["relation"], t["dst"]): int(t["num_edges"])
+             for t in manifest["edge_types"]}
+    staged = []
+    for node_type, value in (node_time or {}).items():
+        if node_type not in counts:
+            raise VolleyValueError(f"node_time: unknown node type {node_type!r} (node types: "
+                                   f"{', '.join(counts)})")
+        times = _checked_times(as_times(value, f"node time of node type '{node_type}'"),
+                               counts[node_type], f"node time of node type '{node_type}'", "node")
+        new = np.empty_like(times)
+        new[_tensor.to_numpy(load_hetero_node_map(path, node_type))] = times
+        staged.append((f"{node_type}.node_time.npy", new))
+    for key, value in (edge_time or {}).items():
+        edge_type = tuple(edge_type_of(key))
+        if edge_type not in edges:
+            raise VolleyValueError(f"edge_time: unknown edge type {edge_type} (edge types: "
+                                   f"{', '.join(map(edge_type_key, edges))})")
+        what = f"edge time of edge type {edge_type_key(edge_type)}"
+        staged.append((f"{edge_type_key(edge_type)}.edge_time.npy",
+                       _checked_times(as_times(value, what), edges[edge_type], what, "edge")))
+    written = []
+    for name, times in staged:  # all checked before anything is written
+        np.save(os.path.join(path, name), times)
+        written.append(os.path.join(path, name))
+    return written
+
+
+def _checked_times(times: np.ndarray, expected: int, what: str, per: str) -> np.ndarray:
+    if times.shape[0] != expected:
+        raise VolleyValueError(
+            f"{what} must have one entry per {per} ({expected}), got {times.shape[0]}")
+    return times
 
 
 def edge_type_key(edge_type: Tuple[str, str, str]) -> str:

@@ -101,6 +101,26 @@ void describe_hetero_part(const std::string& path, const std::string& parent, in
   if (verify) std::printf("verify: ok (checksums and graph ids)\n");
 }
 
+// The types with times for temporal sampling over the service (the directory's time files; a
+// bad one is named, `--verify` fails on it).
+void print_times(const HeteroPartitionManifest& manifest) {
+  HeteroPartitionTimes times;
+  try {
+    times = load_hetero_partition_times(manifest);
+  } catch (const Error& error) {
+    std::printf("times: unusable: %s\n", error.what());
+    return;
+  }
+  std::string timed;
+  for (size_t t = 0; t < times.node_time.size(); ++t) {
+    if (times.node_time[t]) timed += " " + manifest.node_types[t].name + " (node time)";
+  }
+  for (size_t e = 0; e < times.edge_time.size(); ++e) {
+    if (times.edge_time[e]) timed += " " + manifest.edge_types[e].name() + " (edge time)";
+  }
+  if (!timed.empty()) std::printf("times:%s\n", timed.c_str());
+}
+
 }  // namespace
 
 void run_hetero_partition(const std::string& input, const std::string& output,
@@ -165,6 +185,7 @@ bool describe_hetero_partitioned(const std::string& path, bool as_json, bool ver
               manifest.edge_types.size());
   print_quality(manifest.quality, manifest.node_types, manifest.edge_types, manifest.num_edges);
   print_parts(manifest.node_types, manifest.books);
+  print_times(manifest);
   if (verify) std::printf("verify: ok (every file matches its manifest, checksums included)\n");
   return true;
 }

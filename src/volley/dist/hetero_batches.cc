@@ -1,5 +1,6 @@
-// HeteroBatchStream (hetero_client.h): the trainer's side of server-client mode over
-// heterogeneous partitions, one SampleHeteroBatches stream at a time.
+// Server-client mode over heterogeneous partitions, both ends of SampleHeteroBatches: the
+// trainer's HeteroBatchStream (hetero_client.h, one stream at a time) and the server's reading of
+// the request and filling of each batch message (internal/hetero_client_state.h).
 #include <grpcpp/grpcpp.h>
 
 #include <cstring>
@@ -20,6 +21,7 @@ struct HeteroBatchStream::State {
   std::unique_ptr<rpc::PartitionService::Stub> stub;
   std::unique_ptr<grpc::ClientContext> context;
   std::unique_ptr<grpc::ClientReader<rpc::HeteroBatchMessage>> reader;
+  bool trees = false;  // disjoint / temporal: the batches carry each node's tree
 
   void cancel() {
     if (context) context->TryCancel();
@@ -55,9 +57,13 @@ void HeteroBatchStream::start(const HeteroBatchesOptions& batches) {
   state.cancel();
   VOLLEY_REQUIRE(batches.batch_size >= 1, ValueError, "batch_size must be >= 1, got {}",
                  batches.batch_size);
-  VOLLEY_REQUIRE(!batches.sampler.disjoint && batches.sampler.time_source == TimeSource::kNone,
-                 ValueError,
-                 "server-client heterogeneous sampling is not disjoint or temporal yet");
+  const bool temporal = batches.sampler.time_source != TimeSource::kNone;
+  VOLLEY_REQUIRE(
+      batches.seed_times.empty() || (temporal && batches.seed_times.size() == batches.seeds.size()),
+      ValueError,
+      "seed_times: {} times for {} seeds of node type '{}' (one per seed, and only "
+      "with a time_source)",
+      batches.seed_times.size(), batches.seeds.size(), batches.node_type);
   state.info.node_type_index(batches.node_type);  // ValueError naming the types
   rpc::HeteroBatchesRequest request;
   request.set_protocol(kProtocolVersion);
@@ -78,6 +84,13 @@ void HeteroBatchStream::start(const HeteroBatchesOptions& batches) {
   request.set_features(batches.features);
   request.set_feature_dtype(batches.feature_dtype);
   request.set_labels(batches.labels);
+  request.set_disjoint(batches.sampler.disjoint);
+  state.trees = batches.sampler.disjoint || temporal;
+  if (temporal) {
+    request.set_time_source(batches.sampler.time_source == TimeSource::kEdge ? "edge" : "node");
+    request.set_temporal_strategy(temporal_strategy_name(batches.sampler.temporal_strategy));
+    pack(std::span<const int64_t>(batches.seed_times), request.mutable_seed_times());
+  }
   request.set_deadline_seconds(state.options.deadline_seconds);
   const auto count = static_cast<double>(
       (static_cast<int64_t>(batches.seeds.size()) + batches.batch_size - 1) / batches.batch_size);
@@ -85,6 +98,77 @@ void HeteroBatchStream::start(const HeteroBatchesOptions& batches) {
   internal::prepare(*state.context, state.options, state.options.deadline_seconds * (count + 1));
   state.reader = state.stub->SampleHeteroBatches(state.context.get(), request);
 }
+
+namespace internal {
+
+HeteroSamplerOptions hetero_batches_sampler(const rpc::HeteroBatchesRequest& request,
+                                            size_t num_seeds, std::vector<int64_t>& seed_times) {
+  HeteroSamplerOptions sampler;
+  sampler.fanouts.assign(request.fanouts().begin(), request.fanouts().end());
+  for (const rpc::EdgeTypeFanouts& entry : request.fanouts_by_type()) {
+    sampler.fanouts_by_type.emplace_back(
+        EdgeType::from_name(entry.edge_type()),
+        std::vector<int64_t>(entry.fanouts().begin(), entry.fanouts().end()));
+  }
+  sampler.replace = request.replace();
+  sampler.weighted = request.weighted();
+  sampler.seed = request.seed();
+  sampler.disjoint = request.disjoint();
+  const std::string& source = request.time_source();
+  seed_times.clear();
+  if (source.empty()) {
+    VOLLEY_REQUIRE(request.seed_times().empty(), ValueError,
+                   "seed_times were given, but no time_source (\"node\" or \"edge\")");
+    return sampler;
+  }
+  VOLLEY_REQUIRE(source == "node" || source == "edge", ValueError,
+                 "time_source must be \"node\" or \"edge\", got {}", quoted(source, 32));
+  sampler.time_source = source == "edge" ? TimeSource::kEdge : TimeSource::kNode;
+  sampler.temporal_strategy = temporal_strategy_from_name(
+      request.temporal_strategy().empty() ? "uniform" : request.temporal_strategy());
+  VOLLEY_REQUIRE(unpack(request.seed_times(), seed_times) &&
+                     (seed_times.empty() || seed_times.size() == num_seeds),
+                 ValueError, "seed_times hold {} bytes for {} seeds (8 bytes each, or none)",
+                 request.seed_times().size(), num_seeds);
+  return sampler;
+}
+
+// `sub` and its gathered rows (as the request asks) into `message`.
+void fill_hetero_batch(const DistHeteroGraph& graph, const HeteroSampledSubgraph& sub,
+                       const rpc::HeteroBatchesRequest& request, rpc::HeteroBatchMessage& message) {
+  const HeteroServiceInfo& info = graph.info();
+  for (size_t t = 0; t < info.node_types.size(); ++t) {
+    const HeteroNodeTypeService& type = info.node_types[t];
+    rpc::TypedNodes* nodes = message.add_node_types();
+    pack(std::span<const int64_t>(sub.nodes[t]), nodes->mutable_nodes());
+    for (const int64_t count : sub.nodes_per_hop[t]) nodes->add_nodes_per_hop(count);
+    nodes->set_num_seeds(sub.num_seeds[t]);
+    if (!sub.batch.empty()) pack(std::span<const int64_t>(sub.batch[t]), nodes->mutable_batch());
+    if (request.features() && type.feature_dim > 0) {
+      const DType dtype = request.feature_dtype().empty()
+                              ? type.feature_dtype
+                              : dtype_from_name(request.feature_dtype());
+      const Array x = graph.gather_features(type.name, sub.nodes[t], dtype);
+      nodes->set_x(std::string(reinterpret_cast<const char*>(x.raw_data()), x.nbytes()));
+      nodes->set_x_dtype(std::string(dtype_name(dtype)));
+      nodes->set_x_width(type.feature_dim);
+    }
+    if (request.labels() && type.label_dtype) {
+      const Array y = graph.gather_labels(type.name, sub.nodes[t]);
+      nodes->set_y(std::string(reinterpret_cast<const char*>(y.raw_data()), y.nbytes()));
+      nodes->set_has_y(true);
+    }
+  }
+  for (size_t e = 0; e < info.edge_types.size(); ++e) {
+    rpc::TypedEdges* edges = message.add_edge_types();
+    pack(std::span<const int64_t>(sub.rows[e]), edges->mutable_rows());
+    pack(std::span<const int64_t>(sub.cols[e]), edges->mutable_cols());
+    pack(std::span<const int64_t>(sub.edge_ids[e]), edges->mutable_edge_ids());
+    for (const int64_t count : sub.edges_per_hop[e]) edges->add_edges_per_hop(count);
+  }
+}
+
+}  // namespace internal
 
 namespace {
 
@@ -139,6 +223,14 @@ bool HeteroBatchStream::next(HeteroBatch& out) {
                          nodes.x_width(), true, state.address);
     }
     if (nodes.has_y()) out.y[t] = rows_of(nodes.y(), DType::kInt64, n, 1, false, state.address);
+    if (state.trees) {
+      auto& trees = sub.batch.emplace_back();
+      VOLLEY_REQUIRE(
+          unpack(nodes.batch(), trees) && trees.size() == sub.nodes[t].size(), RuntimeError,
+          "{}: malformed batch (node type '{}': {} tree entries for {} "
+          "nodes)",
+          state.address, info.node_types[t].name, nodes.batch().size() / 8, sub.nodes[t].size());
+    }
   }
   for (size_t e = 0; e < edge_types; ++e) {
     const rpc::TypedEdges& edges = message.edge_types(static_cast<int>(e));

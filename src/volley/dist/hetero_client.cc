@@ -1,6 +1,5 @@
-// DistHeteroGraph (hetero_client.h): connecting to the servers of a heterogeneous partitioned
-// dataset (the local part, in worker mode, held in-process), and one batch of heterogeneous
-// sampling across them.
+// DistHeteroGraph::sample (hetero_client.h): one batch of heterogeneous sampling across the
+// servers (disjoint and temporal too), the local part in worker mode sampled in-process.
 #include "volley/dist/hetero_client.h"
 
 #include <algorithm>
@@ -16,182 +15,6 @@ namespace volley::dist {
 using internal::pack;
 using internal::unpack;
 using HopCall = internal::Call<rpc::HopRequest, rpc::HopReply>;
-using InfoCall = internal::Call<rpc::InfoRequest, rpc::InfoReply>;
-
-int HeteroServiceInfo::node_type_index(std::string_view name) const {
-  for (size_t t = 0; t < node_types.size(); ++t) {
-    if (node_types[t].name == name) return static_cast<int>(t);
-  }
-  std::string known;
-  for (const auto& type : node_types) known += (known.empty() ? "" : ", ") + type.name;
-  throw ValueError(
-      fmt::format("unknown node type {} (node types: {})", internal::quoted(name, 64), known));
-}
-
-namespace internal {
-
-// The service an Info answer of a heterogeneous server describes (also hetero_batches.cc).
-HeteroServiceInfo hetero_service_info(const rpc::InfoReply& reply, const std::string& address) {
-  VOLLEY_REQUIRE(reply.heterogeneous(), ValueError,
-                 "{} serves part {} of the homogeneous partitioned dataset '{}': connect with "
-                 "DistGraph (Python: DistNeighborLoader with plain input_nodes)",
-                 address, reply.part(), internal::quoted(reply.dataset_name(), 64));
-  HeteroServiceInfo info;
-  info.dataset_name = reply.dataset_name();
-  info.fingerprint = reply.fingerprint();
-  for (const rpc::NodeTypeInfo& type : reply.node_types()) {
-    HeteroNodeTypeService& out = info.node_types.emplace_back();
-    out.name = type.name();
-    out.book = PartitionBook(std::vector<int64_t>(type.offsets().begin(), type.offsets().end()));
-    VOLLEY_REQUIRE(out.book.num_parts() == reply.num_parts(), ValueError,
-                   "{}: node type '{}' has a book of {} parts, the dataset {}", address, out.name,
-                   out.book.num_parts(), reply.num_parts());
-    out.feature_dim = type.feature_dim();
-    if (out.feature_dim > 0)
-      out.feature_dtype = internal::parse_dtype(type.feature_dtype(), address);
-    if (!type.label_dtype().empty())
-      out.label_dtype = internal::parse_dtype(type.label_dtype(), address);
-    out.num_classes = type.num_classes();
-  }
-  for (const rpc::EdgeTypeInfo& type : reply.edge_types()) {
-    info.edge_types.push_back({type.src(), type.relation(), type.dst()});
-    info.num_edges.push_back(type.num_edges());
-    info.has_weights.push_back(type.has_weights());
-    info.node_type_index(type.src());  // both ends must be known node types
-    info.node_type_index(type.dst());
-  }
-  return info;
-}
-
-}  // namespace internal
-
-namespace {
-
-// What the local partition (worker mode) describes, as a server's Info would.
-HeteroServiceInfo local_service_info(const HeteroPartition& local, std::string fingerprint) {
-  const HeteroPartitionManifest& manifest = local.manifest;
-  HeteroServiceInfo info;
-  info.dataset_name = manifest.name;
-  info.fingerprint = std::move(fingerprint);
-  for (size_t t = 0; t < manifest.node_types.size(); ++t) {
-    HeteroNodeTypeService& out = info.node_types.emplace_back();
-    const NodeTypeData& data = local.data.node_data[t];
-    out.name = manifest.node_types[t].name;
-    out.book = manifest.books[t];
-    out.feature_dim = data.features ? data.features->dim(1) : 0;
-    if (data.features) out.feature_dtype = data.features->dtype();
-    if (data.labels) out.label_dtype = data.labels->dtype();
-    out.num_classes = data.num_classes;
-  }
-  info.edge_types = manifest.edge_types;
-  info.num_edges = manifest.num_edges;
-  for (int e = 0; e < local.data.graph.num_edge_types(); ++e) {
-    info.has_weights.push_back(local.data.graph.edges(e).has_weights());
-  }
-  return info;
-}
-
-// Info from every remote server at once (waiting for servers still starting), checked against
-// each other and the local part.
-void handshake(DistHeteroGraph::State& state) {
-  const int64_t parts = state.num_parts();
-  std::vector<std::unique_ptr<InfoCall>> calls(static_cast<size_t>(parts));
-  std::latch done(parts - (state.local_part >= 0 ? 1 : 0));
-  for (int64_t p = 0; p < parts; ++p) {
-    if (p == state.local_part) continue;
-    auto& call = calls[static_cast<size_t>(p)];
-    call = std::make_unique<InfoCall>();
-    internal::prepare(call->context, state.options, state.options.connect_seconds);
-    call->context.set_wait_for_ready(true);
-    call->request.set_protocol(kProtocolVersion);
-    state.stubs[static_cast<size_t>(p)]->async()->Info(&call->context, &call->request, &call->reply,
-                                                       internal::record_status(*call, done));
-  }
-  done.wait();
-  std::string reference = state.local_part >= 0 ? "the local partition" : "";
-  for (int64_t p = 0; p < parts; ++p) {
-    if (p == state.local_part) continue;
-    const std::string& address = state.addresses[static_cast<size_t>(p)];
-    const rpc::InfoReply& reply = calls[static_cast<size_t>(p)]->reply;
-    internal::check_info(calls[static_cast<size_t>(p)]->status, reply, address, p,
-                         state.options.connect_seconds);
-    VOLLEY_REQUIRE(reply.part() == p && reply.num_parts() == parts, ValueError,
-                   "{} serves part {} of {}, but it was given as the address of part {} of {}; "
-                   "list the addresses in part order",
-                   address, reply.part(), reply.num_parts(), p, parts);
-    HeteroServiceInfo info = internal::hetero_service_info(reply, address);
-    if (reference.empty()) {
-      state.info = std::move(info);
-      reference = fmt::format("part {} at {}", p, address);
-    }
-    VOLLEY_REQUIRE(reply.fingerprint() == state.info.fingerprint, ValueError,
-                   "part {} at {} serves dataset '{}' with fingerprint {}, but {} has "
-                   "fingerprint {}: the servers must serve parts of the same partitioned dataset",
-                   p, address, internal::quoted(reply.dataset_name()),
-                   internal::quoted(reply.fingerprint()), reference, state.info.fingerprint);
-    state.limits[static_cast<size_t>(p)] = internal::part_limits(reply, state.options);
-    auto& degrees = state.max_degree[static_cast<size_t>(p)];
-    for (const rpc::EdgeTypeInfo& type : reply.edge_types()) degrees.push_back(type.max_degree());
-  }
-}
-
-}  // namespace
-
-std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(std::vector<std::string> addresses,
-                                                                ClientOptions options) {
-  return connect(std::move(addresses), std::move(options), nullptr, "");
-}
-
-std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(std::vector<std::string> addresses,
-                                                                ClientOptions options,
-                                                                const std::string& local_directory,
-                                                                int64_t local_part) {
-  auto local =
-      std::make_shared<const HeteroPartition>(load_hetero_partition(local_directory, local_part));
-  return connect(std::move(addresses), std::move(options), std::move(local),
-                 dataset_fingerprint(local_directory));
-}
-
-std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(
-    std::vector<std::string> addresses, ClientOptions options,
-    std::shared_ptr<const HeteroPartition> local, std::string fingerprint) {
-  VOLLEY_REQUIRE(!addresses.empty(), ValueError,
-                 "no server addresses given: list one host:port per partition, in part order");
-  VOLLEY_REQUIRE(options.deadline_seconds > 0 && options.connect_seconds > 0, ValueError,
-                 "deadline_seconds and connect_seconds must be > 0, got {} and {}",
-                 options.deadline_seconds, options.connect_seconds);
-  auto state = std::make_unique<State>();
-  state->options = std::move(options);
-  state->addresses = std::move(addresses);
-  const auto parts = static_cast<size_t>(state->num_parts());
-  if (local) {
-    VOLLEY_REQUIRE(local->manifest.num_parts == state->num_parts(), ValueError,
-                   "the local partition belongs to a dataset of {} parts, but {} addresses were "
-                   "given; list one per part",
-                   local->manifest.num_parts, parts);
-    state->local_part = local->part;
-    state->info = local_service_info(*local, std::move(fingerprint));
-    state->local = std::move(local);
-  }
-  state->limits.resize(parts);
-  state->max_degree.resize(parts);
-  state->stubs.resize(parts);
-  for (size_t p = 0; p < parts; ++p) {
-    if (static_cast<int64_t>(p) == state->local_part) continue;
-    VOLLEY_REQUIRE(!state->addresses[p].empty(), ValueError, "no address given for part {}", p);
-    state->stubs[p] =
-        rpc::PartitionService::NewStub(internal::make_channel(state->addresses[p], state->options));
-  }
-  handshake(*state);
-  return std::shared_ptr<const DistHeteroGraph>(new DistHeteroGraph(std::move(state)));
-}
-
-DistHeteroGraph::DistHeteroGraph(std::unique_ptr<State> state) : state_(std::move(state)) {}
-DistHeteroGraph::~DistHeteroGraph() = default;
-const HeteroServiceInfo& DistHeteroGraph::info() const { return state_->info; }
-const std::vector<std::string>& DistHeteroGraph::addresses() const { return state_->addresses; }
-int64_t DistHeteroGraph::num_parts() const { return state_->num_parts(); }
-int64_t DistHeteroGraph::local_part() const { return state_->local_part; }
 
 // --- sampling ------------------------------------------------------------------------------
 
@@ -210,25 +33,64 @@ struct Sampling {
   std::vector<std::vector<int32_t>> owner;
   std::vector<std::vector<std::vector<int64_t>>> targets;
   std::vector<std::vector<HopSample>> picks;
+  // Disjoint / temporal: a tree per seed; each seed's time (temporal) and, per hop, the time of
+  // each target sent ([edge type][part], as `targets`).
+  std::vector<int64_t> tree_time;
+  std::vector<std::vector<std::vector<int64_t>>> target_times;
+
+  bool temporal() const { return options.time_source != TimeSource::kNone; }
+  bool disjoint() const { return options.disjoint || temporal(); }
 
   const HeteroServiceInfo& info() const { return state.info; }
   size_t num_node_types() const { return info().node_types.size(); }
 
-  // Local id of `id` of node type `type`, appending it when new.
-  int64_t local_of(size_t type, int64_t id) {
+  // Local id of `id` of node type `type` (in tree `tree` when disjoint), appending it when new.
+  int64_t local_of(size_t type, int64_t id, int64_t tree) {
     auto& list = out.nodes[type];
     VOLLEY_REQUIRE(list.size() < (size_t{1} << 31) - 1, ValueError,
                    "a batch reached 2^31 nodes of type {}", info().node_types[type].name);
     const auto next = static_cast<int32_t>(list.size());
-    const int32_t known = maps[type].insert(id, next);
+    const int64_t key = disjoint() ? tree * info().node_types[type].book.num_nodes() + id : id;
+    const int32_t known = maps[type].insert(key, next);
     if (known >= 0) return known;
     list.push_back(id);
+    if (disjoint()) out.batch[type].push_back(tree);
     return next;
+  }
+
+  // The time of each seed of `group` (node type `type`) onto tree_time: its given times, else
+  // (by node time) the seeds' own node times, from the local part's directory or their owners.
+  void add_seed_times(const HeteroSeeds& group, size_t type) {
+    if (!group.times.empty()) {
+      VOLLEY_REQUIRE(group.times.size() == group.ids.size(), ValueError,
+                     "seeds of node type '{}': {} times for {} seeds (one time per seed)",
+                     group.node_type, group.times.size(), group.ids.size());
+      tree_time.insert(tree_time.end(), group.times.begin(), group.times.end());
+      return;
+    }
+    if (group.ids.empty()) return;
+    const bool by_node = options.time_source == TimeSource::kNode;
+    VOLLEY_REQUIRE(by_node && info().node_types[type].has_node_time, ValueError,
+                   "seeds of node type '{}' need a time each (seed times / input_time): {}",
+                   group.node_type,
+                   by_node ? "the node type has no node time to default to"
+                           : "sampling by edge time has no node time to default to");
+    const size_t before = tree_time.size();
+    tree_time.resize(before + group.ids.size());
+    if (state.local_times && state.local_times->node_time(type)) {  // every id's, in-process
+      const int64_t* own = state.local_times->node_time(type)->data<int64_t>();
+      for (size_t i = 0; i < group.ids.size(); ++i) tree_time[before + i] = own[group.ids[i]];
+      return;
+    }
+    internal::gather_typed_rows(state, static_cast<int>(type), rpc::RowsRequest::NODE_TIME,
+                                group.ids, DType::kInt64, sizeof(int64_t),
+                                reinterpret_cast<std::byte*>(tree_time.data() + before));
   }
 
   // The seeds, checked as HeteroNeighborSampler checks them.
   void add_seeds(const std::vector<HeteroSeeds>& seeds) {
     std::vector<bool> given(num_node_types(), false);
+    int64_t tree = 0;  // disjoint: the seed's position among all seeds
     for (const HeteroSeeds& group : seeds) {
       const auto type = static_cast<size_t>(info().node_type_index(group.node_type));
       VOLLEY_REQUIRE(!given[type], ValueError, "seeds of node type '{}' are given twice",
@@ -242,11 +104,12 @@ struct Sampling {
                        "seed id {} of node type '{}' at position {} out of range for {} nodes", id,
                        group.node_type, i, n);
         const size_t before = list.size();
-        const int64_t local = local_of(type, id);
+        const int64_t local = local_of(type, id, tree++);
         VOLLEY_REQUIRE(list.size() > before, ValueError,
                        "duplicate seed {} of node type '{}' at positions {} and {}", id,
                        group.node_type, local, i);
       }
+      if (temporal()) add_seed_times(group, type);
       out.num_seeds[type] = static_cast<int64_t>(list.size());
     }
   }
@@ -256,12 +119,17 @@ struct Sampling {
     const PartitionBook& book = info().node_types[dst].book;
     owner[e].clear();
     for (auto& list : targets[e]) list.clear();
+    for (auto& list : target_times[e]) list.clear();
     for (auto& sample : picks[e]) sample = HopSample{};
     for (int64_t i = begin; i < end; ++i) {
       const int64_t node = out.nodes[dst][static_cast<size_t>(i)];
       const auto p = static_cast<int32_t>(book.owner_of(node));
       owner[e].push_back(p);
       targets[e][static_cast<size_t>(p)].push_back(node);
+      if (temporal()) {  // the time of the target's tree travels with it
+        const int64_t tree = out.batch[dst][static_cast<size_t>(i)];
+        target_times[e][static_cast<size_t>(p)].push_back(tree_time[static_cast<size_t>(tree)]);
+      }
     }
   }
 
@@ -290,6 +158,12 @@ struct Sampling {
     request.set_weighted(options.weighted);
     request.set_seed(options.seed);
     request.set_batch(batch_index);
+    if (temporal()) {
+      request.set_time_source(options.time_source == TimeSource::kEdge ? "edge" : "node");
+      request.set_temporal_strategy(temporal_strategy_name(options.temporal_strategy));
+      pack(std::span<const int64_t>(target_times[e][p]).subspan(begin, end - begin),
+           request.mutable_target_times());
+    }
     state.stubs[p]->async()->SampleHop(&call.context, &call.request, &call.reply,
                                        internal::record_status(call, done));
   }
@@ -380,13 +254,18 @@ struct Sampling {
     SamplerScratch scratch;
     for (size_t e = 0; e < active.size(); ++e) {
       if (!active[e] || targets[e][lp].empty()) continue;
-      const EdgeType& type = info().edge_types[e];
-      const Csr& csr = local.data.graph.edges(static_cast<int>(e));
-      sample_hop(
-          csr, local.first_node(type.dst), targets[e][lp], hop,
-          fanouts[e][static_cast<size_t>(hop)],
-          internal::hetero_hop_options(type, csr, options.replace, options.weighted, options.seed),
-          batch_index, picks[e][lp], &scratch);
+      const internal::TypedHop typed{.edge_type = e,
+                                     .targets = targets[e][lp],
+                                     .hop = hop,
+                                     .fanout = fanouts[e][static_cast<size_t>(hop)],
+                                     .replace = options.replace,
+                                     .weighted = options.weighted,
+                                     .seed = options.seed,
+                                     .batch = batch_index,
+                                     .time_source = options.time_source,
+                                     .temporal_strategy = options.temporal_strategy,
+                                     .target_times = target_times[e][lp]};
+      internal::sample_typed_hop(local, *state.local_times, typed, picks[e][lp], &scratch);
     }
   }
 
@@ -401,6 +280,9 @@ struct Sampling {
     auto& eids = out.edge_ids[e];
     const size_t before = rows.size();
     const size_t parts = picks[e].size();
+    // The target's tree (read by index: the destination type's list grows when src == dst).
+    const std::vector<int64_t>* trees =
+        disjoint() ? &out.batch[static_cast<size_t>(info().node_type_index(type.dst))] : nullptr;
     std::vector<size_t> next_target(parts, 0), next_pick(parts, 0);
     for (size_t i = 0; i < owner[e].size(); ++i) {
       const auto p = static_cast<size_t>(owner[e][i]);
@@ -411,8 +293,10 @@ struct Sampling {
         VOLLEY_REQUIRE(neighbor >= 0 && neighbor < num_src, RuntimeError,
                        "part {} at {}: SampleHop of edge type {} returned {} id {} outside [0, {})",
                        p, state.addresses[p], type.name(), type.src, neighbor, num_src);
-        rows.push_back(begin + static_cast<int64_t>(i));
-        cols.push_back(local_of(src, neighbor));
+        const int64_t row = begin + static_cast<int64_t>(i);
+        rows.push_back(row);
+        cols.push_back(
+            local_of(src, neighbor, trees != nullptr ? (*trees)[static_cast<size_t>(row)] : 0));
         eids.push_back(sample.edge_ids[j]);
       }
       next_pick[p] += count;
@@ -459,10 +343,8 @@ struct Sampling {
 HeteroSampledSubgraph DistHeteroGraph::sample(const std::vector<HeteroSeeds>& seeds,
                                               const HeteroSamplerOptions& options,
                                               uint64_t batch_index) const {
-  VOLLEY_REQUIRE(!options.disjoint && options.time_source == TimeSource::kNone, ValueError,
-                 "distributed heterogeneous sampling is not disjoint or temporal yet (disjoint = "
-                 "{}, time_source set = {})",
-                 options.disjoint, options.time_source != TimeSource::kNone);
+  VOLLEY_REQUIRE(options.time_source == TimeSource::kNone || !options.weighted, ValueError,
+                 "temporal sampling does not support weighted sampling yet");
   const auto fanouts = resolve_hetero_fanouts(state_->info.edge_types, options);
   HeteroSampledSubgraph out;
   const size_t types = state_->info.node_types.size();
@@ -470,16 +352,30 @@ HeteroSampledSubgraph DistHeteroGraph::sample(const std::vector<HeteroSeeds>& se
   out.nodes.resize(types);
   out.nodes_per_hop.resize(types);
   out.num_seeds.assign(types, 0);
+  const bool disjoint = options.disjoint || options.time_source != TimeSource::kNone;
+  out.batch.assign(disjoint ? types : 0, {});
+  if (disjoint) {  // tree-qualified ids (tree × nodes of the type + id) must fit, as locally
+    int64_t count = 0, largest = 1;
+    for (const HeteroSeeds& group : seeds) count += static_cast<int64_t>(group.ids.size());
+    for (const auto& type : state_->info.node_types)
+      largest = std::max(largest, type.book.num_nodes());
+    VOLLEY_REQUIRE(count <= (int64_t{1} << 62) / largest, ValueError,
+                   "disjoint sampling of {} seeds over node types of up to {} nodes exceeds 2^62 "
+                   "tree-qualified ids",
+                   count, largest);
+  }
   for (auto* lists : {&out.rows, &out.cols, &out.edge_ids, &out.edges_per_hop}) {
     lists->resize(edge_types);
   }
-  Sampling sampling{*state_, fanouts, options, batch_index, out, {}, {}, {}, {}};
+  Sampling sampling{*state_, fanouts, options, batch_index, out, {}, {}, {}, {}, {}, {}};
   sampling.maps.resize(types);
   for (auto& map : sampling.maps) map.clear();
   sampling.owner.resize(edge_types);
   sampling.targets.assign(edge_types,
                           std::vector<std::vector<int64_t>>(static_cast<size_t>(num_parts())));
   sampling.picks.assign(edge_types, std::vector<HopSample>(static_cast<size_t>(num_parts())));
+  sampling.target_times.assign(edge_types,
+                               std::vector<std::vector<int64_t>>(static_cast<size_t>(num_parts())));
   sampling.add_seeds(seeds);
   sampling.run();
   return out;

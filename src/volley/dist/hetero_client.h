@@ -17,11 +17,19 @@
 // parts of the hop at once, as typed SampleHop calls; the answers are merged in edge-type order,
 // each in frontier order, and relabeled as the local sampler does.
 //
-// Supported: untimed, non-disjoint sampling, uniform or weighted, with or without replacement.
-// ValueError for options.disjoint or a time_source (not served yet), and as the local sampler
-// for fanouts (an edge type the service lacks, lists of different lengths), seeds (unknown node
-// type, a type given twice, a duplicate seed); IndexError for a seed outside its type's range,
-// or an id of gather_* outside the type's range (naming the type). Call failures as client.h
+// Disjoint sampling (options.disjoint): every seed grows its own tree, as the local sampler's;
+// the frontier holds (tree, node) pairs, so a target may be asked for once per tree. Temporal
+// sampling (options.time_source, the seeds' times in HeteroSeeds::times or, by node time, the
+// seeds' own node times fetched from their owners): the seed time travels with the frontier
+// (HopRequest.target_times) and each server samples the edge types timed in the partitioned
+// directory (its root's "T.node_time.npy" / "S__R__D.edge_time.npy", hetero_times.h) over rows
+// sorted by time, the others unconstrained; the batch carries `batch` (the tree of every node).
+// ValueError as the local sampler for fanouts (an edge type the service lacks, lists of
+// different lengths), seeds (unknown node type, a type given twice, a duplicate seed when not
+// disjoint), times (of the wrong length; missing, naming the seeds' type, when sampling by edge
+// time or by node time for a type without node times; none served of the asked kind);
+// IndexError for a seed outside its type's range, or an id of gather_* outside the type's range
+// (naming the type). Call failures as client.h
 // says (ConnectionError, TimeoutError, PermissionError, ValueError naming the part and address).
 // Thread safety: immutable after connect(); any number of threads may sample and gather.
 #pragma once
@@ -49,6 +57,7 @@ struct HeteroNodeTypeService {
   DType feature_dtype = DType::kFloat32;
   std::optional<DType> label_dtype;
   int64_t num_classes = 0;
+  bool has_node_time = false;  // the partitioned directory holds its node times
 };
 
 // What the servers serve, as agreed at connect().
@@ -59,6 +68,7 @@ struct HeteroServiceInfo {
   std::vector<EdgeType> edge_types;               // the dataset's order
   std::vector<int64_t> num_edges;                 // per edge type
   std::vector<bool> has_weights;                  // per edge type
+  std::vector<bool> has_edge_time;                // per edge type
 
   // The index of node type `name`; ValueError listing the node types when unknown.
   int node_type_index(std::string_view name) const;
@@ -117,7 +127,8 @@ struct HeteroBatchesOptions {
   std::vector<int64_t> seeds;  // new ids, in epoch order: batch b is [b * size, (b + 1) * size)
   int64_t batch_size = 1;
   uint64_t first_batch_index = 0;
-  HeteroSamplerOptions sampler;  // untimed, not disjoint
+  HeteroSamplerOptions sampler;
+  std::vector<int64_t> seed_times;  // temporal: one per seed; empty: the seeds' node times
   bool features = true;
   std::string feature_dtype;  // "": as stored
   bool labels = true;

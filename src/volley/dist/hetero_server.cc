@@ -3,20 +3,17 @@
 #include "volley/dist/hetero_server.h"
 
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/resource_quota.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <mutex>
 
-#include "volley/core/parallel.h"
 #include "volley/core/version.h"
 #include "volley/dist/hetero_client.h"
 #include "volley/dist/internal/hetero_client_state.h"
+#include "volley/dist/internal/hetero_times.h"
 #include "volley/dist/internal/server_requests.h"
 #include "volley/dist/internal/server_support.h"
+#include "volley/dist/internal/service_core.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
@@ -37,84 +34,15 @@ grpc::Status refuse(grpc::StatusCode code, std::string message) {
 
 }  // namespace
 
-struct HeteroServer::State final : rpc::PartitionService::Service {
+struct HeteroServer::State final : rpc::PartitionService::Service, internal::ServiceCore {
   std::shared_ptr<const HeteroPartition> partition;
-  std::string fingerprint;
-  std::vector<int64_t> max_degree;  // per edge type, of this part's rows
-  ServerOptions options;
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  std::atomic<int64_t> requests{0};
-  std::atomic<int64_t> failed{0};
+  std::vector<int64_t> max_degree;                  // per edge type, of this part's rows
+  std::unique_ptr<internal::HeteroHopTimes> times;  // the directory's time files
   std::mutex peers_mutex;
   std::shared_ptr<const DistHeteroGraph> peers;  // server-client mode, connected on first use
-  std::mutex shutdown_mutex;
-  std::condition_variable shut_down_changed;
-  bool stopping = false;
-  bool shut_down = false;
 
   int64_t part() const { return partition->part; }
   const HeteroGraph& graph() const { return partition->data.graph; }
-
-  // Token, then the handler; a Volley error becomes the status of its kind.
-  template <typename Handler>
-  grpc::Status serve(grpc::ServerContext* context, Handler&& handler) {
-    requests.fetch_add(1, std::memory_order_relaxed);
-    grpc::Status status;
-    if (!options.token.empty() && !token_matches(*context)) {
-      status = refuse(grpc::StatusCode::UNAUTHENTICATED,
-                      fmt::format("part {}: missing or wrong access token (metadata '{}')", part(),
-                                  internal::kTokenKey));
-    } else {
-      try {
-        status = handler();
-      } catch (const Error& e) {
-        status = refuse(internal::status_code_for(e.kind()),
-                        fmt::format("part {}: {}", part(), e.what()));
-      } catch (const std::exception& e) {
-        status = refuse(grpc::StatusCode::INTERNAL,
-                        fmt::format("part {}: internal error: {}", part(), e.what()));
-      }
-    }
-    if (!status.ok()) {
-      failed.fetch_add(1, std::memory_order_relaxed);
-      if (status.error_message().size() > 2048) {
-        status = grpc::Status(status.error_code(), internal::quoted(status.error_message(), 2048));
-      }
-    }
-    return status;
-  }
-
-  bool token_matches(const grpc::ServerContext& context) const {
-    const auto& metadata = context.client_metadata();
-    const auto found = metadata.find(internal::kTokenKey);
-    if (found == metadata.end()) return false;
-    const std::string_view given(found->second.data(), found->second.size());
-    const std::string& expected = options.token;
-    unsigned char difference = given.size() == expected.size() ? 0 : 1;  // constant time
-    for (size_t i = 0; i < expected.size(); ++i) {
-      difference |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-    }
-    return difference == 0;
-  }
-
-  grpc::Status check_request(uint32_t protocol, const std::string& request_fingerprint) const {
-    if (protocol != kProtocolVersion) {
-      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                    fmt::format("part {}: protocol version {} requested, this server speaks {} "
-                                "(Volley {}); run the same Volley version everywhere",
-                                part(), protocol, kProtocolVersion, volley::kVersion));
-    }
-    if (request_fingerprint != fingerprint) {
-      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                    fmt::format("part {}: the request is for dataset fingerprint '{}', this "
-                                "server serves '{}' ({})",
-                                part(), internal::quoted(request_fingerprint), fingerprint,
-                                partition->manifest.name));
-    }
-    return grpc::Status::OK;
-  }
 
   // The node type named `name` ("" or unknown: INVALID_ARGUMENT listing the types), or -1.
   grpc::Status node_type(const std::string& name, int& type) const {
@@ -139,15 +67,6 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                     fmt::format("node type '{}': {}", info.name, status.error_message()));
     }
     return status;
-  }
-
-  grpc::Status check_reply_size(int64_t bytes, const char* what) const {
-    if (bytes <= options.limits.max_reply_bytes) return grpc::Status::OK;
-    return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                  fmt::format("part {}: the {} reply would be {}{} bytes, more than the {} one "
-                              "reply may (max_reply_bytes); split the call",
-                              part(), what, bytes >= kSaturated ? "over " : "",
-                              std::min(bytes, kSaturated), options.limits.max_reply_bytes));
   }
 
   // --- handlers ---------------------------------------------------------------------------
@@ -176,6 +95,7 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
         if (data.features) info->set_feature_dtype(std::string(dtype_name(data.features->dtype())));
         if (data.labels) info->set_label_dtype(std::string(dtype_name(data.labels->dtype())));
         info->set_num_classes(data.num_classes);
+        info->set_has_node_time(times->node_time(t).has_value());
       }
       for (size_t e = 0; e < manifest.edge_types.size(); ++e) {
         rpc::EdgeTypeInfo* info = reply->add_edge_types();
@@ -185,6 +105,7 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
         info->set_num_edges(manifest.num_edges[e]);
         info->set_has_weights(graph().edges(static_cast<int>(e)).has_weights());
         info->set_max_degree(max_degree[e]);
+        info->set_has_edge_time(times->edge_time(e).has_value());
       }
       return grpc::Status::OK;
     });
@@ -193,11 +114,7 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
   grpc::Status Health(grpc::ServerContext* context, const rpc::HealthRequest*,
                       rpc::HealthReply* reply) override {
     return serve(context, [&] {
-      reply->set_status("serving");
-      reply->set_requests(requests.load());
-      reply->set_failed_requests(failed.load());
-      reply->set_uptime_seconds(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      answer_health(*reply);
       return grpc::Status::OK;
     });
   }
@@ -248,11 +165,14 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                     fmt::format("part {}: hop {} / fanout {} invalid (hop < 256, fanout >= -1)",
                                 part(), request.hop(), request.fanout()));
     }
+    NeighborSamplerOptions timing;  // the hop's time options (temporal when asked)
+    thread_local std::vector<int64_t> target_times;
+    target_times.clear();
     if (!request.time_source().empty() || !request.target_times().empty()) {
-      return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                    fmt::format("part {}: temporal sampling of heterogeneous partitions is not "
-                                "served yet (edge type {})",
-                                part(), type.name()));
+      if (auto status =
+              internal::parse_hop_times(request, part(), targets.size(), timing, target_times);
+          !status.ok())
+        return status;
     }
     if (request.replace() && request.fanout() > options.limits.max_fanout()) {
       return refuse(grpc::StatusCode::INVALID_ARGUMENT,
@@ -267,12 +187,18 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                              "SampleHop");
         !status.ok())
       return status;
-    // The heterogeneous sampler's rules: its per-edge-type stream seed, weights where the edge
-    // type has them.
-    const NeighborSamplerOptions sampler = internal::hetero_hop_options(
-        type, csr, request.replace(), request.weighted(), request.seed());
-    sample_hop(csr, first, targets, static_cast<int>(request.hop()), request.fanout(), sampler,
-               request.batch(), sample, &scratch);
+    internal::TypedHop hop{.edge_type = static_cast<size_t>(e),
+                           .targets = targets,
+                           .hop = static_cast<int>(request.hop()),
+                           .fanout = request.fanout(),
+                           .replace = request.replace(),
+                           .weighted = request.weighted(),
+                           .seed = request.seed(),
+                           .batch = request.batch(),
+                           .time_source = timing.time_source,
+                           .temporal_strategy = timing.temporal_strategy,
+                           .target_times = target_times};
+    internal::sample_typed_hop(*partition, *times, hop, sample, &scratch);
     pack(std::span<const int32_t>(sample.counts), reply.mutable_counts());
     pack(std::span<const int64_t>(sample.neighbors), reply.mutable_neighbors());
     pack(std::span<const int64_t>(sample.edge_ids), reply.mutable_edge_ids());
@@ -311,26 +237,22 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                                   part(), request->seeds().size(), request->batch_size()));
       }
       graph->info().node_type_index(request->node_type());  // ValueError naming the types
-      HeteroSamplerOptions sampler;
-      sampler.fanouts.assign(request->fanouts().begin(), request->fanouts().end());
-      for (const rpc::EdgeTypeFanouts& entry : request->fanouts_by_type()) {
-        sampler.fanouts_by_type.emplace_back(
-            EdgeType::from_name(entry.edge_type()),
-            std::vector<int64_t>(entry.fanouts().begin(), entry.fanouts().end()));
-      }
-      sampler.replace = request->replace();
-      sampler.weighted = request->weighted();
-      sampler.seed = request->seed();
+      std::vector<int64_t> seed_times;
+      const HeteroSamplerOptions sampler =
+          internal::hetero_batches_sampler(*request, seeds.size(), seed_times);
       const auto size = static_cast<size_t>(request->batch_size());
       for (size_t begin = 0, b = 0; begin < seeds.size(); begin += size, ++b) {
         if (context->IsCancelled()) return refuse(grpc::StatusCode::CANCELLED, "cancelled");
         const std::span<const int64_t> batch =
             std::span<const int64_t>(seeds).subspan(begin, std::min(size, seeds.size() - begin));
-        const HeteroSampledSubgraph sub = graph->sample({{request->node_type(), batch}}, sampler,
-                                                        request->first_batch_index() + b);
+        const std::span<const int64_t> times =
+            seed_times.empty() ? std::span<const int64_t>()
+                               : std::span<const int64_t>(seed_times).subspan(begin, batch.size());
+        const HeteroSampledSubgraph sub = graph->sample({{request->node_type(), batch, times}},
+                                                        sampler, request->first_batch_index() + b);
         rpc::HeteroBatchMessage message;
         message.set_index(static_cast<int64_t>(b));
-        fill_hetero_batch(*graph, sub, *request, message);
+        internal::fill_hetero_batch(*graph, sub, *request, message);
         if (auto status = check_reply_size(static_cast<int64_t>(message.ByteSizeLong()), "batch");
             !status.ok())
           return status;
@@ -338,41 +260,6 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
       }
       return grpc::Status::OK;
     });
-  }
-
-  // `sub` and its gathered rows (as the request asks) into `message`.
-  static void fill_hetero_batch(const DistHeteroGraph& graph, const HeteroSampledSubgraph& sub,
-                                const rpc::HeteroBatchesRequest& request,
-                                rpc::HeteroBatchMessage& message) {
-    const HeteroServiceInfo& info = graph.info();
-    for (size_t t = 0; t < info.node_types.size(); ++t) {
-      const HeteroNodeTypeService& type = info.node_types[t];
-      rpc::TypedNodes* nodes = message.add_node_types();
-      pack(std::span<const int64_t>(sub.nodes[t]), nodes->mutable_nodes());
-      for (const int64_t count : sub.nodes_per_hop[t]) nodes->add_nodes_per_hop(count);
-      nodes->set_num_seeds(sub.num_seeds[t]);
-      if (request.features() && type.feature_dim > 0) {
-        const DType dtype = request.feature_dtype().empty()
-                                ? type.feature_dtype
-                                : dtype_from_name(request.feature_dtype());
-        const Array x = graph.gather_features(type.name, sub.nodes[t], dtype);
-        nodes->set_x(std::string(reinterpret_cast<const char*>(x.raw_data()), x.nbytes()));
-        nodes->set_x_dtype(std::string(dtype_name(dtype)));
-        nodes->set_x_width(type.feature_dim);
-      }
-      if (request.labels() && type.label_dtype) {
-        const Array y = graph.gather_labels(type.name, sub.nodes[t]);
-        nodes->set_y(std::string(reinterpret_cast<const char*>(y.raw_data()), y.nbytes()));
-        nodes->set_has_y(true);
-      }
-    }
-    for (size_t e = 0; e < info.edge_types.size(); ++e) {
-      rpc::TypedEdges* edges = message.add_edge_types();
-      pack(std::span<const int64_t>(sub.rows[e]), edges->mutable_rows());
-      pack(std::span<const int64_t>(sub.cols[e]), edges->mutable_cols());
-      pack(std::span<const int64_t>(sub.edge_ids[e]), edges->mutable_edge_ids());
-      for (const int64_t count : sub.edges_per_hop[e]) edges->add_edges_per_hop(count);
-    }
   }
 
   grpc::Status GetRows(grpc::ServerContext* context, const rpc::RowsRequest* request,
@@ -398,6 +285,7 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
                                 "type and not served yet",
                                 part()));
     }
+    if (request.kind() == rpc::RowsRequest::NODE_TIME) return node_times_into(type, ids, reply);
     const bool features = request.kind() == rpc::RowsRequest::FEATURES;
     if (!features && request.kind() != rpc::RowsRequest::LABELS) {
       return refuse(
@@ -433,63 +321,39 @@ struct HeteroServer::State final : rpc::PartitionService::Service {
     reply.set_width(width);
     return grpc::Status::OK;
   }
-};
 
-namespace {
-
-// Builds and starts the gRPC server of `state` (its options set); IoError when it cannot listen.
-void start_server(HeteroServer::State& state, int64_t part) {
-  const std::shared_ptr<grpc::ServerCredentials> credentials =
-      internal::server_credentials(state.options.tls);
-  const int threads =
-      state.options.threads > 0 ? state.options.threads : std::max(32, 8 * default_num_threads());
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(state.options.listen, credentials, &state.port);
-  builder.RegisterService(&state);
-  {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> hooks;
-    hooks.push_back(internal::decode_error_interceptor(part));
-    builder.experimental().SetInterceptorCreators(std::move(hooks));
+  // GetRows(NODE_TIME): the node time of each (owned, checked) id of node type `type`.
+  grpc::Status node_times_into(int type, std::span<const int64_t> ids, rpc::RowsReply& reply) {
+    const std::optional<Array>& time = times->node_time(static_cast<size_t>(type));
+    if (!time) {
+      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
+                    fmt::format("part {}: node type '{}' has no node times (no {}.node_time.npy "
+                                "in the partitioned directory)",
+                                part(), graph().node_types()[static_cast<size_t>(type)].name,
+                                graph().node_types()[static_cast<size_t>(type)].name));
+    }
+    if (auto status = check_reply_size(static_cast<int64_t>(ids.size()) * 8, "GetRows");
+        !status.ok())
+      return status;
+    const int64_t* all = time->data<int64_t>();
+    std::vector<int64_t> out(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) out[i] = all[ids[i]];
+    pack(std::span<const int64_t>(out), reply.mutable_rows());
+    reply.set_dtype("int64");
+    reply.set_width(1);
+    return grpc::Status::OK;
   }
-  const ServerLimits& limits = state.options.limits;
-  builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_request_bytes));
-  builder.SetMaxSendMessageSize(static_cast<int>(limits.max_reply_bytes + (1 << 20)));
-  grpc::ResourceQuota quota("volley-serve-hetero");
-  quota.Resize(static_cast<size_t>(state.options.memory_limit_bytes));
-  quota.SetMaxThreads(threads + 4);
-  builder.SetResourceQuota(quota);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
-                              std::max(2, threads / 2));
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, internal::kKeepaliveMs);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, internal::kKeepaliveTimeoutMs);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                             internal::kKeepaliveMs / 2);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 4 * threads);
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a port in use must fail (server.cc)
-  state.server = builder.BuildAndStart();
-  VOLLEY_REQUIRE(state.server != nullptr && state.port != 0, IoError,
-                 "cannot listen on '{}': the address is malformed, not local, or in use (give "
-                 "host:port, e.g. 127.0.0.1:5000; port 0 picks a free port)",
-                 state.options.listen);
-}
-
-}  // namespace
+};
 
 HeteroServer::HeteroServer(const std::string& directory, int64_t part, ServerOptions options)
     : state_(std::make_unique<State>()) {
   State& state = *state_;
-  VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);
-  internal::check_limits(options.limits);
-  options.limits.max_ids_per_call =
-      std::min(options.limits.max_ids_per_call, options.limits.max_request_bytes / 8);
-  VOLLEY_REQUIRE(options.memory_limit_bytes >= (int64_t{64} << 20), ValueError,
-                 "memory_limit_bytes must be at least 64 MiB, got {}", options.memory_limit_bytes);
   state.partition = std::make_shared<const HeteroPartition>(load_hetero_partition(directory, part));
+  internal::prepare_server_options(options, part, state.partition->manifest.num_parts);
+  state.served_part = part;
   state.fingerprint = dataset_fingerprint(directory);
+  state.dataset_name = state.partition->manifest.name;
+  state.times = std::make_unique<internal::HeteroHopTimes>(state.partition);
   const HeteroGraph& graph = state.partition->data.graph;
   for (int e = 0; e < graph.num_edge_types(); ++e) {
     const Csr& csr = graph.edges(e);
@@ -498,65 +362,20 @@ HeteroServer::HeteroServer(const std::string& directory, int64_t part, ServerOpt
       largest = std::max(largest, csr.degree(row));
     state.max_degree.push_back(largest);
   }
-  VOLLEY_REQUIRE(options.peers.empty() || static_cast<int64_t>(options.peers.size()) ==
-                                              state.partition->manifest.num_parts,
-                 ValueError,
-                 "peers must list one address per part ({} parts, in part order; this part's "
-                 "own entry may be empty), got {}",
-                 state.partition->manifest.num_parts, options.peers.size());
-  if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // in-process
-  if (options.peer_client.token.empty()) options.peer_client.token = options.token;
-  if (options.peer_client.tls.ca_file.empty() && !options.tls.ca_file.empty()) {
-    options.peer_client.tls = options.tls;
-  }
   state.options = std::move(options);
-  start_server(state, part);
+  state.start(state, "volley-serve-hetero");
 }
 
 HeteroServer::~HeteroServer() { shutdown(0.5); }
 
-int HeteroServer::port() const { return state_->port; }
-
-std::string HeteroServer::address() const {
-  const std::string& listen = state_->options.listen;
-  const size_t colon = listen.rfind(':');
-  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
-  if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
-  return fmt::format("{}:{}", host, state_->port);
-}
-
+int HeteroServer::port() const { return state_->port(); }
+std::string HeteroServer::address() const { return state_->address(); }
 int64_t HeteroServer::part() const { return state_->partition->part; }
 const std::string& HeteroServer::fingerprint() const { return state_->fingerprint; }
 bool HeteroServer::authenticated() const { return !state_->options.token.empty(); }
 std::shared_ptr<const HeteroPartition> HeteroServer::partition() const { return state_->partition; }
-
-ServerStats HeteroServer::stats() const {
-  return {state_->requests.load(), state_->failed.load(), 0};
-}
-
-void HeteroServer::shutdown(double grace_seconds) {
-  State& state = *state_;
-  {
-    std::lock_guard lock(state.shutdown_mutex);
-    if (state.stopping) return;
-    state.stopping = true;
-  }
-  if (state.server) {
-    state.server->Shutdown(std::chrono::system_clock::now() +
-                           std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                               std::chrono::duration<double>(std::max(0.0, grace_seconds))));
-    state.server->Wait();
-  }
-  {
-    std::lock_guard lock(state.shutdown_mutex);
-    state.shut_down = true;
-  }
-  state.shut_down_changed.notify_all();
-}
-
-void HeteroServer::wait() {
-  std::unique_lock lock(state_->shutdown_mutex);
-  state_->shut_down_changed.wait(lock, [&] { return state_->shut_down; });
-}
+ServerStats HeteroServer::stats() const { return state_->stats(); }
+void HeteroServer::shutdown(double grace_seconds) { state_->shutdown(grace_seconds); }
+void HeteroServer::wait() { state_->wait(); }
 
 }  // namespace volley::dist

@@ -12,21 +12,28 @@
 //              pick rules over that edge type's rows with the stream seed
 //              edge_type_stream_seed(seed, edge type), counter (target id within its type, hop,
 //              batch); `weighted` samples ∝ weight the edge types that have weights;
-//   GetRows    FEATURES / LABELS / DEGREES of owned ids of RowsRequest.node_type.
+//              temporal (HopRequest.time_source, target_times): an edge type timed in the
+//              partitioned directory (hetero_partition.h, load_hetero_partition_times: its
+//              source type's node times or its edge times, read at start) is sampled over its
+//              rows sorted by time, admitting entries no later than each target's time, as the
+//              local sampler; an untimed edge type without a time constraint;
+//   GetRows    FEATURES / LABELS of owned ids of RowsRequest.node_type; NODE_TIME (int64) of
+//              owned ids of a node type with node times; DEGREES is refused (per edge type).
 //   SampleHeteroBatches  server-client mode (with ServerOptions::peers): the batches of the
 //              caller's seeds (in epoch order) sampled across all parts (this one in-process, the
-//              peers through a DistHeteroGraph) and gathered, streamed in order; the stream holds
+//              peers through a DistHeteroGraph) and gathered, streamed in order (temporal and
+//              disjoint too: HeteroBatchesRequest's time fields; TypedNodes.batch); the stream holds
 //              a handler thread while its reader pauses (gRPC flow control is the back-pressure);
 //              FAILED_PRECONDITION without peers.
-// SampleEpoch and HasEdges answer UNIMPLEMENTED (homogeneous only, for now); temporal sampling (a
-// HopRequest with time_source) is refused with INVALID_ARGUMENT.
+// SampleEpoch and HasEdges answer UNIMPLEMENTED (homogeneous only, for now).
 //
 //   HeteroServer server("/data/mag-2", 0, {.listen = "0.0.0.0:5000"});
 //   server.wait();
 //
 // Errors of a request (status, message naming the part and the value): INVALID_ARGUMENT for a
 // missing or unknown edge / node type (the known ones listed), fanout / hop out of range (weighted
-// sampling of an edge type without weights is NOT an error: uniform, as the local sampler);
+// sampling of an edge type without weights is NOT an error: uniform, as the local sampler), bad
+// time fields (parse_hop_times: source, strategy, target_times not one per target, weighted);
 // OUT_OF_RANGE for a target / id outside the type's owned range ("node type 'paper': part 0:
 // targets[0] = 312 is not owned here (this part owns [0, 150))"); FAILED_PRECONDITION for
 // another protocol version or dataset fingerprint. Limits, token, TLS and peers as server.h's
@@ -47,7 +54,8 @@ class HeteroServer {
  public:
   // Loads part `part` of the heterogeneous partitioned dataset at `directory` and starts serving
   // at once. IoError when the address cannot be bound or the files are bad, IndexError for a bad
-  // part, ValueError for bad options.
+  // part, ValueError for bad options or a time file of the wrong dtype or length (naming the
+  // type).
   HeteroServer(const std::string& directory, int64_t part, ServerOptions options = {});
   ~HeteroServer();  // shutdown()
   HeteroServer(const HeteroServer&) = delete;

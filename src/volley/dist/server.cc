@@ -2,13 +2,11 @@
 #include "volley/dist/server.h"
 
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/resource_quota.h>
 #include <malloc.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -18,6 +16,7 @@
 #include "volley/dist/internal/epoch_stream.h"
 #include "volley/dist/internal/server_requests.h"
 #include "volley/dist/internal/server_support.h"
+#include "volley/dist/internal/service_core.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/feature/gather.h"
@@ -48,95 +47,20 @@ grpc::Status refuse(grpc::StatusCode code, const std::string& message) {
 
 struct Server::State final
     : rpc::PartitionService::WithCallbackMethod_SampleEpoch<rpc::PartitionService::Service>,
-      internal::EpochStreamHost {
+      internal::EpochStreamHost,
+      internal::ServiceCore {
   std::string directory;
   std::shared_ptr<const Partition> partition;
-  std::string fingerprint;
-  std::string dataset_name;
   int64_t num_edges_total = 0;
   int64_t max_degree = 0;   // of this part's nodes
   int64_t max_streams = 0;  // epoch streams open at once (options.max_epoch_streams resolved)
-  ServerOptions options;
   std::unique_ptr<internal::TaskQueue> pump_queue;  // runs the epoch streams' work
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  std::atomic<int64_t> requests{0};
-  std::atomic<int64_t> failed{0};
-  std::atomic<int64_t> streams{0};
 
   std::mutex peers_mutex;
   std::shared_ptr<const DistGraph> peers;  // connected on the first SampleEpoch
 
-  std::mutex shutdown_mutex;
-  std::condition_variable shut_down_changed;
-  bool stopping = false;
-  bool shut_down = false;
-
   int64_t first() const { return partition->first_node(); }
   int64_t rows() const { return partition->data.graph.num_nodes(); }
-
-  // Token, then the handler; a Volley error becomes the status of its kind, anything else
-  // INTERNAL. Failed calls are counted.
-  template <typename Handler>
-  grpc::Status serve(grpc::ServerContextBase* context, Handler&& handler) {
-    requests.fetch_add(1, std::memory_order_relaxed);
-    grpc::Status status;
-    if (!options.token.empty() && !token_matches(context)) {
-      status = refuse(grpc::StatusCode::UNAUTHENTICATED,
-                      fmt::format("part {}: missing or wrong access token (metadata '{}')",
-                                  partition->part, internal::kTokenKey));
-    } else {
-      try {
-        status = handler();
-      } catch (const Error& e) {
-        status = refuse(internal::status_code_for(e.kind()),
-                        fmt::format("part {}: {}", partition->part, e.what()));
-      } catch (const std::exception& e) {
-        status = refuse(grpc::StatusCode::INTERNAL,
-                        fmt::format("part {}: internal error: {}", partition->part, e.what()));
-      }
-    }
-    if (!status.ok()) {
-      failed.fetch_add(1, std::memory_order_relaxed);
-      // A message quoting a request (a huge dtype name, say) is cut: gRPC's metadata limit.
-      if (status.error_message().size() > 2048) {
-        status = grpc::Status(status.error_code(), internal::quoted(status.error_message(), 2048));
-      }
-    }
-    return status;
-  }
-
-  bool token_matches(grpc::ServerContextBase* context) const {
-    const auto& metadata = context->client_metadata();
-    const auto found = metadata.find(internal::kTokenKey);
-    if (found == metadata.end()) return false;
-    const std::string_view given(found->second.data(), found->second.size());
-    const std::string& expected = options.token;
-    // Constant time in the token's content.
-    unsigned char difference = given.size() == expected.size() ? 0 : 1;
-    for (size_t i = 0; i < expected.size(); ++i) {
-      difference |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-    }
-    return difference == 0;
-  }
-
-  grpc::Status check_request(uint32_t protocol, const std::string& request_fingerprint) const {
-    if (protocol != kProtocolVersion) {
-      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                    fmt::format("part {}: protocol version {} requested, this server speaks {} "
-                                "(Volley {}); run the same Volley version everywhere",
-                                partition->part, protocol, kProtocolVersion, kVolleyVersion));
-    }
-    if (request_fingerprint != fingerprint) {
-      return refuse(grpc::StatusCode::FAILED_PRECONDITION,
-                    fmt::format("part {}: the request is for dataset fingerprint '{}', this "
-                                "server serves '{}' ({})",
-                                partition->part, internal::quoted(request_fingerprint), fingerprint,
-                                dataset_name));
-    }
-    return grpc::Status::OK;
-  }
 
   // Owned ids (internal/server_requests.h).
   grpc::Status owned_ids(const std::string& bytes, std::vector<int64_t>& ids,
@@ -144,16 +68,6 @@ struct Server::State final
     const internal::OwnedRange range{partition->part, first(), rows(),
                                      options.limits.max_ids_per_call};
     return internal::owned_ids(range, bytes, ids, field);
-  }
-
-  // INVALID_ARGUMENT when a reply of `bytes` would exceed max_reply_bytes.
-  grpc::Status check_reply_size(int64_t bytes, const char* what) const {
-    if (bytes <= options.limits.max_reply_bytes) return grpc::Status::OK;
-    return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                  fmt::format("part {}: the {} reply would be {}{} bytes, more than the {} one "
-                              "reply may (max_reply_bytes); split the call",
-                              partition->part, what, bytes >= kSaturated ? "over " : "",
-                              std::min(bytes, kSaturated), options.limits.max_reply_bytes));
   }
 
   // After a call with a large request: the request arrived in many small pieces, freed into
@@ -225,12 +139,7 @@ struct Server::State final
   grpc::Status Health(grpc::ServerContext* context, const rpc::HealthRequest*,
                       rpc::HealthReply* reply) override {
     return serve(context, [&] {
-      reply->set_status("serving");
-      reply->set_requests(requests.load());
-      reply->set_failed_requests(failed.load());
-      reply->set_active_streams(streams.load());
-      reply->set_uptime_seconds(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      answer_health(*reply);
       return grpc::Status::OK;
     });
   }
@@ -457,38 +366,17 @@ struct Server::State final
   }
 };
 
-namespace {
-
-// ValueError for options out of range; caps max_ids_per_call at what a request can carry.
-void check_server_options(ServerOptions& options) {
-  VOLLEY_REQUIRE(options.threads >= 0, ValueError, "threads must be >= 0, got {}", options.threads);
-  VOLLEY_REQUIRE(options.max_epoch_streams >= 0, ValueError,
-                 "max_epoch_streams must be >= 0, got {}", options.max_epoch_streams);
-  check_limits(options.limits);
-  options.limits.max_ids_per_call =
-      std::min(options.limits.max_ids_per_call, options.limits.max_request_bytes / 8);
-  VOLLEY_REQUIRE(options.memory_limit_bytes >= (int64_t{64} << 20), ValueError,
-                 "memory_limit_bytes must be at least 64 MiB, got {}", options.memory_limit_bytes);
-}
-
-}  // namespace
-
 Server::Server(const std::string& directory, int64_t part, ServerOptions options)
     : state_(std::make_unique<State>()) {
   State& state = *state_;
-  check_server_options(options);
   state.directory = directory;
   const PartitionManifest manifest = read_partition_manifest(directory);
   VOLLEY_REQUIRE(part >= 0 && part < manifest.book.num_parts(), IndexError,
                  "part {} out of range: '{}' has {} parts", part, directory,
                  manifest.book.num_parts());
-  VOLLEY_REQUIRE(options.peers.empty() ||
-                     static_cast<int64_t>(options.peers.size()) == manifest.book.num_parts(),
-                 ValueError,
-                 "peers must list one address per part ({} parts, in part order; this part's "
-                 "own entry may be empty), got {}",
-                 manifest.book.num_parts(), options.peers.size());
+  internal::prepare_server_options(options, part, manifest.book.num_parts());
   state.partition = std::make_shared<const Partition>(load_partition(directory, part));
+  state.served_part = part;
   state.fingerprint = dataset_fingerprint(directory);
   state.dataset_name = manifest.name;
   state.num_edges_total = manifest.num_edges;
@@ -496,104 +384,31 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
   for (int64_t row = 0; row < graph.num_nodes(); ++row) {
     state.max_degree = std::max(state.max_degree, graph.degree(row));
   }
-  if (!options.peers.empty()) options.peers[static_cast<size_t>(part)] = "";  // served locally
-  if (options.peer_client.token.empty()) options.peer_client.token = options.token;
-  // Peers are servers of the same deployment: verified by the same CA, shown the same
-  // certificate.
-  if (options.peer_client.tls.ca_file.empty() && !options.tls.ca_file.empty()) {
-    options.peer_client.tls = options.tls;
-  }
-  const std::shared_ptr<grpc::ServerCredentials> credentials =
-      internal::server_credentials(options.tls);
-  const int threads =
-      options.threads > 0 ? options.threads : std::max(32, 8 * default_num_threads());
   state.options = std::move(options);
+  const int threads = state.threads();
   state.max_streams =
       state.options.max_epoch_streams > 0 ? state.options.max_epoch_streams : int64_t{4} * threads;
   state.pump_queue = std::make_unique<internal::TaskQueue>(std::max(4, threads / 2));
-
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(state.options.listen, credentials, &state.port);
-  builder.RegisterService(&state);
-  {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> hooks;
-    hooks.push_back(internal::decode_error_interceptor(part));
-    builder.experimental().SetInterceptorCreators(std::move(hooks));
-  }
-  const ServerLimits& limits = state.options.limits;
-  builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_request_bytes));
-  // Replies are checked against max_reply_bytes before they are built; gRPC's own check is a
-  // backstop with room for the message's framing.
-  builder.SetMaxSendMessageSize(static_cast<int>(limits.max_reply_bytes + (1 << 20)));
-  grpc::ResourceQuota quota("volley-serve");
-  quota.Resize(static_cast<size_t>(state.options.memory_limit_bytes));
-  quota.SetMaxThreads(threads + 4);  // + gRPC's own pollers
-  builder.SetResourceQuota(quota);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
-                              std::max(2, threads / 2));
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, internal::kKeepaliveMs);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, internal::kKeepaliveTimeoutMs);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                             internal::kKeepaliveMs / 2);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 4 * threads);
-  // gRPC sets SO_REUSEPORT by default: a second server on a busy port would then start quietly
-  // and the kernel would split connections between the two (a client could reach the wrong
-  // part). Binding a port in use must fail instead.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  state.server = builder.BuildAndStart();
-  VOLLEY_REQUIRE(state.server != nullptr && state.port != 0, IoError,
-                 "cannot listen on '{}': the address is malformed, not local, or in use (give "
-                 "host:port, e.g. 127.0.0.1:5000; port 0 picks a free port)",
-                 state.options.listen);
+  state.start(state, "volley-serve");
 }
 
 Server::~Server() { shutdown(0.5); }
 
-int Server::port() const { return state_->port; }
-
-std::string Server::address() const {
-  std::string host = state_->options.listen.substr(0, state_->options.listen.rfind(':'));
-  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") host = "127.0.0.1";
-  return fmt::format("{}:{}", host, state_->port);
-}
-
+int Server::port() const { return state_->port(); }
+std::string Server::address() const { return state_->address(); }
 int64_t Server::part() const { return state_->partition->part; }
 const std::string& Server::fingerprint() const { return state_->fingerprint; }
 bool Server::authenticated() const { return !state_->options.token.empty(); }
 std::shared_ptr<const Partition> Server::partition() const { return state_->partition; }
-
-ServerStats Server::stats() const {
-  return {state_->requests.load(), state_->failed.load(), state_->streams.load()};
-}
+ServerStats Server::stats() const { return state_->stats(); }
 
 void Server::shutdown(double grace_seconds) {
-  State& state = *state_;
-  {
-    std::lock_guard lock(state.shutdown_mutex);
-    if (state.stopping) return;
-    state.stopping = true;
-  }
-  if (state.server) {
-    state.server->Shutdown(std::chrono::system_clock::now() +
-                           std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                               std::chrono::duration<double>(std::max(0.0, grace_seconds))));
-    state.server->Wait();
-  }
-  if (state.pump_queue) state.pump_queue->stop();  // the streams' last tasks, then join
-  {
-    std::lock_guard lock(state.shutdown_mutex);
-    state.shut_down = true;
-  }
-  state.shut_down_changed.notify_all();
+  // The epoch streams' last tasks run (and the queue's threads join) after gRPC stopped.
+  state_->shutdown(grace_seconds, [this] {
+    if (state_->pump_queue) state_->pump_queue->stop();
+  });
 }
 
-void Server::wait() {
-  std::unique_lock lock(state_->shutdown_mutex);
-  state_->shut_down_changed.wait(lock, [&] { return state_->shut_down; });
-}
+void Server::wait() { state_->wait(); }
 
 }  // namespace volley::dist

@@ -117,12 +117,11 @@ grpc::Status untyped_hop(const rpc::HopRequest& request, int64_t part) {
                                   part, quoted(request.edge_type())));
 }
 
-grpc::Status temporal_hop(const Partition& partition, const rpc::HopRequest& request,
-                          size_t num_targets, NeighborSamplerOptions& sampler,
-                          std::vector<int64_t>& target_times, HopTimes& times) {
+grpc::Status parse_hop_times(const rpc::HopRequest& request, int64_t part, size_t num_targets,
+                             NeighborSamplerOptions& sampler, std::vector<int64_t>& target_times) {
   const auto invalid = [&](std::string message) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        fmt::format("part {}: {}", partition.part, message));
+                        fmt::format("part {}: {}", part, message));
   };
   const std::string& source = request.time_source();
   const std::string& strategy = request.temporal_strategy();
@@ -143,6 +142,19 @@ grpc::Status temporal_hop(const Partition& partition, const rpc::HopRequest& req
                     request.target_times().size(), num_targets));
   }
   if (request.weighted()) return invalid("temporal sampling is not weighted");
+  sampler.time_source = source == "edge" ? TimeSource::kEdge : TimeSource::kNode;
+  sampler.temporal_strategy =
+      strategy == "last" ? TemporalStrategy::kLast : TemporalStrategy::kUniform;
+  return grpc::Status::OK;
+}
+
+grpc::Status temporal_hop(const Partition& partition, const rpc::HopRequest& request,
+                          size_t num_targets, NeighborSamplerOptions& sampler,
+                          std::vector<int64_t>& target_times, HopTimes& times) {
+  if (auto status = parse_hop_times(request, partition.part, num_targets, sampler, target_times);
+      !status.ok())
+    return status;
+  const std::string& source = request.time_source();
   const Csr& graph = partition.data.graph;
   const bool by_edge = source == "edge";
   if (by_edge ? !graph.has_edge_time() : !partition.node_time.has_value()) {
@@ -152,9 +164,6 @@ grpc::Status temporal_hop(const Partition& partition, const rpc::HopRequest& req
                     "times (partition a dataset with {}_time.npy)",
                     partition.part, source, source, source));
   }
-  sampler.time_source = by_edge ? TimeSource::kEdge : TimeSource::kNode;
-  sampler.temporal_strategy =
-      strategy == "last" ? TemporalStrategy::kLast : TemporalStrategy::kUniform;
   times.target_times = target_times;
   if (by_edge) {
     times.edge_time = graph.edge_time()->span<int64_t>();

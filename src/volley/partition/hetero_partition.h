@@ -32,6 +32,11 @@
 //                    "quality": {"cut_edges", "edge_cut_fraction", "node_balance": {T: b},
 //                                "edge_balance"}, "options": {...}, "seconds": {...}}
 //   T.node_map.npy  int64 [N_T]: new id of each old id of type T
+//   T.node_time.npy, S__R__D.edge_time.npy  (optional, added after partitioning, e.g. by
+//                   Python's volley.hetero_partition.write_times; not in partition.json) int64
+//                   [N_T] the node time of every NEW id of T / int64 [E] the time of every edge
+//                   of S__R__D by edge id: temporal sampling over the service reads the whole
+//                   arrays in every part (a neighbor owned elsewhere is admitted by its time)
 //   part-P/         a heterogeneous dataset directory (version 2) of the owned nodes: node type T
 //                   has offsets_T[P + 1] - offsets_T[P] rows (row r = new id offsets_T[P] + r);
 //                   edge type S__R__D's rows are the owned D nodes, its indices SOURCE ids in the
@@ -57,6 +62,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -148,8 +154,18 @@ HeteroPartition load_hetero_partition(const std::string& directory, int64_t part
 Array load_hetero_node_map(const std::string& directory, std::string_view node_type,
                            bool verify_checksums = false);
 
+// The optional time files of a partitioned directory (format above), memory-mapped.
+struct HeteroPartitionTimes {
+  std::vector<std::optional<Array>> node_time;  // per node type: int64 [N_T] by new id, or none
+  std::vector<std::optional<Array>> edge_time;  // per edge type: int64 [E] by edge id, or none
+};
+// Reads those present in `manifest.directory`; ValueError naming the type and the file for one
+// that is not 1-d int64 of the type's length, IoError for an unreadable one.
+HeteroPartitionTimes load_hetero_partition_times(const HeteroPartitionManifest& manifest);
+
 // Checks every file of a heterogeneous partitioned directory (partition.json, every node map and
-// every part, checksums and graph validation included); one line per problem, empty when intact.
+// every part, checksums and graph validation included, the time files present); one line per
+// problem, empty when intact.
 std::vector<std::string> verify_hetero_partitioned_dataset(const std::string& directory);
 
 }  // namespace volley

@@ -297,6 +297,41 @@ Array load_hetero_node_map(const std::string& directory, std::string_view node_t
                             kManifestFile, /*memory_map=*/true, verify_checksums);
 }
 
+namespace {
+
+// `directory`/`file` when present: 1-d int64 of `expected` entries (ValueError naming `what` and
+// the file otherwise).
+std::optional<Array> read_times(const std::string& directory, const std::string& file,
+                                int64_t expected, const std::string& what, const char* per) {
+  const std::string path = join_path(directory, file);
+  if (!fs::exists(path)) return std::nullopt;
+  Array time = read_npy(path, /*memory_map=*/true);
+  VOLLEY_REQUIRE(time.dtype() == DType::kInt64 && time.ndim() == 1 && time.numel() == expected,
+                 ValueError,
+                 "{}: the times of {} must be a 1-d int64 array of {} entries (one per {}), got "
+                 "{}",
+                 path, what, expected, per, time.describe());
+  return time;
+}
+
+}  // namespace
+
+HeteroPartitionTimes load_hetero_partition_times(const HeteroPartitionManifest& manifest) {
+  HeteroPartitionTimes times;
+  for (const NodeTypeInfo& type : manifest.node_types) {
+    times.node_time.push_back(read_times(manifest.directory, type.name + ".node_time.npy",
+                                         type.num_nodes, fmt::format("node type '{}'", type.name),
+                                         "node of the type, by new id"));
+  }
+  for (size_t e = 0; e < manifest.edge_types.size(); ++e) {
+    const EdgeType& type = manifest.edge_types[e];
+    times.edge_time.push_back(
+        read_times(manifest.directory, type.name() + ".edge_time.npy", manifest.num_edges[e],
+                   fmt::format("edge type {}", type.name()), "edge, by edge id"));
+  }
+  return times;
+}
+
 std::vector<std::string> verify_hetero_partitioned_dataset(const std::string& path) {
   std::vector<std::string> problems;
   HeteroPartitionManifest manifest;
@@ -318,6 +353,11 @@ std::vector<std::string> verify_hetero_partitioned_dataset(const std::string& pa
     } catch (const Error& error) {
       problems.emplace_back(error.what());
     }
+  }
+  try {
+    load_hetero_partition_times(manifest);
+  } catch (const Error& error) {
+    problems.emplace_back(error.what());
   }
   return problems;
 }

@@ -167,6 +167,15 @@ class HeteroSamplerScratch {
 HeteroGraph attach_hetero_times(const HeteroGraph& graph, const HeteroSamplerOptions& options,
                                 const HeteroTimes& times);
 
+// The rows a temporal hop over edge type `type` reads: `csr` with the time of each entry (its
+// neighbor's node_time, indexed by the neighbor's id, or edge_time indexed by the entry's edge
+// id; exactly one non-null, 1-d int64 host arrays) attached as its edge_time, rows stably sorted
+// by it (kept when already sorted). attach_hetero_times does this for every timed edge type; the
+// distributed servers do it over one part's rows (global neighbor and edge ids) with the whole
+// type's times. IndexError naming the type for a neighbor or edge id beyond the times.
+Csr attach_entry_times(const Csr& csr, const Array* node_time, const Array* edge_time,
+                       const EdgeType& type);
+
 // The sampler as a function (validates the options and attaches the times every call).
 HeteroSampledSubgraph sample_hetero_neighbors(const HeteroGraph& graph,
                                               const std::vector<HeteroSeeds>& seeds,

@@ -60,28 +60,6 @@ std::vector<const Array*> edge_times(const HeteroGraph& graph, const HeteroTimes
   return result;
 }
 
-// The time of every CSR entry of `csr`: its source's node time, or its edge's time by edge id.
-Array entry_times(const Csr& csr, const Array* node_time, const Array* edge_time,
-                  const std::string& type) {
-  const int64_t count = csr.num_edges();
-  Array out = Array::empty(DType::kInt64, {count});
-  int64_t* entry = out.data<int64_t>();
-  if (node_time != nullptr) {
-    const int64_t* time = node_time->data<int64_t>();
-    for (int64_t k = 0; k < count; ++k) entry[k] = time[csr.neighbor(k)];
-    return out;
-  }
-  const int64_t* time = edge_time->data<int64_t>();
-  for (int64_t k = 0; k < count; ++k) {
-    const int64_t id = csr.edge_id(k);
-    VOLLEY_REQUIRE(id >= 0 && id < count, IndexError,
-                   "edge id {} of edge type {} has no edge time: its times have {} entries", id,
-                   type, count);
-    entry[k] = time[id];
-  }
-  return out;
-}
-
 // `csr` with `entry` (one time per CSR entry) as its edge_time, rows sorted by it.
 Csr timed_csr(const Csr& csr, Array entry) {
   Csr timed = csr.with_times(std::nullopt, std::move(entry));
@@ -90,6 +68,26 @@ Csr timed_csr(const Csr& csr, Array entry) {
 }
 
 }  // namespace
+
+Csr attach_entry_times(const Csr& csr, const Array* node_time, const Array* edge_time,
+                       const EdgeType& type) {
+  VOLLEY_ASSERT((node_time == nullptr) != (edge_time == nullptr));
+  const int64_t count = csr.num_edges();
+  Array entry = Array::empty(DType::kInt64, {count});
+  int64_t* out = entry.data<int64_t>();
+  const Array& times = node_time != nullptr ? *node_time : *edge_time;
+  const int64_t* time = times.data<int64_t>();
+  const int64_t known = times.numel();
+  for (int64_t k = 0; k < count; ++k) {
+    const int64_t id = node_time != nullptr ? csr.neighbor(k) : csr.edge_id(k);
+    VOLLEY_REQUIRE(id >= 0 && id < known, IndexError,
+                   "{} id {} of edge type {} has no {} time: its times have {} entries",
+                   node_time != nullptr ? "neighbor" : "edge", id, type.name(),
+                   node_time != nullptr ? "node" : "edge", known);
+    out[k] = time[id];
+  }
+  return timed_csr(csr, std::move(entry));
+}
 
 HeteroGraph attach_hetero_times(const HeteroGraph& graph, const HeteroSamplerOptions& options,
                                 const HeteroTimes& times) {
@@ -120,7 +118,7 @@ HeteroGraph attach_hetero_times(const HeteroGraph& graph, const HeteroSamplerOpt
         by_edge ? nullptr : nodes[static_cast<size_t>(graph.node_type_index(type.src))];
     const Array* edge_time = by_edge ? edges[static_cast<size_t>(e)] : nullptr;
     if (node_time != nullptr || edge_time != nullptr) {
-      timed.emplace_back(type, timed_csr(csr, entry_times(csr, node_time, edge_time, type.name())));
+      timed.emplace_back(type, attach_entry_times(csr, node_time, edge_time, type));
     } else if (by_edge && csr.has_edge_time()) {  // the Csr's own edge times (CSR order)
       timed.emplace_back(type, timed_csr(csr, *csr.edge_time()));
     } else {  // untimed: always admissible; times the Csr carries are not read

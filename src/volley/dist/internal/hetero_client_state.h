@@ -9,6 +9,7 @@
 
 #include "volley/dist/hetero_client.h"
 #include "volley/dist/internal/client_calls.h"
+#include "volley/dist/internal/hetero_times.h"
 #include "volley/sampling/hetero_sampler.h"
 
 namespace volley::dist {
@@ -22,6 +23,7 @@ struct DistHeteroGraph::State {
   std::vector<std::vector<int64_t>> max_degree;  // [part][edge type]
   std::shared_ptr<const HeteroPartition> local;  // worker mode: sampled and gathered in-process
   int64_t local_part = -1;
+  std::unique_ptr<internal::HeteroHopTimes> local_times;  // the local part's directory's
 
   int64_t num_parts() const { return static_cast<int64_t>(addresses.size()); }
   [[noreturn]] void fail_call(const grpc::Status& status, int64_t part, const char* call) const {
@@ -54,6 +56,16 @@ HeteroServiceInfo hetero_service_info(const rpc::InfoReply& reply, const std::st
 void gather_typed_rows(const DistHeteroGraph::State& state, int type, rpc::RowsRequest::Kind kind,
                        std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
                        std::byte* out);
+
+// Server-client batches (hetero_batches.cc, both ends of SampleHeteroBatches):
+// The sampler options a request asks for, and its seed times (one per seed, or none: by node
+// time, the seeds' own) into `seed_times`. ValueError naming the value for an unknown
+// time_source or strategy, seed times not one int64 per seed, or seed times when not temporal.
+HeteroSamplerOptions hetero_batches_sampler(const rpc::HeteroBatchesRequest& request,
+                                            size_t num_seeds, std::vector<int64_t>& seed_times);
+// `sub` and its gathered rows (as the request asks) into `message`.
+void fill_hetero_batch(const DistHeteroGraph& graph, const HeteroSampledSubgraph& sub,
+                       const rpc::HeteroBatchesRequest& request, rpc::HeteroBatchMessage& message);
 
 }  // namespace internal
 }  // namespace volley::dist

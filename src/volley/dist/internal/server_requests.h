@@ -51,6 +51,13 @@ void answer_degrees(const Csr& graph, int64_t first, std::span<const int64_t> id
 // INVALID_ARGUMENT naming the edge type when a SampleHop to a homogeneous partition names one.
 grpc::Status untyped_hop(const rpc::HopRequest& request, int64_t part);
 
+// The time options of a temporal SampleHop (time_source or target_times set, either partition
+// kind): `sampler`'s time_source and temporal_strategy, and `target_times` (the caller's buffer,
+// unpacked). INVALID_ARGUMENT naming the part and value for an unknown time_source or strategy,
+// target_times not one int64 per target, or `weighted`.
+grpc::Status parse_hop_times(const rpc::HopRequest& request, int64_t part, size_t num_targets,
+                             NeighborSamplerOptions& sampler, std::vector<int64_t>& target_times);
+
 // A temporal SampleHop (time_source or target_times set): fills `sampler`'s time options and
 // `times` (target_times: the caller's buffer, unpacked) for `partition`. INVALID_ARGUMENT for an
 // unknown time_source or strategy, target_times not one int64 per target, or `weighted`;

@@ -1,0 +1,114 @@
+// volley/dist/internal/service_core.h — what the two partition servers share (internal): the
+// gRPC plumbing of Server (server.cc, a homogeneous partition) and HeteroServer
+// (hetero_server.cc): the options' checks, the access token, the protocol / fingerprint / reply
+// size checks, the request counters and Health, the translation of errors into statuses, the
+// gRPC server's construction (limits, keepalive, quota, threads) and its shutdown.
+//
+//   struct Server::State final : rpc::PartitionService::Service, internal::ServiceCore {
+//     grpc::Status SampleHop(...) override {
+//       return serve(context, [&] { ... check_request(...) ... });
+//     }
+//   };
+//   state.served_part = part; state.fingerprint = ...; state.options = std::move(options);
+//   state.start(state, "volley-serve");      // listens; IoError when it cannot
+//
+// Thread safety: serve(), the checks and the counters may be used from any handler thread;
+// start() once, before any call; shutdown() and wait() from any thread.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "volley/core/error.h"
+#include "volley/dist/internal/server_support.h"
+#include "volley/dist/internal/wire.h"
+#include "volley/dist/server.h"
+#include "volley/dist/volley.grpc.pb.h"
+
+namespace volley::dist::internal {
+
+// ValueError for options out of range (threads, max_epoch_streams, limits, memory_limit_bytes)
+// or peers that do not list one address per part; caps max_ids_per_call at what a request can
+// carry; empties this part's own peer entry (served in-process) and gives the peer client the
+// server's token and TLS when it has none of its own.
+void prepare_server_options(ServerOptions& options, int64_t part, int64_t num_parts);
+
+class ServiceCore {
+ public:
+  // Set before start().
+  int64_t served_part = 0;
+  std::string fingerprint;
+  std::string dataset_name;
+  ServerOptions options;  // prepared (prepare_server_options)
+
+  std::atomic<int64_t> requests{0};
+  std::atomic<int64_t> failed{0};
+  std::atomic<int64_t> streams{0};  // streams open (Health's active_streams)
+
+  // Token, then the handler; a Volley error becomes the status of its kind, anything else
+  // INTERNAL, naming the part. Failed calls are counted; long messages cut (gRPC's metadata
+  // limit).
+  template <typename Handler>
+  grpc::Status serve(grpc::ServerContextBase* context, Handler&& handler) {
+    requests.fetch_add(1, std::memory_order_relaxed);
+    grpc::Status status;
+    if (!options.token.empty() && !token_matches(*context)) {
+      status = grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                            fmt::format("part {}: missing or wrong access token (metadata '{}')",
+                                        served_part, kTokenKey));
+    } else {
+      try {
+        status = handler();
+      } catch (const Error& e) {
+        status = grpc::Status(status_code_for(e.kind()),
+                              fmt::format("part {}: {}", served_part, e.what()));
+      } catch (const std::exception& e) {
+        status = grpc::Status(grpc::StatusCode::INTERNAL,
+                              fmt::format("part {}: internal error: {}", served_part, e.what()));
+      }
+    }
+    if (!status.ok()) counted_failure(status);
+    return status;
+  }
+
+  // FAILED_PRECONDITION for another protocol version or dataset fingerprint.
+  grpc::Status check_request(uint32_t protocol, const std::string& request_fingerprint) const;
+  // INVALID_ARGUMENT when a reply of `bytes` would exceed max_reply_bytes.
+  grpc::Status check_reply_size(int64_t bytes, const char* what) const;
+  // Health's answer.
+  void answer_health(rpc::HealthReply& reply) const;
+  // The handler threads (options.threads, or the default).
+  int threads() const;
+
+  // Builds and starts the gRPC server of `service`; IoError when it cannot listen.
+  void start(grpc::Service& service, const char* quota_name);
+  int port() const { return port_; }
+  std::string address() const;  // "host:port" to give clients
+  ServerStats stats() const { return {requests.load(), failed.load(), streams.load()}; }
+  // Stops listening, waits up to `grace_seconds` for calls in flight, runs `after_stop` (once,
+  // e.g. the epoch streams' queue), then wakes wait(). Idempotent.
+  void shutdown(double grace_seconds, const std::function<void()>& after_stop = {});
+  void wait();
+
+ private:
+  bool token_matches(const grpc::ServerContextBase& context) const;
+  void counted_failure(grpc::Status& status);
+
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::mutex shutdown_mutex_;
+  std::condition_variable shut_down_changed_;
+  bool stopping_ = false;
+  bool shut_down_ = false;
+};
+
+}  // namespace volley::dist::internal
