@@ -292,6 +292,17 @@ sanitize() {
   return $status
 }
 
+# The ASan + UBSan tree's build, started in the background by `test` while the Python legs run:
+# those use about one of the two cores, and the build at nice 19 takes what they leave (the
+# sanitize stage then finds it built; a build error is reported there). Its log:
+# build/sanitize-build.log.
+asan_prebuild() {
+  asan_tree || return 1
+  mkdir -p "$root/build/fuzz/python/volley"
+  rm -f "$root"/build/fuzz/python/volley/*.py && cp "$root"/python/volley/*.py "$root/build/fuzz/python/volley/"
+  nice -n 19 ninja -C "$root/build/fuzz" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1
+}
+
 setup() {
   install_system
   install_python
@@ -314,6 +325,12 @@ case "${1:-}" in
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" || status=1
     log "a checkout under a folder named dist configures the same files"
     scripts/check_dist_folder.sh --quick || status=1
+    prebuild=""
+    if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
+      log "building the ASan + UBSan tree in the background (nice 19) while the Python legs run"
+      asan_prebuild &
+      prebuild=$!
+    fi
     log "Python tests and main job, Debian's torch / PyG / numpy ($venv)"
     python_leg "$python" || status=1
     latest_leg || status=1
@@ -321,6 +338,8 @@ case "${1:-}" in
     # The C++ suite under ASan + UBSan, then the fuzz targets (readers and service handlers) for
     # 10 s each, in one clang tree; VOLLEY_FUZZ=0 skips both.
     if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
+      log "waiting for the ASan + UBSan tree's build"
+      wait "$prebuild" || true  # sanitize builds again and reports an error
       sanitize || status=1
       VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-10}" fuzz || status=1
     fi

@@ -51,6 +51,12 @@ EdgeType edge_type_of(const EdgeTuple& tuple) {
 }
 EdgeTuple tuple_of(const EdgeType& type) { return {type.src, type.relation, type.dst}; }
 
+nb::list array_list(std::vector<std::vector<int64_t>>& lists) {
+  nb::list result;
+  for (auto& list : lists) result.append(array_to_python(Array::from_vector(list)));
+  return result;
+}
+
 void bind_hetero_graph(nb::module_& m) {
   nb::class_<HeteroGraph>(m, "HeteroGraph",
                           "Typed nodes and edges (see src/volley/graph/hetero_graph.h).")

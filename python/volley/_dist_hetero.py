@@ -200,10 +200,13 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         self.graph = _ServiceGraph(info)
         self.data = None
         self.subgraph_type = "directional"
-        if self._takes_input_nodes:  # (the link loader's seeds are edges: _dist_hetero_link)
+        if self._takes_input_nodes:
             self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
                                                                                 self.graph)
-        time_source = self._temporal(info, time_attr, input_time, temporal_strategy)
+            time_source = self._temporal(info, time_attr, input_time, temporal_strategy)
+        else:  # the link loader's seeds are edges, untimed (_dist_hetero_link refuses time)
+            self.time_attr, self.temporal_strategy, self.input_time = None, temporal_strategy, None
+            time_source = "none"
         if time_source != "none" and weighted:
             raise VolleyNotImplementedError(
                 "weighted temporal sampling is not supported for heterogeneous graphs yet")
@@ -240,14 +243,13 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         """Sets ``time_attr``, ``temporal_strategy`` and ``input_time`` (per input node, or None:
         the seeds' own node times); returns the time source ("none", "node", "edge") the
         service's times give ``time_attr`` (dist.py's rules), checked as the local loader."""
-        from . import _hetero_temporal
-        from .dist import _time_source
+        from . import _hetero_temporal, _temporal
 
         timed_types = {t["name"]: None for t in info["node_types"] if t.get("has_node_time")}
         service = dict(dataset_name=info["dataset_name"], has_node_time=bool(timed_types),
                        has_edge_time=any(info.get("has_edge_time", [])),
                        time_hint="add them with volley.hetero_partition.write_times")
-        source = _time_source(service, time_attr, input_time, temporal_strategy, None)
+        source = _temporal.service_time_source(service, time_attr, input_time, temporal_strategy, None)
         self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
         self.input_time = _hetero_temporal.input_times(
             input_time, source, self.input_type, len(self.input_nodes), timed_types)

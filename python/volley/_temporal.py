@@ -7,7 +7,7 @@ time of the seed whose subgraph it joins; sampling is then disjoint, as PyG make
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -125,3 +125,41 @@ def call_times(loader: Any, seeds: np.ndarray) -> np.ndarray:
             "iterate the loader (input_time given at construction)"
         )
     return np.ascontiguousarray(_tensor.to_numpy(loader.graph.node_time)[seeds], dtype=np.int64)
+
+
+def service_time_source(info: Dict[str, Any], time_attr: Optional[str], input_time: Any,
+                 temporal_strategy: str, has_node_times: Optional[bool]) -> str:
+    """``"none"``, ``"node"`` or ``"edge"``: what ``time_attr`` names in the partitioned dataset
+    (``info``: the service's), checked; VolleyValueError naming what is missing.
+    ``has_node_times``: the trainer reads the node times (the default ``input_time``); None: the
+    caller checks ``input_time`` itself."""
+    check_strategy(temporal_strategy)
+    if time_attr is None:
+        if input_time is not None:
+            raise _volley.VolleyValueError(
+                "input_time was given without time_attr: name the node or edge time to sample by"
+            )
+        return "none"
+    has = {"node": bool(info.get("has_node_time")), "edge": bool(info.get("has_edge_time"))}
+    wanted = {"node_time": "node", "edge_time": "edge"}.get(time_attr)
+    if time_attr == "time":
+        wanted = "node" if has["node"] else "edge"
+    if wanted is None:
+        raise _volley.VolleyValueError(
+            f"time_attr={time_attr!r}: a partitioned dataset has 'node_time', 'edge_time' or "
+            "'time' (node time when present, else edge time)"
+        )
+    if not has[wanted]:
+        hint = info.get("time_hint") or f"partition a dataset with {wanted}_time.npy"
+        raise _volley.VolleyValueError(
+            f"time_attr={time_attr!r} needs {wanted} times, but the partitioned dataset "
+            f"{info.get('dataset_name', '')!r} has none ({hint})"
+        )
+    if has_node_times is not None and input_time is None and not (
+            wanted == "node" and has_node_times):
+        raise _volley.VolleyValueError(
+            "temporal sampling across partitions needs input_time (one int64 time per input "
+            "node); with node time, topology='worker' and local=(directory, part), the seeds' "
+            "own times are the default"
+        )
+    return wanted

@@ -303,8 +303,8 @@ class DistNeighborLoader(NeighborLoader):
             self.server = None
             num_nodes = self.graph.num_nodes
             node_time = _partition_node_time(local)
-            time_source = _time_source(self.graph.info, time_attr, input_time, temporal_strategy,
-                                       node_time is not None)
+            time_source = _temporal.service_time_source(self.graph.info, time_attr, input_time,
+                                                        temporal_strategy, node_time is not None)
         else:
             if local is not None:
                 raise VolleyValueError(
@@ -330,7 +330,8 @@ class DistNeighborLoader(NeighborLoader):
             )
             num_nodes = int(probe.info["num_nodes"])
             node_time = None
-            time_source = _time_source(probe.info, time_attr, input_time, temporal_strategy, False)
+            time_source = _temporal.service_time_source(probe.info, time_attr, input_time,
+                                                        temporal_strategy, False)
         self._setup(
             num_nodes,
             num_neighbors,
@@ -392,44 +393,6 @@ def _partition_node_time(local: Any) -> Optional[np.ndarray]:
         return None
     path = os.path.join(os.fspath(local[0]), "node_time.npy")
     return np.load(path, mmap_mode="r") if os.path.exists(path) else None
-
-
-def _time_source(info: Dict[str, Any], time_attr: Optional[str], input_time: Any,
-                 temporal_strategy: str, has_node_times: Optional[bool]) -> str:
-    """``"none"``, ``"node"`` or ``"edge"``: what ``time_attr`` names in the partitioned dataset
-    (``info``: the service's), checked; VolleyValueError naming what is missing.
-    ``has_node_times``: the trainer reads the node times (the default ``input_time``); None: the
-    caller checks ``input_time`` itself."""
-    _temporal.check_strategy(temporal_strategy)
-    if time_attr is None:
-        if input_time is not None:
-            raise VolleyValueError(
-                "input_time was given without time_attr: name the node or edge time to sample by"
-            )
-        return "none"
-    has = {"node": bool(info.get("has_node_time")), "edge": bool(info.get("has_edge_time"))}
-    wanted = {"node_time": "node", "edge_time": "edge"}.get(time_attr)
-    if time_attr == "time":
-        wanted = "node" if has["node"] else "edge"
-    if wanted is None:
-        raise VolleyValueError(
-            f"time_attr={time_attr!r}: a partitioned dataset has 'node_time', 'edge_time' or "
-            "'time' (node time when present, else edge time)"
-        )
-    if not has[wanted]:
-        hint = info.get("time_hint") or f"partition a dataset with {wanted}_time.npy"
-        raise VolleyValueError(
-            f"time_attr={time_attr!r} needs {wanted} times, but the partitioned dataset "
-            f"{info.get('dataset_name', '')!r} has none ({hint})"
-        )
-    if has_node_times is not None and input_time is None and not (
-            wanted == "node" and has_node_times):
-        raise VolleyValueError(
-            "temporal sampling across partitions needs input_time (one int64 time per input "
-            "node); with node time, topology='worker' and local=(directory, part), the seeds' "
-            "own times are the default"
-        )
-    return wanted
 
 
 from ._dist_link import DistLinkNeighborLoader  # noqa: E402 (after DistNeighborLoader)

@@ -1,6 +1,7 @@
 // tests/cpp/dist/hetero_fixture.h — what the heterogeneous dist tests share: the whole
 // renumbered graph of a heterogeneous partitioned directory (the oracle the local sampler runs
-// on), a comparison of two heterogeneous batches, and a directory served by in-process servers.
+// on) and a directory served by in-process servers (batches compare with expect_same_hetero,
+// sampling/expect_subgraph.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "sampling/expect_subgraph.h"
 #include "volley/dist/hetero_server.h"
 #include "volley/partition/hetero_partition.h"
 #include "volley/sampling/hetero_sampler.h"
@@ -80,18 +82,6 @@ inline HeteroOracle whole_renumbered(const std::string& directory) {
                                          : std::nullopt);
   }
   return oracle;
-}
-
-inline void expect_same_hetero(const HeteroSampledSubgraph& got, const HeteroSampledSubgraph& want,
-                               const std::string& where) {
-  EXPECT_EQ(got.nodes, want.nodes) << where << ": nodes";
-  EXPECT_EQ(got.num_seeds, want.num_seeds) << where << ": num_seeds";
-  EXPECT_EQ(got.nodes_per_hop, want.nodes_per_hop) << where << ": nodes_per_hop";
-  EXPECT_EQ(got.rows, want.rows) << where << ": rows";
-  EXPECT_EQ(got.cols, want.cols) << where << ": cols";
-  EXPECT_EQ(got.edge_ids, want.edge_ids) << where << ": edge_ids";
-  EXPECT_EQ(got.edges_per_hop, want.edges_per_hop) << where << ": edges_per_hop";
-  EXPECT_EQ(got.batch, want.batch) << where << ": batch (trees)";
 }
 
 // One partitioned copy, its servers and its oracle.

@@ -40,7 +40,7 @@ inline void expect_same_subgraph(const SampledSubgraph& got, const SampledSubgra
   EXPECT_EQ(a.edges_per_hop, b.edges_per_hop) << where;
 }
 
-// Two heterogeneous batches, field by field (not the disjoint `batch`).
+// Two heterogeneous batches, field by field (the disjoint trees `batch` too).
 inline void expect_same_hetero(const HeteroSampledSubgraph& got, const HeteroSampledSubgraph& want,
                                const std::string& where) {
   EXPECT_EQ(got.nodes, want.nodes) << where << ": nodes";
@@ -50,6 +50,7 @@ inline void expect_same_hetero(const HeteroSampledSubgraph& got, const HeteroSam
   EXPECT_EQ(got.cols, want.cols) << where << ": cols";
   EXPECT_EQ(got.edge_ids, want.edge_ids) << where << ": edge_ids";
   EXPECT_EQ(got.edges_per_hop, want.edges_per_hop) << where << ": edges_per_hop";
+  EXPECT_EQ(got.batch, want.batch) << where << ": batch (trees)";
 }
 
 }  // namespace volley
