@@ -127,27 +127,6 @@ nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
   return d;
 }
 
-// The sampler options the Python calls give (fanouts as in bind_hetero.cc).
-HeteroSamplerOptions sampler_options(
-    const std::vector<int64_t>& fanouts,
-    const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type, bool replace,
-    bool weighted, uint64_t seed, bool disjoint, const std::string& time_source,
-    const std::string& temporal_strategy) {
-  HeteroSamplerOptions options;
-  options.fanouts = fanouts;
-  for (const auto& [type, list] : fanouts_by_type) {
-    options.fanouts_by_type.emplace_back(
-        EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
-  }
-  options.replace = replace;
-  options.weighted = weighted;
-  options.seed = seed;
-  options.disjoint = disjoint;
-  options.time_source = time_source_from_name(time_source);
-  options.temporal_strategy = temporal_strategy_from_name(temporal_strategy);
-  return options;
-}
-
 void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
   graph
       .def_static(
@@ -206,8 +185,8 @@ void bind_dist_hetero_graph(nb::module_& m) {
              const std::string& time_source, const std::string& temporal_strategy,
              const std::vector<std::optional<InputArray>>& seed_times) {
             const HeteroSamplerOptions options =
-                sampler_options(fanouts, fanouts_by_type, replace, weighted, seed, disjoint,
-                                time_source, temporal_strategy);
+                hetero_sampler_options(fanouts, fanouts_by_type, replace, weighted, seed, disjoint,
+                                       time_source, temporal_strategy);
             std::vector<Array> arrays;
             const std::vector<HeteroSeeds> groups = hetero_seed_groups(seeds, seed_times, arrays);
             HeteroSampledSubgraph out;
@@ -296,8 +275,9 @@ void bind_hetero_batch_stream(nb::module_& m) {
             batches.seeds.assign(ids.begin(), ids.end());
             batches.batch_size = batch_size;
             batches.first_batch_index = first_batch_index;
-            batches.sampler = sampler_options(fanouts, fanouts_by_type, replace, weighted, seed,
-                                              disjoint, time_source, temporal_strategy);
+            batches.sampler =
+                hetero_sampler_options(fanouts, fanouts_by_type, replace, weighted, seed, disjoint,
+                                       time_source, temporal_strategy);
             if (seed_times) {
               const Array times =
                   host_ids_array(*seed_times, "seed times of node type " + node_type);

@@ -17,6 +17,28 @@ namespace volley::python {
 
 TimeSource time_source_from_name(const std::string& name);  // bind_sampling.cc
 
+// The sampler options the Python calls give (also bind_dist_hetero.cc).
+HeteroSamplerOptions hetero_sampler_options(
+    const std::vector<int64_t>& fanouts,
+    const std::vector<std::pair<std::tuple<std::string, std::string, std::string>,
+                                std::vector<int64_t>>>& fanouts_by_type,
+    bool replace, bool weighted, uint64_t seed, bool disjoint, const std::string& time_source,
+    const std::string& temporal_strategy) {
+  HeteroSamplerOptions options;
+  options.fanouts = fanouts;
+  for (const auto& [type, list] : fanouts_by_type) {
+    options.fanouts_by_type.emplace_back(
+        EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
+  }
+  options.replace = replace;
+  options.weighted = weighted;
+  options.seed = seed;
+  options.disjoint = disjoint;
+  options.time_source = time_source_from_name(time_source);
+  options.temporal_strategy = temporal_strategy_from_name(temporal_strategy);
+  return options;
+}
+
 // Seed groups as the heterogeneous samplers take them (also bind_dist_hetero.cc): `seeds` and
 // `seed_times` (one optional array per group, or none) converted into `arrays` (kept alive by
 // the caller), the groups viewing them.
@@ -195,16 +217,9 @@ void bind_hetero_sampler(nb::module_& m) {
              const std::string& time_source, const std::string& temporal_strategy,
              const NodeTimes& node_time, const EdgeTimes& edge_time, int device,
              const std::string& mode) {
-            HeteroSamplerOptions options;
-            options.fanouts = fanouts;
-            for (const auto& [type, list] : fanouts_by_type)
-              options.fanouts_by_type.emplace_back(edge_type_of(type), list);
-            options.replace = replace;
-            options.weighted = weighted;
-            options.seed = seed;
-            options.disjoint = disjoint;
-            options.time_source = time_source_from_name(time_source);
-            options.temporal_strategy = temporal_strategy_from_name(temporal_strategy);
+            HeteroSamplerOptions options =
+                hetero_sampler_options(fanouts, fanouts_by_type, replace, weighted, seed, disjoint,
+                                       time_source, temporal_strategy);
             if (device >= 0) {  // CUDA (GPU or UVA placement); no times (refused by name)
               const CudaSamplingMode parsed = parse_cuda_sampling_mode(mode);
               nb::gil_scoped_release release;
