@@ -406,7 +406,9 @@ std::string FeatureStore::disk_io() const {
 
 FeatureStore::DiskStats FeatureStore::disk_stats() const {
   if (!state_ || !state_->disk) return {};
-  return {state_->disk->hits.load(), state_->disk->misses.load()};
+  const fi::DiskTier& disk = *state_->disk;
+  return {disk.hits.load(), disk.misses.load(),
+          disk.read_ahead ? disk.read_ahead->rows_read() : 0};
 }
 
 bool FeatureStore::wants_lookahead() const {
@@ -421,10 +423,13 @@ void FeatureStore::announce_batch(int64_t batch, std::span<const int64_t> ids) c
                    batch);
   }
   state_->disk->lookahead->announce(batch, ids);
+  if (state_->disk->read_ahead) state_->disk->read_ahead->request(batch, ids);
 }
 
 void FeatureStore::begin_batch(int64_t batch) const {
-  if (wants_lookahead()) state_->disk->lookahead->begin(batch);
+  if (!wants_lookahead()) return;
+  if (state_->disk->read_ahead) state_->disk->read_ahead->settle(batch);
+  state_->disk->lookahead->begin(batch);
 }
 
 std::string disk_io_support() {

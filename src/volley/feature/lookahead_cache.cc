@@ -69,9 +69,22 @@ void LookaheadCache::rekey(int64_t id) {
   }
 }
 
-LookaheadCache::Key LookaheadCache::victim() {
-  while (heap_.top().first != slot_key_[static_cast<size_t>(heap_.top().second)]) heap_.pop();
-  return heap_.top().first;
+bool LookaheadCache::victim(Key& worst) {
+  while (!heap_.empty() &&
+         heap_.top().first != slot_key_[static_cast<size_t>(heap_.top().second)]) {
+    heap_.pop();
+  }
+  if (heap_.empty()) return false;
+  worst = heap_.top().first;
+  return true;
+}
+
+int32_t LookaheadCache::evict() {
+  const int32_t slot = heap_.top().second;
+  heap_.pop();
+  slot_of_[static_cast<size_t>(std::get<2>(slot_key_[static_cast<size_t>(slot)]))] = -1;
+  slot_key_[static_cast<size_t>(slot)] = Key{0, 0, -1};
+  return slot;
 }
 
 int64_t LookaheadCache::take_cached(std::vector<int64_t>& ids, std::vector<std::byte*>& into) {
@@ -98,17 +111,15 @@ void LookaheadCache::insert(std::span<const int64_t> ids, std::span<const std::b
   std::lock_guard<std::mutex> lock(mutex_);
   for (size_t i = 0; i < ids.size(); ++i) {
     const int64_t id = ids[i];
-    if (slot_of_[static_cast<size_t>(id)] >= 0) continue;
-    int32_t slot = -1;
+    if (slot_of_[static_cast<size_t>(id)] >= 0) continue;  // (a reserved row: cached twice,
+    int32_t slot = -1;                                     // commit() frees the second)
     if (!free_.empty()) {
       slot = free_.back();
       free_.pop_back();
     } else {
-      const Key worst = victim();
-      if (key_of(id) > worst) continue;  // it would be the first to go: not admitted
-      slot = heap_.top().second;
-      heap_.pop();
-      slot_of_[static_cast<size_t>(std::get<2>(worst))] = -1;
+      Key worst;
+      if (!victim(worst) || key_of(id) > worst) continue;  // it would be the first to go
+      slot = evict();
     }
     std::memcpy(rows_.data() + static_cast<size_t>(slot) * row_bytes_, rows[i], row_bytes_);
     place(id, slot);
@@ -163,6 +174,54 @@ void LookaheadCache::begin(int64_t batch) {
     rekey(id);
   }
   announced_.erase(entry);
+}
+
+void LookaheadCache::reserve(std::span<const int64_t> ids, size_t from, size_t max_rows,
+                             Reservation& out) {
+  out.ids.clear();
+  out.slots.clear();
+  out.into.clear();
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t i = from;
+  for (; i < ids.size() && out.ids.size() < max_rows; ++i) {
+    const int64_t id = ids[i];
+    if (slot_of_[static_cast<size_t>(id)] != -1) continue;  // cached or reserved
+    int32_t slot = -1;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+    } else {
+      Key worst;
+      if (!victim(worst) || key_of(id) > worst) continue;  // the policy would not admit it
+      slot = evict();
+    }
+    slot_of_[static_cast<size_t>(id)] = kReserved;
+    out.ids.push_back(id);
+    out.slots.push_back(slot);
+    out.into.push_back(rows_.data() + static_cast<size_t>(slot) * row_bytes_);
+  }
+  out.next = i;
+}
+
+void LookaheadCache::commit(const Reservation& reservation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < reservation.ids.size(); ++i) {
+    const int64_t id = reservation.ids[i];
+    if (slot_of_[static_cast<size_t>(id)] >= 0) {  // a gather cached it meanwhile
+      free_.push_back(reservation.slots[i]);
+      continue;
+    }
+    place(id, reservation.slots[i]);
+  }
+}
+
+void LookaheadCache::release(const Reservation& reservation) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < reservation.ids.size(); ++i) {
+    const auto id = static_cast<size_t>(reservation.ids[i]);
+    if (slot_of_[id] == kReserved) slot_of_[id] = -1;
+    free_.push_back(reservation.slots[i]);
+  }
 }
 
 }  // namespace volley::feature_internal

@@ -40,8 +40,25 @@ class LookaheadCache {
   // Batch `batch` is being gathered: its uses leave the window (unknown batch: nothing).
   void begin(int64_t batch);
 
+  // Read-ahead (read_ahead.h). reserve() scans ids[from, ...) and takes a slot for each row that
+  // is neither cached nor reserved and that the policy would admit now (a free slot, or evicting
+  // a row with a larger key), until `max_rows` are taken; `next` is where the scan stopped. A
+  // reserved slot is nobody's (not cached, never evicted) until commit() caches its row (its
+  // bytes written at into[i]; a row a gather cached meanwhile keeps that copy and the slot is
+  // freed) or release() frees it (a failed read).
+  struct Reservation {
+    std::vector<int64_t> ids;
+    std::vector<int32_t> slots;
+    std::vector<std::byte*> into;
+    size_t next = 0;
+  };
+  void reserve(std::span<const int64_t> ids, size_t from, size_t max_rows, Reservation& out);
+  void commit(const Reservation& reservation);
+  void release(const Reservation& reservation);
+
  private:
   using Key = std::tuple<int, int64_t, int64_t>;
+  static constexpr int32_t kReserved = -2;  // slot_of_: being read ahead
   struct Use {
     int64_t batch;
     int64_t id;
@@ -51,7 +68,10 @@ class LookaheadCache {
   Key key_of(int64_t id) const;
   void rekey(int64_t id);
   void place(int64_t id, int32_t slot);
-  Key victim();
+  // The largest key cached, false when no cached row can be evicted (all slots reserved).
+  bool victim(Key& worst);
+  // Evicts the row of the largest key and returns its slot (victim() returned true).
+  int32_t evict();
   void unlink_use(int32_t use);
 
   size_t row_bytes_;
@@ -59,7 +79,7 @@ class LookaheadCache {
   std::vector<int64_t> rank_;
   Buffer rows_;
   std::mutex mutex_;
-  std::vector<int32_t> slot_of_;  // per row: its slot or -1
+  std::vector<int32_t> slot_of_;  // per row: its slot, -1 or kReserved
   std::vector<Key> slot_key_;     // per slot: its row's current key (id -1: unused)
   std::vector<int32_t> free_;     // unused slots
   std::priority_queue<std::pair<Key, int32_t>> heap_;  // (key, slot); stale entries skipped
