@@ -215,13 +215,19 @@ class Feature:
         policy: the row cache of a path: ``"static"`` (hottest rows by ``hot_order``, the
             default when ``cache_bytes`` is given) or ``"dynamic"`` (SIEVE, filled by misses;
             the default otherwise) or ``"lookahead"`` (pre-filled with the hottest rows; a
-            ``NeighborLoader`` over it samples 8 batches ahead and the cache keeps the rows
+            ``NeighborLoader`` over it samples 8 batches ahead (each batch once: the samples
+            are kept until built) and the cache keeps the rows
             those batches use soonest, Belady's rule; rows no coming batch uses go coldest
             first). Needs the disk tier (``disk=True`` or a file past half the RAM).
         disk: for a path, None picks the disk tier by itself when the file exceeds half the RAM
             (rows read with io_uring and O_DIRECT past the page cache); True / False force it.
         io_uring: False reads the disk tier with pread (io_uring is detected at open anyway;
             ``volley.disk_io_support()`` says which).
+        read_ahead: with ``policy="lookahead"``, a thread of the store reads each announced
+            batch's missing rows (those the cache would admit) from the disk into the cache while
+            earlier batches are gathered; a slow disk holds the loader back instead of growing
+            memory, and a failed read surfaces at the batch that needs the rows. Off by default:
+            on a 2-core machine it did not pay (bench/RESULTS.md).
         hot_order: which rows are hottest: None (id order), ``"degree"`` (in-degree of
             ``graph``), or int64 row ids hottest first (e.g. from ``hotness_by_sampling``).
         graph: the ``volley.Graph`` for ``hot_order="degree"``.
@@ -264,6 +270,7 @@ class Feature:
         policy: Optional[str] = None,
         disk: Optional[bool] = None,
         io_uring: bool = True,
+        read_ahead: bool = False,
     ):
         self._device = _cuda.parse_device(device)
         if self._device is not None and shared:
@@ -280,6 +287,7 @@ class Feature:
         self._policy = _check_policy(policy, self._cache_given)
         self._disk = disk
         self._io_uring = bool(io_uring)
+        self._read_ahead = bool(read_ahead)
         if csr_topo is not None:
             graph = graph if graph is not None else csr_topo
             hot_order = "degree" if hot_order is None else hot_order
@@ -383,6 +391,7 @@ class Feature:
                 policy=self._policy,
                 disk=self._disk,
                 io_uring=self._io_uring,
+                read_ahead=self._read_ahead,
             )
         else:
             if self._disk:
@@ -530,6 +539,12 @@ class Feature:
         """(rows served from memory, rows read from the disk) by the disk tier so far."""
         hits, misses = self._native().disk_stats
         return int(hits), int(misses)
+
+    @property
+    def rows_read_ahead(self) -> int:
+        """Rows read into the lookahead cache ahead of their batch (``read_ahead=True``), which
+        their gathers then count as served from memory."""
+        return int(self._native().rows_read_ahead)
 
     @property
     def tiers(self) -> List[dict]:
