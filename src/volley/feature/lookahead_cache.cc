@@ -55,24 +55,35 @@ void LookaheadCache::rekey(int64_t id) {
   const int32_t slot = slot_of_[static_cast<size_t>(id)];
   if (slot < 0) return;
   const Key key = key_of(id);
-  if (key == slot_key_[static_cast<size_t>(slot)]) return;
-  slot_key_[static_cast<size_t>(slot)] = key;
+  Key& live = slot_key_[static_cast<size_t>(slot)];
+  if (key == live) return;
+  const bool lowered = key < live;
+  live = key;
+  // A lowered key (an announced use) keeps its old, larger heap entry; victim() pushes the live
+  // key when that entry reaches the top. Only raised keys are pushed now: half the pushes.
+  if (lowered) return;
   heap_.emplace(key, slot);
   if (heap_.size() > 4 * static_cast<size_t>(capacity_) + 1024) {  // drop the stale entries
-    std::vector<std::pair<Key, int32_t>> live;
+    std::vector<std::pair<Key, int32_t>> entries;
     for (int32_t s = 0; s < static_cast<int32_t>(capacity_); ++s) {
       if (std::get<2>(slot_key_[static_cast<size_t>(s)]) >= 0)
-        live.emplace_back(slot_key_[static_cast<size_t>(s)], s);
+        entries.emplace_back(slot_key_[static_cast<size_t>(s)], s);
     }
     heap_ = std::priority_queue<std::pair<Key, int32_t>>(std::less<std::pair<Key, int32_t>>(),
-                                                         std::move(live));
+                                                         std::move(entries));
   }
 }
 
 bool LookaheadCache::victim(Key& worst) {
-  while (!heap_.empty() &&
-         heap_.top().first != slot_key_[static_cast<size_t>(heap_.top().second)]) {
+  // Every cached row has an entry >= its live key, so an entry equal to its live key on top is
+  // the largest live key. A stale entry is dropped, and its slot's live key pushed when lower
+  // (a lowered key, see rekey; for a slot reused since, at worst a duplicate entry).
+  while (!heap_.empty()) {
+    const auto [key, slot] = heap_.top();
+    const Key live = slot_key_[static_cast<size_t>(slot)];
+    if (key == live) break;
     heap_.pop();
+    if (std::get<2>(live) >= 0 && live < key) heap_.emplace(live, slot);
   }
   if (heap_.empty()) return false;
   worst = heap_.top().first;

@@ -21,7 +21,8 @@ class DiskReader;
 // announced batch uses it, else (1, its rank in the hot order): the largest key is evicted
 // first, and a missed row is not admitted when its own key is larger than every cached one's.
 // This is cache_hits_window_belady (cache_simulation.h) with bypass, batch by batch. Keys live
-// in a max-heap with lazy deletion; each row's announced uses in a list sorted by batch. Every
+// in a max-heap with lazy deletion (a raised key is pushed; a lowered one is pushed only when
+// its old entry reaches the top); each row's announced uses in a list sorted by batch. Every
 // member takes one mutex: thread-safe.
 class LookaheadCache {
  public:
