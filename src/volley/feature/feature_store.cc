@@ -417,6 +417,8 @@ bool FeatureStore::wants_lookahead() const {
 
 void FeatureStore::announce_batch(int64_t batch, std::span<const int64_t> ids) const {
   if (!wants_lookahead()) return;
+  VOLLEY_REQUIRE(batch >= 0 && batch < (int64_t{1} << 62), ValueError,
+                 "a batch number to announce must be in [0, 2^62), got {}", batch);
   for (const int64_t id : ids) {
     VOLLEY_REQUIRE(id >= 0 && id < state_->num_rows, IndexError,
                    "row id {} out of range for a store of {} rows (batch {})", id, state_->num_rows,

@@ -229,7 +229,8 @@ class FeatureStore {
   };
   DiskStats disk_stats() const;
   // kLookahead disk stores (no-ops for any other store): announce_batch says that batch `batch`
-  // (a number the caller chooses, larger for later batches) will gather `ids`; begin_batch,
+  // (a number in [0, 2^62) the caller chooses, larger for later batches; ValueError otherwise)
+  // will gather `ids` (with read_ahead it may block while 32 batches wait: back-pressure); begin_batch,
   // called before that batch's gather, takes its uses out of the window. The rows gathered never
   // depend on these calls, only which are read from the disk. IndexError for an id out of
   // [0, N). Thread-safe.

@@ -8,7 +8,6 @@
 #include <mutex>
 #include <queue>
 #include <span>
-#include <tuple>
 #include <vector>
 
 #include "volley/core/buffer.h"
@@ -17,13 +16,14 @@ namespace volley::feature_internal {
 
 class DiskReader;
 
-// A fixed number of row slots. A cached row's key is (0, its first announced batch) when an
-// announced batch uses it, else (1, its rank in the hot order): the largest key is evicted
-// first, and a missed row is not admitted when its own key is larger than every cached one's.
-// This is cache_hits_window_belady (cache_simulation.h) with bypass, batch by batch. Keys live
-// in a max-heap with lazy deletion (a raised key is pushed; a lowered one is pushed only when
-// its old entry reaches the top); each row's announced uses in a list sorted by batch. Every
-// member takes one mutex: thread-safe.
+// A fixed number of row slots. A cached row's key is (its first announced batch) when an
+// announced batch uses it, else (kUnannounced + its rank in the hot order), then its id: the
+// largest key is evicted first, and a missed row is not admitted when its own key is larger than
+// every cached one's. This is cache_hits_window_belady (cache_simulation.h) with bypass, batch by
+// batch. Bookkeeping is one 32-byte record per row (its slot, announced uses, rank and live key:
+// one cache miss where separate arrays cost four or five); keys live in a max-heap with lazy
+// deletion (a raised key is pushed; a lowered one only when its old entry reaches the top); each
+// row's announced uses in a list sorted by batch. Every member takes one mutex: thread-safe.
 class LookaheadCache {
  public:
   // `rank[id]`: the row's position in the hot order (0: the hottest), num_rows entries.
@@ -36,7 +36,8 @@ class LookaheadCache {
   int64_t take_cached(std::vector<int64_t>& ids, std::vector<std::byte*>& into);
   // Offers rows ids[i] (bytes at rows[i]) read from the disk; admits those worth keeping.
   void insert(std::span<const int64_t> ids, std::span<const std::byte* const> rows);
-  // Batch `batch` will gather `ids` (a batch announced twice: the second call is ignored).
+  // Batch `batch` (in [0, 2^62)) will gather `ids` (a batch announced twice: the second call is
+  // ignored).
   void announce(int64_t batch, std::span<const int64_t> ids);
   // Batch `batch` is being gathered: its uses leave the window (unknown batch: nothing).
   void begin(int64_t batch);
@@ -58,35 +59,52 @@ class LookaheadCache {
   void release(const Reservation& reservation);
 
  private:
-  using Key = std::tuple<int, int64_t, int64_t>;
-  static constexpr int32_t kReserved = -2;  // slot_of_: being read ahead
+  static constexpr int32_t kReserved = -2;  // Row::slot: being read ahead
+  static constexpr int64_t kUnannounced = int64_t{1} << 62;  // keys of rows no batch announced
+  struct Row {
+    int32_t slot = -1;       // its slot, -1 or kReserved
+    int32_t first_use = -1;  // its earliest Use or -1
+    int32_t last_use = -1;   // its latest Use or -1
+    int32_t unused = 0;
+    int64_t rank = 0;  // in the hot order
+    int64_t key = 0;   // while cached: the key its heap entries are checked against
+  };
+  struct Entry {  // a heap entry; stale when the row's slot or key changed since
+    int64_t key;
+    int64_t id;
+    int32_t slot;
+    bool operator<(const Entry& other) const {
+      return key != other.key ? key < other.key : id < other.id;
+    }
+  };
   struct Use {
     int64_t batch;
     int64_t id;
     int32_t prev;  // towards earlier batches of the same row, or -1
     int32_t next;
   };
-  Key key_of(int64_t id) const;
+  int64_t key_of(const Row& row) const;
   void rekey(int64_t id);
   void place(int64_t id, int32_t slot);
-  // The largest key cached, false when no cached row can be evicted (all slots reserved).
-  bool victim(Key& worst);
+  // The largest (key, id) cached, false when no cached row can be evicted (all slots reserved).
+  bool victim(Entry& worst);
   // Evicts the row of the largest key and returns its slot (victim() returned true).
   int32_t evict();
+  // Whether a row of key `key` would be admitted now: a free slot, or a cached row to evict.
+  bool admits(int64_t id, int64_t key);
+  int32_t take_slot();
   void unlink_use(int32_t use);
+  void compact_heap();
 
   size_t row_bytes_;
   int64_t capacity_;
-  std::vector<int64_t> rank_;
   Buffer rows_;
   std::mutex mutex_;
-  std::vector<int32_t> slot_of_;  // per row: its slot, -1 or kReserved
-  std::vector<Key> slot_key_;     // per slot: its row's current key (id -1: unused)
+  std::vector<Row> row_;         // per row id
+  std::vector<int64_t> slot_id_;  // per slot: its row id or -1
   std::vector<int32_t> free_;     // unused slots
-  std::priority_queue<std::pair<Key, int32_t>> heap_;  // (key, slot); stale entries skipped
-  std::vector<int32_t> first_use_;                     // per row: its earliest Use or -1
-  std::vector<int32_t> last_use_;                      // per row: its latest Use or -1
-  std::vector<Use> uses_;                              // pool
+  std::priority_queue<Entry> heap_;
+  std::vector<Use> uses_;  // pool
   std::vector<int32_t> free_uses_;
   std::map<int64_t, std::vector<int32_t>> announced_;  // batch → its Uses, until begin()
 };
