@@ -16,7 +16,7 @@
 # volley importable; default python3), THREADS (2), MAPPED_BATCHES (3), PROBE_SECONDS (15),
 # LOOKAHEAD (the loader's window; default the CLI's, 8), SAMPLE_BATCHES (300), CACHE_BENCH_BYTES (1G), POLICIES (the loader rows, default
 # "lookahead lookahead+read-ahead static dynamic"), OUT (a folder for the JSON lines; default a
-# fresh temporary one). The issue's figures: DATASET_DIR = the 32 GB dataset, CACHE=8G, BATCHES=60.
+# fresh temporary one), SUMMARY_ONLY (1: print the table of the run in OUT again). The issue's figures: DATASET_DIR = the 32 GB dataset, CACHE=8G, BATCHES=60.
 set -euo pipefail
 
 D=${1:?usage: bench/disk_e2e.sh DATASET_DIR [CACHE] [BATCHES]}
@@ -36,10 +36,11 @@ POLICIES=${POLICIES:-lookahead lookahead+read-ahead static dynamic}
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 [ -x "$V" ] || { echo "no volley CLI at $V (set VOLLEY_CLI)" >&2; exit 2; }
-[ -f "$D/features.npy" ] || { echo "$D has no features.npy" >&2; exit 2; }
+[ -n "${SUMMARY_ONLY:-}" ] || [ -f "$D/features.npy" ] || { echo "$D has no features.npy" >&2; exit 2; }
 COMMON=(--dataset "$D" --fanout 10,5 --batch-size 512 --threads "$THREADS")
 step() { echo "== $*" >&2; }
 
+if [ -z "${SUMMARY_ONLY:-}" ]; then  # SUMMARY_ONLY=1 OUT=dir: the table of an earlier run
 step "disk probe"
 "$V" bench disk --file "$D/features.npy" --seconds "$PROBE_SECONDS" >"$OUT/disk.json"
 step "sampling before"
@@ -67,6 +68,7 @@ for k in 8 32; do
   "$V" bench cache --dataset "$D" --fanout 10,5 --batch-size 512 --cache-bytes "$CACHE_BENCH_BYTES" \
     --batches "$SAMPLE_BATCHES" --lookahead "$k" >"$OUT/cache_$k.json"
 done
+fi
 
 "$PY" - "$OUT" "$D" "$CACHE" "$BATCHES" "$POLICIES" <<'PYEOF'
 import json, math, os, sys
@@ -90,7 +92,8 @@ print(f"disk probe: {disk['iops']:.0f} IOPS (4 KiB, depth 64) = {limit_rows:.0f}
       f"at {pages:.2f} pages per {row_bytes}-byte row")
 print(f"sampling: {before['seps']/1e6:.2f} M SEPS before, {after['seps']/1e6:.2f} M after: "
       f"ratio {after['seps']/before['seps']:.2f} (target >= 0.9)")
-print("\n| loader | batches/s | row hit rate | rows from disk/s (× probe) | rows read ahead | × mapped | × PyG memmap |")
+print("\n| loader | batches/s | rows served from memory at gather (read-ahead rows count) | "
+      "rows from disk/s (× probe) | rows read ahead | × mapped tier | × PyG memmap |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
 def row(name, line):
     bps = line["batches_per_second"]
@@ -98,13 +101,13 @@ def row(name, line):
     hit = line.get("row_hit_rate")
     print(f"| {name} | {bps:.2f} | {'' if hit is None else f'{hit:.3f}'} | "
           f"{'' if disk_rows is None else f'{disk_rows:.0f} ({disk_rows/limit_rows:.2f})'} | "
-          f"{line.get('rows_read_ahead', '')} | {bps/mapped['batches_per_second']:.1f} | "
-          f"{bps/memmap['batches_per_second']:.1f} |")
+          f"{line.get('rows_read_ahead', '')} | {bps/mapped['batches_per_second']:.3g} | "
+          f"{bps/memmap['batches_per_second']:.3g} |")
 for p, line in loaders.items():
     row(p, line)
 row("mapped tier", mapped)
 print(f"| PyG numpy memmap (e2e, 1 thread) | {memmap['batches_per_second']:.2f} | | | | "
-      f"{memmap['batches_per_second']/mapped['batches_per_second']:.1f} | 1.0 |")
+      f"{memmap['batches_per_second']/mapped['batches_per_second']:.3g} | 1 |")
 if "lookahead" in loaders and "static" in loaders:
     la, st = loaders["lookahead"], loaders["static"]
     print(f"\nlookahead / static: {la['batches_per_second']/st['batches_per_second']:.2f}")
@@ -117,7 +120,7 @@ print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for k in (8, 32):
     c = load(f"cache_{k}.json")
     la = c["hit_rate_lookahead"]
-    print(f"| {c.get('cache_bytes', '')} B, K={k} | {c['hit_rate_static_degree']:.3f} | "
+    print(f"| {c.get('cache_bytes', '')} B ({c.get('cache_rows', '?')} rows), K={k} | {c['hit_rate_static_degree']:.3f} | "
           f"{c['hit_rate_sieve']:.3f} | {la:.3f} | {c['hit_rate_belady_offline']:.3f} | "
           f"{c['hit_rate_belady_offline_prefilled']:.3f} | "
           f"{100*(la-c['hit_rate_belady_offline']):+.1f} pts | "
