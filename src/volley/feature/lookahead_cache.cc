@@ -14,8 +14,17 @@ LookaheadCache::LookaheadCache(size_t row_bytes, size_t byte_budget, std::vector
   capacity_ = std::min<int64_t>({capacity_, rows, 0x7fffffff});
   rows_ = Buffer::allocate(static_cast<size_t>(capacity_) * row_bytes_);
   row_.resize(static_cast<size_t>(rows));
-  for (size_t id = 0; id < rank.size(); ++id) row_[id].rank = rank[id];
-  slot_id_.assign(static_cast<size_t>(capacity_), -1);
+  published_slot_ = std::make_unique<std::atomic<int32_t>[]>(static_cast<size_t>(rows));
+  for (size_t id = 0; id < rank.size(); ++id) {
+    row_[id].rank = rank[id];
+    published_slot_[id].store(-1, std::memory_order_relaxed);
+  }
+  slot_id_ = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(capacity_));
+  version_ = std::make_unique<std::atomic<uint32_t>[]>(static_cast<size_t>(capacity_));
+  for (int64_t slot = 0; slot < capacity_; ++slot) {
+    slot_id_[slot].store(-1, std::memory_order_relaxed);
+    version_[slot].store(0, std::memory_order_relaxed);
+  }
   free_.reserve(static_cast<size_t>(capacity_));
   for (int64_t slot = capacity_ - 1; slot >= 0; --slot) free_.push_back(static_cast<int32_t>(slot));
 }
@@ -35,6 +44,23 @@ void LookaheadCache::prefill(const DiskReader& reader, std::span<const int64_t> 
     into.push_back(rows_.data() + static_cast<size_t>(slot) * row_bytes_);
   }
   reader.read(ids, into);
+  for (const int64_t id : ids) publish(id, row_[static_cast<size_t>(id)].slot);
+}
+
+void LookaheadCache::unpublish(int32_t slot) {
+  const uint32_t version = version_[slot].load(std::memory_order_relaxed);
+  if ((version & 1U) == 0) version_[slot].store(version + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  const int64_t id = slot_id_[slot].load(std::memory_order_relaxed);
+  if (id >= 0) published_slot_[id].store(-1, std::memory_order_relaxed);
+  slot_id_[slot].store(-1, std::memory_order_relaxed);
+}
+
+void LookaheadCache::publish(int64_t id, int32_t slot) {
+  slot_id_[slot].store(id, std::memory_order_relaxed);
+  const uint32_t version = version_[slot].load(std::memory_order_relaxed);
+  version_[slot].store((version | 1U) + 1, std::memory_order_release);  // even: readable
+  published_slot_[id].store(slot, std::memory_order_release);
 }
 
 int64_t LookaheadCache::key_of(const Row& row) const {
@@ -46,7 +72,6 @@ void LookaheadCache::place(int64_t id, int32_t slot) {
   Row& row = row_[static_cast<size_t>(id)];
   row.slot = slot;
   row.key = key_of(row);
-  slot_id_[static_cast<size_t>(slot)] = id;
   heap_.push({row.key, id, slot});
 }
 
@@ -54,7 +79,7 @@ void LookaheadCache::compact_heap() {
   std::vector<Entry> entries;
   entries.reserve(static_cast<size_t>(capacity_));
   for (int32_t slot = 0; slot < static_cast<int32_t>(capacity_); ++slot) {
-    const int64_t id = slot_id_[static_cast<size_t>(slot)];
+    const int64_t id = slot_id_[slot].load(std::memory_order_relaxed);  // published slots
     if (id >= 0) entries.push_back({row_[static_cast<size_t>(id)].key, id, slot});
   }
   heap_ = std::priority_queue<Entry>(std::less<Entry>(), std::move(entries));
@@ -95,7 +120,7 @@ int32_t LookaheadCache::evict() {
   const Entry top = heap_.top();
   heap_.pop();
   row_[static_cast<size_t>(top.id)].slot = -1;
-  slot_id_[static_cast<size_t>(top.slot)] = -1;
+  unpublish(top.slot);
   return top.slot;
 }
 
@@ -113,13 +138,17 @@ int32_t LookaheadCache::take_slot() {
 }
 
 int64_t LookaheadCache::take_cached(std::vector<int64_t>& ids, std::vector<std::byte*>& into) {
-  std::lock_guard<std::mutex> lock(mutex_);
   size_t kept = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
-    const int32_t slot = row_[static_cast<size_t>(ids[i])].slot;
+    const int64_t id = ids[i];
+    const int32_t slot = published_slot_[id].load(std::memory_order_acquire);
     if (slot >= 0) {
-      std::memcpy(into[i], rows_.data() + static_cast<size_t>(slot) * row_bytes_, row_bytes_);
-      continue;
+      const uint32_t before = version_[slot].load(std::memory_order_acquire);
+      if ((before & 1U) == 0 && slot_id_[slot].load(std::memory_order_relaxed) == id) {
+        std::memcpy(into[i], rows_.data() + static_cast<size_t>(slot) * row_bytes_, row_bytes_);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (version_[slot].load(std::memory_order_relaxed) == before) continue;  // a hit
+      }
     }
     ids[kept] = ids[i];
     into[kept] = into[i];
@@ -142,6 +171,7 @@ void LookaheadCache::insert(std::span<const int64_t> ids, std::span<const std::b
     const int32_t slot = take_slot();
     std::memcpy(rows_.data() + static_cast<size_t>(slot) * row_bytes_, rows[i], row_bytes_);
     place(id, slot);
+    publish(id, slot);
   }
 }
 
@@ -222,6 +252,7 @@ void LookaheadCache::commit(const Reservation& reservation) {
       continue;
     }
     place(id, reservation.slots[i]);
+    publish(id, reservation.slots[i]);
   }
 }
 

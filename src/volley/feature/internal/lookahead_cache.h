@@ -2,9 +2,11 @@
 // (feature_store.h, "Disk tier"): Belady's rule over the batches a loader has announced.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <span>
@@ -23,7 +25,10 @@ class DiskReader;
 // batch. Bookkeeping is one 32-byte record per row (its slot, announced uses, rank and live key:
 // one cache miss where separate arrays cost four or five); keys live in a max-heap with lazy
 // deletion (a raised key is pushed; a lowered one only when its old entry reaches the top); each
-// row's announced uses in a list sorted by batch. Every member takes one mutex: thread-safe.
+// row's announced uses in a list sorted by batch. take_cached takes no lock: a slot's version is
+// odd while its row is replaced, and a copy is kept only when the version and the slot's row are
+// the same before and after it (as SieveCache, disk_tier.h). Every other member takes one mutex.
+// Thread-safe.
 class LookaheadCache {
  public:
   // `rank[id]`: the row's position in the hot order (0: the hottest), num_rows entries.
@@ -32,7 +37,7 @@ class LookaheadCache {
   // Reads the `capacity()` hottest rows (`hottest`, in order) into the cache.
   void prefill(const DiskReader& reader, std::span<const int64_t> hottest);
   // Copies every cached row ids[i] into into[i] and removes it from both lists (order kept);
-  // returns how many.
+  // returns how many. Lock-free.
   int64_t take_cached(std::vector<int64_t>& ids, std::vector<std::byte*>& into);
   // Offers rows ids[i] (bytes at rows[i]) read from the disk; admits those worth keeping.
   void insert(std::span<const int64_t> ids, std::span<const std::byte* const> rows);
@@ -93,6 +98,10 @@ class LookaheadCache {
   // Whether a row of key `key` would be admitted now: a free slot, or a cached row to evict.
   bool admits(int64_t id, int64_t key);
   int32_t take_slot();
+  // Seqlock steps of a slot (under mutex_): unpublish makes its version odd (its row is leaving);
+  // publish, once the slot holds row `id`'s bytes, makes it even again and maps id to it.
+  void unpublish(int32_t slot);
+  void publish(int64_t id, int32_t slot);
   void unlink_use(int32_t use);
   void compact_heap();
 
@@ -100,8 +109,12 @@ class LookaheadCache {
   int64_t capacity_;
   Buffer rows_;
   std::mutex mutex_;
-  std::vector<Row> row_;         // per row id
-  std::vector<int64_t> slot_id_;  // per slot: its row id or -1
+  std::vector<Row> row_;  // per row id
+  // What take_cached reads without the lock: per row its published slot or -1; per slot its row
+  // id or -1, and its version (odd while its row is replaced).
+  std::unique_ptr<std::atomic<int32_t>[]> published_slot_;
+  std::unique_ptr<std::atomic<int64_t>[]> slot_id_;
+  std::unique_ptr<std::atomic<uint32_t>[]> version_;
   std::vector<int32_t> free_;     // unused slots
   std::priority_queue<Entry> heap_;
   std::vector<Use> uses_;  // pool
