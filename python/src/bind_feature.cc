@@ -180,8 +180,7 @@ void bind_store_construction(StoreClass& store) {
           "from_npy",
           [](const std::string& path, const Tiers& tiers,
              const std::optional<InputArray>& hot_order, int64_t cache_bytes,
-             const std::string& policy, std::optional<bool> disk, bool io_uring,
-             bool read_ahead) {
+             const std::string& policy, std::optional<bool> disk, bool io_uring, bool read_ahead) {
             FeatureStoreOptions options = store_options(tiers, hot_order);
             disk_options(options, cache_bytes, policy, disk, io_uring, read_ahead);
             nb::gil_scoped_release release;

@@ -175,7 +175,7 @@ def test_lookahead_batches_are_bit_identical_to_a_loader_without_it(tmp_path, re
             hits, misses = feature.disk_stats
             assert hits + misses == sum(len(n) for n, _, _ in got) and hits > 0
             if not read_ahead:
-                assert feature.rows_read_ahead == 0
+                assert feature._native().rows_read_ahead == 0
 
 
 def test_a_truncated_file_raises_at_a_batch_with_read_ahead(tmp_path):

@@ -215,19 +215,14 @@ class Feature:
         policy: the row cache of a path: ``"static"`` (hottest rows by ``hot_order``, the
             default when ``cache_bytes`` is given) or ``"dynamic"`` (SIEVE, filled by misses;
             the default otherwise) or ``"lookahead"`` (pre-filled with the hottest rows; a
-            ``NeighborLoader`` over it samples 8 batches ahead (each batch once: the samples
-            are kept until built) and the cache keeps the rows
+            ``NeighborLoader`` over it samples 8 batches ahead and the cache keeps the rows
             those batches use soonest, Belady's rule; rows no coming batch uses go coldest
             first). Needs the disk tier (``disk=True`` or a file past half the RAM).
         disk: for a path, None picks the disk tier by itself when the file exceeds half the RAM
             (rows read with io_uring and O_DIRECT past the page cache); True / False force it.
         io_uring: False reads the disk tier with pread (io_uring is detected at open anyway;
             ``volley.disk_io_support()`` says which).
-        read_ahead: with ``policy="lookahead"``, a thread of the store reads each announced
-            batch's missing rows (those the cache would admit) from the disk into the cache while
-            earlier batches are gathered; a slow disk holds the loader back instead of growing
-            memory, and a failed read surfaces at the batch that needs the rows. Off by default:
-            on a 2-core machine it did not pay (bench/RESULTS.md).
+        read_ahead: with "lookahead", read announced rows ahead (off by default: no gain seen).
         hot_order: which rows are hottest: None (id order), ``"degree"`` (in-degree of
             ``graph``), or int64 row ids hottest first (e.g. from ``hotness_by_sampling``).
         graph: the ``volley.Graph`` for ``hot_order="degree"``.
@@ -539,12 +534,6 @@ class Feature:
         """(rows served from memory, rows read from the disk) by the disk tier so far."""
         hits, misses = self._native().disk_stats
         return int(hits), int(misses)
-
-    @property
-    def rows_read_ahead(self) -> int:
-        """Rows read into the lookahead cache ahead of their batch (``read_ahead=True``), which
-        their gathers then count as served from memory."""
-        return int(self._native().rows_read_ahead)
 
     @property
     def tiers(self) -> List[dict]:

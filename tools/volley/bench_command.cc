@@ -427,8 +427,9 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
                       "tier of the hottest --cache-bytes rows, the rest from the disk tier), "
                       "dynamic (disk tier + SIEVE cache) or lookahead (disk tier + a cache "
                       "steered by the next --lookahead batches)");
-  command->add_option("--lookahead", settings.lookahead,
-                      "With --policy lookahead: batches sampled and announced ahead")
+  command
+      ->add_option("--lookahead", settings.lookahead,
+                   "With --policy lookahead: batches sampled and announced ahead")
       ->check(kNonNegative);
   command->add_flag("--read-ahead", settings.read_ahead,
                     "With --policy lookahead: read the announced batches' missing rows into the "

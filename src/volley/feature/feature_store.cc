@@ -407,8 +407,7 @@ std::string FeatureStore::disk_io() const {
 FeatureStore::DiskStats FeatureStore::disk_stats() const {
   if (!state_ || !state_->disk) return {};
   const fi::DiskTier& disk = *state_->disk;
-  return {disk.hits.load(), disk.misses.load(),
-          disk.read_ahead ? disk.read_ahead->rows_read() : 0};
+  return {disk.hits.load(), disk.misses.load(), disk.read_ahead ? disk.read_ahead->rows_read() : 0};
 }
 
 bool FeatureStore::wants_lookahead() const {

@@ -224,16 +224,16 @@ class FeatureStore {
   // the faster tiers or the cache, and rows read from the disk.
   struct DiskStats {
     int64_t hits = 0;
-    int64_t misses = 0;     // rows a gather read from the disk
+    int64_t misses = 0;      // rows a gather read from the disk
     int64_t read_ahead = 0;  // rows read into the cache ahead of their batch (read_ahead)
   };
   DiskStats disk_stats() const;
   // kLookahead disk stores (no-ops for any other store): announce_batch says that batch `batch`
   // (a number in [0, 2^62) the caller chooses, larger for later batches; ValueError otherwise)
-  // will gather `ids` (with read_ahead it may block while 32 batches wait: back-pressure); begin_batch,
-  // called before that batch's gather, takes its uses out of the window. The rows gathered never
-  // depend on these calls, only which are read from the disk. IndexError for an id out of
-  // [0, N). Thread-safe.
+  // will gather `ids` (with read_ahead it may block while 32 batches wait: back-pressure);
+  // begin_batch, called before that batch's gather, takes its uses out of the window. The rows
+  // gathered never depend on these calls, only which are read from the disk. IndexError for an id
+  // out of [0, N). Thread-safe.
   void announce_batch(int64_t batch, std::span<const int64_t> ids) const;
   void begin_batch(int64_t batch) const;
   // Whether announce_batch steers this store's cache (a kLookahead disk tier with a cache).

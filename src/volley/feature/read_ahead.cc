@@ -7,8 +7,8 @@ namespace volley::feature_internal {
 ReadAhead::ReadAhead(const DiskReader& reader, LookaheadCache& cache, size_t row_bytes)
     : reader_(reader),
       cache_(cache),
-      chunk_rows_(std::clamp<size_t>(kChunkBytes / std::max<size_t>(row_bytes, 1), 1,
-                                     kMaxChunkRows)),
+      chunk_rows_(
+          std::clamp<size_t>(kChunkBytes / std::max<size_t>(row_bytes, 1), 1, kMaxChunkRows)),
       thread_([this] { run(); }) {}
 
 ReadAhead::~ReadAhead() {

@@ -25,9 +25,9 @@ void LookaheadWindow::sample_and_announce(int64_t index) {
   try {
     sample_(index, subgraph);
     const Array& nodes = subgraph.nodes;
-    store_.announce_batch(tag_ + index,
-                          std::span<const int64_t>(nodes.data<int64_t>(),
-                                                   static_cast<size_t>(nodes.numel())));
+    store_.announce_batch(
+        tag_ + index,
+        std::span<const int64_t>(nodes.data<int64_t>(), static_cast<size_t>(nodes.numel())));
   } catch (...) {
     error = std::current_exception();
   }

@@ -307,9 +307,9 @@ TEST(ReadAhead, AFailedReadSurfacesAtTheBatchThatNeedsTheRows) {
   const Csr graph = random_graph(5);
   const FeatureStore store = open_store(again, CachePolicy::kLookahead, 4 * 64, {}, true);
   ASSERT_EQ(::truncate(again.c_str(), 128 + 20 * kWidth * 4), 0);
-  NeighborLoader loader(graph, store, std::nullopt, std::nullopt,
-                        {.batch_size = 4, .num_threads = 2, .lookahead = 4,
-                         .sampler = {.fanouts = {3}}});
+  NeighborLoader loader(
+      graph, store, std::nullopt, std::nullopt,
+      {.batch_size = 4, .num_threads = 2, .lookahead = 4, .sampler = {.fanouts = {3}}});
   auto epoch = loader.start_epoch(0);
   bool raised = false;
   try {

@@ -64,7 +64,7 @@ class LookaheadCache {
   void release(const Reservation& reservation);
 
  private:
-  static constexpr int32_t kReserved = -2;  // Row::slot: being read ahead
+  static constexpr int32_t kReserved = -2;                   // Row::slot: being read ahead
   static constexpr int64_t kUnannounced = int64_t{1} << 62;  // keys of rows no batch announced
   struct Row {
     int32_t slot = -1;       // its slot, -1 or kReserved
@@ -115,7 +115,7 @@ class LookaheadCache {
   std::unique_ptr<std::atomic<int32_t>[]> published_slot_;
   std::unique_ptr<std::atomic<int64_t>[]> slot_id_;
   std::unique_ptr<std::atomic<uint32_t>[]> version_;
-  std::vector<int32_t> free_;     // unused slots
+  std::vector<int32_t> free_;  // unused slots
   std::priority_queue<Entry> heap_;
   std::vector<Use> uses_;  // pool
   std::vector<int32_t> free_uses_;

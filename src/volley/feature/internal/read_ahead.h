@@ -35,7 +35,7 @@ namespace volley::feature_internal {
 
 class ReadAhead {
  public:
-  static constexpr size_t kMaxQueued = 32;           // batches waiting to be read ahead
+  static constexpr size_t kMaxQueued = 32;                // batches waiting to be read ahead
   static constexpr size_t kChunkBytes = size_t{4} << 20;  // rows reserved and read at once
   static constexpr size_t kMaxChunkRows = 4096;
 
@@ -55,7 +55,7 @@ class ReadAhead {
   // Waits until every queued batch is read or dropped (tests).
   void drain();
 
-  int64_t rows_read() const;    // rows read into the cache so far
+  int64_t rows_read() const;     // rows read into the cache so far
   int64_t failed_reads() const;  // chunks whose read failed
 
  private:
