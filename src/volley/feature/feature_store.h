@@ -63,9 +63,10 @@
 //             version check), inserts and evictions one mutex.
 //   kLookahead  Belady over the batches a loader announces (see CachePolicy); with read_ahead,
 //             a thread of the store reads each announced batch's missing rows that the policy
-//             would admit straight into cache slots, up to 32 batches queued (announce_batch
-//             blocks beyond: back-pressure), and begin_batch(b) cancels b's read not started and
-//             waits for its chunk in flight (at most 4 MiB of rows).
+//             would admit straight into cache slots, once the batch is at most 2 past the latest
+//             begun (32 batches queued at most; a request beyond is dropped), and begin_batch(b)
+//             cancels b's read not started and waits for its chunk in flight (at most 4 MiB of
+//             rows): a slow disk shows as back-pressure.
 // A file that was truncated or changed on disk after open raises IoError naming it; no read
 // waits longer than 60 s (IoError). A read ahead that fails is dropped: the batch's own gather
 // reads those rows and raises the error there. Memory: cache_bytes plus per-thread staging
@@ -230,10 +231,9 @@ class FeatureStore {
   DiskStats disk_stats() const;
   // kLookahead disk stores (no-ops for any other store): announce_batch says that batch `batch`
   // (a number in [0, 2^62) the caller chooses, larger for later batches; ValueError otherwise)
-  // will gather `ids` (with read_ahead it may block while 32 batches wait: back-pressure);
-  // begin_batch, called before that batch's gather, takes its uses out of the window. The rows
-  // gathered never depend on these calls, only which are read from the disk. IndexError for an id
-  // out of [0, N). Thread-safe.
+  // will gather `ids`; begin_batch, called before that batch's gather, takes its uses out of the
+  // window. The rows gathered never depend on these calls, only which are read from the disk.
+  // IndexError for an id out of [0, N). Thread-safe.
   void announce_batch(int64_t batch, std::span<const int64_t> ids) const;
   void begin_batch(int64_t batch) const;
   // Whether announce_batch steers this store's cache (a kLookahead disk tier with a cache).

@@ -22,11 +22,18 @@ ReadAhead::~ReadAhead() {
 }
 
 void ReadAhead::request(int64_t batch, std::span<const int64_t> ids) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return stopping_ || queue_.size() < kMaxQueued; });
+  std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_ || batch <= settled_) return;
+  if (queue_.size() >= kMaxQueued) {  // bounded: this batch is gathered without read-ahead
+    ++dropped_;
+    return;
+  }
   queue_.emplace_back(batch, std::vector<int64_t>(ids.begin(), ids.end()));
   queued_.notify_one();
+}
+
+bool ReadAhead::near(int64_t batch) const {
+  return settled_ == std::numeric_limits<int64_t>::min() || batch - settled_ <= kAheadBatches;
 }
 
 void ReadAhead::settle(int64_t batch) {
@@ -35,17 +42,25 @@ void ReadAhead::settle(int64_t batch) {
   const auto before = queue_.size();
   std::erase_if(queue_, [&](const auto& request) { return request.first <= settled_; });
   if (queue_.size() != before) changed_.notify_all();
+  queued_.notify_all();  // batches now near enough to read
   changed_.wait(lock, [&] { return reading_ > batch; });
 }
 
 void ReadAhead::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return stopping_ || (queue_.empty() && !busy_); });
+  changed_.wait(lock, [&] {
+    return stopping_ || ((queue_.empty() || !near(queue_.front().first)) && !busy_);
+  });
 }
 
 int64_t ReadAhead::rows_read() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return rows_read_;
+}
+
+int64_t ReadAhead::dropped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_;
 }
 
 int64_t ReadAhead::failed_reads() const {
@@ -74,7 +89,8 @@ bool ReadAhead::read_chunk(const std::vector<int64_t>& ids, size_t& next) {
 void ReadAhead::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    queued_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    queued_.wait(lock,
+                 [&] { return stopping_ || (!queue_.empty() && near(queue_.front().first)); });
     if (stopping_) return;
     auto [batch, ids] = std::move(queue_.front());
     queue_.pop_front();

@@ -261,6 +261,17 @@ TEST(ReadAhead, ReadsAnAnnouncedBatchIntoTheCache) {
   ahead.request(4, one);
   ahead.drain();
   EXPECT_EQ(ahead.rows_read(), 7);
+  // Batches more than kAheadBatches past the latest begun wait; at most kMaxQueued are queued
+  // (the rest are dropped, never blocking the caller).
+  constexpr auto kQueued = static_cast<int64_t>(feature_internal::ReadAhead::kMaxQueued);
+  for (int64_t b = 8; b < 8 + kQueued + 10; ++b) ahead.request(b, std::vector<int64_t>{b % kRows});
+  ahead.drain();
+  EXPECT_EQ(ahead.rows_read(), 7);  // 8 > 5 + 2: not read yet
+  EXPECT_EQ(ahead.dropped(), 10);
+  // Beginning batch 6 lets batch 8 be read: row 8, admitted over row 22 (no use, coldest).
+  ahead.settle(6);
+  ahead.drain();
+  EXPECT_EQ(ahead.rows_read(), 8);
 }
 
 // A read ahead that fails (the file changed on disk) frees its slots and is dropped: the gather

@@ -2,15 +2,18 @@
 // LookaheadCache on a thread of its own (FeatureStoreOptions::read_ahead; internal to
 // src/volley/feature).
 //
-// announce_batch(b, ids) queues b's rows; the thread takes batches in order and, chunk by chunk,
+// announce_batch(b, ids) queues b's rows; the thread takes batches in order, each once it is at
+// most kAheadBatches past the latest batch begun (rows read further ahead displace hot rows for
+// longer: measured worse), and, chunk by chunk,
 // reserves cache slots for the rows the policy would admit now (LookaheadCache::reserve), reads
 // them from the disk tier straight into those slots (DiskReader: io_uring, O_DIRECT) and commits
 // them, so that b's gather finds them cached. begin_batch(b) drops the queued requests of
 // batches <= b and waits for a chunk of such a batch in flight (then its gather reads the rest
 // itself): rows are never read twice on purpose.
 // Bounds: rows land in the cache's own slots (memory stays within cache_bytes, plus the reader's
-// staging for this thread and at most kMaxQueued batches' ids); a slow disk shows as
-// back-pressure: request() blocks while kMaxQueued batches wait, settle() while a chunk is read.
+// staging for this thread and at most kMaxQueued batches' ids; a request beyond is dropped, its
+// batch gathered as without read-ahead); a slow disk shows as back-pressure: settle() waits for
+// the chunk of its batch in flight.
 // Failure: a failed read (a truncated or changed file) frees its slots and is otherwise dropped:
 // the batch's own gather reads those rows and raises the error there. Every read has the
 // reader's timeout, so no wait here is unbounded.
@@ -36,6 +39,7 @@ namespace volley::feature_internal {
 class ReadAhead {
  public:
   static constexpr size_t kMaxQueued = 32;                // batches waiting to be read ahead
+  static constexpr int64_t kAheadBatches = 2;             // read up to latest begun + this
   static constexpr size_t kChunkBytes = size_t{4} << 20;  // rows reserved and read at once
   static constexpr size_t kMaxChunkRows = 4096;
 
@@ -46,20 +50,22 @@ class ReadAhead {
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;
 
-  // Queues batch `batch`'s rows (copied); blocks while kMaxQueued batches wait. A batch at or
-  // before the latest settled one is not queued.
+  // Queues batch `batch`'s rows (copied); never blocks. Not queued: a batch at or before the
+  // latest settled one, or any while kMaxQueued wait (counted by dropped()).
   void request(int64_t batch, std::span<const int64_t> ids);
   // Batch `batch` is about to be gathered: see above.
   void settle(int64_t batch);
 
-  // Waits until every queued batch is read or dropped (tests).
+  // Waits until no queued batch is near enough to read and none is being read (tests).
   void drain();
 
   int64_t rows_read() const;     // rows read into the cache so far
   int64_t failed_reads() const;  // chunks whose read failed
+  int64_t dropped() const;       // requests not queued because kMaxQueued were waiting
 
  private:
   void run();
+  bool near(int64_t batch) const;  // whether `batch` may be read now (under mutex_)
   bool read_chunk(const std::vector<int64_t>& ids, size_t& next);
 
   const DiskReader& reader_;
@@ -75,6 +81,7 @@ class ReadAhead {
   bool busy_ = false;  // a batch taken from the queue is being read
   int64_t rows_read_ = 0;
   int64_t failed_reads_ = 0;
+  int64_t dropped_ = 0;
   std::thread thread_;  // last: started once the members above exist
 };
 
