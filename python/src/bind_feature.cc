@@ -96,7 +96,8 @@ CachePolicy parse_policy(const std::string& name) {
 
 // from_npy's disk-tier options: cache_bytes < 0 = the default; disk None = automatic.
 void disk_options(FeatureStoreOptions& options, int64_t cache_bytes, const std::string& policy,
-                  std::optional<bool> disk, bool io_uring) {
+                  std::optional<bool> disk, bool io_uring, bool read_ahead = false) {
+  options.read_ahead = read_ahead;
   options.cache_bytes = cache_bytes < 0 ? Buffer::npos : static_cast<size_t>(cache_bytes);
   options.cache_policy = parse_policy(policy);
   options.source_reads = !disk   ? SourceReads::kAuto
@@ -179,19 +180,21 @@ void bind_store_construction(StoreClass& store) {
           "from_npy",
           [](const std::string& path, const Tiers& tiers,
              const std::optional<InputArray>& hot_order, int64_t cache_bytes,
-             const std::string& policy, std::optional<bool> disk, bool io_uring) {
+             const std::string& policy, std::optional<bool> disk, bool io_uring, bool read_ahead) {
             FeatureStoreOptions options = store_options(tiers, hot_order);
-            disk_options(options, cache_bytes, policy, disk, io_uring);
+            disk_options(options, cache_bytes, policy, disk, io_uring, read_ahead);
             nb::gil_scoped_release release;
             return FeatureStore::from_npy(path, options);
           },
           nb::arg("path"), nb::arg("tiers") = Tiers(), nb::arg("hot_order").none() = nb::none(),
           nb::arg("cache_bytes") = -1, nb::arg("policy") = "dynamic",
           nb::arg("disk").none() = nb::none(), nb::arg("io_uring") = true,
+          nb::arg("read_ahead") = false,
           "Maps an .npy file read-only (nothing read up front), optionally with cache tiers. "
           "disk: None picks the disk tier for a file larger than half the RAM, True / False "
-          "force it; cache_bytes (-1: a quarter of the RAM) and policy (\"static\" or "
-          "\"dynamic\") size the row cache; io_uring=False reads with pread.")
+          "force it; cache_bytes (-1: a quarter of the RAM) and policy (\"static\", "
+          "\"dynamic\" or \"lookahead\") size the row cache; io_uring=False reads with pread; "
+          "read_ahead (policy \"lookahead\") reads announced batches' rows ahead.")
       .def_static(
           "create_shared",
           [](const InputArray& matrix, const std::string& name) {
@@ -224,7 +227,10 @@ void bind_store_properties(StoreClass& store) {
             const FeatureStore::DiskStats stats = self.disk_stats();
             return std::make_pair(stats.hits, stats.misses);
           },
-          "(rows served from memory, rows read from the disk) by the disk tier so far.")
+          "(rows served from memory, rows a gather read from the disk) by the disk tier so far.")
+      .def_prop_ro(
+          "rows_read_ahead", [](const FeatureStore& self) { return self.disk_stats().read_ahead; },
+          "Rows read into the lookahead cache ahead of their batch (read_ahead=True) so far.")
       .def_prop_ro("shared_name", &FeatureStore::shared_name)
       .def_prop_ro(
           "tiers",

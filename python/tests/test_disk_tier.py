@@ -135,6 +135,69 @@ def test_a_loader_over_a_lookahead_disk_tier_gathers_the_right_rows(tmp_path):
         NeighborLoader(data, [4, 2], batch_size=16, lookahead=-1)
 
 
+def _batches(loader):
+    return [
+        (to_numpy(b.n_id).copy(), to_numpy(b.edge_index).copy(), to_numpy(b.x).copy())
+        for b in loader
+    ]
+
+
+@pytest.mark.parametrize("read_ahead", [False, True])
+def test_lookahead_batches_are_bit_identical_to_a_loader_without_it(tmp_path, read_ahead):
+    """NeighborLoader(lookahead=k) samples each batch once (the batches ahead are kept): its
+    batches equal those of a loader over the table in memory, for any window and worker count."""
+    from volley.loader import NeighborLoader
+
+    class Data:  # a minimal PyG-like Data
+        pass
+
+    rng = np.random.default_rng(11)
+    table = rng.standard_normal((400, 12)).astype(np.float32)
+    np.save(tmp_path / "x.npy", table)
+    edge_index = rng.integers(0, 400, size=(2, 3000)).astype(np.int64)
+    plain = Data()
+    plain.edge_index, plain.num_nodes, plain.x = edge_index, 400, table
+    for workers in (1, 2, 3):
+        want = _batches(NeighborLoader(plain, [3, 2], batch_size=24, shuffle=True, seed=4,
+                                       num_workers=workers))
+        for window in (1, 3, 8):
+            feature = volley.Feature(str(tmp_path / "x.npy"), cache_bytes="4K",
+                                     policy="lookahead", disk=True, read_ahead=read_ahead)
+            data = Data()
+            data.edge_index, data.num_nodes, data.x = edge_index, 400, feature
+            got = _batches(NeighborLoader(data, [3, 2], batch_size=24, shuffle=True, seed=4,
+                                          num_workers=workers, lookahead=window))
+            assert len(got) == len(want) == 17
+            for (n0, e0, x0), (n1, e1, x1) in zip(want, got):
+                np.testing.assert_array_equal(n0, n1)
+                np.testing.assert_array_equal(e0, e1)
+                assert x0.tobytes() == x1.tobytes()
+            hits, misses = feature.disk_stats
+            assert hits + misses == sum(len(n) for n, _, _ in got) and hits > 0
+            if not read_ahead:
+                assert feature._native().rows_read_ahead == 0
+
+
+def test_a_truncated_file_raises_at_a_batch_with_read_ahead(tmp_path):
+    from volley.loader import NeighborLoader
+
+    class Data:
+        pass
+
+    rng = np.random.default_rng(2)
+    np.save(tmp_path / "x.npy", rng.standard_normal((300, 8)).astype(np.float32))
+    feature = volley.Feature(str(tmp_path / "x.npy"), cache_bytes="1K", policy="lookahead",
+                             disk=True, read_ahead=True)
+    os.truncate(tmp_path / "x.npy", 2000)
+    data = Data()
+    data.edge_index = rng.integers(0, 300, size=(2, 1500)).astype(np.int64)
+    data.num_nodes, data.x = 300, feature
+    loader = NeighborLoader(data, [4], batch_size=16, num_workers=2, lookahead=4)
+    with pytest.raises(volley.VolleyOSError, match="changed on disk"):
+        for _ in loader:
+            pass
+
+
 def test_neighbor_loader_row_cache_needs_a_dataset():
     from volley.loader import NeighborLoader
 

@@ -222,6 +222,7 @@ class Feature:
             (rows read with io_uring and O_DIRECT past the page cache); True / False force it.
         io_uring: False reads the disk tier with pread (io_uring is detected at open anyway;
             ``volley.disk_io_support()`` says which).
+        read_ahead: with "lookahead", read announced rows ahead (off by default: no gain seen).
         hot_order: which rows are hottest: None (id order), ``"degree"`` (in-degree of
             ``graph``), or int64 row ids hottest first (e.g. from ``hotness_by_sampling``).
         graph: the ``volley.Graph`` for ``hot_order="degree"``.
@@ -264,6 +265,7 @@ class Feature:
         policy: Optional[str] = None,
         disk: Optional[bool] = None,
         io_uring: bool = True,
+        read_ahead: bool = False,
     ):
         self._device = _cuda.parse_device(device)
         if self._device is not None and shared:
@@ -280,6 +282,7 @@ class Feature:
         self._policy = _check_policy(policy, self._cache_given)
         self._disk = disk
         self._io_uring = bool(io_uring)
+        self._read_ahead = bool(read_ahead)
         if csr_topo is not None:
             graph = graph if graph is not None else csr_topo
             hot_order = "degree" if hot_order is None else hot_order
@@ -383,6 +386,7 @@ class Feature:
                 policy=self._policy,
                 disk=self._disk,
                 io_uring=self._io_uring,
+                read_ahead=self._read_ahead,
             )
         else:
             if self._disk:

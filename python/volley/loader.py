@@ -159,7 +159,8 @@ class NeighborLoader:
             ``volley.Feature(path, cache_bytes=..., policy=...)`` (CPU mode; features larger
             than half the RAM are read through the disk tier by themselves).
         lookahead: with ``policy="lookahead"``, how many batches past the one being built the
-            loader samples to tell the cache which rows come (default 8; 0: none).
+            loader samples to tell the cache which rows come (default 8; 0: none). Each batch
+            is still sampled once (the samples ahead are kept): the batches do not change.
         rank, world_size: this process's share of the input nodes in data-parallel training.
             Default: ``torch.distributed``'s rank and world size when a process group is
             initialised, else a single process (0, 1). With ``world_size > 1`` every epoch

@@ -53,6 +53,8 @@ struct SampleSettings {
   // loader: how the features are read (auto, mapped, static, dynamic) and the row cache.
   std::string policy = "auto";
   size_t cache_bytes = Buffer::npos;
+  int lookahead = 8;        // loader: batches announced ahead (--policy lookahead)
+  bool read_ahead = false;  // loader: read announced rows into the cache ahead
 };
 
 // Touches every page of the graph so the first timed batches do not pay for page faults.
@@ -319,6 +321,7 @@ FeatureStore bench_features(const Dataset& dataset, const SampleSettings& settin
     options.cache_policy =
         settings.policy == "static" ? CachePolicy::kStatic : CachePolicy::kLookahead;
     options.hot_order = hotness_by_degree(dataset.graph);
+    options.read_ahead = settings.read_ahead;
   } else {
     VOLLEY_REQUIRE(settings.policy == "dynamic" || settings.policy == "auto", ValueError,
                    "--policy must be auto, mapped, static, dynamic or lookahead, got '{}'",
@@ -354,6 +357,7 @@ void run_loader_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
                         {.batch_size = settings.batch_size,
                          .drop_last = true,
                          .num_threads = settings.threads,
+                         .lookahead = settings.lookahead,
                          .seed = settings.seed,
                          .sampler = sampler});
   auto run_epoch = [&](int64_t epoch_index) {
@@ -392,8 +396,16 @@ void run_loader_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
   if (!features.disk_io().empty()) {
     const FeatureStore::DiskStats stats = features.disk_stats();
     line["row_hits"] = stats.hits;
-    line["rows_from_disk"] = stats.misses;
-    line["disk_rows_per_second"] = static_cast<double>(stats.misses) / loaded.seconds;
+    line["rows_from_disk"] = stats.misses + stats.read_ahead;
+    line["rows_read_ahead"] = stats.read_ahead;
+    line["disk_rows_per_second"] =
+        static_cast<double>(stats.misses + stats.read_ahead) / loaded.seconds;
+    line["row_hit_rate"] = static_cast<double>(stats.hits) /
+                           static_cast<double>(std::max<int64_t>(1, stats.hits + stats.misses));
+  }
+  if (settings.policy == "lookahead") {
+    line["lookahead"] = settings.lookahead;
+    line["read_ahead"] = settings.read_ahead;
   }
   line["dataset"] = dataset.name;
   std::cout << line.dump() << std::endl;
@@ -414,7 +426,14 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
                       "Features: auto (the disk tier past half the RAM), mapped, static (a host "
                       "tier of the hottest --cache-bytes rows, the rest from the disk tier), "
                       "dynamic (disk tier + SIEVE cache) or lookahead (disk tier + a cache "
-                      "steered by the next 8 batches)");
+                      "steered by the next --lookahead batches)");
+  command
+      ->add_option("--lookahead", settings.lookahead,
+                   "With --policy lookahead: batches sampled and announced ahead")
+      ->check(kNonNegative);
+  command->add_flag("--read-ahead", settings.read_ahead,
+                    "With --policy lookahead: read the announced batches' missing rows into the "
+                    "cache in the background");
   command->add_option("--cache-bytes", settings.cache_bytes, "Row cache budget (e.g. 8G)")
       ->transform(CLI::AsSizeValue(false));
   command->callback([&settings] {

@@ -155,6 +155,9 @@ std::shared_ptr<DiskTier> open_disk_tier(const Array& matrix, const FeatureStore
     tier->lookahead = std::make_unique<LookaheadCache>(row_bytes, cache_bytes, std::move(rank));
     const auto take = std::min(order.size(), static_cast<size_t>(tier->lookahead->capacity()));
     tier->lookahead->prefill(*tier->reader, std::span(order).first(take));
+    if (options.read_ahead) {
+      tier->read_ahead = std::make_unique<ReadAhead>(*tier->reader, *tier->lookahead, row_bytes);
+    }
   }
   return tier;
 }

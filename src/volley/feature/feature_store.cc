@@ -406,7 +406,8 @@ std::string FeatureStore::disk_io() const {
 
 FeatureStore::DiskStats FeatureStore::disk_stats() const {
   if (!state_ || !state_->disk) return {};
-  return {state_->disk->hits.load(), state_->disk->misses.load()};
+  const fi::DiskTier& disk = *state_->disk;
+  return {disk.hits.load(), disk.misses.load(), disk.read_ahead ? disk.read_ahead->rows_read() : 0};
 }
 
 bool FeatureStore::wants_lookahead() const {
@@ -415,16 +416,21 @@ bool FeatureStore::wants_lookahead() const {
 
 void FeatureStore::announce_batch(int64_t batch, std::span<const int64_t> ids) const {
   if (!wants_lookahead()) return;
+  VOLLEY_REQUIRE(batch >= 0 && batch < (int64_t{1} << 62), ValueError,
+                 "a batch number to announce must be in [0, 2^62), got {}", batch);
   for (const int64_t id : ids) {
     VOLLEY_REQUIRE(id >= 0 && id < state_->num_rows, IndexError,
                    "row id {} out of range for a store of {} rows (batch {})", id, state_->num_rows,
                    batch);
   }
   state_->disk->lookahead->announce(batch, ids);
+  if (state_->disk->read_ahead) state_->disk->read_ahead->request(batch, ids);
 }
 
 void FeatureStore::begin_batch(int64_t batch) const {
-  if (wants_lookahead()) state_->disk->lookahead->begin(batch);
+  if (!wants_lookahead()) return;
+  if (state_->disk->read_ahead) state_->disk->read_ahead->settle(batch);
+  state_->disk->lookahead->begin(batch);
 }
 
 std::string disk_io_support() {

@@ -61,8 +61,16 @@
 //   kStatic   the hottest rows of hot_order (or id order) in a host tier, filled at build;
 //   kDynamic  SIEVE over cache_bytes of slots, filled by misses: hits take no lock (a per-slot
 //             version check), inserts and evictions one mutex.
+//   kLookahead  Belady over the batches a loader announces (see CachePolicy); with read_ahead,
+//             a thread of the store reads each announced batch's missing rows that the policy
+//             would admit straight into cache slots, once the batch is at most 2 past the latest
+//             begun (32 batches queued at most; a request beyond is dropped), and begin_batch(b)
+//             cancels b's read not started and waits for its chunk in flight (at most 4 MiB of
+//             rows): a slow disk shows as back-pressure.
 // A file that was truncated or changed on disk after open raises IoError naming it; no read
-// waits longer than 60 s (IoError). Memory: cache_bytes plus per-thread staging (8 MiB).
+// waits longer than 60 s (IoError). A read ahead that fails is dropped: the batch's own gather
+// reads those rows and raises the error there. Memory: cache_bytes plus per-thread staging
+// (8 MiB; with read_ahead one more thread and the ids of the queued batches).
 //
 // Thread safety: a FeatureStore is immutable after construction (the dynamic cache's contents
 // change, behind its own synchronisation); copies share its tiers and
@@ -138,6 +146,11 @@ struct FeatureStoreOptions {
   size_t cache_bytes = Buffer::npos;
   CachePolicy cache_policy = CachePolicy::kDynamic;
   bool allow_io_uring = true;  // false: pread only
+  // kLookahead only (ignored otherwise): a thread of the store reads each announced batch's rows
+  // that the cache misses and would admit from the disk into the cache, while earlier batches are
+  // gathered; begin_batch waits for such a batch's read in flight (see "Disk tier"). Off by
+  // default: on the 2-core dev box it did not pay (NOTES-ahead.md).
+  bool read_ahead = false;
 };
 
 // How this process would read a disk tier: "io_uring" or "pread (io_uring refused: ...)".
@@ -212,14 +225,15 @@ class FeatureStore {
   // the faster tiers or the cache, and rows read from the disk.
   struct DiskStats {
     int64_t hits = 0;
-    int64_t misses = 0;
+    int64_t misses = 0;      // rows a gather read from the disk
+    int64_t read_ahead = 0;  // rows read into the cache ahead of their batch (read_ahead)
   };
   DiskStats disk_stats() const;
   // kLookahead disk stores (no-ops for any other store): announce_batch says that batch `batch`
-  // (a number the caller chooses, larger for later batches) will gather `ids`; begin_batch,
-  // called before that batch's gather, takes its uses out of the window. The rows gathered never
-  // depend on these calls, only which are read from the disk. IndexError for an id out of
-  // [0, N). Thread-safe.
+  // (a number in [0, 2^62) the caller chooses, larger for later batches; ValueError otherwise)
+  // will gather `ids`; begin_batch, called before that batch's gather, takes its uses out of the
+  // window. The rows gathered never depend on these calls, only which are read from the disk.
+  // IndexError for an id out of [0, N). Thread-safe.
   void announce_batch(int64_t batch, std::span<const int64_t> ids) const;
   void begin_batch(int64_t batch) const;
   // Whether announce_batch steers this store's cache (a kLookahead disk tier with a cache).

@@ -9,6 +9,7 @@
 #include "volley/feature/gather.h"  // gather_supports
 #include "volley/loader/cuda_loader.h"
 #include "volley/loader/internal/batch_assembly.h"
+#include "volley/loader/internal/lookahead_window.h"
 #include "volley/sampling/negative_sampler.h"  // csr_has_edges
 
 namespace volley {
@@ -342,29 +343,15 @@ struct NeighborLoader::EpochWork {
   int threads = 1;
   int64_t prefetch = 1;
   int64_t batches = 0;
-  // kLookahead features: batches announced so far (0 .. next - 1), under `mutex`. Batch b is
-  // announced to the store as tag + b, tag unique to this epoch in the process.
-  struct Announcer {
-    std::mutex mutex;
-    int64_t next = 0;
-    int64_t tag = 0;
-  };
-  std::unique_ptr<Announcer> announcer;  // null: no lookahead
+  // kLookahead features: the batches sampled ahead and announced to the store (null: none).
+  std::unique_ptr<loader_internal::LookaheadWindow> window;
 
   EpochWork() = default;
   EpochWork(const EpochWork&) = delete;
   EpochWork& operator=(const EpochWork&) = delete;
-  ~EpochWork();
   std::vector<int64_t> seeds_of(int64_t index, int64_t* input_ids) const;
-  // Announces batches up to index + lookahead, then takes batch `index` out of the window.
-  void look_ahead(int64_t index) const;
   Batch make_batch(int64_t index, SampledSubgraph& subgraph) const;
 };
-
-NeighborLoader::EpochWork::~EpochWork() {
-  if (!announcer) return;  // batches announced but never built leave the store's window
-  for (int64_t b = 0; b < announcer->next; ++b) shared->lookahead->begin_batch(announcer->tag + b);
-}
 
 std::vector<int64_t> NeighborLoader::EpochWork::seeds_of(int64_t index, int64_t* input_ids) const {
   const int64_t begin = index * options.batch_size;
@@ -377,24 +364,6 @@ std::vector<int64_t> NeighborLoader::EpochWork::seeds_of(int64_t index, int64_t*
     seeds[static_cast<size_t>(i)] = inputs[positions[begin + i]];
   }
   return seeds;
-}
-
-void NeighborLoader::EpochWork::look_ahead(int64_t index) const {
-  {
-    std::lock_guard<std::mutex> lock(announcer->mutex);
-    const int64_t last = std::min(batches - 1, index + options.lookahead);
-    SampledSubgraph coming;
-    for (; announcer->next <= last; ++announcer->next) {
-      const int64_t b = announcer->next;
-      shared->assembly.source->sample(seeds_of(b, nullptr), options.sampler,
-                                      static_cast<uint64_t>(b), coming);
-      const Array& nodes = coming.nodes;
-      shared->lookahead->announce_batch(
-          announcer->tag + b,
-          std::span<const int64_t>(nodes.data<int64_t>(), static_cast<size_t>(nodes.numel())));
-    }
-  }
-  shared->lookahead->begin_batch(announcer->tag + index);
 }
 
 std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
@@ -411,9 +380,15 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
   work->prefetch = options_.prefetch == 0 ? 2 * work->threads : std::max(options_.prefetch, 1);
   work->batches = batches;
   if (shared_->lookahead && options_.lookahead > 0 && !options_.input_time) {
+    // Batch b is announced as tag + b, the tag unique to this epoch in the process.
     static std::atomic<int64_t> epochs{0};
-    work->announcer = std::make_unique<EpochWork::Announcer>();
-    work->announcer->tag = (epochs.fetch_add(1) + 1) << 32;
+    EpochWork* raw = work.get();  // the window lives in *work: no cycle
+    work->window = std::make_unique<loader_internal::LookaheadWindow>(
+        *shared_->lookahead, (epochs.fetch_add(1) + 1) << 32, batches, options_.lookahead,
+        [raw](int64_t b, SampledSubgraph& out) {
+          raw->shared->assembly.source->sample(raw->seeds_of(b, nullptr), raw->options.sampler,
+                                               static_cast<uint64_t>(b), out);
+        });
   }
   Epoch::Producers producers;
   producers.threads = work->threads;
@@ -437,10 +412,11 @@ Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subg
   batch.input_ids = Array::empty(DType::kInt64, {count});
   int64_t* input_ids = batch.input_ids.data<int64_t>();
   const std::vector<int64_t> seeds = seeds_of(index, input_ids);
-  if (announcer) look_ahead(index);
   const loader_internal::BatchAssembly& assembly = shared->assembly;
   const BatchSource& source = *assembly.source;
-  if (options.input_time) {
+  if (window) {
+    window->take(index, subgraph);  // sampled once, ahead, by this or another worker
+  } else if (options.input_time) {
     const std::vector<int64_t> times = loader_internal::seed_times_at(
         *options.input_time, std::span<const int64_t>(input_ids, static_cast<size_t>(count)));
     source.sample_temporal(seeds, times, options.sampler, static_cast<uint64_t>(index), subgraph);

@@ -191,7 +191,8 @@ TEST_F(CliTest, BenchCachePoliciesStayUnderTheOptimum) {
 }
 
 TEST_F(CliTest, BenchLoaderReadsThroughTheDiskTier) {
-  for (const std::string policy : {"static", "dynamic"}) {
+  for (const std::string policy :
+       {"static", "dynamic", "lookahead --lookahead 3", "lookahead --lookahead 2 --read-ahead"}) {
     const Result result =
         run("bench loader --dataset " + kCora + " --fanout 5,5 --batch-size 32 --threads 1 " +
             "--batches 3 --cache-bytes 20K --policy " + policy);
@@ -199,6 +200,10 @@ TEST_F(CliTest, BenchLoaderReadsThroughTheDiskTier) {
     const auto line = last_json_line(result.out);
     EXPECT_THAT(line["features"].get<std::string>(), HasSubstr("disk")) << policy;
     EXPECT_GT(line["rows_from_disk"].get<int64_t>(), 0) << policy;
+    if (policy.starts_with("lookahead")) {
+      EXPECT_EQ(line["read_ahead"].get<bool>(), policy.ends_with("--read-ahead")) << policy;
+      EXPECT_GE(line["rows_from_disk"].get<int64_t>(), line["rows_read_ahead"].get<int64_t>());
+    }
   }
 }
 

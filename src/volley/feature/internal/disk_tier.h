@@ -14,6 +14,7 @@
 #include "volley/feature/feature_store.h"
 #include "volley/feature/internal/disk_reader.h"
 #include "volley/feature/internal/lookahead_cache.h"
+#include "volley/feature/internal/read_ahead.h"
 
 namespace volley::feature_internal {
 
@@ -53,11 +54,13 @@ class SieveCache {
 };
 
 // What a store's disk tier holds: the reader of the source tier's file, the dynamic or the
-// lookahead cache (either or both may be null) and counters.
+// lookahead cache (either or both may be null), the lookahead cache's read-ahead thread (null
+// unless asked for; declared after what it reads, so it stops first) and counters.
 struct DiskTier {
   std::unique_ptr<DiskReader> reader;
   std::unique_ptr<SieveCache> cache;
   std::unique_ptr<LookaheadCache> lookahead;
+  std::unique_ptr<ReadAhead> read_ahead;
   mutable std::atomic<int64_t> hits{0};
   mutable std::atomic<int64_t> misses{0};
 };
@@ -67,7 +70,7 @@ struct DiskTier {
 bool wants_disk_tier(const Array& matrix, const FeatureStoreOptions& options);
 // The disk tier over mapped `matrix`: the cache is a SieveCache of `cache_bytes` when the policy
 // is kDynamic, a LookaheadCache pre-filled with the hottest rows when it is kLookahead (none for
-// less than a row).
+// less than a row), with a ReadAhead when options.read_ahead.
 std::shared_ptr<DiskTier> open_disk_tier(const Array& matrix, const FeatureStoreOptions& options,
                                          size_t cache_bytes);
 // The row-cache budget `options` asks for (npos: the default share of RAM).
