@@ -14,7 +14,7 @@
 # Usage: bench/disk_e2e.sh DATASET_DIR [CACHE=8G] [BATCHES=60]
 # Environment: VOLLEY_CLI (default build/release/tools/volley/volley), PYTHON (a Python with
 # volley importable; default python3), THREADS (2), MAPPED_BATCHES (3), PROBE_SECONDS (15),
-# LOOKAHEAD (the loader's window; default the CLI's, 8), SAMPLE_BATCHES (300), CACHE_BENCH_BYTES (1G), POLICIES (the loader rows, default
+# LOOKAHEAD (the loader's window; default the CLI's, 8), SAMPLE_BATCHES (3000: a few seconds; 300 takes 0.3 s, too short to time), CACHE_BENCH_BYTES (1G), POLICIES (the loader rows, default
 # "lookahead lookahead+read-ahead static dynamic"), OUT (a folder for the JSON lines; default a
 # fresh temporary one), SUMMARY_ONLY (1: print the table of the run in OUT again). The figures: DATASET_DIR = the 32 GB dataset, CACHE=8G, BATCHES=60.
 set -euo pipefail
@@ -30,7 +30,7 @@ MAPPED_BATCHES=${MAPPED_BATCHES:-3}
 PROBE_SECONDS=${PROBE_SECONDS:-15}
 LA=()  # --lookahead only when asked for (the CLI's default is 8; older CLIs lack the option)
 [ -n "${LOOKAHEAD:-}" ] && LA=(--lookahead "$LOOKAHEAD")
-SAMPLE_BATCHES=${SAMPLE_BATCHES:-300}
+SAMPLE_BATCHES=${SAMPLE_BATCHES:-3000}
 CACHE_BENCH_BYTES=${CACHE_BENCH_BYTES:-1G}
 POLICIES=${POLICIES:-lookahead lookahead+read-ahead static dynamic}
 OUT=${OUT:-$(mktemp -d)}
