@@ -278,10 +278,7 @@ fuzz() {
 sanitize() {
   local asan_dir="$root/build/fuzz" status=0
   log "sanitize: the C++ tests, the CLI and the Python module with ASan + UBSan (clang-14) in $asan_dir"
-  asan_tree || return 1
-  mkdir -p "$asan_dir/python/volley"
-  rm -f "$asan_dir"/python/volley/*.py && cp "$root"/python/volley/*.py "$asan_dir/python/volley/"
-  ninja -C "$asan_dir" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1 \
+  asan_build \
     || { tail -n 40 "$root/build/sanitize-build.log" >&2; log "sanitize: build failed"; return 1; }
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -LE '^cuda$' || status=1
@@ -295,15 +292,16 @@ sanitize() {
   return $status
 }
 
-# The ASan + UBSan tree's build, started in the background by `test` while the Python legs run:
-# those use about one of the two cores, and the build at nice 19 takes what they leave (the
-# sanitize stage then finds it built; a build error is reported there). Its log:
-# build/sanitize-build.log.
-asan_prebuild() {
+# `test` starts `asan_build 19` in the background while the Python legs run: those use about one
+# of the two cores, and the build at nice 19 takes what they leave (the sanitize stage then finds
+# it built; a build error is reported there).
+# `asan_build [nice level]`: the tree of `sanitize` (configured, the package's sources beside the
+# module, everything built); its log build/sanitize-build.log.
+asan_build() {
   asan_tree || return 1
   mkdir -p "$root/build/fuzz/python/volley"
   rm -f "$root"/build/fuzz/python/volley/*.py && cp "$root"/python/volley/*.py "$root/build/fuzz/python/volley/"
-  nice -n 19 ninja -C "$root/build/fuzz" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1
+  nice -n "${1:-0}" ninja -C "$root/build/fuzz" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1
 }
 
 setup() {
@@ -331,7 +329,7 @@ case "${1:-}" in
     prebuild=""
     if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
       log "building the ASan + UBSan tree in the background (nice 19) while the Python legs run"
-      asan_prebuild &
+      asan_build 19 &
       prebuild=$!
     fi
     log "Python tests and main job, Debian's torch / PyG / numpy ($venv)"

@@ -56,6 +56,10 @@ extern const char* const kNoDistService;
 // partition_command.cc): prints the description and returns true, or returns false when `path`
 // is neither.
 bool describe_partitioned(const std::string& path, bool as_json, bool verify);
+// `volley info --json` on a partitioned directory (either kind): its manifest's JSON with "path",
+// "kind": "partitioned" and, when `verified`, a passed "verify" (partition_command.cc).
+void print_partitioned_json(const std::string& manifest_json, const std::string& path,
+                            bool verified);
 // `volley partition` on a heterogeneous dataset directory (partition_hetero.cc): partitions and
 // prints the quality figures (or partition.json with `as_json`).
 void run_hetero_partition(const std::string& input, const std::string& output,

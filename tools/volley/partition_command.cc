@@ -243,6 +243,15 @@ void run_partition_command(const PartitionArguments& arguments) {
 
 }  // namespace
 
+void print_partitioned_json(const std::string& manifest_json, const std::string& path,
+                            bool verified) {
+  Json json = Json::parse(manifest_json);
+  json["path"] = path;
+  json["kind"] = "partitioned";
+  if (verified) json["verify"] = {{"ok", true}, {"problems", Json::array()}};
+  std::printf("%s\n", json.dump().c_str());
+}
+
 bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
   if (describe_hetero_partitioned(path, as_json, verify)) return true;
   std::error_code error;
@@ -255,11 +264,7 @@ bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
   if (verify) verify_partitioned_or_throw(path, as_json);
   const PartitionManifest manifest = read_partition_manifest(path);
   if (as_json) {
-    Json json = Json::parse(manifest.json);
-    json["path"] = path;
-    json["kind"] = "partitioned";
-    if (verify) json["verify"] = {{"ok", true}, {"problems", Json::array()}};
-    std::printf("%s\n", json.dump().c_str());
+    print_partitioned_json(manifest.json, path, verify);
     return true;
   }
   std::printf("partitioned dataset: %s (%s)\n", manifest.name.c_str(), path.c_str());

@@ -171,11 +171,7 @@ bool describe_hetero_partitioned(const std::string& path, bool as_json, bool ver
   }
   const HeteroPartitionManifest manifest = read_hetero_partition_manifest(path);
   if (as_json) {
-    Json json = Json::parse(manifest.json);
-    json["path"] = path;
-    json["kind"] = "partitioned";
-    if (verify) json["verify"] = {{"ok", true}, {"problems", Json::array()}};
-    std::printf("%s\n", json.dump().c_str());
+    print_partitioned_json(manifest.json, path, verify);
     return true;
   }
   std::printf("heterogeneous partitioned dataset: %s (%s)\n", manifest.name.c_str(), path.c_str());

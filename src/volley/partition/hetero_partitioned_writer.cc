@@ -299,18 +299,9 @@ void write_hetero_partitioned_dataset(const HeteroDataset& dataset,
                                       const HeteroPartitionResult& result,
                                       const std::string& output,
                                       const std::function<double()>& elapsed) {
-  const std::string target = output_path(output);
-  check_output(target);
-  ensure_open_files(options.num_parts);
-  const std::string staging = fmt::format("{}.partial-{}", target, getpid());
-  try {
+  write_staged(output, options.num_parts, [&](const std::string& staging) {
     write_everything(dataset, assignment, options, result, staging, elapsed);
-    publish(staging, target);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(staging, ignored);
-    throw;
-  }
+  });
 }
 
 }  // namespace volley::internal

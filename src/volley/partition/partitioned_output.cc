@@ -23,6 +23,8 @@ void prepare_output(const std::string& staging) {
   }
 }
 
+namespace {
+
 // `output` without trailing slashes ("out/" -> "out"), so that "<output>.partial-PID" is a
 // sibling.
 std::string output_path(const std::string& output) {
@@ -91,6 +93,24 @@ void publish(const std::string& staging, const std::string& output) {
     throw IoError(fmt::format("cannot move '{}' to '{}': {}", staging, output, reason));
   }
   if (!old.empty()) fs::remove_all(old, error);
+}
+
+}  // namespace
+
+void write_staged(const std::string& output, int64_t num_parts,
+                  const std::function<void(const std::string& staging)>& write) {
+  const std::string target = output_path(output);
+  check_output(target);
+  ensure_open_files(num_parts);
+  const std::string staging = fmt::format("{}.partial-{}", target, getpid());
+  try {
+    write(staging);
+    publish(staging, target);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(staging, ignored);
+    throw;
+  }
 }
 
 }  // namespace volley::internal

@@ -500,18 +500,9 @@ void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
                                const std::vector<std::vector<int64_t>>& cached,
                                const PartitionOptions& options, const PartitionResult& result,
                                const std::string& output, const std::function<double()>& elapsed) {
-  const std::string target = output_path(output);
-  check_output(target);
-  ensure_open_files(options.num_parts);
-  const std::string staging = fmt::format("{}.partial-{}", target, getpid());
-  try {
+  write_staged(output, options.num_parts, [&](const std::string& staging) {
     write_everything(dataset, assignment, cached, options, result, staging, elapsed);
-    publish(staging, target);
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove_all(staging, ignored);
-    throw;
-  }
+  });
 }
 
 }  // namespace volley::internal

@@ -17,15 +17,16 @@ namespace volley::internal {
 // ValueError naming `source` and the first bad position.
 void check_indptr(const Csr& graph, const std::string& source);
 
-// The output directory (partitioned_output.cc), shared by both writers. `output` without trailing
-// slashes; IoError before anything is written when it exists and is neither empty nor a
-// partitioned dataset; the empty staging directory (a crashed run's removed); the soft limit on
-// open files raised for about 3 files of each part; the staging directory renamed onto `output`.
-std::string output_path(const std::string& output);
-void check_output(const std::string& output);
+// The output directory (partitioned_output.cc), shared by both writers. write_staged checks
+// `output` (IoError before anything is written when it exists and is neither empty nor a
+// partitioned dataset), raises the soft limit on open files for about 3 files of each of
+// `num_parts` parts, calls `write` with a staging directory beside `output`
+// ("<output>.partial-PID", trailing slashes of `output` ignored) and renames it onto `output` when
+// `write` returns; on an error the staging directory is removed and the error rethrown.
+// prepare_output creates the empty staging directory (a crashed run's removed).
+void write_staged(const std::string& output, int64_t num_parts,
+                  const std::function<void(const std::string& staging)>& write);
 void prepare_output(const std::string& staging);
-void ensure_open_files(int64_t num_parts);
-void publish(const std::string& staging, const std::string& output);
 
 // Streams the rows of `features` ([N, D], N the rows of one node type; possibly mapped) to the
 // writer of each row's part (`part_of`, int32 [N]), in row order, `chunk_bytes` at a time.
