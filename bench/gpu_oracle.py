@@ -8,9 +8,11 @@ hash table is large, hubs have tens of thousands of neighbors and batches have m
   * fanouts 15,10,5 without replacement (the benchmark's setting), ordinary batches;
   * a batch of the highest in-degree nodes with fanout -1 (every neighbor of every hub);
   * weighted sampling (seeded random weights in [0, 1), a tenth of them 0), with and without
-    replacement, ordinary batches and the hub batch.
+    replacement, ordinary batches and the hub batch;
+  * temporal sampling (seeded random edge times in [0, 2^20), rows sorted by them; seeds repeating
+    at random times), "uniform" and "last", and the hub batch by time with fanout -1.
 
-Every batch's n_id, row, col and e_id must be equal, element for element, in every mode. Prints
+Every batch's n_id, row, col, e_id (and batch, when temporal) must be equal, element for element, in every mode. Prints
 one JSON line per case and exits 1 on the first mismatch (naming the field and the position).
 
     python bench/gpu_oracle.py --dataset /tmp/volley-products
@@ -36,8 +38,13 @@ except ImportError:
 
 
 def compare(want, got, case: str, batch: int) -> None:
-    for field in ("n_id", "row", "col", "e_id"):
-        a, b = getattr(want, field), getattr(got, field).cpu()
+    for field in ("n_id", "row", "col", "e_id", "batch"):
+        a, b = getattr(want, field), getattr(got, field)
+        if a is None and b is None:
+            continue
+        if a is None or b is None:
+            raise SystemExit(f"{case} batch {batch}: {field} is {'missing' if b is None else 'extra'} on the GPU")
+        b = b.cpu()
         if a.shape != b.shape:
             raise SystemExit(f"{case} batch {batch}: {field} shape {tuple(b.shape)} != CPU's {tuple(a.shape)}")
         diff = (a != b).nonzero()
@@ -46,16 +53,18 @@ def compare(want, got, case: str, batch: int) -> None:
             raise SystemExit(f"{case} batch {batch}: {field}[{i}] = {int(b[i])}, CPU says {int(a[i])}")
 
 
-def run_case(graph, case, sizes, seed_batches, modes, **options) -> dict:
+def run_case(graph, case, sizes, seed_batches, modes, seed_times=None, **options) -> dict:
     cpu = volley.NeighborSampler(graph, sizes, seed=7, **options)
     samplers = {mode: volley.NeighborSampler(graph, sizes, device="cuda", mode=mode, seed=7, **options) for mode in modes}
     edges = 0
     start = time.perf_counter()
     for b, seeds in enumerate(seed_batches):
-        want = cpu.sample_subgraph(seeds, b)
+        times = None if seed_times is None else seed_times[b]
+        want = cpu.sample_subgraph(seeds, b, seed_time=times)
         edges += want.row.numel()
         for mode, sampler in samplers.items():
-            compare(want, sampler.sample_subgraph(seeds.cuda() if torch.cuda.is_available() else seeds, b), f"{case}/{mode}", b)
+            on_device = seeds.cuda() if torch.cuda.is_available() else seeds
+            compare(want, sampler.sample_subgraph(on_device, b, seed_time=times), f"{case}/{mode}", b)
     line = {"check": "gpu_oracle", "case": case, "modes": modes, "batches": len(seed_batches), "edges": edges,
             "equal": True, "seconds": round(time.perf_counter() - start, 2)}
     print(json.dumps(line), flush=True)
@@ -98,7 +107,24 @@ def main() -> int:
         suffix = " replace" if replace else ""
         run_case(weighted, "weighted 15,10,5" + suffix, [15, 10, 5], ordinary[:2], modes, weighted=True, replace=replace)
         run_case(weighted, "weighted hubs 25" + suffix, [25], [hubs], modes, weighted=True, replace=replace)
+    run_temporal_cases(graph, rng, ordinary, hubs, modes)
     return 0
+
+
+def run_temporal_cases(graph, rng, ordinary, hubs, modes) -> None:
+    """Edge time: random in [0, 2^20), rows sorted by it; each batch's seeds repeat (a quarter of
+    them twice) at random times, so disjoint trees share nodes."""
+    edge_time = torch.from_numpy(rng.integers(0, 1 << 20, graph.num_edges, dtype=np.int64))
+    timed = graph.with_times(edge_time=edge_time).sort_by_time("edge")
+    repeated = [torch.cat([s, s[: len(s) // 4]]) for s in ordinary[:2]]
+    times = [torch.from_numpy(rng.integers(0, 1 << 20, len(s), dtype=np.int64)) for s in repeated]
+    hub_times = [torch.from_numpy(rng.integers(0, 1 << 20, len(hubs), dtype=np.int64))]
+    for strategy in ("uniform", "last"):
+        common = dict(time_attr="edge_time", temporal_strategy=strategy)
+        run_case(timed, f"temporal {strategy} 15,10,5", [15, 10, 5], repeated, modes, seed_times=times, **common)
+        run_case(timed, f"temporal {strategy} hubs -1", [-1], [hubs], modes, seed_times=hub_times, **common)
+    run_case(timed, "temporal uniform 15,10,5 replace", [15, 10, 5], repeated[:1], modes, seed_times=times,
+             time_attr="edge_time", temporal_strategy="uniform", replace=True)
 
 
 if __name__ == "__main__":

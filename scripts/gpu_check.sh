@@ -13,7 +13,7 @@
 #             on a generated products-sized graph ($VOLLEY_GPU_DATA, generated once, seeded)
 #   e2e       bench/gpu_e2e.py (GraphSAGE epoch vs compute; speed-up over the CPU loader)
 #   oracle    bench/gpu_oracle.py: GPU and UVA batches equal the CPU sampler's on that graph
-#             (hubs with fanout -1, weighted with and without replacement)
+#             (hubs with fanout -1, weighted with and without replacement, temporal)
 #   fetch-deps  (on a machine WITH apt, before the GPU session) download the Debian packages a
 #             bare GPU machine lacks (fmt, CLI11, nlohmann-json, GoogleTest, zlib headers) into
 #             .deps/; carry .deps to the GPU machine, where every step unpacks and uses them
@@ -136,6 +136,11 @@ do_session() {
   step bench_sample_hubs "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout -1 --batches 20 "${gpu[@]}"
   step bench_rmat_gpu "${volley[@]}" "${sample[@]}" --dataset "$RMAT" --fanout 15,10,5 --batches 200 "${gpu[@]}"
   step bench_rmat_hubs "${volley[@]}" "${sample[@]}" --dataset "$RMAT" --fanout -1 --batches 20 "${gpu[@]}"
+  # Temporal sampling (random edge times, rows sorted by them): untimed, disjoint, uniform, last.
+  step bench_temporal_gpu "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --time \
+    --batches 100 "${gpu[@]}"
+  step bench_temporal_cpu "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --time \
+    --batches 30 --threads "$JOBS"
   for fraction in 1 0 0.2; do
     step "bench_gather_$fraction" "${volley[@]}" bench gather --rows 2400000 --dim 100 \
       --dtype float32 --batch 150000 --device cuda --cache-fraction "$fraction"

@@ -72,7 +72,9 @@ def _shmem_kb() -> int:
 
 
 def _dev_shm() -> set:
-    return set(os.listdir("/dev/shm"))
+    """The names in /dev/shm but Python's multiprocessing semaphores (``sem.mp-*``), which tests
+    running beside this one (pytest -n) create and remove at any time; Volley makes none."""
+    return {name for name in os.listdir("/dev/shm") if not name.startswith("sem.mp-")}
 
 
 # --- in one process ---------------------------------------------------------------------------
@@ -257,7 +259,7 @@ def test_no_leak_after_kill_9_of_the_parent(tmp_path):
         parent.stdout.close()
     # sem.mp-*: the killed parent's multiprocessing semaphores (its Event), which its resource
     # tracker unlinks on its own schedule; not Volley's, and racy under load.
-    leaked = {name for name in _dev_shm() - names_before if not name.startswith("sem.mp-")}
+    leaked = _dev_shm() - names_before
     assert leaked == set(), "a killed run must leave nothing in /dev/shm"
     deadline = time.monotonic() + 10
     while _shmem_kb() - shm_before > 60_000 and time.monotonic() < deadline:

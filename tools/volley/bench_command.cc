@@ -156,36 +156,50 @@ TimedGraph with_random_times(const Csr& graph, size_t num_seeds, uint64_t seed) 
   return out;
 }
 
-// --time: untimed ("none"), untimed disjoint ("none-disjoint": temporal sampling is disjoint),
-// "uniform" and "last" on the same time-sorted graph and seeds, one line each with the ratios of
-// its SEPS (wall clock and per CPU second) to the untimed line's.
+// --time: untimed ("none"), untimed disjoint ("none-disjoint": temporal sampling is disjoint;
+// CPU only), "uniform" and "last" on the same time-sorted graph and seeds, one line each with the ratio of
+// its SEPS to the untimed line's (on the CPU also per CPU second; with --device cuda on the GPU).
 void run_temporal_sampling(const Dataset& dataset, const TimedGraph& timed,
                            const std::vector<int64_t>& seeds, const SampleSettings& one,
                            NeighborSamplerOptions options) {
   double untimed_seps = 0, untimed_cpu_seps = 0;
   for (const char* mode : {"none", "none-disjoint", "uniform", "last"}) {
+    // The CUDA sampler has no untimed disjoint mode (temporal sampling's trees are its own).
+    if (one.device == "cuda" && std::strcmp(mode, "none-disjoint") == 0) continue;
     const bool temporal = std::strncmp(mode, "none", 4) != 0;
     options.time_source = temporal ? TimeSource::kEdge : TimeSource::kNone;
     options.disjoint = std::strcmp(mode, "none-disjoint") == 0;
     if (temporal) options.temporal_strategy = temporal_strategy_from_name(mode);
     const auto* times = temporal ? &timed.seed_times : nullptr;
-    if (one.warmup > 0) {
-      run_sampling(timed.graph, seeds,
-                   {.batch_size = one.batch_size, .threads = 1, .batches = one.warmup}, options,
-                   times);
+    const bool untimed = std::strcmp(mode, "none") == 0;
+    nlohmann::json line;
+    if (one.device == "cuda") {
+      line = run_cuda_sample_bench(timed.graph, seeds, options,
+                                   {.mode = one.mode,
+                                    .device = one.cuda_device,
+                                    .batch_size = one.batch_size,
+                                    .batches = one.batches,
+                                    .seed_times = times});
+      line["fanout"] = one.fanout;
+      if (untimed) untimed_seps = line["seps"].get<double>();
+    } else {
+      if (one.warmup > 0) {
+        run_sampling(timed.graph, seeds,
+                     {.batch_size = one.batch_size, .threads = 1, .batches = one.warmup},
+                     options, times);
+      }
+      const auto figures = run_sampling(timed.graph, seeds, one, options, times);
+      line = figures_json("sample", one, figures);
+      const double cpu_seps = static_cast<double>(figures.edges) / figures.cpu_seconds;
+      if (untimed) untimed_seps = line["seps"].get<double>(), untimed_cpu_seps = cpu_seps;
+      line["device"] = "cpu";
+      line["cpu_seconds"] = figures.cpu_seconds;
+      line["seps_per_cpu_second"] = cpu_seps;
+      line["cpu_ratio_to_untimed"] = cpu_seps / untimed_cpu_seps;
+      line["warmup"] = one.warmup;
     }
-    const auto figures = run_sampling(timed.graph, seeds, one, options, times);
-    auto line = figures_json("sample", one, figures);
-    const double seps = line["seps"].get<double>();
-    const double cpu_seps = static_cast<double>(figures.edges) / figures.cpu_seconds;
-    if (std::strcmp(mode, "none") == 0) untimed_seps = seps, untimed_cpu_seps = cpu_seps;
-    line["device"] = "cpu";
     line["temporal_strategy"] = mode;
-    line["cpu_seconds"] = figures.cpu_seconds;
-    line["seps_per_cpu_second"] = cpu_seps;
-    line["ratio_to_untimed"] = seps / untimed_seps;
-    line["cpu_ratio_to_untimed"] = cpu_seps / untimed_cpu_seps;
-    line["warmup"] = one.warmup;
+    line["ratio_to_untimed"] = line["seps"].get<double>() / untimed_seps;
     line["dataset"] = dataset.name;
     std::cout << line.dump() << std::endl;
   }
@@ -250,7 +264,8 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
   command->add_option("--seed", settings.seed, "Random seed");
   command->add_flag("--time", settings.time,
                     "Temporal sampling: seeded random edge times (rows sorted by them) and seed "
-                    "times; measures untimed, temporal uniform and last on that graph (CPU)");
+                    "times; measures untimed, temporal uniform and last on that graph (CPU or "
+                    "--device cuda)");
   command->add_option("--device", settings.device,
                       "cpu, or cuda: the CUDA sampler on --cuda-device (prints the copy "
                       "bandwidths of the same run next to its SEPS)");
@@ -270,8 +285,6 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
       parse_cuda_sampling_mode(settings.mode);  // a bad mode fails before any work
       require_cuda_device("--device", settings.cuda_device);
     }
-    VOLLEY_REQUIRE(!settings.time || settings.device == "cpu", ValueError,
-                   "--time samples on the CPU only");
     if (bench_hetero_sample(settings)) return;
     const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
     const auto seeds = bench_seed_pool(dataset, settings.seed);
@@ -281,7 +294,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
     for_each_configuration(settings, [&](const SampleSettings& one) {
       if (timed) return run_temporal_sampling(dataset, *timed, seeds, one, options);
       if (one.device == "cuda") {
-        auto line = run_cuda_sample_bench(dataset, seeds, options,
+        auto line = run_cuda_sample_bench(dataset.graph, seeds, options,
                                           {.mode = one.mode,
                                            .device = one.cuda_device,
                                            .batch_size = one.batch_size,

@@ -96,7 +96,7 @@ void require_cuda_device(const std::string& flag, int device) {
                  device, count);
 }
 
-nlohmann::json run_cuda_sample_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
+nlohmann::json run_cuda_sample_bench(const Csr& host_graph, const std::vector<int64_t>& seeds,
                                      const NeighborSamplerOptions& options,
                                      const CudaSampleBench& settings) {
   const CudaSamplingMode mode = parse_cuda_sampling_mode(settings.mode);
@@ -104,22 +104,27 @@ nlohmann::json run_cuda_sample_bench(const Dataset& dataset, const std::vector<i
   const int64_t available = static_cast<int64_t>(seeds.size()) / settings.batch_size;
   VOLLEY_REQUIRE(available >= 1, ValueError, "--batch-size {} exceeds the {} seeds available",
                  settings.batch_size, seeds.size());
-  const CudaGraph graph =
-      CudaGraph::place(dataset.graph, {.mode = mode, .device = settings.device});
+  const CudaGraph graph = CudaGraph::place(host_graph, {.mode = mode, .device = settings.device});
   NeighborSampler sampler(graph, options);
   CudaStream stream = CudaStream::create(settings.device);
-  auto batch_seeds = [&](int64_t b) {
-    return std::span<const int64_t>(seeds.data() + (b % available) * settings.batch_size,
+  auto slice = [&](const std::vector<int64_t>& pool, int64_t b) {
+    return std::span<const int64_t>(pool.data() + (b % available) * settings.batch_size,
                                     static_cast<size_t>(settings.batch_size));
   };
-  for (int64_t b = 0; b < std::min<int64_t>(3, settings.batches); ++b) {  // warm: workspace
-    sampler.sample(batch_seeds(b), static_cast<uint64_t>(b), stream.handle());
-  }
+  auto batch_seeds = [&](int64_t b) { return slice(seeds, b); };
+  auto sample = [&](int64_t b) {
+    const auto batch = static_cast<uint64_t>(b);
+    return settings.seed_times == nullptr
+               ? sampler.sample(batch_seeds(b), batch, stream.handle())
+               : sampler.sample(batch_seeds(b), slice(*settings.seed_times, b), batch,
+                                stream.handle());
+  };
+  for (int64_t b = 0; b < std::min<int64_t>(3, settings.batches); ++b) sample(b);  // workspace
   stream.synchronize();
   int64_t edges = 0, nodes = 0;
   const auto start = Clock::now();
   for (int64_t b = 0; b < settings.batches; ++b) {
-    const auto batch = sampler.sample(batch_seeds(b), static_cast<uint64_t>(b), stream.handle());
+    const auto batch = sample(b);
     edges += batch.num_edges();
     nodes += batch.num_nodes();
   }
@@ -140,7 +145,8 @@ nlohmann::json run_cuda_sample_bench(const Dataset& dataset, const std::vector<i
                          {"nodes_per_second", static_cast<double>(nodes) / seconds},
                          {"graph_device_bytes", graph.device_bytes()},
                          {"graph_pinned_bytes", graph.pinned_bytes()}};
-  add_batch_latencies(line, dataset.graph, sampler, stream, batch_seeds, settings.batches,
+  if (settings.seed_times != nullptr) return line;
+  add_batch_latencies(line, host_graph, sampler, stream, batch_seeds, settings.batches,
                       settings.batch_size);
   add_copy_figures(line, settings.device);
   return line;

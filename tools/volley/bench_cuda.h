@@ -23,11 +23,14 @@ struct CudaSampleBench {
   int device = 0;
   int64_t batch_size = 1024;
   int64_t batches = 50;
+  // Temporal sampling: one time per entry of the seed pool (options.time_source set); the line
+  // then has no latency or copy figures (the untimed run of the same graph has them).
+  const std::vector<int64_t>* seed_times = nullptr;
 };
 
 // SEPS of the CUDA sampler over `batches` batches of `seeds` (one stream, batches in a row),
 // with the device-to-device and pinned host-to-device copy bandwidth measured in the same run.
-nlohmann::json run_cuda_sample_bench(const Dataset& dataset, const std::vector<int64_t>& seeds,
+nlohmann::json run_cuda_sample_bench(const Csr& graph, const std::vector<int64_t>& seeds,
                                      const NeighborSamplerOptions& options,
                                      const CudaSampleBench& settings);
 
