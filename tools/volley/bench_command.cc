@@ -157,8 +157,9 @@ TimedGraph with_random_times(const Csr& graph, size_t num_seeds, uint64_t seed) 
 }
 
 // --time: untimed ("none"), untimed disjoint ("none-disjoint": temporal sampling is disjoint;
-// CPU only), "uniform" and "last" on the same time-sorted graph and seeds, one line each with the ratio of
-// its SEPS to the untimed line's (on the CPU also per CPU second; with --device cuda on the GPU).
+// CPU only), "uniform" and "last" on the same time-sorted graph and seeds, one line each with the
+// ratio of its SEPS to the untimed line's (on the CPU also per CPU second; with --device cuda on
+// the GPU).
 void run_temporal_sampling(const Dataset& dataset, const TimedGraph& timed,
                            const std::vector<int64_t>& seeds, const SampleSettings& one,
                            NeighborSamplerOptions options) {
@@ -185,8 +186,8 @@ void run_temporal_sampling(const Dataset& dataset, const TimedGraph& timed,
     } else {
       if (one.warmup > 0) {
         run_sampling(timed.graph, seeds,
-                     {.batch_size = one.batch_size, .threads = 1, .batches = one.warmup},
-                     options, times);
+                     {.batch_size = one.batch_size, .threads = 1, .batches = one.warmup}, options,
+                     times);
       }
       const auto figures = run_sampling(timed.graph, seeds, one, options, times);
       line = figures_json("sample", one, figures);

@@ -203,6 +203,31 @@ SlotMap start_slot_map(int64_t num_nodes, NeighborScratch& scratch) {
   return {scratch.slots.data(), scratch.generation};
 }
 
+// Disjoint sampling's keys root * tree_size + node split without a division per key (they are
+// split several times per expanded node): a multiply-high by floor((2^64 - 1) / tree_size)
+// gives the root or one less, and one correction makes it exact. tree_size 0: keys are nodes.
+class TreeKeys {
+ public:
+  struct Split {
+    int64_t root, node;
+  };
+  explicit TreeKeys(int64_t tree_size)
+      : size_(static_cast<uint64_t>(tree_size)),
+        reciprocal_(tree_size > 0 ? ~uint64_t{0} / static_cast<uint64_t>(tree_size) : 0) {}
+  Split split(int64_t key) const {
+    if (size_ == 0) return {0, key};
+    const auto k = static_cast<uint64_t>(key);
+    uint64_t root = static_cast<uint64_t>((static_cast<unsigned __int128>(k) * reciprocal_) >> 64);
+    uint64_t node = k - root * size_;
+    if (node >= size_) ++root, node -= size_;
+    return {static_cast<int64_t>(root), static_cast<int64_t>(node)};
+  }
+
+ private:
+  uint64_t size_;
+  uint64_t reciprocal_;
+};
+
 // Disjoint sampling's map: keys are tree-qualified ids (root * num_nodes + node), so the same
 // node reached from two seeds gets two local ids. Open addressing with linear probing over the
 // scratch's table (reused across batches, reset in O(1) by a generation stamp), kept at most
@@ -244,9 +269,26 @@ struct FlatMap {
   }
 };
 
-FlatMap start_flat_map(size_t expected, NeighborScratch& scratch) {
+// The number of nodes a tree holds at most with these fanouts (fanout -1 counted as 32), capped.
+size_t expected_tree_size(const std::vector<int64_t>& fanouts) {
+  constexpr size_t kCap = 4096;
+  size_t total = 1, level = 1;
+  for (const int64_t fanout : fanouts) {
+    level = std::min(kCap, level * static_cast<size_t>(fanout < 0 ? 32 : fanout));
+    total = std::min(kCap, total + level);
+  }
+  return total;
+}
+
+// A map for `roots` trees: a table of twice the keys they may hold (expected_tree_size), up to
+// kMaxStart slots (past it the table grows as keys come, each doubling a rehash); a larger
+// table from earlier batches is kept.
+FlatMap start_flat_map(const std::vector<int64_t>& fanouts, size_t roots,
+                       NeighborScratch& scratch) {
+  constexpr size_t kMaxStart = size_t{1} << 22;
+  const size_t wanted = std::min(kMaxStart, 2 * roots * expected_tree_size(fanouts));
   size_t capacity = 1024;
-  while (capacity < 2 * expected) capacity *= 2;
+  while (capacity < wanted) capacity *= 2;
   auto& table = scratch.flat;
   if (table.size() < capacity) {
     table.assign(capacity, {0, 0, 0});
@@ -256,35 +298,10 @@ FlatMap start_flat_map(size_t expected, NeighborScratch& scratch) {
     std::fill(table.begin(), table.end(), NeighborScratch::FlatSlot{0, 0, 0});
     scratch.flat_generation = 1;
   }
-  int bits = 0;  // log2 of the table size (a larger table from earlier batches is kept)
+  int bits = 0;  // log2 of the table size
   while ((size_t{1} << bits) < table.size()) ++bits;
   return {&table, scratch.flat_generation, 64 - bits};
 }
-
-// Disjoint sampling's keys root * tree_size + node split without a division per key (they are
-// split several times per expanded node): a multiply-high by floor((2^64 - 1) / tree_size)
-// gives the root or one less, and one correction makes it exact. tree_size 0: keys are nodes.
-class TreeKeys {
- public:
-  struct Split {
-    int64_t root, node;
-  };
-  explicit TreeKeys(int64_t tree_size)
-      : size_(static_cast<uint64_t>(tree_size)),
-        reciprocal_(tree_size > 0 ? ~uint64_t{0} / static_cast<uint64_t>(tree_size) : 0) {}
-  Split split(int64_t key) const {
-    if (size_ == 0) return {0, key};
-    const auto k = static_cast<uint64_t>(key);
-    uint64_t root = static_cast<uint64_t>((static_cast<unsigned __int128>(k) * reciprocal_) >> 64);
-    uint64_t node = k - root * size_;
-    if (node >= size_) ++root, node -= size_;
-    return {static_cast<int64_t>(root), static_cast<int64_t>(node)};
-  }
-
- private:
-  uint64_t size_;
-  uint64_t reciprocal_;
-};
 
 // Prefetches the line where `target`'s admissible prefix probably ends (guess_prefix over its
 // row's first and last times, which are prefetched earlier): admissible_prefix starts there.
@@ -445,14 +462,16 @@ void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
                    "seed id {} at position {} out of range for a graph with {} nodes", seed, i, n);
     keys[static_cast<size_t>(i)] = i * n + seed;
   }
-  FlatMap map = start_flat_map(seeds.size() * 8, scratch);
+  FlatMap map = start_flat_map(options.fanouts, seeds.size(), scratch);
   SubgraphBuilder builder(keys, std::max<int64_t>(count * n, 1), map, scratch.neighbors, out);
   expand<Index>(graph, options, batch_index, scratch, builder, out, n,
                 time_filter(graph, options, seed_times));
   out.batch.resize(out.nodes.size());
+  const TreeKeys trees(n);  // split without a division per node
   for (size_t i = 0; i < out.nodes.size(); ++i) {
-    out.batch[i] = out.nodes[i] / n;
-    out.nodes[i] %= n;
+    const TreeKeys::Split split = trees.split(out.nodes[i]);
+    out.batch[i] = split.root;
+    out.nodes[i] = split.node;
   }
   if (options.subgraph_type == SubgraphType::kBidirectional) make_bidirectional(out);
 }

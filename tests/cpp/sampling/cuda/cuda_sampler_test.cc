@@ -92,13 +92,13 @@ TEST(CudaSampler, TemporalEqualsTheCpuSamplerInBothModes) {
     for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
       const CudaGraph placed = CudaGraph::place(graph, {.mode = mode});
       for (int variant = 0; variant < 4; ++variant) {
-        const NeighborSamplerOptions options{
-            .fanouts = {10, -1, 3},
-            .replace = (variant & 1) != 0,
-            .seed = rng() % 1000,
-            .time_source = source,
-            .temporal_strategy =
-                (variant & 2) != 0 ? TemporalStrategy::kLast : TemporalStrategy::kUniform};
+        const NeighborSamplerOptions options{.fanouts = {10, -1, 3},
+                                             .replace = (variant & 1) != 0,
+                                             .seed = rng() % 1000,
+                                             .time_source = source,
+                                             .temporal_strategy = (variant & 2) != 0
+                                                                      ? TemporalStrategy::kLast
+                                                                      : TemporalStrategy::kUniform};
         NeighborSampler sampler(placed, options);
         for (uint64_t batch = 0; batch < 2; ++batch) {
           std::vector<int64_t> seeds(300), times(300);
