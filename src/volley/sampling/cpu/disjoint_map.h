@@ -68,7 +68,7 @@ struct FlatMap {
   void prefetch(int64_t key) const { __builtin_prefetch(table->data() + home(key)); }
   void grow() {
     std::vector<NeighborScratch::FlatSlot> old = std::move(*table);
-    table->assign(old.size() * 2, {0, 0, 0});
+    assign_on_huge_pages(*table, old.size() * 2, {0, 0, 0});
     --shift;
     const size_t mask = table->size() - 1;
     for (const auto& slot : old) {
@@ -95,14 +95,14 @@ inline size_t expected_tree_size(const std::vector<int64_t>& fanouts) {
 // kMaxStart slots (past it the table grows as keys come, each doubling a rehash); a larger
 // table from earlier batches is kept.
 inline FlatMap start_flat_map(const std::vector<int64_t>& fanouts, size_t roots,
-                       NeighborScratch& scratch) {
+                              NeighborScratch& scratch) {
   constexpr size_t kMaxStart = size_t{1} << 22;
   const size_t wanted = std::min(kMaxStart, 2 * roots * expected_tree_size(fanouts));
   size_t capacity = 1024;
   while (capacity < wanted) capacity *= 2;
   auto& table = scratch.flat;
   if (table.size() < capacity) {
-    table.assign(capacity, {0, 0, 0});
+    assign_on_huge_pages(table, capacity, {0, 0, 0});
     scratch.flat_generation = 0;
   }
   if (++scratch.flat_generation == 0) {  // wrapped: clear stale stamps

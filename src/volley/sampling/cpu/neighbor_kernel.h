@@ -20,6 +20,21 @@ namespace volley::cpu {
 // The Philox counter of each target's random stream, shared with the CUDA kernel.
 using sampling_internal::neighbor_stream_counter;
 
+// Advises the kernel to back the 2 MiB-aligned part of [data, data + bytes) with transparent
+// huge pages (before it is first touched). A hint: never fails.
+void advise_huge_pages(void* data, size_t bytes);
+
+// `list` replaced by `size` copies of `value` in fresh memory advised to be backed by
+// transparent huge pages before it is first touched: the maps below are read at random over
+// tens of MiB, where 4 KiB pages make nearly every lookup a page walk.
+template <typename T>
+void assign_on_huge_pages(std::vector<T>& list, size_t size, const T& value) {
+  std::vector<T>().swap(list);
+  list.reserve(size);
+  advise_huge_pages(list.data(), size * sizeof(T));
+  list.assign(size, value);
+}
+
 // Per-thread map from global node id to local index, reset in O(1) by a generation stamp.
 struct NeighborScratch {
   struct Slot {

@@ -33,8 +33,8 @@ struct TimeFilter {
 // A guess in [0, degree) at the admissible prefix's end of the sorted row [first, first +
 // degree) (degree >= 1) for `limit`, interpolated between the row's first and last times.
 template <typename Index>
-int64_t guess_prefix(const TimeFilter& filter, const Index* indices, int64_t first,
-                     int64_t degree, int64_t limit) {
+int64_t guess_prefix(const TimeFilter& filter, const Index* indices, int64_t first, int64_t degree,
+                     int64_t limit) {
   const int64_t low = filter.time(indices, first);
   const int64_t high = filter.time(indices, first + degree - 1);
   if (limit < low) return 0;
