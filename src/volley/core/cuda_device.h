@@ -35,6 +35,9 @@ int cuda_device_count();
 bool cuda_emulated();
 // "NVIDIA H100 80GB HBM3" for device `device`.
 std::string cuda_device_name(int device);
+// Free memory of `device` in bytes now (cudaMemGetInfo); the host's available memory for the
+// emulated device. RuntimeError without CUDA support or for a failed query.
+size_t cuda_free_memory(int device);
 
 // An owned non-blocking CUDA stream on one device. Move-only.
 class CudaStream {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "volley/core/error.h"
+#include "volley/core/internal/emulated_device.h"
 
 namespace volley {
 namespace {
@@ -21,6 +22,10 @@ int cuda_device_count() { return cuda_emulated() ? 1 : 0; }
 std::string cuda_device_name(int) {
   if (cuda_emulated()) return "Volley host executor (emulated CUDA device)";
   no_cuda("cuda_device_name");
+}
+size_t cuda_free_memory(int) {
+  if (!cuda_emulated()) no_cuda("cuda_free_memory");
+  return internal::host_available_memory();
 }
 CudaStream CudaStream::create(int device) {
   if (!cuda_emulated()) no_cuda("CudaStream::create");

@@ -1,4 +1,6 @@
 // The host-executor device's switch and memory (every build; see internal/emulated_device.h).
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -57,6 +59,11 @@ void* emulated_allocate(size_t bytes) {
 }
 
 void emulated_free(void* pointer) noexcept { std::free(pointer); }
+
+size_t host_available_memory() {
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+}
 
 ScopedCudaEmulation::ScopedCudaEmulation(bool on) : previous_(cuda_emulated()) {
   set_cuda_emulated(on);

@@ -43,6 +43,24 @@ Array place_array(const Array& array, Location location, int device) {
   return Array(placed, array.dtype(), array.shape());
 }
 
+// Where CudaGraphOptions::times puts the graph's times (`bulk`: where the mode puts indices).
+Location time_location(const Csr& graph, const CudaGraphOptions& options, Location bulk) {
+  switch (options.times) {
+    case TimePlacement::kDevice:
+      return Location::kCuda;
+    case TimePlacement::kWithIndices:
+      return bulk;
+    case TimePlacement::kAuto:
+      break;
+  }
+  if (bulk == Location::kCuda) return bulk;
+  size_t bytes = 0;
+  if (graph.node_time()) bytes += graph.node_time()->nbytes();
+  if (graph.edge_time()) bytes += graph.edge_time()->nbytes();
+  if (bytes == 0) return bulk;
+  return bytes <= cuda_free_memory(options.device) / 2 ? Location::kCuda : bulk;
+}
+
 }  // namespace
 
 CudaSamplingMode parse_cuda_sampling_mode(std::string_view name) {
@@ -68,6 +86,10 @@ CudaGraph CudaGraph::place(const Csr& graph, const CudaGraphOptions& options) {
                  static_cast<int>(CudaSamplingMode::kUva));
   VOLLEY_REQUIRE(options.device >= 0, ValueError, "CUDA device must be >= 0, got {}",
                  options.device);
+  VOLLEY_REQUIRE(options.times == TimePlacement::kAuto || options.times == TimePlacement::kDevice ||
+                     options.times == TimePlacement::kWithIndices,
+                 ValueError, "time placement {} is not auto (0), device (1) or with-indices (2)",
+                 static_cast<int>(options.times));
   VOLLEY_REQUIRE(graph.indptr().defined(), ValueError, "cannot place an empty (default) Csr");
   if (!cuda_built()) no_cuda_support();
   const int count = cuda_device_count();
@@ -84,8 +106,9 @@ CudaGraph CudaGraph::place(const Csr& graph, const CudaGraphOptions& options) {
   placed.indices_ = place_array(graph.indices(), bulk, options.device);
   if (graph.edge_ids()) placed.edge_ids_ = place_array(*graph.edge_ids(), bulk, options.device);
   if (graph.weights()) placed.weights_ = place_array(*graph.weights(), bulk, options.device);
-  if (graph.node_time()) placed.node_time_ = place_array(*graph.node_time(), bulk, options.device);
-  if (graph.edge_time()) placed.edge_time_ = place_array(*graph.edge_time(), bulk, options.device);
+  const Location times = time_location(graph, options, bulk);
+  if (graph.node_time()) placed.node_time_ = place_array(*graph.node_time(), times, options.device);
+  if (graph.edge_time()) placed.edge_time_ = place_array(*graph.edge_time(), times, options.device);
   placed.node_time_unsorted_row_ = graph.first_row_unsorted_by_node_time();
   placed.edge_time_unsorted_row_ = graph.first_row_unsorted_by_edge_time();
   cuda_synchronize(nullptr);  // the copies above ran on the legacy default stream

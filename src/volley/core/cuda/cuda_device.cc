@@ -8,6 +8,7 @@
 #include "volley/core/buffer.h"
 #include "volley/core/cuda/cuda_check.h"
 #include "volley/core/error.h"
+#include "volley/core/internal/emulated_device.h"
 
 namespace volley {
 
@@ -28,6 +29,14 @@ std::string cuda_device_name(int device) {
   cudaDeviceProp properties{};
   VOLLEY_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
   return properties.name;
+}
+
+size_t cuda_free_memory(int device) {
+  if (cuda_emulated()) return internal::host_available_memory();
+  cuda::DeviceGuard guard(device);
+  size_t free = 0, total = 0;
+  VOLLEY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
 }
 
 CudaStream CudaStream::create(int device) {

@@ -28,6 +28,8 @@ void set_cuda_emulated(bool on);
 // Host memory standing in for device or pinned memory (256-byte aligned; >= 1 byte).
 void* emulated_allocate(size_t bytes);
 void emulated_free(void* pointer) noexcept;
+// The emulated device's free memory: the host's available physical memory (sysconf).
+size_t host_available_memory();
 
 // Turns emulation on for a scope and restores the previous state (tests).
 class ScopedCudaEmulation {

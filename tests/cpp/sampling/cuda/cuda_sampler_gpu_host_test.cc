@@ -243,15 +243,34 @@ TEST(CudaSamplerGpuHost, TemporalThroughThePublicSampler) {
                                        .time_source = TimeSource::kEdge,
                                        .temporal_strategy = TemporalStrategy::kUniform};
   const std::vector<int64_t> seeds{1, 1, 7, 30}, times{20, 90, 50, 70};
+  const SampledSubgraph expected = sample_neighbors(graph, seeds, times, options, 4);
   for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
-    NeighborSampler sampler(CudaGraph::place(graph, {.mode = mode}), options);
-    const SampledSubgraph got = sampler.sample(seeds, times, 4).to_host();
-    const SampledSubgraph expected = sample_neighbors(graph, seeds, times, options, 4);
-    expect_same_subgraph(expected, got, "public sampler");
-    EXPECT_EQ(got.batch.to_vector<int64_t>(), expected.batch.to_vector<int64_t>());
-    EXPECT_EQ(message_of<ValueError>([&] { sampler.sample(seeds, 0); }),
-              "temporal sampling needs a time per seed (input_time / seed_times), got none");
+    for (auto placement :
+         {TimePlacement::kAuto, TimePlacement::kDevice, TimePlacement::kWithIndices}) {
+      const CudaGraph placed = CudaGraph::place(graph, {.mode = mode, .times = placement});
+      // UVA keeps the indices pinned; the times follow them only when asked to (the emulated
+      // device's free memory is the host's, so "auto" finds room on the device).
+      const bool pinned_times =
+          mode == CudaSamplingMode::kUva && placement == TimePlacement::kWithIndices;
+      EXPECT_EQ(placed.edge_time()->buffer().location(),
+                pinned_times ? Location::kPinnedHost : Location::kCuda);
+      EXPECT_EQ(placed.mode(), mode);
+      NeighborSampler sampler(placed, options);
+      const SampledSubgraph got = sampler.sample(seeds, times, 4).to_host();
+      const std::string what =
+          fmt::format("public sampler, mode {}, placement {}", cuda_sampling_mode_name(mode),
+                      static_cast<int>(placement));
+      expect_same_subgraph(expected, got, what);
+      EXPECT_EQ(got.batch.to_vector<int64_t>(), expected.batch.to_vector<int64_t>()) << what;
+      EXPECT_EQ(message_of<ValueError>([&] { sampler.sample(seeds, 0); }),
+                "temporal sampling needs a time per seed (input_time / seed_times), got none");
+    }
   }
+  EXPECT_EQ(message_of<ValueError>([&] {
+              CudaGraph::place(
+                  graph, {.mode = CudaSamplingMode::kUva, .times = static_cast<TimePlacement>(7)});
+            }),
+            "time placement 7 is not auto (0), device (1) or with-indices (2)");
   EXPECT_EQ(message_of<ValueError>([&] { NeighborSampler(CudaGraph::place(unsorted), options); }),
             fmt::format("the CUDA sampler samples by time over rows sorted by edge_time, but row "
                         "{} is not; sort the graph first (sort_rows_by_time, Graph.sort_by_time(), "
