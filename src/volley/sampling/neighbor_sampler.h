@@ -162,8 +162,10 @@ struct HostSubgraph {
 
 // Reusable per-thread working memory (a global→local id map sized to the graph). Optional: a
 // call without one borrows one from a process-wide stock (at most max(2, hardware threads) idle
-// scratches, each 8 bytes per graph node plus working lists trimmed to 16 MiB on return), so
-// that repeated calls neither map nor zero the map anew.
+// scratches, each 8 bytes per graph node plus working lists trimmed to 16 MiB on return, the
+// disjoint / temporal map to 64 MiB), so that repeated calls neither map nor zero the map anew.
+// A caller sampling many batches should hold one: a borrowed scratch whose map outgrew the trim
+// is mapped and zeroed anew on every call.
 class SamplerScratch {
  public:
   SamplerScratch();
