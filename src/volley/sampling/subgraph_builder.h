@@ -100,16 +100,25 @@ class SubgraphBuilder {
       out_.cols.reserve(std::max(edges_before + count, out_.cols.capacity() * 3 / 2));
     }
     out_.cols.resize(edges_before + count);
+    // Room for every neighbor to be new, written through a pointer (no push_back in the loop:
+    // its capacity check and call are most of the loop when the compiler does not inline it).
+    size_t size = nodes.size();
+    if (size + count > nodes.capacity()) {
+      nodes.reserve(std::max(size + count, nodes.capacity() * 3 / 2));
+    }
+    nodes.resize(size + count);
+    int64_t* node_ids = nodes.data();
     int64_t* cols = out_.cols.data() + edges_before;
     const int64_t* neighbors = neighbors_.data();
     for (size_t j = 0; j < count; ++j) {
       if (j + kAhead < count) map_.prefetch(neighbors[j + kAhead]);
       const int64_t neighbor = neighbors[j];
-      const auto fresh = static_cast<int32_t>(nodes.size());
+      const auto fresh = static_cast<int32_t>(size);
       const int32_t earlier = map_.insert(neighbor, fresh);
-      if (earlier < 0) nodes.push_back(neighbor);
+      if (earlier < 0) node_ids[size++] = neighbor;
       cols[j] = earlier < 0 ? fresh : earlier;
     }
+    nodes.resize(size);
     neighbors_.clear();
     out_.edges_per_hop.push_back(static_cast<int64_t>(count));
     out_.nodes_per_hop.push_back(static_cast<int64_t>(nodes.size() - frontier_end_));
