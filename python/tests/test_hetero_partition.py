@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import volley
 from volley.hetero_partition import HeteroPartition
 from volley.partition import load_node_map, verify_partitioned_dataset
 
-from conftest import as_numpy
+from conftest import as_numpy, volley_cli as _cli
 
 WRITES = ("author", "writes", "paper")
 CITES = ("paper", "cites", "paper")
@@ -155,3 +156,31 @@ def test_bad_input_names_the_value(tmp_path):
         volley.load_partition(tmp_path / "ok", 0)
     problems = verify_partitioned_dataset(tmp_path / "ok")
     assert len(problems) == 1 and "part-0/part.json: crc32" in problems[0]
+
+
+def test_cli_verify_reports_a_damaged_part_in_both_formats(tmp_path):
+    """`volley info --verify` on a damaged heterogeneous partitioning fails (exit 1) listing the
+    problem: as lines, or under --json as one JSON object with a failed "verify", as for a
+    homogeneous one."""
+    cli = _cli()
+    if cli is None:
+        pytest.skip("no volley CLI here ($VOLLEY_CLI unset and none installed beside this Python)")
+    volley.partition(clustered_dataset(), tmp_path / "out", 2, method="random")
+    ok = subprocess.run([cli, "info", str(tmp_path / "out"), "--verify", "--json"],
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["verify"] == {"ok": True, "problems": []}
+    with (tmp_path / "out" / "part-1" / "part.json").open("a") as f:
+        f.write(" ")
+    plain = subprocess.run([cli, "info", str(tmp_path / "out"), "--verify"],
+                           capture_output=True, text=True, timeout=60)
+    assert plain.returncode != 0
+    assert "verify: 1 problem" in plain.stdout and "part-1/part.json: crc32" in plain.stdout
+    assert "verification failed: 1 problem" in plain.stderr
+    as_json = subprocess.run([cli, "info", str(tmp_path / "out"), "--verify", "--json"],
+                             capture_output=True, text=True, timeout=60)
+    assert as_json.returncode != 0
+    report = json.loads(as_json.stdout)
+    assert report["kind"] == "partitioned" and report["verify"]["ok"] is False
+    assert len(report["verify"]["problems"]) == 1
+    assert "part-1/part.json: crc32" in report["verify"]["problems"][0]

@@ -6,6 +6,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+#include <vector>
+
 namespace volley {
 struct PartitionOptions;
 }
@@ -56,6 +59,11 @@ extern const char* const kNoDistService;
 // partition_command.cc): prints the description and returns true, or returns false when `path`
 // is neither.
 bool describe_partitioned(const std::string& path, bool as_json, bool verify);
+// `volley info --verify` on a partitioned directory (either kind) that has `problems`: lists them
+// (one JSON object with a failed "verify" under --json) and throws IoError naming the first; does
+// nothing when there are none (partition_command.cc).
+void report_partitioned_problems(const std::string& path, bool as_json,
+                                 const std::vector<std::string>& problems);
 // `volley info --json` on a partitioned directory (either kind): its manifest's JSON with "path",
 // "kind": "partitioned" and, when `verified`, a passed "verify" (partition_command.cc).
 void print_partitioned_json(const std::string& manifest_json, const std::string& path,

@@ -164,27 +164,6 @@ void describe_one_partition(const std::string& path, bool as_json, bool verify) 
   if (verify) std::printf("verify: ok (checksums and graph ids)\n");
 }
 
-// Verifies the partitioned dataset at `path`; on problems, prints them and throws IoError naming
-// the first.
-void verify_partitioned_or_throw(const std::string& path, bool as_json) {
-  const std::vector<std::string> problems = verify_partitioned_dataset(path);
-  if (!problems.empty()) {
-    if (!as_json) {
-      std::printf("verify: %zu problem%s\n", problems.size(), problems.size() == 1 ? "" : "s");
-      for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
-    } else {
-      std::printf("%s\n", Json({{"path", path},
-                                {"kind", "partitioned"},
-                                {"verify", {{"ok", false}, {"problems", problems}}}})
-                              .dump()
-                              .c_str());
-    }
-    std::fflush(stdout);
-    throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
-                              problems.size(), problems.size() == 1 ? "" : "s", problems.front()));
-  }
-}
-
 struct PartitionArguments {
   std::string input;
   std::string output;
@@ -243,6 +222,25 @@ void run_partition_command(const PartitionArguments& arguments) {
 
 }  // namespace
 
+void report_partitioned_problems(const std::string& path, bool as_json,
+                                 const std::vector<std::string>& problems) {
+  if (!problems.empty()) {
+    if (!as_json) {
+      std::printf("verify: %zu problem%s\n", problems.size(), problems.size() == 1 ? "" : "s");
+      for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
+    } else {
+      std::printf("%s\n", Json({{"path", path},
+                                {"kind", "partitioned"},
+                                {"verify", {{"ok", false}, {"problems", problems}}}})
+                              .dump()
+                              .c_str());
+    }
+    std::fflush(stdout);
+    throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
+                              problems.size(), problems.size() == 1 ? "" : "s", problems.front()));
+  }
+}
+
 void print_partitioned_json(const std::string& manifest_json, const std::string& path,
                             bool verified) {
   Json json = Json::parse(manifest_json);
@@ -261,7 +259,7 @@ bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
   }
   if (!is_partitioned_directory(path)) return false;
 
-  if (verify) verify_partitioned_or_throw(path, as_json);
+  if (verify) report_partitioned_problems(path, as_json, verify_partitioned_dataset(path));
   const PartitionManifest manifest = read_partition_manifest(path);
   if (as_json) {
     print_partitioned_json(manifest.json, path, verify);

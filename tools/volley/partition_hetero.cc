@@ -159,16 +159,7 @@ bool describe_hetero_partitioned(const std::string& path, bool as_json, bool ver
     return true;
   }
   if (!is_hetero_partitioned_directory(path)) return false;
-  if (verify) {
-    const std::vector<std::string> problems = verify_hetero_partitioned_dataset(path);
-    if (!problems.empty()) {
-      for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
-      std::fflush(stdout);
-      throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
-                                problems.size(), problems.size() == 1 ? "" : "s",
-                                problems.front()));
-    }
-  }
+  if (verify) report_partitioned_problems(path, as_json, verify_hetero_partitioned_dataset(path));
   const HeteroPartitionManifest manifest = read_hetero_partition_manifest(path);
   if (as_json) {
     print_partitioned_json(manifest.json, path, verify);
