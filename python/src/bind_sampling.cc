@@ -6,7 +6,6 @@
 // shared with the distributed service's bindings (bind_dist.cc).
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <variant>
 #include <vector>
@@ -67,11 +66,6 @@ Array host_times_array(const InputArray& input) {
 struct PyNeighborSampler {
   NeighborSampler sampler;
   CudaStream stream;
-  // The CPU sampler's working memory, kept between batches (its maps are tens of MiB on large
-  // graphs: a borrowed one would be trimmed, then mapped and zeroed anew every batch); a call
-  // that finds it in use by another thread borrows one.
-  std::unique_ptr<SamplerScratch> scratch = std::make_unique<SamplerScratch>();
-  std::unique_ptr<std::mutex> scratch_mutex = std::make_unique<std::mutex>();
 
   // `seed_times` (temporal sampling): int64 host array, one time per seed; None samples
   // without time (ValueError from the sampler when its options are temporal).
@@ -84,14 +78,12 @@ struct PyNeighborSampler {
       auto holder = recycled_subgraph();
       {
         nb::gil_scoped_release release;
-        std::unique_lock lock(*scratch_mutex, std::try_to_lock);
-        SamplerScratch* own = lock.owns_lock() ? scratch.get() : nullptr;
+        // The sampler's own scratch, kept between batches (its maps are tens of MiB on large
+        // graphs; a borrowed one would be trimmed, then mapped and zeroed anew every batch).
         if (times) {
-          sample_neighbors(sampler.graph(), seed_array.span<int64_t>(), times->span<int64_t>(),
-                           sampler.options(), batch_index, *holder, own);
+          sampler.sample(seed_array.span<int64_t>(), times->span<int64_t>(), batch_index, *holder);
         } else {
-          sample_neighbors(sampler.graph(), seed_array.span<int64_t>(), sampler.options(),
-                           batch_index, *holder, own);
+          sampler.sample(seed_array.span<int64_t>(), batch_index, *holder);
         }
       }
       return subgraph_to_python(HostSubgraph::view(holder));

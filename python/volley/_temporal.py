@@ -26,17 +26,24 @@ def check_strategy(temporal_strategy: Any) -> str:
     return temporal_strategy
 
 
-def _dataset_times(graph: Graph, time_attr: str) -> str:
-    """The time source a ``volley.Dataset`` names with ``time_attr``."""
-    has = {"node": graph.node_time is not None, "edge": graph.edge_time is not None}
+def _time_kind(time_attr: str, has: dict, holder: str) -> str:
+    """``"node"`` or ``"edge"``: what ``time_attr`` names in a `holder` with the times `has` says
+    (``"time"``: node time when present, else edge time); VolleyValueError for another name."""
     wanted = {"node_time": "node", "edge_time": "edge"}.get(time_attr)
     if time_attr == "time":
         wanted = "node" if has["node"] else "edge"
     if wanted is None:
         raise _volley.VolleyValueError(
-            f"time_attr={time_attr!r}: a volley.Dataset has 'node_time', 'edge_time' or 'time' "
+            f"time_attr={time_attr!r}: {holder} has 'node_time', 'edge_time' or 'time' "
             "(node time when present, else edge time)"
         )
+    return wanted
+
+
+def _dataset_times(graph: Graph, time_attr: str) -> str:
+    """The time source a ``volley.Dataset`` names with ``time_attr``."""
+    has = {"node": graph.node_time is not None, "edge": graph.edge_time is not None}
+    wanted = _time_kind(time_attr, has, "a volley.Dataset")
     if not has[wanted]:
         raise _volley.VolleyValueError(
             f"time_attr={time_attr!r} needs the dataset's {wanted}_time (node_time.npy / "
@@ -141,14 +148,7 @@ def service_time_source(info: Dict[str, Any], time_attr: Optional[str], input_ti
             )
         return "none"
     has = {"node": bool(info.get("has_node_time")), "edge": bool(info.get("has_edge_time"))}
-    wanted = {"node_time": "node", "edge_time": "edge"}.get(time_attr)
-    if time_attr == "time":
-        wanted = "node" if has["node"] else "edge"
-    if wanted is None:
-        raise _volley.VolleyValueError(
-            f"time_attr={time_attr!r}: a partitioned dataset has 'node_time', 'edge_time' or "
-            "'time' (node time when present, else edge time)"
-        )
+    wanted = _time_kind(time_attr, has, "a partitioned dataset")
     if not has[wanted]:
         hint = info.get("time_hint") or f"partition a dataset with {wanted}_time.npy"
         raise _volley.VolleyValueError(

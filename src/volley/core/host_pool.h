@@ -60,4 +60,10 @@ void host_pool_release(void* block, size_t capacity) noexcept;
 // the page size, at most 25% above `bytes`). Blocks are reused within one class only.
 size_t host_pool_block_bytes(size_t bytes);
 
+// Asks the kernel to back the 2 MiB-aligned part of [data, data + bytes) with transparent huge
+// pages (a hint for memory not yet touched; never fails). Memory read at random over tens of
+// MiB (a feature table's rows, a sampler's maps) then misses the TLB far less: with 4 KiB pages
+// nearly every access costs a page walk.
+void advise_huge_pages(void* data, size_t bytes);
+
 }  // namespace volley

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "volley/core/host_pool.h"
 #include "volley/core/parallel.h"
 #include "volley/feature/cpu/gather_kernel.h"
 #include "volley/feature/gather.h"
@@ -70,16 +71,6 @@ void finish_map(FeatureStore::State& state) {
 std::vector<int64_t> tier_shape(const FeatureStore::State& state, int64_t slots) {
   if (state.ndim == 1) return {slots};
   return {slots, state.width};
-}
-
-// Asks the kernel to back [data, data + bytes) with transparent huge pages (a hint, before the
-// pages are first touched). Random row reads then miss the TLB far less: with 4 KiB pages nearly
-// every row costs a page walk, which caps a gather well below memory bandwidth.
-void advise_huge_pages(std::byte* data, size_t bytes) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
 // Rows of a mapped file read through the map are read at random: without this advice the

@@ -230,6 +230,26 @@ SampledSubgraph NeighborSampler::sample(std::span<const int64_t> seeds,
                           lock.owns_lock() ? &scratch_ : nullptr);
 }
 
+void NeighborSampler::sample(std::span<const int64_t> seeds, uint64_t batch_index,
+                             HostSubgraph& out) {
+  VOLLEY_REQUIRE(!on_cuda_, ValueError,
+                 "sampling into host vectors is the CPU sampler's; a CUDA sampler's batches are "
+                 "device arrays (use sample(seeds, batch_index, stream))");
+  std::unique_lock lock(*mutex_, std::try_to_lock);
+  sample_neighbors(graph_, seeds, options_, batch_index, out,
+                   lock.owns_lock() ? &scratch_ : nullptr);
+}
+
+void NeighborSampler::sample(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+                             uint64_t batch_index, HostSubgraph& out) {
+  VOLLEY_REQUIRE(!on_cuda_, ValueError,
+                 "sampling into host vectors is the CPU sampler's; a CUDA sampler's batches are "
+                 "device arrays (use sample(seeds, seed_times, batch_index, stream))");
+  std::unique_lock lock(*mutex_, std::try_to_lock);
+  sample_neighbors(graph_, seeds, seed_times, options_, batch_index, out,
+                   lock.owns_lock() ? &scratch_ : nullptr);
+}
+
 void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> targets, int hop,
                 int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
                 HopSample& out, SamplerScratch* scratch) {

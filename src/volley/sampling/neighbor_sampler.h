@@ -236,6 +236,11 @@ class NeighborSampler {
   // first unsorted row); `stream` as above.
   SampledSubgraph sample(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
                          uint64_t batch_index, void* stream = nullptr);
+  // The CPU sampler into `out` (overwritten, its vectors' capacity reused), with the sampler's
+  // scratch as above; the seed_times overload samples by time. ValueError on a CUDA sampler.
+  void sample(std::span<const int64_t> seeds, uint64_t batch_index, HostSubgraph& out);
+  void sample(std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
+              uint64_t batch_index, HostSubgraph& out);
 
   // Whether sample() runs the CUDA kernels (a CudaGraph) or the CPU kernel (a Csr).
   bool on_cuda() const { return on_cuda_; }

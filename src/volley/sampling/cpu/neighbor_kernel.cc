@@ -1,7 +1,5 @@
 #include "volley/sampling/cpu/neighbor_kernel.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -456,13 +454,6 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
 }
 
 }  // namespace
-
-void advise_huge_pages(void* data, size_t bytes) {
-  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
 
 std::shared_ptr<NeighborScratch> borrow_scratch() {
   // Working lists beyond this are freed on return: one huge batch is not kept for ever.

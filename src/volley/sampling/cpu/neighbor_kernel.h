@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "volley/core/error.h"
+#include "volley/core/host_pool.h"
 #include "volley/core/philox.h"
 #include "volley/sampling/internal/pick.h"
 #include "volley/sampling/neighbor_sampler.h"
@@ -19,10 +20,6 @@ namespace volley::cpu {
 
 // The Philox counter of each target's random stream, shared with the CUDA kernel.
 using sampling_internal::neighbor_stream_counter;
-
-// Advises the kernel to back the 2 MiB-aligned part of [data, data + bytes) with transparent
-// huge pages (before it is first touched). A hint: never fails.
-void advise_huge_pages(void* data, size_t bytes);
 
 // `list` replaced by `size` copies of `value` in fresh memory advised to be backed by
 // transparent huge pages before it is first touched: the maps below are read at random over
