@@ -71,5 +71,69 @@ TEST(AdmissiblePrefix, RowsInsideALargerArrayAndExtremeTimes) {
   }
 }
 
+// admissible_prefixes interleaves many searches (a ring of 16, refilled as searches end): every
+// answer must still be std::upper_bound's, for rows of every kind and length in one array, queried
+// in a shuffled order with repeats, through edge time and node time.
+TEST(AdmissiblePrefixes, EqualUpperBoundForManyInterleavedRows) {
+  std::mt19937_64 rng(11);
+  std::vector<int64_t> times;
+  std::vector<std::pair<int64_t, int64_t>> rows;  // first, degree
+  const int64_t big = std::numeric_limits<int64_t>::max() - 10;
+  for (int64_t degree : {0, 1, 2, 5, 8, 9, 16, 17, 100, 1000, 5000}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      std::vector<int64_t> row(static_cast<size_t>(degree));
+      for (size_t k = 0; k < row.size(); ++k) {
+        switch (kind) {
+          case 0:
+            row[k] = static_cast<int64_t>(rng() % 100000);
+            break;  // even
+          case 1:
+            row[k] = k + 3 < row.size() ? static_cast<int64_t>(rng() % 16) : 90000;
+            break;
+          case 2:
+            row[k] = 42;
+            break;  // one value
+          default:
+            row[k] = k % 2 == 0 ? -big : big;
+            break;  // extremes
+        }
+      }
+      std::sort(row.begin(), row.end());
+      rows.emplace_back(static_cast<int64_t>(times.size()), degree);
+      times.insert(times.end(), row.begin(), row.end());
+    }
+  }
+  std::vector<int32_t> indices(times.size());
+  for (size_t k = 0; k < indices.size(); ++k) indices[k] = static_cast<int32_t>(k);
+  std::vector<PrefixQuery> queries;
+  std::vector<int64_t> expected;
+  for (int repeat = 0; repeat < 20; ++repeat) {
+    for (const auto& [first, degree] : rows) {
+      const int64_t limits[] = {std::numeric_limits<int64_t>::min(),  -big,  0,  15, 42,
+                                static_cast<int64_t>(rng() % 100000), 90000, big};
+      const int64_t limit = limits[rng() % std::size(limits)];
+      queries.push_back({first, degree, limit});
+      const auto row = times.begin() + first;
+      expected.push_back(std::upper_bound(row, row + degree, limit) - row);
+    }
+  }
+  TimeFilter by_edge, by_node;
+  by_edge.edge_time = times.data();
+  by_node.node_time = times.data();
+  for (const TimeFilter* filter : {&by_edge, &by_node}) {
+    std::vector<int64_t> prefixes(queries.size(), -1);
+    admissible_prefixes<int32_t>(*filter, indices.data(), queries, prefixes.data());
+    for (size_t q = 0; q < queries.size(); ++q) {
+      ASSERT_EQ(prefixes[q], expected[q])
+          << (filter == &by_edge ? "edge" : "node") << " time, query " << q << ": row at "
+          << queries[q].first << " of degree " << queries[q].degree << ", limit "
+          << queries[q].limit;
+    }
+  }
+  std::vector<int64_t> none(1, -1);
+  admissible_prefixes<int32_t>(by_edge, indices.data(), {}, none.data());  // no queries: no write
+  EXPECT_EQ(none[0], -1);
+}
+
 }  // namespace
 }  // namespace volley::cpu

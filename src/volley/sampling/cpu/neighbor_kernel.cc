@@ -139,20 +139,21 @@ TimeFilter time_filter(const Csr& graph, const NeighborSamplerOptions& options,
 
 // Temporal picks of one target (row [row_begin, row_begin + degree)) whose tree has time
 // `limit`, into scratch.picked as positions relative to the row start. The admissible entries
-// (time <= limit) are a prefix found by binary search in a sorted row, else collected by a scan;
-// the uniform rules then run over them as over a row of that degree (neighbor_sampler.h).
+// (time <= limit) are a prefix of a sorted row (`prefix`: its length when the caller searched it,
+// else -1: searched here), else collected by a scan; the uniform rules then run over them as over
+// a row of that degree (neighbor_sampler.h).
 template <typename Index>
 void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_begin,
                    int64_t degree, int64_t limit, int64_t fanout,
                    const NeighborSamplerOptions& options, PhiloxStream rng,
-                   NeighborScratch& scratch) {
+                   NeighborScratch& scratch, int64_t prefix = -1) {
   auto& picked = scratch.picked;
   picked.clear();
   const int64_t* map = nullptr;  // admissible position -> row position; null: the identity
-  int64_t admissible = 0;
-  if (filter.sorted) {
+  int64_t admissible = prefix;
+  if (filter.sorted && prefix < 0) {
     admissible = admissible_prefix(filter, indices, row_begin, degree, limit);
-  } else {
+  } else if (!filter.sorted) {
     scratch.admissible.clear();
     for (int64_t p = 0; p < degree; ++p) {
       if (filter.time(indices, row_begin + p) <= limit) scratch.admissible.push_back(p);
@@ -204,27 +205,72 @@ SlotMap start_slot_map(int64_t num_nodes, NeighborScratch& scratch) {
   return {scratch.slots.data(), scratch.generation};
 }
 
-// Prefetches the line where `target`'s admissible prefix probably ends (guess_prefix over its
-// row's first and last times, which are prefetched earlier): admissible_prefix starts there.
+// The admissible prefixes of the sorted rows of frontier entries [begin, end) (temporal
+// sampling), searched together (admissible_prefixes), into scratch.prefixes[i - begin].
 template <typename Index>
-void prefetch_boundary(const TimeFilter& filter, const int64_t* indptr, const Index* indices,
-                       TreeKeys::Split target) {
-  const int64_t first = indptr[target.node], degree = indptr[target.node + 1] - first;
-  if (degree <= 8) return;  // the row's ends are its lines
-  const int64_t guess =
-      guess_prefix(filter, indices, first, degree, filter.seed_times[target.root]);
-  __builtin_prefetch(filter.edge_time + first + guess);
+void search_prefixes(const TimeFilter& filter, const int64_t* indptr, const Index* indices,
+                     const TreeKeys& keys, const std::vector<int64_t>& nodes, size_t begin,
+                     size_t end, NeighborScratch& scratch) {
+  constexpr size_t kAhead = 16;
+  auto& queries = scratch.queries;
+  queries.clear();
+  for (size_t i = begin; i < end; ++i) {
+    if (i + kAhead < end) __builtin_prefetch(indptr + keys.split(nodes[i + kAhead]).node);
+    const TreeKeys::Split split = keys.split(nodes[i]);
+    const int64_t first = indptr[split.node];
+    queries.push_back({first, indptr[split.node + 1] - first, filter.seed_times[split.root]});
+  }
+  scratch.prefixes.resize(queries.size());
+  admissible_prefixes<Index>(filter, indices, queries, scratch.prefixes.data());
+}
+
+// Replaces the CSR positions in `list` by the graph's edge ids. The sampling loop records positions
+// and leaves this to one pass at the end, where the reads (one cache miss each on a large graph)
+// are prefetched ahead and overlap, instead of filling the loop's window while they wait.
+inline void positions_to_edge_ids(const int64_t* edge_ids, std::vector<int64_t>& list) {
+  constexpr size_t kAhead = 16;
+  const size_t count = list.size();
+  int64_t* positions = list.data();
+  for (size_t j = 0; j < count; ++j) {
+    if (j + kAhead < count) __builtin_prefetch(edge_ids + positions[j + kAhead]);
+    positions[j] = edge_ids[positions[j]];
+  }
+}
+
+// The current hop's neighbors, recorded as CSR positions, replaced by their keys: the neighbor's
+// id, in its target's tree when disjoint (out.rows holds each edge's target). One pass with the
+// reads prefetched ahead, as in positions_to_edge_ids.
+template <typename Index>
+void resolve_neighbors(const Index* indices, const TreeKeys& keys, const HostSubgraph& out,
+                       std::vector<int64_t>& neighbors) {
+  constexpr size_t kAhead = 16;
+  const size_t count = neighbors.size();
+  const int64_t* rows = out.rows.data() + (out.rows.size() - count);
+  int64_t* positions = neighbors.data();
+  int64_t row = -1, tree = 0;
+  for (size_t j = 0; j < count; ++j) {
+    if (j + kAhead < count) __builtin_prefetch(indices + positions[j + kAhead]);
+    if (rows[j] != row) {
+      row = rows[j];
+      const int64_t key = out.nodes[static_cast<size_t>(row)];
+      tree = key - keys.split(key).node;  // 0 unless disjoint
+    }
+    positions[j] = tree + static_cast<int64_t>(indices[positions[j]]);
+  }
 }
 
 // The hops of one batch into `builder`. Frontier entries are keys: a node id, or with
 // `tree_size` > 0 (disjoint) root * tree_size + node; neighbors get the key of their target's
-// tree. Each hop runs in two passes so that independent memory accesses overlap (the graph is
-// far larger than the caches): pass 1 (here) picks the edges of every frontier node, with the
-// CSR rows of later targets prefetched; pass 2 (builder.end_hop) maps the neighbors to local ids
-// in the same order, with their map slots prefetched. The order is exactly that of a single pass.
+// tree. The graph is far larger than the caches, so each hop runs in passes whose memory accesses
+// are independent and prefetched ahead, rather than one loop that waits on each: pass 1 (here)
+// picks the edges of every frontier node as CSR positions, reading only indptr (prefetched) and,
+// for temporal sampling of sorted rows, the admissible prefixes searched a chunk of rows at a
+// time (search_prefixes); pass 2 (resolve_neighbors) reads the picked neighbors' ids; pass 3
+// (builder.end_hop) maps them to local ids. At the end the positions become edge ids
+// (positions_to_edge_ids). The output is exactly that of a single pass.
 template <typename Index, typename Map>
 void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t batch_index,
-            NeighborScratch& scratch, SubgraphBuilder<Map>& builder, const HostSubgraph& out,
+            NeighborScratch& scratch, SubgraphBuilder<Map>& builder, HostSubgraph& out,
             int64_t tree_size, const TimeFilter& filter = {}) {
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
@@ -234,40 +280,40 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
   const TreeKeys keys(tree_size);
   const auto node_of = [&keys](int64_t key) { return keys.split(key).node; };
   constexpr size_t kAhead = 16;
+  // Temporal sampling of sorted rows: the rows' admissible prefixes are searched a chunk ahead.
+  constexpr size_t kChunk = 256;
+  const bool search_ahead = filter.active() && filter.sorted;
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     const int64_t fanout = options.fanouts[hop];
     const size_t frontier_end = builder.frontier_end();
+    size_t chunk_begin = builder.frontier_begin(), chunk_end = chunk_begin;
     for (size_t i = builder.frontier_begin(); fanout != 0 && i < frontier_end; ++i) {
-      if (i + kAhead < frontier_end) __builtin_prefetch(indptr + node_of(nodes[i + kAhead]));
-      if (i + kAhead / 2 < frontier_end) {
-        const int64_t ahead = node_of(nodes[i + kAhead / 2]);
-        __builtin_prefetch(indices + indptr[ahead]);
-        if (edge_ids != nullptr) __builtin_prefetch(edge_ids + indptr[ahead]);
-        if (filter.edge_time != nullptr) {  // the row's ends, for guess_prefix below
-          __builtin_prefetch(filter.edge_time + indptr[ahead]);
-          __builtin_prefetch(filter.edge_time + indptr[ahead + 1] - 1);
-        }
+      if (search_ahead && i == chunk_end) {
+        chunk_begin = i;
+        chunk_end = std::min(i + kChunk, frontier_end);
+        search_prefixes(filter, indptr, indices, keys, nodes, chunk_begin, chunk_end, scratch);
       }
-      if (filter.edge_time != nullptr && filter.sorted && i + kAhead / 4 < frontier_end) {
-        prefetch_boundary(filter, indptr, indices, keys.split(nodes[i + kAhead / 4]));
+      if (i + kAhead < frontier_end) __builtin_prefetch(indptr + node_of(nodes[i + kAhead]));
+      if (filter.active() && !search_ahead && i + kAhead / 2 < frontier_end) {
+        const int64_t ahead = indptr[node_of(nodes[i + kAhead / 2])];  // a row scanned for times
+        __builtin_prefetch(filter.edge_time != nullptr ? filter.edge_time + ahead
+                                                       : static_cast<const void*>(indices + ahead));
       }
       const TreeKeys::Split split = keys.split(nodes[i]);
       const int64_t target = split.node;
-      const int64_t tree = nodes[i] - target;  // 0 unless disjoint
       const int64_t row_begin = indptr[target];
       const int64_t degree = indptr[target + 1] - row_begin;
       if (degree == 0) continue;
       auto emit = [&](int64_t position) {
         const int64_t k = row_begin + position;
-        builder.add_edge(i, tree + static_cast<int64_t>(indices[k]),
-                         edge_ids != nullptr ? edge_ids[k] : k);
+        builder.add_edge(i, k, k);  // CSR positions; resolve_neighbors below reads the ids
       };
       if (filter.active()) {  // disjoint: tree = root * tree_size
         pick_temporal(
             filter, indices, row_begin, degree, filter.seed_times[split.root], fanout, options,
             PhiloxStream(options.seed,
                          neighbor_stream_counter(target, static_cast<int>(hop), batch_index)),
-            scratch);
+            scratch, search_ahead ? scratch.prefixes[i - chunk_begin] : -1);
         for (int64_t position : scratch.picked) emit(position);
         continue;
       }
@@ -282,9 +328,11 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
            scratch);
       for (int64_t position : scratch.picked) emit(position);
     }
+    resolve_neighbors(indices, keys, out, scratch.neighbors);
     builder.end_hop();
   }
   builder.finish();
+  if (edge_ids != nullptr) positions_to_edge_ids(edge_ids, out.edge_ids);
 }
 
 // kInduced: replaces the sampled edges by every graph edge between two sampled nodes (the map

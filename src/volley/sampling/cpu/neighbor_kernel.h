@@ -13,6 +13,7 @@
 #include "volley/core/error.h"
 #include "volley/core/host_pool.h"
 #include "volley/core/philox.h"
+#include "volley/sampling/cpu/time_filter.h"
 #include "volley/sampling/internal/pick.h"
 #include "volley/sampling/neighbor_sampler.h"
 
@@ -44,7 +45,9 @@ struct NeighborScratch {
   std::vector<int64_t> neighbors;  // global ids of one hop's sampled neighbors
   std::vector<uint64_t> bitmap;
   std::vector<double> keys;
-  std::vector<int64_t> admissible;  // temporal sampling of an unsorted row: admissible positions
+  std::vector<int64_t> admissible;   // temporal sampling of an unsorted row: admissible positions
+  std::vector<PrefixQuery> queries;  // temporal sampling of sorted rows: a chunk's searches
+  std::vector<int64_t> prefixes;     // and their answers
   // Disjoint sampling's open-addressing map (tree-qualified id -> local id), stamped per batch.
   struct FlatSlot {
     int64_t key;

@@ -4,15 +4,17 @@
 //
 // The search is the temporal sampler's own cost: the graph is far larger than the caches and the
 // rows reached first are long (hubs'), so a plain binary search misses the cache at most probes,
-// each miss waiting for the one before. The kernel instead prefetches a row's first and last
-// times early, guesses the boundary by interpolating between them (guess_prefix), prefetches the
-// guessed line, and searches outward from the guess (admissible_prefix): on rows whose times
-// spread evenly that is one or two cached lines; on any row the answer is exactly the binary
-// search's, only the probes differ.
+// each miss waiting for the one before. The search instead guesses the boundary by interpolating
+// between the row's first and last times (guess_prefix) and gallops outward from the guess
+// (admissible_prefix): on rows whose times spread evenly that is one or two lines; on any row the
+// answer is exactly the binary search's, only the probes differ. The kernel searches many rows at
+// once (admissible_prefixes), interleaving their probes so that their misses overlap.
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace volley::cpu {
 
@@ -83,6 +85,135 @@ int64_t admissible_prefix(const TimeFilter& filter, const Index* indices, int64_
     }
   }
   return low;
+}
+
+// One row for admissible_prefixes: the sorted row [first, first + degree) and its time limit.
+struct PrefixQuery {
+  int64_t first, degree, limit;
+};
+
+namespace prefix_search {
+
+// One search of admissible_prefixes, probing as admissible_prefix does: the row's ends, the
+// interpolated guess, gallops away from it, then bisection.
+struct Search {
+  enum class Stage { kEnds, kGuess, kUp, kDown, kBisect };
+  size_t query;
+  Stage stage;
+  int64_t guess, step, low, high;  // the answer is in [low, high]
+};
+
+template <typename Index>
+void prefetch(const TimeFilter& filter, const Index* indices, int64_t k) {
+  if (filter.edge_time != nullptr) {
+    __builtin_prefetch(filter.edge_time + k);
+  } else {
+    __builtin_prefetch(indices + k);
+  }
+}
+
+// Makes the probe `search` waits for (its line prefetched when the probe was chosen), then
+// prefetches the next one and returns -1, or returns the answer.
+template <typename Index>
+int64_t advance(const TimeFilter& filter, const Index* indices, const PrefixQuery& q,
+                Search& search) {
+  using Stage = Search::Stage;
+  const auto at = [&](int64_t p) { return filter.time(indices, q.first + p); };
+  switch (search.stage) {
+    case Stage::kEnds:
+      if (q.degree == 0 || q.limit < at(0)) return 0;
+      if (q.limit >= at(q.degree - 1)) return q.degree;
+      search.guess = guess_prefix(filter, indices, q.first, q.degree, q.limit);
+      search.stage = Stage::kGuess;
+      prefetch(filter, indices, q.first + search.guess);
+      return -1;
+    case Stage::kGuess:
+      search.low = 0, search.high = q.degree, search.step = 8;
+      if (at(search.guess) <= q.limit) {
+        search.low = search.guess + 1, search.stage = Stage::kUp;
+      } else {
+        search.high = search.guess, search.stage = Stage::kDown;
+      }
+      break;
+    case Stage::kUp:
+      if (at(search.guess + search.step) > q.limit) {
+        search.high = search.guess + search.step, search.stage = Stage::kBisect;
+      } else {
+        search.low = search.guess + search.step + 1, search.step *= 2;
+      }
+      break;
+    case Stage::kDown:
+      if (at(search.guess - search.step) <= q.limit) {
+        search.low = search.guess - search.step + 1, search.stage = Stage::kBisect;
+      } else {
+        search.high = search.guess - search.step, search.step *= 2;
+      }
+      break;
+    case Stage::kBisect: {
+      const int64_t middle = search.low + (search.high - search.low) / 2;
+      const bool admissible = at(middle) <= q.limit;
+      search.low = admissible ? middle + 1 : search.low;
+      search.high = admissible ? search.high : middle;
+      break;
+    }
+  }
+  // The gallop ends where its next probe would leave [low, high).
+  if ((search.stage == Stage::kUp && search.guess + search.step >= search.high) ||
+      (search.stage == Stage::kDown && search.guess - search.step < search.low)) {
+    search.stage = Stage::kBisect;
+  }
+  int64_t next = 0;
+  if (search.stage == Stage::kUp) {
+    next = search.guess + search.step;
+  } else if (search.stage == Stage::kDown) {
+    next = search.guess - search.step;
+  } else if (search.low == search.high) {
+    return search.low;
+  } else {
+    next = search.low + (search.high - search.low) / 2;
+  }
+  prefetch(filter, indices, q.first + next);
+  return -1;
+}
+
+}  // namespace prefix_search
+
+// admissible_prefix's answer for every query, into prefixes[q], with the probes of different rows
+// interleaved: one row's probes depend on each other (a cache miss each on a long row), so a ring
+// of kInFlight searches advances one probe at a time, each prefetching its next probe before the
+// ring moves on, and the misses of different rows overlap.
+template <typename Index>
+void admissible_prefixes(const TimeFilter& filter, const Index* indices,
+                         std::span<const PrefixQuery> queries, int64_t* prefixes) {
+  using prefix_search::Search;
+  constexpr size_t kInFlight = 16;
+  Search ring[kInFlight];
+  size_t active = 0, next = 0;
+  const auto start = [&](Search& search) {
+    const PrefixQuery& q = queries[next];
+    search = {next++, Search::Stage::kEnds, 0, 0, 0, 0};
+    if (q.degree > 0) {
+      prefix_search::prefetch(filter, indices, q.first);
+      prefix_search::prefetch(filter, indices, q.first + q.degree - 1);
+    }
+  };
+  while (active < kInFlight && next < queries.size()) start(ring[active++]);
+  while (active > 0) {
+    for (size_t s = 0; s < active;) {
+      Search& search = ring[s];
+      const int64_t answer = prefix_search::advance(filter, indices, queries[search.query], search);
+      if (answer < 0) {
+        ++s;
+        continue;
+      }
+      prefixes[search.query] = answer;
+      if (next < queries.size()) {
+        start(ring[s++]);
+      } else {
+        search = ring[--active];
+      }
+    }
+  }
 }
 
 }  // namespace volley::cpu
