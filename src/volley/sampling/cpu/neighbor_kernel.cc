@@ -224,22 +224,24 @@ void search_prefixes(const TimeFilter& filter, const int64_t* indptr, const Inde
   admissible_prefixes<Index>(filter, indices, queries, scratch.prefixes.data());
 }
 
-// Replaces the CSR positions in `list` by the graph's edge ids. The sampling loop records positions
-// and leaves this to one pass at the end, where the reads (one cache miss each on a large graph)
-// are prefetched ahead and overlap, instead of filling the loop's window while they wait.
-inline void positions_to_edge_ids(const int64_t* edge_ids, std::vector<int64_t>& list) {
+// Replaces each CSR position in `list` by ids[position] (the graph's edge ids, or its indices).
+// The sampling loops record positions and leave this to one pass at the end, where the reads (one
+// cache miss each on a large graph) are prefetched ahead and overlap, instead of filling the
+// loop's window while they wait.
+template <typename Id>
+void positions_to_ids(const Id* ids, std::vector<int64_t>& list) {
   constexpr size_t kAhead = 16;
   const size_t count = list.size();
   int64_t* positions = list.data();
   for (size_t j = 0; j < count; ++j) {
-    if (j + kAhead < count) __builtin_prefetch(edge_ids + positions[j + kAhead]);
-    positions[j] = edge_ids[positions[j]];
+    if (j + kAhead < count) __builtin_prefetch(ids + positions[j + kAhead]);
+    positions[j] = static_cast<int64_t>(ids[positions[j]]);
   }
 }
 
 // The current hop's neighbors, recorded as CSR positions, replaced by their keys: the neighbor's
 // id, in its target's tree when disjoint (out.rows holds each edge's target). One pass with the
-// reads prefetched ahead, as in positions_to_edge_ids.
+// reads prefetched ahead, as in positions_to_ids.
 template <typename Index>
 void resolve_neighbors(const Index* indices, const TreeKeys& keys, const HostSubgraph& out,
                        std::vector<int64_t>& neighbors) {
@@ -267,7 +269,7 @@ void resolve_neighbors(const Index* indices, const TreeKeys& keys, const HostSub
 // for temporal sampling of sorted rows, the admissible prefixes searched a chunk of rows at a
 // time (search_prefixes); pass 2 (resolve_neighbors) reads the picked neighbors' ids; pass 3
 // (builder.end_hop) maps them to local ids. At the end the positions become edge ids
-// (positions_to_edge_ids). The output is exactly that of a single pass.
+// (positions_to_ids). The output is exactly that of a single pass.
 template <typename Index, typename Map>
 void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t batch_index,
             NeighborScratch& scratch, SubgraphBuilder<Map>& builder, HostSubgraph& out,
@@ -332,7 +334,7 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
     builder.end_hop();
   }
   builder.finish();
-  if (edge_ids != nullptr) positions_to_edge_ids(edge_ids, out.edge_ids);
+  if (edge_ids != nullptr) positions_to_ids(edge_ids, out.edge_ids);
 }
 
 // kInduced: replaces the sampled edges by every graph edge between two sampled nodes (the map
@@ -463,30 +465,37 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
                    i, first_node, first_node + num_rows);
   }
   if (fanout == 0) return;
-  // As in sample(): the CSR rows of later targets are prefetched (the graph is far larger than
-  // the caches, and the targets are in random order).
-  constexpr size_t kAhead = 16;
+  // As in expand(): picks are recorded as CSR positions, the ids read in prefetched passes at the
+  // end, and the admissible prefixes of sorted rows searched a chunk of targets at a time.
+  constexpr size_t kAhead = 16, kChunk = 256;
+  const bool search_ahead = filter.active() && filter.sorted;
   const size_t count = targets.size();
+  size_t chunk_begin = 0, chunk_end = 0;
   for (size_t i = 0; i < count; ++i) {
-    if (i + kAhead < count) __builtin_prefetch(indptr + (targets[i + kAhead] - first_node));
-    if (i + kAhead / 2 < count) {
-      __builtin_prefetch(indices + indptr[targets[i + kAhead / 2] - first_node]);
+    if (search_ahead && i == chunk_end) {
+      chunk_begin = i;
+      chunk_end = std::min(i + kChunk, count);
+      scratch.queries.clear();
+      for (size_t j = chunk_begin; j < chunk_end; ++j) {
+        const int64_t row = targets[j] - first_node;
+        scratch.queries.push_back(
+            {indptr[row], indptr[row + 1] - indptr[row], filter.seed_times[j]});
+      }
+      scratch.prefixes.resize(scratch.queries.size());
+      admissible_prefixes<Index>(filter, indices, scratch.queries, scratch.prefixes.data());
     }
+    if (i + kAhead < count) __builtin_prefetch(indptr + (targets[i + kAhead] - first_node));
     const int64_t target = targets[i];
     const int64_t row = target - first_node;
     const int64_t row_begin = indptr[row];
     const int64_t degree = indptr[row + 1] - row_begin;
     if (degree == 0) continue;
     const size_t before = out.neighbors.size();
-    auto emit = [&](int64_t position) {
-      const int64_t k = row_begin + position;
-      out.neighbors.push_back(static_cast<int64_t>(indices[k]));
-      out.edge_ids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
-    };
+    auto emit = [&](int64_t position) { out.neighbors.push_back(row_begin + position); };
     if (filter.active()) {
       pick_temporal(filter, indices, row_begin, degree, filter.seed_times[i], fanout, options,
                     PhiloxStream(options.seed, neighbor_stream_counter(target, hop, batch_index)),
-                    scratch);
+                    scratch, search_ahead ? scratch.prefixes[i - chunk_begin] : -1);
       for (int64_t position : scratch.picked) emit(position);
     } else if (fanout == -1 || (!options.replace && degree <= fanout)) {
       for (int64_t position = 0; position < degree; ++position) emit(position);
@@ -499,6 +508,9 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
     }
     out.counts[i] = static_cast<int32_t>(out.neighbors.size() - before);
   }
+  out.edge_ids = out.neighbors;
+  if (edge_ids != nullptr) positions_to_ids(edge_ids, out.edge_ids);
+  positions_to_ids(indices, out.neighbors);
 }
 
 }  // namespace
