@@ -10,6 +10,7 @@
 #include "volley/sampling/internal/cuda_sampler_backend.h"  // HeteroNeighborSampler::backend_
 #include "volley/sampling/internal/hetero_seeds.h"
 #include "volley/sampling/internal/pick.h"
+#include "volley/sampling/internal/positions.h"
 
 namespace volley {
 
@@ -231,6 +232,24 @@ struct Batch {
     return count;
   }
 
+  // Pass 2 of expand for edge type `e`: its source ids from edge `edges_before` on become local
+  // ids in the same order (so the same nodes get the same local ids as in one pass), the map
+  // slots of later neighbors prefetched; a neighbor joins its target's tree (the destination
+  // type's batch, read by index: it grows when src == dst).
+  void to_local_ids(int src, int dst, size_t edges_before, int e) {
+    constexpr size_t kAhead = 16;
+    const auto& rows = out.rows[static_cast<size_t>(e)];
+    auto& cols = out.cols[static_cast<size_t>(e)];
+    const auto* slots = scratch.slots[static_cast<size_t>(src)].data();
+    const size_t count = cols.size();
+    for (size_t j = edges_before; j < count; ++j) {
+      if (j + kAhead < count && !disjoint) __builtin_prefetch(slots + cols[j + kAhead]);
+      const int64_t tree =
+          disjoint ? out.batch[static_cast<size_t>(dst)][static_cast<size_t>(rows[j])] : 0;
+      cols[j] = local_of(src, cols[j], tree);
+    }
+  }
+
   // Expands edge type `e` at hop `hop` for the destination nodes [begin, end) of its list.
   template <typename Index>
   void expand(int e, int hop, int64_t begin, int64_t end) {
@@ -256,22 +275,28 @@ struct Batch {
     auto& eids = out.edge_ids[static_cast<size_t>(e)];
     const size_t edges_before = rows.size();
     if (rule.fanout != 0) {
-      // Pass 1: the picks, with the rows of later targets prefetched (the graph is far larger
-      // than the caches); `cols` holds global source ids until pass 2. The frontier [begin,
-      // end) was fixed before the hop, so nodes appended meanwhile are not read here.
+      // Pass 1: the picks as CSR positions (`cols`, `eids`), later targets' rows prefetched;
+      // then the positions become source and edge ids (positions.h) and the sources local ids
+      // (pass 2). The frontier [begin, end) was fixed before the hop, so nodes appended
+      // meanwhile are not read here.
       const int64_t* targets = out.nodes[static_cast<size_t>(dst)].data();
       const int64_t* trees = disjoint ? out.batch[static_cast<size_t>(dst)].data() : nullptr;
       constexpr int64_t kAhead = 16;
       for (int64_t i = begin; i < end; ++i) {
         if (i + kAhead < end) __builtin_prefetch(indptr + targets[i + kAhead]);
-        if (i + kAhead / 2 < end) __builtin_prefetch(indices + indptr[targets[i + kAhead / 2]]);
+        // The picks read the row's times (temporal) or weights.
+        if ((entry_time != nullptr || weights != nullptr) && i + kAhead / 2 < end) {
+          const int64_t ahead = indptr[targets[i + kAhead / 2]];
+          __builtin_prefetch(entry_time != nullptr ? static_cast<const void*>(entry_time + ahead)
+                                                   : static_cast<const void*>(weights + ahead));
+        }
         const int64_t target = targets[i];
         const int64_t row_begin = indptr[target];
         const int64_t degree = indptr[target + 1] - row_begin;
         auto emit = [&](int64_t k) {
           rows.push_back(i);
-          cols.push_back(static_cast<int64_t>(indices[k]));
-          eids.push_back(edge_ids != nullptr ? edge_ids[k] : k);
+          cols.push_back(k);
+          eids.push_back(k);
         };
         if (entry_time != nullptr) {
           const int64_t limit = scratch.seed_times[static_cast<size_t>(trees[i])];
@@ -296,17 +321,14 @@ struct Batch {
         for (int64_t j = 0; j < count; ++j)
           emit(row_begin + scratch.positions[static_cast<size_t>(j)]);
       }
-      // Pass 2: global → local ids in the same order (so the same nodes get the same local ids
-      // as in one pass), the map slots of later neighbors prefetched; a neighbor joins its
-      // target's tree (the destination type's batch, read by index: it grows when src == dst).
-      const auto* slots = scratch.slots[static_cast<size_t>(src)].data();
       const size_t count = cols.size();
-      for (size_t j = edges_before; j < count; ++j) {
-        if (j + kAhead < count && !disjoint) __builtin_prefetch(slots + cols[j + kAhead]);
-        const int64_t tree =
-            disjoint ? out.batch[static_cast<size_t>(dst)][static_cast<size_t>(rows[j])] : 0;
-        cols[j] = local_of(src, cols[j], tree);
+      sampling_internal::positions_to_ids(indices, cols.data() + edges_before,
+                                          count - edges_before);
+      if (edge_ids != nullptr) {
+        sampling_internal::positions_to_ids(edge_ids, eids.data() + edges_before,
+                                            count - edges_before);
       }
+      to_local_ids(src, dst, edges_before, e);
     }
     out.edges_per_hop[static_cast<size_t>(e)].push_back(
         static_cast<int64_t>(rows.size() - edges_before));

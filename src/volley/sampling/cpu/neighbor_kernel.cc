@@ -10,6 +10,7 @@
 #include "volley/core/recycler.h"
 #include "volley/sampling/cpu/disjoint_map.h"
 #include "volley/sampling/cpu/time_filter.h"
+#include "volley/sampling/internal/positions.h"
 #include "volley/sampling/subgraph_builder.h"
 
 namespace volley::cpu {
@@ -224,19 +225,10 @@ void search_prefixes(const TimeFilter& filter, const int64_t* indptr, const Inde
   admissible_prefixes<Index>(filter, indices, queries, scratch.prefixes.data());
 }
 
-// Replaces each CSR position in `list` by ids[position] (the graph's edge ids, or its indices).
-// The sampling loops record positions and leave this to one pass at the end, where the reads (one
-// cache miss each on a large graph) are prefetched ahead and overlap, instead of filling the
-// loop's window while they wait.
+// The picked edges' ids in their lists, from CSR positions (internal/positions.h).
 template <typename Id>
 void positions_to_ids(const Id* ids, std::vector<int64_t>& list) {
-  constexpr size_t kAhead = 16;
-  const size_t count = list.size();
-  int64_t* positions = list.data();
-  for (size_t j = 0; j < count; ++j) {
-    if (j + kAhead < count) __builtin_prefetch(ids + positions[j + kAhead]);
-    positions[j] = static_cast<int64_t>(ids[positions[j]]);
-  }
+  sampling_internal::positions_to_ids(ids, list.data(), list.size());
 }
 
 // The current hop's neighbors, recorded as CSR positions, replaced by their keys: the neighbor's
