@@ -199,12 +199,13 @@ import multiprocessing, os, pickle, sys, time
 import numpy as np
 import volley
 
-def child(payload, ready):
+def child(payload, ready, parent):
     dataset = pickle.loads(payload)
     float(np.asarray(dataset.x).sum())      # touch every page
     ready.set()
-    parent = os.getppid()
-    while os.getppid() == parent:         # exit once the parent is gone
+    # Exit once the parent is gone. Its pid comes as an argument: read here with getppid(), after
+    # ready.set(), it would be the new parent's when the kill comes first, and the loop endless.
+    while os.getppid() == parent:
         time.sleep(0.05)
 
 if __name__ == "__main__":
@@ -215,7 +216,7 @@ if __name__ == "__main__":
     del x
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
-    process = context.Process(target=child, args=(pickle.dumps(dataset), ready))
+    process = context.Process(target=child, args=(pickle.dumps(dataset), ready, os.getpid()))
     process.start()
     ready.wait(60)
     print(process.pid, flush=True)
