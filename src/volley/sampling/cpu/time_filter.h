@@ -8,7 +8,8 @@
 // between the row's first and last times (guess_prefix) and gallops outward from the guess
 // (admissible_prefix): on rows whose times spread evenly that is one or two lines; on any row the
 // answer is exactly the binary search's, only the probes differ. The kernel searches many rows at
-// once (admissible_prefixes), interleaving their probes so that their misses overlap.
+// once (admissible_prefixes), interleaving their probes so that their misses overlap, and reads
+// three lines around each guess in one step, where the prefix usually ends.
 #pragma once
 
 #include <algorithm>
@@ -94,14 +95,33 @@ struct PrefixQuery {
 
 namespace prefix_search {
 
-// One search of admissible_prefixes, probing as admissible_prefix does: the row's ends, the
-// interpolated guess, gallops away from it, then bisection.
+// Entries read in one step around the interpolated guess: three lines of edge times.
+constexpr int64_t kWindow = 24;
+
+// One search of admissible_prefixes: the row's ends, then the window of kWindow entries around
+// the interpolated guess, counted whole (one step, no branch per entry); when the prefix does not
+// end inside the window, admissible_prefix's gallop away from it, then bisection.
 struct Search {
-  enum class Stage { kEnds, kGuess, kUp, kDown, kBisect };
+  enum class Stage { kEnds, kScan, kUp, kDown, kBisect };
   size_t query;
   Stage stage;
   int64_t guess, step, low, high;  // the answer is in [low, high]
 };
+
+// The entries of [first + low, first + high) no later than `limit` (a loop the compiler can
+// vectorize for edge time).
+template <typename Index>
+int64_t count_admissible(const TimeFilter& filter, const Index* indices, int64_t first, int64_t low,
+                         int64_t high, int64_t limit) {
+  int64_t count = 0;
+  if (filter.edge_time != nullptr) {
+    const int64_t* times = filter.edge_time + first;
+    for (int64_t p = low; p < high; ++p) count += times[p] <= limit;
+  } else {
+    for (int64_t p = low; p < high; ++p) count += filter.node_time[indices[first + p]] <= limit;
+  }
+  return count;
+}
 
 template <typename Index>
 void prefetch(const TimeFilter& filter, const Index* indices, int64_t k) {
@@ -124,17 +144,26 @@ int64_t advance(const TimeFilter& filter, const Index* indices, const PrefixQuer
       if (q.degree == 0 || q.limit < at(0)) return 0;
       if (q.limit >= at(q.degree - 1)) return q.degree;
       search.guess = guess_prefix(filter, indices, q.first, q.degree, q.limit);
-      search.stage = Stage::kGuess;
-      prefetch(filter, indices, q.first + search.guess);
+      search.high =
+          std::min(q.degree, std::max<int64_t>(0, search.guess - kWindow / 2 + 1) + kWindow);
+      search.low = std::max<int64_t>(0, search.high - kWindow);
+      search.stage = Stage::kScan;
+      for (int64_t p = search.low; p < search.high; p += 8) prefetch(filter, indices, q.first + p);
+      prefetch(filter, indices, q.first + search.high - 1);
       return -1;
-    case Stage::kGuess:
-      search.low = 0, search.high = q.degree, search.step = 8;
-      if (at(search.guess) <= q.limit) {
-        search.low = search.guess + 1, search.stage = Stage::kUp;
-      } else {
-        search.high = search.guess, search.stage = Stage::kDown;
+    case Stage::kScan: {
+      const int64_t low = search.low, high = search.high;
+      const int64_t admissible = count_admissible(filter, indices, q.first, low, high, q.limit);
+      if (admissible > 0 && admissible < high - low) return low + admissible;
+      if (admissible == 0) {  // the prefix ends at or before `low`: at(low) > limit
+        search.low = 0, search.high = low, search.guess = low, search.stage = Stage::kDown;
+      } else {  // at or after `high`: at(high - 1) <= limit
+        search.low = high, search.high = q.degree, search.guess = high - 1;
+        search.stage = Stage::kUp;
       }
+      search.step = 8;
       break;
+    }
     case Stage::kUp:
       if (at(search.guess + search.step) > q.limit) {
         search.high = search.guess + search.step, search.stage = Stage::kBisect;
