@@ -240,6 +240,11 @@ bool bench_hetero_sample(const SampleSettings& settings) {
   if (!is_hetero_dataset_directory(settings.dataset)) return false;
   VOLLEY_REQUIRE(settings.device == "cpu", ValueError,
                  "heterogeneous datasets are sampled on the CPU only (no --device cuda yet)");
+  VOLLEY_REQUIRE(!settings.time, ValueError,
+                 "--time measures homogeneous datasets only; '{}' is heterogeneous (its temporal "
+                 "sampling has no bench yet: time it through volley.loader.NeighborLoader with "
+                 "time_attr)",
+                 settings.dataset);
   run_hetero_sample_bench({settings.dataset, settings.fanout, settings.batch_sizes,
                            settings.thread_counts, settings.batches, settings.warmup,
                            settings.replace, settings.weighted, settings.seed});

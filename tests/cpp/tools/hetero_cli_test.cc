@@ -47,6 +47,18 @@ TEST_F(HeteroCliTest, GenerateInfoVerify) {
     EXPECT_EQ(slurp(path("mag") + "/" + file), slurp(path("again") + "/" + file)) << file;
   }
 
+  // `bench sample` measures it, and refuses --time (temporal heterogeneous sampling has no bench)
+  // instead of measuring untimed sampling under that name.
+  const auto bench = run(fmt::format(
+      "--quiet bench sample --dataset '{}' --batches 2 --warmup 0 --batch-size 16", path("mag")));
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_THAT(bench.out, HasSubstr("\"hetero\":true"));
+  const auto timed = run(fmt::format(
+      "--quiet bench sample --dataset '{}' --batches 2 --warmup 0 --batch-size 16 --time",
+      path("mag")));
+  EXPECT_NE(timed.exit_code, 0);
+  EXPECT_THAT(timed.err, HasSubstr("--time measures homogeneous datasets only"));
+
   // A damaged array makes --verify fail naming the file.
   {
     std::fstream file(path("mag") + "/author__writes__paper.indices.npy",
