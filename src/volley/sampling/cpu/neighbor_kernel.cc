@@ -140,21 +140,19 @@ TimeFilter time_filter(const Csr& graph, const NeighborSamplerOptions& options,
 
 // Temporal picks of one target (row [row_begin, row_begin + degree)) whose tree has time
 // `limit`, into scratch.picked as positions relative to the row start. The admissible entries
-// (time <= limit) are a prefix of a sorted row (`prefix`: its length when the caller searched it,
-// else -1: searched here), else collected by a scan; the uniform rules then run over them as over
-// a row of that degree (neighbor_sampler.h).
+// (time <= limit) are the first `prefix` of a sorted row (searched by the caller: PrefixChunks),
+// else collected here by a scan (`prefix` unused); the uniform rules then run over them as over a
+// row of that degree (neighbor_sampler.h).
 template <typename Index>
 void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_begin,
                    int64_t degree, int64_t limit, int64_t fanout,
                    const NeighborSamplerOptions& options, PhiloxStream rng,
-                   NeighborScratch& scratch, int64_t prefix = -1) {
+                   NeighborScratch& scratch, int64_t prefix) {
   auto& picked = scratch.picked;
   picked.clear();
   const int64_t* map = nullptr;  // admissible position -> row position; null: the identity
   int64_t admissible = prefix;
-  if (filter.sorted && prefix < 0) {
-    admissible = admissible_prefix(filter, indices, row_begin, degree, limit);
-  } else if (!filter.sorted) {
+  if (!filter.sorted) {
     scratch.admissible.clear();
     for (int64_t p = 0; p < degree; ++p) {
       if (filter.time(indices, row_begin + p) <= limit) scratch.admissible.push_back(p);
@@ -206,24 +204,52 @@ SlotMap start_slot_map(int64_t num_nodes, NeighborScratch& scratch) {
   return {scratch.slots.data(), scratch.generation};
 }
 
-// The admissible prefixes of the sorted rows of frontier entries [begin, end) (temporal
-// sampling), searched together (admissible_prefixes), into scratch.prefixes[i - begin].
-template <typename Index>
-void search_prefixes(const TimeFilter& filter, const int64_t* indptr, const Index* indices,
-                     const TreeKeys& keys, const std::vector<int64_t>& nodes, size_t begin,
-                     size_t end, NeighborScratch& scratch) {
-  constexpr size_t kAhead = 16;
-  auto& queries = scratch.queries;
-  queries.clear();
-  for (size_t i = begin; i < end; ++i) {
-    if (i + kAhead < end) __builtin_prefetch(indptr + keys.split(nodes[i + kAhead]).node);
-    const TreeKeys::Split split = keys.split(nodes[i]);
-    const int64_t first = indptr[split.node];
-    queries.push_back({first, indptr[split.node + 1] - first, filter.seed_times[split.root]});
+// The admissible prefixes of the sorted rows a pick loop visits in order (items [0, end) of it),
+// searched kChunk rows at a time (admissible_prefixes) when the loop first asks for one of a
+// chunk: `row_of(i)` is item i's {CSR row, time limit}.
+template <typename Index, typename RowOf>
+class PrefixChunks {
+ public:
+  PrefixChunks(const TimeFilter& filter, const int64_t* indptr, const Index* indices, size_t end,
+               RowOf row_of, NeighborScratch& scratch)
+      : filter_(filter),
+        indptr_(indptr),
+        indices_(indices),
+        end_(end),
+        row_of_(row_of),
+        scratch_(scratch) {}
+
+  // Item i's prefix; i must not decrease from call to call.
+  int64_t operator[](size_t i) {
+    if (i >= chunk_end_) search(i, std::min(i + kChunk, end_));
+    return scratch_.prefixes[i - chunk_begin_];
   }
-  scratch.prefixes.resize(queries.size());
-  admissible_prefixes<Index>(filter, indices, queries, scratch.prefixes.data());
-}
+
+ private:
+  static constexpr size_t kChunk = 256, kAhead = 16;
+
+  void search(size_t begin, size_t end) {
+    auto& queries = scratch_.queries;
+    queries.clear();
+    for (size_t i = begin; i < end; ++i) {
+      if (i + kAhead < end) __builtin_prefetch(indptr_ + row_of_(i + kAhead).first);
+      const auto [row, limit] = row_of_(i);
+      queries.push_back({indptr_[row], indptr_[row + 1] - indptr_[row], limit});
+    }
+    scratch_.prefixes.resize(queries.size());
+    admissible_prefixes<Index>(filter_, indices_, queries, scratch_.prefixes.data());
+    chunk_begin_ = begin;
+    chunk_end_ = end;
+  }
+
+  const TimeFilter& filter_;
+  const int64_t* indptr_;
+  const Index* indices_;
+  size_t end_;
+  RowOf row_of_;
+  NeighborScratch& scratch_;
+  size_t chunk_begin_ = 0, chunk_end_ = 0;
+};
 
 // The picked edges' ids in their lists, from CSR positions (internal/positions.h).
 template <typename Id>
@@ -259,7 +285,7 @@ void resolve_neighbors(const Index* indices, const TreeKeys& keys, const HostSub
 // are independent and prefetched ahead, rather than one loop that waits on each: pass 1 (here)
 // picks the edges of every frontier node as CSR positions, reading only indptr (prefetched) and,
 // for temporal sampling of sorted rows, the admissible prefixes searched a chunk of rows at a
-// time (search_prefixes); pass 2 (resolve_neighbors) reads the picked neighbors' ids; pass 3
+// time (PrefixChunks); pass 2 (resolve_neighbors) reads the picked neighbors' ids; pass 3
 // (builder.end_hop) maps them to local ids. At the end the positions become edge ids
 // (positions_to_ids). The output is exactly that of a single pass.
 template <typename Index, typename Map>
@@ -274,19 +300,16 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
   const TreeKeys keys(tree_size);
   const auto node_of = [&keys](int64_t key) { return keys.split(key).node; };
   constexpr size_t kAhead = 16;
-  // Temporal sampling of sorted rows: the rows' admissible prefixes are searched a chunk ahead.
-  constexpr size_t kChunk = 256;
-  const bool search_ahead = filter.active() && filter.sorted;
+  const bool search_ahead = filter.active() && filter.sorted;  // PrefixChunks below
+  const auto row_of = [&](size_t i) {
+    const TreeKeys::Split split = keys.split(nodes[i]);
+    return std::pair{split.node, filter.seed_times[split.root]};
+  };
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     const int64_t fanout = options.fanouts[hop];
     const size_t frontier_end = builder.frontier_end();
-    size_t chunk_begin = builder.frontier_begin(), chunk_end = chunk_begin;
+    PrefixChunks prefixes(filter, indptr, indices, frontier_end, row_of, scratch);
     for (size_t i = builder.frontier_begin(); fanout != 0 && i < frontier_end; ++i) {
-      if (search_ahead && i == chunk_end) {
-        chunk_begin = i;
-        chunk_end = std::min(i + kChunk, frontier_end);
-        search_prefixes(filter, indptr, indices, keys, nodes, chunk_begin, chunk_end, scratch);
-      }
       if (i + kAhead < frontier_end) __builtin_prefetch(indptr + node_of(nodes[i + kAhead]));
       if (filter.active() && !search_ahead && i + kAhead / 2 < frontier_end) {
         const int64_t ahead = indptr[node_of(nodes[i + kAhead / 2])];  // a row scanned for times
@@ -307,7 +330,7 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
             filter, indices, row_begin, degree, filter.seed_times[split.root], fanout, options,
             PhiloxStream(options.seed,
                          neighbor_stream_counter(target, static_cast<int>(hop), batch_index)),
-            scratch, search_ahead ? scratch.prefixes[i - chunk_begin] : -1);
+            scratch, search_ahead ? prefixes[i] : -1);
         for (int64_t position : scratch.picked) emit(position);
         continue;
       }
@@ -459,23 +482,14 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
   if (fanout == 0) return;
   // As in expand(): picks are recorded as CSR positions, the ids read in prefetched passes at the
   // end, and the admissible prefixes of sorted rows searched a chunk of targets at a time.
-  constexpr size_t kAhead = 16, kChunk = 256;
+  constexpr size_t kAhead = 16;
   const bool search_ahead = filter.active() && filter.sorted;
   const size_t count = targets.size();
-  size_t chunk_begin = 0, chunk_end = 0;
+  const auto row_of = [&](size_t i) {
+    return std::pair{targets[i] - first_node, filter.seed_times[i]};
+  };
+  PrefixChunks prefixes(filter, indptr, indices, count, row_of, scratch);
   for (size_t i = 0; i < count; ++i) {
-    if (search_ahead && i == chunk_end) {
-      chunk_begin = i;
-      chunk_end = std::min(i + kChunk, count);
-      scratch.queries.clear();
-      for (size_t j = chunk_begin; j < chunk_end; ++j) {
-        const int64_t row = targets[j] - first_node;
-        scratch.queries.push_back(
-            {indptr[row], indptr[row + 1] - indptr[row], filter.seed_times[j]});
-      }
-      scratch.prefixes.resize(scratch.queries.size());
-      admissible_prefixes<Index>(filter, indices, scratch.queries, scratch.prefixes.data());
-    }
     if (i + kAhead < count) __builtin_prefetch(indptr + (targets[i + kAhead] - first_node));
     const int64_t target = targets[i];
     const int64_t row = target - first_node;
@@ -487,7 +501,7 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
     if (filter.active()) {
       pick_temporal(filter, indices, row_begin, degree, filter.seed_times[i], fanout, options,
                     PhiloxStream(options.seed, neighbor_stream_counter(target, hop, batch_index)),
-                    scratch, search_ahead ? scratch.prefixes[i - chunk_begin] : -1);
+                    scratch, search_ahead ? prefixes[i] : -1);
       for (int64_t position : scratch.picked) emit(position);
     } else if (fanout == -1 || (!options.replace && degree <= fanout)) {
       for (int64_t position = 0; position < degree; ++position) emit(position);

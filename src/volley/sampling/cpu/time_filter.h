@@ -5,11 +5,11 @@
 // The search is the temporal sampler's own cost: the graph is far larger than the caches and the
 // rows reached first are long (hubs'), so a plain binary search misses the cache at most probes,
 // each miss waiting for the one before. The search instead guesses the boundary by interpolating
-// between the row's first and last times (guess_prefix) and gallops outward from the guess
-// (admissible_prefix): on rows whose times spread evenly that is one or two lines; on any row the
-// answer is exactly the binary search's, only the probes differ. The kernel searches many rows at
-// once (admissible_prefixes), interleaving their probes so that their misses overlap, and reads
-// three lines around each guess in one step, where the prefix usually ends.
+// between the row's first and last times (guess_prefix), counts the three lines around the guess
+// in one step (where the prefix usually ends) and gallops outward only when it ends elsewhere;
+// on any row the answer is exactly the binary search's, only the probes differ. The kernel
+// searches many rows at once (admissible_prefixes), interleaving their probes so that their
+// misses overlap; admissible_prefix is the same search for one row.
 #pragma once
 
 #include <algorithm>
@@ -48,46 +48,6 @@ int64_t guess_prefix(const TimeFilter& filter, const Index* indices, int64_t fir
                              degree - 1);
 }
 
-// The number of entries of the sorted row [first, first + degree) no later than `limit`:
-// exactly std::upper_bound's answer. Gallops from guess_prefix's guess by 8, 16, 32, ...
-// entries (the first step stays within the guessed line or the next), then bisects.
-template <typename Index>
-int64_t admissible_prefix(const TimeFilter& filter, const Index* indices, int64_t first,
-                          int64_t degree, int64_t limit) {
-  if (degree == 0) return 0;
-  const auto at = [&](int64_t p) { return filter.time(indices, first + p); };
-  const int64_t guess = guess_prefix(filter, indices, first, degree, limit);
-  int64_t low = 0, high = degree;  // the answer is in [low, high]
-  if (at(guess) <= limit) {
-    low = guess + 1;
-    for (int64_t step = 8; guess + step < high; step *= 2) {
-      if (at(guess + step) > limit) {
-        high = guess + step;
-        break;
-      }
-      low = guess + step + 1;
-    }
-  } else {
-    high = guess;
-    for (int64_t step = 8; guess - step >= low; step *= 2) {
-      if (at(guess - step) <= limit) {
-        low = guess - step + 1;
-        break;
-      }
-      high = guess - step;
-    }
-  }
-  while (low < high) {
-    const int64_t middle = low + (high - low) / 2;
-    if (at(middle) <= limit) {
-      low = middle + 1;
-    } else {
-      high = middle;
-    }
-  }
-  return low;
-}
-
 // One row for admissible_prefixes: the sorted row [first, first + degree) and its time limit.
 struct PrefixQuery {
   int64_t first, degree, limit;
@@ -100,7 +60,7 @@ constexpr int64_t kWindow = 24;
 
 // One search of admissible_prefixes: the row's ends, then the window of kWindow entries around
 // the interpolated guess, counted whole (one step, no branch per entry); when the prefix does not
-// end inside the window, admissible_prefix's gallop away from it, then bisection.
+// end inside the window, a gallop away from it by 8, 16, 32, ... entries, then bisection.
 struct Search {
   enum class Stage { kEnds, kScan, kUp, kDown, kBisect };
   size_t query;
@@ -207,10 +167,11 @@ int64_t advance(const TimeFilter& filter, const Index* indices, const PrefixQuer
 
 }  // namespace prefix_search
 
-// admissible_prefix's answer for every query, into prefixes[q], with the probes of different rows
-// interleaved: one row's probes depend on each other (a cache miss each on a long row), so a ring
-// of kInFlight searches advances one probe at a time, each prefetching its next probe before the
-// ring moves on, and the misses of different rows overlap.
+// The number of entries of each query's sorted row no later than its limit (exactly
+// std::upper_bound's answer), into prefixes[q], with the probes of different rows interleaved: one
+// row's probes depend on each other (a cache miss each on a long row), so a ring of kInFlight
+// searches advances one probe at a time, each prefetching its next probe before the ring moves on,
+// and the misses of different rows overlap.
 template <typename Index>
 void admissible_prefixes(const TimeFilter& filter, const Index* indices,
                          std::span<const PrefixQuery> queries, int64_t* prefixes) {
@@ -243,6 +204,16 @@ void admissible_prefixes(const TimeFilter& filter, const Index* indices,
       }
     }
   }
+}
+
+// admissible_prefixes for one row [first, first + degree).
+template <typename Index>
+int64_t admissible_prefix(const TimeFilter& filter, const Index* indices, int64_t first,
+                          int64_t degree, int64_t limit) {
+  const PrefixQuery query{first, degree, limit};
+  int64_t prefix = 0;
+  admissible_prefixes<Index>(filter, indices, std::span<const PrefixQuery>(&query, 1), &prefix);
+  return prefix;
 }
 
 }  // namespace volley::cpu
