@@ -140,7 +140,7 @@ do_session() {
   step bench_temporal_gpu "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --time \
     --batches 100 "${gpu[@]}"
   step bench_temporal_cpu "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --time \
-    --batches 30 --threads "$JOBS"
+    --batches 30 --threads "1,2,$JOBS"
   for fraction in 1 0 0.2; do
     step "bench_gather_$fraction" "${volley[@]}" bench gather --rows 2400000 --dim 100 \
       --dtype float32 --batch 150000 --device cuda --cache-fraction "$fraction"

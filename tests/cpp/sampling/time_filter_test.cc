@@ -1,5 +1,5 @@
 // The temporal kernel's admissible-prefix search (volley/sampling/cpu/time_filter.h): it starts
-// from an interpolated guess and gallops, and must give std::upper_bound's answer on every row,
+// from an interpolated guess, counts windows and bisects, and must give std::upper_bound's answer on every row,
 // whatever the times' spread: evenly spread, clustered, duplicated, one value, and every limit
 // from below the first time to above the last.
 #include "volley/sampling/cpu/time_filter.h"

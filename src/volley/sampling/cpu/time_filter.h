@@ -4,18 +4,21 @@
 //
 // The search is the temporal sampler's own cost: the graph is far larger than the caches and the
 // rows reached first are long (hubs'), so a plain binary search misses the cache at most probes,
-// each miss waiting for the one before. The search instead guesses the boundary by interpolating
-// between the row's first and last times (guess_prefix), counts the three lines around the guess
-// in one step (where the prefix usually ends) and gallops outward only when it ends elsewhere;
-// on any row the answer is exactly the binary search's, only the probes differ. The kernel
-// searches many rows at once (admissible_prefixes), interleaving their probes so that their
-// misses overlap; admissible_prefix is the same search for one row.
+// each miss waiting for the one before. The search instead interpolates: it reads the row's
+// first and last times, guesses where the prefix ends from them, and counts the three lines of
+// entries around the guess in one step. When the prefix ends outside that window, the window's
+// edge is a new bound with a known time, and the next guess is interpolated between the nearer
+// bounds, a few entries away on evenly spread times; after kWindows windows (times far from
+// even) it bisects. On any row the answer is exactly the binary search's, only the reads differ.
+// The kernel searches many rows at once (admissible_prefixes) so that their misses overlap;
+// admissible_prefix is the same search for one row.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace volley::cpu {
 
@@ -33,21 +36,6 @@ struct TimeFilter {
   }
 };
 
-// A guess in [0, degree) at the admissible prefix's end of the sorted row [first, first +
-// degree) (degree >= 1) for `limit`, interpolated between the row's first and last times.
-template <typename Index>
-int64_t guess_prefix(const TimeFilter& filter, const Index* indices, int64_t first, int64_t degree,
-                     int64_t limit) {
-  const int64_t low = filter.time(indices, first);
-  const int64_t high = filter.time(indices, first + degree - 1);
-  if (limit < low) return 0;
-  if (limit >= high) return degree - 1;
-  const double share = (static_cast<double>(limit) - static_cast<double>(low)) /
-                       (static_cast<double>(high) - static_cast<double>(low));
-  return std::clamp<int64_t>(static_cast<int64_t>(share * static_cast<double>(degree - 1)), 0,
-                             degree - 1);
-}
-
 // One row for admissible_prefixes: the sorted row [first, first + degree) and its time limit.
 struct PrefixQuery {
   int64_t first, degree, limit;
@@ -55,17 +43,21 @@ struct PrefixQuery {
 
 namespace prefix_search {
 
-// Entries read in one step around the interpolated guess: three lines of edge times.
+// Entries counted in one step around an interpolated guess: three lines of edge times. A search
+// counts at most kWindows windows before it bisects.
 constexpr int64_t kWindow = 24;
+constexpr int kWindows = 4;
 
-// One search of admissible_prefixes: the row's ends, then the window of kWindow entries around
-// the interpolated guess, counted whole (one step, no branch per entry); when the prefix does not
-// end inside the window, a gallop away from it by 8, 16, 32, ... entries, then bisection.
+// One search of admissible_prefixes. The answer is in [low, high]; the entries just outside,
+// at(low - 1) <= limit < at(high), have times t_low and t_high (read), between which the next
+// window's guess is interpolated.
 struct Search {
-  enum class Stage { kEnds, kScan, kUp, kDown, kBisect };
+  enum class Stage { kEnds, kWindow, kBisect };
   size_t query;
   Stage stage;
-  int64_t guess, step, low, high;  // the answer is in [low, high]
+  int64_t low, high, t_low, t_high;
+  int64_t scan_low, scan_high;  // kWindow: the entries counted; kBisect: scan_low, the probe
+  int windows;                  // windows counted
 };
 
 // The entries of [first + low, first + high) no later than `limit` (a loop the compiler can
@@ -92,115 +84,153 @@ void prefetch(const TimeFilter& filter, const Index* indices, int64_t k) {
   }
 }
 
-// Makes the probe `search` waits for (its line prefetched when the probe was chosen), then
-// prefetches the next one and returns -1, or returns the answer.
+// Sets `search` to count, next, the window of kWindow entries around the guess interpolated
+// between its bounds (all of [low, high) when that is as short), prefetched.
+template <typename Index>
+void place_window(const TimeFilter& filter, const Index* indices, const PrefixQuery& q,
+                  Search& search) {
+  int64_t low = search.low, high = search.high;
+  if (high - low > kWindow) {
+    // The answer's position between the known entries low - 1 and high.
+    const double share = (static_cast<double>(q.limit) - static_cast<double>(search.t_low)) /
+                         (static_cast<double>(search.t_high) - static_cast<double>(search.t_low));
+    const auto span = static_cast<double>(high - low + 1);
+    const int64_t guess =
+        low + std::clamp<int64_t>(static_cast<int64_t>(share * span), 0, high - low);
+    low = std::clamp<int64_t>(guess - kWindow / 2, low, high - kWindow);
+    high = low + kWindow;
+  }
+  search.scan_low = low, search.scan_high = high, search.stage = Search::Stage::kWindow;
+  for (int64_t p = low; p < high; p += 8) prefetch(filter, indices, q.first + p);
+  if (high > low) prefetch(filter, indices, q.first + high - 1);
+}
+
+// The first read of a search: the row's ends (prefetched when it started). Returns the answer
+// when the limit is outside them, else places the first window and returns -1.
+template <typename Index>
+int64_t read_ends(const TimeFilter& filter, const Index* indices, const PrefixQuery& q,
+                  Search& search) {
+  if (q.degree == 0) return 0;
+  const int64_t first = filter.time(indices, q.first);
+  if (q.limit < first) return 0;
+  const int64_t last = filter.time(indices, q.first + q.degree - 1);
+  if (q.limit >= last) return q.degree;
+  search.low = 1, search.high = q.degree - 1, search.t_low = first, search.t_high = last;
+  search.windows = 0;
+  place_window(filter, indices, q, search);
+  return -1;
+}
+
+// Counts the window `search` waits for: the answer when the prefix ends inside it, else -1 with
+// the bounds narrowed to one side of it and the next read (window or bisection probe) prefetched.
+template <typename Index>
+int64_t count_window(const TimeFilter& filter, const Index* indices, const PrefixQuery& q,
+                     Search& search) {
+  const int64_t low = search.scan_low, high = search.scan_high;
+  const int64_t admissible = count_admissible(filter, indices, q.first, low, high, q.limit);
+  if (admissible < high - low) {
+    if (admissible > 0 || low == search.low) return low + admissible;
+    search.high = low, search.t_high = filter.time(indices, q.first + low);
+  } else {
+    if (high == search.high) return high;
+    search.low = high, search.t_low = filter.time(indices, q.first + high - 1);
+  }
+  if (++search.windows < kWindows || search.high - search.low <= kWindow) {
+    place_window(filter, indices, q, search);
+  } else {  // times far from even: bisect
+    search.stage = Search::Stage::kBisect;
+    search.scan_low = search.low + (search.high - search.low) / 2;
+    prefetch(filter, indices, q.first + search.scan_low);
+  }
+  return -1;
+}
+
+// Makes the read `search` waits for (prefetched when it was chosen), then prefetches the next one
+// and returns -1, or returns the answer.
 template <typename Index>
 int64_t advance(const TimeFilter& filter, const Index* indices, const PrefixQuery& q,
                 Search& search) {
-  using Stage = Search::Stage;
-  const auto at = [&](int64_t p) { return filter.time(indices, q.first + p); };
   switch (search.stage) {
-    case Stage::kEnds:
-      if (q.degree == 0 || q.limit < at(0)) return 0;
-      if (q.limit >= at(q.degree - 1)) return q.degree;
-      search.guess = guess_prefix(filter, indices, q.first, q.degree, q.limit);
-      search.high =
-          std::min(q.degree, std::max<int64_t>(0, search.guess - kWindow / 2 + 1) + kWindow);
-      search.low = std::max<int64_t>(0, search.high - kWindow);
-      search.stage = Stage::kScan;
-      for (int64_t p = search.low; p < search.high; p += 8) prefetch(filter, indices, q.first + p);
-      prefetch(filter, indices, q.first + search.high - 1);
-      return -1;
-    case Stage::kScan: {
-      const int64_t low = search.low, high = search.high;
-      const int64_t admissible = count_admissible(filter, indices, q.first, low, high, q.limit);
-      if (admissible > 0 && admissible < high - low) return low + admissible;
-      if (admissible == 0) {  // the prefix ends at or before `low`: at(low) > limit
-        search.low = 0, search.high = low, search.guess = low, search.stage = Stage::kDown;
-      } else {  // at or after `high`: at(high - 1) <= limit
-        search.low = high, search.high = q.degree, search.guess = high - 1;
-        search.stage = Stage::kUp;
-      }
-      search.step = 8;
+    case Search::Stage::kEnds:
+      return read_ends(filter, indices, q, search);
+    case Search::Stage::kWindow:
+      return count_window(filter, indices, q, search);
+    case Search::Stage::kBisect:
       break;
-    }
-    case Stage::kUp:
-      if (at(search.guess + search.step) > q.limit) {
-        search.high = search.guess + search.step, search.stage = Stage::kBisect;
-      } else {
-        search.low = search.guess + search.step + 1, search.step *= 2;
-      }
-      break;
-    case Stage::kDown:
-      if (at(search.guess - search.step) <= q.limit) {
-        search.low = search.guess - search.step + 1, search.stage = Stage::kBisect;
-      } else {
-        search.high = search.guess - search.step, search.step *= 2;
-      }
-      break;
-    case Stage::kBisect: {
-      const int64_t middle = search.low + (search.high - search.low) / 2;
-      const bool admissible = at(middle) <= q.limit;
-      search.low = admissible ? middle + 1 : search.low;
-      search.high = admissible ? search.high : middle;
-      break;
-    }
   }
-  // The gallop ends where its next probe would leave [low, high).
-  if ((search.stage == Stage::kUp && search.guess + search.step >= search.high) ||
-      (search.stage == Stage::kDown && search.guess - search.step < search.low)) {
-    search.stage = Stage::kBisect;
-  }
-  int64_t next = 0;
-  if (search.stage == Stage::kUp) {
-    next = search.guess + search.step;
-  } else if (search.stage == Stage::kDown) {
-    next = search.guess - search.step;
-  } else if (search.low == search.high) {
-    return search.low;
+  const int64_t probe = search.scan_low;
+  const int64_t time = filter.time(indices, q.first + probe);
+  if (time <= q.limit) {
+    search.low = probe + 1, search.t_low = time;
   } else {
-    next = search.low + (search.high - search.low) / 2;
+    search.high = probe, search.t_high = time;
   }
-  prefetch(filter, indices, q.first + next);
+  if (search.high - search.low <= kWindow) {
+    place_window(filter, indices, q, search);
+  } else {
+    search.scan_low = search.low + (search.high - search.low) / 2;
+    prefetch(filter, indices, q.first + search.scan_low);
+  }
   return -1;
 }
 
 }  // namespace prefix_search
 
 // The number of entries of each query's sorted row no later than its limit (exactly
-// std::upper_bound's answer), into prefixes[q], with the probes of different rows interleaved: one
-// row's probes depend on each other (a cache miss each on a long row), so a ring of kInFlight
-// searches advances one probe at a time, each prefetching its next probe before the ring moves on,
-// and the misses of different rows overlap.
+// std::upper_bound's answer), into prefixes[q]. One row's reads depend on each other (a cache miss
+// each on a long row), so rows go through a pipeline whose stages are kAhead rows apart: prefetch
+// a row's ends; read them and prefetch the window around the guess; count the window. Most rows
+// end there; the others (their prefix ends outside the window) then gallop in a ring of kInFlight
+// searches that advance one probe at a time, each prefetching its next before the ring moves on.
 template <typename Index>
 void admissible_prefixes(const TimeFilter& filter, const Index* indices,
                          std::span<const PrefixQuery> queries, int64_t* prefixes) {
   using prefix_search::Search;
-  constexpr size_t kInFlight = 16;
-  Search ring[kInFlight];
-  size_t active = 0, next = 0;
-  const auto start = [&](Search& search) {
-    const PrefixQuery& q = queries[next];
-    search = {next++, Search::Stage::kEnds, 0, 0, 0, 0};
-    if (q.degree > 0) {
-      prefix_search::prefetch(filter, indices, q.first);
-      prefix_search::prefetch(filter, indices, q.first + q.degree - 1);
+  constexpr size_t kAhead = 8, kSlots = 16, kInFlight = 16;  // kSlots > kAhead
+  constexpr size_t kDone = SIZE_MAX;
+  const size_t count = queries.size();
+  Search windows[kSlots];
+  thread_local std::vector<Search> slow;
+  slow.clear();
+  for (size_t i = 0; i < count + 2 * kAhead; ++i) {
+    if (i < count && queries[i].degree > 0) {
+      prefix_search::prefetch(filter, indices, queries[i].first);
+      prefix_search::prefetch(filter, indices, queries[i].first + queries[i].degree - 1);
     }
-  };
-  while (active < kInFlight && next < queries.size()) start(ring[active++]);
+    if (i >= kAhead && i - kAhead < count) {
+      const size_t j = i - kAhead;
+      Search& search = windows[j % kSlots];
+      search = {j, Search::Stage::kEnds, 0, 0, 0, 0, 0, 0, 0};
+      const int64_t answer = prefix_search::read_ends(filter, indices, queries[j], search);
+      if (answer >= 0) prefixes[j] = answer, search.query = kDone;
+    }
+    if (i >= 2 * kAhead) {
+      Search& search = windows[(i - 2 * kAhead) % kSlots];
+      if (search.query == kDone) continue;
+      const PrefixQuery& q = queries[search.query];
+      const int64_t answer = prefix_search::count_window(filter, indices, q, search);
+      if (answer >= 0) {
+        prefixes[search.query] = answer;
+      } else {
+        slow.push_back(search);
+      }
+    }
+  }
+  // The galloping rows, kInFlight at a time.
+  size_t active = std::min(kInFlight, slow.size()), next = active;
   while (active > 0) {
     for (size_t s = 0; s < active;) {
-      Search& search = ring[s];
+      Search& search = slow[s];
       const int64_t answer = prefix_search::advance(filter, indices, queries[search.query], search);
       if (answer < 0) {
         ++s;
         continue;
       }
       prefixes[search.query] = answer;
-      if (next < queries.size()) {
-        start(ring[s++]);
+      if (next < slow.size()) {
+        search = slow[next++], ++s;
       } else {
-        search = ring[--active];
+        search = slow[--active];
       }
     }
   }
