@@ -142,11 +142,11 @@ TimeFilter time_filter(const Csr& graph, const NeighborSamplerOptions& options,
 // `limit`, into scratch.picked as positions relative to the row start. The admissible entries
 // (time <= limit) are the first `prefix` of a sorted row (searched by the caller: PrefixChunks),
 // else collected here by a scan (`prefix` unused); the uniform rules then run over them as over a
-// row of that degree (neighbor_sampler.h).
+// row of that degree (neighbor_sampler.h), from the Philox stream at counter `stream`.
 template <typename Index>
 void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_begin,
                    int64_t degree, int64_t limit, int64_t fanout,
-                   const NeighborSamplerOptions& options, PhiloxStream rng,
+                   const NeighborSamplerOptions& options, PhiloxCounter stream,
                    NeighborScratch& scratch, int64_t prefix) {
   auto& picked = scratch.picked;
   picked.clear();
@@ -166,6 +166,9 @@ void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_b
   } else if (filter.last) {
     for (int64_t p = admissible - fanout; p < admissible; ++p) picked.push_back(p);
   } else {
+    // Made here rather than passed: copying a freshly stored stream into the call waited on
+    // the stores (a store-forwarding stall per row).
+    PhiloxStream rng(options.seed, stream);
     pick(nullptr, admissible, fanout, options.replace, rng, scratch);
   }
   if (map != nullptr) {
@@ -326,11 +329,9 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
         builder.add_edge(i, k, k);  // CSR positions; resolve_neighbors below reads the ids
       };
       if (filter.active()) {  // disjoint: tree = root * tree_size
-        pick_temporal(
-            filter, indices, row_begin, degree, filter.seed_times[split.root], fanout, options,
-            PhiloxStream(options.seed,
-                         neighbor_stream_counter(target, static_cast<int>(hop), batch_index)),
-            scratch, search_ahead ? prefixes[i] : -1);
+        pick_temporal(filter, indices, row_begin, degree, filter.seed_times[split.root], fanout,
+                      options, neighbor_stream_counter(target, static_cast<int>(hop), batch_index),
+                      scratch, search_ahead ? prefixes[i] : -1);
         for (int64_t position : scratch.picked) emit(position);
         continue;
       }
@@ -500,8 +501,8 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
     auto emit = [&](int64_t position) { out.neighbors.push_back(row_begin + position); };
     if (filter.active()) {
       pick_temporal(filter, indices, row_begin, degree, filter.seed_times[i], fanout, options,
-                    PhiloxStream(options.seed, neighbor_stream_counter(target, hop, batch_index)),
-                    scratch, search_ahead ? prefixes[i] : -1);
+                    neighbor_stream_counter(target, hop, batch_index), scratch,
+                    search_ahead ? prefixes[i] : -1);
       for (int64_t position : scratch.picked) emit(position);
     } else if (fanout == -1 || (!options.replace && degree <= fanout)) {
       for (int64_t position = 0; position < degree; ++position) emit(position);
