@@ -181,9 +181,10 @@ int64_t advance(const TimeFilter& filter, const Index* indices, const PrefixQuer
 // The number of entries of each query's sorted row no later than its limit (exactly
 // std::upper_bound's answer), into prefixes[q]. One row's reads depend on each other (a cache miss
 // each on a long row), so rows go through a pipeline whose stages are kAhead rows apart: prefetch
-// a row's ends; read them and prefetch the window around the guess; count the window. Most rows
-// end there; the others (their prefix ends outside the window) then gallop in a ring of kInFlight
-// searches that advance one probe at a time, each prefetching its next before the ring moves on.
+// a row's ends; read them and prefetch the window around the guess; count the window. Many rows
+// end there; the others (their prefix ends outside the window) go on in a ring of kInFlight
+// searches (windows re-interpolated, then bisection) that advance one read at a time, each
+// prefetching its next before the ring moves on.
 template <typename Index>
 void admissible_prefixes(const TimeFilter& filter, const Index* indices,
                          std::span<const PrefixQuery> queries, int64_t* prefixes) {
@@ -218,7 +219,7 @@ void admissible_prefixes(const TimeFilter& filter, const Index* indices,
       }
     }
   }
-  // The galloping rows, kInFlight at a time.
+  // The rows not done, kInFlight at a time.
   size_t active = std::min(kInFlight, slow.size()), next = active;
   while (active > 0) {
     for (size_t s = 0; s < active;) {
