@@ -1,7 +1,7 @@
 // The temporal kernel's admissible-prefix search (volley/sampling/cpu/time_filter.h): it starts
-// from an interpolated guess, counts windows and bisects, and must give std::upper_bound's answer on every row,
-// whatever the times' spread: evenly spread, clustered, duplicated, one value, and every limit
-// from below the first time to above the last.
+// from an interpolated guess, counts windows and bisects, and must give std::upper_bound's answer
+// on every row, whatever the times' spread: evenly spread, clustered, duplicated, one value, and
+// every limit from below the first time to above the last.
 #include "volley/sampling/cpu/time_filter.h"
 
 #include <gtest/gtest.h>

@@ -107,6 +107,20 @@ void place_window(const TimeFilter& filter, const Index* indices, const PrefixQu
   if (high > low) prefetch(filter, indices, q.first + high - 1);
 }
 
+// Sets up the search's next read, prefetched: a window (all of [low, high) when that is short),
+// or once kWindows windows missed (times far from even), the middle entry of [low, high).
+template <typename Index>
+void next_read(const TimeFilter& filter, const Index* indices, const PrefixQuery& q,
+               Search& search) {
+  if (search.windows < kWindows || search.high - search.low <= kWindow) {
+    place_window(filter, indices, q, search);
+    return;
+  }
+  search.stage = Search::Stage::kBisect;
+  search.scan_low = search.low + (search.high - search.low) / 2;
+  prefetch(filter, indices, q.first + search.scan_low);
+}
+
 // The first read of a search: the row's ends (prefetched when it started). Returns the answer
 // when the limit is outside them, else places the first window and returns -1.
 template <typename Index>
@@ -137,13 +151,8 @@ int64_t count_window(const TimeFilter& filter, const Index* indices, const Prefi
     if (high == search.high) return high;
     search.low = high, search.t_low = filter.time(indices, q.first + high - 1);
   }
-  if (++search.windows < kWindows || search.high - search.low <= kWindow) {
-    place_window(filter, indices, q, search);
-  } else {  // times far from even: bisect
-    search.stage = Search::Stage::kBisect;
-    search.scan_low = search.low + (search.high - search.low) / 2;
-    prefetch(filter, indices, q.first + search.scan_low);
-  }
+  ++search.windows;
+  next_read(filter, indices, q, search);
   return -1;
 }
 
@@ -167,12 +176,7 @@ int64_t advance(const TimeFilter& filter, const Index* indices, const PrefixQuer
   } else {
     search.high = probe, search.t_high = time;
   }
-  if (search.high - search.low <= kWindow) {
-    place_window(filter, indices, q, search);
-  } else {
-    search.scan_low = search.low + (search.high - search.low) / 2;
-    prefetch(filter, indices, q.first + search.scan_low);
-  }
+  next_read(filter, indices, q, search);
   return -1;
 }
 
@@ -189,7 +193,8 @@ template <typename Index>
 void admissible_prefixes(const TimeFilter& filter, const Index* indices,
                          std::span<const PrefixQuery> queries, int64_t* prefixes) {
   using prefix_search::Search;
-  constexpr size_t kAhead = 8, kSlots = 16, kInFlight = 16;  // kSlots > kAhead
+  constexpr size_t kAhead = 8, kSlots = 16, kInFlight = 16;
+  static_assert(kSlots > kAhead, "a slot is reused only after its row left the pipeline");
   constexpr size_t kDone = SIZE_MAX;
   const size_t count = queries.size();
   Search windows[kSlots];
