@@ -35,6 +35,15 @@
 
 namespace volley {
 
+// `list` resized to `size`, its capacity grown by half at least when it must grow: after clear(),
+// resize() would reserve exactly this batch's size, and every later, slightly larger batch of a
+// recycled output would map (and fault) it anew.
+template <typename T>
+void resize_with_headroom(std::vector<T>& list, size_t size) {
+  if (size > list.capacity()) list.reserve(std::max(size, list.capacity() * 3 / 2));
+  list.resize(size);
+}
+
 template <typename Map>
 class SubgraphBuilder {
  public:
@@ -94,19 +103,11 @@ class SubgraphBuilder {
     auto& nodes = out_.nodes;
     const size_t count = neighbors_.size();
     const size_t edges_before = out_.cols.size();
-    // Grow with headroom: after clear(), resize() would reserve exactly this batch's size, and
-    // every later, slightly larger batch of a recycled output would map (and fault) it anew.
-    if (edges_before + count > out_.cols.capacity()) {
-      out_.cols.reserve(std::max(edges_before + count, out_.cols.capacity() * 3 / 2));
-    }
-    out_.cols.resize(edges_before + count);
+    resize_with_headroom(out_.cols, edges_before + count);
     // Room for every neighbor to be new, written through a pointer (no push_back in the loop:
     // its capacity check and call are most of the loop when the compiler does not inline it).
     size_t size = nodes.size();
-    if (size + count > nodes.capacity()) {
-      nodes.reserve(std::max(size + count, nodes.capacity() * 3 / 2));
-    }
-    nodes.resize(size + count);
+    resize_with_headroom(nodes, size + count);
     int64_t* node_ids = nodes.data();
     int64_t* cols = out_.cols.data() + edges_before;
     const int64_t* neighbors = neighbors_.data();

@@ -405,5 +405,45 @@ TEST(SubgraphType, DisjointTreesAreTheSingleSeedSamples) {
             "subgraph_type must be 'directional', 'bidirectional' or 'induced', got 'up'");
 }
 
+// The edges of tree `tree` in output order, as (global target, global source, edge id).
+std::vector<std::tuple<int64_t, int64_t, int64_t>> tree_edges(const HostSubgraph& all,
+                                                              const std::vector<int64_t>& batch,
+                                                              int64_t tree) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> edges;
+  for (size_t j = 0; j < all.rows.size(); ++j) {
+    if (batch[all.rows[j]] != tree) continue;
+    edges.emplace_back(all.nodes[all.rows[j]], all.nodes[all.cols[j]], all.edge_ids[j]);
+  }
+  return edges;
+}
+
+// Each tree, read in local-id order, is the single-seed sample exactly: its nodes in the same
+// order, its edges in the same order. Whole rows (fanout -1) make trees of most of the graph,
+// and the seeds repeat, so every tree meets nodes that it and other trees already hold.
+TEST(SubgraphType, DisjointTreesKeepTheSingleSeedOrder) {
+  const Csr graph = random_graph(300, 1800, 11);
+  const std::vector<int64_t> seeds{7, 7, 0, 299, 150, 7, 42};
+  for (const std::vector<int64_t>& fanouts :
+       {std::vector<int64_t>{-1, 3, -1}, std::vector<int64_t>{5, 5, 5, 5}}) {
+    NeighborSamplerOptions options{.fanouts = fanouts, .seed = 4, .disjoint = true};
+    const SampledSubgraph result = sample_neighbors(graph, seeds, options, 3);
+    const HostSubgraph all = vectors_of(result);
+    const std::vector<int64_t> batch = result.batch.to_vector<int64_t>();
+    ASSERT_EQ(batch.size(), all.nodes.size());
+    options.disjoint = false;
+    for (size_t tree = 0; tree < seeds.size(); ++tree) {
+      const HostSubgraph alone = vectors_of(sample_neighbors(graph, {{seeds[tree]}}, options, 3));
+      std::vector<int64_t> nodes;
+      for (size_t i = 0; i < batch.size(); ++i)
+        if (batch[i] == static_cast<int64_t>(tree)) nodes.push_back(all.nodes[i]);
+      EXPECT_EQ(nodes, alone.nodes) << "tree " << tree << ", " << fanouts.size() << " hops";
+      std::vector<int64_t> alone_batch(alone.nodes.size(), 0);
+      EXPECT_EQ(tree_edges(all, batch, static_cast<int64_t>(tree)),
+                tree_edges(alone, alone_batch, 0))
+          << "tree " << tree << ", " << fanouts.size() << " hops";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace volley

@@ -8,7 +8,7 @@
 #include "volley/core/error.h"
 #include "volley/core/parallel.h"
 #include "volley/core/recycler.h"
-#include "volley/sampling/cpu/disjoint_map.h"
+#include "volley/sampling/cpu/disjoint_builder.h"
 #include "volley/sampling/cpu/time_filter.h"
 #include "volley/sampling/internal/positions.h"
 #include "volley/sampling/subgraph_builder.h"
@@ -260,67 +260,41 @@ void positions_to_ids(const Id* ids, std::vector<int64_t>& list) {
   sampling_internal::positions_to_ids(ids, list.data(), list.size());
 }
 
-// The current hop's neighbors, recorded as CSR positions, replaced by their keys: the neighbor's
-// id, in its target's tree when disjoint (out.rows holds each edge's target). One pass with the
-// reads prefetched ahead, as in positions_to_ids.
-template <typename Index>
-void resolve_neighbors(const Index* indices, const TreeKeys& keys, const HostSubgraph& out,
-                       std::vector<int64_t>& neighbors) {
-  constexpr size_t kAhead = 16;
-  const size_t count = neighbors.size();
-  const int64_t* rows = out.rows.data() + (out.rows.size() - count);
-  int64_t* positions = neighbors.data();
-  int64_t row = -1, tree = 0;
-  for (size_t j = 0; j < count; ++j) {
-    if (j + kAhead < count) __builtin_prefetch(indices + positions[j + kAhead]);
-    if (rows[j] != row) {
-      row = rows[j];
-      const int64_t key = out.nodes[static_cast<size_t>(row)];
-      tree = key - keys.split(key).node;  // 0 unless disjoint
-    }
-    positions[j] = tree + static_cast<int64_t>(indices[positions[j]]);
-  }
-}
-
-// The hops of one batch into `builder`. Frontier entries are keys: a node id, or with
-// `tree_size` > 0 (disjoint) root * tree_size + node; neighbors get the key of their target's
-// tree. The graph is far larger than the caches, so each hop runs in passes whose memory accesses
+// The hops of one batch into `builder` (SubgraphBuilder, or DisjointBuilder: then out.batch holds
+// each frontier node's tree). The graph is far larger than the caches, so each hop runs in passes
+// whose memory accesses
 // are independent and prefetched ahead, rather than one loop that waits on each: pass 1 (here)
 // picks the edges of every frontier node as CSR positions, reading only indptr (prefetched) and,
 // for temporal sampling of sorted rows, the admissible prefixes searched a chunk of rows at a
-// time (PrefixChunks); pass 2 (resolve_neighbors) reads the picked neighbors' ids; pass 3
+// time (PrefixChunks); pass 2 (positions_to_ids) reads the picked neighbors' ids; pass 3
 // (builder.end_hop) maps them to local ids. At the end the positions become edge ids
 // (positions_to_ids). The output is exactly that of a single pass.
-template <typename Index, typename Map>
+template <typename Index, typename Builder>
 void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t batch_index,
-            NeighborScratch& scratch, SubgraphBuilder<Map>& builder, HostSubgraph& out,
-            int64_t tree_size, const TimeFilter& filter = {}) {
+            NeighborScratch& scratch, Builder& builder, HostSubgraph& out,
+            const TimeFilter& filter = {}) {
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
   const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
   const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
   const auto& nodes = out.nodes;
-  const TreeKeys keys(tree_size);
-  const auto node_of = [&keys](int64_t key) { return keys.split(key).node; };
   constexpr size_t kAhead = 16;
   const bool search_ahead = filter.active() && filter.sorted;  // PrefixChunks below
-  const auto row_of = [&](size_t i) {
-    const TreeKeys::Split split = keys.split(nodes[i]);
-    return std::pair{split.node, filter.seed_times[split.root]};
+  const auto row_of = [&](size_t i) {  // temporal sampling is disjoint: out.batch is set
+    return std::pair{nodes[i], filter.seed_times[out.batch[i]]};
   };
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     const int64_t fanout = options.fanouts[hop];
     const size_t frontier_end = builder.frontier_end();
     PrefixChunks prefixes(filter, indptr, indices, frontier_end, row_of, scratch);
     for (size_t i = builder.frontier_begin(); fanout != 0 && i < frontier_end; ++i) {
-      if (i + kAhead < frontier_end) __builtin_prefetch(indptr + node_of(nodes[i + kAhead]));
+      if (i + kAhead < frontier_end) __builtin_prefetch(indptr + nodes[i + kAhead]);
       if (filter.active() && !search_ahead && i + kAhead / 2 < frontier_end) {
-        const int64_t ahead = indptr[node_of(nodes[i + kAhead / 2])];  // a row scanned for times
+        const int64_t ahead = indptr[nodes[i + kAhead / 2]];  // a row scanned for times
         __builtin_prefetch(filter.edge_time != nullptr ? filter.edge_time + ahead
                                                        : static_cast<const void*>(indices + ahead));
       }
-      const TreeKeys::Split split = keys.split(nodes[i]);
-      const int64_t target = split.node;
+      const int64_t target = nodes[i];
       const int64_t row_begin = indptr[target];
       const int64_t degree = indptr[target + 1] - row_begin;
       if (degree == 0) continue;
@@ -328,8 +302,8 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
         const int64_t k = row_begin + position;
         builder.add_edge(i, k, k);  // CSR positions; resolve_neighbors below reads the ids
       };
-      if (filter.active()) {  // disjoint: tree = root * tree_size
-        pick_temporal(filter, indices, row_begin, degree, filter.seed_times[split.root], fanout,
+      if (filter.active()) {
+        pick_temporal(filter, indices, row_begin, degree, filter.seed_times[out.batch[i]], fanout,
                       options, neighbor_stream_counter(target, static_cast<int>(hop), batch_index),
                       scratch, search_ahead ? prefixes[i] : -1);
         for (int64_t position : scratch.picked) emit(position);
@@ -346,7 +320,7 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
            scratch);
       for (int64_t position : scratch.picked) emit(position);
     }
-    resolve_neighbors(indices, keys, out, scratch.neighbors);
+    positions_to_ids(indices, scratch.neighbors);  // pass 2: the neighbors' ids
     builder.end_hop();
   }
   builder.finish();
@@ -410,36 +384,14 @@ void make_bidirectional(HostSubgraph& out) {
   out.edges_per_hop.clear();
 }
 
-// Disjoint sampling: seeds become keys root * num_nodes + seed (checked first, with the
-// builder's messages), the builder runs over a hash map, and the keys are split into
-// out.nodes and out.batch at the end.
+// Disjoint sampling: each seed grows its own tree (DisjointBuilder), out.batch names it.
 template <typename Index>
 void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
                      std::span<const int64_t> seed_times, const NeighborSamplerOptions& options,
                      uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
-  const int64_t n = graph.num_nodes();
-  const auto count = static_cast<int64_t>(seeds.size());
-  VOLLEY_REQUIRE(n == 0 || count <= (int64_t{1} << 62) / std::max<int64_t>(n, 1), ValueError,
-                 "disjoint sampling of {} seeds over {} nodes exceeds 2^62 tree-qualified ids",
-                 count, n);
-  std::vector<int64_t> keys(seeds.size());
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t seed = seeds[static_cast<size_t>(i)];
-    VOLLEY_REQUIRE(seed >= 0 && seed < n, IndexError,
-                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i, n);
-    keys[static_cast<size_t>(i)] = i * n + seed;
-  }
-  FlatMap map = start_flat_map(options.fanouts, seeds.size(), scratch);
-  SubgraphBuilder builder(keys, std::max<int64_t>(count * n, 1), map, scratch.neighbors, out);
-  expand<Index>(graph, options, batch_index, scratch, builder, out, n,
+  DisjointBuilder builder(seeds, graph.num_nodes(), scratch, out);
+  expand<Index>(graph, options, batch_index, scratch, builder, out,
                 time_filter(graph, options, seed_times));
-  out.batch.resize(out.nodes.size());
-  const TreeKeys trees(n);  // split without a division per node
-  for (size_t i = 0; i < out.nodes.size(); ++i) {
-    const TreeKeys::Split split = trees.split(out.nodes[i]);
-    out.batch[i] = split.root;
-    out.nodes[i] = split.node;
-  }
   if (options.subgraph_type == SubgraphType::kBidirectional) make_bidirectional(out);
 }
 
@@ -454,7 +406,7 @@ void sample(const Csr& graph, std::span<const int64_t> seeds, std::span<const in
   out.batch.clear();
   SlotMap map = start_slot_map(graph.num_nodes(), scratch);
   SubgraphBuilder builder(seeds, graph.num_nodes(), map, scratch.neighbors, out);
-  expand<Index>(graph, options, batch_index, scratch, builder, out, 0);
+  expand<Index>(graph, options, batch_index, scratch, builder, out);
   if (options.subgraph_type == SubgraphType::kInduced) induce<Index>(graph, map, out);
   if (options.subgraph_type == SubgraphType::kBidirectional) make_bidirectional(out);
 }
@@ -536,10 +488,7 @@ std::shared_ptr<NeighborScratch> borrow_scratch() {
          trim(scratch.bitmap);
          trim(scratch.keys);
          trim(scratch.admissible);
-         // The disjoint table: 32 MiB for 1,024 seeds with fanouts 15,10,5; kept up to 64 MiB.
-         if (scratch.flat.capacity() * sizeof(scratch.flat[0]) > 4 * kKeptListBytes) {
-           std::exchange(scratch.flat, {});
-         }
+         trim(scratch.tree_table);  // one tree's: a few KiB unless fanouts take whole rows
          return true;
        }});
   return stock->acquire();

@@ -48,14 +48,13 @@ struct NeighborScratch {
   std::vector<int64_t> admissible;   // temporal sampling of an unsorted row: admissible positions
   std::vector<PrefixQuery> queries;  // temporal sampling of sorted rows: a chunk's searches
   std::vector<int64_t> prefixes;     // and their answers
-  // Disjoint sampling's open-addressing map (tree-qualified id -> local id), stamped per batch.
-  struct FlatSlot {
-    int64_t key;
-    int32_t local;
-    uint32_t stamp;
+  // Disjoint sampling (DisjointBuilder): one tree's table (node -> local id; node -1: empty)
+  // and each level's offsets per tree.
+  struct TreeSlot {
+    int64_t node, local;
   };
-  std::vector<FlatSlot> flat;
-  uint32_t flat_generation = 0;
+  std::vector<TreeSlot> tree_table;
+  std::vector<int64_t> tree_levels;
 };
 
 // A scratch from the process-wide stock for a call that brought none (see SamplerScratch in
