@@ -4,7 +4,9 @@
 //
 // One builder for every sampler that produces a subgraph on the host: the CPU kernel
 // (a map sized to the graph) and the distributed sampler's merge (a hash map sized to the batch)
-// fill it the same way, so their outputs agree bit for bit.
+// fill it the same way, so their outputs agree bit for bit. What does not depend on the map
+// (a hop's edges, the frontier, the counters) is HopEdges, which the CPU kernel's builder for
+// disjoint sampling (cpu/disjoint_builder.h, one small map per tree) shares.
 //
 //   SubgraphBuilder builder(seeds, graph.num_nodes(), map, neighbors, out);  // seeds first
 //   for (int64_t fanout : options.fanouts) {
@@ -44,38 +46,11 @@ void resize_with_headroom(std::vector<T>& list, size_t size) {
   list.resize(size);
 }
 
-template <typename Map>
-class SubgraphBuilder {
+// What every host subgraph builder shares: the current hop's edges (add_edge), its frontier, the
+// per-hop counters and the int32 bound on local ids (finish). A builder puts the seeds in
+// out.nodes and calls start(); its end_hop maps the hop's neighbors, then calls close_hop().
+class HopEdges {
  public:
-  // Puts `seeds` first in out.nodes (local ids 0..) and clears the rest of `out`. IndexError for
-  // a seed out of [0, num_nodes), ValueError for a repeated seed (naming both positions).
-  SubgraphBuilder(std::span<const int64_t> seeds, int64_t num_nodes, Map& map,
-                  std::vector<int64_t>& neighbors, HostSubgraph& out)
-      : map_(map), neighbors_(neighbors), out_(out) {
-    auto& nodes = out.nodes;
-    nodes.clear();
-    nodes.reserve(seeds.size() * 8);
-    for (size_t i = 0; i < seeds.size(); ++i) {
-      const int64_t seed = seeds[i];
-      VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
-                     "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
-                     num_nodes);
-      const int32_t earlier = map.insert(seed, static_cast<int32_t>(i));
-      VOLLEY_REQUIRE(earlier < 0, ValueError,
-                     "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
-                     earlier, i);
-      nodes.push_back(seed);
-    }
-    out.num_seeds = static_cast<int64_t>(seeds.size());
-    out.rows.clear();
-    out.cols.clear();
-    out.edge_ids.clear();
-    out.nodes_per_hop.assign(1, out.num_seeds);
-    out.edges_per_hop.clear();
-    neighbors.clear();
-    frontier_end_ = out.nodes.size();
-  }
-
   // The current hop's frontier: local ids [frontier_begin(), frontier_end()) of out.nodes (the
   // nodes the previous hop added; the seeds for the first hop).
   size_t frontier_begin() const { return frontier_begin_; }
@@ -94,6 +69,72 @@ class SubgraphBuilder {
     neighbors_.insert(neighbors_.end(), neighbors, neighbors + count);
     out_.edge_ids.insert(out_.edge_ids.end(), edge_ids, edge_ids + count);
     out_.rows.insert(out_.rows.end(), count, static_cast<int64_t>(target));
+  }
+
+  // ValueError when the batch holds 2^31 nodes or more (local ids are int32).
+  void finish() const {
+    VOLLEY_REQUIRE(out_.nodes.size() < (size_t{1} << 31), ValueError,
+                   "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds "
+                   "or smaller fanouts",
+                   out_.nodes.size());
+  }
+
+ protected:
+  HopEdges(std::vector<int64_t>& neighbors, HostSubgraph& out) : neighbors_(neighbors), out_(out) {}
+
+  // The seeds are out.nodes: clears the rest of `out`, the seeds are the first frontier.
+  void start() {
+    out_.num_seeds = static_cast<int64_t>(out_.nodes.size());
+    out_.rows.clear();
+    out_.cols.clear();
+    out_.edge_ids.clear();
+    out_.nodes_per_hop.assign(1, out_.num_seeds);
+    out_.edges_per_hop.clear();
+    neighbors_.clear();
+    frontier_end_ = out_.nodes.size();
+  }
+
+  // The hop's `count` neighbors are mapped (out.cols, new nodes in out.nodes): records the hop's
+  // counters; the new nodes are the next frontier.
+  void close_hop(size_t count) {
+    neighbors_.clear();
+    out_.edges_per_hop.push_back(static_cast<int64_t>(count));
+    out_.nodes_per_hop.push_back(static_cast<int64_t>(out_.nodes.size() - frontier_end_));
+    frontier_begin_ = frontier_end_;
+    frontier_end_ = out_.nodes.size();
+  }
+
+  std::vector<int64_t>& neighbors_;
+  HostSubgraph& out_;
+
+ private:
+  size_t frontier_begin_ = 0;
+  size_t frontier_end_ = 0;
+};
+
+template <typename Map>
+class SubgraphBuilder : public HopEdges {
+ public:
+  // Puts `seeds` first in out.nodes (local ids 0..) and clears the rest of `out`. IndexError for
+  // a seed out of [0, num_nodes), ValueError for a repeated seed (naming both positions).
+  SubgraphBuilder(std::span<const int64_t> seeds, int64_t num_nodes, Map& map,
+                  std::vector<int64_t>& neighbors, HostSubgraph& out)
+      : HopEdges(neighbors, out), map_(map) {
+    auto& nodes = out.nodes;
+    nodes.clear();
+    nodes.reserve(seeds.size() * 8);
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      const int64_t seed = seeds[i];
+      VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
+                     "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
+                     num_nodes);
+      const int32_t earlier = map.insert(seed, static_cast<int32_t>(i));
+      VOLLEY_REQUIRE(earlier < 0, ValueError,
+                     "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,
+                     earlier, i);
+      nodes.push_back(seed);
+    }
+    start();
   }
 
   // Ends the hop: maps its neighbors to local ids in edge order (a node not seen before gets the
@@ -120,27 +161,11 @@ class SubgraphBuilder {
       cols[j] = earlier < 0 ? fresh : earlier;
     }
     nodes.resize(size);
-    neighbors_.clear();
-    out_.edges_per_hop.push_back(static_cast<int64_t>(count));
-    out_.nodes_per_hop.push_back(static_cast<int64_t>(nodes.size() - frontier_end_));
-    frontier_begin_ = frontier_end_;
-    frontier_end_ = nodes.size();
-  }
-
-  // ValueError when the batch holds 2^31 nodes or more (local ids are int32).
-  void finish() const {
-    VOLLEY_REQUIRE(out_.nodes.size() < (size_t{1} << 31), ValueError,
-                   "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds "
-                   "or smaller fanouts",
-                   out_.nodes.size());
+    close_hop(count);
   }
 
  private:
   Map& map_;
-  std::vector<int64_t>& neighbors_;
-  HostSubgraph& out_;
-  size_t frontier_begin_ = 0;
-  size_t frontier_end_ = 0;
 };
 
 }  // namespace volley

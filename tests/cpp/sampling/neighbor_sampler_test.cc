@@ -373,6 +373,15 @@ TEST(SubgraphType, InducedAndBidirectionalKeepNodesAndChangeEdges) {
   EXPECT_EQ(listed, sorted_pairs);
 }
 
+// The nodes of tree `tree` in local-id order.
+std::vector<int64_t> tree_nodes(const HostSubgraph& all, const std::vector<int64_t>& batch,
+                                int64_t tree) {
+  std::vector<int64_t> nodes;
+  for (size_t i = 0; i < batch.size(); ++i)
+    if (batch[i] == tree) nodes.push_back(all.nodes[i]);
+  return nodes;
+}
+
 // disjoint: tree i is exactly what seed i alone samples, nodes tagged by `batch`.
 TEST(SubgraphType, DisjointTreesAreTheSingleSeedSamples) {
   const Csr graph = random_graph(200, 2500, 6);
@@ -385,9 +394,7 @@ TEST(SubgraphType, DisjointTreesAreTheSingleSeedSamples) {
   options.disjoint = false;
   for (size_t tree = 0; tree < seeds.size(); ++tree) {
     const HostSubgraph alone = vectors_of(sample_neighbors(graph, {{seeds[tree]}}, options, 7));
-    std::vector<int64_t> nodes;
-    for (size_t i = 0; i < batch.size(); ++i)
-      if (batch[i] == static_cast<int64_t>(tree)) nodes.push_back(all.nodes[i]);
+    std::vector<int64_t> nodes = tree_nodes(all, batch, static_cast<int64_t>(tree));
     std::sort(nodes.begin(), nodes.end());
     std::vector<int64_t> want = alone.nodes;
     std::sort(want.begin(), want.end());
@@ -433,10 +440,8 @@ TEST(SubgraphType, DisjointTreesKeepTheSingleSeedOrder) {
     options.disjoint = false;
     for (size_t tree = 0; tree < seeds.size(); ++tree) {
       const HostSubgraph alone = vectors_of(sample_neighbors(graph, {{seeds[tree]}}, options, 3));
-      std::vector<int64_t> nodes;
-      for (size_t i = 0; i < batch.size(); ++i)
-        if (batch[i] == static_cast<int64_t>(tree)) nodes.push_back(all.nodes[i]);
-      EXPECT_EQ(nodes, alone.nodes) << "tree " << tree << ", " << fanouts.size() << " hops";
+      EXPECT_EQ(tree_nodes(all, batch, static_cast<int64_t>(tree)), alone.nodes)
+          << "tree " << tree << ", " << fanouts.size() << " hops";
       std::vector<int64_t> alone_batch(alone.nodes.size(), 0);
       EXPECT_EQ(tree_edges(all, batch, static_cast<int64_t>(tree)),
                 tree_edges(alone, alone_batch, 0))

@@ -1,7 +1,8 @@
 // volley/sampling/cpu/disjoint_builder.h — disjoint sampling's subgraph builder for the CPU kernel
 // (internal). Each seed grows its own tree: a node reached from two seeds gets two local ids, and
 // out.batch holds each node's tree (its seed's position). The builder has SubgraphBuilder's
-// interface (frontier, add_edge, end_hop, finish) and output, with plain node ids in out.nodes.
+// interface (HopEdges: frontier, add_edge, finish; and end_hop) and output, with plain node ids
+// in out.nodes.
 //
 // Why not SubgraphBuilder over a map keyed by (tree, node): such a map holds every node of the
 // batch (a million for 1,024 seeds and fanouts 15,10,5), so each of a hop's neighbors missed the
@@ -26,16 +27,15 @@
 
 namespace volley::cpu {
 
-class DisjointBuilder {
+class DisjointBuilder : public HopEdges {
  public:
   // Seed i is tree i's root (local id i, out.batch[i] == i). IndexError for a seed out of
   // [0, num_nodes); repeated seeds are separate trees.
   DisjointBuilder(std::span<const int64_t> seeds, int64_t num_nodes, NeighborScratch& scratch,
                   HostSubgraph& out)
-      : table_(scratch.tree_table),
+      : HopEdges(scratch.neighbors, out),
+        table_(scratch.tree_table),
         levels_(scratch.tree_levels),
-        neighbors_(scratch.neighbors),
-        out_(out),
         trees_(seeds.size()) {
     for (size_t i = 0; i < seeds.size(); ++i) {
       VOLLEY_REQUIRE(seeds[i] >= 0 && seeds[i] < num_nodes, IndexError,
@@ -45,25 +45,9 @@ class DisjointBuilder {
     out.nodes.assign(seeds.begin(), seeds.end());
     out.batch.resize(seeds.size());
     std::iota(out.batch.begin(), out.batch.end(), int64_t{0});
-    out.num_seeds = static_cast<int64_t>(seeds.size());
-    out.rows.clear();
-    out.cols.clear();
-    out.edge_ids.clear();
-    out.nodes_per_hop.assign(1, out.num_seeds);
-    out.edges_per_hop.clear();
-    neighbors_.clear();
     levels_.resize(trees_ + 1);  // level 0: tree r's seed is local id r
     std::iota(levels_.begin(), levels_.end(), int64_t{0});
-    frontier_end_ = seeds.size();
-  }
-
-  size_t frontier_begin() const { return frontier_begin_; }
-  size_t frontier_end() const { return frontier_end_; }
-  // One edge of the current hop: local target (in the frontier), neighbor's id, the edge's id.
-  void add_edge(size_t target, int64_t neighbor, int64_t edge_id) {
-    neighbors_.push_back(neighbor);
-    out_.rows.push_back(static_cast<int64_t>(target));
-    out_.edge_ids.push_back(edge_id);
+    start();
   }
 
   // Ends the hop: maps its neighbors to local ids tree by tree (a node new to its tree gets the
@@ -91,19 +75,7 @@ class DisjointBuilder {
     next[trees_] = static_cast<int64_t>(size);
     out_.nodes.resize(size);
     out_.batch.resize(size);
-    neighbors_.clear();
-    out_.edges_per_hop.push_back(static_cast<int64_t>(count));
-    out_.nodes_per_hop.push_back(static_cast<int64_t>(size - frontier_end_));
-    frontier_begin_ = frontier_end_;
-    frontier_end_ = size;
-  }
-
-  // ValueError when the batch holds 2^31 nodes or more (local ids are int32).
-  void finish() const {
-    VOLLEY_REQUIRE(out_.nodes.size() < (size_t{1} << 31), ValueError,
-                   "batch reached {} nodes, more than the 2^31 a batch may hold; use fewer seeds "
-                   "or smaller fanouts",
-                   out_.nodes.size());
+    close_hop(count);
   }
 
  private:
@@ -169,11 +141,7 @@ class DisjointBuilder {
   // (levels + 1) rows of trees + 1 offsets: tree r's nodes of level l are the local ids
   // [levels_[l * (trees + 1) + r], levels_[l * (trees + 1) + r + 1]).
   std::vector<int64_t>& levels_;
-  std::vector<int64_t>& neighbors_;
-  HostSubgraph& out_;
   size_t trees_;
-  size_t frontier_begin_ = 0;
-  size_t frontier_end_ = 0;
 };
 
 }  // namespace volley::cpu
