@@ -259,8 +259,7 @@ void sample_trees(const DistGraph::State& state, std::span<const int64_t> seeds,
   std::vector<int64_t> keys(seeds.size());
   for (int64_t i = 0; i < count; ++i) {
     const int64_t seed = seeds[static_cast<size_t>(i)];
-    VOLLEY_REQUIRE(seed >= 0 && seed < n, IndexError,
-                   "seed id {} at position {} out of range for a graph with {} nodes", seed, i, n);
+    HopEdges::check_seed(seed, static_cast<size_t>(i), n);
     keys[static_cast<size_t>(i)] = i * n + seed;
   }
   HostSubgraph out;

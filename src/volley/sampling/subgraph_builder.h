@@ -71,6 +71,13 @@ class HopEdges {
     out_.rows.insert(out_.rows.end(), count, static_cast<int64_t>(target));
   }
 
+  // IndexError naming `seed` and its position when it is not a node of [0, num_nodes).
+  static void check_seed(int64_t seed, size_t position, int64_t num_nodes) {
+    VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
+                   "seed id {} at position {} out of range for a graph with {} nodes", seed,
+                   position, num_nodes);
+  }
+
   // ValueError when the batch holds 2^31 nodes or more (local ids are int32).
   void finish() const {
     VOLLEY_REQUIRE(out_.nodes.size() < (size_t{1} << 31), ValueError,
@@ -125,9 +132,7 @@ class SubgraphBuilder : public HopEdges {
     nodes.reserve(seeds.size() * 8);
     for (size_t i = 0; i < seeds.size(); ++i) {
       const int64_t seed = seeds[i];
-      VOLLEY_REQUIRE(seed >= 0 && seed < num_nodes, IndexError,
-                     "seed id {} at position {} out of range for a graph with {} nodes", seed, i,
-                     num_nodes);
+      check_seed(seed, i, num_nodes);
       const int32_t earlier = map.insert(seed, static_cast<int32_t>(i));
       VOLLEY_REQUIRE(earlier < 0, ValueError,
                      "duplicate seed id {} at positions {} and {}; seeds must be distinct", seed,

@@ -37,11 +37,7 @@ class DisjointBuilder : public HopEdges {
         table_(scratch.tree_table),
         levels_(scratch.tree_levels),
         trees_(seeds.size()) {
-    for (size_t i = 0; i < seeds.size(); ++i) {
-      VOLLEY_REQUIRE(seeds[i] >= 0 && seeds[i] < num_nodes, IndexError,
-                     "seed id {} at position {} out of range for a graph with {} nodes", seeds[i],
-                     i, num_nodes);
-    }
+    for (size_t i = 0; i < seeds.size(); ++i) check_seed(seeds[i], i, num_nodes);
     out.nodes.assign(seeds.begin(), seeds.end());
     out.batch.resize(seeds.size());
     std::iota(out.batch.begin(), out.batch.end(), int64_t{0});

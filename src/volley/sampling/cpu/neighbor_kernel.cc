@@ -262,12 +262,11 @@ void positions_to_ids(const Id* ids, std::vector<int64_t>& list) {
 
 // The hops of one batch into `builder` (SubgraphBuilder, or DisjointBuilder: then out.batch holds
 // each frontier node's tree). The graph is far larger than the caches, so each hop runs in passes
-// whose memory accesses
-// are independent and prefetched ahead, rather than one loop that waits on each: pass 1 (here)
-// picks the edges of every frontier node as CSR positions, reading only indptr (prefetched) and,
-// for temporal sampling of sorted rows, the admissible prefixes searched a chunk of rows at a
-// time (PrefixChunks); pass 2 (positions_to_ids) reads the picked neighbors' ids; pass 3
-// (builder.end_hop) maps them to local ids. At the end the positions become edge ids
+// whose memory accesses are independent and prefetched ahead, rather than one loop that waits on
+// each: pass 1 (here) picks the edges of every frontier node as CSR positions, reading only
+// indptr (prefetched) and, for temporal sampling of sorted rows, the admissible prefixes searched
+// a chunk of rows at a time (PrefixChunks); pass 2 (positions_to_ids) reads the picked neighbors'
+// ids; pass 3 (builder.end_hop) maps them to local ids. At the end the positions become edge ids
 // (positions_to_ids). The output is exactly that of a single pass.
 template <typename Index, typename Builder>
 void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t batch_index,
@@ -300,7 +299,7 @@ void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t ba
       if (degree == 0) continue;
       auto emit = [&](int64_t position) {
         const int64_t k = row_begin + position;
-        builder.add_edge(i, k, k);  // CSR positions; resolve_neighbors below reads the ids
+        builder.add_edge(i, k, k);  // CSR positions; pass 2 below reads the ids
       };
       if (filter.active()) {
         pick_temporal(filter, indices, row_begin, degree, filter.seed_times[out.batch[i]], fanout,
