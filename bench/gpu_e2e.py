@@ -10,6 +10,8 @@ prints one JSON line per figure, all measured in this run on the same device:
   * ``compute_s``: the model's own time on the same batches preloaded on the device (no data
     path at all), scaled to the epoch's batch count — the limit of a fully hidden data path;
     ``epoch_over_compute`` = epoch_s / compute_s (the target is <= 1.3);
+  * ``loader_alone``: the loader iterated with no model (batches and sampled edges per second as
+    users receive them: sampling, gathering, the Python batch);
   * ``cpu_loader_epoch_s``: the same training fed by Volley's CPU loader (``mode="CPU"``,
     worker threads, each batch copied to the device); ``speedup_over_cpu_loader``.
 
@@ -174,6 +176,24 @@ def main(argv=None) -> int:
         loader = NeighborLoader(data, fanouts, num_workers=args.cpu_workers, **common)
     run_epoch(model, optimizer, loader, device, min(3, len(loader)))  # warm-up (kernels, pools)
     epoch_s, batches = run_epoch(model, optimizer, loader, device, max_batches)
+
+    # 1b. The loader alone, as users get its batches (sampling, gathering, the Python batch), no
+    # model: the data path's own throughput.
+    synchronize(device)
+    start = time.perf_counter()
+    alone, edges = 0, 0
+    for batch in loader:
+        edges += int(batch.edge_index.shape[1])
+        alone += 1
+        if alone == batches:
+            break
+    synchronize(device)
+    alone_s = time.perf_counter() - start
+    emit(
+        figure="loader_alone", mode=args.mode if on_gpu else "CPU", batches=alone,
+        batch_size=args.batch_size, fanout=fanouts, seconds=round(alone_s, 4),
+        batches_per_s=round(alone / alone_s, 1), edges_per_s=round(edges / alone_s),
+    )
 
     # 2. The model alone on preloaded batches.
     preloaded = []

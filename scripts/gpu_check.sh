@@ -23,7 +23,10 @@
 #             .gpu and python/volley/_volley*.so): no build on the GPU machine, whose time is short
 #   session   (THERE, after pack) the whole check in one timed run of at most $VOLLEY_GPU_SECONDS
 #             (default 470): the dataset is generated while the tests, pytest and the sanitizers
-#             run; then the benchmarks, the oracle and the end-to-end runs, one at a time
+#             run; then the benchmarks, the oracle and the end-to-end runs, one at a time. With a
+#             second CLI at $VOLLEY_GPU_BASELINE (default .gpu/base/volley: an older build packed
+#             beside this one), the sampling and gather figures are measured with both,
+#             interleaved, in the same run (bench_*_base logs)
 # A failing step is reported and the others still run; the exit status is 1 if any failed.
 # Each step fits in a few minutes; run them in separate calls when a call has a time limit.
 set -euo pipefail
@@ -109,12 +112,17 @@ do_session() {
   command -v compute-sanitizer >/dev/null && sanitizer=$(command -v compute-sanitizer)
   # Correctness first, the slow parts side by side: racecheck (slow: two small sampler tests)
   # and the whole Python suite run while the CUDA tests, memcheck and the oracles do.
+  # (A step in a background subshell records its failure there: the subshell's status carries
+  # it back. test_cuda.py runs alone below: its memory checks read the whole device's free
+  # memory, which the concurrent steps change.)
   (step racecheck bounded 150 "$sanitizer" --tool racecheck --error-exitcode 1 \
      "$BUILD/tests/cpp/volley_cuda_tests" \
-     --gtest_filter='CudaSampler.HeldResultsSurviveLaterBatches:CudaSampler.DefaultStream*') &
+     --gtest_filter='CudaSampler.HeldResultsSurviveLaterBatches:CudaSampler.DefaultStream*'
+   ((${#FAILED[@]} == 0))) &
   local racecheck=$!
   (step pytest_all bounded 240 env PYTHONPATH=python "$PYTHON" -m pytest python/tests -q -rs \
-     -p no:cacheprovider -n 6 --dist loadfile) &
+     -p no:cacheprovider -n 6 --dist loadfile --ignore=python/tests/test_cuda.py
+   ((${#FAILED[@]} == 0))) &
   local pytest_all=$!
   ensure_data
   [[ -f "$RMAT/volley.json" ]] || step generate_rmat "$BUILD/volley" --quiet generate "$RMAT" \
@@ -125,7 +133,8 @@ do_session() {
     "$BUILD/tests/cpp/volley_cuda_tests" --gtest_filter='CudaSampler*:CudaGather*:CudaLoader*:-*Thousand*'
   step oracle bounded 100 env PYTHONPATH=python "$PYTHON" bench/gpu_oracle.py --dataset "$DATA"
   step oracle_rmat bounded 100 env PYTHONPATH=python "$PYTHON" bench/gpu_oracle.py --dataset "$RMAT"
-  wait "$racecheck" "$pytest_all" || true
+  wait "$racecheck" || FAILED+=(racecheck)
+  wait "$pytest_all" || FAILED+=(pytest_all)
   # Then the figures, one at a time.
   local volley=(bounded 60 "$BUILD/volley" --quiet)
   local sample=(bench sample --batch-size 1024)
@@ -134,6 +143,8 @@ do_session() {
   step bench_sample_uva "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --batches 100 --device cuda --mode UVA
   step bench_sample_cpu "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --batches 40 --threads "$JOBS"
   step bench_sample_hubs "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout -1 --batches 20 "${gpu[@]}"
+  step bench_sample_weighted "${volley[@]}" "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 \
+    --batches 100 --weighted "${gpu[@]}"
   step bench_rmat_gpu "${volley[@]}" "${sample[@]}" --dataset "$RMAT" --fanout 15,10,5 --batches 200 "${gpu[@]}"
   step bench_rmat_hubs "${volley[@]}" "${sample[@]}" --dataset "$RMAT" --fanout -1 --batches 20 "${gpu[@]}"
   # Temporal sampling (random edge times, rows sorted by them): untimed, disjoint, uniform, last.
@@ -145,6 +156,8 @@ do_session() {
     step "bench_gather_$fraction" "${volley[@]}" bench gather --rows 2400000 --dim 100 \
       --dtype float32 --batch 150000 --device cuda --cache-fraction "$fraction"
   done
+  measure_bounds
+  compare_with_baseline
   cat "$OUT"/bench_*.log | grep '^{' >"$OUT/bench.jsonl" || true
   step e2e_gpu bounded 90 env PYTHONPATH=python "$PYTHON" bench/gpu_e2e.py --dataset "$DATA" \
     --mode GPU --layers 2 --fanout 15,10 --max-batches 150 --json "$OUT/gpu_e2e.jsonl"
@@ -154,8 +167,50 @@ do_session() {
   # kernel launches in the middle of the timed batches.
   local ncu=/usr/local/cuda/bin/ncu
   command -v ncu >/dev/null && ncu=$(command -v ncu)
-  step ncu_sample bounded 60 "$ncu" --section SpeedOfLight --launch-skip 300 --launch-count 30 \
+  step ncu_sample bounded 60 "$ncu" --section SpeedOfLight --launch-skip 300 --launch-count 60 \
     "$BUILD/volley" --quiet "${sample[@]}" --dataset "$DATA" --fanout 15,10,5 --batches 10 "${gpu[@]}"
+}
+
+# What bounds the figures above: the gather kernel against the device copy by row size (random
+# rows of 400 B, 1 KiB and 4 KiB; how much of the gap to the copy is the rows' size), and the
+# rate of random reads of 4- and 8-byte words from pinned host memory (a gather of such rows
+# with nothing cached), which bounds UVA sampling: each sampled edge reads its neighbor (and its
+# edge id, when the graph stores them) there. Weighted sampling with replacement as well.
+measure_bounds() {
+  local volley=(bounded 60 "$BUILD/volley" --quiet)
+  local gather=(bench gather --dtype float32 --device cuda)
+  step bench_bound_rows_1k "${volley[@]}" "${gather[@]}" --rows 2400000 --dim 256 --batch 150000 \
+    --cache-fraction 1
+  step bench_bound_rows_4k "${volley[@]}" "${gather[@]}" --rows 1000000 --dim 1024 --batch 40000 \
+    --cache-fraction 1
+  step bench_bound_pinned_4 "${volley[@]}" "${gather[@]}" --rows 62000000 --dim 1 --batch 1000000 \
+    --cache-fraction 0
+  step bench_bound_pinned_8 "${volley[@]}" "${gather[@]}" --rows 62000000 --dim 2 --batch 1000000 \
+    --cache-fraction 0
+  step bench_sample_weighted_replace "${volley[@]}" bench sample --batch-size 1024 --dataset "$DATA" \
+    --fanout 15,10,5 --batches 50 --weighted --replace --device cuda --mode GPU
+}
+
+# The same figures with an older CLI ($VOLLEY_GPU_BASELINE), new and old interleaved twice, so
+# a change is measured against what it replaced on the same machine in the same run.
+compare_with_baseline() {
+  local base=${VOLLEY_GPU_BASELINE:-.gpu/base/volley}
+  [[ -x "$base" ]] || return 0
+  local sample=(bench sample --batch-size 1024 --dataset "$DATA" --fanout 15,10,5)
+  local gather=(bench gather --rows 2400000 --dim 100 --dtype float32 --batch 150000 --device cuda
+                --cache-fraction 1)
+  local round cli tag
+  for round in 1 2; do
+    for cli in "$BUILD/volley" "$base"; do
+      tag=new
+      [[ "$cli" == "$base" ]] && tag=base
+      step "bench_cmp_gpu_${tag}_$round" bounded 60 "$cli" --quiet "${sample[@]}" --batches 200 \
+        --device cuda --mode GPU
+      step "bench_cmp_uva_${tag}_$round" bounded 60 "$cli" --quiet "${sample[@]}" --batches 100 \
+        --device cuda --mode UVA
+      step "bench_cmp_gather_${tag}_$round" bounded 60 "$cli" --quiet "${gather[@]}"
+    done
+  done
 }
 
 do_fetch_deps() {

@@ -26,6 +26,8 @@ def test_gpu_e2e_smoke(tmp_path):
         capture_output=True, text=True, timeout=300, env=env,
     )
     assert result.returncode == 0, result.stderr
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert lines and lines[0]["figure"] == "epoch_vs_compute"
-    assert lines[0]["batches"] > 0 and lines[0]["epoch_s"] > 0 and lines[0]["compute_s"] > 0
+    figures = {line["figure"]: line for line in map(json.loads, out.read_text().splitlines())}
+    epoch = figures["epoch_vs_compute"]
+    assert epoch["batches"] > 0 and epoch["epoch_s"] > 0 and epoch["compute_s"] > 0
+    alone = figures["loader_alone"]
+    assert alone["batches"] == epoch["batches"] and alone["edges_per_s"] > 0

@@ -132,6 +132,24 @@ nlohmann::json figures_json(const char* bench, const SampleSettings& settings,
           {"nodes_per_second", static_cast<double>(figures.nodes) / figures.seconds}};
 }
 
+// `volley bench sample --weighted` on a dataset without weights: the graph with seeded random
+// weights in [1, 100] (integers, as float32), so weighted sampling is measured on any graph.
+Csr with_random_weights(const Csr& graph, uint64_t seed) {
+  if (graph.has_weights()) return graph;
+  Array weights = Array::empty(DType::kFloat32, {graph.num_edges()});
+  float* weight = weights.data<float>();
+  parallel_for(0, graph.num_edges(), 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      weight[k] =
+          1.0f + static_cast<float>(PhiloxStream(seed, {{0, static_cast<uint32_t>(k),
+                                                         static_cast<uint32_t>(k >> 32), 9}})
+                                        .bounded64(100));
+    }
+  });
+  return Csr::from_arrays(graph.indptr(), graph.indices(), graph.edge_ids(), std::move(weights),
+                          graph.orientation(), /*validate=*/false);
+}
+
 // `volley bench sample --time`: the graph with seeded random edge times in [0, 2^20), rows
 // sorted by them, and a random time in the same range for every seed of the pool.
 struct TimedGraph {
@@ -266,7 +284,8 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
       ->capture_default_str();
   command->add_flag("--replace", settings.replace, "Sample with replacement");
   command->add_flag("--weighted", settings.weighted,
-                    "Sample proportionally to edge weights (the dataset needs weights)");
+                    "Sample proportionally to edge weights (a dataset without weights gets seeded "
+                    "random weights in [1, 100])");
   command->add_option("--seed", settings.seed, "Random seed");
   command->add_flag("--time", settings.time,
                     "Temporal sampling: seeded random edge times (rows sorted by them) and seed "
@@ -292,7 +311,8 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
       require_cuda_device("--device", settings.cuda_device);
     }
     if (bench_hetero_sample(settings)) return;
-    const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
+    Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});
+    if (settings.weighted) dataset.graph = with_random_weights(dataset.graph, settings.seed);
     const auto seeds = bench_seed_pool(dataset, settings.seed);
     if (settings.device == "cpu") warm(dataset.graph);
     std::optional<TimedGraph> timed;

@@ -33,6 +33,18 @@ __global__ void for_each_kernel(int64_t n, Body body) {
   }
 }
 
+// The counted form: the item count is read on the device (executor.h, DeviceCount).
+template <class Body>
+__global__ void for_each_counted_kernel(const int64_t* end, const int64_t* begin, int64_t bound,
+                                        Body body) {
+  const int64_t n = min(*end - (begin != nullptr ? *begin : 0), bound);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    body(i);
+  }
+}
+
 class CudaExecutor {
  public:
   static constexpr int kBlock = 256;
@@ -40,14 +52,8 @@ class CudaExecutor {
   explicit CudaExecutor(int device) : device_(device) {
     DeviceGuard guard(device_);
     VOLLEY_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
-    VOLLEY_CUDA_CHECK(cudaEventCreateWithFlags(&staged_, cudaEventDisableTiming));
   }
-  ~CudaExecutor() {
-    if (staged_ != nullptr) {
-      cudaEventSynchronize(staged_);
-      cudaEventDestroy(staged_);
-    }
-  }
+  // (Freeing the staging arena's pinned memory waits for the device's work on it.)
   CudaExecutor(const CudaExecutor&) = delete;
   CudaExecutor& operator=(const CudaExecutor&) = delete;
 
@@ -58,10 +64,14 @@ class CudaExecutor {
   template <class Body>
   void for_each(int64_t n, const Body& body) {
     if (n <= 0) return;
-    const int64_t wanted = (n + kBlock - 1) / kBlock;
-    const auto grid = static_cast<unsigned>(
-        std::min<int64_t>(wanted, static_cast<int64_t>(std::max(sm_count_, 1)) * 32));
-    for_each_kernel<Body><<<grid, kBlock, 0, stream_>>>(n, body);
+    for_each_kernel<Body><<<grid(n), kBlock, 0, stream_>>>(n, body);
+    check(cudaGetLastError(), Body::kName, __FILE__, __LINE__);
+  }
+  template <class Body>
+  void for_each_counted(internal::DeviceCount n, const Body& body) {
+    if (n.bound <= 0) return;
+    for_each_counted_kernel<Body>
+        <<<grid(n.bound), kBlock, 0, stream_>>>(n.end, n.begin, n.bound, body);
     check(cudaGetLastError(), Body::kName, __FILE__, __LINE__);
   }
 
@@ -80,23 +90,40 @@ class CudaExecutor {
     if (bytes == 0) return;
     VOLLEY_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_));
   }
-  // Stages through pinned memory so the copy is asynchronous; the staging buffer is reused
-  // once the previous upload from it has run.
+  // Stages through pinned memory so the copy is asynchronous: uploads take consecutive pieces
+  // of one staging arena, which is recycled when the executor next waits for the stream (an
+  // upload waits only when the arena is full).
   void upload(void* to, const void* host_from, size_t bytes) {
     if (bytes == 0) return;
-    VOLLEY_CUDA_CHECK(cudaEventSynchronize(staged_));
-    void* staging = grow(staging_, internal::Memory::kPinned, bytes);
-    std::copy_n(static_cast<const std::byte*>(host_from), bytes, static_cast<std::byte*>(staging));
+    const size_t piece = (bytes + 255) & ~size_t{255};
+    if (staged_ + piece > staging_.size()) {
+      synchronize();  // every earlier upload has run: the arena is free
+      if (piece > staging_.size()) {
+        staging_ = allocate(internal::Memory::kPinned,
+                            std::max({piece, 2 * staging_.size(), size_t{1} << 20}));
+      }
+    }
+    std::byte* staging = staging_.data() + staged_;
+    staged_ += piece;
+    std::copy_n(static_cast<const std::byte*>(host_from), bytes, staging);
     copy(to, staging, bytes);
-    VOLLEY_CUDA_CHECK(cudaEventRecord(staged_, stream_));
   }
   int64_t read(const int64_t* from) {
-    auto* word = static_cast<int64_t*>(grow(readback_, internal::Memory::kPinned, sizeof(int64_t)));
-    copy(word, from, sizeof(int64_t));
-    synchronize();
-    return *word;
+    int64_t value = 0;
+    read(from, &value, 1);
+    return value;
   }
-  void synchronize() { VOLLEY_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void read(const int64_t* from, int64_t* to, int64_t n) {
+    const size_t bytes = static_cast<size_t>(n) * sizeof(int64_t);
+    auto* words = static_cast<int64_t*>(grow(readback_, internal::Memory::kPinned, bytes));
+    copy(words, from, bytes);
+    synchronize();
+    std::copy_n(words, n, to);
+  }
+  void synchronize() {
+    VOLLEY_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    staged_ = 0;
+  }
   Buffer allocate(internal::Memory memory, size_t bytes) {
     return memory == internal::Memory::kDevice ? Buffer::allocate_device(bytes, device_)
                                                : Buffer::allocate_pinned(bytes);
@@ -111,10 +138,17 @@ class CudaExecutor {
     return buffer.data();
   }
 
+  // Blocks for n items: one item per thread, at most 32 blocks per SM (grid-stride beyond).
+  unsigned grid(int64_t n) const {
+    const int64_t wanted = (n + kBlock - 1) / kBlock;
+    return static_cast<unsigned>(
+        std::min<int64_t>(wanted, static_cast<int64_t>(std::max(sm_count_, 1)) * 32));
+  }
+
   int device_;
   int sm_count_ = 0;
   cudaStream_t stream_ = nullptr;
-  cudaEvent_t staged_ = nullptr;
+  size_t staged_ = 0;  // bytes of staging_ taken by uploads since the last wait
   Buffer scan_temp_, staging_, readback_;
 };
 

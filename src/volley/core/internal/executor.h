@@ -14,11 +14,14 @@
 // Both have the same members, so a kernel driver is a template on the executor:
 //   void set_stream(void* stream);                 // a cudaStream_t as void* (host: ignored)
 //   template <class Body> void for_each(int64_t n, const Body& body);  // body(i), i < n
+//   template <class Body> void for_each_counted(DeviceCount n, const Body& body);
+//                                                  // body(i), i < n's value read on the device
 //   void exclusive_scan(const int64_t* in, int64_t* out, int64_t n);   // int64 prefix sums
 //   void fill(void* data, int byte, size_t bytes);                     // memset, stream-ordered
 //   void copy(void* to, const void* from, size_t bytes);               // any direction
 //   void upload(void* to, const void* host_from, size_t bytes);  // from pageable host memory
 //   int64_t read(const int64_t* from);             // waits for the stream, reads one value
+//   void read(const int64_t* from, int64_t* to, int64_t n);  // the same, n values
 //   void synchronize();                            // waits for the stream
 //   Buffer allocate(Memory memory, size_t bytes);  // scratch: device or pinned host memory
 // Atomics in bodies go through core/internal/atomics.h (cuda::atomic_ref), never atomicCAS.
@@ -32,6 +35,16 @@
 namespace volley::internal {
 
 enum class Memory { kDevice, kPinned };
+
+// An item count that lives in device memory, written by earlier work on the stream: the launch
+// runs *end - *begin items (begin null: *end), never more than `bound`, an upper bound the host
+// knows and sizes the launch by. A kernel driver that knows its sizes only as bounds launches
+// with these and never waits for the device to learn them.
+struct DeviceCount {
+  const int64_t* end = nullptr;
+  const int64_t* begin = nullptr;
+  int64_t bound = 0;
+};
 
 // One named piece of an executor's working memory kept between calls: reserve() returns the
 // current allocation when it is large enough and nobody else holds it (steady-state batches

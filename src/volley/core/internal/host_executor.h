@@ -17,6 +17,7 @@
 // Thread safety: one caller at a time (like a CUDA stream). Bodies must not throw.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -47,18 +48,32 @@ class HostExecutor {
   void for_each(int64_t n, const Body& body) {
     if (n > 0) launch(n, &invoke<Body>, &body);
   }
+  // Earlier launches have run, so the count is read here, as the kernel reads it.
+  template <class Body>
+  void for_each_counted(DeviceCount n, const Body& body) {
+    const int64_t items = *n.end - (n.begin != nullptr ? *n.begin : 0);
+    for_each(std::min(items, n.bound), body);
+  }
   void exclusive_scan(const int64_t* in, int64_t* out, int64_t n);
   void fill(void* data, int byte, size_t bytes) { std::memset(data, byte, bytes); }
   void copy(void* to, const void* from, size_t bytes) {
     if (bytes > 0) std::memmove(to, from, bytes);
   }
   void upload(void* to, const void* host_from, size_t bytes) { copy(to, host_from, bytes); }
-  int64_t read(const int64_t* from) { return *from; }
-  void synchronize() {}
+  int64_t read(const int64_t* from) {
+    ++waits_;
+    return *from;
+  }
+  void read(const int64_t* from, int64_t* to, int64_t n) {
+    ++waits_;
+    copy(to, from, static_cast<size_t>(n) * sizeof(int64_t));
+  }
+  void synchronize() { ++waits_; }
   Buffer allocate(Memory, size_t bytes) { return Buffer::allocate(bytes); }
 
   const HostExecutorOptions& options() const { return options_; }
   int64_t launches() const { return launches_; }  // for_each calls with n > 0 so far
+  int64_t waits() const { return waits_; }        // read and synchronize calls so far
 
  private:
   using Invoker = void (*)(const void* body, int64_t item);
@@ -71,6 +86,7 @@ class HostExecutor {
 
   HostExecutorOptions options_;
   int64_t launches_ = 0;
+  int64_t waits_ = 0;
   std::vector<std::thread> threads_;
   std::mutex mutex_;
   std::condition_variable start_, done_;

@@ -2,12 +2,15 @@
 // written once for both executors (core/internal/executor.h): gather_kernel.cu runs it with the
 // CUDA executor, gather_kernel_host.cc with the host executor (gpu-host tests).
 //
-// Item t of a launch copies part of one row: `lanes` items (a power of two <= 32, about one
-// vector per lane) share row t / lanes; lane t % lanes moves vectors lane, lane + lanes, ... so
-// a row is read and written in consecutive 16-byte (or narrower) pieces — coalesced from device
-// memory, full PCIe transactions from pinned host memory. On the CUDA executor consecutive
-// threads are consecutive items, and its grid-stride loop keeps each thread on one lane. The
-// id → (tier, slot) lookup happens in the body.
+// Item t of a launch copies part of one row: `lanes` items (a power of two <= 32, the fewest
+// that cover the row with kPerLane vectors each) share row t / lanes; lane t % lanes moves
+// vectors lane, lane + lanes, ... so a row is read and written in consecutive 16-byte (or
+// narrower) pieces — coalesced from device memory, full PCIe transactions from pinned host
+// memory. A lane loads its (up to) kPerLane vectors before it stores any, so each thread has
+// that many reads in flight: random rows are latency-bound, and one read per thread leaves the
+// memory system idle. On the CUDA executor consecutive threads are consecutive items, and its
+// grid-stride loop keeps each thread on one lane. The id → (tier, slot) lookup happens in the
+// body.
 #pragma once
 
 #include <vector_types.h>  // uint4, uint2 (plain structs; the host compiler reads them too)
@@ -26,6 +29,7 @@ namespace volley::feature_internal {
 template <typename Vector, typename Entry>
 struct GatherBody {
   static constexpr const char* kName = "gather rows";
+  static constexpr int kPerLane = 4;  // vectors a lane loads before it stores
   DeviceGatherPlan plan;
   const int64_t* ids;
   std::byte* out;
@@ -57,7 +61,17 @@ struct GatherBody {
                           : plan.pinned_rows + (~entry) * row_bytes;
     }
     const auto* from = reinterpret_cast<const Vector*>(source);
-    for (int64_t v = lane; v < vectors_per_row; v += lanes) destination[v] = from[v];
+    for (int64_t first = lane; first < vectors_per_row; first += lanes * kPerLane) {
+      Vector part[kPerLane] = {};
+      for (int k = 0; k < kPerLane; ++k) {
+        const int64_t v = first + k * lanes;
+        if (v < vectors_per_row) part[k] = from[v];
+      }
+      for (int k = 0; k < kPerLane; ++k) {
+        const int64_t v = first + k * lanes;
+        if (v < vectors_per_row) destination[v] = part[k];
+      }
+    }
   }
 };
 
@@ -76,8 +90,9 @@ template <typename Vector, class Executor>
 void launch_with_vector(Executor& executor, const DeviceGatherPlan& plan, const int64_t* ids,
                         int64_t count, std::byte* out, unsigned long long* first_bad) {
   const auto vectors_per_row = static_cast<int64_t>(plan.row_bytes / sizeof(Vector));
+  constexpr int64_t kPerLane = GatherBody<Vector, void>::kPerLane;
   int lane_shift = 0;
-  while (lane_shift < 5 && (int64_t{1} << lane_shift) < vectors_per_row) ++lane_shift;
+  while (lane_shift < 5 && (int64_t{1} << lane_shift) * kPerLane < vectors_per_row) ++lane_shift;
   const int64_t items = count << lane_shift;
   if (plan.lookup == nullptr) {
     executor.for_each(

@@ -11,8 +11,9 @@
 //     the new source-type nodes at once — a node reached by an earlier edge type of the same
 //     hop keeps its local id; it is expanded at hop h + 1 only;
 //   * per node type the count of new nodes per hop, per edge type the edges per hop.
-// The batch is copied to host memory at the end (one wait). Every buffer is kept between
-// batches; one batch at a time per backend (a mutex).
+// Sizes stay on the device (hop_steps.h); at the end the batch reads them (one wait) and copies
+// its lists to host memory (a second). Every buffer is kept between batches; one batch at a time
+// per backend (a mutex).
 #pragma once
 
 #include <memory>
@@ -31,32 +32,28 @@ class HeteroSamplerBackend final : public CudaHeteroSamplerBackend {
  public:
   template <typename... Args>
   explicit HeteroSamplerBackend(Args&&... executor_args)
-      : executor_(std::forward<Args>(executor_args)...), steps_(executor_) {}
+      : executor_(std::forward<Args>(executor_args)...), steps_(executor_), tally_(executor_) {}
 
   void sample(const HeteroDeviceView& graph, std::span<const std::span<const int64_t>> seeds,
               const HeteroBackendOptions& options, uint64_t batch_index, void* stream,
               HeteroBackendResult& out) override {
     std::lock_guard lock(mutex_);
     executor_.set_stream(stream);
-    start(graph, seeds, out);
     const size_t hops = options.fanouts.empty() ? 0 : options.fanouts.front().size();
-    std::vector<int64_t> frontier_begin(nodes_.size(), 0);
+    start(graph, seeds, hops);
     for (size_t hop = 0; hop < hops; ++hop) {
-      std::vector<int64_t> frontier_end(nodes_.size());  // fixed before the hop
-      for (size_t t = 0; t < nodes_.size(); ++t) frontier_end[t] = nodes_[t]->count;
+      // Every node type's frontier is fixed before the hop: the nodes its last level added.
+      for (auto& list : nodes_) list->levels.next_level();
+      for (auto& edges : edges_) edges->levels.next_level();
       for (size_t e = 0; e < edges_.size(); ++e) {
         const PickRule rule{options.fanouts[e][hop], options.replace, options.stream_seeds[e],
                             static_cast<int>(hop), batch_index};
-        const auto dst = static_cast<size_t>(graph.dst_type[e]);
-        // Read here, not before the hop: an earlier edge type may have grown this list.
-        const Frontier frontier{nodes_[dst]->nodes.template as<int64_t>() + frontier_begin[dst],
-                                frontier_begin[dst], frontier_end[dst] - frontier_begin[dst]};
-        out.edges_per_hop[e].push_back(expand(graph, e, frontier, rule));
+        // Made here, not before the hop: an earlier edge type may have grown this list.
+        const Frontier frontier = frontier_of(*nodes_[static_cast<size_t>(graph.dst_type[e])]);
+        expand(graph, e, frontier, rule);
       }
-      for (size_t t = 0; t < nodes_.size(); ++t) {
-        out.nodes_per_hop[t].push_back(nodes_[t]->count - frontier_end[t]);
-        frontier_begin[t] = frontier_end[t];
-      }
+      for (auto& list : nodes_) list->levels.end_level(executor_);
+      for (auto& edges : edges_) edges->levels.end_level(executor_);
     }
     finish(out);
   }
@@ -65,20 +62,21 @@ class HeteroSamplerBackend final : public CudaHeteroSamplerBackend {
 
  private:
   // One (hop, edge type) expansion, dispatched on the edge type's index type.
-  int64_t expand(const HeteroDeviceView& graph, size_t e, const Frontier& frontier,
-                 const PickRule& rule) {
+  void expand(const HeteroDeviceView& graph, size_t e, const Frontier& frontier,
+              const PickRule& rule) {
     const DeviceGraphView& view = graph.edge_types[e];
     NodeList<Executor>& sources = *nodes_[static_cast<size_t>(graph.src_type[e])];
     if (view.indices_are_32bit) {
-      return steps_.expand(graph_rows<int32_t>(view), frontier, sources, *edges_[e], rule, 0, {});
+      steps_.expand(graph_rows<int32_t>(view), frontier, sources, *edges_[e], rule, 0, {});
+    } else {
+      steps_.expand(graph_rows<int64_t>(view), frontier, sources, *edges_[e], rule, 0, {});
     }
-    return steps_.expand(graph_rows<int64_t>(view), frontier, sources, *edges_[e], rule, 0, {});
   }
 
   // Lists for the graph's types (kept when the type counts match the last batch's), the seeds
-  // uploaded, the tables started, `out` sized and cleared.
+  // and the tally uploaded, the tables started.
   void start(const HeteroDeviceView& graph, std::span<const std::span<const int64_t>> seeds,
-             HeteroBackendResult& out) {
+             size_t hops) {
     const auto types = static_cast<size_t>(graph.num_node_types);
     const size_t edge_types = graph.edge_types.size();
     while (nodes_.size() < types) nodes_.push_back(std::make_unique<NodeList<Executor>>(executor_));
@@ -86,6 +84,7 @@ class HeteroSamplerBackend final : public CudaHeteroSamplerBackend {
       edges_.push_back(std::make_unique<EdgeLists<Executor>>(executor_));
     nodes_.resize(types);
     edges_.resize(edge_types);
+    tally_.start((types + edge_types) * (hops + 2));
     int64_t total_seeds = 0;
     for (size_t t = 0; t < types; ++t) {
       const std::span<const int64_t> group =
@@ -94,31 +93,41 @@ class HeteroSamplerBackend final : public CudaHeteroSamplerBackend {
       NodeList<Executor>& list = *nodes_[t];
       list.nodes.reserve(bytes * 4);
       if (bytes > 0) executor_.upload(list.nodes.data(), group.data(), bytes);
-      list.start(executor_, static_cast<int64_t>(group.size()));
+      tally_.take(list.levels, static_cast<int64_t>(group.size()), hops + 2);
       total_seeds += static_cast<int64_t>(group.size());
     }
-    for (auto& edges : edges_) edges->start(total_seeds * 8 / std::max<int64_t>(1, edge_types));
-    for (auto* lists : {&out.nodes, &out.nodes_per_hop}) lists->assign(types, {});
-    for (auto* lists : {&out.rows, &out.cols, &out.edge_ids, &out.edges_per_hop})
-      lists->assign(edge_types, {});
-    for (size_t t = 0; t < types; ++t) out.nodes_per_hop[t].push_back(nodes_[t]->count);
+    for (auto& edges : edges_) {
+      edges->start(total_seeds * 8 / std::max<int64_t>(1, edge_types));
+      tally_.take(edges->levels, 0, hops + 2);
+    }
+    tally_.upload();
+    for (auto& list : nodes_) list->start(executor_);
   }
 
-  // Copies every list to `out` (host memory) and waits for the copies.
+  // Reads the sizes, then copies every list to `out` (host memory) and waits for the copies.
   void finish(HeteroBackendResult& out) {
+    const std::vector<int64_t>& marks = tally_.read();
     auto copy = [&](std::vector<int64_t>& to, const internal::Scratch<Executor>& from,
                     int64_t count) {
       to.resize(static_cast<size_t>(count));
       executor_.copy(to.data(), from.data(), static_cast<size_t>(count) * sizeof(int64_t));
     };
+    for (auto* lists : {&out.nodes, &out.nodes_per_hop}) lists->assign(nodes_.size(), {});
+    for (auto* lists : {&out.rows, &out.cols, &out.edge_ids, &out.edges_per_hop})
+      lists->assign(edges_.size(), {});
     for (size_t t = 0; t < nodes_.size(); ++t) {
       nodes_[t]->finish();
-      copy(out.nodes[t], nodes_[t]->nodes, nodes_[t]->count);
+      out.nodes_per_hop[t] = nodes_[t]->levels.counts(marks);
+      copy(out.nodes[t], nodes_[t]->nodes, nodes_[t]->levels.size_in(marks));
     }
     for (size_t e = 0; e < edges_.size(); ++e) {
-      copy(out.rows[e], edges_[e]->rows, edges_[e]->count);
-      copy(out.cols[e], edges_[e]->cols, edges_[e]->count);
-      copy(out.edge_ids[e], edges_[e]->edge_ids, edges_[e]->count);
+      const Levels& levels = edges_[e]->levels;
+      out.edges_per_hop[e] = levels.counts(marks);
+      out.edges_per_hop[e].erase(out.edges_per_hop[e].begin());  // the level of the seeds
+      const int64_t count = levels.size_in(marks);
+      copy(out.rows[e], edges_[e]->rows, count);
+      copy(out.cols[e], edges_[e]->cols, count);
+      copy(out.edge_ids[e], edges_[e]->edge_ids, count);
     }
     executor_.synchronize();
   }
@@ -126,6 +135,7 @@ class HeteroSamplerBackend final : public CudaHeteroSamplerBackend {
   std::mutex mutex_;
   Executor executor_;
   HopSteps<Executor> steps_;
+  Tally<Executor> tally_;                                    // the batch's sizes
   std::vector<std::unique_ptr<NodeList<Executor>>> nodes_;   // per node type
   std::vector<std::unique_ptr<EdgeLists<Executor>>> edges_;  // per edge type
 };

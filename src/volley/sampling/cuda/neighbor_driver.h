@@ -3,7 +3,9 @@
 // neighbor_sampler_host.cc. The bodies are in neighbor_kernels.h.
 //
 // One batch, hop by hop: each hop is one expansion of the nodes the previous hop reached
-// (hop_steps.h: count, pick, relabel, in the executor's stream order, two waits per hop).
+// (hop_steps.h: count, pick, relabel, in the executor's stream order). Sizes stay on the device
+// and the batch waits once, at its end, to read them (a hop with fanout -1 also waits for its
+// edge and node counts, which have no bound).
 #pragma once
 
 #include <algorithm>
@@ -25,6 +27,7 @@ class SamplerBackend final : public CudaSamplerBackend {
         nodes_(executor_),
         edges_(executor_),
         steps_(executor_),
+        tally_(executor_),
         batch_(executor_, internal::Memory::kDevice),
         seed_times_(executor_, internal::Memory::kDevice) {}
 
@@ -71,41 +74,45 @@ class SamplerBackend final : public CudaSamplerBackend {
            const BackendOptions& options, uint64_t batch_index, BackendResult& out) {
     const GraphRows<Index> graph = graph_rows<Index>(view);
     const auto num_seeds = static_cast<int64_t>(seeds.size());
+    const size_t hops = options.fanouts.size();
     nodes_.nodes.reserve(seeds.size() * sizeof(int64_t) * 4);  // fresh if the caller holds it
     edges_.start(num_seeds * 8);
     const bool disjoint = options.disjoint || !options.seed_times.empty();
     const int64_t tree_size = disjoint ? view.num_nodes : 0;
     const TemporalRows time = upload_seeds(view, seeds, options, tree_size);
-    nodes_.start(executor_, num_seeds);
-
-    out.nodes_per_hop.assign(1, num_seeds);
-    out.edges_per_hop.clear();
-    int64_t frontier_begin = 0;
-    for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
+    tally_.start(2 * (hops + 2));
+    tally_.take(nodes_.levels, num_seeds, hops + 2);
+    tally_.take(edges_.levels, 0, hops + 2);
+    tally_.upload();
+    nodes_.start(executor_);
+    for (size_t hop = 0; hop < hops; ++hop) {
       const PickRule rule{options.fanouts[hop], options.replace, options.seed,
                           static_cast<int>(hop), batch_index};
-      const int64_t node_count = nodes_.count;
-      const Frontier frontier{nodes_.nodes.template as<int64_t>() + frontier_begin, frontier_begin,
-                              node_count - frontier_begin};
-      out.edges_per_hop.push_back(
-          steps_.expand(graph, frontier, nodes_, edges_, rule, tree_size, time));
-      out.nodes_per_hop.push_back(nodes_.count - node_count);
-      frontier_begin = node_count;
+      nodes_.levels.next_level();
+      edges_.levels.next_level();
+      steps_.expand(graph, frontier_of(nodes_), nodes_, edges_, rule, tree_size, time);
+      nodes_.levels.end_level(executor_);
+      edges_.levels.end_level(executor_);
     }
     nodes_.finish();
     out.batch = Buffer();
     if (disjoint) {
-      batch_.reserve(static_cast<size_t>(nodes_.count) * sizeof(int64_t));
-      executor_.for_each(nodes_.count, SplitKeysBody{tree_size, nodes_.nodes.template as<int64_t>(),
-                                                     batch_.template as<int64_t>()});
+      batch_.reserve(static_cast<size_t>(nodes_.levels.bound) * sizeof(int64_t));
+      executor_.for_each_counted(nodes_.levels.size(),
+                                 SplitKeysBody{tree_size, nodes_.nodes.template as<int64_t>(),
+                                               batch_.template as<int64_t>()});
       out.batch = batch_.buffer();
     }
+    const std::vector<int64_t>& marks = tally_.read();
+    out.nodes_per_hop = nodes_.levels.counts(marks);
+    out.edges_per_hop = edges_.levels.counts(marks);
+    out.edges_per_hop.erase(out.edges_per_hop.begin());  // the level of the seeds
     out.nodes = nodes_.nodes.buffer();
     out.rows = edges_.rows.buffer();
     out.cols = edges_.cols.buffer();
     out.edge_ids = edges_.edge_ids.buffer();
-    out.num_nodes = nodes_.count;
-    out.num_edges = edges_.count;
+    out.num_nodes = nodes_.levels.size_in(marks);
+    out.num_edges = edges_.levels.size_in(marks);
   }
 
   std::mutex mutex_;
@@ -113,6 +120,7 @@ class SamplerBackend final : public CudaSamplerBackend {
   NodeList<Executor> nodes_;   // the output nodes
   EdgeLists<Executor> edges_;  // the output edges
   HopSteps<Executor> steps_;
+  Tally<Executor> tally_;         // the batch's sizes
   Workspace batch_, seed_times_;  // disjoint / temporal sampling
 };
 

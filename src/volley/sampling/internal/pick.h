@@ -180,8 +180,10 @@ VOLLEY_HOST_DEVICE inline int64_t pick_count(int64_t degree, const float* row_we
   if (degree == 0 || rule.fanout == 0) return 0;
   if (takes_all(degree, rule)) return degree;
   if (row_weights == nullptr) return rule.fanout;
-  int64_t positive = 0;
-  for (int64_t i = 0; i < degree; ++i) positive += row_weights[i] > 0.0f ? 1 : 0;
+  int64_t positive = 0;  // up to the fanout: a hub's count reads a few weights, not its row
+  for (int64_t i = 0; i < degree && positive < rule.fanout; ++i) {
+    positive += row_weights[i] > 0.0f ? 1 : 0;
+  }
   if (rule.replace) return positive > 0 ? rule.fanout : 0;
   return positive < rule.fanout ? positive : rule.fanout;
 }
@@ -236,26 +238,46 @@ VOLLEY_HOST_DEVICE inline void pick_uniform_floyd(int64_t degree, int64_t k, Phi
   }
 }
 
-// Weighted without replacement, k <= the positive weights: Efraimidis–Spirakis, one uniform per
-// neighbor in CSR order (zero weights draw too, which keeps the stream aligned with the CPU
-// kernel); keeps the k best by (key desc, position asc) in a heap whose root is the worst kept,
-// then sorts them by position.
-VOLLEY_HOST_DEVICE inline void pick_weighted_keys(int64_t degree, const float* row_weights,
-                                                  int64_t k, PhiloxStream& rng, int64_t* positions,
-                                                  double* keys) {
-  auto worse = [&](int64_t a, int64_t b) {  // slot a holds a worse pick than slot b
+}  // namespace detail
+
+// The k best (key, position) pairs offered, under (key desc, position asc): a min-heap whose root
+// is the worst kept, in the caller's keys[k] / positions[k]. The selection of weighted sampling
+// without replacement, whether one thread offers a whole row (pick_weighted_keys) or the lanes
+// of a row each offer theirs and their bests are offered again (the GPU's WeightedLanesBody and
+// WeightedMergeBody): the same k pairs either way, since the order is total.
+struct BestKeys {
+  double* keys;
+  int64_t* positions;
+  int64_t k;
+  int64_t size = 0;
+
+  VOLLEY_HOST_DEVICE bool worse(int64_t a, int64_t b) const {  // slot a holds a worse pair
     return keys[a] < keys[b] || (keys[a] == keys[b] && positions[a] > positions[b]);
-  };
-  auto swap_slots = [&](int64_t a, int64_t b) {
+  }
+  VOLLEY_HOST_DEVICE void swap_slots(int64_t a, int64_t b) {
     const double key = keys[a];
     keys[a] = keys[b];
     keys[b] = key;
     const int64_t position = positions[a];
     positions[a] = positions[b];
     positions[b] = position;
-  };
-  auto sift_down = [&](int64_t root) {  // min-heap under `worse`
-    while (true) {
+  }
+  VOLLEY_HOST_DEVICE void offer(double key, int64_t position) {
+    if (size < k) {
+      keys[size] = key;
+      positions[size] = position;
+      for (int64_t child = size++; child > 0;) {  // sift up
+        const int64_t parent = (child - 1) / 2;
+        if (!worse(child, parent)) break;
+        swap_slots(child, parent);
+        child = parent;
+      }
+      return;
+    }
+    if (!(key > keys[0] || (key == keys[0] && position < positions[0]))) return;
+    keys[0] = key;
+    positions[0] = position;
+    for (int64_t root = 0;;) {  // sift down
       int64_t child = 2 * root + 1;
       if (child >= k) return;
       if (child + 1 < k && worse(child + 1, child)) ++child;
@@ -263,34 +285,35 @@ VOLLEY_HOST_DEVICE inline void pick_weighted_keys(int64_t degree, const float* r
       swap_slots(root, child);
       root = child;
     }
-  };
-  int64_t size = 0;
+  }
+  // Sorts the kept positions in increasing order (the keys are left behind).
+  VOLLEY_HOST_DEVICE void sort_positions() {
+    int64_t* p = positions;
+    detail::heap_sort(
+        size, [p](int64_t a, int64_t b) { return p[a] < p[b]; },
+        [p](int64_t a, int64_t b) {
+          const int64_t position = p[a];
+          p[a] = p[b];
+          p[b] = position;
+        });
+  }
+};
+
+namespace detail {
+// Weighted without replacement, k <= the positive weights: Efraimidis–Spirakis, one uniform per
+// neighbor in CSR order (zero weights draw too, which keeps the stream aligned with the CPU
+// kernel; so uniform i of the stream belongs to position i, see uniform_pair); keeps the k best
+// and sorts them by position.
+VOLLEY_HOST_DEVICE inline void pick_weighted_keys(int64_t degree, const float* row_weights,
+                                                  int64_t k, PhiloxStream& rng, int64_t* positions,
+                                                  double* keys) {
+  BestKeys best{keys, positions, k};
   for (int64_t i = 0; i < degree; ++i) {
     const double u = 1.0 - rng.uniform_double();  // (0, 1]
     if (!(row_weights[i] > 0.0f)) continue;
-    const double key = weighted_key(u, row_weights[i]);
-    if (size < k) {
-      keys[size] = key;
-      positions[size] = i;
-      for (int64_t child = size++; child > 0;) {  // sift up
-        const int64_t parent = (child - 1) / 2;
-        if (!worse(child, parent)) break;
-        swap_slots(child, parent);
-        child = parent;
-      }
-    } else if (key > keys[0] || (key == keys[0] && i < positions[0])) {
-      keys[0] = key;
-      positions[0] = i;
-      sift_down(0);
-    }
+    best.offer(weighted_key(u, row_weights[i]), i);
   }
-  heap_sort(
-      k, [&](int64_t a, int64_t b) { return positions[a] < positions[b]; },
-      [&](int64_t a, int64_t b) {
-        const int64_t position = positions[a];
-        positions[a] = positions[b];
-        positions[b] = position;
-      });
+  best.sort_positions();
 }
 
 // Weighted with replacement (some weight positive): inverse CDF. The CPU kernel finds the first
@@ -332,6 +355,21 @@ VOLLEY_HOST_DEVICE inline void pick_weighted_cdf(int64_t degree, const float* ro
   }
 }
 }  // namespace detail
+
+// Uniforms `pair` * 2 and `pair` * 2 + 1 of the stream that pick_positions draws for (target,
+// hop, batch): uniform_double takes two words, so one Philox block holds a pair. Random access
+// into that stream, for drawing one row's weighted keys on many threads.
+VOLLEY_HOST_DEVICE inline void uniform_pair(const PickRule& rule, int64_t target, int64_t pair,
+                                            double* out) {
+  PhiloxCounter counter = neighbor_stream_counter(target, rule.hop, rule.batch);
+  counter.word[0] += static_cast<uint32_t>(pair);
+  const PhiloxCounter block = philox4x32<10>(counter, philox_key(rule.seed));
+  for (int half = 0; half < 2; ++half) {
+    const uint64_t bits =
+        (static_cast<uint64_t>(block.word[2 * half]) << 21) ^ (block.word[2 * half + 1] >> 11);
+    out[half] = static_cast<double>(bits & ((1ULL << 53) - 1)) * 0x1.0p-53;
+  }
+}
 
 // Writes the positions (relative to the row start) of the `count` == pick_count(...) neighbors
 // picked for `target`, in output order, to positions[0, count). Scratch: `keys` and `order`

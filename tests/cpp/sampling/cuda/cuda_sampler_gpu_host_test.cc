@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <random>
 
 #include "sampling/expect_subgraph.h"
@@ -15,6 +16,7 @@
 #include "test_util.h"
 #include "volley/core/internal/emulated_device.h"
 #include "volley/graph/generate.h"
+#include "volley/sampling/cuda/neighbor_driver.h"
 #include "volley/sampling/cuda_graph.h"
 #include "volley/sampling/internal/cuda_sampler_backend.h"
 
@@ -347,6 +349,35 @@ TEST(CudaSamplerGpuHost, HeldResultsSurviveLaterBatches) {
   }
   expect_same_subgraph(first_copy, to_subgraph(first, 200), "held batch");
   expect_same_subgraph(sample_neighbors(graph, first_seeds, options, 0), first_copy, "first");
+}
+
+// Sizes stay on the device: a batch whose hops all have a fanout waits for the device once (to
+// read its sizes), whatever its hops find; a hop with fanout -1 has no bound and also reads its
+// edge and node counts. Equal results either way (the tests above). (Each batch runs twice:
+// the first grows the working memory, which waits for the device before freeing.)
+TEST(CudaSamplerGpuHost, BoundedHopsWaitOncePerBatch) {
+  const Csr graph = skewed_random_graph(3000, 60000, 8);
+  const HostPlacedGraph placed(graph, Placement::kGpu);
+  sampling_internal::SamplerBackend<internal::HostExecutor> backend(
+      internal::HostExecutorOptions{.threads = 2});
+  DeviceGraphView view = placed.view(false);
+  view.num_nodes = graph.num_nodes();  // disjoint sampling's tree size
+  std::mt19937_64 rng(4);
+  auto waits_of = [&](const std::vector<int64_t>& fanouts, bool disjoint) {
+    const auto seeds = random_seeds(3000, 256, rng);
+    BackendResult result;
+    backend.sample(view, seeds, {fanouts, false, 3, disjoint}, 0, nullptr, result);
+    const int64_t before = backend.executor().waits();
+    backend.sample(view, seeds, {fanouts, false, 3, disjoint}, 0, nullptr, result);
+    EXPECT_EQ(result.num_nodes,
+              std::accumulate(result.nodes_per_hop.begin(), result.nodes_per_hop.end(), 0));
+    return backend.executor().waits() - before;
+  };
+  EXPECT_EQ(waits_of({15, 10, 5}, false), 1);
+  EXPECT_EQ(waits_of({15, 10, 5}, true), 1);
+  EXPECT_EQ(waits_of({2, 0, 4}, false), 1);
+  EXPECT_EQ(waits_of({-1, 3}, false), 3);
+  EXPECT_EQ(waits_of({3, -1}, true), 3);
 }
 
 }  // namespace
