@@ -5,7 +5,8 @@
 #   scripts/dev.sh test   install what is missing, build, run every test (C++ and Python)
 #
 # `test` also runs the fuzz targets of the file readers for 10 s each (`fuzz` below; VOLLEY_FUZZ=0
-# skips them).
+# skips them, and the ThreadSanitizer run of the gpu-host tests), and checks formatting and the
+# size rules (`lint`: clang-format --dry-run, scripts/check_sizes.py).
 # `test` runs the Python tests and the main job twice, with the same build (one wheel installed
 # into both): in .venv (Debian's torch 1.13, PyG 2.5.3, numpy 1.x: the oldest Volley supports)
 # and in ~/.cache/volley/venv-latest (the newest torch, PyG and numpy from PyPI, requirements-latest.txt), so a
@@ -47,7 +48,7 @@ apt_packages=(
   liburing-dev
   python3 python3-dev python3-venv python3-torch
   time openssl iproute2
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev clang-format
 )
 
 install_system() {
@@ -304,6 +305,15 @@ asan_build() {
   nice -n "${1:-0}" ninja -C "$root/build/fuzz" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1
 }
 
+# Formatting (.clang-format) and the size rules (scripts/check_sizes.py) over the tracked files.
+lint() {
+  local status=0
+  log "lint: clang-format --dry-run over the C++ sources, scripts/check_sizes.py"
+  git ls-files '*.h' '*.cc' '*.cu' '*.cuh' | xargs clang-format --dry-run -Werror || status=1
+  python3 scripts/check_sizes.py || status=1
+  return $status
+}
+
 setup() {
   install_system
   install_python
@@ -326,10 +336,13 @@ case "${1:-}" in
     ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" || status=1
     log "a checkout under a folder named dist configures the same files"
     scripts/check_dist_folder.sh --quick || status=1
+    lint || status=1
     prebuild=""
     if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
-      log "building the ASan + UBSan tree in the background (nice 19) while the Python legs run"
-      asan_build 19 &
+      log "building the ASan + UBSan tree, then the ThreadSanitizer gpu-host tests, in the" \
+        "background (nice 19) while the Python legs run"
+      (asan_build 19; VOLLEY_TSAN_BUILD_ONLY=1 nice -n 19 scripts/tsan_gpu_host.sh \
+        >"$root/build/tsan-build.log" 2>&1) &
       prebuild=$!
     fi
     log "Python tests and main job, Debian's torch / PyG / numpy ($venv)"
@@ -343,6 +356,12 @@ case "${1:-}" in
       wait "$prebuild" || true  # sanitize builds again and reports an error
       sanitize || status=1
       VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-10}" fuzz || status=1
+      # The GPU kernels' bodies on the host executor under ThreadSanitizer: a dropped atomic in
+      # the sampler's table fails here every time (the plain gpu-host tests catch it by chance).
+      log "the gpu-host tests under ThreadSanitizer (scripts/tsan_gpu_host.sh)"
+      scripts/tsan_gpu_host.sh >"$root/build/tsan.log" 2>&1 \
+        || { tail -n 60 "$root/build/tsan.log" >&2; status=1; }
+      grep -E "tests passed|tests failed" "$root/build/tsan.log" >&2 || true
     fi
     if [ "${VOLLEY_WHEEL:-1}" = 1 ]; then
       (make_wheel && check_wheel) || status=1

@@ -5,7 +5,9 @@
 #
 #   scripts/tsan_gpu_host.sh            # configure, build volley_gpu_host_tests, run them
 #
-# Environment: VOLLEY_TSAN_DIR (build dir), JOBS (default: number of cores), CMAKE_ARGS.
+# Environment: VOLLEY_TSAN_DIR (build dir), JOBS (default: number of cores), CMAKE_ARGS,
+# VOLLEY_TSAN_BUILD_ONLY=1 (configure and build, run nothing: `scripts/dev.sh test` builds in the
+# background while other tests run).
 # The host executor runs items on Volley's own std::threads (ThreadSanitizer does not see
 # inside libgomp), so every access of a kernel body is visible to it.
 set -euo pipefail
@@ -23,5 +25,6 @@ cmake -S . -B "$build_dir" -G Ninja "${launcher[@]}" -DCMAKE_BUILD_TYPE=RelWithD
   -DVOLLEY_CUDA=OFF -DVOLLEY_DIST=OFF -DVOLLEY_PYTHON=OFF -DVOLLEY_GPU_HOST=ON \
   ${CMAKE_ARGS:-} >/dev/null
 ninja -C "$build_dir" -j "$jobs" volley_gpu_host_tests
+[ "${VOLLEY_TSAN_BUILD_ONLY:-0}" = 1 ] && exit 0
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 ctest --test-dir "$build_dir" -L gpu-host -j "$jobs" --output-on-failure

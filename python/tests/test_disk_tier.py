@@ -208,3 +208,43 @@ def test_neighbor_loader_row_cache_needs_a_dataset():
 
     with pytest.raises(volley.VolleyValueError, match="volley.Dataset"):
         NeighborLoader(Data(), [1], batch_size=1, cache_bytes="1M")
+
+
+def test_a_mapped_file_truncated_under_a_running_loader_is_an_error_not_a_signal(tmp_path):
+    """The mapped tier (the default for files under half the RAM): truncating, rewriting or
+    deleting the file while a loader gathers from it gives VolleyOSError at a batch, never a
+    SIGBUS; the process goes on (a fresh Feature on a whole file works after)."""
+    from volley.loader import NeighborLoader
+
+    class Data:
+        pass
+
+    rng = np.random.default_rng(4)
+    table = rng.standard_normal((6000, 64)).astype(np.float32)
+    path = tmp_path / "x.npy"
+    for change in ("truncate", "rewrite", "delete"):
+        np.save(path, table)
+        feature = volley.Feature(str(path))
+        assert feature.disk_io == ""  # mapped, not the disk tier
+        data = Data()
+        data.edge_index = rng.integers(0, 6000, size=(2, 30000)).astype(np.int64)
+        data.num_nodes, data.x = 6000, feature
+        loader = NeighborLoader(data, [5, 5], batch_size=256, num_workers=2, shuffle=True)
+        batches = iter(loader)
+        next(batches)  # running
+        if change == "truncate":
+            os.truncate(path, 4096)
+        elif change == "rewrite":  # in place, shorter: the pages past the new end go
+            with open(path, "r+b") as f:
+                f.truncate(0)
+                f.write(b"\x93NUMPY" + b"\0" * 100)
+        else:  # unlinking keeps the pages (the map holds the inode): batches go on
+            os.remove(path)
+        if change == "delete":
+            assert sum(1 for _ in batches) >= 0
+            continue
+        with pytest.raises(volley.VolleyOSError, match="changed on disk"):
+            for _ in batches:
+                pass
+    np.save(path, table)
+    np.testing.assert_array_equal(to_numpy(volley.Feature(str(path))[np.arange(3)]), table[:3])

@@ -212,3 +212,28 @@ def test_empty_id_list_gathers_no_rows():
 def test_num_nodes_too_large_to_allocate_names_the_value():
     with pytest.raises(volley.VolleyValueError, match="num_nodes=1125899906842624"):
         volley.Graph.from_edge_index(np.array([[0], [1]]), num_nodes=2**50)
+
+
+# --- sizes in bytes: a negative, NaN or infinite size is refused, naming it ----------------
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(cache_bytes=-1), volley.VolleyValueError, r"cache_bytes must be a size in bytes >= 0, got -1"),
+    (dict(cache_bytes=float("nan")), volley.VolleyValueError, r"cache_bytes must be a finite size"),
+    (dict(cache_bytes=float("inf")), volley.VolleyValueError, r"got inf"),
+    (dict(cache_bytes=-0.5), volley.VolleyValueError, r"got -0.5"),
+    (dict(cache_bytes=True), volley.VolleyTypeError, r"got the bool True"),
+    (dict(cache_bytes="1.2.3G"), volley.VolleyValueError, r"cannot read cache_bytes='1.2.3G'"),
+    (dict(cache_bytes="-4G"), volley.VolleyValueError, r"cannot read cache_bytes='-4G'"),
+    (dict(device_cache_size=-8), volley.VolleyValueError, r"device_cache_size must be a size"),
+])
+def test_feature_sizes_out_of_range_are_named(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        volley.Feature(np.zeros((10, 3), dtype=np.float32), **kwargs)
+
+
+def test_feature_sizes_in_range_are_read():
+    from volley.feature import _parse_bytes
+
+    assert _parse_bytes("1.5K") == 1536 and _parse_bytes(".5M") == 1 << 19
+    assert _parse_bytes(0) == 0 and _parse_bytes(None) == 0 and _parse_bytes(2.0**40) == 1 << 40

@@ -10,6 +10,7 @@ import volley
 
 torch = pytest.importorskip("torch")
 Data = pytest.importorskip("torch_geometric.data").Data
+HeteroData = pytest.importorskip("torch_geometric.data").HeteroData
 from volley.loader import NeighborLoader  # noqa: E402
 
 
@@ -199,3 +200,35 @@ def test_neighbor_sampler_bad_time_inputs_are_named(make, call, message):
     untimed = volley.Graph.from_edge_index(np.array([[0, 1], [1, 0]]))
     with pytest.raises(volley.VolleyValueError, match="needs the dataset's edge_time|has none"):
         volley.NeighborSampler(untimed, [3], time_attr="edge_time")
+
+
+def test_uint64_times_past_int64_are_refused_naming_the_value():
+    """One rule for every time input: a uint64 time of 2**64 - 1 used to wrap to -1 (an empty
+    batch); now each is refused with the value and its position, and in-range uint64 is taken."""
+    too_late = np.zeros(10, dtype=np.uint64)
+    too_late[7] = np.uint64(2**64 - 1)
+    message = r"input_time holds 18446744073709551615 at position 7: timestamps must fit in int64"
+    with pytest.raises(volley.VolleyValueError, match=message):
+        NeighborLoader(temporal_data(), [2], input_nodes=torch.arange(10), time_attr="time",
+                       input_time=too_late)
+    fine = NeighborLoader(temporal_data(), [2], input_nodes=torch.arange(10), time_attr="time",
+                          input_time=np.full(10, 500, dtype=np.uint64), batch_size=10)
+    assert next(iter(fine)).batch is not None
+    graph = volley.Graph.from_edge_index([[0, 1, 2], [1, 2, 0]])
+    with pytest.raises(volley.VolleyValueError, match=r"edge_time holds 9223372036854775808 at position 2"):
+        graph.with_times(edge_time=np.array([1, 2, 2**63], dtype=np.uint64))
+    sampler = volley.NeighborSampler(graph.with_times(edge_time=[5, 1, 3]), [1], time_attr="edge_time")
+    with pytest.raises(volley.VolleyValueError, match=r"seed_time holds 18446744073709551615 at position 0"):
+        sampler.sample(np.array([1]), seed_time=np.array([2**64 - 1], dtype=np.uint64))
+    data = temporal_data()
+    with pytest.raises(volley.VolleyValueError, match=r"edge_label_time holds 18446744073709551615"):
+        volley.loader.LinkNeighborLoader(
+            data, [2], edge_label_index=data.edge_index[:, :4], time_attr="time",
+            edge_label_time=np.array([0, 1, 2**64 - 1, 3], dtype=np.uint64))
+    hetero = HeteroData()
+    hetero["a"].num_nodes = 4
+    hetero["a"].time = torch.arange(4)
+    hetero["a", "to", "a"].edge_index = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    with pytest.raises(volley.VolleyValueError, match=r"holds 18446744073709551615 at position 1"):
+        NeighborLoader(hetero, [2], input_nodes=("a", torch.arange(2)), time_attr="time",
+                       input_time=np.array([0, 2**64 - 1], dtype=np.uint64))

@@ -23,9 +23,7 @@ def as_times(value: Any, what: str) -> np.ndarray:
     times = _tensor.to_numpy(value)
     if times.ndim != 1:
         raise VolleyValueError(f"{what} must be 1-d, got shape {list(times.shape)}")
-    if times.dtype.kind not in "iu":
-        raise VolleyValueError(f"{what} must hold integer timestamps, got dtype {times.dtype}")
-    return np.ascontiguousarray(times, dtype=np.int64)
+    return _tensor.int64_times(times, what)
 
 
 def collect(data: Any, time_attr: str) -> Tuple[str, Dict[Any, np.ndarray]]:

@@ -67,11 +67,7 @@ def _data_times(graph: Graph, data: Any, time_attr: str) -> Tuple[Graph, str]:
             f"data.{time_attr} must have one entry per node ({graph.num_nodes}) or per edge "
             f"({num_edges}), got shape {list(times.shape)}"
         )
-    if times.dtype.kind not in "iu":
-        raise _volley.VolleyValueError(
-            f"data.{time_attr} must hold integer timestamps, got dtype {times.dtype}"
-        )
-    times = np.ascontiguousarray(times, dtype=np.int64)
+    times = _tensor.int64_times(times, f"data.{time_attr}")
     if times.shape[0] == graph.num_nodes:
         return graph.with_times(node_time=times), "node"
     ids = _tensor.to_numpy(graph.edge_ids) if graph.edge_ids is not None else None
@@ -93,7 +89,8 @@ def attach(graph: Graph, data: Any, time_attr: Optional[str], is_dataset: bool) 
 
 
 def input_times(
-    input_time: Any, time_source: str, graph: Graph, input_nodes: Optional[np.ndarray]
+    input_time: Any, time_source: str, graph: Graph, input_nodes: Optional[np.ndarray],
+    what: str = "input_time",
 ) -> Optional[np.ndarray]:
     """The int64 time of every input node: ``input_time`` checked, or — node time without
     ``input_time``, as pyg-lib does — each seed's own node time. VolleyValueError when
@@ -118,9 +115,7 @@ def input_times(
         raise _volley.VolleyValueError(
             f"input_time must have one entry per input node ({count}), got shape {list(times.shape)}"
         )
-    if times.dtype.kind not in "iu":
-        raise _volley.VolleyValueError(f"input_time must hold integer timestamps, got dtype {times.dtype}")
-    return np.ascontiguousarray(times, dtype=np.int64)
+    return _tensor.int64_times(times, what)
 
 
 def call_times(loader: Any, seeds: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ the mapping is read-only and such a write faults. Use ``tensor.clone()``, or loa
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any, Optional, Tuple
 
@@ -120,6 +121,52 @@ def to_numpy(value: Any) -> np.ndarray:
     if torch is not None and isinstance(value, torch.Tensor):
         return value.detach().cpu().numpy()
     return np.asarray(value)
+
+
+SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def byte_size(value: Any, what: str) -> int:
+    """Bytes from an int or a size like "4G", "200MB", "1.5 GiB" (binary units); None is 0.
+    VolleyValueError (VolleyTypeError for a bool) naming ``what`` and the value for anything
+    else: a negative or non-finite size, or text that is not a size."""
+    if value is None:
+        return 0
+    if isinstance(value, (bool, np.bool_)):
+        raise VolleyTypeError(f"{what} must be a size in bytes, got the bool {value!r}")
+    if isinstance(value, (int, np.integer)):
+        if value < 0:
+            raise VolleyValueError(f"{what} must be a size in bytes >= 0, got {value}")
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if not np.isfinite(value) or value < 0:
+            raise VolleyValueError(f"{what} must be a finite size in bytes >= 0, got {value!r}")
+        return int(value)
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([KMGT]?)(I?B)?\s*", str(value).upper())
+    if match is None:
+        raise VolleyValueError(
+            f"cannot read {what}={value!r} as a size in bytes (e.g. 4G, 200M, 1048576)"
+        )
+    return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
+
+
+def int64_times(times: np.ndarray, what: str) -> np.ndarray:
+    """Integer timestamps ``times`` as a contiguous int64 array: the one rule for every time
+    input (node and edge times, ``input_time``, ``edge_label_time``, seed times).
+    VolleyValueError naming ``what`` for a non-integer dtype, or for an unsigned value past
+    2**63 - 1 (with the value and its position: cast to int64 it would wrap around to a
+    negative time and empty the batch)."""
+    if times.dtype.kind not in "iu":
+        raise VolleyValueError(f"{what} must hold integer timestamps, got dtype {times.dtype}")
+    if times.dtype.kind == "u" and times.dtype.itemsize == 8 and times.size:
+        past = np.flatnonzero(times.reshape(-1) > np.iinfo(np.int64).max)
+        if past.size:
+            position = int(past[0])
+            raise VolleyValueError(
+                f"{what} holds {int(times.reshape(-1)[position])} at position {position}: "
+                "timestamps must fit in int64 (at most 2**63 - 1)"
+            )
+    return np.ascontiguousarray(times, dtype=np.int64)
 
 
 def dtype_name(value: Any) -> str:

@@ -30,7 +30,6 @@ torch's current stream.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
@@ -47,21 +46,9 @@ from .graph import Graph
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def _parse_bytes(value: Union[int, float, str, None]) -> int:
-    """Bytes from an int or a size like "4G", "200MB", "1.5 GiB" (binary units)."""
-    if value is None:
-        return 0
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, float):
-        return int(value)
-    match = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?)(I?B)?\s*", str(value).upper())
-    if match is None:
-        raise VolleyValueError(f"cannot read {value!r} as a size in bytes (e.g. 4G, 200M, 1048576)")
-    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
+def _parse_bytes(value: Union[int, float, str, None], what: str = "cache_bytes") -> int:
+    """Bytes from an int or a size like "4G" (``_tensor.byte_size``); None is 0."""
+    return _tensor.byte_size(value, what)
 
 
 def _as_ids(ids: Any, num_rows: int) -> Any:
@@ -277,7 +264,8 @@ class Feature:
         self.rank = rank
         self.device_list = device_list
         self.cache_policy = cache_policy
-        self._cache_bytes = _parse_bytes(cache_bytes) or _parse_bytes(device_cache_size)
+        self._cache_bytes = _parse_bytes(cache_bytes) or _parse_bytes(
+            device_cache_size, "device_cache_size")
         self._cache_given = cache_bytes is not None or device_cache_size is not None
         self._policy = _check_policy(policy, self._cache_given)
         self._disk = disk

@@ -337,9 +337,7 @@ def _int64_times(values: Any, name: str, length: int) -> np.ndarray:
     array = _tensor.to_numpy(values)
     if array.ndim != 1 or array.shape[0] != length:
         raise VolleyValueError(f"{name} must have shape [{length}], got {list(array.shape)}")
-    if array.dtype.kind not in "iu":
-        raise VolleyValueError(f"{name} must hold integer timestamps, got dtype {array.dtype}")
-    return np.ascontiguousarray(array, dtype=np.int64)
+    return _tensor.int64_times(array, name)
 
 
 def _as_float32(values: Any) -> Any:

@@ -74,11 +74,7 @@ def _edge_label_time(value: Any, time_source: str, count: int) -> Optional[np.nd
             f"edge_label_time must have one entry per supervision edge ({count}), got shape "
             f"{list(times.shape)}"
         )
-    if times.dtype.kind not in "iu":
-        raise _volley.VolleyValueError(
-            f"edge_label_time must hold integer timestamps, got dtype {times.dtype}"
-        )
-    return np.ascontiguousarray(times, dtype=np.int64)
+    return _tensor.int64_times(times, "edge_label_time")
 
 
 class LinkNeighborLoader(NeighborLoader):

@@ -286,7 +286,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
   command->add_flag("--weighted", settings.weighted,
                     "Sample proportionally to edge weights (a dataset without weights gets seeded "
                     "random weights in [1, 100])");
-  command->add_option("--seed", settings.seed, "Random seed");
+  command->add_option("--seed", settings.seed, "Random seed")->check(kSeed);
   command->add_flag("--time", settings.time,
                     "Temporal sampling: seeded random edge times (rows sorted by them) and seed "
                     "times; measures untimed, temporal uniform and last on that graph (CPU or "
@@ -460,7 +460,7 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
   add_sweep_options(*command, settings, "Worker threads");
   command->add_option("--batches", settings.batches, "Batches to run")->check(kPositive);
-  command->add_option("--seed", settings.seed, "Random seed");
+  command->add_option("--seed", settings.seed, "Random seed")->check(kSeed);
   command->add_option("--policy", settings.policy,
                       "Features: auto (the disk tier past half the RAM), mapped, static (a host "
                       "tier of the hottest --cache-bytes rows, the rest from the disk tier), "

@@ -17,6 +17,7 @@
 
 #include "bench_disk.h"
 #include "bench_util.h"
+#include "commands.h"
 #include "volley/core/error.h"
 #include "volley/feature/cache_simulation.h"
 #include "volley/feature/hotness.h"
@@ -174,7 +175,7 @@ void add_bench_disk(CLI::App& bench) {
   auto* disk = bench.add_subcommand(
       "disk", "The disk's 4 KiB random-read limit: O_DIRECT reads, io_uring, 64 in flight");
   disk->add_option("--file", file, "A large file on the disk to probe (only read)")->required();
-  disk->add_option("--seconds", seconds, "How long to probe")->check(CLI::PositiveNumber);
+  disk->add_option("--seconds", seconds, "How long to probe")->check(kPositiveSeconds);
   disk->callback([] { run_disk_probe(file, seconds); });
 
   static CacheBenchSettings settings;
@@ -184,14 +185,13 @@ void add_bench_disk(CLI::App& bench) {
       "epoch's sampled rows, against Belady's offline optimum");
   cache->add_option("--dataset", settings.dataset, "Dataset directory")->required();
   cache->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
-  cache->add_option("--batch-size", settings.batch_size, "Seeds per batch")
-      ->check(CLI::PositiveNumber);
+  cache->add_option("--batch-size", settings.batch_size, "Seeds per batch")->check(kPositive);
   cache->add_option("--batches", settings.batches, "Batches of the trace (0: the whole epoch)");
   cache->add_option("--cache-bytes", settings.cache_bytes, "Cache budget (e.g. 8G)")
       ->transform(CLI::AsSizeValue(false));
   cache->add_option("--lookahead", settings.lookahead, "Batches the lookahead policy sees ahead")
-      ->check(CLI::NonNegativeNumber);
-  cache->add_option("--seed", settings.seed, "Random seed");
+      ->check(kNonNegative);
+  cache->add_option("--seed", settings.seed, "Random seed")->check(kSeed);
   cache->callback([] { run_cache_bench(settings); });
 }
 

@@ -486,35 +486,35 @@ void add_bench_dist(CLI::App& bench) {
   command->add_option("--dataset", settings.dataset, "Dataset directory");
   command->add_option("--generate", settings.generate, "Generate a graph instead: powerlaw|rmat")
       ->check(CLI::IsMember({"powerlaw", "rmat"}));
-  command->add_option("--nodes", settings.nodes, "Nodes of the generated graph")
-      ->check(CLI::PositiveNumber);
+  command->add_option("--nodes", settings.nodes, "Nodes of the generated graph")->check(kPositive);
   command->add_option("--edges", settings.edges, "Edges of the generated graph")
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--seed", settings.seed, "Random seed (graph, partitions, seeds, sampler)");
+      ->check(kNonNegative);
+  command->add_option("--seed", settings.seed, "Random seed (graph, partitions, seeds, sampler)")
+      ->check(kSeed);
   command->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated")
       ->capture_default_str();
   command->add_option("--batch-size", settings.batch_size, "Seeds per batch")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   command
       ->add_option("--threads", settings.threads,
                    "Local sampler threads, and the first dist concurrency (0: hardware)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command
       ->add_option("--concurrency", settings.concurrency,
                    "Second dist setting: batches in flight (0: 4 x threads)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command
       ->add_option("--server-threads", settings.server_threads,
                    "RPC handler threads per server (0: the server's default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command->add_option("--batches", settings.batches, "Timed batches per row")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   command
       ->add_option("--check-batches", settings.check_batches,
                    "Batches compared with local sampling first")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   command->add_flag("--json", settings.json, "One JSON line per row instead of the table");
   command

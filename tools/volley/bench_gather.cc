@@ -246,7 +246,7 @@ void add_bench_gather(CLI::App& bench) {
                       "Output stores: auto, cached or streaming (non-temporal)");
   command->add_option("--prefetch-bytes", settings.prefetch_bytes,
                       "Bytes of rows prefetched ahead (tuning; 0 = default)");
-  command->add_option("--seed", settings.seed, "Random seed");
+  command->add_option("--seed", settings.seed, "Random seed")->check(kSeed);
   command->add_flag("--huge-pages,!--no-huge-pages", settings.huge_pages,
                     "Host tier: back the table with transparent huge pages, as FeatureStore does "
                     "for the host tiers it allocates and numpy for large arrays (default: on)");

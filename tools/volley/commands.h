@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ inline CLI::Validator at_least(double minimum) {
         if (!CLI::detail::lexical_cast(text, value)) {
           return "must be a number >= " + CLI::detail::to_string(minimum) + ", got '" + text + "'";
         }
-        if (value < minimum) {
+        if (!(value >= minimum) || !std::isfinite(value)) {  // NaN and inf too
           return "must be >= " + CLI::detail::to_string(minimum) + ", got " + text;
         }
         return "";
@@ -33,6 +34,39 @@ inline CLI::Validator at_least(double minimum) {
 }
 inline const CLI::Validator kPositive = at_least(1);
 inline const CLI::Validator kNonNegative = at_least(0);
+
+// Seconds: a finite number > 0 (or >= 0). CLI::PositiveNumber lets "nan" through (NaN < 0 is
+// false) and "inf".
+inline CLI::Validator seconds(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        double value = 0;
+        const std::string range =
+            zero_allowed ? "a finite number of seconds >= 0" : "a finite number of seconds > 0";
+        if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value) ||
+            (zero_allowed ? value < 0 : value <= 0)) {
+          return "must be " + range + ", got '" + text.substr(0, 40) + "'";
+        }
+        return "";
+      },
+      zero_allowed ? "SECONDS >= 0" : "SECONDS > 0");
+}
+inline const CLI::Validator kPositiveSeconds = seconds(false);
+inline const CLI::Validator kNonNegativeSeconds = seconds(true);
+
+// A seed: decimal digits with a value in [0, 2^64 - 1]. (CLI11 reads "-1" into a uint64 as
+// 2^64 - 1 and saturates 2^64 there: two seeds that name the same stream.)
+inline const CLI::Validator kSeed(
+    [](std::string& text) -> std::string {
+      const std::string range = "must be an integer in [0, 18446744073709551615], got '";
+      if (text.empty() || text.size() > 20 ||
+          text.find_first_not_of("0123456789") != std::string::npos) {
+        return range + text.substr(0, 40) + (text.size() > 40 ? "...'" : "'");
+      }
+      if (text.size() == 20 && text > "18446744073709551615") return range + text + "'";
+      return "";
+    },
+    "UINT64");
 
 // Options every command sees.
 struct GlobalOptions {

@@ -319,7 +319,9 @@ void add_convert_command(CLI::App& app, GlobalOptions& /*global*/) {
   command->add_option("--split", arguments->split, "Train/val/test split to store")
       ->check(CLI::IsMember({"none", "planetoid", "random"}))
       ->capture_default_str();
-  command->add_option("--seed", arguments->seed, "Seed of the split")->capture_default_str();
+  command->add_option("--seed", arguments->seed, "Seed of the split")
+      ->capture_default_str()
+      ->check(kSeed);
   command->add_option("--train-fraction", arguments->train_fraction, "--split random: train share")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();

@@ -83,7 +83,8 @@ void add_generate_command(CLI::App& app, GlobalOptions& /*global*/) {
   command->add_option("--classes", options.num_classes, "Number of label classes")
       ->capture_default_str();
   command->add_option("--seed", options.seed, "Random seed (same seed, same bytes)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kSeed);
   command->add_option("--gamma", options.gamma, "Power-law degree exponent (> 1)")
       ->capture_default_str();
   command

@@ -306,7 +306,9 @@ void add_partition_command(CLI::App& app, GlobalOptions& /*global*/) {
       ->add_option("--tolerance", arguments->tolerance,
                    "Allowed imbalance of nodes, edges and training nodes (0.05 = 5%)")
       ->capture_default_str();
-  command->add_option("--seed", arguments->seed, "Random seed")->capture_default_str();
+  command->add_option("--seed", arguments->seed, "Random seed")
+      ->capture_default_str()
+      ->check(kSeed);
   command->add_flag("--simulate", arguments->simulate,
                     "Also simulate an epoch to report remote reads (any method)");
   command->add_flag("--json", arguments->json, "Print one JSON object instead of text");

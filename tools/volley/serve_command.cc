@@ -120,6 +120,16 @@ std::vector<std::string> peer_list(const std::string& text, int64_t num_parts) {
                                "part's may be empty), found {} in '{}'",
                                num_parts, peers.size(), text));
   }
+  for (size_t part = 0; part < peers.size(); ++part) {
+    if (peers[part].empty()) continue;
+    std::string problem = listen_problem(peers[part]);
+    if (problem.empty() && peers[part].substr(peers[part].rfind(':') + 1) == "0") {
+      problem = "port 0 names no server in '" + peers[part] + "'";
+    }
+    if (!problem.empty()) {
+      throw CLI::ValidationError("--peers", fmt::format("part {}'s address: {}", part, problem));
+    }
+  }
   return peers;
 }
 
@@ -236,7 +246,7 @@ void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
   command->add_option("dataset", arguments->directory, "Partitioned dataset directory")->required();
   command->add_option("-p,--part", arguments->part, "The partition to serve")
       ->required()
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command
       ->add_option("--listen", arguments->listen,
                    "HOST:PORT to listen on (port 0: any free port; 0.0.0.0 for all interfaces)")
@@ -247,37 +257,44 @@ void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
                       "File whose first line is the access token every call must carry "
                       "(default: none, unauthenticated)");
   command->add_option("--threads", arguments->threads, "RPC handler threads at most (0: default)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command
       ->add_option("--max-epoch-streams", arguments->max_epoch_streams,
                    "Server-client epoch streams open at once; one more is refused as busy (0: "
                    "4 x threads). A paused stream holds no thread, only its prefetched batches")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command->add_option("--peers", arguments->peers,
                       "Every partition's server address in part order, comma separated (this "
                       "one's may be empty), for server-client mode");
   command->add_option("--deadline", arguments->deadline, "Seconds per call to peers")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositiveSeconds)
       ->capture_default_str();
-  command->add_option("--tls-cert", arguments->tls_cert,
-                      "Serve over TLS with this certificate (PEM; with --tls-key)");
-  command->add_option("--tls-key", arguments->tls_key, "The private key of --tls-cert (PEM)");
-  command->add_option("--tls-client-ca", arguments->tls_client_ca,
-                      "Mutual TLS: clients must present a certificate signed by this CA (PEM); "
-                      "calls to --peers verify them against it and present --tls-cert");
-  command->add_option("--peer-tls-ca", arguments->peer_tls_ca,
-                      "Call --peers over TLS, verifying them against this CA (PEM; default: "
-                      "--tls-client-ca when given, else plaintext)");
+  command
+      ->add_option("--tls-cert", arguments->tls_cert,
+                   "Serve over TLS with this certificate (PEM; with --tls-key)")
+      ->check(CLI::ExistingFile);
+  command->add_option("--tls-key", arguments->tls_key, "The private key of --tls-cert (PEM)")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--tls-client-ca", arguments->tls_client_ca,
+                   "Mutual TLS: clients must present a certificate signed by this CA (PEM); "
+                   "calls to --peers verify them against it and present --tls-cert")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--peer-tls-ca", arguments->peer_tls_ca,
+                   "Call --peers over TLS, verifying them against this CA (PEM; default: "
+                   "--tls-client-ca when given, else plaintext)")
+      ->check(CLI::ExistingFile);
   command
       ->add_option("--max-reply-bytes", arguments->max_reply_bytes,
                    "Largest reply message (0: 64 MiB); clients split their calls under it")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command
       ->add_option("--max-ids-per-call", arguments->max_ids_per_call,
                    "Most ids one request may list (0: 8,388,608)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   command->add_option("--grace", arguments->grace, "Seconds calls in flight get at shutdown")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegativeSeconds)
       ->capture_default_str();
   command->callback([arguments] {
 #ifdef VOLLEY_WITH_DIST

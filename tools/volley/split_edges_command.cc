@@ -48,7 +48,8 @@ void add_split_edges_command(CLI::App& app, GlobalOptions& /*global*/) {
                     "An edge and its reverse are one edge: both directions land on the same side "
                     "(supervision pairs are listed once, src <= dst)");
   command->add_option("--seed", options.seed, "Random seed (same seed, same bytes)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kSeed);
   command
       ->add_option("--neg-ratio", options.neg_ratio,
                    "Fixed negatives per val / test edge (0: none); negatives are no edge")

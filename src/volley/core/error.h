@@ -17,11 +17,11 @@
 namespace volley {
 
 enum class ErrorKind {
-  kValue,     // a bad argument value or shape (Python: ValueError)
-  kIndex,     // an id or index out of range (Python: IndexError)
-  kIo,        // a file or network problem (Python: OSError)
-  kRuntime,   // a failure while running, e.g. a worker died (Python: RuntimeError)
-  kInternal,  // a broken invariant inside Volley: a bug (Python: RuntimeError)
+  kValue,       // a bad argument value or shape (Python: ValueError)
+  kIndex,       // an id or index out of range (Python: IndexError)
+  kIo,          // a file or network problem (Python: OSError)
+  kRuntime,     // a failure while running, e.g. a worker died (Python: RuntimeError)
+  kInternal,    // a broken invariant inside Volley: a bug (Python: RuntimeError)
   kConnection,  // a server that is down, unreachable or went away (Python: ConnectionError)
   kTimeout,     // a deadline passed without an answer (Python: TimeoutError)
   kPermission,  // a missing or wrong access token (Python: PermissionError)

@@ -22,9 +22,9 @@
 //   SampleHeteroBatches  server-client mode (with ServerOptions::peers): the batches of the
 //              caller's seeds (in epoch order) sampled across all parts (this one in-process, the
 //              peers through a DistHeteroGraph) and gathered, streamed in order (temporal and
-//              disjoint too: HeteroBatchesRequest's time fields; TypedNodes.batch); the stream holds
-//              a handler thread while its reader pauses (gRPC flow control is the back-pressure);
-//              FAILED_PRECONDITION without peers.
+//              disjoint too: HeteroBatchesRequest's time fields; TypedNodes.batch); the stream
+//              holds a handler thread while its reader pauses (gRPC flow control is the
+//              back-pressure); FAILED_PRECONDITION without peers.
 // SampleEpoch and HasEdges answer UNIMPLEMENTED (homogeneous only, for now).
 //
 //   HeteroServer server("/data/mag-2", 0, {.listen = "0.0.0.0:5000"});

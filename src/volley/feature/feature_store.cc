@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "volley/core/host_pool.h"
+#include "volley/core/internal/fault_guard.h"
 #include "volley/core/parallel.h"
 #include "volley/feature/cpu/gather_kernel.h"
 #include "volley/feature/gather.h"
@@ -58,8 +59,13 @@ std::shared_ptr<FeatureStore::State> state_for(const Array& matrix) {
 
 void finish_map(FeatureStore::State& state) {
   VOLLEY_ASSERT(state.tiers.size() <= fi::RowMap::kMaxTiers);
+  state.mapped_file.clear();
   for (size_t t = 0; t < state.tiers.size(); ++t) {
     state.map.bases[t] = state.tiers[t].rows().raw_data();
+    const Buffer& rows = state.tiers[t].rows().buffer();
+    if (rows.location() == Location::kMappedFile && state.mapped_file.empty()) {
+      state.mapped_file = rows.file_path();
+    }
   }
   state.map.lookup = state.lookup.empty() ? nullptr : state.lookup.data();
   state.map.lookup_is_32bit = state.lookup_is_32bit;
@@ -525,8 +531,14 @@ void FeatureStore::gather(std::span<const int64_t> ids, std::byte* out,
   auto run = [&](std::span<const int64_t> part, std::byte* into) {
     if (state.disk) {
       fi::gather_with_disk(state, part, out_dtype, into);
-    } else {
+    } else if (state.mapped_file.empty()) {
       fi::gather_kernel(state.map, part, out_dtype, into, mode, out_bytes);
+    } else if (!internal::guard_bus_errors(
+                   [&] { fi::gather_kernel(state.map, part, out_dtype, into, mode, out_bytes); })) {
+      throw IoError(
+          fmt::format("'{}' changed on disk since it was opened: a mapped row is no "
+                      "longer in the file (truncated or rewritten in place); reopen it",
+                      state.mapped_file));
     }
   };
   if (options.threads == 1 || count <= grain || get_num_threads() == 1) {

@@ -67,7 +67,9 @@
 //             begun (32 batches queued at most; a request beyond is dropped), and begin_batch(b)
 //             cancels b's read not started and waits for its chunk in flight (at most 4 MiB of
 //             rows): a slow disk shows as back-pressure.
-// A file that was truncated or changed on disk after open raises IoError naming it; no read
+// A file that was truncated or changed on disk after open raises IoError naming it ("changed on
+// disk"), in the disk tier and in a mapped tier alike (the map's reads are guarded,
+// core/internal/fault_guard.h: the SIGBUS of a page past the new end becomes the error); no read
 // waits longer than 60 s (IoError). A read ahead that fails is dropped: the batch's own gather
 // reads those rows and raises the error there. Memory: cache_bytes plus per-thread staging
 // (8 MiB; with read_ahead one more thread and the ids of the queued batches).

@@ -250,6 +250,17 @@ struct Batch {
     }
   }
 
+  // The pick rule of edge type `e` at hop `hop` (its fanout and stream seed).
+  sampling_internal::PickRule rule_for(int e, int hop) const {
+    sampling_internal::PickRule rule;
+    rule.fanout = fanouts[static_cast<size_t>(e)][static_cast<size_t>(hop)];
+    rule.replace = options.replace;
+    rule.seed = edge_type_stream_seed(options.seed, graph.edge_types()[static_cast<size_t>(e)]);
+    rule.hop = hop;
+    rule.batch = batch_index;
+    return rule;
+  }
+
   // Expands edge type `e` at hop `hop` for the destination nodes [begin, end) of its list.
   template <typename Index>
   void expand(int e, int hop, int64_t begin, int64_t end) {
@@ -264,12 +275,7 @@ struct Batch {
         options.weighted && csr.has_weights() ? csr.weights()->data<float>() : nullptr;
     const int64_t* entry_time =
         temporal && csr.has_edge_time() ? csr.edge_time()->data<int64_t>() : nullptr;
-    sampling_internal::PickRule rule;
-    rule.fanout = fanouts[static_cast<size_t>(e)][static_cast<size_t>(hop)];
-    rule.replace = options.replace;
-    rule.seed = edge_type_stream_seed(options.seed, type);
-    rule.hop = hop;
-    rule.batch = batch_index;
+    const sampling_internal::PickRule rule = rule_for(e, hop);
     auto& rows = out.rows[static_cast<size_t>(e)];
     auto& cols = out.cols[static_cast<size_t>(e)];
     auto& eids = out.edge_ids[static_cast<size_t>(e)];

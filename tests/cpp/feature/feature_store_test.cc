@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -460,6 +461,47 @@ TEST(GatherRows, KeepsItsContract) {
   EXPECT_EQ(out, reference_gather(table, ids));
   EXPECT_THROW(gather_rows(table, std::vector<int64_t>{100}, DType::kFloat32, out.data()),
                IndexError);
+}
+
+// A mapped feature file truncated under its store: the next gather of a row past the new end
+// is an IoError naming the file ("changed on disk"), on one thread and on many, not a SIGBUS
+// that ends the process; rows still in the file gather as before, and a SIGBUS outside a
+// guarded read still ends the process (a child shows it).
+TEST(FeatureStore, ATruncatedMappedFileIsAnErrorNotASignal) {
+  const int64_t rows = 20000, width = 64;
+  const std::string path = temp_path("truncated");
+  write_npy(path, make_table(DType::kFloat32, rows, width));
+  const FeatureStore store = FeatureStore::from_npy(path);
+  ASSERT_EQ(store.tiers().front().location(), Location::kMappedFile);
+  const std::vector<int64_t> early = {0, 1, 2, 3}, late = {0, rows - 1, 5};
+  ASSERT_EQ(truncate(path.c_str(), 4096 * 4), 0);  // the header and the first rows remain
+  for (int threads : {1, 4}) {
+    GatherOptions options;
+    options.threads = threads;
+    std::vector<int64_t> many_ids(40000);
+    for (size_t i = 0; i < many_ids.size(); ++i)
+      many_ids[i] = static_cast<int64_t>(i * 7919) % rows;
+    const std::vector<int64_t>& many = many_ids;
+    for (const std::vector<int64_t>* ids : {&late, &many}) {
+      try {
+        store.gather(*ids, options);
+        ADD_FAILURE() << "a gather past the truncated end returned";
+      } catch (const IoError& error) {
+        EXPECT_THAT(error.what(), ::testing::HasSubstr(path + "' changed on disk"));
+      }
+    }
+    const Array out = store.gather(early, options);  // rows still in the file
+    EXPECT_EQ(out.dim(0), 4);
+  }
+  const pid_t child = fork();
+  if (child == 0) {
+    raise(SIGBUS);  // not a guarded read: the process ends as it always did
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS);
+  std::remove(path.c_str());
 }
 
 }  // namespace

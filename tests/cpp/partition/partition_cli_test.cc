@@ -103,8 +103,7 @@ TEST_F(PartitionCliTest, PartitionsHeterogeneousDatasets) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_THAT(result.out, HasSubstr("method: metis, 3 partitions, 4 node types, 8 edge types"));
   EXPECT_THAT(result.out, HasSubstr("verify: ok"));
-  result = run(fmt::format("partition {} {} --parts 2 --method hotness", path("mag"),
-                           path("hot")));
+  result = run(fmt::format("partition {} {} --parts 2 --method hotness", path("mag"), path("hot")));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.err, HasSubstr("method 'hotness' is not available for heterogeneous"));
 }

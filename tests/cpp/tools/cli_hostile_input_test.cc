@@ -125,4 +125,51 @@ TEST_F(CliHostileTest, AFailedPartitionLeavesNoHalfWrittenOutput) {
   EXPECT_TRUE(fs::exists(path("precious/notes.txt")));
 }
 
+// A seed is a decimal integer in [0, 2^64 - 1] on every command: CLI11 alone read "-1" and
+// "18446744073709551616" as 2^64 - 1 (the same stream as that seed) and refused "1e23" without
+// saying why.
+TEST_F(CliHostileTest, SeedsOutOfRangeAreRefusedNamingTheValue) {
+  for (const char* seed : {"-1", "18446744073709551616", "1e23", "0x10", "12a"}) {
+    const Result result =
+        run(fmt::format("generate '{}' --nodes 50 --edges 200 --seed='{}'", path("seeded"), seed));
+    EXPECT_NE(result.exit_code, 0) << seed;
+    EXPECT_THAT(result.err,
+                HasSubstr(fmt::format(
+                    "--seed: must be an integer in [0, 18446744073709551615], got '{}'", seed)));
+    EXPECT_FALSE(fs::exists(path("seeded"))) << seed;
+  }
+  const Result top = run(
+      fmt::format("generate '{}' --nodes 50 --edges 200 --seed 18446744073709551615", path("top")));
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+  for (const char* command : {"partition {} '{}' --parts 2 --seed -1",
+                              "bench sample --dataset {} --batches 1 --seed -1{}"}) {
+    const Result result = run(fmt::format(fmt::runtime(command), kCora, path("p")));
+    EXPECT_NE(result.exit_code, 0) << command;
+    EXPECT_THAT(result.err, HasSubstr("--seed: must be an integer")) << command;
+  }
+}
+
+// An edge list whose only line is a 10 MB run of digits was taken for a header and gave an
+// empty dataset with exit code 0; a long id was echoed whole. Over-long fields are refused with
+// the line number and a cut excerpt, wherever they are.
+TEST_F(CliHostileTest, ConvertRefusesOverLongFieldsWithAnExcerpt) {
+  const std::string digits(10'000'000, '7');
+  for (const std::string& text :
+       {digits + "\n", "0 1\n" + digits + " 2\n", "src dst\n1 " + digits}) {
+    const std::string file = path("long.txt");
+    std::ofstream(file) << text;
+    const Result result = run(fmt::format("convert '{}' '{}'", file, path("long-out")));
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_THAT(result.err, HasSubstr("bytes long ('7777777777"));
+    EXPECT_THAT(result.err, HasSubstr("fields are at most 64 bytes"));
+    EXPECT_LT(result.err.size(), 400u) << "the error echoes the field";
+    EXPECT_FALSE(fs::exists(fs::path(path("long-out")) / "volley.json"));
+  }
+  // 30 digits fit the field limit but not 64 bits: named, quoted and short.
+  std::ofstream(path("wide.txt")) << "1 2\n3 " << std::string(30, '9') << "\n";
+  const Result wide = run(fmt::format("convert '{}' '{}'", path("wide.txt"), path("wide-out")));
+  EXPECT_NE(wide.exit_code, 0);
+  EXPECT_THAT(wide.err, HasSubstr(":2: node id '999999999999999999999999999999' does not fit"));
+}
+
 }  // namespace

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -94,6 +96,29 @@ TEST_F(ServeCliTest, ServeRefusesPeersOfTheWrongCount) {
   const Result result = run(fmt::format("serve '{}' --part 0 --peers 127.0.0.1:1", partitioned()));
   EXPECT_NE(result.exit_code, 0);
   EXPECT_THAT(result.err, HasSubstr("expected 2 addresses"));
+}
+
+// Options a server would have started with: a NaN or infinite deadline, an address that is
+// not one, a CA file that does not exist. Each is refused at once, naming option and value.
+TEST_F(ServeCliTest, ServeRefusesBadNumbersAddressesAndFilesNamingThem) {
+  const std::string parts = partitioned();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--deadline nan", "--deadline: must be a finite number of seconds > 0, got 'nan'"},
+      {"--deadline inf", "got 'inf'"},
+      {"--deadline 0", "--deadline: must be a finite number of seconds > 0, got '0'"},
+      {"--grace -1", "--grace: must be a finite number of seconds >= 0, got '-1'"},
+      {"--peers garbage,", "--peers: part 0's address: expected HOST:PORT"},
+      {"--peers ,127.0.0.1:99999", "part 1's address: port '99999' is not a number"},
+      {"--peers ,127.0.0.1:0", "part 1's address: port 0 names no server"},
+      {"--peer-tls-ca /no/such/ca.pem", "--peer-tls-ca: File does not exist: /no/such/ca.pem"},
+      {"--tls-client-ca /no/such/ca.pem", "File does not exist: /no/such/ca.pem"},
+      {"--threads -2", "--threads: must be >= 0, got -2"},
+  };
+  for (const auto& [options, message] : cases) {
+    const Result result = run(fmt::format("serve '{}' --part 0 {}", parts, options));
+    EXPECT_NE(result.exit_code, 0) << options;
+    EXPECT_THAT(result.err, HasSubstr(message)) << options;
+  }
 }
 
 // A `volley serve` child process; its stdout is a pipe, its stderr a file.

@@ -28,6 +28,9 @@ struct FeatureStore::State {
   bool lookup_is_32bit = false;
   std::string shared_name;
   feature_internal::RowMap map;  // bases of tiers and the lookup, for the CPU kernel
+  // The file a tier maps (its reads are guarded: a truncated file is an IoError, not SIGBUS),
+  // or empty when no tier is a mapped file.
+  std::string mapped_file;
   // The disk tier (internal/disk_tier.h): the last tier is read from its file, not its map.
   std::shared_ptr<const feature_internal::DiskTier> disk;
 

@@ -1,5 +1,6 @@
 #include "volley/graph/io/edge_list.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string_view>
@@ -59,11 +60,18 @@ bool parse_id(std::string_view text, int64_t* value) {
   return error == std::errc() && end == text.data() + text.size();
 }
 
+// A number as text, whatever its magnitude (a run of a million digits is out of a double's
+// range, and still a number: a header line is words).
 bool looks_numeric(std::string_view text) {
   double value;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size();
+  return (error == std::errc() || error == std::errc::result_out_of_range) &&
+         end == text.data() + text.size();
 }
+
+// The longest field an edge list may hold: a node id has at most 20 digits, a weight needs no
+// more than a few dozen characters. Longer ones are refused before they are read.
+constexpr size_t kMaxFieldBytes = 64;
 
 class EdgeListParser {
  public:
@@ -104,9 +112,23 @@ class EdgeListParser {
   }
 
  private:
+  // IoError naming the line and an excerpt when a field is longer than kMaxFieldBytes.
+  void check_field_sizes(const std::string_view (&fields)[kMaxFields], int count,
+                         int64_t line_number) const {
+    for (int f = 0; f < std::min(count, kMaxFields); ++f) {
+      if (fields[f].size() > kMaxFieldBytes) {
+        throw IoError(fmt::format(
+            "{}:{}: field {} is {} bytes long ({}); fields are at most {} "
+            "bytes (node ids at most 20 digits)",
+            path_, line_number, f + 1, fields[f].size(), quoted(fields[f]), kMaxFieldBytes));
+      }
+    }
+  }
+
   bool is_header(std::string_view line, int64_t line_number) const {
     std::string_view fields[kMaxFields];
     const int count = split_fields(line, fields);
+    check_field_sizes(fields, count, line_number);
     const bool numeric = count >= 1 && looks_numeric(fields[0]);
     if (options_.has_header.has_value()) {
       if (!*options_.has_header) return false;
@@ -136,8 +158,8 @@ class EdgeListParser {
       int64_t ignored;
       const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), ignored);
       if (error == std::errc::result_out_of_range) {
-        throw IoError(
-            fmt::format("{}:{}: node id {} does not fit in 64 bits", path_, line_number, field));
+        throw IoError(fmt::format("{}:{}: node id {} does not fit in 64 bits", path_, line_number,
+                                  quoted(field)));
       }
       if (looks_numeric(field)) {
         throw IoError(fmt::format("{}:{}: expected integer node ids, found '{}' in {}", path_,
@@ -159,6 +181,7 @@ class EdgeListParser {
   void parse_edge(std::string_view line, int64_t line_number) {
     std::string_view fields[kMaxFields];
     const int count = split_fields(line, fields);
+    check_field_sizes(fields, count, line_number);
     if (count < 2 || count > kMaxFields) fail_columns(line, line_number);
     if (columns_ != 0 && count != columns_) fail_columns(line, line_number);
     src_.push_back(parse_node(fields[0], line, line_number));
