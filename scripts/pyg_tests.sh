@@ -13,15 +13,36 @@
 #             /work/.mirror/pyg-team+pytorch_geometric/repo); without one, the tag's tarball is
 #             downloaded from GitHub. Nothing of PyG is copied into this repository: the tests
 #             are written to a temporary directory that is removed afterwards.
-#   VOLLEY_CLI / PYTHONPATH as for python/tests (PYTHONPATH defaults to ./python).
+#   VOLLEY_CLI / PYTHONPATH as for python/tests (default: ./python when the built module lies
+#             there, else the Volley installed in PYTHON's environment). Exits 1, saying why,
+#             when PYTHON cannot import volley._volley or a run ends without pytest's summary.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=${1:-$root/.venv/bin/python}
 python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")"  # absolute (tests run elsewhere)
-tag=${2:-$("$python" -c 'import torch_geometric; print(torch_geometric.__version__)' 2>/dev/null | tail -1)}
+# The Volley the runs import: $PYTHONPATH's when given, else the checkout's python/ when a
+# built module lies there, else the one installed in $python's environment. None: fail now,
+# not with empty result lines.
+if [ -z "${PYTHONPATH:-}" ] && PYTHONPATH="$root/python" "$python" -c 'import volley._volley' 2>/dev/null; then
+  export PYTHONPATH="$root/python"
+fi
+if ! where=$(cd / && "$python" -c 'import volley._volley, volley; print(volley.__file__)' 2>&1); then
+  echo "pyg_tests.sh: $python cannot import volley._volley (PYTHONPATH=${PYTHONPATH:-unset})." >&2
+  echo "  Build and install it first (scripts/dev.sh setup), or set PYTHONPATH to a tree with" >&2
+  echo "  the built module. The error:" >&2
+  echo "$where" | tail -n 3 | sed 's/^/  /' >&2
+  exit 1
+fi
+echo "Volley: $where"
+tag=${2:-$("$python" -c 'import torch_geometric; print(torch_geometric.__version__)' 2>/dev/null | tail -1 || true)}
+if [ -z "$tag" ]; then
+  echo "pyg_tests.sh: $python has no torch_geometric (pass the PyG tag to test as the second argument)" >&2
+  exit 1
+fi
 git_dir=${PYG_GIT:-/work/.mirror/pyg-team+pytorch_geometric/repo}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
 
 fetch() {  # fetch <path in the PyG tree> <destination>
   if [ -d "$git_dir" ]; then
@@ -118,17 +139,26 @@ def pytest_collection_modifyitems(items):
                 setattr(item.module, flag, True)
 PY
 
-export PYTHONPATH=${PYTHONPATH:-$root/python}
+failed_runs=0
 run() {  # run <label> <substitute 0|1> <test file>
   local log="$work/$1-${3%.py}.log"
   (cd "$work" && VOLLEY_SUBSTITUTE=$2 timeout 900 "$python" -m pytest -q -p no:cacheprovider \
     -rfEs "test/loader/$3" >"$log" 2>&1) || true
   if [ -n "${PYG_TESTS_VERBOSE:-}" ]; then grep -E '^(FAILED|ERROR|SKIPPED)' "$log" || true; fi
   if [ -n "${PYG_TESTS_LOGS:-}" ]; then mkdir -p "$PYG_TESTS_LOGS" && cp "$log" "$PYG_TESTS_LOGS/"; fi
-  printf '%-7s PyG %s, %s: %s\n' "$1" "$tag" "$3" "$(grep -E ' in [0-9.]+s' "$log" | tail -1)"
+  local summary
+  summary=$(grep -E ' in [0-9.]+s' "$log" | tail -1)
+  if [ -z "$summary" ]; then  # pytest never got to its summary: an import or collection error
+    echo "pyg_tests.sh: the $1 run of $3 ended without a result; its last lines:" >&2
+    tail -n 15 "$log" | sed 's/^/  /' >&2
+    failed_runs=$((failed_runs + 1))
+    return
+  fi
+  printf '%-7s PyG %s, %s: %s\n' "$1" "$tag" "$3" "$summary"
   grep -E '^passed without building' "$log" | sed 's/^/        /' || true
 }
 for file in $test_files; do
   if [ -z "${PYG_TESTS_SKIP_PYG:-}" ]; then run pyg 0 "$file"; fi
   run volley 1 "$file"
 done
+if [ "$failed_runs" -gt 0 ]; then exit 1; fi
