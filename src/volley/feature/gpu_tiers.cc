@@ -131,7 +131,9 @@ void build_gpu_tiers(const Array& matrix, const FeatureStoreOptions& options,
     for (int64_t id = 0; id < n; ++id) order[static_cast<size_t>(id)] = id;
   }
   state.device = device;
-  state.hot_rows = std::min<int64_t>(n, static_cast<int64_t>(budget / state.row_bytes));
+  // In unsigned arithmetic: an "everything" budget (~0) over 1-byte rows is past int64's range.
+  state.hot_rows =
+      static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(n), budget / state.row_bytes));
   const int64_t cold_rows = n - state.hot_rows;
   const size_t hot_bytes = static_cast<size_t>(state.hot_rows) * state.row_bytes;
   const size_t cold_bytes = static_cast<size_t>(cold_rows) * state.row_bytes;

@@ -120,7 +120,11 @@ Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> see
         features ? layout.add(static_cast<size_t>(n * features->width()) * dtype_size(x_type)) : 0;
     const size_t staged_at =
         convert ? layout.add(static_cast<size_t>(n) * features->row_bytes()) : 0;
-    const size_t y_at = labels ? layout.add(static_cast<size_t>(n) * labels->row_bytes()) : 0;
+    // Labels are int64 on every device (batch.h): other integer labels are converted there.
+    const bool widen_y = labels && labels->dtype() != DType::kInt64;
+    const size_t y_at = labels ? layout.add(static_cast<size_t>(n) * 8) : 0;
+    const size_t y_staged_at =
+        widen_y ? layout.add(static_cast<size_t>(n) * labels->row_bytes()) : 0;
     batch.memory = DeviceBlock::allocate(layout.size(), device, stream);
     const Buffer whole = Buffer::borrow(batch.memory->data(), layout.size(), batch.memory,
                                         /*writable=*/true, Location::kCuda, device);
@@ -148,7 +152,11 @@ Batch sample_device_batch(NeighborSampler& sampler, std::span<const int64_t> see
       const size_t x_bytes = static_cast<size_t>(n * features->width()) * dtype_size(x_type);
       batch.x = convert_on_device(batch.x, x_type, slice(x_at, x_bytes), stream);
     }
-    if (labels) batch.y = gather(*labels, y_at);
+    if (labels) batch.y = gather(*labels, widen_y ? y_staged_at : y_at);
+    if (widen_y) {
+      batch.y = convert_on_device(batch.y, DType::kInt64, slice(y_at, static_cast<size_t>(n) * 8),
+                                  stream);
+    }
     batch.nodes_per_hop = sub.nodes_per_hop;
     batch.edges_per_hop = sub.edges_per_hop;
   }
@@ -204,6 +212,9 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<FeatureSto
   if (labels_) {
     VOLLEY_REQUIRE(labels_->ndim() == 1, ValueError, "labels must be [num_nodes], got {}",
                    labels_->describe());
+    VOLLEY_REQUIRE(gather_supports(labels_->dtype(), DType::kInt64), ValueError,
+                   "labels must hold integers (batches carry them as int64), got {}",
+                   dtype_name(labels_->dtype()));
   }
   // Temporal sampling takes a node more than once (at different times), as the CPU loader does.
   const bool temporal = options_.sampler.time_source != TimeSource::kNone;

@@ -187,6 +187,36 @@ TEST(CudaLoaderGpuHost, FeatureDtypeIsConvertedAsOnTheCpu) {
   }
 }
 
+// Labels are int64 on every device (batch.h), whatever integer type they are stored in: the
+// GPU batch's y equals the CPU batch's, bytes and dtype; labels that are not integers are
+// refused when the loader is made.
+TEST(CudaLoaderGpuHost, LabelsAreInt64InEveryBatch) {
+  ScopedCudaEmulation emulated;
+  const Inputs inputs = make_inputs(700, 7000, 17);
+  const CudaGraph graph = CudaGraph::place(inputs.graph);
+  const LoaderOptions options = options_for(true, false, 1, 2);
+  for (DType stored : {DType::kInt32, DType::kUInt8, DType::kInt16, DType::kInt64}) {
+    const Array labels = inputs.labels.cast(stored);
+    const NeighborLoader cpu(inputs.graph, std::nullopt, FeatureStore(labels), inputs.train,
+                             options);
+    const CudaNeighborLoader gpu(graph, std::nullopt, on_gpu(labels, ~size_t{0}), inputs.train,
+                                 options);
+    auto epoch = gpu.start_epoch(0);
+    auto first = epoch->next_on(nullptr);
+    ASSERT_TRUE(first.has_value());
+    EXPECT_EQ(first->y.dtype(), DType::kInt64) << dtype_name(stored);
+    EXPECT_EQ(compare_epoch(cpu, gpu, 0, std::string(dtype_name(stored))), gpu.num_batches());
+  }
+  try {
+    CudaNeighborLoader(graph, std::nullopt, on_gpu(inputs.labels.cast(DType::kFloat32), ~size_t{0}),
+                       inputs.train, options);
+    ADD_FAILURE() << "float labels were taken";
+  } catch (const ValueError& error) {
+    EXPECT_STREQ(error.what(),
+                 "labels must hold integers (batches carry them as int64), got float32");
+  }
+}
+
 TEST(CudaLoaderGpuHost, HeldBatchesStayIntactAndFailuresSurfaceForTheirBatch) {
   ScopedCudaEmulation emulated;
   const Inputs inputs = make_inputs(800, 8000, 11);
