@@ -1,6 +1,6 @@
 // python/src/bind_cuda.cc — the GPU data path's own pieces: CUDA device queries, placed graphs
-// and the CUDA loader. The sampler, the feature store and the epoch are bound once, for every
-// device, in bind_sampling.cc and bind_feature.cc. Compiled in every build:
+// (the loader is one class for every device, bound in bind_sampling.cc, as are the sampler, the
+// feature store and the epoch; bind_feature.cc). Compiled in every build:
 // without CUDA the native calls throw the stubs' RuntimeError ("this build of Volley has no CUDA
 // support"), which Python sees as VolleyRuntimeError.
 //
@@ -58,24 +58,6 @@ void bind_cuda(nb::module_& m) {
       .def_prop_ro("has_weights", &CudaGraph::has_weights)
       .def_prop_ro("device_bytes", &CudaGraph::device_bytes)
       .def_prop_ro("pinned_bytes", &CudaGraph::pinned_bytes);
-
-  nb::class_<CudaNeighborLoader>(m, "CudaNeighborLoader",
-                                 "The CUDA batch pipeline (loader/cuda_loader.h).")
-      .def(
-          "__init__",
-          [](CudaNeighborLoader* self, const CudaGraph& graph, std::optional<FeatureStore> features,
-             std::optional<FeatureStore> labels, const std::optional<InputArray>& input_nodes,
-             LoaderOptions options) {
-            auto input_array = array_from_python(input_nodes, "input_nodes");
-            nb::gil_scoped_release release;
-            new (self) CudaNeighborLoader(graph, std::move(features), std::move(labels),
-                                          std::move(input_array), std::move(options));
-          },
-          nb::arg("graph"), nb::arg("features").none(), nb::arg("labels").none(),
-          nb::arg("input_nodes").none(), nb::arg("options"))
-      .def_prop_ro("num_batches", &CudaNeighborLoader::num_batches)
-      .def("start_epoch", &CudaNeighborLoader::start_epoch, nb::arg("epoch"),
-           nb::call_guard<nb::gil_scoped_release>());
 }
 
 }  // namespace volley::python

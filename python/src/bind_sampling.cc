@@ -464,6 +464,21 @@ void bind_loader(nb::module_& m) {
           },
           nb::arg("source"), nb::arg("input_nodes").none(), nb::arg("options"),
           "A loader over any BatchSource (e.g. a DistGraph).")
+      .def(
+          "__init__",
+          [](NeighborLoader* self, const CudaGraph& graph, std::optional<FeatureStore> features,
+             std::optional<FeatureStore> labels, const std::optional<InputArray>& input_nodes,
+             LoaderOptions options) {
+            auto input_array = array_from_python(input_nodes, "input_nodes");
+            nb::gil_scoped_release release;
+            new (self) NeighborLoader(graph, std::move(features), std::move(labels),
+                                      std::move(input_array), std::move(options));
+          },
+          nb::arg("graph"), nb::arg("features").none(), nb::arg("labels").none(),
+          nb::arg("input_nodes").none(), nb::arg("options"),
+          "The same loader with batches built on the GPU: the device follows where the graph "
+          "was placed (CudaGraph) and the features / labels live (GPU tiers of its device).")
+      .def_prop_ro("on_cuda", &NeighborLoader::on_cuda)
       .def_prop_ro("num_batches", &NeighborLoader::num_batches)
       .def_prop_ro("num_inputs", &NeighborLoader::num_inputs)
       .def_prop_ro("options", &NeighborLoader::options)

@@ -377,8 +377,8 @@ class NeighborLoader:
     def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
         """The native loader over ``input_nodes`` (None: all nodes) with this loader's options."""
         cuda_rows = getattr(self, "_cuda_rows", None)
-        if cuda_rows is not None:
-            return _volley.CudaNeighborLoader(*cuda_rows, input_nodes, self._options)
+        if cuda_rows is not None:  # one native loader: it builds batches where the graph lives
+            return _NativeLoader(*cuda_rows, input_nodes, self._options)
         tables = getattr(self, "_node_tables", []), getattr(self, "_edge_tables", [])
         return _NativeLoader(
             *self._rows,
