@@ -106,7 +106,7 @@ TEST_F(EdgeListTest, RejectsBadIdsAndWeights) {
   EXPECT_EQ(error_of("0 1\n4 5\n", {.num_nodes = 5}),
             path_of("g.txt") + ":2: node id 5 out of range for a graph with 5 nodes");
   EXPECT_EQ(error_of("0 99999999999999999999\n"),
-            path_of("g.txt") + ":1: node id 99999999999999999999 does not fit in 64 bits");
+            path_of("g.txt") + ":1: node id '99999999999999999999' does not fit in 64 bits");
   EXPECT_EQ(error_of("0 1 -1\n"), path_of("g.txt") + ":1: weight -1 must be finite and >= 0");
   EXPECT_EQ(error_of("0 1 nan\n"), path_of("g.txt") + ":1: weight nan must be finite and >= 0");
   EXPECT_THAT([&] { read_edge_list(path_of("absent.txt")); },
