@@ -309,10 +309,9 @@ struct WeightedMergeBody {
 
 // Item j < the hop's edge count, one per picked edge: finds its target (from the row PickBody
 // wrote, or as the last i with offsets[i] <= j; offsets has bound + 1 entries, constant past the
-// frontier's size), its
-// position in the target's row (bases[i] + its rank, or the drawn one in edge_ids) and writes
-// row (local id of the target), edge id and neighbor (global id, or key when disjoint), the
-// edges at *edge_base + j, the neighbor at j.
+// frontier's size), its position in the target's row (bases[i] + its rank, or the drawn one in
+// edge_ids) and writes row (local id of the target), edge id and neighbor (global id, or key
+// when disjoint), the edges at *edge_base + j, the neighbor at j.
 template <typename Index>
 struct FillBody {
   static constexpr const char* kName = "sampler fill";
