@@ -233,7 +233,7 @@ def test_feature_sizes_out_of_range_are_named(kwargs, error, match):
 
 
 def test_feature_sizes_in_range_are_read():
-    from volley.feature import _parse_bytes
+    from volley._tensor import byte_size
 
-    assert _parse_bytes("1.5K") == 1536 and _parse_bytes(".5M") == 1 << 19
-    assert _parse_bytes(0) == 0 and _parse_bytes(None) == 0 and _parse_bytes(2.0**40) == 1 << 40
+    assert byte_size("1.5K", "x") == 1536 and byte_size(".5M", "x") == 1 << 19
+    assert byte_size(0, "x") == 0 and byte_size(None, "x") == 0 and byte_size(2.0**40, "x") == 1 << 40

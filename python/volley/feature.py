@@ -46,11 +46,6 @@ from .graph import Graph
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-def _parse_bytes(value: Union[int, float, str, None], what: str = "cache_bytes") -> int:
-    """Bytes from an int or a size like "4G" (``_tensor.byte_size``); None is 0."""
-    return _tensor.byte_size(value, what)
-
-
 def _as_ids(ids: Any, num_rows: int) -> Any:
     """Row ids for the native gather: a 1-d int64 CPU tensor or numpy array."""
     if isinstance(ids, slice):
@@ -264,7 +259,7 @@ class Feature:
         self.rank = rank
         self.device_list = device_list
         self.cache_policy = cache_policy
-        self._cache_bytes = _parse_bytes(cache_bytes) or _parse_bytes(
+        self._cache_bytes = _tensor.byte_size(cache_bytes, "cache_bytes") or _tensor.byte_size(
             device_cache_size, "device_cache_size")
         self._cache_given = cache_bytes is not None or device_cache_size is not None
         self._policy = _check_policy(policy, self._cache_given)
@@ -330,7 +325,7 @@ class Feature:
         store = _dataset_store(
             native,
             "features",
-            cache_bytes=_parse_bytes(cache_bytes) if given else -1,
+            cache_bytes=_tensor.byte_size(cache_bytes, "cache_bytes") if given else -1,
             policy=_check_policy(policy, given),
         )
         return cls._from_store(store)

@@ -260,7 +260,7 @@ class HopSteps {
     edges.edge_ids.reserve(needed, kept);
     neighbors_.reserve(static_cast<size_t>(added) * sizeof(int64_t));
     pick(graph, frontier, edges, added, rule, tree_size, time);
-    relabel(sources, edges, added, rule.fanout < 0);
+    relabel(sources, edges, total(frontier), added, rule.fanout < 0);
   }
 
  private:
@@ -270,7 +270,6 @@ class HopSteps {
   int64_t count(const GraphRows<Index>& graph, const Frontier& frontier, const PickRule& rule,
                 int64_t tree_size, const TemporalRows& time) {
     const int64_t bound = frontier.count.bound;
-    last_bound_ = bound;
     const size_t frontier_bytes = static_cast<size_t>(bound + 1) * sizeof(int64_t);
     counts_.reserve(frontier_bytes);
     offsets_.reserve(frontier_bytes);
@@ -280,9 +279,12 @@ class HopSteps {
     executor_.exclusive_scan(counts_.template as<int64_t>(), offsets_.template as<int64_t>(),
                              bound + 1);
     const bool bounded = rule.fanout > 0 && bound <= kBoundedEdges / rule.fanout;
-    return bounded ? bound * rule.fanout : executor_.read(total());
+    return bounded ? bound * rule.fanout : executor_.read(total(frontier));
   }
-  const int64_t* total() const { return offsets_.template as<int64_t>() + last_bound_; }
+  // The frontier's edge count on the device: the offsets' element at its bound.
+  const int64_t* total(const Frontier& frontier) const {
+    return offsets_.template as<int64_t>() + frontier.count.bound;
+  }
 
   // Picks the hop's edges (at most `added`) into edges.rows / edge_ids / neighbors_ at the edge
   // lists' live size (PickBody per target, then FillBody per edge).
@@ -310,7 +312,7 @@ class HopSteps {
                               rows,     edge_ids,        neighbors_.template as<int64_t>(),
                               tree_size};
     fill_body.rows_written = pick_body.writes_rows;
-    executor_.for_each_counted({total(), nullptr, added}, fill_body);
+    executor_.for_each_counted({total(frontier), nullptr, added}, fill_body);
   }
 
   // Lanes per target for weighted rows without replacement (WeightedLanesBody): 32, fewer when
@@ -350,18 +352,20 @@ class HopSteps {
   }
 
   // Numbers the new nodes among the hop's neighbors (at most `added`; appended to `sources`),
-  // fills the columns and writes both lists' new sizes. `exact`: read the new node count back.
-  void relabel(NodeList<Executor>& sources, EdgeLists<Executor>& edges, int64_t added, bool exact) {
+  // fills the columns and writes both lists' new sizes. `total`: the hop's edge count on the
+  // device; `exact`: read the new node count back.
+  void relabel(NodeList<Executor>& sources, EdgeLists<Executor>& edges, const int64_t* total,
+               int64_t added, bool exact) {
     const int64_t base = sources.levels.bound;  // above every local id so far
     const int64_t bound = base + added;         // most nodes the list can hold now
     if (2 * bound > sources.capacity) sources.reset_table(executor_, next_power_of_two(2 * bound));
     const int64_t* neighbors = neighbors_.template as<int64_t>();
-    const internal::DeviceCount live{total(), nullptr, added};
+    const internal::DeviceCount live{total, nullptr, added};
     executor_.for_each_counted(live, InsertBody{sources.table(), neighbors, base});
     const size_t flag_bytes = static_cast<size_t>(added + 1) * sizeof(int64_t);
     auto* flags = reinterpret_cast<int64_t*>(flags_.reserve(flag_bytes));
     auto* ranks = reinterpret_cast<int64_t*>(ranks_.reserve(flag_bytes));
-    executor_.for_each(added + 1, FlagFirstBody{sources.table(), neighbors, total(), base, flags});
+    executor_.for_each(added + 1, FlagFirstBody{sources.table(), neighbors, total, base, flags});
     executor_.exclusive_scan(flags, ranks, added + 1);
     const int64_t fresh = new_nodes(sources, ranks + added, added, exact);
     sources.nodes.reserve(static_cast<size_t>(base + fresh) * sizeof(int64_t),
@@ -374,7 +378,7 @@ class HopSteps {
                                            edges.cols.template as<int64_t>()});
     executor_.for_each(
         1, TallyBody{sources.levels.size_mark(), ranks + added,
-                     sources.levels.marks + sources.levels.level, edges.levels.size_mark(), total(),
+                     sources.levels.marks + sources.levels.level, edges.levels.size_mark(), total,
                      edges.levels.marks + edges.levels.level});
     sources.levels.grew(fresh);
     edges.levels.grew(added);
@@ -397,7 +401,6 @@ class HopSteps {
   Executor& executor_;
   internal::Scratch<Executor> neighbors_, counts_, offsets_, flags_, ranks_;
   internal::Scratch<Executor> lane_keys_, lane_positions_, lane_sizes_;  // weighted lanes
-  int64_t last_bound_ = 0;  // the frontier bound of the expansion under way (offsets' last)
 };
 
 }  // namespace volley::sampling_internal

@@ -21,7 +21,6 @@
 // and write zeros past the live items, so their scans' last element is the total.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "volley/core/host_device.h"
@@ -250,25 +249,12 @@ struct WeightedLanesBody {
       double u[2];
       uniform_pair(rule, target, pair, u);
       for (int64_t p = 2 * pair; p < 2 * pair + 2 && p < degree; ++p) {
-        const float weight = row_weights[p];
-        const double kept = 1.0 - u[p - 2 * pair];  // (0, 1], as pick_weighted_keys draws it
-        if (!(weight > 0.0f) || (best.size == k && loses(kept, weight, best.keys[0]))) continue;
-        best.offer(weighted_key(kept, weight), p);
+        if (row_weights[p] > 0.0f) {
+          best.offer(weighted_key(1.0 - u[p - 2 * pair], row_weights[p]), p);
+        }
       }
     }
     sizes[item] = best.size;
-  }
-
-  // True when the key of (u, weight) is certainly at most `worst` (a lane's positions increase,
-  // so a tie loses too): log(u) <= worst · weight · (1 + 1e-6), judged by a float log whose
-  // error (under 1e-5 relative plus 1e-6) is added first. Then the exact key, deterministic_log
-  // in double (the costly part of a lane), is never computed for it. The margins exceed every
-  // rounding of the exact key, so only entries that could win reach BestKeys::offer, which
-  // compares exactly.
-  VOLLEY_HOST_DEVICE static bool loses(double u, float weight, double worst) {
-    const double approximate = static_cast<double>(logf(static_cast<float>(u)));
-    const double error = 1e-5 * (approximate < 0 ? -approximate : approximate) + 1e-6;
-    return approximate + error <= worst * static_cast<double>(weight) * (1.0 + 1e-6);
   }
 };
 
