@@ -242,18 +242,22 @@ void bind_hetero_sampler(nb::module_& m) {
           "sample",
           [](HeteroNeighborSampler& sampler,
              const std::vector<std::pair<std::string, InputArray>>& seeds, uint64_t batch_index,
-             const std::vector<std::optional<InputArray>>& seed_times) {
+             const std::vector<std::optional<InputArray>>& seed_times,
+             std::optional<uint64_t> seed) {
             std::vector<Array> arrays;
             const std::vector<HeteroSeeds> groups = hetero_seed_groups(seeds, seed_times, arrays);
             HeteroSampledSubgraph out;
             {
               nb::gil_scoped_release release;
-              out = sampler.sample(groups, batch_index);
+              out = sampler.sample_with_seed(groups, seed.value_or(sampler.options().seed),
+                                             batch_index);
             }
             return hetero_subgraph_dict(out);
           },
           nb::arg("seeds"), nb::arg("batch_index"),
-          nb::arg("seed_times") = std::vector<std::optional<InputArray>>{});
+          nb::arg("seed_times") = std::vector<std::optional<InputArray>>{},
+          nb::arg("seed").none() = nb::none(),
+          "One batch; `seed` (default: the sampler's) keys the random streams.");
 }
 
 }  // namespace

@@ -290,6 +290,22 @@ void bind_options(nb::module_& m) {
       nb::arg("num_inputs"), nb::arg("options"), nb::arg("epoch"),
       "Positions into `num_inputs` input nodes that options.rank visits in `epoch`, in batch "
       "order (int64): the loaders' epoch order and rank split (see LoaderOptions.rank).");
+  m.def(
+      "epoch_sampler_seed",
+      [](const LoaderOptions& options, int64_t epoch) {
+        return loader_internal::epoch_sampler_seed(options, epoch);
+      },
+      nb::arg("options"), nb::arg("epoch"),
+      "The seed options.rank samples epoch `epoch` with (batch b then has batch index b).");
+  m.def(
+      "num_batches",
+      [](int64_t num_inputs, const LoaderOptions& options) {
+        loader_internal::check_loader_options(options, num_inputs);
+        return loader_internal::num_batches(num_inputs, options);
+      },
+      nb::arg("num_inputs"), nb::arg("options"),
+      "Batches per epoch of options.rank over `num_inputs` input nodes (the options checked "
+      "first: ValueError naming the offending value).");
 }
 
 }  // namespace
@@ -430,6 +446,20 @@ void bind_streams(nb::module_& m) {
                                  "One pass of a loader (CPU or CUDA): batches in order.");
 }
 
+// NeighborLoader over a typed graph: per-type (name, table) lists become TypedAttributes.
+void typed_loader_init(NeighborLoader* self, std::shared_ptr<HeteroNeighborSampler> sampler,
+                       const std::string& input_type, const std::optional<InputArray>& input_nodes,
+                       LoaderOptions options, const std::vector<NamedRows>& node_attrs,
+                       const std::vector<NamedRows>& edge_attrs) {
+  auto input_array = array_from_python(input_nodes, "input_nodes");
+  TypedAttributes attributes;
+  for (const NamedRows& tables : node_attrs) attributes.node.push_back(named_stores(tables));
+  for (const NamedRows& tables : edge_attrs) attributes.edge.push_back(named_stores(tables));
+  nb::gil_scoped_release release;
+  new (self) NeighborLoader(std::move(sampler), input_type, std::move(input_array),
+                            std::move(options), std::move(attributes));
+}
+
 void bind_loader(nb::module_& m) {
   nb::class_<NeighborLoader>(m, "NeighborLoader",
                              "The C++ batch pipeline (loader/neighbor_loader.h): one loader for "
@@ -478,6 +508,13 @@ void bind_loader(nb::module_& m) {
           nb::arg("input_nodes").none(), nb::arg("options"),
           "The same loader with batches built on the GPU: the device follows where the graph "
           "was placed (CudaGraph) and the features / labels live (GPU tiers of its device).")
+      .def("__init__", &typed_loader_init, nb::arg("sampler"), nb::arg("input_type"),
+           nb::arg("input_nodes").none(), nb::arg("options"),
+           nb::arg("node_attrs") = std::vector<NamedRows>{},
+           nb::arg("edge_attrs") = std::vector<NamedRows>{},
+           "The same pipeline over a typed graph: a HeteroNeighborSampler samples seeds of node "
+           "type input_type; node_attrs[t] / edge_attrs[e]: (name, table) pairs of node type t / "
+           "edge type e (graph order) carried into every batch.")
       .def_prop_ro("on_cuda", &NeighborLoader::on_cuda)
       .def_prop_ro("num_batches", &NeighborLoader::num_batches)
       .def_prop_ro("num_inputs", &NeighborLoader::num_inputs)

@@ -83,7 +83,9 @@ std::vector<std::pair<std::string, FeatureStore>> named_stores(const NamedRows& 
 nb::dict subgraph_to_python(const SampledSubgraph& subgraph);
 // A loader batch (host or device arrays) as a dict (PyG field names:
 // n_id, input_id, edge_index, e_id, x, y, batch_size, num_sampled_nodes, num_sampled_edges,
-// index), arrays zero-copy, None for absent x / y. Needs the GIL.
+// index), arrays zero-copy, None for absent x / y; a typed batch adds node_types / edge_types,
+// a list (graph order) of dicts (n_id, num_sampled_nodes, batch, attrs / edge_index, e_id,
+// num_sampled_edges, attrs). Needs the GIL.
 template <typename BatchLike>
 nb::dict batch_to_python(BatchLike& batch) {
   nb::dict result;
@@ -106,6 +108,34 @@ nb::dict batch_to_python(BatchLike& batch) {
       edge_attrs[name.c_str()] = array_to_python(values);
     result["node_attrs"] = node_attrs;
     result["edge_attrs"] = edge_attrs;
+  }
+  if constexpr (requires { batch.node_types; }) {  // typed batches: a part per type
+    if (!batch.node_types.empty() || !batch.edge_types.empty()) {
+      const auto attrs = [](const auto& named) {
+        nb::dict out;
+        for (const auto& [name, values] : named) out[name.c_str()] = array_to_python(values);
+        return out;
+      };
+      nb::list node_types, edge_types;
+      for (const auto& part : batch.node_types) {
+        nb::dict entry;
+        entry["n_id"] = array_to_python(part.nodes);
+        entry["num_sampled_nodes"] = part.nodes_per_hop;
+        entry["batch"] = array_to_python(part.batch_ids);
+        entry["attrs"] = attrs(part.attrs);
+        node_types.append(entry);
+      }
+      for (const auto& part : batch.edge_types) {
+        nb::dict entry;
+        entry["edge_index"] = array_to_python(part.edge_index);
+        entry["e_id"] = array_to_python(part.edge_ids);
+        entry["num_sampled_edges"] = part.edges_per_hop;
+        entry["attrs"] = attrs(part.attrs);
+        edge_types.append(entry);
+      }
+      result["node_types"] = node_types;
+      result["edge_types"] = edge_types;
+    }
   }
   if constexpr (requires { batch.edge_label_index; }) {  // link batches (LinkLoader)
     if (batch.edge_label_index.defined() || batch.src_index.defined()) {

@@ -13,6 +13,10 @@ History: recorded before the loader's policy moved to C++ (issue 13). The rank s
 ``shuffle=True`` then changed once, from numpy's generator to Philox (the single-process epoch
 order); only the entries with ``world_size > 1`` and ``shuffle=True`` were regenerated
 (``golden_batches.py --write --rank-split``).
+
+The heterogeneous option sets (``het-*``, a ``HeteroData`` of ``generated_hetero_data``) were
+recorded when the heterogeneous loader adopted the homogeneous loader's epoch policy, from its
+Python batch assembly; the C++ typed pipeline that builds those batches now must match them.
 """
 
 from __future__ import annotations
@@ -111,7 +115,95 @@ def option_sets() -> List[Tuple[str, str, Dict[str, Any]]]:
                                                "rank": rank, "world_size": 2})
         add(f"cora-rank{rank}of2-noshuffle", "cora", **{**cora, "input": "all", "rank": rank,
                                                          "world_size": 2})
+    hetero_option_sets(add)
     return sets
+
+
+def hetero_option_sets(add: Any) -> None:
+    """The heterogeneous loader's documented options, on ``generated_hetero_data``."""
+    base = dict(num_neighbors=[4, 3], batch_size=64, input="paper-ids", seed=5)
+    for shuffle in (False, True):
+        for drop_last in (False, True):
+            for workers in (1, 2):
+                add(f"het-shuffle{int(shuffle)}-drop{int(drop_last)}-w{workers}", "hetero",
+                    **{**base, "shuffle": shuffle, "drop_last": drop_last, "num_workers": workers})
+    cites = ("paper", "cites", "paper")
+    add("het-dict-default", "hetero", **{**base, "num_neighbors": {cites: [6, -1]},
+                                         "default": [2, 1], "shuffle": True})
+    add("het-all-neighbors", "hetero", **{**base, "num_neighbors": [-1], "input": "author"})
+    add("het-replace", "hetero", **{**base, "replace": True, "shuffle": True})
+    add("het-weighted", "hetero", **{**base, "weight_attr": "edge_weight", "shuffle": True})
+    add("het-disjoint", "hetero", **{**base, "disjoint": True, "shuffle": True})
+    add("het-temporal", "hetero", **{**base, "time_attr": "time", "shuffle": True})
+    add("het-temporal-last", "hetero", **{**base, "time_attr": "time",
+                                          "temporal_strategy": "last"})
+    add("het-mask", "hetero", **{**base, "input": "paper-mask", "shuffle": True})
+    for kind in ("induced", "bidirectional"):
+        add(f"het-{kind}", "hetero", **{**base, "subgraph_type": kind, "shuffle": True})
+    for world in (2, 3):
+        for rank in range(world):
+            for shuffle in (False, True):
+                add(f"het-rank{rank}of{world}-shuffle{int(shuffle)}", "hetero",
+                    **{**base, "rank": rank, "world_size": world, "shuffle": shuffle,
+                       "drop_last": rank == 1, "num_workers": 1 + rank % 2})
+
+
+def generated_hetero_data() -> Any:
+    """A seeded ``HeteroData`` from ``generated_graph``'s hashes: 3000 papers (x, y, time) cite
+    each other (weighted); 800 authors (x) write papers and are written by them."""
+    import torch
+    from torch_geometric.data import HeteroData
+
+    graph = generated_graph()
+    papers, authors = int(graph["num_nodes"]), 800
+    bits = _splitmix(np.arange(10**6, 10**6 + 6 * papers, dtype=np.uint64))
+    data = HeteroData()
+    data["paper"].x = torch.from_numpy(graph["x"])
+    data["paper"].y = torch.from_numpy(graph["y"])
+    data["paper"].time = torch.from_numpy((bits[:papers] % np.uint64(50)).astype(np.int64))
+    data["author"].x = torch.from_numpy(graph["x"][:authors, :4].copy())
+    cites = data["paper", "cites", "paper"]
+    cites.edge_index = torch.from_numpy(graph["edge_index"])
+    cites.edge_weight = torch.from_numpy(graph["edge_weight"])
+    writer = (bits[papers:3 * papers] % np.uint64(authors)).astype(np.int64)
+    paper = np.repeat(np.arange(papers, dtype=np.int64), 2)
+    data["author", "writes", "paper"].edge_index = torch.from_numpy(np.stack([writer, paper]))
+    data["paper", "rev_writes", "author"].edge_index = torch.from_numpy(np.stack([paper, writer]))
+    return data
+
+
+def _hetero_inputs(kind: str, data: Any) -> Any:
+    papers = int(data["paper"].num_nodes)
+    if kind == "paper-ids":
+        return ("paper", np.arange(2, papers, 4, dtype=np.int64)[::-1].copy())
+    if kind == "paper-mask":
+        return ("paper", (np.arange(papers) * 5) % 7 < 2)
+    if kind == "author":
+        return "author"
+    raise ValueError(kind)
+
+
+def hetero_digest_update(digest: Any, batch: Any) -> None:
+    """Feeds one ``HeteroData`` batch's fields, per type in a fixed order, into ``digest``."""
+    def field(name: str, value: Any) -> None:
+        if value is None:
+            digest.update(f"{name}:none;".encode())
+            return
+        if isinstance(value, (list, tuple, int)):
+            value = np.asarray(value, dtype=np.int64)
+        dtype, shape, raw = _field_bytes(value)
+        digest.update(f"{name}:{dtype}:{shape};".encode())
+        digest.update(raw)
+
+    for node_type in sorted(batch.node_types):
+        store = batch[node_type]
+        for key in ("n_id", "x", "y", "time", "batch", "num_sampled_nodes", "input_id",
+                    "batch_size", "seed_time"):
+            field(f"{node_type}.{key}", getattr(store, key, None))
+    for edge_type in sorted(batch.edge_types):
+        store = batch[edge_type]
+        for key in ("edge_index", "e_id", "edge_weight", "num_sampled_edges"):
+            field(f"{edge_type}.{key}", getattr(store, key, None))
 
 
 def changed_by_rank_split(name: str, kwargs: Dict[str, Any]) -> bool:
@@ -185,6 +277,8 @@ def run_option_set(dataset: str, kwargs: Dict[str, Any], epochs: int = EPOCHS) -
 
     kwargs = dict(kwargs)
     fmt = kwargs.pop("format", "pyg")
+    if dataset == "hetero":
+        return _run_hetero(kwargs, epochs)
     data = _data(dataset, fmt)
     num_nodes = int(data.num_nodes)
     kwargs["input_nodes"] = _inputs(kwargs.pop("input"), num_nodes, data)
@@ -196,20 +290,33 @@ def run_option_set(dataset: str, kwargs: Dict[str, Any], epochs: int = EPOCHS) -
         elif fmt == "batch":
             volley.loader._pyg_data_class = lambda: None
         loader = NeighborLoader(data, **kwargs)
-        digests = []
-        for _ in range(epochs):
-            digest = hashlib.sha256()
-            count = 0
-            for batch in loader:
-                expected_class = "Data" if fmt == "pyg" else "Batch"
-                assert type(batch).__name__ == expected_class, type(batch)
-                batch_digest_update(digest, batch)
-                count += 1
-            digests.append(f"{count}:{digest.hexdigest()}")
-        return dict(num_batches=len(loader), epochs=digests)
+        return _digests(loader, epochs, "Data" if fmt == "pyg" else "Batch", batch_digest_update)
     finally:
         volley._tensor._torch = saved_torch
         volley.loader._pyg_data_class = saved_class
+
+
+def _run_hetero(kwargs: Dict[str, Any], epochs: int) -> Dict[str, Any]:
+    from volley.loader import NeighborLoader
+
+    data = generated_hetero_data()
+    kwargs["input_nodes"] = _hetero_inputs(kwargs.pop("input"), data)
+    return _digests(NeighborLoader(data, **kwargs), epochs, "HeteroData", hetero_digest_update)
+
+
+def _digests(loader: Any, epochs: int, batch_class: str, update: Any) -> Dict[str, Any]:
+    """The loader's length and one ``count:SHA-256`` per epoch over its batches (``update``
+    feeds one batch into the digest)."""
+    digests = []
+    for _ in range(epochs):
+        digest = hashlib.sha256()
+        count = 0
+        for batch in loader:
+            assert type(batch).__name__ == batch_class, type(batch)
+            update(digest, batch)
+            count += 1
+        digests.append(f"{count}:{digest.hexdigest()}")
+    return dict(num_batches=len(loader), epochs=digests)
 
 
 def main(argv: List[str]) -> int:

@@ -123,21 +123,27 @@ def test_ranks_split_every_epoch(timed, topology, drop_last):
     ids = np.arange(37)
     options = dict(batch_size=8, input_nodes=("paper", ids), shuffle=True, seed=5,
                    drop_last=drop_last)
-    local = NeighborLoader(whole, FANOUTS, **options)
     seen = []
     for rank in range(3):
         remote = _remote(timed, topology, rank=rank, world_size=3, **options)
-        assert len(remote) == (12 // 8 if drop_last else 2)
+        # The local loader splits by the same policy: rank r's batches are its batches.
+        local = NeighborLoader(whole, FANOUTS, rank=rank, world_size=3, **options)
+        assert len(remote) == len(local) == (12 // 8 if drop_last else 2)
         for epoch in range(2):
-            positions = remote.epoch_order(epoch)
+            positions = remote.rank_positions(epoch)
             assert len(positions) == (12 if drop_last else 13)
+            np.testing.assert_array_equal(positions, local.rank_positions(epoch))
             remote.set_epoch(epoch)
-            for index, got in enumerate(remote):
-                share = positions[index * 8:(index + 1) * 8]
-                want = local._make_batch((epoch * len(remote) + index, share))
+            local.set_epoch(epoch)
+            count = 0
+            for index, (got, want) in enumerate(zip(remote, local)):
                 _expect_same(got, want, f"rank {rank} epoch {epoch} batch {index}")
+                np.testing.assert_array_equal(got["paper"].input_id.numpy(),
+                                              positions[index * 8:(index + 1) * 8])
                 if epoch == 0:
                     seen.append(got["paper"].input_id.numpy())
+                count += 1
+            assert count == len(local)
     seen = np.concatenate(seen)
     if drop_last:  # 36 of 37 (the tail cut), each once; the batches' tails cut too
         assert len(set(seen.tolist())) == len(seen) == 3 * 8

@@ -5,7 +5,8 @@ The checksums were recorded before the loader's policy moved into C++ (issue 13)
 allowed and made: the rank split of shuffled multi-rank epochs moved from numpy's generator to
 Philox, so the option sets with ``world_size > 1`` and ``shuffle=True`` were regenerated once
 (see README, "Data-parallel split"); every other option set, unshuffled multi-rank splits
-included, still matches the checksums recorded from the old code.
+included, still matches the checksums recorded from the old code. The heterogeneous option sets
+were recorded from the Python assembly of typed batches and are matched by the C++ pipeline.
 """
 
 from __future__ import annotations

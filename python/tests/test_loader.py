@@ -161,7 +161,7 @@ def test_early_exit_leaves_no_threads():
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
-        (dict(num_neighbors=[5, -3]), ValueError, "fanout -3 at hop 1"),
+        (dict(num_neighbors=[5, -3]), ValueError, r"num_neighbors\[1\] must be >= -1, got -3"),
         (dict(num_neighbors=[5], input_nodes=[1, 400]), IndexError, "input node 400"),
         (dict(num_neighbors=[5], input_nodes=[2, 2]), ValueError, "appears twice"),
         (dict(num_neighbors=[5], batch_size=0), ValueError, "batch_size must be >= 1"),
@@ -208,7 +208,7 @@ def test_options_cross_as_one_typed_struct():
     "kwargs, message",
     [
         (dict(rank=3, world_size=3), "got rank=3, world_size=3"),
-        (dict(num_workers=-2), "num_threads must be >= 0, got -2"),
+        (dict(num_workers=-2), "num_workers must be >= 0, got -2"),
         (dict(prefetch=-1), "prefetch must be >= 0, got -1"),
         (dict(input_nodes=[1, 2], rank=0, world_size=3, drop_last=True),
          "2 input nodes cannot be split over 3 ranks with drop_last"),

@@ -37,7 +37,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
-from . import _tensor
+from . import _policy, _tensor
 from ._volley import VolleyNotImplementedError, VolleyValueError
 from .hetero import edge_type_of
 from .hetero_loader import HeteroNeighborLoader, _input_nodes
@@ -79,11 +79,10 @@ class _RemoteRows:
 
 
 def _fanout_lists(num_neighbors: Any, default: Optional[List[int]]) -> tuple:
-    """``(fanouts, [(edge type tuple, fanouts), ...])`` as the native calls take them."""
-    if isinstance(num_neighbors, dict):
-        return [int(k) for k in (default or [])], [
-            (tuple(edge_type_of(k)), [int(n) for n in v]) for k, v in num_neighbors.items()]
-    return [int(k) for k in num_neighbors], []
+    """``(fanouts, [(edge type tuple, fanouts), ...])`` as the native calls take them, checked as
+    every loader checks them (``_policy.check_fanouts``)."""
+    fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
+    return fanouts, [(tuple(edge_type), values) for edge_type, values in by_type]
 
 
 class _StreamedBatch:
@@ -93,7 +92,8 @@ class _StreamedBatch:
     def __init__(self, graph: _ServiceGraph):
         self._graph, self.raw = graph, None
 
-    def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None) -> dict:
+    def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None,
+               seed: Any = None) -> dict:
         return _converted(self.raw, self._graph)  # (the times went with the request)
 
     def rows(self, node_type: str, key: str) -> "_StreamedRows":
@@ -136,12 +136,13 @@ class _DistHeteroSampler:
         self._options = options  # replace, weighted, disjoint, time_source, temporal_strategy
         self.seed = seed
 
-    def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None) -> dict:
+    def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None,
+               seed: Optional[int] = None) -> dict:
         groups = [(str(t), _tensor.as_ids(ids, f"seeds of node type {t}"))
                   for t, ids in seeds.items()]
         times = [None if seed_time is None or seed_time.get(t) is None else seed_time[t]
                  for t, _ in groups]
-        raw = self._client.sample(groups, self._fanouts, self._by_type, seed=self.seed,
+        raw = self._client.sample(groups, self._fanouts, self._by_type, seed=self.seed if seed is None else int(seed),
                                   batch_index=int(batch_index), seed_times=times,
                                   **self._options)
         return _converted(raw, self._graph)
@@ -211,25 +212,20 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
             raise VolleyNotImplementedError(
                 "weighted temporal sampling is not supported for heterogeneous graphs yet")
         self.disjoint = bool(disjoint) or time_source != "none"
-        self.rank, self.world_size = _tensor.rank_and_world_size(rank, world_size)
+        self._set_options(batch_size, shuffle, drop_last,
+                          num_workers if num_workers else max(4, os.cpu_count() or 1), prefetch,
+                          seed, rank, world_size)
         self._fanouts, self._by_type = _fanout_lists(num_neighbors, default)
-        self._options = dict(replace=bool(replace), weighted=bool(weighted),
+        self._sampling = dict(replace=bool(replace), weighted=bool(weighted),
                              disjoint=bool(disjoint), time_source=time_source,
                              temporal_strategy=temporal_strategy)
         self._feature_dtype = feature_dtype or ""
-        self.seed = _tensor.default_seed() if seed is None else int(seed)
         if topology == "worker":
             self.sampler = _DistHeteroSampler(self.client, self.graph, num_neighbors,
                                               seed=self.seed, default=default,
-                                              options=self._options)
+                                              options=self._sampling)
         else:
             self.sampler = self._streamed = _StreamedBatch(self.graph)
-        self.batch_size, self.shuffle = int(batch_size), bool(shuffle)
-        if self.batch_size < 1:
-            raise VolleyValueError(f"batch_size must be at least 1, got {batch_size}")
-        self.drop_last = bool(drop_last)
-        self.num_workers = int(num_workers) if num_workers else max(4, os.cpu_count() or 1)
-        self.prefetch = int(prefetch) if prefetch else 2 * self.num_workers
         self.transform = transform
         self.is_sorted, self.filter_per_worker, self.pin_memory = False, None, False
         self._epoch = 0
@@ -288,31 +284,6 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
             self.client = native.connect_local(addresses, "", -1, local._native, **connection)
         return self.client.info
 
-    # --- this rank's share -------------------------------------------------------------------
-    def _rank_count(self) -> int:
-        """Input nodes this rank takes per epoch (the epoch padded or cut to a multiple of
-        ``world_size``)."""
-        count = len(self.input_nodes)
-        if self.world_size == 1:
-            return count
-        return count // self.world_size if self.drop_last else -(-count // self.world_size)
-
-    def __len__(self) -> int:
-        full, rest = divmod(self._rank_count(), self.batch_size)
-        return full if self.drop_last or rest == 0 else full + 1
-
-    def epoch_order(self, epoch: int) -> np.ndarray:
-        """This rank's positions in the input node list, in the order epoch ``epoch`` visits
-        them: the local loader's epoch order (the same on every rank), padded by repeating its
-        first positions to a multiple of ``world_size`` (cut instead with ``drop_last``), rank r
-        taking r, r + world_size, ..."""
-        order = super().epoch_order(epoch)
-        if self.world_size == 1:
-            return order
-        total = self._rank_count() * self.world_size
-        order = np.resize(order, total) if total > len(order) else order[:total]
-        return np.ascontiguousarray(order[self.rank::self.world_size])
-
     def __iter__(self) -> Iterator[Any]:
         if self.topology == "worker":
             return super().__iter__()
@@ -323,21 +294,19 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         request; each streamed batch is assembled as the local loader assembles its own."""
         epoch = self._epoch
         self._epoch += 1
-        order, batches = self.epoch_order(epoch), len(self)
-        order = order[:min(len(order), batches * self.batch_size)]
+        jobs = self._jobs(epoch)
+        order = np.concatenate([positions for _, _, positions in jobs] + [np.zeros(0, np.int64)])
         seed_times = None if self.input_time is None else self.input_time[order]
-        self._stream.start(self.input_type, self.input_nodes[order], self.batch_size,
-                           epoch * batches, self._fanouts, self._by_type, seed=self.seed,
+        self._stream.start(self.input_type, self.input_nodes[order], self.batch_size, 0,
+                           self._fanouts, self._by_type, seed=jobs[0][0] if jobs else self.seed,
                            feature_dtype=self._feature_dtype, seed_times=seed_times,
-                           **self._options)
+                           **self._sampling)
         while True:
             raw = self._stream.next()
             if raw is None:
                 return
             self._streamed.raw = raw
-            index = int(raw["index"])
-            positions = order[index * self.batch_size:(index + 1) * self.batch_size]
-            yield self._make_batch((epoch * batches + index, positions))
+            yield self._make_batch(jobs[int(raw["index"])])
 
     def _remote_attributes(self, info: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
         """Per node type: ``x`` (features) and ``y`` (labels) where the servers have them

@@ -81,8 +81,11 @@ class Table:
 
     def __init__(self, name: str, value: Any):
         self.name = name
-        array = _tensor.to_input(value)
         self.bool = False
+        if isinstance(value, _volley.FeatureStore):  # a volley.Feature's store, as it is
+            self.rows, self.tail = value, ()
+            return
+        array = _tensor.to_input(value)
         if hasattr(array, "contiguous"):
             array = array.contiguous()
             torch = _tensor.torch_module()
@@ -126,6 +129,16 @@ def split_attributes(data: Any, special: Tuple[str, ...]) -> Tuple[List[Table], 
             continue
         (node if level == "node" else edge).append(Table(key, value))
     return node, edge, graph
+
+
+def gatherable(value: Any) -> bool:
+    """Whether C++ can gather ``value`` as a ``Table``: a host numpy array or torch tensor of at
+    least one dimension, of a dtype Volley knows."""
+    if isinstance(value, np.ndarray):
+        return value.ndim > 0 and value.dtype != object and value.dtype.kind in "biuf"
+    torch = _tensor.torch_module()
+    return (torch is not None and isinstance(value, torch.Tensor) and not value.is_cuda
+            and value.dtype in _DTYPES and value.dim() > 0)
 
 
 def _keys(data: Any) -> List[str]:

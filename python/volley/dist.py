@@ -62,7 +62,8 @@ from ._dist_service import (
     serve,
 )
 from ._volley import VolleyValueError
-from .loader import NeighborLoader, _rank_and_world_size
+from .loader import NeighborLoader
+from ._tensor import rank_and_world_size as _rank_and_world_size
 from .sampler import NeighborSampler
 
 TOPOLOGIES = ("worker", "server-client")

@@ -119,6 +119,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
         self.edge_type = _edge_type(edge_label_index[0], self.graph)
         self.edge_label_index = self._label_index(edge_label_index[1])
         self.input_nodes = np.arange(self.edge_label_index.shape[1], dtype=np.int64)
+        len(self)  # the epoch policy's checks against the supervision edges (ranks, ...)
         self.edge_label = self._labels(edge_label)
         self.neg_sampling = _pyg_compat.negative_sampling(neg_sampling, neg_sampling_ratio)
         if self.neg_sampling[0] == "triplet" and self.edge_label is not None:
@@ -174,16 +175,17 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
         return labels
 
     # --- one batch -------------------------------------------------------------------------
-    def _make_batch(self, job: Tuple[int, np.ndarray]) -> Any:
+    def _make_batch(self, job: Tuple[int, int, np.ndarray]) -> Any:
         import torch
 
-        batch_index, positions = job
+        seed, batch_index, positions = job
+        key = (seed, batch_index)
         if self.disjoint:
-            return self._disjoint_batch(batch_index, positions)
+            return self._disjoint_batch(key, positions)
         src_type, _, dst_type = self.edge_type
         src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
         mode, amount = self.neg_sampling[:2]
-        rng = np.random.Generator(np.random.Philox(key=[self.seed & (2**64 - 1), batch_index]))
+        rng = np.random.Generator(np.random.Philox(key=list(key)))
         negatives = 0
         if mode == "binary":
             negatives = int(math.ceil(amount * len(positions)))
@@ -194,7 +196,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
         ends.setdefault(src_type, []).append(src)
         ends.setdefault(dst_type, []).append(dst if neg is None else np.concatenate([dst, neg]))
         seeds = {t: np.unique(np.concatenate(v)) for t, v in ends.items()}
-        out = self._build(seeds, batch_index)
+        out = self._build(seeds, key)
         local_src = torch.from_numpy(np.searchsorted(seeds[src_type], src))
         local_dst = torch.from_numpy(np.searchsorted(seeds[dst_type], dst))
         store = out[self.edge_type]
@@ -211,14 +213,14 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
                 store.edge_label = label
         return self.transform(out) if self.transform is not None else out
 
-    def _disjoint_batch(self, batch_index: int, positions: np.ndarray) -> Any:
+    def _disjoint_batch(self, key: Tuple[int, int], positions: np.ndarray) -> Any:
         """A disjoint (or temporal) batch: every end point its own seed, as PyG's edge_sample."""
         import torch
 
         src_type, _, dst_type = self.edge_type
         src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
         count, (mode, amount) = len(positions), self.neg_sampling[:2]
-        rng = np.random.Generator(np.random.Philox(key=[self.seed & (2**64 - 1), batch_index]))
+        rng = np.random.Generator(np.random.Philox(key=list(key)))
         time = None if self.edge_label_time is None else self.edge_label_time[positions]
         src_time = dst_time = time
         negatives = 0
@@ -239,7 +241,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-man
             seeds = {src_type: np.concatenate([src, dst])}
             seed_time = None if time is None else {
                 src_type: np.concatenate([src_time, dst_time])}
-        out = self._build(seeds, batch_index, seed_time)
+        out = self._build(seeds, key, seed_time)
         for node_type in out.node_types:
             if "batch" in out[node_type]:
                 out[node_type].batch = out[node_type].batch % count

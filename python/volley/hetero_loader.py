@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import os
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from . import _cuda, _hetero_temporal, _pyg_compat, _tensor
+from . import _cuda, _hetero_temporal, _policy, _pyg_compat, _tensor, _volley
+from ._epoch import EpochIterator
 from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
 from .hetero import HeteroDataset, HeteroGraph
 from .hetero_sampler import HeteroNeighborSampler
@@ -100,6 +100,9 @@ class HeteroNeighborLoader:
             type has one (``weight_attr="edge_weight"`` too).
         batch_size, shuffle, drop_last: as in ``torch.utils.data.DataLoader``.
         num_workers: threads preparing batches (0: all cores).
+        rank, world_size: this process's share of the input nodes in data-parallel training,
+            split exactly as the homogeneous loader splits (see its docstring): by default
+            ``torch.distributed``'s rank and world size when a process group is initialised.
         prefetch: batches prepared ahead (default 2 x workers).
         seed, generator: the base seed (None: drawn from ``generator``, else torch's).
         transform: callable applied to each batch.
@@ -164,6 +167,8 @@ class HeteroNeighborLoader:
         seed: Optional[int] = None,
         weighted: bool = False,
         prefetch: Optional[int] = None,
+        rank: Optional[int] = None,
+        world_size: Optional[int] = None,
         device: Any = None,
         mode: Optional[str] = None,
         default: Optional[List[int]] = None,
@@ -193,35 +198,31 @@ class HeteroNeighborLoader:
         if weight_attr not in (None, "edge_weight"):
             raise VolleyNotImplementedError(
                 f"weight_attr={weight_attr!r}: heterogeneous sampling weighs by 'edge_weight'")
-        if int(batch_size) < 1:
-            raise VolleyValueError(f"batch_size must be at least 1, got {batch_size}")
         self.subgraph_type = _pyg_compat.subgraph_type_name(subgraph_type, directed)
         self.data = data.to_pyg() if isinstance(data, HeteroDataset) else data
         self.graph = data.graph if isinstance(data, HeteroDataset) else HeteroGraph.from_pyg(data)
         if seed is None:
             seed = _pyg_compat.seed_from_generator(generator)
-        hops = len(num_neighbors) if not isinstance(num_neighbors, dict) else max(
-            (len(v) for v in num_neighbors.values()), default=len(default or []))
+        fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
+        hops = max([len(fanouts)] + [len(v) for _, v in by_type])
         if self._takes_input_nodes:
             self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
                                                                                 self.graph)
+        self._set_options(batch_size, shuffle, drop_last, num_workers, prefetch, seed, rank,
+                          world_size)
         times = self._temporal(time_attr, input_time, temporal_strategy)
         self.disjoint = bool(disjoint) or bool(times)
         self.sampler = None if hops == 0 else HeteroNeighborSampler(
             self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
-            seed=seed, default=default, disjoint=bool(disjoint),
+            seed=self.seed, default=default, disjoint=bool(disjoint),
             temporal_strategy=temporal_strategy, device=ordinal, mode=mode, **times)
-        self.seed = self.sampler.seed if self.sampler is not None else (
-            _tensor.default_seed() if seed is None else int(seed))
-        self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
-        self.num_workers = int(num_workers) if num_workers else (os.cpu_count() or 1)
-        self.prefetch = int(prefetch) if prefetch else 2 * self.num_workers
         self.transform = transform
         self.is_sorted, self.filter_per_worker = bool(is_sorted), filter_per_worker
         self.pin_memory = bool(pin_memory)
         self._epoch = 0
         self._node_attrs, self._edge_attrs, self._graph_attrs = self._attributes()
         self._explicit_num_nodes = {t for t in self.data.node_types if "num_nodes" in self.data[t]}
+        self._native = self._native_pipeline() if self._takes_input_nodes else None
 
     def _temporal(self, time_attr: Optional[str], input_time: Any,
                   temporal_strategy: str) -> Dict[str, Any]:
@@ -242,6 +243,21 @@ class HeteroNeighborLoader:
         if source == "none":
             return {}
         return {"node_time": times} if source == "node" else {"edge_time": times}
+
+    def _set_options(self, batch_size: Any, shuffle: Any, drop_last: Any, num_workers: Any,
+                     prefetch: Any, seed: Any, rank: Any, world_size: Any) -> None:
+        """The epoch policy's options (``_policy.loader_options``: the homogeneous loader's
+        checks, epoch order, rank split and epoch seeds), and their values as attributes."""
+        inputs = len(self.input_nodes) if self._takes_input_nodes else 0
+        self._options = options = _policy.loader_options(
+            None, num_inputs=inputs, batch_size=batch_size, shuffle=shuffle,
+            drop_last=drop_last, num_workers=num_workers, prefetch=prefetch, seed=seed,
+            rank=rank, world_size=world_size)
+        self.batch_size, self.shuffle, self.drop_last = (options.batch_size, options.shuffle,
+                                                         options.drop_last)
+        self.num_workers, self.seed = options.num_threads, options.seed
+        self.prefetch = options.prefetch or 2 * self.num_workers
+        self.rank, self.world_size = options.rank, options.world_size
 
     # --- attributes ------------------------------------------------------------------------
     def _attributes(self) -> Tuple[dict, dict, dict]:
@@ -272,43 +288,111 @@ class HeteroNeighborLoader:
 
     # --- epochs ----------------------------------------------------------------------------
     def __len__(self) -> int:
-        full, rest = divmod(len(self.input_nodes), self.batch_size)
-        return full if self.drop_last or rest == 0 else full + 1
+        """Batches per epoch of this rank."""
+        return _volley.num_batches(len(self.input_nodes), self._options)
 
     def set_epoch(self, epoch: int) -> None:
         """The epoch the next iteration runs (its order and sampling), as in DistributedSampler."""
         self._epoch = int(epoch)
 
-    def epoch_order(self, epoch: int) -> np.ndarray:
-        """Positions in the input node list, in the order epoch ``epoch`` visits them."""
-        count = len(self.input_nodes)
-        if not self.shuffle:
-            return np.arange(count, dtype=np.int64)
-        generator = np.random.Generator(np.random.Philox(key=[self.seed & (2**64 - 1), epoch]))
-        return generator.permutation(count).astype(np.int64)
+    def rank_positions(self, epoch: int) -> np.ndarray:
+        """Positions in the input list that this rank visits in epoch ``epoch``, in batch order
+        (int64): the homogeneous loader's policy (``NeighborLoader.rank_positions``)."""
+        return _volley.epoch_positions(len(self.input_nodes), self._options, int(epoch))
+
+    def _jobs(self, epoch: int) -> List[Tuple[int, int, np.ndarray]]:
+        """``(sampler seed, batch index, input positions)`` of every batch of epoch ``epoch``:
+        batch b is sampled with the epoch's seed and batch index b, as the homogeneous loader
+        samples it."""
+        positions, size = self.rank_positions(epoch), self.batch_size
+        seed = _volley.epoch_sampler_seed(self._options, int(epoch))
+        return [(seed, b, positions[b * size:(b + 1) * size]) for b in range(len(self))]
 
     def __iter__(self) -> Iterator[Any]:
         epoch = self._epoch
         self._epoch += 1
-        order = self.epoch_order(epoch)
-        batches = len(self)
-        jobs = [(epoch * batches + b, order[b * self.batch_size:(b + 1) * self.batch_size])
-                for b in range(batches)]
-        return _ordered(self._make_batch, jobs, self.num_workers, self.prefetch)
+        if getattr(self, "_native", None) is not None:  # the C++ pipeline, as for a Data
+            return EpochIterator(self, self._native.start_epoch(epoch))
+        return _ordered(self._make_batch, self._jobs(epoch), self.num_workers, self.prefetch)
+
+    # --- the C++ pipeline ------------------------------------------------------------------
+    def _native_pipeline(self) -> Any:
+        """The homogeneous loader's C++ pipeline over the typed sampler (its epochs, workers,
+        ordered queue and attribute gathers), or None where Python builds the batches (no hops;
+        induced or bidirectional subgraphs, whose edges Python recomputes)."""
+        if self.sampler is None or self.subgraph_type != "directional":
+            return None
+        self._tables: Dict[Any, Dict[str, Any]] = {}
+        node_tables = [self._native_tables(t, self._node_attrs[t]) for t in self.graph.node_types]
+        edge_tables = [self._native_tables(t, self._edge_attrs[t]) for t in self.graph.edge_types]
+        self._options.input_time = self.input_time
+        return _volley.NeighborLoader(self.sampler._native, self.input_type, self.input_nodes,
+                                      self._options, node_tables, edge_tables)
+
+    def _native_tables(self, owner: Any, attrs: Dict[str, Any]) -> List[Tuple[str, Any]]:
+        """The attributes of a node or edge type that C++ gathers (host arrays and stores of a
+        dtype it knows); the others stay with Python (``_index``)."""
+        from .feature import Feature
+
+        tables = {}
+        for key, value in attrs.items():
+            if isinstance(value, Feature):
+                store = value._native()
+                if not store.on_cuda:
+                    tables[key] = _pyg_compat.Table(key, store)
+            elif _pyg_compat.gatherable(value):
+                tables[key] = _pyg_compat.Table(key, value)
+        self._tables[owner] = tables
+        return [(key, table.rows) for key, table in tables.items()]
+
+    def _consumer_stream(self) -> int:
+        return 0  # host batches, moved to ``device`` afterwards
+
+    def _to_batch(self, raw: dict) -> Any:
+        """The ``HeteroData`` of a native typed batch (``EpochIterator``)."""
+        def gathered(owner: Any, attrs: dict) -> dict:
+            tables = self._tables[owner]
+            return {k: _pyg_compat.restore(tables[k], out(v)) for k, v in attrs.items()}
+
+        out = _tensor.to_output
+        nodes, trees, rows = {}, {}, {}
+        for node_type, part in zip(self.graph.node_types, raw["node_types"]):
+            nodes[node_type] = out(part["n_id"])
+            if part["batch"] is not None:
+                trees[node_type] = out(part["batch"])
+            rows[node_type] = gathered(node_type, part["attrs"])
+        edges = {}
+        for edge_type, part in zip(self.graph.edge_types, raw["edge_types"]):
+            edges[edge_type] = (out(part["edge_index"]), out(part["e_id"]))
+            rows[edge_type] = gathered(edge_type, part["attrs"])
+        counts = ({t: p["num_sampled_nodes"] for t, p in zip(nodes, raw["node_types"])},
+                  {t: p["num_sampled_edges"] for t, p in zip(edges, raw["edge_types"])})
+        batch = self._assemble(nodes, edges, counts, trees, rows)
+        return self._finish(batch, _tensor.to_numpy(raw["input_id"]))
 
     def __call__(self, positions: Any) -> Any:
-        """The batch of the input nodes at ``positions`` (batch index 0)."""
-        return self._make_batch((0, _tensor.as_ids(positions, "positions")))
+        """The batch of the input nodes at ``positions``: batch index 0 of the current epoch's
+        seed, as the homogeneous ``loader(index)``."""
+        seed = _volley.epoch_sampler_seed(self._options, self._epoch)
+        return self._make_batch((seed, 0, _tensor.as_ids(positions, "positions")))
 
     # --- one batch -------------------------------------------------------------------------
-    def _make_batch(self, job: Tuple[int, np.ndarray]) -> Any:
+    def _make_batch(self, job: Tuple[int, int, np.ndarray]) -> Any:
         import torch
 
-        batch_index, positions = job
+        seed, batch_index, positions = job
+        seed_time = None if self.input_time is None else self.input_time[positions]
+        out = self._build({self.input_type: self.input_nodes[positions]}, (seed, batch_index),
+                          None if seed_time is None else {self.input_type: seed_time})
+        return self._finish(out, positions)
+
+    def _finish(self, out: Any, positions: np.ndarray) -> Any:
+        """The input fields of a batch of the input nodes at ``positions``; on ``device``;
+        transformed."""
+        import torch
+
         seeds = self.input_nodes[positions]
         seed_time = None if self.input_time is None else self.input_time[positions]
-        out = self._build({self.input_type: seeds}, batch_index,
-                          None if seed_time is None else {self.input_type: seed_time})
         store = out[self.input_type]
         store.input_id = torch.as_tensor(seeds if self._input_by_id else positions)
         store.batch_size = int(len(positions))
@@ -318,10 +402,11 @@ class HeteroNeighborLoader:
             out = out.to(self.device)
         return self.transform(out) if self.transform is not None else out
 
-    def _sample(self, seeds: Dict[str, np.ndarray], batch_index: int,
+    def _sample(self, seeds: Dict[str, np.ndarray], key: Tuple[int, int],
                 seed_time: Optional[Dict[str, np.ndarray]] = None,
                 trees: Optional[dict] = None) -> Tuple[dict, dict, Any]:
-        """``(nodes, edges, counts)`` of one batch: global ids per node type (seeds first),
+        """``(nodes, edges, counts)`` of the batch ``key`` (sampler seed, batch index):
+        global ids per node type (seeds first),
         ``(edge_index, e_id)`` per edge type, per-hop counts (None when not directional).
         ``seed_time``: temporal sampling, ``{node_type: times}`` of the seeds (a type left out:
         its own node times). Disjoint: ``trees`` (when given) receives ``{node_type: the seed
@@ -340,7 +425,7 @@ class HeteroNeighborLoader:
                               for i, t in enumerate(seeds)})
                 trees.update({t: empty for t in nodes if t not in seeds})
             return nodes, edges, counts
-        raw = self.sampler.sample(seeds, batch_index, seed_time=seed_time)
+        raw = self.sampler.sample(seeds, key[1], seed_time=seed_time, seed=key[0])
         if "batch" in raw and trees is not None:
             trees.update({t: torch.as_tensor(v) for t, v in raw["batch"].items()})
         nodes = {t: torch.as_tensor(raw["node"][t]) for t in self.graph.node_types}
@@ -353,15 +438,21 @@ class HeteroNeighborLoader:
             edges, counts = _bidirectional(nodes, edges), None
         return nodes, edges, counts
 
-    def _build(self, seeds: Dict[str, np.ndarray], batch_index: int,
+    def _build(self, seeds: Dict[str, np.ndarray], key: Tuple[int, int],
                seed_time: Optional[Dict[str, np.ndarray]] = None) -> Any:
-        """The ``HeteroData`` of one batch sampled from ``seeds`` (per node type, distinct
+        """The ``HeteroData`` of the batch ``key`` (sampler seed, batch index) from ``seeds`` (per node type, distinct
         unless disjoint; ``seed_time``: see ``_sample``), every attribute gathered, ``batch``
         per node type when disjoint; the caller adds the input fields."""
+        trees: dict = {}
+        nodes, edges, counts = self._sample(seeds, key, seed_time, trees)
+        return self._assemble(nodes, edges, counts, trees, {})
+
+    def _assemble(self, nodes: dict, edges: dict, counts: Any, trees: dict,
+                  rows: Dict[Any, dict]) -> Any:
+        """A ``HeteroData`` of sampled ``nodes`` / ``edges`` (see ``_sample``): every attribute
+        at the batch's ids (``rows[type][key]`` where C++ gathered it already)."""
         from torch_geometric.data import HeteroData
 
-        trees: dict = {}
-        nodes, edges, counts = self._sample(seeds, batch_index, seed_time, trees)
         out = HeteroData()
         for key, value in self._graph_attrs.items():
             out[key] = value
@@ -369,7 +460,8 @@ class HeteroNeighborLoader:
             store = out[node_type]
             store.n_id = n_id = nodes[node_type]
             for key, value in attrs.items():
-                store[key] = _index(value, n_id)
+                done = rows.get(node_type, {})
+                store[key] = done[key] if key in done else _index(value, n_id)
             if counts is not None:
                 store.num_sampled_nodes = list(counts[0][node_type])
             if node_type in self._explicit_num_nodes:  # as PyG: only where data sets it
@@ -388,7 +480,8 @@ class HeteroNeighborLoader:
             if e_id is not None:
                 store.e_id = e_id
                 for key, value in attrs.items():
-                    store[key] = _index(value, e_id)
+                    done = rows.get(edge_type, {})
+                    store[key] = done[key] if key in done else _index(value, e_id)
             if counts is not None:
                 store.num_sampled_edges = list(counts[1][edge_type])
         return out

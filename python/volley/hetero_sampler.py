@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
-from . import _cuda, _hetero_temporal, _tensor
+from . import _cuda, _hetero_temporal, _policy, _tensor
 from ._volley import HeteroNeighborSampler as _NativeSampler
 from ._volley import VolleyNotImplementedError, VolleyTypeError, VolleyValueError
 from .hetero import EdgeType, HeteroDataset, HeteroGraph, edge_type_of
@@ -115,12 +115,7 @@ class HeteroNeighborSampler:
                 f"HeteroNeighborSampler takes a HeteroGraph or HeteroDataset, got "
                 f"{type(graph).__name__}")
         self._graph = graph
-        if isinstance(num_neighbors, dict):
-            fanouts = [int(k) for k in (default or [])]
-            by_type = [(edge_type_of(k), [int(n) for n in v]) for k, v in num_neighbors.items()]
-        else:
-            fanouts = [int(k) for k in num_neighbors]
-            by_type = []
+        fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
         self._seed = _tensor.default_seed() if seed is None else int(seed)
         if node_time and edge_time:
             raise VolleyValueError("give node_time or edge_time, not both")
@@ -171,7 +166,8 @@ class HeteroNeighborSampler:
         """Whether every seed grows its own tree (always so when temporal)."""
         return self._disjoint
 
-    def sample(self, seeds: Any, batch_index: int = 0, seed_time: Any = None) -> Dict[str, Any]:
+    def sample(self, seeds: Any, batch_index: int = 0, seed_time: Any = None,
+               seed: Optional[int] = None) -> Dict[str, Any]:
         """One batch.
 
         Args:
@@ -180,6 +176,8 @@ class HeteroNeighborSampler:
             batch_index: the batch's index (part of every random stream's counter).
             seed_time: temporal sampling: ``{node_type: int times}`` (or, with a pair, the
                 times), one per seed; a seed type left out takes its seeds' own node times.
+            seed: the seed of the random streams (default: the sampler's ``seed``); a loader
+                passes each epoch's seed.
 
         Returns:
             A dict: ``node`` ``{node_type: global ids}`` (seeds first), ``row`` / ``col``
@@ -206,7 +204,8 @@ class HeteroNeighborSampler:
                 f"{type(seeds).__name__}")
         groups = [(str(t), _tensor.as_ids(ids, f"seeds of node type {t}"))
                   for t, ids in seeds.items()]
-        raw = self._native.sample(groups, int(batch_index), self._seed_times(groups, seed_time))
+        raw = self._native.sample(groups, int(batch_index), self._seed_times(groups, seed_time),
+                                  None if seed is None else int(seed))
         node_types = self._graph.node_types
         edge_types: List[EdgeType] = self._graph.edge_types
         out: Dict[str, Any] = {

@@ -31,11 +31,11 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from . import _cuda, _pyg_compat, _temporal, _tensor, hetero_loader
+from . import _cuda, _policy, _pyg_compat, _temporal, _tensor, hetero_loader
 from . import _volley
-from ._tensor import default_seed as _default_seed, rank_and_world_size as _rank_and_world_size
 from ._volley import NeighborLoader as _NativeLoader
 from ._batch import Batch
+from ._epoch import EpochIterator
 from .dataset import Dataset
 from .feature import Feature
 from .graph import Graph
@@ -331,20 +331,14 @@ class NeighborLoader:
         loader serves every epoch: the epoch order, the split over ranks and ``input_id`` are
         its business."""
         self._num_nodes = int(num_nodes)
-        self.num_neighbors = [int(k) for k in num_neighbors]
-        self.batch_size = _tensor.check_int(batch_size, "batch_size", 1, 2**31 - 1)
-        self.shuffle = bool(shuffle)
-        self.num_workers = _tensor.check_int(num_workers, "num_workers", -(2**31), 65536)
-        self.seed = _tensor.check_int(seed, "seed", 0, 2**64 - 1) if seed is not None else _default_seed()
+        self.num_neighbors = _policy.check_fanouts(num_neighbors)[0]
         self.copy = bool(copy)
         self.transform = transform
         self.input_nodes = _as_input_nodes(input_nodes, self._num_nodes)
         self._epoch = 0
         self._data_class = _pyg_data_class()
         self._edge_index_class = _pyg_compat.edge_index_type() if self._data_class else None
-        self.rank, self.world_size = _rank_and_world_size(rank, world_size)
-        self.drop_last = bool(drop_last)
-        self._options = _volley.LoaderOptions(
+        self._options = _policy.loader_options(
             _volley.NeighborSamplerOptions(
                 self.num_neighbors,
                 replace=bool(replace),
@@ -354,17 +348,22 @@ class NeighborLoader:
                 time_source=temporal[0],
                 temporal_strategy=temporal[1],
             ),
-            batch_size=self.batch_size,
-            shuffle=self.shuffle,
-            drop_last=self.drop_last,
-            num_threads=self.num_workers,
-            prefetch=_tensor.check_int(prefetch or 0, "prefetch", 0, 65536),
-            seed=self.seed,
-            rank=self.rank,
-            world_size=self.world_size,
+            num_inputs=self._num_nodes if self.input_nodes is None else len(self.input_nodes),
+            batch_size=batch_size,
+            shuffle=shuffle,
+            drop_last=drop_last,
+            num_workers=num_workers,
+            prefetch=prefetch,
+            seed=seed,
+            rank=rank,
+            world_size=world_size,
             feature_dtype=feature_dtype,
             on_batch_start=on_batch_start,
         )
+        options = self._options
+        self.batch_size, self.shuffle, self.drop_last = options.batch_size, options.shuffle, options.drop_last
+        self.num_workers, self.seed = options.num_threads, options.seed
+        self.rank, self.world_size = options.rank, options.world_size
         self._options.input_time = self._input_times(temporal)
         if lookahead is not None:
             self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
@@ -447,7 +446,7 @@ class NeighborLoader:
     def __iter__(self) -> Iterator[Any]:
         epoch = self._native.start_epoch(self._epoch)
         self._epoch += 1
-        return _EpochIterator(self, epoch)
+        return EpochIterator(self, epoch)
 
     def _consumer_stream(self) -> int:
         """The stream device batches are handed to: torch's current stream on the loader's
@@ -551,40 +550,3 @@ class NeighborLoader:
 # inspect.signature(NeighborLoader) reads __init__ (not the dispatching __new__), as PyG's tools expect.
 NeighborLoader.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     list(inspect.signature(NeighborLoader.__init__).parameters.values())[1:])
-
-
-class _EpochIterator:
-    def __init__(self, loader: NeighborLoader, epoch: Any):
-        self._loader = loader
-        self._epoch = epoch
-
-    def __iter__(self) -> "_EpochIterator":
-        return self
-
-    def __next__(self) -> Any:
-        if self._epoch is None:
-            raise StopIteration
-        try:
-            raw = self._epoch.next(self._loader._consumer_stream())
-        except BaseException:
-            self.close()
-            raise
-        if raw is None:
-            self.close()
-            raise StopIteration
-        return self._loader._to_batch(raw)
-
-    def __len__(self) -> int:
-        return len(self._loader)
-
-    def close(self) -> None:
-        """Stops the epoch's workers (also done when the iterator is garbage-collected)."""
-        if self._epoch is not None:
-            self._epoch.stop()  # releases the GIL while joining
-            self._epoch = None
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass

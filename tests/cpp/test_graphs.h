@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "volley/graph/csr.h"
+#include "volley/graph/generate_hetero.h"
 
 namespace volley {
 
@@ -39,6 +40,20 @@ inline Csr skewed_random_graph(int64_t n, int64_t m, uint64_t seed,
                    {.num_nodes = n,
                     .keep_edge_ids = options.keep_edge_ids,
                     .force_int64_indices = options.force_int64_indices});
+}
+
+// A small ogbn-mag-shaped typed graph (2000 papers, 5 classes, reverse edge types, no
+// features), built once.
+inline const HeteroGraph& small_mag() {
+  static const HeteroGraph graph = [] {
+    HeteroGeneratorOptions options;
+    options.num_papers = 2000;
+    options.num_classes = 5;
+    options.feature_dim = 0;
+    options.reverse = true;
+    return generate_hetero_graph(options);
+  }();
+  return graph;
 }
 
 }  // namespace volley

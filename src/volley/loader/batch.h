@@ -44,6 +44,23 @@ class DeviceEvent;
 class DeviceBlock;
 }  // namespace loader_internal
 
+// The part of a typed batch (a heterogeneous graph's) that belongs to one node type.
+struct NodeTypeBatch {
+  Array nodes;                         // int64 [n]: global ids of the type, seeds first (n_id)
+  std::vector<int64_t> nodes_per_hop;  // PyG num_sampled_nodes
+  Array batch_ids;  // disjoint / temporal sampling: int64 [n], each node's tree (PyG batch)
+  std::vector<std::pair<std::string, Array>> attrs;  // the type's node tables, rows of `nodes`
+};
+
+// ... and to one edge type.
+struct EdgeTypeBatch {
+  Array edge_index;  // int64 [2, E]: row 0 local ids in the source type's nodes, row 1 in the
+                     // destination type's (targets)
+  Array edge_ids;    // int64 [E] (PyG e_id)
+  std::vector<int64_t> edges_per_hop;                // PyG num_sampled_edges
+  std::vector<std::pair<std::string, Array>> attrs;  // the type's edge tables, rows of edge_ids
+};
+
 // One mini-batch.
 struct Batch {
   int64_t index = 0;       // position of the batch in its epoch
@@ -69,6 +86,11 @@ struct Batch {
   // node attributes hold the rows of `nodes`, edge attributes the rows of `edge_ids`.
   std::vector<std::pair<std::string, Array>> node_attrs;
   std::vector<std::pair<std::string, Array>> edge_attrs;
+  // Typed batches (a NeighborLoader over a HeteroNeighborSampler): one part per node type and
+  // one per edge type, in graph order. batch_size and input_ids then count the input type's
+  // seeds, and the untyped arrays above stay undefined.
+  std::vector<NodeTypeBatch> node_types;
+  std::vector<EdgeTypeBatch> edge_types;
 
   // Device batches only (null for host batches): the event recorded after the batch's last
   // work, and the one device allocation holding its arrays.
@@ -76,7 +98,9 @@ struct Batch {
   std::shared_ptr<loader_internal::DeviceBlock> memory;
 
   // Where the arrays live (kCuda for a device batch).
-  Location location() const { return nodes.buffer().location(); }
+  Location location() const {
+    return nodes.defined() ? nodes.buffer().location() : Location::kHost;  // typed: host
+  }
   // Device batches: makes `consumer_stream` wait for the batch (no host wait) and frees the
   // batch's memory in its stream order. Call once, before queuing work on the arrays
   // (Epoch::next_on calls it). Host batches: nothing.

@@ -1,6 +1,7 @@
 // volley/loader/batch_assembly.cc — see internal/batch_assembly.h.
 #include "volley/loader/internal/batch_assembly.h"
 
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <string>
@@ -10,8 +11,16 @@
 
 namespace volley::loader_internal {
 
+size_t BatchAssembly::num_tables() const {
+  size_t tables = 1 + attributes.node.size() + attributes.edge.size();
+  for (const auto* lists : {&typed_attributes.node, &typed_attributes.edge}) {
+    for (const Tables& list : *lists) tables += list.size();
+  }
+  return tables;
+}
+
 Buffer BatchAssembly::acquire(size_t bytes, int threads, int64_t prefetch) const {
-  const size_t tables = 1 + attributes.node.size() + attributes.edge.size();
+  const size_t tables = num_tables();
   const size_t capacity =
       tables * (2 * static_cast<size_t>(threads) + static_cast<size_t>(prefetch) + 2);
   std::lock_guard lock(pool_mutex_);
@@ -67,25 +76,64 @@ void BatchAssembly::fill(const SampledSubgraph& subgraph, DType feature_dtype, i
 
 void BatchAssembly::gather_attributes(const SampledSubgraph& subgraph, int threads,
                                       int64_t prefetch, Batch& batch) const {
-  const auto gather = [&](const auto& tables, const Array& ids, auto& out) {
-    out.clear();
-    const std::span<const int64_t> rows =
-        ids.defined() ? ids.span<int64_t>() : std::span<const int64_t>();
-    const auto count = static_cast<int64_t>(rows.size());
-    for (const auto& [name, store] : tables) {
-      const int64_t width = store.width();
-      const size_t bytes = static_cast<size_t>(count * width) * dtype_size(store.dtype());
-      std::vector<int64_t> shape{count};
-      if (store.ndim() == 2) shape.push_back(width);
-      Array values(acquire(bytes, threads, prefetch), store.dtype(), shape);
-      GatherOptions options;
-      options.threads = 1;  // batch-level parallelism: each worker gathers its own batch
-      if (count > 0) store.gather(rows, values.raw_data(), options);
-      out.emplace_back(name, std::move(values));
-    }
+  const auto rows = [](const Array& ids) {
+    return ids.defined() ? ids.span<int64_t>() : std::span<const int64_t>();
   };
-  gather(attributes.node, subgraph.nodes, batch.node_attrs);
-  gather(attributes.edge, subgraph.edge_ids, batch.edge_attrs);
+  gather_tables(attributes.node, rows(subgraph.nodes), threads, prefetch, batch.node_attrs);
+  gather_tables(attributes.edge, rows(subgraph.edge_ids), threads, prefetch, batch.edge_attrs);
+}
+
+void BatchAssembly::gather_tables(const Tables& tables, std::span<const int64_t> rows, int threads,
+                                  int64_t prefetch,
+                                  std::vector<std::pair<std::string, Array>>& out) const {
+  out.clear();
+  const auto count = static_cast<int64_t>(rows.size());
+  for (const auto& [name, store] : tables) {
+    const int64_t width = store.width();
+    const size_t bytes = static_cast<size_t>(count * width) * dtype_size(store.dtype());
+    std::vector<int64_t> shape{count};
+    if (store.ndim() == 2) shape.push_back(width);
+    Array values(acquire(bytes, threads, prefetch), store.dtype(), shape);
+    GatherOptions options;
+    options.threads = 1;  // batch-level parallelism: each worker gathers its own batch
+    if (count > 0) store.gather(rows, values.raw_data(), options);
+    out.emplace_back(name, std::move(values));
+  }
+}
+
+void BatchAssembly::fill_typed(std::span<const int64_t> seeds, std::span<const int64_t> times,
+                               uint64_t seed, int64_t index, int threads, int64_t prefetch,
+                               Batch& batch) const {
+  // One scratch (global -> local maps per node type) and one subgraph per worker thread.
+  thread_local HeteroSamplerScratch scratch;
+  thread_local HeteroSampledSubgraph sub;
+  const std::vector<HeteroSeeds> groups{
+      HeteroSeeds{typed_sampler->node_types()[static_cast<size_t>(input_type)].name, seeds, times}};
+  typed_sampler->sample_with_seed(groups, seed, static_cast<uint64_t>(index), sub, scratch);
+  const auto table = [](const auto& lists, size_t t) -> const Tables& {
+    static const Tables none;
+    return t < lists.size() ? lists[t] : none;
+  };
+  batch.node_types.resize(sub.nodes.size());
+  for (size_t t = 0; t < sub.nodes.size(); ++t) {
+    NodeTypeBatch& part = batch.node_types[t];
+    part.nodes = Array::from_vector(sub.nodes[t]);
+    part.nodes_per_hop = sub.nodes_per_hop[t];
+    if (t < sub.batch.size()) part.batch_ids = Array::from_vector(sub.batch[t]);
+    gather_tables(table(typed_attributes.node, t), sub.nodes[t], threads, prefetch, part.attrs);
+  }
+  batch.edge_types.resize(sub.rows.size());
+  for (size_t e = 0; e < sub.rows.size(); ++e) {
+    EdgeTypeBatch& part = batch.edge_types[e];
+    const auto count = static_cast<int64_t>(sub.rows[e].size());
+    part.edge_index = Array::empty(DType::kInt64, {2, count});
+    int64_t* edge_index = part.edge_index.data<int64_t>();
+    std::copy(sub.cols[e].begin(), sub.cols[e].end(), edge_index);  // row 0: the neighbors
+    std::copy(sub.rows[e].begin(), sub.rows[e].end(), edge_index + count);
+    part.edge_ids = Array::from_vector(sub.edge_ids[e]);
+    part.edges_per_hop = sub.edges_per_hop[e];
+    gather_tables(table(typed_attributes.edge, e), sub.edge_ids[e], threads, prefetch, part.attrs);
+  }
 }
 
 void check_attributes(const LoaderAttributes& attributes, int64_t num_nodes, int64_t num_edges) {
@@ -98,6 +146,32 @@ void check_attributes(const LoaderAttributes& attributes, int64_t num_nodes, int
   };
   check(attributes.node, num_nodes, "node");
   check(attributes.edge, num_edges, "edge");
+}
+
+void check_attributes(const TypedAttributes& attributes, const HeteroNeighborSampler& sampler) {
+  const auto check = [](const auto& lists, size_t types, const auto& name_of, const auto& rows_of,
+                        const char* what) {
+    VOLLEY_REQUIRE(lists.size() <= types, ValueError, "{} tables for {} {} types, the graph has {}",
+                   what, lists.size(), what, types);
+    for (size_t t = 0; t < lists.size(); ++t) {
+      for (const auto& [name, store] : lists[t]) {
+        VOLLEY_REQUIRE(store.defined() && store.num_rows() == rows_of(t) && !store.on_cuda(),
+                       ValueError,
+                       "{} attribute '{}' of type {} must be a host table of {} rows, "
+                       "got {}",
+                       what, name, name_of(t), rows_of(t),
+                       store.defined() ? store.describe() : std::string("an empty store"));
+      }
+    }
+  };
+  const auto& node_types = sampler.node_types();
+  const auto& edge_types = sampler.edge_types();
+  check(
+      attributes.node, node_types.size(), [&](size_t t) { return node_types[t].name; },
+      [&](size_t t) { return node_types[t].num_nodes; }, "node");
+  check(
+      attributes.edge, edge_types.size(), [&](size_t e) { return edge_types[e].name(); },
+      [&](size_t e) { return sampler.num_edges(static_cast<int>(e)); }, "edge");
 }
 
 }  // namespace volley::loader_internal

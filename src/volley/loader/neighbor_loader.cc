@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "volley/core/parallel.h"
 #include "volley/core/philox.h"
@@ -317,6 +320,45 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
   shared_ = std::move(shared);
 }
 
+NeighborLoader::NeighborLoader(std::shared_ptr<HeteroNeighborSampler> sampler,
+                               const std::string& input_type, std::optional<Array> input_nodes,
+                               LoaderOptions options, TypedAttributes attributes)
+    : options_(std::move(options)) {
+  VOLLEY_REQUIRE(sampler != nullptr, ValueError, "the typed loader needs a sampler, got none");
+  const auto& types = sampler->node_types();
+  const auto found = std::find_if(types.begin(), types.end(),
+                                  [&](const NodeTypeInfo& t) { return t.name == input_type; });
+  if (found == types.end()) {
+    std::string known;
+    for (const NodeTypeInfo& type : types) known += (known.empty() ? "" : ", ") + type.name;
+    throw ValueError(
+        fmt::format("input_nodes: unknown node type '{}' (node types: {})", input_type, known));
+  }
+  const int64_t n = found->num_nodes;
+  loader_internal::check_loader_options(options_, input_nodes ? input_nodes->numel() : n);
+  loader_internal::check_attributes(attributes, *sampler);
+  // Temporal sampling takes a node more than once (at different times), as PyG does; disjoint
+  // sampling grows a tree per seed, a repeated one included.
+  const bool temporal = sampler->options().time_source != TimeSource::kNone;
+  Array inputs = loader_internal::checked_input_nodes(
+      input_nodes, n, /*distinct=*/!temporal && !sampler->options().disjoint);
+  if (options_.input_time) {
+    VOLLEY_REQUIRE(temporal, ValueError, "input_time was given, but the sampler samples no times");
+    VOLLEY_REQUIRE(options_.input_time->ndim() == 1 &&
+                       options_.input_time->dtype() == DType::kInt64 &&
+                       options_.input_time->numel() == inputs.numel(),
+                   ValueError, "input_time must be int64 [{}] (one per input node), got {}",
+                   inputs.numel(), options_.input_time->describe());
+  }
+  input_nodes_ = inputs;
+  auto shared = std::make_shared<Shared>();
+  shared->input_nodes = std::move(inputs);
+  shared->assembly.input_type = static_cast<int>(found - types.begin());
+  shared->assembly.typed_sampler = std::move(sampler);
+  shared->assembly.typed_attributes = std::move(attributes);
+  shared_ = std::move(shared);
+}
+
 NeighborLoader::NeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
                                std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                                LoaderOptions options)
@@ -379,7 +421,8 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
       std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, batches)));
   work->prefetch = options_.prefetch == 0 ? 2 * work->threads : std::max(options_.prefetch, 1);
   work->batches = batches;
-  if (shared_->lookahead && options_.lookahead > 0 && !options_.input_time) {
+  if (shared_->lookahead && options_.lookahead > 0 && !options_.input_time &&
+      !shared_->assembly.typed_sampler) {
     // Batch b is announced as tag + b, the tag unique to this epoch in the process.
     static std::atomic<int64_t> epochs{0};
     EpochWork* raw = work.get();  // the window lives in *work: no cycle
@@ -413,6 +456,14 @@ Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subg
   int64_t* input_ids = batch.input_ids.data<int64_t>();
   const std::vector<int64_t> seeds = seeds_of(index, input_ids);
   const loader_internal::BatchAssembly& assembly = shared->assembly;
+  if (assembly.typed_sampler) {
+    const std::span<const int64_t> positions(input_ids, static_cast<size_t>(count));
+    const std::vector<int64_t> times =
+        options.input_time ? loader_internal::seed_times_at(*options.input_time, positions)
+                           : std::vector<int64_t>{};
+    assembly.fill_typed(seeds, times, options.sampler.seed, index, threads, prefetch, batch);
+    return batch;
+  }
   const BatchSource& source = *assembly.source;
   if (window) {
     window->take(index, subgraph);  // sampled once, ahead, by this or another worker

@@ -43,6 +43,7 @@
 #include "volley/loader/batch.h"
 #include "volley/loader/batch_source.h"
 #include "volley/sampling/cuda_graph.h"
+#include "volley/sampling/hetero_sampler.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
@@ -98,6 +99,14 @@ struct LoaderAttributes {
   std::vector<std::pair<std::string, FeatureStore>> edge;
 };
 
+// A typed graph's tables carried into every batch (LoaderAttributes per type): node[t] holds
+// the tables of node type t (rows: its nodes), edge[e] those of edge type e (rows: its edge ids),
+// in graph order; a shorter list leaves the last types without tables. Host stores only.
+struct TypedAttributes {
+  std::vector<std::vector<std::pair<std::string, FeatureStore>>> node;
+  std::vector<std::vector<std::pair<std::string, FeatureStore>>> edge;
+};
+
 class NeighborLoader {
  public:
   // `features` [N, D] and `labels` [N] (int64 or any integer dtype) are optional and must have
@@ -121,6 +130,19 @@ class NeighborLoader {
   NeighborLoader(CudaGraph graph, std::optional<FeatureStore> features,
                  std::optional<FeatureStore> labels, std::optional<Array> input_nodes,
                  LoaderOptions options);
+
+  // The same pipeline over a typed graph (a heterogeneous one; the homogeneous pipeline's
+  // policy, workers and ordered queue): `sampler` (on the CPU or a GPU; its options are the
+  // sampling options: options.sampler is ignored) samples the seeds `input_nodes` of node type
+  // `input_type` (nullopt: every node of it); each Batch is typed (node_types, edge_types; the
+  // parts as HeteroNeighborSampler returns them, copied to host arrays) with `attributes`
+  // gathered per type. options.input_time: temporal sampling, one time per input node
+  // (optional by node time: the seeds' own). Lookahead does not apply. ValueError / IndexError
+  // as above (an unknown input type naming the known ones; attribute tables:
+  // loader_internal::check_attributes).
+  NeighborLoader(std::shared_ptr<HeteroNeighborSampler> sampler, const std::string& input_type,
+                 std::optional<Array> input_nodes, LoaderOptions options,
+                 TypedAttributes attributes = {});
 
   // Whether batches are built on a GPU (the CudaGraph constructor).
   bool on_cuda() const { return cuda_ != nullptr; }

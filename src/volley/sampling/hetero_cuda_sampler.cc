@@ -100,11 +100,12 @@ HeteroNeighborSampler::HeteroNeighborSampler(HeteroNeighborSampler&&) noexcept =
 HeteroNeighborSampler& HeteroNeighborSampler::operator=(HeteroNeighborSampler&&) noexcept = default;
 
 HeteroSampledSubgraph HeteroNeighborSampler::sample_cuda(const std::vector<HeteroSeeds>& seeds,
-                                                         uint64_t batch_index, void* stream) {
+                                                         uint64_t seed, uint64_t batch_index,
+                                                         void* stream) {
   const auto by_type = seeds_by_type(cuda_graph_, seeds);
   std::vector<uint64_t> stream_seeds;
   for (const EdgeType& type : cuda_graph_.edge_types())
-    stream_seeds.push_back(edge_type_stream_seed(options_.seed, type));
+    stream_seeds.push_back(edge_type_stream_seed(seed, type));
   sampling_internal::HeteroBackendResult result;
   {
     std::lock_guard lock(*mutex_);  // one workspace per sampler

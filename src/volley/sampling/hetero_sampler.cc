@@ -144,6 +144,7 @@ struct Batch {
   const std::vector<std::vector<int64_t>>& fanouts;
   const HeteroSamplerOptions& options;
   const std::vector<const int64_t*>& node_time;  // per node type, null: untimed (seed defaults)
+  uint64_t seed;  // the random streams' seed (options.seed, or a loader's epoch seed)
   uint64_t batch_index;
   HeteroSamplerScratch::State& scratch;
   HeteroSampledSubgraph& out;
@@ -255,7 +256,7 @@ struct Batch {
     sampling_internal::PickRule rule;
     rule.fanout = fanouts[static_cast<size_t>(e)][static_cast<size_t>(hop)];
     rule.replace = options.replace;
-    rule.seed = edge_type_stream_seed(options.seed, graph.edge_types()[static_cast<size_t>(e)]);
+    rule.seed = edge_type_stream_seed(seed, graph.edge_types()[static_cast<size_t>(e)]);
     rule.hop = hop;
     rule.batch = batch_index;
     return rule;
@@ -457,7 +458,7 @@ void start_trees(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds
 // Fills `out` (its vectors cleared, their capacity kept). `graph`: the timed graph.
 void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
                      const std::vector<std::vector<int64_t>>& fanouts,
-                     const HeteroSamplerOptions& options, const HeteroTimes& times,
+                     const HeteroSamplerOptions& options, const HeteroTimes& times, uint64_t seed,
                      uint64_t batch_index, HeteroSamplerScratch::State& scratch,
                      HeteroSampledSubgraph& out) {
   const size_t types = static_cast<size_t>(graph.num_node_types());
@@ -477,7 +478,7 @@ void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& s
   scratch.seed_times.clear();
   if (disjoint) start_trees(graph, seeds, scratch);
   const std::vector<const int64_t*> node_time = seed_node_times(graph, options, times);
-  Batch batch{graph, fanouts, options, node_time, batch_index, scratch, out};
+  Batch batch{graph, fanouts, options, node_time, seed, batch_index, scratch, out};
   batch.add_seeds(seeds);
   batch.run();
 }
@@ -504,8 +505,8 @@ void sample_hetero_neighbors(const HeteroGraph& graph, const std::vector<HeteroS
   std::optional<HeteroGraph> attached;
   if (timed) attached = attach_hetero_times(graph, options, times);
   HeteroSamplerScratch local;
-  sample_resolved(attached ? *attached : graph, seeds, fanouts, options, times, batch_index,
-                  (scratch != nullptr ? *scratch : local).state(), out);
+  sample_resolved(attached ? *attached : graph, seeds, fanouts, options, times, options.seed,
+                  batch_index, (scratch != nullptr ? *scratch : local).state(), out);
 }
 
 HeteroNeighborSampler::HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options,
@@ -519,13 +520,42 @@ HeteroNeighborSampler::HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOpt
 
 HeteroSampledSubgraph HeteroNeighborSampler::sample(const std::vector<HeteroSeeds>& seeds,
                                                     uint64_t batch_index, void* stream) {
-  if (on_cuda()) return sample_cuda(seeds, batch_index, stream);
+  return sample_with_seed(seeds, options_.seed, batch_index, stream);
+}
+
+HeteroSampledSubgraph HeteroNeighborSampler::sample_with_seed(const std::vector<HeteroSeeds>& seeds,
+                                                              uint64_t seed, uint64_t batch_index,
+                                                              void* stream) {
+  if (on_cuda()) return sample_cuda(seeds, seed, batch_index, stream);
   HeteroSampledSubgraph out;
   std::unique_lock lock(*mutex_, std::try_to_lock);
   HeteroSamplerScratch local;
-  sample_resolved(timed_, seeds, fanouts_, options_, times_, batch_index,
+  sample_resolved(timed_, seeds, fanouts_, options_, times_, seed, batch_index,
                   (lock.owns_lock() ? scratch_ : local).state(), out);
   return out;
+}
+
+void HeteroNeighborSampler::sample_with_seed(const std::vector<HeteroSeeds>& seeds, uint64_t seed,
+                                             uint64_t batch_index, HeteroSampledSubgraph& out,
+                                             HeteroSamplerScratch& scratch, void* stream) {
+  if (on_cuda()) {
+    out = sample_cuda(seeds, seed, batch_index, stream);
+    return;
+  }
+  sample_resolved(timed_, seeds, fanouts_, options_, times_, seed, batch_index, scratch.state(),
+                  out);
+}
+
+const std::vector<NodeTypeInfo>& HeteroNeighborSampler::node_types() const {
+  return on_cuda() ? cuda_graph_.node_types() : graph_.node_types();
+}
+
+const std::vector<EdgeType>& HeteroNeighborSampler::edge_types() const {
+  return on_cuda() ? cuda_graph_.edge_types() : graph_.edge_types();
+}
+
+int64_t HeteroNeighborSampler::num_edges(int edge_type) const {
+  return on_cuda() ? cuda_graph_.edges(edge_type).num_edges() : graph_.edges(edge_type).num_edges();
 }
 
 }  // namespace volley

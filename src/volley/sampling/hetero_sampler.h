@@ -212,6 +212,22 @@ class HeteroNeighborSampler {
   // sampler keeps its device working memory between calls (one batch at a time).
   HeteroSampledSubgraph sample(const std::vector<HeteroSeeds>& seeds, uint64_t batch_index,
                                void* stream = nullptr);
+  // The same with the random streams keyed by `seed` instead of options().seed: a loader
+  // samples each epoch with a seed of its own (loader_internal::epoch_sampler_seed), batch b of
+  // the epoch with batch index b, as the homogeneous loaders do.
+  HeteroSampledSubgraph sample_with_seed(const std::vector<HeteroSeeds>& seeds, uint64_t seed,
+                                         uint64_t batch_index, void* stream = nullptr);
+  // The same into `out` (overwritten, the capacity of its vectors reused) with the caller's
+  // `scratch` (CPU sampling; a loader keeps one per worker thread, so that concurrent batches
+  // allocate nothing once both have grown; the CUDA sampler ignores it).
+  void sample_with_seed(const std::vector<HeteroSeeds>& seeds, uint64_t seed, uint64_t batch_index,
+                        HeteroSampledSubgraph& out, HeteroSamplerScratch& scratch,
+                        void* stream = nullptr);
+  // The node and edge types sampled, in graph order (of the CPU or the placed graph).
+  const std::vector<NodeTypeInfo>& node_types() const;
+  const std::vector<EdgeType>& edge_types() const;
+  // Edges of edge type `edge_type` (graph order).
+  int64_t num_edges(int edge_type) const;
   // Whether sample() runs the CUDA kernels (a CudaHeteroGraph) or the CPU sampler.
   bool on_cuda() const { return cuda_graph_.defined(); }
   // The graph as given (CPU sampler; else an empty HeteroGraph).
@@ -223,8 +239,8 @@ class HeteroNeighborSampler {
   const std::vector<std::vector<int64_t>>& fanouts() const { return fanouts_; }
 
  private:
-  HeteroSampledSubgraph sample_cuda(const std::vector<HeteroSeeds>& seeds, uint64_t batch_index,
-                                    void* stream);
+  HeteroSampledSubgraph sample_cuda(const std::vector<HeteroSeeds>& seeds, uint64_t seed,
+                                    uint64_t batch_index, void* stream);
 
   HeteroGraph graph_;
   HeteroGraph timed_;  // attach_hetero_times(graph_): what sample() reads

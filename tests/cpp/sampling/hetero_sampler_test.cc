@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "test_graphs.h"
 #include "test_util.h"
 #include "volley/core/parallel.h"
 #include "volley/graph/generate_hetero.h"
@@ -16,17 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const HeteroGraph& mag() {
-  static const HeteroGraph graph = [] {
-    HeteroGeneratorOptions options;
-    options.num_papers = 2000;
-    options.num_classes = 5;
-    options.feature_dim = 0;
-    options.reverse = true;
-    return generate_hetero_graph(options);
-  }();
-  return graph;
-}
+const HeteroGraph& mag() { return small_mag(); }
 
 std::vector<int64_t> first_papers(int64_t count, int64_t step) {
   std::vector<int64_t> ids;

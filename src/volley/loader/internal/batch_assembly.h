@@ -8,20 +8,28 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "volley/core/buffer.h"
 #include "volley/loader/batch.h"
 #include "volley/loader/batch_source.h"
-#include "volley/loader/neighbor_loader.h"  // LoaderAttributes
+#include "volley/loader/neighbor_loader.h"  // LoaderAttributes, TypedAttributes
+#include "volley/sampling/hetero_sampler.h"
 
 namespace volley::loader_internal {
 
 // A loader's source and attribute tables, and the pool of recycled batch buffers shared by all
-// its epochs. Thread safety: fill() may run on many worker threads at once.
+// its epochs. Thread safety: fill() and fill_typed() may run on many worker threads at once.
 struct BatchAssembly {
   std::shared_ptr<const BatchSource> source;
   LoaderAttributes attributes;
+  // Typed graphs: the sampler, the index of the seeds' node type, the tables per type.
+  std::shared_ptr<HeteroNeighborSampler> typed_sampler;
+  int input_type = 0;
+  TypedAttributes typed_attributes;
 
   // Sets batch.nodes (= subgraph.nodes, shared), edge_index ([2, E]: row 0 the neighbors, row 1
   // the targets), edge_ids, nodes_per_hop, edges_per_hop, batch_ids, x (in `feature_dtype`, when
@@ -30,14 +38,26 @@ struct BatchAssembly {
   void fill(const SampledSubgraph& subgraph, DType feature_dtype, int threads, int64_t prefetch,
             Batch& batch) const;
 
+  // Typed batches: samples `seeds` of node type input_type (`times`: one per seed, temporal
+  // sampling; empty: none, or the seeds' own node times) with the random streams of `seed` and
+  // batch index `index` (HeteroNeighborSampler::sample_with_seed, a scratch per thread), then
+  // sets batch.node_types and batch.edge_types and gathers typed_attributes.
+  void fill_typed(std::span<const int64_t> seeds, std::span<const int64_t> times, uint64_t seed,
+                  int64_t index, int threads, int64_t prefetch, Batch& batch) const;
+
   // A buffer of `bytes` from the pool: feature buffers of delivered batches are recycled once
   // no one else holds them (large batches would otherwise pay for fresh pages — faults and
   // zeroing — every time).
   Buffer acquire(size_t bytes, int threads, int64_t prefetch) const;
 
  private:
+  using Tables = std::vector<std::pair<std::string, FeatureStore>>;
   void gather_attributes(const SampledSubgraph& subgraph, int threads, int64_t prefetch,
                          Batch& batch) const;
+  // `tables` at `rows` into `out` (one Array each, in pooled buffers).
+  void gather_tables(const Tables& tables, std::span<const int64_t> rows, int threads,
+                     int64_t prefetch, std::vector<std::pair<std::string, Array>>& out) const;
+  size_t num_tables() const;
 
   mutable std::mutex pool_mutex_;
   mutable std::vector<Buffer> pool_;
@@ -46,5 +66,8 @@ struct BatchAssembly {
 // ValueError naming a table whose row count is not `num_nodes` (node tables) or `num_edges`
 // (edge tables), or that lives on a GPU.
 void check_attributes(const LoaderAttributes& attributes, int64_t num_nodes, int64_t num_edges);
+// The same for a typed graph's tables (ValueError naming the type): at most one entry per node
+// (edge) type of `sampler`, each table with the type's node (edge) count of rows.
+void check_attributes(const TypedAttributes& attributes, const HeteroNeighborSampler& sampler);
 
 }  // namespace volley::loader_internal

@@ -1,0 +1,79 @@
+"""What every loader checks and decides the same way, whatever kind of graph it serves.
+
+The numbers a user passes (fanouts, ``batch_size``, ``num_workers``, ``prefetch``, ``seed``,
+``rank`` / ``world_size``) are checked here once, for ``Data`` and ``HeteroData`` and for the
+distributed loaders alike, so the same bad value gives the same error class and message. The
+epoch policy itself (the epoch order, the split over data-parallel ranks, the sampler seed of
+each epoch) is C++'s ``loader_internal`` (``src/volley/loader/neighbor_loader.h``), reached
+through the ``LoaderOptions`` built here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from . import _tensor, _volley
+
+_FANOUT_MAX = 2**31 - 1
+
+
+def check_fanout_list(values: Any, what: str = "num_neighbors") -> List[int]:
+    """A list of hop fanouts: each an integer (not a bool, float or string) >= -1."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise _volley.VolleyTypeError(
+            f"{what} must be a list of integers (one fanout per hop), got "
+            f"{type(values).__name__} {str(values)[:60]}")
+    return [_tensor.check_int(k, f"{what}[{i}]", -1, _FANOUT_MAX) for i, k in enumerate(values)]
+
+
+def check_fanouts(num_neighbors: Any, default: Optional[Sequence[int]] = None,
+                  typed: bool = False) -> Tuple[List[int], list]:
+    """``(fanouts, [(edge_type, fanouts), ...])`` from a list, or (``typed``) a dict keyed by edge
+    type, as the native samplers take them. A dict must name at least one edge type unless
+    ``default`` gives the fanouts of every type (PyG refuses ``{}``)."""
+    if not isinstance(num_neighbors, dict):
+        return check_fanout_list(num_neighbors), []
+    if not typed:
+        raise _volley.VolleyTypeError(
+            "num_neighbors: a dict of fanouts per edge type needs a heterogeneous graph; pass a "
+            "list (one fanout per hop)")
+    if not num_neighbors and default is None:
+        raise _volley.VolleyValueError(
+            "num_neighbors={} names no edge type: give fanouts per edge type, a list for every "
+            "edge type, or default=")
+    from .hetero import edge_type_of
+
+    fanouts = [] if default is None else check_fanout_list(default, "default")
+    by_type = [(edge_type_of(key), check_fanout_list(value, f"num_neighbors[{key!r}]"))
+               for key, value in num_neighbors.items()]
+    return fanouts, by_type
+
+
+def loader_options(sampler: Any, *, num_inputs: int, batch_size: Any, shuffle: Any,
+                   drop_last: Any, num_workers: Any, prefetch: Any, seed: Any, rank: Any,
+                   world_size: Any, feature_dtype: str = "float32",
+                   on_batch_start: Optional[Callable[[int], None]] = None) -> Any:
+    """The native ``LoaderOptions`` of a loader over ``num_inputs`` seeds (checked now, by C++'s
+    ``check_loader_options``). ``sampler``: its ``NeighborSamplerOptions`` (a heterogeneous loader
+    passes None: its sampler carries its own options). ``num_workers`` 0: every core. ``seed``
+    None: torch's initial seed; ``rank`` / ``world_size`` None: torch.distributed's."""
+    import os
+
+    workers = _tensor.check_int(num_workers, "num_workers", 0, 65536)
+    rank, world_size = _tensor.rank_and_world_size(rank, world_size)
+    options = _volley.LoaderOptions(
+        sampler if sampler is not None else _volley.NeighborSamplerOptions([1]),
+        batch_size=_tensor.check_int(batch_size, "batch_size", 1, 2**31 - 1),
+        shuffle=bool(shuffle),
+        drop_last=bool(drop_last),
+        num_threads=workers if workers else (os.cpu_count() or 1),
+        prefetch=_tensor.check_int(prefetch or 0, "prefetch", 0, 65536),
+        seed=(_tensor.check_int(seed, "seed", 0, 2**64 - 1) if seed is not None
+              else _tensor.default_seed()),
+        rank=rank,
+        world_size=world_size,
+        feature_dtype=feature_dtype,
+        on_batch_start=on_batch_start,
+    )
+    _volley.num_batches(int(num_inputs), options)  # the policy's checks, now
+    return options

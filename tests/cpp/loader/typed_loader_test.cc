@@ -1,0 +1,153 @@
+// NeighborLoader over a typed graph: the homogeneous pipeline's policy (epoch order, rank split,
+// epoch seed) with a HeteroNeighborSampler; batches equal the sampler's, tables gathered per
+// type.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_graphs.h"
+#include "volley/loader/neighbor_loader.h"
+
+namespace volley {
+namespace {
+
+using ::testing::HasSubstr;
+
+const HeteroGraph& graph() { return small_mag(); }
+
+std::shared_ptr<HeteroNeighborSampler> make_sampler(bool disjoint = false) {
+  HeteroSamplerOptions options;
+  options.fanouts = {3, 2};
+  options.seed = 17;
+  options.disjoint = disjoint;
+  return std::make_shared<HeteroNeighborSampler>(graph(), options);
+}
+
+size_t type_index(const std::string& name) {
+  return static_cast<size_t>(graph().node_type_index(name));
+}
+
+// One int64 row per node of `type`: its id times 10.
+FeatureStore ids_times_ten(const std::string& type) {
+  Array table = Array::empty(DType::kInt64, {graph().num_nodes(type)});
+  for (int64_t i = 0; i < table.numel(); ++i) table.data<int64_t>()[i] = 10 * i;
+  return table;
+}
+
+std::vector<int64_t> values(const Array& array) {
+  const auto span = array.span<int64_t>();
+  return {span.begin(), span.end()};
+}
+
+TEST(TypedLoader, BatchesAreTheSamplersWithTheEpochSeedAndTablesPerType) {
+  auto sampler = make_sampler();
+  LoaderOptions options{.batch_size = 64, .shuffle = true, .num_threads = 2, .seed = 5};
+  TypedAttributes attributes;
+  attributes.node.resize(type_index("paper") + 1);
+  attributes.node[type_index("paper")].emplace_back("ids", ids_times_ten("paper"));
+  std::vector<int64_t> inputs;
+  for (int64_t i = 0; i < 400; ++i) inputs.push_back(3 * i + 1);
+  const NeighborLoader loader(sampler, "paper", Array::from_vector(inputs), options, attributes);
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    const Array positions = loader.epoch_positions(epoch);
+    const uint64_t seed = loader_internal::epoch_sampler_seed(options, epoch);
+    auto stream = loader.start_epoch(epoch);
+    int64_t index = 0;
+    while (auto batch = stream->next()) {
+      const int64_t begin = index * 64;
+      const int64_t count = std::min<int64_t>(64, positions.numel() - begin);
+      std::vector<int64_t> seeds;
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t position = positions.data<int64_t>()[begin + i];
+        EXPECT_EQ(batch->input_ids.data<int64_t>()[i], position);
+        seeds.push_back(inputs[static_cast<size_t>(position)]);
+      }
+      EXPECT_EQ(batch->batch_size, count);
+      const HeteroSampledSubgraph want = sampler->sample_with_seed(
+          {HeteroSeeds{"paper", seeds}}, seed, static_cast<uint64_t>(index));
+      ASSERT_EQ(batch->node_types.size(), want.nodes.size());
+      for (size_t t = 0; t < want.nodes.size(); ++t) {
+        EXPECT_EQ(values(batch->node_types[t].nodes), want.nodes[t]);
+        EXPECT_EQ(batch->node_types[t].nodes_per_hop, want.nodes_per_hop[t]);
+        const auto& attrs = batch->node_types[t].attrs;
+        ASSERT_EQ(attrs.size(), t == type_index("paper") ? 1U : 0U);
+        for (size_t i = 0; i < attrs.size(); ++i) {
+          for (size_t j = 0; j < want.nodes[t].size(); ++j) {
+            EXPECT_EQ(attrs[i].second.data<int64_t>()[j], 10 * want.nodes[t][j]);
+          }
+        }
+      }
+      ASSERT_EQ(batch->edge_types.size(), want.rows.size());
+      for (size_t e = 0; e < want.rows.size(); ++e) {
+        const std::vector<int64_t> edge_index = values(batch->edge_types[e].edge_index);
+        const auto edges = static_cast<std::ptrdiff_t>(want.rows[e].size());
+        EXPECT_EQ(std::vector<int64_t>(edge_index.begin(), edge_index.begin() + edges),
+                  want.cols[e]);
+        EXPECT_EQ(std::vector<int64_t>(edge_index.begin() + edges, edge_index.end()), want.rows[e]);
+        EXPECT_EQ(values(batch->edge_types[e].edge_ids), want.edge_ids[e]);
+      }
+      ++index;
+    }
+    EXPECT_EQ(index, loader.num_batches());
+  }
+}
+
+TEST(TypedLoader, RanksShareEveryEpochAsTheHomogeneousLoaderDoes) {
+  auto sampler = make_sampler(/*disjoint=*/true);
+  const int64_t papers = graph().num_nodes("paper");
+  std::vector<int64_t> seen;
+  for (int rank = 0; rank < 3; ++rank) {
+    LoaderOptions options{.batch_size = 100,
+                          .shuffle = true,
+                          .num_threads = 1 + rank % 2,
+                          .seed = 8,
+                          .rank = rank,
+                          .world_size = 3};
+    const NeighborLoader loader(sampler, "paper", std::nullopt, options);
+    auto stream = loader.start_epoch(1);
+    int64_t taken = 0;
+    while (auto batch = stream->next()) {
+      for (int64_t i = 0; i < batch->batch_size; ++i)
+        seen.push_back(batch->input_ids.data<int64_t>()[i]);
+      taken += batch->batch_size;
+      EXPECT_FALSE(values(batch->node_types[type_index("paper")].batch_ids).empty());
+    }
+    EXPECT_EQ(taken, (papers + 2) / 3);  // padded to a multiple of the ranks
+  }
+  const std::set<int64_t> distinct(seen.begin(), seen.end());
+  EXPECT_EQ(static_cast<int64_t>(distinct.size()), papers);
+  EXPECT_LT(static_cast<int64_t>(seen.size()) - papers, 3);
+}
+
+TEST(TypedLoader, RejectsBadArgumentsNamingTheType) {
+  auto sampler = make_sampler();
+  const LoaderOptions options{.batch_size = 8};
+  EXPECT_THAT([&] { NeighborLoader(sampler, "venue", std::nullopt, options); },
+              ::testing::ThrowsMessage<ValueError>(HasSubstr("unknown node type 'venue'")));
+  TypedAttributes attributes;
+  attributes.node.resize(type_index("author") + 1);
+  attributes.node[type_index("author")].emplace_back("short", ids_times_ten("paper"));
+  EXPECT_THAT([&] { NeighborLoader(sampler, "paper", std::nullopt, options, attributes); },
+              ::testing::ThrowsMessage<ValueError>(
+                  HasSubstr("node attribute 'short' of type author must be a host table")));
+  EXPECT_THAT(
+      [&] {
+        NeighborLoader(sampler, "paper", Array::from_vector<int64_t>({1, 2000}), options);
+      },
+      ::testing::ThrowsMessage<IndexError>(HasSubstr("input node 2000 at position 1")));
+  EXPECT_THAT(
+      [&] { NeighborLoader(sampler, "paper", std::nullopt, LoaderOptions{.batch_size = 0}); },
+      ::testing::ThrowsMessage<ValueError>(HasSubstr("batch_size must be >= 1, got 0")));
+  LoaderOptions timed = options;
+  timed.input_time = Array::from_vector<int64_t>({1, 2});
+  EXPECT_THAT([&] { NeighborLoader(sampler, "paper", std::nullopt, timed); },
+              ::testing::ThrowsMessage<ValueError>(HasSubstr("samples no times")));
+}
+
+}  // namespace
+}  // namespace volley
