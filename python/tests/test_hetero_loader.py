@@ -290,3 +290,17 @@ def test_typed_batches_come_from_the_cpp_pipeline_and_equal_the_python_assembly(
     induced = NeighborLoader(data, [3], batch_size=50, input_nodes="paper",
                              subgraph_type="induced")
     assert induced._native is None  # Python recomputes the edges
+
+
+def test_typed_loaders_are_the_loader_classes():
+    """One class per PyG class: the typed loaders are NeighborLoader / LinkNeighborLoader."""
+    import inspect
+
+    from volley.loader import LinkNeighborLoader
+
+    data = toy_hetero()
+    node = NeighborLoader(data, [2], input_nodes="paper", batch_size=4)
+    link = LinkNeighborLoader(data, [2], edge_label_index=WRITES, batch_size=4)
+    assert isinstance(node, NeighborLoader) and type(node) is not NeighborLoader
+    assert isinstance(link, LinkNeighborLoader) and isinstance(link, NeighborLoader)
+    assert "default" in inspect.signature(type(node)).parameters  # its own signature

@@ -56,6 +56,7 @@ from .negative import NegativeSampler
 from .sampler import Adj, NeighborSampler
 from . import loader
 from .link_loader import LinkNeighborLoader as _LinkNeighborLoader
+from . import hetero_loader, hetero_link_loader  # the typed loaders register themselves
 
 # volley.loader.LinkNeighborLoader, as PyG's torch_geometric.loader.LinkNeighborLoader: the class
 # lives in link_loader.py (it builds on loader.NeighborLoader, so loader.py cannot import it).

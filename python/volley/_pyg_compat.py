@@ -131,6 +131,25 @@ def split_attributes(data: Any, special: Tuple[str, ...]) -> Tuple[List[Table], 
     return node, edge, graph
 
 
+def is_hetero(data: Any) -> bool:
+    """Whether ``data`` is a ``volley.HeteroDataset`` or a PyG ``HeteroData``."""
+    from .hetero import HeteroDataset
+
+    if isinstance(data, HeteroDataset):
+        return True
+    try:
+        from torch_geometric.data import HeteroData
+    except Exception:  # PyG absent or broken
+        return False
+    return isinstance(data, HeteroData)
+
+
+def is_typed_input(data: Any) -> bool:
+    """Whether a loader's ``data`` is a typed graph: ``is_hetero``, or PyG's remote backend with
+    typed groups and edge types."""
+    return remote_backend_kind(data) == "heterogeneous" or is_hetero(data)
+
+
 def gatherable(value: Any) -> bool:
     """Whether C++ can gather ``value`` as a ``Table``: a host numpy array or torch tensor of at
     least one dimension, of a dtype Volley knows."""

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Dict, Optional, Tuple
 
@@ -24,6 +25,8 @@ import numpy as np
 from . import _hetero_temporal, _pyg_compat, _tensor
 from ._volley import VolleyIndexError, VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
+from .link_loader import LinkNeighborLoader
+from .loader import TYPED_LOADERS
 
 
 def _edge_type(value: Any, data: Any) -> Tuple[str, str, str]:
@@ -46,7 +49,7 @@ def _edge_type(value: Any, data: Any) -> Tuple[str, str, str]:
     raise VolleyValueError(f"an edge type is (src, relation, dst) or (src, dst), got {value!r}")
 
 
-class HeteroLinkNeighborLoader(HeteroNeighborLoader):  # pylint: disable=too-many-instance-attributes
+class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pylint: disable=too-many-instance-attributes
     """Link-prediction batches of a heterogeneous graph, as PyG's ``LinkNeighborLoader``.
 
     Args:
@@ -317,5 +320,10 @@ def _weights(weight: Any, count: int) -> np.ndarray:
             f"got shape {list(values.shape)}")
     return values / values.sum()
 
+
+TYPED_LOADERS["link"] = HeteroLinkNeighborLoader
+# inspect.signature reads this class's own __init__ (not an inherited one).
+HeteroLinkNeighborLoader.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    list(inspect.signature(HeteroLinkNeighborLoader.__init__).parameters.values())[1:])
 
 __all__ = ["HeteroLinkNeighborLoader"]

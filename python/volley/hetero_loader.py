@@ -18,26 +18,17 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
+import inspect
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from . import _cuda, _hetero_temporal, _policy, _pyg_compat, _tensor, _volley
 from ._epoch import EpochIterator
+from .loader import TYPED_LOADERS, NeighborLoader
 from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
 from .hetero import HeteroDataset, HeteroGraph
 from .hetero_sampler import HeteroNeighborSampler
-
-
-def is_hetero(data: Any) -> bool:
-    """Whether ``data`` is a ``volley.HeteroDataset`` or a PyG ``HeteroData``."""
-    if isinstance(data, HeteroDataset):
-        return True
-    try:
-        from torch_geometric.data import HeteroData
-    except Exception:  # PyG absent or broken
-        return False
-    return isinstance(data, HeteroData)
 
 
 def _input_nodes(input_nodes: Any, graph: HeteroGraph) -> Tuple[str, np.ndarray, bool]:
@@ -74,7 +65,7 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
-class HeteroNeighborLoader:
+class HeteroNeighborLoader(NeighborLoader):
     """Heterogeneous mini-batches, as PyG's ``NeighborLoader`` gives for a ``HeteroData``.
 
     Args:
@@ -175,6 +166,7 @@ class HeteroNeighborLoader:
         **kwargs: Any,
     ):
         _pyg_compat.check_loader_kwargs(kwargs)
+        data = _pyg_compat.from_remote_backend(data)
         temporal = time_attr is not None or input_time is not None
         ordinal, mode = _cuda.resolve(device, mode)
         # Batches land where the model is: the device's tensors (the CPU on the emulated one).
@@ -583,5 +575,11 @@ def _ordered(make: Callable[[Any], Any], jobs: list, workers: int, depth: int) -
             future.cancel()
         pool.shutdown(wait=True)
 
+
+is_hetero = _pyg_compat.is_hetero
+TYPED_LOADERS["node"] = HeteroNeighborLoader
+# inspect.signature reads this class's own __init__ (not the inherited NeighborLoader's).
+HeteroNeighborLoader.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    list(inspect.signature(HeteroNeighborLoader.__init__).parameters.values())[1:])
 
 __all__ = ["HeteroNeighborLoader", "is_hetero"]

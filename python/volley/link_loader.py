@@ -26,10 +26,10 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _pyg_compat, _temporal, _tensor, _volley, hetero_loader
+from . import _pyg_compat, _temporal, _tensor, _volley
 from .dataset import Dataset
 from .feature import Feature
-from .loader import NeighborLoader, _rows_input
+from .loader import TYPED_LOADERS, NeighborLoader, _rows_input
 
 _LINK_KEYS = ("edge_label", "edge_label_index", "edge_label_time")
 
@@ -150,12 +150,8 @@ class LinkNeighborLoader(NeighborLoader):
 
     def __new__(cls, data: Any = None, *args: Any, **kwargs: Any) -> Any:
         """HeteroData / volley.HeteroDataset: the heterogeneous link loader."""
-        if cls is LinkNeighborLoader and _pyg_compat.remote_backend_kind(data) == "heterogeneous":
-            data = _pyg_compat.from_remote_backend(data)
-        if cls is LinkNeighborLoader and hetero_loader.is_hetero(data):
-            from .hetero_link_loader import HeteroLinkNeighborLoader
-
-            return HeteroLinkNeighborLoader(data, *args, **kwargs)
+        if cls is LinkNeighborLoader and _pyg_compat.is_typed_input(data):
+            return object.__new__(TYPED_LOADERS["link"])  # initialised by Python, as a subclass
         return object.__new__(cls)
 
     def __init__(

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from . import _cuda, _policy, _pyg_compat, _temporal, _tensor, hetero_loader
+from . import _cuda, _policy, _pyg_compat, _temporal, _tensor
 from . import _volley
 from ._volley import NeighborLoader as _NativeLoader
 from ._batch import Batch
@@ -88,6 +88,11 @@ def _as_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[np.ndarray]:
             "volley.HeteroDataset, not a homogeneous graph")
     # Integer ids or a bool mask of length N; an empty selection stays empty (no batches).
     return _tensor.as_ids(input_nodes, "input_nodes", mask_length=num_nodes)
+
+
+# The typed (heterogeneous) loaders, subclasses that register themselves when their modules
+# load (``import volley`` loads them): "node" (hetero_loader.py), "link" (hetero_link_loader.py).
+TYPED_LOADERS: Dict[str, type] = {}
 
 
 class NeighborLoader:
@@ -192,11 +197,11 @@ class NeighborLoader:
     subgraph_type, disjoint, transform_sampler_output, pin_memory = "directional", False, None, False
 
     def __new__(cls, data: Any = None, *args: Any, **kwargs: Any) -> Any:
-        """HeteroData / volley.HeteroDataset: the heterogeneous loader (hetero_loader.py)."""
-        if cls is NeighborLoader and _pyg_compat.remote_backend_kind(data) == "heterogeneous":
-            data = _pyg_compat.from_remote_backend(data)
-        if cls is NeighborLoader and hetero_loader.is_hetero(data):
-            return hetero_loader.HeteroNeighborLoader(data, *args, **kwargs)
+        """HeteroData / volley.HeteroDataset (or a typed remote backend): an instance of the typed
+        loader (hetero_loader.py), a subclass, which Python then initialises with the same
+        arguments."""
+        if cls is NeighborLoader and _pyg_compat.is_typed_input(data):
+            return super().__new__(TYPED_LOADERS["node"])
         return super().__new__(cls)
 
     def __init__(
