@@ -3,7 +3,11 @@
 // the request and filling of each batch message (internal/hetero_client_state.h).
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "volley/dist/hetero_client.h"
 #include "volley/dist/internal/hetero_client_state.h"
@@ -14,6 +18,71 @@ namespace volley::dist {
 using internal::pack;
 using internal::unpack;
 
+namespace {
+
+// Cancels a call whose wait for one message outlasts its deadline: the homogeneous
+// ServerClientLoader's rule (a server that stops answering is a TimeoutError within the deadline,
+// however long the whole stream may take). One thread per stream, started on first use.
+class ReadWatch {
+ public:
+  ReadWatch() = default;
+  ReadWatch(const ReadWatch&) = delete;
+  ReadWatch& operator=(const ReadWatch&) = delete;
+  ~ReadWatch() {
+    {
+      std::lock_guard lock(mutex_);
+      quit_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Cancels `context` unless disarm() comes within `seconds`.
+  void arm(grpc::ClientContext* context, double seconds) {
+    std::lock_guard lock(mutex_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    context_ = context;
+    until_ = std::chrono::steady_clock::now() +
+             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                 std::chrono::duration<double>(seconds));
+    armed_ = true;
+    fired_ = false;
+    changed_.notify_all();
+  }
+
+  // Whether the call was cancelled for its deadline.
+  bool disarm() {
+    std::lock_guard lock(mutex_);
+    armed_ = false;
+    return fired_;
+  }
+
+ private:
+  void loop() {
+    std::unique_lock lock(mutex_);
+    while (!quit_) {
+      if (!armed_) {
+        changed_.wait(lock);
+      } else if (std::chrono::steady_clock::now() >= until_) {
+        context_->TryCancel();
+        fired_ = true;
+        armed_ = false;
+      } else {
+        changed_.wait_until(lock, until_);
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  grpc::ClientContext* context_ = nullptr;
+  std::chrono::steady_clock::time_point until_;
+  bool armed_ = false, fired_ = false, quit_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
 struct HeteroBatchStream::State {
   std::string address;
   ClientOptions options;
@@ -21,7 +90,9 @@ struct HeteroBatchStream::State {
   std::unique_ptr<rpc::PartitionService::Stub> stub;
   std::unique_ptr<grpc::ClientContext> context;
   std::unique_ptr<grpc::ClientReader<rpc::HeteroBatchMessage>> reader;
-  bool trees = false;  // disjoint / temporal: the batches carry each node's tree
+  bool trees = false;                  // disjoint / temporal: the batches carry each node's tree
+  int64_t delivered = 0, batches = 0;  // of the open stream
+  ReadWatch watch;                     // declared last: stopped before the context goes
 
   void cancel() {
     if (context) context->TryCancel();
@@ -96,6 +167,8 @@ void HeteroBatchStream::start(const HeteroBatchesOptions& batches) {
       (static_cast<int64_t>(batches.seeds.size()) + batches.batch_size - 1) / batches.batch_size);
   state.context = std::make_unique<grpc::ClientContext>();
   internal::prepare(*state.context, state.options, state.options.deadline_seconds * (count + 1));
+  state.delivered = 0;
+  state.batches = static_cast<int64_t>(count);
   state.reader = state.stub->SampleHeteroBatches(state.context.get(), request);
 }
 
@@ -189,7 +262,16 @@ bool HeteroBatchStream::next(HeteroBatch& out) {
   State& state = *state_;
   VOLLEY_REQUIRE(state.reader != nullptr, ValueError, "no stream open: call start() first");
   rpc::HeteroBatchMessage message;
-  if (!state.reader->Read(&message)) {
+  state.watch.arm(state.context.get(), state.options.deadline_seconds);
+  const bool read = state.reader->Read(&message);
+  if (state.watch.disarm()) {
+    state.cancel();
+    throw TimeoutError(fmt::format(
+        "server {}: no batch within the deadline of {} s (waiting for batch {} of {}); the "
+        "server may be overloaded or stuck",
+        state.address, state.options.deadline_seconds, state.delivered, state.batches));
+  }
+  if (!read) {
     const grpc::Status status = state.reader->Finish();
     state.reader.reset();
     state.context.reset();
@@ -206,6 +288,7 @@ bool HeteroBatchStream::next(HeteroBatch& out) {
                  RuntimeError, "{}: malformed batch ({} node types, {} edge types)", state.address,
                  message.node_types_size(), message.edge_types_size());
   out.index = message.index();
+  ++state.delivered;
   HeteroSampledSubgraph& sub = out.subgraph;
   sub = HeteroSampledSubgraph{};
   sub.nodes.resize(types);

@@ -149,8 +149,9 @@ class HeteroBatchStream {
   const HeteroServiceInfo& info() const;
   // Opens the stream of `batches` (a stream still open is cancelled first).
   void start(const HeteroBatchesOptions& batches);
-  // The next batch into `out`; false after the last. The stream's errors as client.h says (the
-  // whole stream has deadline_seconds × (batches + 1)).
+  // The next batch into `out`; false after the last. The stream's errors as client.h says; a
+  // batch that does not arrive within deadline_seconds is a TimeoutError naming the server (and
+  // a peer's failure, which the server reports within half that, names the peer).
   bool next(HeteroBatch& out);
 
   struct State;

@@ -127,7 +127,9 @@ struct HeteroServer::State final : rpc::PartitionService::Service, internal::Ser
       thread_local std::vector<int64_t> targets;
       thread_local SamplerScratch scratch;
       thread_local HopSample sample;
-      return sample_hop_into(*request, targets, scratch, sample, *reply);
+      const grpc::Status status = sample_hop_into(*request, targets, scratch, sample, *reply);
+      internal::release_hop_buffers(targets, scratch, sample, request->targets().size());
+      return status;
     });
   }
 
@@ -207,8 +209,12 @@ struct HeteroServer::State final : rpc::PartitionService::Service, internal::Ser
 
   // --- server-client batches ----------------------------------------------------------------
 
-  // The peers as one graph, this part in-process (connected once).
-  std::shared_ptr<const DistHeteroGraph> peer_graph() {
+  // The peers as one graph, this part in-process (connected once), with calls that end within
+  // half the client's deadline (internal::peer_options_within: a stream's own connection then).
+  std::shared_ptr<const DistHeteroGraph> peer_graph(double client_deadline) {
+    if (auto shorter = internal::peer_options_within(options.peer_client, client_deadline)) {
+      return DistHeteroGraph::connect(options.peers, *shorter, partition, fingerprint);
+    }
     std::lock_guard lock(peers_mutex);
     if (!peers) {
       peers = DistHeteroGraph::connect(options.peers, options.peer_client, partition, fingerprint);
@@ -228,7 +234,7 @@ struct HeteroServer::State final : rpc::PartitionService::Service, internal::Ser
                                   "server-client mode needs every part's address (--peers)",
                                   part()));
       }
-      const std::shared_ptr<const DistHeteroGraph> graph = peer_graph();
+      const std::shared_ptr<const DistHeteroGraph> graph = peer_graph(request->deadline_seconds());
       std::vector<int64_t> seeds;
       if (!internal::unpack(request->seeds(), seeds) || request->batch_size() < 1) {
         return refuse(grpc::StatusCode::INVALID_ARGUMENT,
@@ -248,11 +254,19 @@ struct HeteroServer::State final : rpc::PartitionService::Service, internal::Ser
         const std::span<const int64_t> times =
             seed_times.empty() ? std::span<const int64_t>()
                                : std::span<const int64_t>(seed_times).subspan(begin, batch.size());
-        const HeteroSampledSubgraph sub = graph->sample({{request->node_type(), batch, times}},
-                                                        sampler, request->first_batch_index() + b);
         rpc::HeteroBatchMessage message;
-        message.set_index(static_cast<int64_t>(b));
-        internal::fill_hetero_batch(*graph, sub, *request, message);
+        try {
+          const HeteroSampledSubgraph sub = graph->sample(
+              {{request->node_type(), batch, times}}, sampler, request->first_batch_index() + b);
+          message.set_index(static_cast<int64_t>(b));
+          internal::fill_hetero_batch(*graph, sub, *request, message);
+        } catch (const Error& e) {
+          // A peer that failed (unreachable, no answer in time) while the batch was made: this
+          // server is healthy, say whose the failure is. Other errors are the request's.
+          if (e.kind() != ErrorKind::kTimeout && e.kind() != ErrorKind::kConnection) throw;
+          return refuse(internal::status_code_for(e.kind()),
+                        fmt::format("part {} {} {}", part(), internal::kPeerFailure, e.what()));
+        }
         if (auto status = check_reply_size(static_cast<int64_t>(message.ByteSizeLong()), "batch");
             !status.ok())
           return status;
@@ -268,7 +282,10 @@ struct HeteroServer::State final : rpc::PartitionService::Service, internal::Ser
       if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
         return status;
       thread_local std::vector<int64_t> ids;
-      return get_rows_into(*request, ids, *reply);
+      const grpc::Status status = get_rows_into(*request, ids, *reply);
+      internal::release_if_large(ids);
+      internal::after_call(request->ids().size());
+      return status;
     });
   }
 

@@ -2,7 +2,6 @@
 #include "volley/dist/server.h"
 
 #include <grpcpp/grpcpp.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <atomic>
@@ -34,8 +33,6 @@ using internal::unpack;
 namespace {
 
 constexpr const char* kVolleyVersion = volley::kVersion;
-// Per-thread buffers larger than this are released after the call that grew them.
-constexpr size_t kKeepBufferBytes = size_t{16} << 20;
 // Reply size estimates stop growing here (no overflow for any fanout).
 constexpr int64_t kSaturated = int64_t{1} << 60;
 
@@ -70,30 +67,11 @@ struct Server::State final
     return internal::owned_ids(range, bytes, ids, field);
   }
 
-  // After a call with a large request: the request arrived in many small pieces, freed into
-  // glibc's arenas by now; give them back to the system.
-  static void after_call(size_t request_bytes) {
-    if (request_bytes > kKeepBufferBytes) malloc_trim(0);
-  }
-
-  // Per-thread buffers that grew past kKeepBufferBytes are released: a large call does not leave
-  // its peak behind.
-  template <typename T>
-  static void release_if_large(std::vector<T>& buffer) {
-    if (buffer.capacity() * sizeof(T) > kKeepBufferBytes) std::exchange(buffer, {});
-  }
-
-  // The peers as one graph. Calls to peers must end before the client's own deadline (its wait
-  // for a batch, `client_deadline` s; 0: unknown), so that a stuck peer is reported as such and
-  // not taken for this server being stuck: their deadline is at most half the client's (a
-  // stream's own connection then).
+  // The peers as one graph, with calls that end within half the client's deadline
+  // (internal::peer_options_within: a stream's own connection then).
   std::shared_ptr<const DistGraph> peer_graph(double client_deadline) {
-    const double wanted = client_deadline > 0 ? client_deadline / 2 : 0;
-    if (wanted > 0 && wanted < options.peer_client.deadline_seconds) {
-      ClientOptions shorter = options.peer_client;
-      shorter.deadline_seconds = wanted;
-      shorter.connect_seconds = std::min(shorter.connect_seconds, wanted);
-      return DistGraph::connect(options.peers, shorter, partition, fingerprint);
+    if (auto shorter = internal::peer_options_within(options.peer_client, client_deadline)) {
+      return DistGraph::connect(options.peers, *shorter, partition, fingerprint);
     }
     std::lock_guard lock(peers_mutex);
     if (!peers) {
@@ -153,15 +131,7 @@ struct Server::State final
       thread_local SamplerScratch scratch;
       thread_local HopSample sample;
       const grpc::Status status = sample_hop_into(*request, targets, scratch, sample, *reply);
-      if (targets.capacity() * sizeof(int64_t) > kKeepBufferBytes ||
-          sample.neighbors.capacity() * sizeof(int64_t) > kKeepBufferBytes) {
-        scratch = SamplerScratch();
-      }
-      release_if_large(targets);
-      release_if_large(sample.counts);
-      release_if_large(sample.neighbors);
-      release_if_large(sample.edge_ids);
-      after_call(request->targets().size());
+      internal::release_hop_buffers(targets, scratch, sample, request->targets().size());
       return status;
     });
   }
@@ -232,8 +202,8 @@ struct Server::State final
       const grpc::Status status = internal::answer_has_edges(
           graph, {partition->part, first(), rows(), options.limits.max_ids_per_call}, rows_sorted,
           rows_asked, request->others(), options.limits.max_reply_bytes, *reply);
-      release_if_large(rows_asked);
-      after_call(request->rows().size() * 2);
+      internal::release_if_large(rows_asked);
+      internal::after_call(request->rows().size() * 2);
       return status;
     });
   }
@@ -245,8 +215,8 @@ struct Server::State final
         return status;
       thread_local std::vector<int64_t> ids;
       const grpc::Status status = get_rows_into(*request, ids, *reply);
-      release_if_large(ids);
-      after_call(request->ids().size());
+      internal::release_if_large(ids);
+      internal::after_call(request->ids().size());
       return status;
     });
   }

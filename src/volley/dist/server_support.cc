@@ -1,6 +1,8 @@
 // The server's helpers: limit checks and the batch message. See internal/server_support.h.
 #include "volley/dist/internal/server_support.h"
 
+#include <malloc.h>
+
 #include <string>
 
 #include "volley/dist/internal/wire.h"
@@ -9,6 +11,23 @@
 namespace volley::dist::internal {
 
 namespace rpc = ::volley::rpc;
+
+void after_call(size_t request_bytes) {
+  if (request_bytes > kKeepBufferBytes) malloc_trim(0);
+}
+
+void release_hop_buffers(std::vector<int64_t>& targets, SamplerScratch& scratch, HopSample& sample,
+                         size_t request_bytes) {
+  if (targets.capacity() * sizeof(int64_t) > kKeepBufferBytes ||
+      sample.neighbors.capacity() * sizeof(int64_t) > kKeepBufferBytes) {
+    scratch = SamplerScratch();
+  }
+  release_if_large(targets);
+  release_if_large(sample.counts);
+  release_if_large(sample.neighbors);
+  release_if_large(sample.edge_ids);
+  after_call(request_bytes);
+}
 
 std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tls) {
   VOLLEY_REQUIRE(tls.cert_file.empty() == tls.key_file.empty(), ValueError,

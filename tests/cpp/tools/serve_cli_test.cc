@@ -24,6 +24,7 @@
 
 #ifdef VOLLEY_WITH_DIST
 #include "volley/dist/client.h"
+#include "volley/dist/hetero_client.h"
 #endif
 
 namespace {
@@ -311,6 +312,79 @@ TEST_F(ServeCliTest, AFrozenPeerIsBlamedOnThePeerNotOnTheStreamingServer) {
     EXPECT_THAT(error.what(), HasSubstr(fmt::format("part 1 at {}", address1)));
   }
   ASSERT_EQ(kill(part1.pid, SIGCONT), 0);
+  EXPECT_EQ(part0.stop(SIGTERM, 10), 0);
+  EXPECT_EQ(part1.stop(SIGTERM, 10), 0);
+}
+
+// A heterogeneous partitioning fails as the homogeneous one does: a frozen peer of the streaming
+// server (server-client) is blamed on the peer, a frozen streaming server is a TimeoutError naming
+// it, and a frozen part in the worker topology is a TimeoutError naming the part, each within the
+// deadline + 1 s.
+TEST_F(ServeCliTest, FrozenHeteroServersAreReportedWithinTheDeadline) {
+  const std::string data = path("mag"), parts = path("mag-2");
+  const Result generated = run(fmt::format(
+      "generate '{}' --model hetero --nodes 20000 --reverse --feature-dim 4 --classes 3", data));
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  const Result split = run(fmt::format("partition '{}' '{}' --parts 2 -m random", data, parts));
+  ASSERT_EQ(split.exit_code, 0) << split.err;
+  ServeProcess part1(fmt::format("serve '{}' --part 1", parts), path("err1"));
+  const std::string line1 = part1.first_line(20);
+  ASSERT_THAT(line1, HasSubstr("listening on")) << slurp(path("err1"));
+  const std::string address1 = line1.substr(line1.rfind(' ') + 1);
+  ServeProcess part0(fmt::format("serve '{}' --part 0 --peers ',{}'", parts, address1),
+                     path("err0"));
+  const std::string line0 = part0.first_line(20);
+  ASSERT_THAT(line0, HasSubstr("listening on")) << slurp(path("err0"));
+  const std::string address0 = line0.substr(line0.rfind(' ') + 1);
+  const double deadline = 2;
+  const volley::dist::ClientOptions client{.deadline_seconds = deadline, .connect_seconds = 20};
+  volley::dist::HeteroBatchesOptions batches;
+  batches.node_type = "paper";
+  for (int64_t i = 0; i < 20000; ++i) batches.seeds.push_back(i);
+  batches.batch_size = 8;
+  batches.sampler.fanouts = {3, 3};
+  // Runs `f`, which must throw a volley::Error of `kind` whose message has `words`, within the
+  // deadline + 1 s.
+  const auto expect_failure = [&](const auto& f, volley::ErrorKind kind, const std::string& words) {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      f();
+      ADD_FAILURE() << "no error (" << words << ")";
+    } catch (const volley::Error& error) {
+      EXPECT_EQ(error.kind(), kind) << error.what();
+      EXPECT_THAT(error.what(), HasSubstr(words));
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, deadline + 1) << words;
+  };
+  const auto graph = volley::dist::DistHeteroGraph::connect({address0, address1}, client);
+  volley::dist::HeteroBatchStream stream(address0, client);
+  volley::dist::HeteroBatch batch;
+  const auto drain = [&] {
+    while (stream.next(batch)) {
+    }
+  };
+  stream.start(batches);
+  ASSERT_TRUE(stream.next(batch));
+  ASSERT_EQ(kill(part1.pid, SIGSTOP), 0);
+  ASSERT_TRUE(wait_until_stopped(part1.pid));
+  expect_failure(drain, volley::ErrorKind::kTimeout, fmt::format("part 1 at {}", address1));
+  const std::vector<int64_t> seeds = {0, 1, 2, 3, 19998, 19999};
+  expect_failure(
+      [&] {
+        graph->sample({{"paper", seeds}}, batches.sampler, 0);
+      },
+      volley::ErrorKind::kTimeout, "part 1");
+  ASSERT_EQ(kill(part1.pid, SIGCONT), 0);
+
+  stream.start(batches);
+  ASSERT_TRUE(stream.next(batch));
+  ASSERT_EQ(kill(part0.pid, SIGSTOP), 0);
+  ASSERT_TRUE(wait_until_stopped(part0.pid));
+  expect_failure(drain, volley::ErrorKind::kTimeout,
+                 fmt::format("server {}: no batch within the deadline", address0));
+  ASSERT_EQ(kill(part0.pid, SIGCONT), 0);
   EXPECT_EQ(part0.stop(SIGTERM, 10), 0);
   EXPECT_EQ(part1.stop(SIGTERM, 10), 0);
 }

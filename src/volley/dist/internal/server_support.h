@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/support/server_interceptor.h>
@@ -69,6 +71,21 @@ std::shared_ptr<grpc::ServerCredentials> server_credentials(const TlsOptions& tl
 // what went wrong).
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> decode_error_interceptor(
     int64_t part);
+
+// The servers' buffer policy (both kinds of partition): per-thread buffers that grew past
+// kKeepBufferBytes are released after the call that grew them, and after a call with a large
+// request glibc's arenas are trimmed (the request arrived in many small pieces), so that a
+// large call does not leave its peak behind.
+inline constexpr size_t kKeepBufferBytes = size_t{16} << 20;
+template <typename T>
+void release_if_large(std::vector<T>& buffer) {
+  if (buffer.capacity() * sizeof(T) > kKeepBufferBytes) std::exchange(buffer, {});
+}
+void after_call(size_t request_bytes);
+// A SampleHop's per-thread buffers after the call (a scratch sized by a large call is dropped
+// too), then after_call(request_bytes).
+void release_hop_buffers(std::vector<int64_t>& targets, SamplerScratch& scratch, HopSample& sample,
+                         size_t request_bytes);
 
 // `batch` (of an epoch of `num_batches`) as a stream message.
 void fill_batch_message(const Batch& batch, int64_t num_batches,

@@ -18,6 +18,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "volley/core/error.h"
@@ -34,6 +36,21 @@
 #include "volley/dist/volley.grpc.pb.h"
 
 namespace volley::dist::internal {
+
+// The options of a server's calls to its peers while it serves a client that waits
+// `client_deadline` s for each message (0: unknown): calls to peers must end before the client's
+// own deadline, so that a stuck peer is reported as such and not taken for this server being
+// stuck. nullopt: `peer` as it is; else `peer` with at most half the client's deadline (for a
+// connection of that request's own).
+inline std::optional<ClientOptions> peer_options_within(const ClientOptions& peer,
+                                                        double client_deadline) {
+  const double wanted = client_deadline > 0 ? client_deadline / 2 : 0;
+  if (wanted <= 0 || wanted >= peer.deadline_seconds) return std::nullopt;
+  ClientOptions shorter = peer;
+  shorter.deadline_seconds = wanted;
+  shorter.connect_seconds = std::min(shorter.connect_seconds, wanted);
+  return shorter;
+}
 
 // ValueError for options out of range (threads, max_epoch_streams, limits, memory_limit_bytes)
 // or peers that do not list one address per part; caps max_ids_per_call at what a request can
