@@ -105,6 +105,7 @@ build() {
   # (Debian's pip 23.0 knows only the long --config-settings spelling.)
   local args=(--config-settings=build-dir="$build_dir"
               --config-settings=cmake.define.VOLLEY_TESTS=ON
+              --config-settings=cmake.define.VOLLEY_TESTS_IN_ALL="${VOLLEY_TESTS_IN_ALL:-ON}"
               --config-settings=cmake.define.VOLLEY_TEST_COMPILE_OPTIONS=-O1
               --config-settings=cmake.build-type=Release
               --config-settings=build.tool-args=-j"$jobs")
@@ -330,10 +331,27 @@ case "${1:-}" in
     exec "$python" examples/train_sage.py "$@"
     ;;
   test)
-    setup
+    # With the ASan + UBSan tree (VOLLEY_FUZZ=1, the default) the C++ tests are built and run
+    # there: the release tree (the wheel) builds only the CUDA tests, to check they compile.
+    [ "${VOLLEY_FUZZ:-1}" = 1 ] && export VOLLEY_TESTS_IN_ALL=OFF
+    install_system
+    install_python
+    # The second leg's venv (mostly a download) fills while the library builds.
+    latest_prefetch=""
+    if [ "${VOLLEY_LATEST:-1}" != 0 ]; then
+      mkdir -p "$root/build"
+      log "filling the second leg's venv in the background (log: build/latest-install.log)"
+      (install_latest >"$root/build/latest-install.log" 2>&1) &
+      latest_prefetch=$!
+    fi
+    build
     status=0
-    log "C++ tests"
-    ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" || status=1
+    if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
+      log "C++ tests: in the ASan + UBSan tree, below"
+    else
+      log "C++ tests"
+      ctest --test-dir "$build_dir" --output-on-failure -j "$jobs" || status=1
+    fi
     log "a checkout under a folder named dist configures the same files"
     scripts/check_dist_folder.sh --quick || status=1
     lint || status=1
@@ -347,6 +365,9 @@ case "${1:-}" in
     fi
     log "Python tests and main job, Debian's torch / PyG / numpy ($venv)"
     python_leg "$python" || status=1
+    if [ -n "$latest_prefetch" ]; then
+      wait "$latest_prefetch" || tail -n 20 "$root/build/latest-install.log" >&2  # retried below
+    fi
     latest_leg || status=1
     docs || status=1
     # The C++ suite under ASan + UBSan, then the fuzz targets (readers and service handlers) for
