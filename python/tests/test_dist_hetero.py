@@ -17,6 +17,7 @@ import volley
 from volley.loader import NeighborLoader
 
 from conftest import as_numpy
+from test_dist import spawn  # noqa: F401 (the fixture: servers in child processes)
 
 if not volley._volley._has_dist:
     pytest.skip("built without the distributed service (gRPC)", allow_module_level=True)
@@ -250,3 +251,52 @@ def test_a_dead_server_or_a_wrong_token_is_an_error_not_a_hang(served):
         list(loader)
     for server in fresh:
         server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def two_parts(tmp_path_factory):
+    parts_dir = str(tmp_path_factory.mktemp("hetero-fail") / "typed-2")
+    volley.partition(_dataset(), parts_dir, 2, method="random")
+    return parts_dir
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("topology, victim, signal_name", [
+    ("worker", "remote", "SIGKILL"), ("worker", "remote", "SIGSTOP"),
+    ("server-client", "streaming", "SIGSTOP"), ("server-client", "peer", "SIGSTOP")])
+def test_a_failed_server_raises_within_the_deadline(two_parts, spawn, topology, victim,
+                                                    signal_name):
+    """Killing or stopping a server of a heterogeneous partitioning raises in the trainer within
+    the deadline + 1 s, naming the server (a peer's failure as the peer's), in both topologies."""
+    import re
+    import signal
+    import time
+
+    deadline = 2.0
+    s1 = spawn(two_parts, 1)
+    s0 = spawn(two_parts, 0, peers=["", s1.address])
+    options = dict(batch_size=4, input_nodes=("paper", np.arange(300)), shuffle=True, seed=0,
+                   num_workers=2, deadline=deadline)
+    if topology == "worker":
+        loader = vd.DistNeighborLoader([s0.address, s1.address], [5, 5], topology=topology,
+                                       local=(two_parts, 0), **options)
+        target = s1
+    else:
+        loader = vd.DistNeighborLoader([s0.address, s1.address], [5, 5], topology=topology,
+                                       server=s0.address, **options)
+        target = s0 if victim == "streaming" else s1
+    batches = iter(loader)
+    for _ in range(3):
+        next(batches)
+    started = time.monotonic()
+    os.kill(target.pid, getattr(signal, signal_name))
+    received = 0
+    with pytest.raises((ConnectionError, TimeoutError)) as raised:
+        for _ in batches:
+            received += 1
+    elapsed = time.monotonic() - started
+    assert elapsed < deadline + 1, (elapsed, str(raised.value))
+    assert received < len(loader) - 3, "the epoch finished although a server failed"
+    assert re.search(re.escape(target.address), str(raised.value)), str(raised.value)
+    if victim == "peer":
+        assert "its peer failed" in str(raised.value)

@@ -550,7 +550,8 @@ def _index(value: Any, ids: Any) -> Any:
 
 def _ordered(make: Callable[[Any], Any], jobs: list, workers: int, depth: int) -> Iterator[Any]:
     """``make(job)`` for every job, in order, ``depth`` of them in flight on ``workers`` threads.
-    The first error is raised at its batch; the threads end with the generator."""
+    The first error is raised at its batch; the threads end with the generator (a batch already
+    running finishes in the background, its result dropped)."""
     if workers <= 1 or len(jobs) <= 1:
         for job in jobs:
             yield make(job)
@@ -573,7 +574,10 @@ def _ordered(make: Callable[[Any], Any], jobs: list, workers: int, depth: int) -
     finally:
         for future in pending:
             future.cancel()
-        pool.shutdown(wait=True)
+        # Not waiting for the batches still in flight: an error (a part that stopped answering)
+        # reaches the caller at once, not after the other batches' calls time out too; those
+        # finish in the background within their own deadlines, their results dropped.
+        pool.shutdown(wait=False)
 
 
 is_hetero = _pyg_compat.is_hetero
