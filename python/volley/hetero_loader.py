@@ -241,15 +241,12 @@ class HeteroNeighborLoader(NeighborLoader):
         """The epoch policy's options (``_policy.loader_options``: the homogeneous loader's
         checks, epoch order, rank split and epoch seeds), and their values as attributes."""
         inputs = len(self.input_nodes) if self._takes_input_nodes else 0
-        self._options = options = _policy.loader_options(
+        self._options = _policy.loader_options(
             None, num_inputs=inputs, batch_size=batch_size, shuffle=shuffle,
             drop_last=drop_last, num_workers=num_workers, prefetch=prefetch, seed=seed,
             rank=rank, world_size=world_size)
-        self.batch_size, self.shuffle, self.drop_last = (options.batch_size, options.shuffle,
-                                                         options.drop_last)
-        self.num_workers, self.seed = options.num_threads, options.seed
-        self.prefetch = options.prefetch or 2 * self.num_workers
-        self.rank, self.world_size = options.rank, options.world_size
+        self._adopt_options()
+        self.prefetch = self._options.prefetch or 2 * self.num_workers
 
     # --- attributes ------------------------------------------------------------------------
     def _attributes(self) -> Tuple[dict, dict, dict]:
@@ -282,10 +279,6 @@ class HeteroNeighborLoader(NeighborLoader):
     def __len__(self) -> int:
         """Batches per epoch of this rank."""
         return _volley.num_batches(len(self.input_nodes), self._options)
-
-    def set_epoch(self, epoch: int) -> None:
-        """The epoch the next iteration runs (its order and sampling), as in DistributedSampler."""
-        self._epoch = int(epoch)
 
     def rank_positions(self, epoch: int) -> np.ndarray:
         """Positions in the input list that this rank visits in epoch ``epoch``, in batch order
@@ -370,8 +363,6 @@ class HeteroNeighborLoader(NeighborLoader):
 
     # --- one batch -------------------------------------------------------------------------
     def _make_batch(self, job: Tuple[int, int, np.ndarray]) -> Any:
-        import torch
-
         seed, batch_index, positions = job
         seed_time = None if self.input_time is None else self.input_time[positions]
         out = self._build({self.input_type: self.input_nodes[positions]}, (seed, batch_index),

@@ -365,14 +365,20 @@ class NeighborLoader:
             feature_dtype=feature_dtype,
             on_batch_start=on_batch_start,
         )
-        options = self._options
-        self.batch_size, self.shuffle, self.drop_last = options.batch_size, options.shuffle, options.drop_last
-        self.num_workers, self.seed = options.num_threads, options.seed
-        self.rank, self.world_size = options.rank, options.world_size
+        self._adopt_options()
         self._options.input_time = self._input_times(temporal)
         if lookahead is not None:
             self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
         self._native = self._create_native(self.input_nodes)
+
+    def _adopt_options(self) -> None:
+        """The checked values of ``self._options`` as the loader's attributes (every loader,
+        either kind of graph)."""
+        options = self._options
+        self.batch_size, self.shuffle, self.drop_last = (options.batch_size, options.shuffle,
+                                                         options.drop_last)
+        self.num_workers, self.seed = options.num_threads, options.seed
+        self.rank, self.world_size = options.rank, options.world_size
 
     def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
         """The native options' input_time: one time per input node (temporal sampling)."""
