@@ -8,6 +8,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
@@ -50,6 +51,55 @@ NegativeSampler make_sampler(const Csr& graph, const std::string& distribution, 
                                  .reject_existing = reject_existing,
                                  .max_draws = max_draws,
                                  .seed = seed});
+}
+
+std::vector<int64_t> times_from_python(const std::optional<InputArray>& times, const char* what) {
+  if (!times) return {};
+  const Array array = host_ids_array(*times, what);
+  return {array.data<int64_t>(), array.data<int64_t>() + array.numel()};
+}
+
+// The sampler of one edge type of a HeteroGraph (negative_sampler.h, "Typed edges").
+NegativeSampler make_typed_sampler(const HeteroGraph& graph,
+                                   const std::tuple<std::string, std::string, std::string>& type,
+                                   const std::string& distribution, double degree_power,
+                                   const std::optional<InputArray>& src_weights,
+                                   const std::optional<InputArray>& dst_weights,
+                                   const std::optional<InputArray>& src_time,
+                                   const std::optional<InputArray>& dst_time, bool reject_existing,
+                                   int max_draws, uint64_t seed) {
+  const EdgeType edge_type{std::get<0>(type), std::get<1>(type), std::get<2>(type)};
+  NegativeNodes sources{.weights = weights_from_python(src_weights),
+                        .node_time = times_from_python(src_time, "source node times")};
+  NegativeNodes destinations{.weights = weights_from_python(dst_weights),
+                             .node_time = times_from_python(dst_time, "destination node times")};
+  nb::gil_scoped_release release;
+  return edge_type_negatives(graph, edge_type, std::move(sources), std::move(destinations),
+                             {.distribution = parse_distribution(distribution),
+                              .degree_power = degree_power,
+                              .reject_existing = reject_existing,
+                              .max_draws = max_draws,
+                              .seed = seed});
+}
+
+// A typed sampler over node counts alone (no degrees, no edge check): uniform or weighted ends.
+NegativeSampler make_counted_sampler(int64_t num_sources, int64_t num_destinations,
+                                     const std::optional<InputArray>& src_weights,
+                                     const std::optional<InputArray>& dst_weights, int max_draws,
+                                     uint64_t seed) {
+  NegativeNodes sources{.num_nodes = num_sources, .weights = weights_from_python(src_weights)};
+  NegativeNodes destinations{.num_nodes = num_destinations,
+                             .weights = weights_from_python(dst_weights)};
+  const bool weighted = !sources.weights.empty() || !destinations.weights.empty();
+  return NegativeSampler(
+      std::move(sources), std::move(destinations), nullptr,
+      {.distribution = weighted ? NegativeDistribution::kWeights : NegativeDistribution::kUniform,
+       .max_draws = max_draws,
+       .seed = seed});
+}
+
+std::vector<int64_t> bounds_from_python(const std::optional<InputArray>& bounds) {
+  return times_from_python(bounds, "time bounds");
 }
 
 NegativeMode parse_mode(const std::string& name) {
@@ -158,31 +208,46 @@ void bind_link(nb::module_& m) {
       .def(nb::new_(&make_sampler), nb::arg("graph"), nb::arg("distribution"),
            nb::arg("degree_power"), nb::arg("weights").none(), nb::arg("reject_existing"),
            nb::arg("max_draws"), nb::arg("seed"))
+      .def_static("for_edge_type", &make_typed_sampler, nb::arg("graph"), nb::arg("edge_type"),
+                  nb::arg("distribution"), nb::arg("degree_power"), nb::arg("src_weights").none(),
+                  nb::arg("dst_weights").none(), nb::arg("src_time").none(),
+                  nb::arg("dst_time").none(), nb::arg("reject_existing"), nb::arg("max_draws"),
+                  nb::arg("seed"), "The sampler of one edge type of a HeteroGraph.")
+      .def_static("for_ends", &make_counted_sampler, nb::arg("num_sources"),
+                  nb::arg("num_destinations"), nb::arg("src_weights").none(),
+                  nb::arg("dst_weights").none(), nb::arg("max_draws"), nb::arg("seed"),
+                  "A typed sampler over two node counts (uniform, or by each end's weights).")
       .def(
           "sample_pairs",
-          [](const NegativeSampler& self, int64_t count, uint64_t batch_index) {
+          [](const NegativeSampler& self, int64_t count, uint64_t batch_index,
+             const std::optional<InputArray>& time_bounds) {
+            const std::vector<int64_t> bounds = bounds_from_python(time_bounds);
             NegativePairs pairs;
             {
               nb::gil_scoped_release release;
-              pairs = self.sample_pairs(count, batch_index);
+              pairs = self.sample_pairs(count, batch_index, bounds);
             }
             return nb::make_tuple(ids_to_python(pairs.src), ids_to_python(pairs.dst),
                                   pairs.kept_existing);
           },
-          nb::arg("count"), nb::arg("batch_index"))
+          nb::arg("count"), nb::arg("batch_index"), nb::arg("time_bounds").none() = nb::none())
       .def(
           "sample_destinations",
           [](const NegativeSampler& self, const InputArray& sources, int64_t per_source,
-             uint64_t batch_index) {
+             uint64_t batch_index, const std::optional<InputArray>& time_bounds) {
             const Array ids = host_ids_array(sources, "sources");
+            const std::vector<int64_t> bounds = bounds_from_python(time_bounds);
             NegativeDestinations drawn;
             {
               nb::gil_scoped_release release;
-              drawn = self.sample_destinations(ids.span<int64_t>(), per_source, batch_index);
+              drawn =
+                  self.sample_destinations(ids.span<int64_t>(), per_source, batch_index, bounds);
             }
             return nb::make_tuple(ids_to_python(drawn.dst), drawn.kept_existing);
           },
-          nb::arg("sources"), nb::arg("per_source"), nb::arg("batch_index"))
+          nb::arg("sources"), nb::arg("per_source"), nb::arg("batch_index"),
+          nb::arg("time_bounds").none() = nb::none())
+      .def("reseeded", &NegativeSampler::reseeded, nb::arg("seed"))
       .def("has_edge", &NegativeSampler::has_edge, nb::arg("src"), nb::arg("dst"));
 
   m.def(

@@ -17,6 +17,8 @@ order); only the entries with ``world_size > 1`` and ``shuffle=True`` were regen
 The heterogeneous option sets (``het-*``, a ``HeteroData`` of ``generated_hetero_data``) were
 recorded when the heterogeneous loader adopted the homogeneous loader's epoch policy, from its
 Python batch assembly; the C++ typed pipeline that builds those batches now must match them.
+The heterogeneous link option sets (``hetlink-*``, ``LinkNeighborLoader`` on the same data) were
+recorded when their negatives moved to the native typed negative sampler.
 """
 
 from __future__ import annotations
@@ -116,7 +118,33 @@ def option_sets() -> List[Tuple[str, str, Dict[str, Any]]]:
         add(f"cora-rank{rank}of2-noshuffle", "cora", **{**cora, "input": "all", "rank": rank,
                                                          "world_size": 2})
     hetero_option_sets(add)
+    hetero_link_option_sets(add)
     return sets
+
+
+def hetero_link_option_sets(add: Any) -> None:
+    """The heterogeneous link loader's documented options (``supervise``: the supervision edges,
+    every third edge of ``writes`` or ``cites``)."""
+    base = dict(num_neighbors=[3, 2], batch_size=96, supervise="writes", seed=7, shuffle=True,
+                num_workers=2)
+    add("hetlink-none", "hetero-link", **{**base, "supervise": "cites", "num_workers": 1})
+    add("hetlink-binary", "hetero-link", **{**base, "neg_sampling": "binary"})
+    add("hetlink-binary-labels", "hetero-link", **{**base, "neg_sampling_ratio": 2.0,
+                                                   "labels": True})
+    add("hetlink-triplet", "hetero-link", **{**base, "neg_sampling": {"mode": "triplet",
+                                                                       "amount": 3}})
+    add("hetlink-weights", "hetero-link", **{**base, "neg_sampling": "binary", "weights": True})
+    add("hetlink-degree-reject", "hetero-link", **{**base, "neg_sampling": "binary",
+                                                   "neg_distribution": "degree",
+                                                   "reject_existing": True})
+    add("hetlink-exclude-undirected", "hetero-link", **{**base, "neg_sampling": "binary",
+                                                        "exclude_edges": True,
+                                                        "undirected": True})
+    add("hetlink-disjoint-triplet", "hetero-link", **{**base, "disjoint": True,
+                                                      "neg_sampling": {"mode": "triplet",
+                                                                       "amount": 2}})
+    add("hetlink-temporal", "hetero-link", **{**base, "supervise": "cites",
+                                              "neg_sampling": "binary", "time_attr": "time"})
 
 
 def hetero_option_sets(add: Any) -> None:
@@ -206,6 +234,19 @@ def hetero_digest_update(digest: Any, batch: Any) -> None:
             field(f"{edge_type}.{key}", getattr(store, key, None))
 
 
+def hetero_link_digest_update(digest: Any, batch: Any) -> None:
+    """``hetero_digest_update``, then the link fields of every type."""
+    hetero_digest_update(digest, batch)
+    for owner in sorted(batch.node_types) + sorted(batch.edge_types):
+        store = batch[owner]
+        for key in ("input_id", "edge_label_index", "edge_label", "edge_label_time", "src_index",
+                    "dst_pos_index", "dst_neg_index"):
+            if key in store:
+                dtype, shape, raw = _field_bytes(store[key])
+                digest.update(f"{owner}.{key}:{dtype}:{shape};".encode())
+                digest.update(raw)
+
+
 def changed_by_rank_split(name: str, kwargs: Dict[str, Any]) -> bool:
     """Whether an option set's batches were allowed to change when the rank split moved to
     Philox: several ranks with a shuffled epoch (unshuffled splits stay bit-identical)."""
@@ -279,6 +320,8 @@ def run_option_set(dataset: str, kwargs: Dict[str, Any], epochs: int = EPOCHS) -
     fmt = kwargs.pop("format", "pyg")
     if dataset == "hetero":
         return _run_hetero(kwargs, epochs)
+    if dataset == "hetero-link":
+        return _run_hetero_link(kwargs, epochs)
     data = _data(dataset, fmt)
     num_nodes = int(data.num_nodes)
     kwargs["input_nodes"] = _inputs(kwargs.pop("input"), num_nodes, data)
@@ -302,6 +345,28 @@ def _run_hetero(kwargs: Dict[str, Any], epochs: int) -> Dict[str, Any]:
     data = generated_hetero_data()
     kwargs["input_nodes"] = _hetero_inputs(kwargs.pop("input"), data)
     return _digests(NeighborLoader(data, **kwargs), epochs, "HeteroData", hetero_digest_update)
+
+
+def _run_hetero_link(kwargs: Dict[str, Any], epochs: int) -> Dict[str, Any]:
+    import torch
+    from volley.loader import LinkNeighborLoader
+
+    data = generated_hetero_data()
+    edge_type = {"writes": ("author", "writes", "paper"),
+                 "cites": ("paper", "cites", "paper")}[kwargs.pop("supervise")]
+    index = data[edge_type].edge_index[:, ::3]
+    kwargs["edge_label_index"] = (edge_type, index)
+    count = index.shape[1]
+    if kwargs.pop("labels", False):
+        kwargs["edge_label"] = torch.arange(count) % 3
+    if kwargs.pop("weights", False):
+        kwargs["neg_sampling"] = dict(
+            mode="binary", src_weight=(torch.arange(800) % 5).double(),
+            dst_weight=(torch.arange(3000) % 7 == 0).double())
+    if "time_attr" in kwargs:
+        kwargs["edge_label_time"] = data["paper"].time[index[1]] + 5
+    return _digests(LinkNeighborLoader(data, **kwargs), epochs, "HeteroData",
+                    hetero_link_digest_update)
 
 
 def _digests(loader: Any, epochs: int, batch_class: str, update: Any) -> Dict[str, Any]:

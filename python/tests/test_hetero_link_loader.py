@@ -134,3 +134,74 @@ def test_src_and_dst_weights_of_pyg_2_8():
     with pytest.raises(volley.VolleyNotImplementedError, match="different src_weight and dst_weight"):
         LinkNeighborLoader(homogeneous, [1], neg_sampling=dict(mode="binary", src_weight=dst_weight,
                                                                dst_weight=torch.ones(60)))
+
+
+def _edges(data, edge_type):
+    return set(map(tuple, data[edge_type].edge_index.t().tolist()))
+
+
+def test_reject_existing_and_degree_negatives_as_the_homogeneous_loader():
+    data = toy_hetero(seed=5)
+    writes = _edges(data, WRITES)
+    index = data[WRITES].edge_index
+
+    def negatives(**options):
+        loader = LinkNeighborLoader(data, [1], edge_label_index=(WRITES, index), batch_size=100,
+                                    neg_sampling_ratio=3.0, seed=2, **options)
+        pairs = []
+        for batch in loader:
+            size = batch[WRITES].input_id.numel()
+            label_index = batch[WRITES].edge_label_index[:, size:]
+            pairs += zip(batch["author"].n_id[label_index[0]].tolist(),
+                         batch["paper"].n_id[label_index[1]].tolist())
+        return pairs
+
+    assert any(pair in writes for pair in negatives())  # the checks below can fail
+    assert not any(pair in writes for pair in negatives(reject_existing=True, max_draws=64))
+    # Degree-based: only authors who write and papers that are written are drawn.
+    lonely_author, lonely_paper = 40, 60
+    grown = toy_hetero(seed=5, papers=61, authors=41)
+    grown[WRITES].edge_index = index  # author 40 and paper 60 have no writes edge
+    loader = LinkNeighborLoader(grown, [1], edge_label_index=(WRITES, index), batch_size=100,
+                                neg_sampling_ratio=3.0, seed=2, neg_distribution="degree",
+                                neg_degree_power=1.0)
+    for batch in loader:
+        size = batch[WRITES].input_id.numel()
+        label_index = batch[WRITES].edge_label_index[:, size:]
+        assert lonely_author not in batch["author"].n_id[label_index[0]].tolist()
+        assert lonely_paper not in batch["paper"].n_id[label_index[1]].tolist()
+    with pytest.raises(volley.VolleyValueError, match="max_draws must be"):
+        LinkNeighborLoader(data, [1], edge_label_index=(WRITES, None), reject_existing=True,
+                           max_draws=0)
+    with pytest.raises(volley.VolleyValueError, match="'uniform', 'degree' or 'weights', got 'zipf'"):
+        LinkNeighborLoader(data, [1], edge_label_index=(WRITES, None), neg_distribution="zipf")
+
+
+def test_exclude_edges_removes_the_batch_positives_and_with_undirected_their_reverses():
+    data = toy_hetero(seed=6)
+    index = data[WRITES].edge_index[:, :60]
+
+    def leaks(**options):
+        loader = LinkNeighborLoader(data, [-1, -1], edge_label_index=(WRITES, index),
+                                    batch_size=20, neg_sampling="binary", seed=1, **options)
+        found = {WRITES: 0, REV: 0}
+        for batch in loader:
+            positives = set(zip(index[0, batch[WRITES].input_id].tolist(),
+                                index[1, batch[WRITES].input_id].tolist()))
+            for edge_type, flip in ((WRITES, False), (REV, True)):
+                store = batch[edge_type]
+                src = batch[edge_type[0]].n_id[store.edge_index[0]].tolist()
+                dst = batch[edge_type[2]].n_id[store.edge_index[1]].tolist()
+                pairs = zip(dst, src) if flip else zip(src, dst)
+                found[edge_type] += sum(pair in positives for pair in pairs)
+                # e_id and the per-hop counts follow the kept edges.
+                assert store.e_id.numel() == store.edge_index.shape[1]
+                assert sum(store.num_sampled_edges) == store.edge_index.shape[1]
+                full = data[edge_type].edge_index[:, store.e_id]
+                assert torch.equal(torch.stack([torch.tensor(src, dtype=torch.long),
+                                                torch.tensor(dst, dtype=torch.long)]), full)
+        return found
+
+    assert all(leaks().values())  # all neighbors: every positive is sampled, both ways
+    assert leaks(exclude_edges=True) == {WRITES: 0, REV: leaks()[REV]}
+    assert leaks(exclude_edges=True, undirected=True) == {WRITES: 0, REV: 0}

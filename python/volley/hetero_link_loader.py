@@ -2,9 +2,11 @@
 
 ``volley.loader.LinkNeighborLoader(data, ..., edge_label_index=(edge_type, index))`` comes here
 when ``data`` is a PyG ``HeteroData`` or a ``volley.HeteroDataset``. Each batch takes
-``batch_size`` supervision edges of one edge type, draws negatives (binary pairs or triplet
-destinations, from a Philox stream of (seed, batch index): the same for any thread count), and
-samples the neighborhoods of their distinct end points with the heterogeneous sampler.
+``batch_size`` supervision edges of one edge type, draws negatives with the native typed
+negative sampler (binary pairs or triplet destinations, each end over its own node type, keyed by
+(seed, batch index): the same for any thread count, with every option of the homogeneous
+loader), and samples the neighborhoods of their distinct end points with the heterogeneous
+sampler.
 
 Example:
     >>> loader = LinkNeighborLoader(data, [10, 5], batch_size=256, shuffle=True,
@@ -22,7 +24,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _hetero_temporal, _pyg_compat, _tensor
+from . import _hetero_temporal, _pyg_compat, _tensor, _volley
 from ._volley import VolleyIndexError, VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
 from .link_loader import LinkNeighborLoader
@@ -64,6 +66,14 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
             ``"triplet"``, ``amount``, and ``weight`` (PyG 2.5: both end types) or
             ``src_weight`` / ``dst_weight`` (PyG 2.8)); negatives are drawn uniformly, or by
             those weights, over the source and destination types' nodes.
+        neg_distribution, neg_degree_power: ``"degree"`` draws a source by its out-degree and a
+            destination by its in-degree in the supervision edge type, to the power
+            ``neg_degree_power`` (ignored when a weight is given).
+        reject_existing, max_draws: redraw a negative that is an edge of the supervision edge
+            type, up to ``max_draws`` draws.
+        exclude_edges, undirected: remove the batch's positive pairs from its sampled edges of
+            the supervision edge type, and with ``undirected`` their reverses from every edge
+            type going from the destination type to the source type (``rev_*`` types).
         The other arguments are ``HeteroNeighborLoader``'s.
 
     Each batch is a ``HeteroData`` as ``HeteroNeighborLoader`` gives (the distinct end points
@@ -77,14 +87,16 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         VolleyValueError / VolleyIndexError: an unknown or ambiguous edge type, an id outside
         its type's range (naming the row and position), labels of the wrong length, labels with
         triplet negatives; ``time_attr`` without ``edge_label_time`` or the reverse, times of the
-        wrong length or dtype.
+        wrong length or dtype; an unknown ``neg_distribution``, ``max_draws`` < 1, weights that
+        are not finite and non-negative, degrees or weights of an end that are all 0.
 
     Temporal (``time_attr`` and ``edge_label_time``, one time per supervision edge) and
     ``disjoint`` batches follow PyG: every end point (negatives included) is a seed of its own
     with its edge's time, ``batch`` (per node type, modulo the batch size) names the supervision
     edge, the end points come first in seed order (``edge_label_index`` / ``src_index`` ...
     are positions), ``edge_label_time`` (binary) or ``seed_time`` (triplet) carry the times,
-    and temporal negatives are nodes at or before their edge's time (PyG's greedy redraw).
+    and under node time each negative is drawn among the nodes of its type at or before its
+    edge's time (exactly, as the homogeneous loader; the earliest node when none is).
     """
 
     _takes_input_nodes = False
@@ -97,7 +109,9 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
                  weight_attr: Optional[str] = None, transform: Any = None,
                  transform_sampler_output: Any = None, is_sorted: bool = False,
                  filter_per_worker: Optional[bool] = None, neighbor_sampler: Any = None,
-                 directed: bool = True, **kwargs: Any):
+                 directed: bool = True, *, exclude_edges: bool = False, undirected: bool = False,
+                 neg_distribution: str = "uniform", neg_degree_power: float = 0.75,
+                 reject_existing: bool = False, max_draws: int = 16, **kwargs: Any):
         if (time_attr is None) != (edge_label_time is None):
             raise VolleyValueError(
                 "temporal link sampling needs time_attr and edge_label_time together: "
@@ -129,10 +143,10 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
             raise VolleyValueError("edge_label cannot be given with triplet negative sampling")
         src_weight, dst_weight = self.neg_sampling[2:]
         ends = (("src", 0, src_weight), ("dst", 2, dst_weight))  # triplet draws no sources
-        self._neg_weights = {
+        weights = {
             end: None if weight is None or (end == "src" and self.neg_sampling[0] != "binary")
             else _weights(weight, self._count(self.edge_type[index])) for end, index, weight in ends}
-        self.edge_label_time, self._node_time = None, {}
+        self.edge_label_time, node_time = None, {}
         if time_attr is not None:
             self.edge_label_time = _hetero_temporal.as_times(edge_label_time, "edge_label_time")
             if self.edge_label_time.shape[0] != self.edge_label_index.shape[1]:
@@ -140,7 +154,30 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
                     f"edge_label_time must have one entry per supervision edge "
                     f"({self.edge_label_index.shape[1]}), got {self.edge_label_time.shape[0]}")
             source, times = _hetero_temporal.collect(self.data, time_attr)
-            self._node_time = times if source == "node" else {}
+            node_time = times if source == "node" else {}
+        self._time_bounded = any(t in node_time for t in (self.edge_type[0], self.edge_type[2]))
+        self.exclude_edges, self.undirected = bool(exclude_edges), bool(undirected)
+        self._negatives = self._negative_sampler(
+            weights, node_time, str(neg_distribution), float(neg_degree_power),
+            bool(reject_existing), max_draws)
+
+    def _negative_sampler(self, weights: dict, node_time: dict, distribution: str,
+                          degree_power: float, reject_existing: bool, max_draws: Any) -> Any:
+        """The native sampler of the supervision edge type's negatives (seed 0; reseeded per
+        batch with the epoch's sampler seed): each end over its own node type, with its weights
+        and node times (negative_sampler.h, "Typed edges")."""
+        max_draws = _tensor.check_int(max_draws, "max_draws", 1, 2**31 - 1)
+        if weights["src"] is not None or weights["dst"] is not None:
+            distribution = "weights"
+        src_type, _, dst_type = self.edge_type
+        native = getattr(self.graph, "_native", None)
+        if native is None:  # partitions over the service: node counts only
+            return _volley.NegativeSampler.for_ends(
+                self._count(src_type), self._count(dst_type), weights["src"], weights["dst"],
+                max_draws, 0)
+        return _volley.NegativeSampler.for_edge_type(
+            native, self.edge_type, distribution, degree_power, weights["src"], weights["dst"],
+            node_time.get(src_type), node_time.get(dst_type), reject_existing, max_draws, 0)
 
     def _count(self, node_type: str) -> int:
         counts = self.graph.num_nodes_dict
@@ -178,6 +215,25 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         return labels
 
     # --- one batch -------------------------------------------------------------------------
+    def _draw(self, seed: int, batch_index: int, sources: np.ndarray, count: int,
+              time: Optional[np.ndarray]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+        """The batch's negatives (native, negative_sampler.h): binary, ``count`` pairs
+        ``(src, dst)``; triplet, ``(None, dst)`` with ``amount`` destinations per source,
+        source-major; none, ``(None, None)``. Under node time negative j is no later than edge
+        j mod B's ``time`` (triplet: its source's)."""
+        mode, amount = self.neg_sampling[:2]
+        if mode == "none":
+            return None, None
+        sampler = self._negatives.reseeded(seed)
+        bounded = time is not None and self._time_bounded
+        if mode == "binary":
+            bounds = np.resize(time, count) if bounded and count else None
+            src, dst, _ = sampler.sample_pairs(count, batch_index, bounds)
+            return src, dst
+        dst, _ = sampler.sample_destinations(sources, int(amount), batch_index,
+                                             time if bounded else None)
+        return None, dst
+
     def _make_batch(self, job: Tuple[int, int, np.ndarray]) -> Any:
         import torch
 
@@ -188,18 +244,16 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         src_type, _, dst_type = self.edge_type
         src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
         mode, amount = self.neg_sampling[:2]
-        rng = np.random.Generator(np.random.Philox(key=list(key)))
-        negatives = 0
+        negatives = int(math.ceil(amount * len(positions))) if mode == "binary" else 0
+        neg_src, neg = self._draw(seed, batch_index, src, negatives, None)
+        positives = (src, dst)
         if mode == "binary":
-            negatives = int(math.ceil(amount * len(positions)))
-            src = np.concatenate([src, self._draw(rng, negatives, "src")])
-            dst = np.concatenate([dst, self._draw(rng, negatives, "dst")])
-        neg = self._draw(rng, len(positions) * int(amount), "dst") if mode == "triplet" else None
+            src, dst, neg = np.concatenate([src, neg_src]), np.concatenate([dst, neg]), None
         ends: Dict[str, list] = {}
         ends.setdefault(src_type, []).append(src)
         ends.setdefault(dst_type, []).append(dst if neg is None else np.concatenate([dst, neg]))
         seeds = {t: np.unique(np.concatenate(v)) for t, v in ends.items()}
-        out = self._build(seeds, key)
+        out = self._build_link(seeds, key, None, positives)
         local_src = torch.from_numpy(np.searchsorted(seeds[src_type], src))
         local_dst = torch.from_numpy(np.searchsorted(seeds[dst_type], dst))
         store = out[self.edge_type]
@@ -223,18 +277,17 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         src_type, _, dst_type = self.edge_type
         src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
         count, (mode, amount) = len(positions), self.neg_sampling[:2]
-        rng = np.random.Generator(np.random.Philox(key=list(key)))
         time = None if self.edge_label_time is None else self.edge_label_time[positions]
         src_time = dst_time = time
-        negatives = 0
+        negatives = int(math.ceil(amount * count)) if mode == "binary" else 0
+        neg_src, neg = self._draw(key[0], key[1], src, negatives, time)
+        positives = (src, dst)
         if mode == "binary":
-            negatives = int(math.ceil(amount * count))
-            src = np.concatenate([src, self._draw_before(rng, negatives, "src", time)])
-            dst = np.concatenate([dst, self._draw_before(rng, negatives, "dst", time)])
+            src, dst = np.concatenate([src, neg_src]), np.concatenate([dst, neg])
             if time is not None:  # negative j takes the time of positive j mod B
                 src_time = dst_time = np.resize(time, count + negatives)
-        elif mode == "triplet":
-            dst = np.concatenate([dst, self._draw_before(rng, count * int(amount), "dst", time)])
+        elif mode == "triplet":  # round by round: round r holds every source's r-th negative
+            dst = np.concatenate([dst, neg.reshape(count, -1).T.reshape(-1)])
             if time is not None:
                 dst_time = np.resize(time, len(dst))
         if src_type != dst_type:
@@ -244,7 +297,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
             seeds = {src_type: np.concatenate([src, dst])}
             seed_time = None if time is None else {
                 src_type: np.concatenate([src_time, dst_time])}
-        out = self._build(seeds, key, seed_time)
+        out = self._build_link(seeds, key, seed_time, positives)
         for node_type in out.node_types:
             if "batch" in out[node_type]:
                 out[node_type].batch = out[node_type].batch % count
@@ -268,31 +321,26 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
                 store.edge_label_time = torch.from_numpy(np.ascontiguousarray(src_time))
         return self.transform(out) if self.transform is not None else out
 
-    def _draw_before(self, rng: np.random.Generator, count: int, end: str,
-                     time: Any) -> np.ndarray:
-        """``_draw``, and under node time each negative redrawn (five rounds, then the earliest
-        node, as PyG's greedy neg_sample) until it is at or before its edge's time (negative j:
-        edge j mod B)."""
-        ids = self._draw(rng, count, end)
-        node_time = self._node_time.get(self.edge_type[0 if end == "src" else 2])
-        if time is None or node_time is None or not count:
-            return ids
-        limit = np.resize(time, count)
-        for _ in range(5):
-            late = np.flatnonzero(node_time[ids] > limit)
-            if not late.size:
-                return ids
-            ids[late] = self._draw(rng, late.size, end)
-        ids[node_time[ids] > limit] = int(np.argmin(node_time))
-        return ids
-
-    def _draw(self, rng: np.random.Generator, count: int, end: str) -> np.ndarray:
-        """``count`` nodes of the ``end`` ("src" / "dst") type: uniform, or by its weight."""
-        total = self._count(self.edge_type[0 if end == "src" else 2])
-        weights = self._neg_weights[end]
-        if weights is None:
-            return rng.integers(0, total, count)
-        return rng.choice(total, size=count, p=weights)
+    def _build_link(self, seeds: Dict[str, np.ndarray], key: Tuple[int, int],
+                    seed_time: Optional[Dict[str, np.ndarray]],
+                    positives: Tuple[np.ndarray, np.ndarray]) -> Any:
+        """``_build``, and with ``exclude_edges`` the batch's positive pairs (global ids) gone
+        from the sampled edges: from the supervision edge type, and with ``undirected`` their
+        reverses from every edge type going from the destination type to the source type."""
+        trees: dict = {}
+        nodes, edges, counts = self._sample(seeds, key, seed_time, trees)
+        if self.exclude_edges:
+            src_type, _, dst_type = self.edge_type
+            pairs = {self.edge_type: positives}
+            if self.undirected:
+                for edge_type in edges:
+                    if (edge_type[0], edge_type[2]) == (dst_type, src_type):
+                        pairs[edge_type] = _union(pairs.get(edge_type), positives[::-1])
+            for edge_type, (src, dst) in pairs.items():
+                if edge_type in edges:
+                    edges[edge_type], counts = _without(edge_type, nodes, edges[edge_type],
+                                                        counts, src, dst)
+        return self._assemble(nodes, edges, counts, trees, {})
 
     def _batch_labels(self, positions: np.ndarray, negatives: int) -> Any:
         import torch
@@ -310,6 +358,40 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
 
     def __repr__(self) -> str:
         return "LinkNeighborLoader()"
+
+
+def _union(first: Optional[Tuple[np.ndarray, np.ndarray]],
+           second: Tuple[np.ndarray, np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
+    if first is None:
+        return second
+    return np.concatenate([first[0], second[0]]), np.concatenate([first[1], second[1]])
+
+
+def _without(edge_type: Any, nodes: dict, edges: Tuple[Any, Any], counts: Any,
+             src: np.ndarray, dst: np.ndarray) -> Tuple[Tuple[Any, Any], Any]:
+    """The sampled ``(edge_index, e_id)`` of ``edge_type`` without the edges ``src[i] → dst[i]``
+    (global ids), and ``counts`` with that type's edges per hop recounted."""
+    import torch
+
+    edge_index, e_id = edges
+    if edge_index.shape[1] == 0 or len(src) == 0:
+        return edges, counts
+    index = edge_index.numpy()
+    width = np.uint64(max(int(nodes[edge_type[2]].max()) if nodes[edge_type[2]].numel() else 0,
+                          int(dst.max())) + 1)
+    sampled = (nodes[edge_type[0]].numpy()[index[0]].astype(np.uint64) * width
+               + nodes[edge_type[2]].numpy()[index[1]].astype(np.uint64))
+    keep = ~np.isin(sampled, src.astype(np.uint64) * width + dst.astype(np.uint64))
+    if keep.all():
+        return edges, counts
+    kept = (torch.from_numpy(np.ascontiguousarray(index[:, keep])),
+            None if e_id is None else e_id[torch.from_numpy(keep)])
+    if counts is None:
+        return kept, counts
+    per_hop = list(counts[1][edge_type])
+    bounds = np.cumsum([0] + per_hop)
+    per_hop = [int(keep[bounds[h]:bounds[h + 1]].sum()) for h in range(len(per_hop))]
+    return kept, (counts[0], {**counts[1], edge_type: per_hop})
 
 
 def _weights(weight: Any, count: int) -> np.ndarray:

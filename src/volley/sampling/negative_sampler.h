@@ -45,6 +45,14 @@
 // redraws within the same restricted distribution. Without bounds, draws are those of a sampler
 // without node_time.
 //
+// Typed edges (a bipartite graph: an edge type of a HeteroGraph): sources are drawn from the
+// source type's nodes and destinations from the destination type's, each end with its own
+// tables (NegativeNodes): kDegree counts a source's out-degree and a destination's in-degree in
+// that edge type; kWeights weighs each end by its own weights (an end without weights is drawn
+// uniformly, as PyG's NegativeSampling without src_weight / dst_weight); a time bound restricts
+// an end that has node times (an end without them is unbounded). A homogeneous graph is the
+// case of one node set at both ends: its tables are shared and draws are as before.
+//
 // Errors: ValueError for an unknown distribution, degree_power not finite, max_draws < 1,
 // weights of the wrong length or with a negative / non-finite / all-zero mass, a graph with no
 // nodes, count or per_source < 0; IndexError for a source id out of [0, num_nodes) (naming it and
@@ -56,11 +64,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "volley/core/philox.h"
 #include "volley/graph/csr.h"
+#include "volley/graph/hetero_graph.h"
 
 namespace volley {
 
@@ -74,6 +84,15 @@ struct NegativeSamplerOptions {
   int max_draws = 16;            // draws per negative with reject_existing (>= 1)
   uint64_t seed = 0;
   std::vector<int64_t> node_time = {};  // empty, or one time per node: enables time bounds
+};
+
+// The nodes of one end of a typed edge (see Typed edges): their count, and what the options'
+// distribution and time bounds read of them.
+struct NegativeNodes {
+  int64_t num_nodes = 0;
+  std::vector<int64_t> degrees;    // kDegree: one per node
+  std::vector<double> weights;     // kWeights: one per node; empty: uniform
+  std::vector<int64_t> node_time;  // empty, or one per node
 };
 
 struct NegativePairs {
@@ -96,10 +115,11 @@ using EdgeOracle =
 // Whether every row of `graph` is sorted (O(E), on the default pool).
 bool csr_rows_sorted(const Csr& graph);
 // The EdgeOracle of `graph`: binary search when `rows_sorted` (csr_rows_sorted), a scan
-// otherwise. IndexError naming the pair and its position for an id out of [0, N). Runs on the
-// calling thread.
+// otherwise. IndexError naming the pair and its position for an id out of [0, N) (the
+// neighbors' ids: out of [0, num_neighbors) when that is given, a typed edge's other end).
+// Runs on the calling thread.
 void csr_has_edges(const Csr& graph, bool rows_sorted, std::span<const int64_t> src,
-                   std::span<const int64_t> dst, uint8_t* out);
+                   std::span<const int64_t> dst, uint8_t* out, int64_t num_neighbors = -1);
 
 class NegativeSampler {
  public:
@@ -112,6 +132,11 @@ class NegativeSampler {
   // num_nodes) and `has_edges` (needed with reject_existing: ValueError when empty then). Draws
   // are identical to the Csr constructor's on the same graph.
   NegativeSampler(int64_t num_nodes, std::span<const int64_t> degrees, EdgeOracle has_edges,
+                  NegativeSamplerOptions options);
+  // A typed edge's sampler (see Typed edges): sources drawn from `sources`, destinations from
+  // `destinations`, edges checked by `has_edges` (needed with reject_existing). options.weights
+  // and options.node_time must be empty (each end carries its own: ValueError otherwise).
+  NegativeSampler(NegativeNodes sources, NegativeNodes destinations, EdgeOracle has_edges,
                   NegativeSamplerOptions options);
 
   // "binary": `count` pairs, each end drawn from the distribution independently. `time_bounds`
@@ -135,15 +160,27 @@ class NegativeSampler {
 
   const NegativeSamplerOptions& options() const { return options_; }
 
+  // The tables of one end (shared by both ends of a homogeneous graph): the node count; for
+  // kDegree / kWeights the inclusive prefix sums of the mass (empty: uniform) and the last node
+  // with a positive mass (rounding guard); with node_time the nodes stably sorted by time,
+  // their times, and the prefix sums of their mass in that order.
+  struct End {
+    int64_t num_nodes = 0;
+    std::vector<double> cumulative;
+    int64_t last_positive = 0;
+    std::vector<int64_t> by_time;
+    std::vector<int64_t> sorted_time;
+    std::vector<double> cumulative_by_time;
+  };
+
  private:
-  void prepare(std::span<const int64_t> degrees);  // checks options, builds cumulative_
-  void prepare_mass(std::span<const int64_t> degrees, std::vector<double>& mass);  // cumulative_
-  void prepare_time_order(const std::vector<double>& mass);  // by_time_ and its tables
-  // time_bounds.data() after checking it has `expected` entries and node_time is set; nullptr
-  // when it is empty.
+  void check_options() const;
+  // time_bounds.data() after checking it has `expected` entries and an end has node times;
+  // nullptr when it is empty.
   const int64_t* checked_bounds(std::span<const int64_t> time_bounds, size_t expected) const;
-  // One node from the distribution; with `bound`, among the nodes no later than *bound.
-  int64_t draw(PhiloxStream& rng, const int64_t* bound) const;
+  // One node of `end` from the distribution; with `bound` (and node times at that end), among
+  // the nodes no later than *bound.
+  static int64_t draw(const End& end, PhiloxStream& rng, const int64_t* bound);
   PhiloxStream stream(uint64_t position, uint64_t batch_index) const;
   // Negatives 0..count-1 of batch `batch_index` into src / dst: dst drawn always, src drawn
   // unless `sources` is given (then src[i] = sources[i / per_source]); negative i bounded by
@@ -153,17 +190,19 @@ class NegativeSampler {
                          int64_t per_source, uint64_t batch_index, int64_t* src,
                          int64_t* dst) const;
 
-  int64_t num_nodes_ = 0;
   EdgeOracle has_edges_;
   NegativeSamplerOptions options_;
-  std::vector<double> cumulative_;  // kDegree / kWeights: inclusive prefix sums of the mass
-  int64_t last_positive_ = 0;       // the last node with a positive mass (rounding guard)
-  // With node_time: the nodes stably sorted by time, their times, and (kDegree / kWeights) the
-  // inclusive prefix sums of their mass in that order.
-  std::vector<int64_t> by_time_;
-  std::vector<int64_t> sorted_time_;
-  std::vector<double> cumulative_by_time_;
+  std::shared_ptr<const End> src_, dst_;  // the same tables for a homogeneous graph
 };
+
+// The sampler of edge type `type` of `graph` (Typed edges): its ends' node counts and degrees
+// are read from the graph, `sources` / `destinations` give their weights and node times
+// (their num_nodes and degrees are ignored); reject_existing checks the edge type's Csr. An
+// edge type the graph lacks (supervision edges without message-passing ones) has no edges.
+// ValueError naming an unknown node type, and those of the typed constructor.
+NegativeSampler edge_type_negatives(const HeteroGraph& graph, const EdgeType& type,
+                                    NegativeNodes sources, NegativeNodes destinations,
+                                    NegativeSamplerOptions options);
 
 // The seed nodes of a link batch: the sorted, distinct ids of every given id array (as PyG's
 // `torch.cat(...).unique(return_inverse=True)`), and for each input array the local index
