@@ -278,32 +278,47 @@ fuzz() {
 # and servers are the release build's (an ASan executable cannot start under a preloaded ASan
 # runtime; the sanitized CLI is what ctest ran). `scripts/dev.sh test` runs it.
 sanitize() {
-  local asan_dir="$root/build/fuzz" status=0
-  log "sanitize: the C++ tests, the CLI and the Python module with ASan + UBSan (clang-14) in $asan_dir"
+  local status=0
+  log "sanitize: the C++ tests, the CLI and the Python module with ASan + UBSan (clang-14) in $root/build/fuzz"
   asan_build \
     || { tail -n 40 "$root/build/sanitize-build.log" >&2; log "sanitize: build failed"; return 1; }
+  sanitize_ctest || status=1
+  sanitize_python || status=1
+  return $status
+}
+
+# The C++ tests of the ASan + UBSan tree (built), leak detection on.
+sanitize_ctest() {
+  log "sanitize: the C++ tests under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir "$asan_dir" --output-on-failure -j "$jobs" -LE '^cuda$' || status=1
+    ctest --test-dir "$root/build/fuzz" --output-on-failure -j "$jobs" -LE '^cuda$'
+}
+
+# The Python suite over the ASan + UBSan module (built: the `_volley` target is enough).
+sanitize_python() {
   log "sanitize: the Python tests over the ASan + UBSan module"
   (cd "$root" && VOLLEY_LOAD_TEST_SECONDS="${VOLLEY_LOAD_TEST_SECONDS:-10}" \
     VOLLEY_TEST_SANITIZED=1 LD_PRELOAD="$(clang-14 -print-file-name=libclang_rt.asan-x86_64.so)" \
     ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH="$asan_dir/python" \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH="$root/build/fuzz/python" \
     VOLLEY_DATA_DIR="$root/data" VOLLEY_CLI="$build_dir/tools/volley/volley" \
-    "$python" -m pytest python/tests -q -p no:cacheprovider) || status=1
-  return $status
+    "$python" -m pytest python/tests -q -p no:cacheprovider)
 }
 
 # `test` starts `asan_build 19` in the background while the Python legs run: those use about one
-# of the two cores, and the build at nice 19 takes what they leave (the sanitize stage then finds
-# it built; a build error is reported there).
+# of the two cores, and the build at nice 19 takes what they leave. It builds the Python module
+# first and then says so (build/fuzz/module.ready), so that the sanitized Python suite runs
+# beside the rest of the tree's build rather than after it.
 # `asan_build [nice level]`: the tree of `sanitize` (configured, the package's sources beside the
 # module, everything built); its log build/sanitize-build.log.
 asan_build() {
+  rm -f "$root/build/fuzz/module.ready"
   asan_tree || return 1
   mkdir -p "$root/build/fuzz/python/volley"
   rm -f "$root"/build/fuzz/python/volley/*.py && cp "$root"/python/volley/*.py "$root/build/fuzz/python/volley/"
-  nice -n "${1:-0}" ninja -C "$root/build/fuzz" -j "$jobs" >"$root/build/sanitize-build.log" 2>&1
+  nice -n "${1:-0}" ninja -C "$root/build/fuzz" -j "$jobs" _volley >"$root/build/sanitize-build.log" 2>&1 \
+    && touch "$root/build/fuzz/module.ready" \
+    && nice -n "${1:-0}" ninja -C "$root/build/fuzz" -j "$jobs" >>"$root/build/sanitize-build.log" 2>&1
 }
 
 # Formatting (.clang-format) and the size rules (scripts/check_sizes.py) over the tracked files.
@@ -355,6 +370,14 @@ case "${1:-}" in
     log "a checkout under a folder named dist configures the same files"
     scripts/check_dist_folder.sh --quick || status=1
     lint || status=1
+    # The wheel (auditwheel) and its check in a fresh venv need only the release build: they
+    # run in the background, mostly downloads, and are reported at the end.
+    wheel_job=""
+    if [ "${VOLLEY_WHEEL:-1}" = 1 ]; then
+      log "the wheel and its check in a fresh venv, in the background (log: build/wheel.log)"
+      ( (make_wheel && check_wheel) >"$root/build/wheel.log" 2>&1) &
+      wheel_job=$!
+    fi
     prebuild=""
     if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
       log "building the ASan + UBSan tree, then the ThreadSanitizer gpu-host tests, in the" \
@@ -373,9 +396,24 @@ case "${1:-}" in
     # The C++ suite under ASan + UBSan, then the fuzz targets (readers and service handlers) for
     # 10 s each, in one clang tree; VOLLEY_FUZZ=0 skips both.
     if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
+      log "waiting for the ASan + UBSan module; the sanitized Python suite runs beside the rest" \
+        "of that tree's build"
+      while [ ! -e "$root/build/fuzz/module.ready" ] && kill -0 "$prebuild" 2>/dev/null; do
+        sleep 2
+      done
+      python_sanitized=""
+      if [ -e "$root/build/fuzz/module.ready" ]; then
+        sanitize_python || status=1
+        python_sanitized=1
+      fi
       log "waiting for the ASan + UBSan tree's build"
-      wait "$prebuild" || true  # sanitize builds again and reports an error
-      sanitize || status=1
+      wait "$prebuild" || true  # built again below, which reports an error
+      if asan_build; then
+        sanitize_ctest || status=1
+        [ -n "$python_sanitized" ] || sanitize_python || status=1
+      else
+        tail -n 40 "$root/build/sanitize-build.log" >&2; log "sanitize: build failed"; status=1
+      fi
       VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-10}" fuzz || status=1
       # The GPU kernels' bodies on the host executor under ThreadSanitizer: a dropped atomic in
       # the sampler's table fails here every time (the plain gpu-host tests catch it by chance).
@@ -384,8 +422,12 @@ case "${1:-}" in
         || { tail -n 60 "$root/build/tsan.log" >&2; status=1; }
       grep -E "tests passed|tests failed" "$root/build/tsan.log" >&2 || true
     fi
-    if [ "${VOLLEY_WHEEL:-1}" = 1 ]; then
-      (make_wheel && check_wheel) || status=1
+    if [ -n "$wheel_job" ]; then
+      if wait "$wheel_job"; then
+        grep "^\[volley" "$root/build/wheel.log" >&2 || true
+      else
+        tail -n 40 "$root/build/wheel.log" >&2; log "wheel: FAILED (log: build/wheel.log)"; status=1
+      fi
     fi
     exit $status
     ;;
