@@ -110,6 +110,28 @@ NegativeMode parse_mode(const std::string& name) {
       "negative sampling mode must be 'binary' or 'triplet' (or none), got '{}'", name));
 }
 
+// LinkLoader over a typed graph (link_loader.h, "Typed graphs").
+void typed_link_loader_init(LinkLoader* self, std::shared_ptr<HeteroNeighborSampler> sampler,
+                            const std::tuple<std::string, std::string, std::string>& edge_type,
+                            const InputArray& edge_label_index,
+                            const std::optional<InputArray>& edge_label, LoaderOptions options,
+                            const std::optional<NegativeSampler>& negatives,
+                            const std::string& mode, double amount, bool exclude_edges,
+                            bool undirected, const std::vector<NamedRows>& node_attrs,
+                            const std::vector<NamedRows>& edge_attrs) {
+  LinkLoaderOptions link{.loader = std::move(options),
+                         .negatives = {.mode = parse_mode(mode), .amount = amount},
+                         .exclude_edges = exclude_edges,
+                         .undirected = undirected};
+  Array index = array_from_python(edge_label_index, "edge_label_index");
+  auto label_array = array_from_python(edge_label, "edge_label");
+  TypedAttributes attributes = typed_stores(node_attrs, edge_attrs);
+  const EdgeType type{std::get<0>(edge_type), std::get<1>(edge_type), std::get<2>(edge_type)};
+  nb::gil_scoped_release release;
+  new (self) LinkLoader(std::move(sampler), type, std::move(index), std::move(label_array),
+                        std::move(link), negatives, std::move(attributes));
+}
+
 void bind_link_loader(nb::module_& m) {
   nb::class_<LinkLoader>(m, "LinkLoader",
                          "The C++ link-prediction batch pipeline (loader/link_loader.h).")
@@ -152,6 +174,14 @@ void bind_link_loader(nb::module_& m) {
           nb::arg("edge_attrs") = NamedRows{},
           "A link loader over a graph, optional features / labels and supervision edges "
           "edge_label_index [2, M] (int64) with optional labels [M].")
+      .def("__init__", &typed_link_loader_init, nb::arg("sampler"), nb::arg("edge_type"),
+           nb::arg("edge_label_index"), nb::arg("edge_label").none(), nb::arg("options"),
+           nb::arg("negatives").none(), nb::kw_only(), nb::arg("mode") = "none",
+           nb::arg("amount") = 1.0, nb::arg("exclude_edges") = false, nb::arg("undirected") = false,
+           nb::arg("node_attrs") = std::vector<NamedRows>{},
+           nb::arg("edge_attrs") = std::vector<NamedRows>{},
+           "A link loader over a typed graph: supervision edges of one edge type, sampled by a "
+           "HeteroNeighborSampler, negatives from NegativeSampler.for_edge_type.")
       .def_prop_ro("num_batches", &LinkLoader::num_batches)
       .def_prop_ro("num_inputs", &LinkLoader::num_inputs)
       .def(

@@ -347,6 +347,14 @@ nb::dict subgraph_to_python(const SampledSubgraph& subgraph) {
   return result;
 }
 
+TypedAttributes typed_stores(const std::vector<NamedRows>& node_attrs,
+                             const std::vector<NamedRows>& edge_attrs) {
+  TypedAttributes attributes;
+  for (const NamedRows& tables : node_attrs) attributes.node.push_back(named_stores(tables));
+  for (const NamedRows& tables : edge_attrs) attributes.edge.push_back(named_stores(tables));
+  return attributes;
+}
+
 namespace {
 
 void bind_samplers(nb::module_& m) {
@@ -452,9 +460,7 @@ void typed_loader_init(NeighborLoader* self, std::shared_ptr<HeteroNeighborSampl
                        LoaderOptions options, const std::vector<NamedRows>& node_attrs,
                        const std::vector<NamedRows>& edge_attrs) {
   auto input_array = array_from_python(input_nodes, "input_nodes");
-  TypedAttributes attributes;
-  for (const NamedRows& tables : node_attrs) attributes.node.push_back(named_stores(tables));
-  for (const NamedRows& tables : edge_attrs) attributes.edge.push_back(named_stores(tables));
+  TypedAttributes attributes = typed_stores(node_attrs, edge_attrs);
   nb::gil_scoped_release release;
   new (self) NeighborLoader(std::move(sampler), input_type, std::move(input_array),
                             std::move(options), std::move(attributes));

@@ -47,6 +47,7 @@ namespace volley {
 struct SampledSubgraph;
 struct HeteroSampledSubgraph;
 struct HeteroSamplerOptions;
+struct TypedAttributes;
 }  // namespace volley
 
 namespace volley::python {
@@ -78,6 +79,10 @@ std::optional<FeatureStore> rows_from_python(const std::optional<RowsInput>& inp
 // Named tables for LoaderAttributes, each a FeatureStore or an array (zero-copy).
 using NamedRows = std::vector<std::pair<std::string, RowsInput>>;
 std::vector<std::pair<std::string, FeatureStore>> named_stores(const NamedRows& tables);
+// A typed graph's tables: one NamedRows per node type and per edge type (graph order);
+// TypedAttributes is neighbor_loader.h's (complete where it is called).
+TypedAttributes typed_stores(const std::vector<NamedRows>& node_attrs,
+                             const std::vector<NamedRows>& edge_attrs);
 // A sampled subgraph as a dict of zero-copy arrays (n_id, row, col, e_id; host or device) and
 // per-hop counts (num_sampled_nodes, num_sampled_edges). Needs the GIL.
 nb::dict subgraph_to_python(const SampledSubgraph& subgraph);

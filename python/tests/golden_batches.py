@@ -18,7 +18,8 @@ The heterogeneous option sets (``het-*``, a ``HeteroData`` of ``generated_hetero
 recorded when the heterogeneous loader adopted the homogeneous loader's epoch policy, from its
 Python batch assembly; the C++ typed pipeline that builds those batches now must match them.
 The heterogeneous link option sets (``hetlink-*``, ``LinkNeighborLoader`` on the same data) were
-recorded when their negatives moved to the native typed negative sampler.
+recorded from the Python assembly when their negatives moved to the native typed negative
+sampler; the C++ typed link pipeline that builds those batches now must match them.
 """
 
 from __future__ import annotations

@@ -160,6 +160,56 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         self._negatives = self._negative_sampler(
             weights, node_time, str(neg_distribution), float(neg_degree_power),
             bool(reject_existing), max_draws)
+        self._native = self._native_link_pipeline()
+
+    def _native_link_pipeline(self) -> Any:
+        """The homogeneous link loader's C++ pipeline over the typed sampler (its epochs,
+        negatives, seeds, workers and gathers: link_loader.h, "Typed graphs"), or None where
+        Python builds the batches (no hops, induced or bidirectional subgraphs, partitions over
+        the service)."""
+        if (self.sampler is None or self.subgraph_type != "directional"
+                or getattr(self.graph, "_native", None) is None):
+            return None
+        self._tables = {}
+        node_tables = [self._native_tables(t, self._node_attrs[t]) for t in self.graph.node_types]
+        edge_tables = [self._native_tables(t, self._edge_attrs[t]) for t in self.graph.edge_types]
+        self._options.input_time = self.edge_label_time
+        mode, amount = self.neg_sampling[:2]
+        labels = self.edge_label
+        if labels is not None and mode == "binary" and labels.size and labels.min() == 0:
+            labels = labels + 1  # PyG: 0 means "negative"
+        return _volley.LinkLoader(
+            self.sampler._native, self.edge_type, self.edge_label_index, labels, self._options,
+            None if mode == "none" else self._negatives, mode=mode, amount=float(amount),
+            exclude_edges=self.exclude_edges, undirected=self.undirected,
+            node_attrs=node_tables, edge_attrs=edge_tables)
+
+    def _to_batch(self, raw: dict) -> Any:
+        """The ``HeteroData`` of a native typed link batch (``EpochIterator``)."""
+        out = _tensor.to_output
+        batch = self._native_batch(raw)
+        src_type, _, dst_type = self.edge_type
+        mode, amount = self.neg_sampling[:2]
+        store = batch[self.edge_type]
+        positions = _tensor.to_numpy(raw["input_id"])
+        store.input_id = out(raw["input_id"])
+        time = None if self.edge_label_time is None else self.edge_label_time[positions]
+        if mode == "triplet":
+            batch[src_type].src_index = out(raw["src_index"])
+            batch[dst_type].dst_pos_index = out(raw["dst_pos_index"])
+            negatives = out(raw["dst_neg_index"])
+            batch[dst_type].dst_neg_index = negatives.squeeze(-1) if amount == 1 else negatives
+            if time is not None:
+                batch[src_type].seed_time = _tensor.to_output(time)
+                batch[dst_type].seed_time = _tensor.to_output(time)
+        else:
+            store.edge_label_index = out(raw["edge_label_index"])
+            if raw["edge_label"] is not None:
+                store.edge_label = out(raw["edge_label"])
+            if time is not None:  # pair j takes the time of positive j mod B
+                store.edge_label_time = _tensor.to_output(
+                    np.resize(time, store.edge_label_index.shape[1]))
+        return self.transform(batch) if self.transform is not None else batch
 
     def _negative_sampler(self, weights: dict, node_time: dict, distribution: str,
                           degree_power: float, reject_existing: bool, max_draws: Any) -> Any:

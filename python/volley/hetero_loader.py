@@ -335,6 +335,10 @@ class HeteroNeighborLoader(NeighborLoader):
 
     def _to_batch(self, raw: dict) -> Any:
         """The ``HeteroData`` of a native typed batch (``EpochIterator``)."""
+        return self._finish(self._native_batch(raw), _tensor.to_numpy(raw["input_id"]))
+
+    def _native_batch(self, raw: dict) -> Any:
+        """The ``HeteroData`` of a native typed batch's nodes, edges and attributes."""
         def gathered(owner: Any, attrs: dict) -> dict:
             tables = self._tables[owner]
             return {k: _pyg_compat.restore(tables[k], out(v)) for k, v in attrs.items()}
@@ -352,8 +356,7 @@ class HeteroNeighborLoader(NeighborLoader):
             rows[edge_type] = gathered(edge_type, part["attrs"])
         counts = ({t: p["num_sampled_nodes"] for t, p in zip(nodes, raw["node_types"])},
                   {t: p["num_sampled_edges"] for t, p in zip(edges, raw["edge_types"])})
-        batch = self._assemble(nodes, edges, counts, trees, rows)
-        return self._finish(batch, _tensor.to_numpy(raw["input_id"]))
+        return self._assemble(nodes, edges, counts, trees, rows)
 
     def __call__(self, positions: Any) -> Any:
         """The batch of the input nodes at ``positions``: batch index 0 of the current epoch's

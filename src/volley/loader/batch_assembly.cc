@@ -101,15 +101,14 @@ void BatchAssembly::gather_tables(const Tables& tables, std::span<const int64_t>
   }
 }
 
-void BatchAssembly::fill_typed(std::span<const int64_t> seeds, std::span<const int64_t> times,
-                               uint64_t seed, int64_t index, int threads, int64_t prefetch,
-                               Batch& batch) const {
+void BatchAssembly::fill_typed(const std::vector<HeteroSeeds>& groups, uint64_t seed, int64_t index,
+                               int threads, int64_t prefetch, Batch& batch,
+                               const std::function<void(HeteroSampledSubgraph&)>& edit) const {
   // One scratch (global -> local maps per node type) and one subgraph per worker thread.
   thread_local HeteroSamplerScratch scratch;
   thread_local HeteroSampledSubgraph sub;
-  const std::vector<HeteroSeeds> groups{
-      HeteroSeeds{typed_sampler->node_types()[static_cast<size_t>(input_type)].name, seeds, times}};
   typed_sampler->sample_with_seed(groups, seed, static_cast<uint64_t>(index), sub, scratch);
+  if (edit) edit(sub);
   const auto table = [](const auto& lists, size_t t) -> const Tables& {
     static const Tables none;
     return t < lists.size() ? lists[t] : none;

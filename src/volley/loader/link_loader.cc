@@ -5,171 +5,92 @@
 #include <cmath>
 #include <cstring>
 #include <span>
+#include <string>
 #include <utility>
 
 #include "volley/core/parallel.h"
 #include "volley/feature/gather.h"  // gather_supports
 #include "volley/loader/internal/batch_assembly.h"
+#include "volley/loader/internal/link_parts.h"
 
 namespace volley {
+
+using loader_internal::SeedGroups;
 
 struct LinkLoader::Shared {
   std::vector<int64_t> src, dst;             // the supervision edges
   std::optional<Array> labels;               // [M], as given
   std::optional<NegativeSampler> negatives;  // seed 0; reseeded per epoch
-  loader_internal::BatchAssembly assembly;
+  loader_internal::BatchAssembly assembly;   // typed graphs: assembly.typed_sampler is set
+  // Typed graphs: the node types of the two ends and the supervision edge type (indices into
+  // the sampler's lists; -1: the graph has no edges of that type).
+  int src_type = 0;
+  int dst_type = 0;
+  int edge_type = -1;
+
+  bool typed() const { return assembly.typed_sampler != nullptr; }
+  // The seed group of the destinations: the sources' (0) unless the ends have two types.
+  int dst_group() const { return typed() && src_type != dst_type ? 1 : 0; }
 };
 
 namespace {
 
-void check_negative_options(const LinkNegativeOptions& negatives, bool has_labels) {
-  const double amount = negatives.amount;
-  VOLLEY_REQUIRE(std::isfinite(amount) && amount >= 0, ValueError,
-                 "negative sampling amount must be finite and >= 0, got {}", amount);
-  if (negatives.mode == NegativeMode::kTriplet) {
-    VOLLEY_REQUIRE(amount >= 1 && amount == std::floor(amount), ValueError,
-                   "triplet negative sampling needs a whole amount >= 1 (negatives per positive), "
-                   "got {}",
-                   amount);
-    VOLLEY_REQUIRE(!has_labels, ValueError,
-                   "edge_label must be left out for triplet negative sampling (PyG's rule)");
-  }
-  VOLLEY_REQUIRE(negatives.mode == NegativeMode::kNone || negatives.mode == NegativeMode::kBinary ||
-                     negatives.mode == NegativeMode::kTriplet,
-                 ValueError, "unknown negative sampling mode {}", static_cast<int>(negatives.mode));
-}
-
-// The supervision edges of `edge_label_index`, checked against `n` nodes.
-void read_edges(const Array& edge_label_index, int64_t n, std::vector<int64_t>& src,
-                std::vector<int64_t>& dst) {
-  VOLLEY_REQUIRE(edge_label_index.defined() && edge_label_index.ndim() == 2 &&
-                     edge_label_index.shape()[0] == 2 && edge_label_index.dtype() == DType::kInt64,
-                 ValueError, "edge_label_index must be an int64 array [2, M], got {}",
-                 edge_label_index.defined() ? edge_label_index.describe() : std::string("none"));
-  const int64_t m = edge_label_index.shape()[1];
-  const int64_t* ids = edge_label_index.data<int64_t>();
-  for (int64_t row = 0; row < 2; ++row) {
-    for (int64_t i = 0; i < m; ++i) {
-      const int64_t id = ids[row * m + i];
-      VOLLEY_REQUIRE(id >= 0 && id < n, IndexError,
-                     "edge_label_index[{}, {}] = {} is out of range for a graph with {} nodes", row,
-                     i, id, n);
-    }
-  }
-  src.assign(ids, ids + m);
-  dst.assign(ids + m, ids + 2 * m);
-}
-
 int resolve_threads(int requested) { return requested > 0 ? requested : default_num_threads(); }
-
-// Temporal link sampling: loader.input_time holds edge_label_time, one time per supervision edge
-// (needed exactly when the sampler is temporal).
-void check_edge_label_time(const LoaderOptions& loader, int64_t num_edges) {
-  const bool temporal = loader.sampler.time_source != TimeSource::kNone;
-  VOLLEY_REQUIRE(!temporal || loader.input_time.has_value(), ValueError,
-                 "temporal link sampling (time_attr) needs edge_label_time: one time per "
-                 "supervision edge");
-  VOLLEY_REQUIRE(temporal || !loader.input_time.has_value(), ValueError,
-                 "edge_label_time was given, but sampling is not temporal (set time_attr)");
-  if (!temporal) return;
-  const Array& time = *loader.input_time;
-  VOLLEY_REQUIRE(time.defined() && time.ndim() == 1 && time.dtype() == DType::kInt64 &&
-                     time.buffer().host_accessible(),
-                 ValueError, "edge_label_time must be a 1-d int64 array in host memory, got {}",
-                 time.defined() ? time.describe() : std::string("nothing"));
-  VOLLEY_REQUIRE(time.numel() == num_edges, ValueError,
-                 "edge_label_time has {} entries, but there are {} supervision edges (one time "
-                 "each)",
-                 time.numel(), num_edges);
-}
-
-// The loader's negative sampler (seed 0; reseeded per epoch), its checks (weights,
-// degree_power, max_draws) and the source's (degrees, edge check, node times) made now rather
-// than in the first batch. Under node-time sampling, negatives are bounded by node time.
-NegativeSampler make_negative_sampler(const std::shared_ptr<const BatchSource>& source,
-                                      const LinkLoaderOptions& options) {
-  const LinkNegativeOptions& negatives = options.negatives;
-  std::vector<int64_t> degrees;
-  if (negatives.distribution == NegativeDistribution::kDegree) degrees = source->degrees();
-  EdgeOracle oracle;
-  if (negatives.reject_existing) {
-    const int64_t probe = 0;
-    uint8_t hit = 0;
-    source->has_edges({&probe, 1}, {&probe, 1}, &hit);
-    oracle = [source](std::span<const int64_t> src, std::span<const int64_t> dst, uint8_t* out) {
-      source->has_edges(src, dst, out);
-    };
-  }
-  std::vector<int64_t> node_time;
-  if (options.loader.sampler.time_source == TimeSource::kNode) node_time = source->node_times();
-  return NegativeSampler(source->num_nodes(), degrees, std::move(oracle),
-                         {.distribution = negatives.distribution,
-                          .degree_power = negatives.degree_power,
-                          .weights = negatives.weights,
-                          .reject_existing = negatives.reject_existing,
-                          .max_draws = negatives.max_draws,
-                          .seed = 0,
-                          .node_time = std::move(node_time)});
-}
-
-// Disjoint seeds (PyG's edge_sample with disjoint=True): the end points as they come, one tree
-// each, `arrays` one after the other (no dedupe); local ids are positions in that list.
-LinkSeeds disjoint_seeds(std::span<const std::span<const int64_t>> arrays) {
-  LinkSeeds seeds;
-  seeds.local.resize(arrays.size());
-  for (size_t a = 0; a < arrays.size(); ++a) {
-    for (const int64_t id : arrays[a]) {
-      seeds.local[a].push_back(static_cast<int64_t>(seeds.nodes.size()));
-      seeds.nodes.push_back(id);
-    }
-  }
-  return seeds;
-}
 
 // Removes from `subgraph` every edge u → v (global ids: u = nodes[cols[k]], v = nodes[rows[k]])
 // that is a pair (src[i], dst[i]), or (dst[i], src[i]) when `undirected`; recounts
 // edges_per_hop.
 void exclude_pairs(std::span<const int64_t> src, std::span<const int64_t> dst, bool undirected,
                    SampledSubgraph& subgraph) {
-  std::vector<std::pair<int64_t, int64_t>> pairs;
-  pairs.reserve(src.size() * (undirected ? 2 : 1));
-  for (size_t i = 0; i < src.size(); ++i) {
-    pairs.emplace_back(src[i], dst[i]);
-    if (undirected) pairs.emplace_back(dst[i], src[i]);
-  }
-  std::sort(pairs.begin(), pairs.end());
+  const loader_internal::NodePairs pairs = loader_internal::node_pairs(src, dst, true, undirected);
   const int64_t edges = subgraph.num_edges();
   const int64_t* nodes = subgraph.nodes.data<int64_t>();
   const int64_t* rows = edges > 0 ? subgraph.rows.data<int64_t>() : nullptr;
   const int64_t* cols = edges > 0 ? subgraph.cols.data<int64_t>() : nullptr;
   const int64_t* ids = edges > 0 ? subgraph.edge_ids.data<int64_t>() : nullptr;
-  std::vector<int64_t> kept_rows, kept_cols, kept_ids;
-  std::vector<int64_t> per_hop(subgraph.edges_per_hop.size(), 0);
-  int64_t k = 0;
-  for (size_t hop = 0; hop < subgraph.edges_per_hop.size(); ++hop) {
-    for (const int64_t end = k + subgraph.edges_per_hop[hop]; k < end; ++k) {
-      const std::pair<int64_t, int64_t> edge{nodes[cols[k]], nodes[rows[k]]};
-      if (std::binary_search(pairs.begin(), pairs.end(), edge)) continue;
-      kept_rows.push_back(rows[k]);
-      kept_cols.push_back(cols[k]);
-      kept_ids.push_back(ids[k]);
-      ++per_hop[hop];
-    }
+  const std::vector<int64_t> kept =
+      loader_internal::edges_outside(pairs, nodes, nodes, rows, cols, subgraph.edges_per_hop);
+  std::vector<int64_t> kept_rows(kept.size()), kept_cols(kept.size()), kept_ids(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    kept_rows[i] = rows[kept[i]];
+    kept_cols[i] = cols[kept[i]];
+    kept_ids[i] = ids[kept[i]];
   }
-  VOLLEY_ASSERT(k == edges);
   subgraph.rows = Array::from_vector(kept_rows);
   subgraph.cols = Array::from_vector(kept_cols);
   subgraph.edge_ids = Array::from_vector(kept_ids);
-  subgraph.edges_per_hop = std::move(per_hop);
 }
 
-// Local ids [2, L] of pairs whose ends are local[0][i], local[1][i].
-Array pair_index(const std::vector<int64_t>& first, const std::vector<int64_t>& second) {
-  const auto count = static_cast<int64_t>(first.size());
-  Array out = Array::empty(DType::kInt64, {2, count});
-  std::copy(first.begin(), first.end(), out.data<int64_t>());
-  std::copy(second.begin(), second.end(), out.data<int64_t>() + count);
-  return out;
+// The same over edge type `e` of a typed subgraph whose edges go from node type `from` to `to`:
+// removes the pairs in `pairs`.
+void exclude_typed_pairs(const loader_internal::NodePairs& pairs, size_t e, size_t from, size_t to,
+                         HeteroSampledSubgraph& sub) {
+  std::vector<int64_t>& rows = sub.rows[e];
+  std::vector<int64_t>& cols = sub.cols[e];
+  std::vector<int64_t>& ids = sub.edge_ids[e];
+  const std::vector<int64_t> kept =
+      loader_internal::edges_outside(pairs, sub.nodes[from].data(), sub.nodes[to].data(),
+                                     rows.data(), cols.data(), sub.edges_per_hop[e]);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    rows[i] = rows[kept[i]];
+    cols[i] = cols[kept[i]];
+    ids[i] = ids[kept[i]];
+  }
+  rows.resize(kept.size());
+  cols.resize(kept.size());
+  ids.resize(kept.size());
+}
+
+// The index of node type `name` in `types`; ValueError naming the edge type and the known ones.
+int node_type_of(const std::vector<NodeTypeInfo>& types, const std::string& name,
+                 const EdgeType& edge_type) {
+  for (size_t t = 0; t < types.size(); ++t) {
+    if (types[t].name == name) return static_cast<int>(t);
+  }
+  std::string known;
+  for (const NodeTypeInfo& type : types) known += (known.empty() ? "" : ", ") + type.name;
+  throw ValueError(fmt::format("edge type {}: unknown node type '{}' (node types: {})",
+                               edge_type.name(), name, known));
 }
 
 }  // namespace
@@ -189,23 +110,8 @@ LinkLoader::LinkLoader(std::shared_ptr<const BatchSource> source, Array edge_lab
   VOLLEY_REQUIRE(source != nullptr, ValueError, "the link loader needs a batch source, got none");
   const int64_t n = source->num_nodes();
   auto shared = std::make_shared<Shared>();
-  read_edges(edge_label_index, n, shared->src, shared->dst);
-  num_inputs_ = static_cast<int64_t>(shared->src.size());
-  if (edge_label) {
-    VOLLEY_REQUIRE(edge_label->ndim() == 1 && edge_label->numel() == num_inputs_ &&
-                       (is_integer(edge_label->dtype()) || is_floating(edge_label->dtype()) ||
-                        edge_label->dtype() == DType::kBool),
-                   ValueError, "edge_label must be a 1-d numeric array of {} labels, got {}",
-                   num_inputs_, edge_label->describe());
-    shared->labels = std::move(edge_label);
-  }
-  const LinkNegativeOptions& negatives = options_.negatives;
-  check_negative_options(negatives, shared->labels.has_value());
-  check_edge_label_time(options_.loader, num_inputs_);
-  if (options_.loader.sampler.time_source != TimeSource::kNone) {
-    options_.loader.sampler.disjoint = true;  // PyG: temporal link sampling is disjoint
-  }
-  loader_internal::check_loader_options(options_.loader, num_inputs_);
+  loader_internal::read_edges(edge_label_index, n, n, shared->src, shared->dst);
+  adopt_inputs(*shared, std::move(edge_label));
   source->validate(options_.loader.sampler);
   if (source->feature_width() > 0) {
     VOLLEY_REQUIRE(gather_supports(source->feature_dtype(), options_.loader.feature_dtype),
@@ -215,12 +121,68 @@ LinkLoader::LinkLoader(std::shared_ptr<const BatchSource> source, Array edge_lab
   if (!attributes.node.empty() || !attributes.edge.empty()) {
     loader_internal::check_attributes(attributes, n, num_graph_edges);
   }
-  if (negatives.mode != NegativeMode::kNone) {
-    shared->negatives.emplace(make_negative_sampler(source, options_));
+  if (options_.negatives.mode != NegativeMode::kNone) {
+    shared->negatives.emplace(loader_internal::make_negative_sampler(source, options_));
   }
   shared->assembly.source = std::move(source);
   shared->assembly.attributes = std::move(attributes);
   shared_ = std::move(shared);
+}
+
+LinkLoader::LinkLoader(std::shared_ptr<HeteroNeighborSampler> sampler, const EdgeType& edge_type,
+                       Array edge_label_index, std::optional<Array> edge_label,
+                       LinkLoaderOptions options, std::optional<NegativeSampler> negatives,
+                       TypedAttributes attributes)
+    : options_(std::move(options)) {
+  VOLLEY_REQUIRE(sampler != nullptr, ValueError, "the typed link loader needs a sampler, got none");
+  auto shared = std::make_shared<Shared>();
+  const std::vector<NodeTypeInfo>& types = sampler->node_types();
+  shared->src_type = node_type_of(types, edge_type.src, edge_type);
+  shared->dst_type = node_type_of(types, edge_type.dst, edge_type);
+  const std::vector<EdgeType>& edge_types = sampler->edge_types();
+  const auto found = std::find(edge_types.begin(), edge_types.end(), edge_type);
+  shared->edge_type = found == edge_types.end() ? -1 : static_cast<int>(found - edge_types.begin());
+  const NodeTypeInfo& from = types[static_cast<size_t>(shared->src_type)];
+  const NodeTypeInfo& to = types[static_cast<size_t>(shared->dst_type)];
+  const auto what = [](const NodeTypeInfo& type) {
+    return fmt::format("node type '{}' with {} nodes", type.name, type.num_nodes);
+  };
+  loader_internal::read_edges(edge_label_index, from.num_nodes, to.num_nodes, shared->src,
+                              shared->dst, what(from), what(to));
+  options_.loader.sampler.time_source = sampler->options().time_source;  // the sampler's
+  options_.loader.sampler.disjoint = sampler->options().disjoint;
+  adopt_inputs(*shared, std::move(edge_label));
+  loader_internal::check_attributes(attributes, *sampler);
+  if (options_.negatives.mode != NegativeMode::kNone) {
+    VOLLEY_REQUIRE(negatives.has_value(), ValueError,
+                   "negative sampling over edge type {} needs a negative sampler, got none",
+                   edge_type.name());
+    VOLLEY_REQUIRE(
+        negatives->num_sources() == from.num_nodes && negatives->num_destinations() == to.num_nodes,
+        ValueError,
+        "the negative sampler draws from {} sources and {} destinations; edge type {} "
+        "has {} and {}",
+        negatives->num_sources(), negatives->num_destinations(), edge_type.name(), from.num_nodes,
+        to.num_nodes);
+    shared->negatives = std::move(negatives);
+  }
+  shared->assembly.typed_sampler = std::move(sampler);
+  shared->assembly.typed_attributes = std::move(attributes);
+  shared_ = std::move(shared);
+}
+
+void LinkLoader::adopt_inputs(Shared& shared, std::optional<Array> edge_label) {
+  num_inputs_ = static_cast<int64_t>(shared.src.size());
+  if (edge_label) {
+    loader_internal::check_edge_label(*edge_label, num_inputs_);
+    shared.labels = std::move(edge_label);
+  }
+  loader_internal::check_negative_options(options_.negatives, shared.labels.has_value());
+  loader_internal::check_edge_label_time(options_.loader, num_inputs_);
+  if (options_.loader.sampler.time_source != TimeSource::kNone) {
+    options_.loader.sampler.disjoint = true;  // PyG: temporal link sampling is disjoint
+  }
+  loader_internal::check_loader_options(options_.loader, num_inputs_);
 }
 
 int64_t LinkLoader::num_batches() const {
@@ -241,19 +203,34 @@ struct LinkLoader::EpochWork {
   int64_t prefetch = 1;
 
   Batch make_batch(int64_t index, SampledSubgraph& subgraph) const;
-  // Seeds of the batch's positives (and negatives) and the link fields of `batch`.
-  LinkSeeds link_fields(int64_t index, const std::vector<int64_t>& src,
-                        const std::vector<int64_t>& dst, Batch& batch) const;
+  // Seeds of the batch's positives (and negatives), by group (link_parts.h: the sources', then
+  // the destinations' when the ends have two node types), and the link fields of `batch`.
+  SeedGroups link_fields(int64_t index, const std::vector<int64_t>& src,
+                         const std::vector<int64_t>& dst, Batch& batch) const;
   // edge_label for `positives` followed by `negatives` zeros (kNone: labels or undefined).
   Array labels(std::span<const int64_t> positions, int64_t negatives) const;
   bool disjoint() const { return options.loader.sampler.disjoint; }
-  // Temporal sampling: each seed's time, the edge_label_time of its supervision edge; negative
-  // i (of each end's list) takes edge i mod B's, as PyG's repeat does.
-  std::vector<int64_t> seed_times(std::span<const int64_t> positions, const LinkSeeds& seeds) const;
+  // Temporal sampling: each seed's time (per group), the edge_label_time of its supervision
+  // edge; negative i (of each end's list) takes edge i mod B's, as PyG's repeat does.
+  std::vector<std::vector<int64_t>> seed_times(std::span<const int64_t> positions,
+                                               const SeedGroups& seeds) const;
   // Node-time sampling: the time bound of `count` negatives (of pairs, or of sources for
   // triplets): negative i no later than edge i mod B's time (PyG's neg_sample); else none.
   std::vector<int64_t> negative_time_bounds(std::span<const int64_t> positions,
                                             int64_t count) const;
+  // Samples the seeds and fills the batch: over the source (homogeneous) or the typed sampler,
+  // the batch's positives (src, dst) removed with exclude_edges, trees modulo B when disjoint.
+  void sample_untyped(int64_t index, const SeedGroups& seeds,
+                      const std::vector<std::vector<int64_t>>& times, std::span<const int64_t> src,
+                      std::span<const int64_t> dst, SampledSubgraph& subgraph, Batch& batch) const;
+  void sample_typed(int64_t index, const SeedGroups& seeds,
+                    const std::vector<std::vector<int64_t>>& times, std::span<const int64_t> src,
+                    std::span<const int64_t> dst, Batch& batch) const;
+  // exclude_edges over a typed subgraph: the positives from the supervision edge type, and with
+  // undirected their reverses from every edge type going from the destination type to the
+  // source type.
+  void exclude_typed(std::span<const int64_t> src, std::span<const int64_t> dst,
+                     HeteroSampledSubgraph& sub) const;
 };
 
 std::unique_ptr<Epoch> LinkLoader::start_epoch(int64_t epoch_index) const {
@@ -300,11 +277,24 @@ Array LinkLoader::EpochWork::labels(std::span<const int64_t> positions, int64_t 
   return out;
 }
 
-LinkSeeds LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<int64_t>& src,
-                                             const std::vector<int64_t>& dst, Batch& batch) const {
+std::vector<int64_t> LinkLoader::EpochWork::negative_time_bounds(std::span<const int64_t> positions,
+                                                                 int64_t count) const {
+  if (options.loader.sampler.time_source != TimeSource::kNode || positions.empty()) return {};
+  const int64_t* time = options.loader.input_time->data<int64_t>();
+  std::vector<int64_t> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] = time[positions[static_cast<size_t>(i) % positions.size()]];
+  }
+  return out;
+}
+
+SeedGroups LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<int64_t>& src,
+                                              const std::vector<int64_t>& dst, Batch& batch) const {
   const auto count = static_cast<int64_t>(src.size());
   const LinkNegativeOptions& mode = options.negatives;
   const std::span<const int64_t> positions = batch.input_ids.span<int64_t>();
+  const int group = shared->dst_group();
+  const int groups = group + 1;
   if (mode.mode == NegativeMode::kTriplet) {
     const auto per_source = static_cast<int64_t>(mode.amount);
     const std::vector<int64_t> bounds = negative_time_bounds(positions, count);
@@ -321,7 +311,8 @@ LinkSeeds LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<in
       drawn.dst = std::move(by_round);
     }
     const std::span<const int64_t> arrays[] = {src, dst, drawn.dst};
-    LinkSeeds seeds = disjoint() ? disjoint_seeds(arrays) : link_seeds(arrays);
+    const int group_of[] = {0, group, group};
+    SeedGroups seeds = loader_internal::seed_groups(arrays, group_of, groups, disjoint());
     batch.src_index = Array::from_vector(seeds.local[0]);
     batch.dst_pos_index = Array::from_vector(seeds.local[1]);
     std::vector<int64_t> negatives_local = seeds.local[2];  // seeds keeps its copy (seed_times)
@@ -350,31 +341,24 @@ LinkSeeds LinkLoader::EpochWork::link_fields(int64_t index, const std::vector<in
     all_dst.insert(all_dst.end(), drawn.dst.begin(), drawn.dst.end());
   }
   const std::span<const int64_t> arrays[] = {all_src, all_dst};
-  LinkSeeds seeds = disjoint() ? disjoint_seeds(arrays) : link_seeds(arrays);
-  batch.edge_label_index = pair_index(seeds.local[0], seeds.local[1]);
+  const int group_of[] = {0, group};
+  SeedGroups seeds = loader_internal::seed_groups(arrays, group_of, groups, disjoint());
+  batch.edge_label_index = loader_internal::pair_index(seeds.local[0], seeds.local[1]);
   batch.edge_label = labels(positions, num_negatives);
   return seeds;
 }
 
-std::vector<int64_t> LinkLoader::EpochWork::negative_time_bounds(std::span<const int64_t> positions,
-                                                                 int64_t count) const {
-  if (options.loader.sampler.time_source != TimeSource::kNode || positions.empty()) return {};
-  const int64_t* time = options.loader.input_time->data<int64_t>();
-  std::vector<int64_t> out(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    out[i] = time[positions[static_cast<size_t>(i) % positions.size()]];
-  }
-  return out;
-}
-
-std::vector<int64_t> LinkLoader::EpochWork::seed_times(std::span<const int64_t> positions,
-                                                       const LinkSeeds& seeds) const {
+std::vector<std::vector<int64_t>> LinkLoader::EpochWork::seed_times(
+    std::span<const int64_t> positions, const SeedGroups& seeds) const {
   const int64_t* time = options.loader.input_time->data<int64_t>();
   const auto count = static_cast<int64_t>(positions.size());
-  std::vector<int64_t> out(seeds.nodes.size());
-  for (const std::vector<int64_t>& local : seeds.local) {  // src, dst (then negatives)
+  std::vector<std::vector<int64_t>> out(seeds.nodes.size());
+  for (size_t g = 0; g < out.size(); ++g) out[g].resize(seeds.nodes[g].size());
+  for (size_t a = 0; a < seeds.local.size(); ++a) {  // src, dst (then negatives)
+    std::vector<int64_t>& group = out[a == 0 ? 0 : static_cast<size_t>(shared->dst_group())];
+    const std::vector<int64_t>& local = seeds.local[a];
     for (size_t i = 0; i < local.size(); ++i) {
-      out[local[i]] = time[positions[static_cast<int64_t>(i) % count]];
+      group[local[i]] = time[positions[static_cast<int64_t>(i) % count]];
     }
   }
   return out;
@@ -398,22 +382,82 @@ Batch LinkLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subgraph
     src[i] = shared->src[positions[begin + i]];
     dst[i] = shared->dst[positions[begin + i]];
   }
-  const LinkSeeds seeds = link_fields(index, src, dst, batch);
-  const loader_internal::BatchAssembly& assembly = shared->assembly;
+  const SeedGroups seeds = link_fields(index, src, dst, batch);
+  std::vector<std::vector<int64_t>> times;
   if (loader.sampler.time_source != TimeSource::kNone) {
-    const std::vector<int64_t> times = seed_times(batch.input_ids.span<int64_t>(), seeds);
-    assembly.source->sample_temporal(seeds.nodes, times, loader.sampler,
+    times = seed_times(batch.input_ids.span<int64_t>(), seeds);
+  }
+  if (shared->typed()) {
+    sample_typed(index, seeds, times, src, dst, batch);
+  } else {
+    sample_untyped(index, seeds, times, src, dst, subgraph, batch);
+  }
+  return batch;
+}
+
+void LinkLoader::EpochWork::sample_untyped(int64_t index, const SeedGroups& seeds,
+                                           const std::vector<std::vector<int64_t>>& times,
+                                           std::span<const int64_t> src,
+                                           std::span<const int64_t> dst, SampledSubgraph& subgraph,
+                                           Batch& batch) const {
+  const LoaderOptions& loader = options.loader;
+  const loader_internal::BatchAssembly& assembly = shared->assembly;
+  if (!times.empty()) {
+    assembly.source->sample_temporal(seeds.nodes[0], times[0], loader.sampler,
                                      static_cast<uint64_t>(index), subgraph);
   } else {
-    assembly.source->sample(seeds.nodes, loader.sampler, static_cast<uint64_t>(index), subgraph);
+    assembly.source->sample(seeds.nodes[0], loader.sampler, static_cast<uint64_t>(index), subgraph);
   }
   if (options.exclude_edges) exclude_pairs(src, dst, options.undirected, subgraph);
+  const auto count = static_cast<int64_t>(src.size());
   if (disjoint() && count > 0) {  // PyG: a tree's batch id is its supervision edge's position
     int64_t* tree = subgraph.batch.data<int64_t>();
     for (int64_t i = 0; i < subgraph.batch.numel(); ++i) tree[i] %= count;
   }
   assembly.fill(subgraph, loader.feature_dtype, threads, prefetch, batch);
-  return batch;
+}
+
+void LinkLoader::EpochWork::sample_typed(int64_t index, const SeedGroups& seeds,
+                                         const std::vector<std::vector<int64_t>>& times,
+                                         std::span<const int64_t> src, std::span<const int64_t> dst,
+                                         Batch& batch) const {
+  const loader_internal::BatchAssembly& assembly = shared->assembly;
+  const std::vector<NodeTypeInfo>& types = assembly.typed_sampler->node_types();
+  const int ends[] = {shared->src_type, shared->dst_type};
+  std::vector<HeteroSeeds> groups;
+  for (size_t g = 0; g < seeds.nodes.size(); ++g) {
+    groups.push_back({types[static_cast<size_t>(ends[g])].name, seeds.nodes[g],
+                      times.empty() ? std::span<const int64_t>() : times[g]});
+  }
+  const auto count = static_cast<int64_t>(src.size());
+  const auto edit = [&](HeteroSampledSubgraph& sub) {
+    if (options.exclude_edges) exclude_typed(src, dst, sub);
+    if (!disjoint() || count == 0) return;
+    for (std::vector<int64_t>& trees : sub.batch) {  // each tree's supervision edge
+      for (int64_t& tree : trees) tree %= count;
+    }
+  };
+  assembly.fill_typed(groups, options.loader.sampler.seed, index, threads, prefetch, batch, edit);
+}
+
+void LinkLoader::EpochWork::exclude_typed(std::span<const int64_t> src,
+                                          std::span<const int64_t> dst,
+                                          HeteroSampledSubgraph& sub) const {
+  const HeteroNeighborSampler& sampler = *shared->assembly.typed_sampler;
+  const std::vector<NodeTypeInfo>& types = sampler.node_types();
+  const std::vector<EdgeType>& edge_types = sampler.edge_types();
+  const std::string& from = types[static_cast<size_t>(shared->src_type)].name;
+  const std::string& to = types[static_cast<size_t>(shared->dst_type)].name;
+  for (size_t e = 0; e < edge_types.size(); ++e) {
+    const bool forward = static_cast<int>(e) == shared->edge_type;
+    const bool reverse = options.undirected && edge_types[e].src == to && edge_types[e].dst == from;
+    if (!forward && !reverse) continue;
+    const auto type_of = [&](const std::string& name) {
+      return static_cast<size_t>(node_type_of(types, name, edge_types[e]));
+    };
+    exclude_typed_pairs(loader_internal::node_pairs(src, dst, forward, reverse), e,
+                        type_of(edge_types[e].src), type_of(edge_types[e].dst), sub);
+  }
 }
 
 }  // namespace volley

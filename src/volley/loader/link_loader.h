@@ -58,6 +58,20 @@
 // thread count; options.loader.rank / world_size split the edges as NeighborLoader splits
 // nodes (input_ids index the full edge list).
 //
+// Typed graphs (a HeteroNeighborSampler): the supervision edges are those of one edge type (row
+// 0 ids of its source type, row 1 of its destination type) and each end point is a seed of its
+// own node type. The seeds of each type are built as above (sorted and distinct; disjoint: as
+// they come, sources then destinations then negatives) — when both ends have one type, its
+// seeds are all the end points together, exactly as a homogeneous batch's. The Batch is typed
+// (Batch::node_types / edge_types, the NeighborLoader typed constructor's layout) and its link
+// fields are local ids into their type's nodes: edge_label_index row 0 and src_index into the
+// source type's, row 1, dst_pos_index and dst_neg_index into the destination type's; in
+// disjoint batches each node type's batch_ids are its tree modulo B. Negatives come from the
+// NegativeSampler given (edge_type_negatives: each end over its own type), which carries the
+// distribution. exclude_edges removes the batch's positives from the supervision edge type's
+// sampled edges, and with undirected their reverses from every edge type going from the
+// destination type to the source type (the supervision type itself when both ends have one).
+//
 // Errors (constructor, ValueError / IndexError naming the value): edge_label_index not int64
 // [2, M]; an id out of [0, num_nodes) (naming it, its row and position); edge_label not 1-d of
 // M numbers (bool or numeric); amount negative or not finite; triplet with a fractional amount,
@@ -114,6 +128,17 @@ class LinkLoader {
              Array edge_label_index, std::optional<Array> edge_label, LinkLoaderOptions options,
              LoaderAttributes attributes = {});
 
+  // The same pipeline over a typed graph (see Typed graphs): supervision edges of `edge_type`,
+  // sampled by `sampler` (its options are the sampling options: options.loader.sampler is
+  // ignored, and temporal sampling is the sampler's), negatives drawn by `negatives` (needed
+  // unless options.negatives.mode is kNone; its distribution replaces options.negatives'),
+  // `attributes` gathered per type. Lookahead does not apply. ValueError for an unknown edge
+  // type or end type (naming the known ones), a missing sampler, negatives or their end counts
+  // other than the edge type's, and the errors above (ids checked against their end's type).
+  LinkLoader(std::shared_ptr<HeteroNeighborSampler> sampler, const EdgeType& edge_type,
+             Array edge_label_index, std::optional<Array> edge_label, LinkLoaderOptions options,
+             std::optional<NegativeSampler> negatives, TypedAttributes attributes = {});
+
   // Supervision edges (all ranks') and batches per epoch of this rank.
   int64_t num_inputs() const { return num_inputs_; }
   int64_t num_batches() const;
@@ -128,6 +153,8 @@ class LinkLoader {
  private:
   struct Shared;
   struct EpochWork;
+  // The checks and options every kind shares, once the supervision edges are read.
+  void adopt_inputs(Shared& shared, std::optional<Array> edge_label);
   std::shared_ptr<const Shared> shared_;
   int64_t num_inputs_ = 0;
   LinkLoaderOptions options_;

@@ -461,7 +461,9 @@ Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subg
     const std::vector<int64_t> times =
         options.input_time ? loader_internal::seed_times_at(*options.input_time, positions)
                            : std::vector<int64_t>{};
-    assembly.fill_typed(seeds, times, options.sampler.seed, index, threads, prefetch, batch);
+    const std::string& type = assembly.typed_sampler->node_types()[assembly.input_type].name;
+    assembly.fill_typed({HeteroSeeds{type, seeds, times}}, options.sampler.seed, index, threads,
+                        prefetch, batch);
     return batch;
   }
   const BatchSource& source = *assembly.source;

@@ -159,6 +159,9 @@ class NegativeSampler {
   bool has_edge(int64_t src, int64_t dst) const;
 
   const NegativeSamplerOptions& options() const { return options_; }
+  // The node counts of the ends (equal for a homogeneous graph).
+  int64_t num_sources() const { return src_->num_nodes; }
+  int64_t num_destinations() const { return dst_->num_nodes; }
 
   // The tables of one end (shared by both ends of a homogeneous graph): the node count; for
   // kDegree / kWeights the inclusive prefix sums of the mass (empty: uniform) and the last node

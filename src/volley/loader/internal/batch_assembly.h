@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -38,12 +39,14 @@ struct BatchAssembly {
   void fill(const SampledSubgraph& subgraph, DType feature_dtype, int threads, int64_t prefetch,
             Batch& batch) const;
 
-  // Typed batches: samples `seeds` of node type input_type (`times`: one per seed, temporal
+  // Typed batches: samples the seed `groups` (one per node type; times: one per seed, temporal
   // sampling; empty: none, or the seeds' own node times) with the random streams of `seed` and
-  // batch index `index` (HeteroNeighborSampler::sample_with_seed, a scratch per thread), then
-  // sets batch.node_types and batch.edge_types and gathers typed_attributes.
-  void fill_typed(std::span<const int64_t> seeds, std::span<const int64_t> times, uint64_t seed,
-                  int64_t index, int threads, int64_t prefetch, Batch& batch) const;
+  // batch index `index` (HeteroNeighborSampler::sample_with_seed, a scratch per thread), lets
+  // `edit` change the sampled subgraph (a link batch removes edges; null: none), then sets
+  // batch.node_types and batch.edge_types and gathers typed_attributes.
+  void fill_typed(const std::vector<HeteroSeeds>& groups, uint64_t seed, int64_t index, int threads,
+                  int64_t prefetch, Batch& batch,
+                  const std::function<void(HeteroSampledSubgraph&)>& edit = nullptr) const;
 
   // A buffer of `bytes` from the pool: feature buffers of delivered batches are recycled once
   // no one else holds them (large batches would otherwise pay for fresh pages — faults and
