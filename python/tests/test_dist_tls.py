@@ -132,6 +132,41 @@ def test_mutual_tls_needs_a_client_certificate_from_the_ca(parts, pki):
         assert sum(b.batch_size for b in loader) == 2708
 
 
+def test_each_tls_fault_is_named_at_once(parts, pki):
+    """A failed TLS handshake is reported within a second, saying what failed (not "no server
+    answered" after the connect timeout); a port nobody listens on still waits for it."""
+    def fails_fast(addresses, match, **tls):
+        started = time.monotonic()
+        with pytest.raises(volley.VolleyConnectionError, match=match):
+            vd.connect(addresses, token=TOKEN, connect_timeout=20, **tls)
+        assert time.monotonic() - started < 5  # far below connect_timeout
+
+    s0, s1 = _serve_both(parts, pki)
+    with s0, s1:
+        addresses = [s0.address, s1.address]
+        fails_fast(addresses, "part 0 at .*closed the connection at once: it may expect TLS")
+        fails_fast(addresses, "certificate does not verify against tls_ca",
+                   tls_ca=pki / "other-ca.pem")
+    with vd.serve(parts, 0) as p0, vd.serve(parts, 1) as p1:
+        fails_fast([p0.address, p1.address], "does not speak TLS", tls_ca=pki / "ca.pem")
+    s0, s1 = _serve_both(parts, pki, tls_client_ca=pki / "ca.pem")
+    with s0, s1:
+        addresses = [s0.address, s1.address]
+        fails_fast(addresses, "may ask for a client certificate", tls_ca=pki / "ca.pem")
+        fails_fast(addresses, "may not accept this client's certificate", tls_ca=pki / "ca.pem",
+                   tls_cert=pki / "stranger.pem", tls_key=pki / "stranger.key")
+    started = time.monotonic()
+    with pytest.raises(volley.VolleyConnectionError, match="no server answered within 1"):
+        vd.connect(["127.0.0.1:1", "127.0.0.1:2"], connect_timeout=1.0)
+    assert time.monotonic() - started >= 0.9  # waited for a server that may still be starting
+
+
+def test_a_key_that_does_not_match_its_certificate_is_named(parts, pki):
+    with pytest.raises(volley.VolleyValueError,
+                       match="key .*client.key' does not match the certificate .*server.pem"):
+        vd.serve(parts, 0, tls_cert=pki / "server.pem", tls_key=pki / "client.key")
+
+
 def test_bad_tls_files_are_clear_errors(parts, pki, tmp_path):
     with pytest.raises(volley.VolleyOSError, match="missing.pem"):
         vd.serve(parts, 0, tls_cert=tmp_path / "missing.pem", tls_key=pki / "server.key")

@@ -162,6 +162,76 @@ void check_info(const grpc::Status& status, const rpc::InfoReply& reply, const s
                  who, reply.protocol(), reply.volley_version(), kProtocolVersion);
 }
 
+std::string tls_failure(const std::string& message, bool client_tls, bool client_certificate) {
+  std::string lower(message);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto has = [&](const char* text) { return lower.find(text) != std::string::npos; };
+  if (has("certificate_verify_failed") || has("certificate verify failed")) {
+    return "the server's certificate does not verify against tls_ca (signed by another CA, "
+           "self-signed, expired, or not naming this address)";
+  }
+  if (has("wrong_version_number") || has("wrong version number") || has("packet length too long") ||
+      has("packet_length_too_long")) {
+    return "the server does not speak TLS: connect without tls_ca, or start the server with "
+           "tls_cert and tls_key";
+  }
+  if (has("certificate_required") || has("certificate required") ||
+      has("alert_handshake_failure") || has("alert handshake failure") || has("bad certificate") ||
+      has("bad_certificate") || has("unknown ca") || has("unknown_ca")) {
+    return "the server refused this client's TLS handshake: it asks for a client certificate "
+           "signed by its client CA (tls_cert and tls_key)";
+  }
+  if (has("handshake") || has("ssl") || has("tls")) return "the TLS handshake failed";
+  if (has("socket closed") || has("connection reset") || has("end of file")) {
+    if (!client_tls) {
+      return "the server closed the connection at once: it may expect TLS (pass tls_ca)";
+    }
+    return client_certificate
+               ? "the server closed the connection during the TLS handshake: it may not accept "
+                 "this client's certificate (tls_cert must be signed by the server's client CA)"
+               : "the server closed the connection during the TLS handshake: it may ask for a "
+                 "client certificate signed by its client CA (tls_cert and tls_key)";
+  }
+  return "";
+}
+
+std::vector<std::unique_ptr<InfoCall>> info_from_all(
+    const std::vector<std::unique_ptr<rpc::PartitionService::Stub>>& stubs,
+    const std::vector<std::string>& addresses, const ClientOptions& options) {
+  std::vector<std::unique_ptr<InfoCall>> calls(stubs.size());
+  std::vector<size_t> asked;
+  for (size_t p = 0; p < stubs.size(); ++p) {
+    if (stubs[p]) asked.push_back(p);
+  }
+  for (const bool wait : {false, true}) {
+    std::latch done(static_cast<std::ptrdiff_t>(asked.size()));
+    for (const size_t p : asked) {
+      calls[p] = std::make_unique<InfoCall>();
+      prepare(calls[p]->context, options, options.connect_seconds);
+      calls[p]->context.set_wait_for_ready(wait);
+      calls[p]->request.set_protocol(kProtocolVersion);
+      stubs[p]->async()->Info(&calls[p]->context, &calls[p]->request, &calls[p]->reply,
+                              record_status(*calls[p], done));
+    }
+    done.wait();
+    std::vector<size_t> again;  // not listening yet: asked again, waiting for them
+    for (const size_t p : asked) {
+      const grpc::Status& status = calls[p]->status;
+      if (wait || status.error_code() != grpc::StatusCode::UNAVAILABLE) continue;
+      const std::string reason = tls_failure(status.error_message(), !options.tls.ca_file.empty(),
+                                             !options.tls.cert_file.empty());
+      if (!reason.empty()) {
+        throw ConnectionError(fmt::format("part {} at {}: {} ({})", p, addresses[p], reason,
+                                          quoted(status.error_message(), 512)));
+      }
+      again.push_back(p);
+    }
+    asked = std::move(again);
+  }
+  return calls;
+}
+
 // What an Info answer from `address` describes.
 ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address) {
   VOLLEY_REQUIRE(!reply.heterogeneous(), ValueError,
@@ -229,23 +299,7 @@ using internal::service_info;
 // starting are waited for, up to connect_seconds), checked against each other and `local`.
 void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
   const int64_t parts = static_cast<int64_t>(state.addresses.size());
-  std::vector<std::unique_ptr<Call<rpc::InfoRequest, rpc::InfoReply>>> calls(
-      static_cast<size_t>(parts));
-  int64_t remote = 0;
-  for (int64_t p = 0; p < parts; ++p) remote += state.stubs[static_cast<size_t>(p)] != nullptr;
-  std::latch done(remote);
-  for (int64_t p = 0; p < parts; ++p) {
-    auto& stub = state.stubs[static_cast<size_t>(p)];
-    if (!stub) continue;
-    auto& call = calls[static_cast<size_t>(p)];
-    call = std::make_unique<Call<rpc::InfoRequest, rpc::InfoReply>>();
-    prepare(call->context, state.options, state.options.connect_seconds);
-    call->context.set_wait_for_ready(true);
-    call->request.set_protocol(kProtocolVersion);
-    stub->async()->Info(&call->context, &call->request, &call->reply,
-                        internal::record_status(*call, done));
-  }
-  done.wait();
+  const auto calls = internal::info_from_all(state.stubs, state.addresses, state.options);
   std::string fingerprint = local_fingerprint;
   int64_t reference = -1;  // the part whose answer set fingerprint
   for (int64_t p = 0; p < parts; ++p) {

@@ -11,8 +11,6 @@
 
 namespace volley::dist {
 
-using InfoCall = internal::Call<rpc::InfoRequest, rpc::InfoReply>;
-
 int HeteroServiceInfo::node_type_index(std::string_view name) const {
   for (size_t t = 0; t < node_types.size(); ++t) {
     if (node_types[t].name == name) return static_cast<int>(t);
@@ -96,19 +94,7 @@ HeteroServiceInfo local_service_info(const HeteroPartition& local,
 // each other and the local part.
 void handshake(DistHeteroGraph::State& state) {
   const int64_t parts = state.num_parts();
-  std::vector<std::unique_ptr<InfoCall>> calls(static_cast<size_t>(parts));
-  std::latch done(parts - (state.local_part >= 0 ? 1 : 0));
-  for (int64_t p = 0; p < parts; ++p) {
-    if (p == state.local_part) continue;
-    auto& call = calls[static_cast<size_t>(p)];
-    call = std::make_unique<InfoCall>();
-    internal::prepare(call->context, state.options, state.options.connect_seconds);
-    call->context.set_wait_for_ready(true);
-    call->request.set_protocol(kProtocolVersion);
-    state.stubs[static_cast<size_t>(p)]->async()->Info(&call->context, &call->request, &call->reply,
-                                                       internal::record_status(*call, done));
-  }
-  done.wait();
+  const auto calls = internal::info_from_all(state.stubs, state.addresses, state.options);
   std::string reference = state.local_part >= 0 ? "the local partition" : "";
   for (int64_t p = 0; p < parts; ++p) {
     if (p == state.local_part) continue;

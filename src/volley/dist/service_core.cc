@@ -104,6 +104,35 @@ int ServiceCore::threads() const {
   return options.threads > 0 ? options.threads : std::max(32, 8 * default_num_threads());
 }
 
+namespace {
+
+// After a TLS server failed to start on `listen`: when the same address takes a plaintext server,
+// the fault is the TLS files (read as PEM, but a key that does not match the certificate, or a
+// key or certificate gRPC cannot use): ValueError naming them, not the address.
+void check_tls_listens(const std::string& listen, const TlsOptions& tls) {
+  grpc::ServerBuilder probe;
+  int port = 0;
+  probe.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  probe.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  grpc::AsyncGenericService any;  // a server needs a service to start
+  probe.RegisterAsyncGenericService(&any);
+  const std::unique_ptr<grpc::ServerCompletionQueue> queue = probe.AddCompletionQueue();
+  const std::unique_ptr<grpc::Server> plain = probe.BuildAndStart();
+  if (plain != nullptr) plain->Shutdown();
+  queue->Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue->Next(&tag, &ok)) {
+  }
+  if (plain == nullptr || port == 0) return;  // the address itself: reported by the caller
+  throw ValueError(fmt::format(
+      "cannot serve TLS on '{}': the key '{}' does not match the certificate '{}', or one of "
+      "them is not a key or certificate gRPC can use (the address itself is fine)",
+      listen, tls.key_file, tls.cert_file));
+}
+
+}  // namespace
+
 void ServiceCore::start(grpc::Service& service, const char* quota_name) {
   const int handler_threads = threads();
   grpc::ServerBuilder builder;
@@ -139,6 +168,9 @@ void ServiceCore::start(grpc::Service& service, const char* quota_name) {
   // part). Binding a port in use must fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server_ = builder.BuildAndStart();
+  if ((server_ == nullptr || port_ == 0) && !options.tls.cert_file.empty()) {
+    check_tls_listens(options.listen, options.tls);
+  }
   VOLLEY_REQUIRE(server_ != nullptr && port_ != 0, IoError,
                  "cannot listen on '{}': the address is malformed, not local, or in use (give "
                  "host:port, e.g. 127.0.0.1:5000; port 0 picks a free port)",

@@ -68,6 +68,24 @@ auto record_status(CallType& call, std::latch& done) {
   };
 }
 
+using InfoCall = Call<rpc::InfoRequest, rpc::InfoReply>;
+
+// Info from the server behind each stub (a null stub is skipped; calls[p] stays null), all in
+// flight at once, in two rounds: first without waiting for a connection, so that a failed TLS
+// handshake is reported at once (tls_failure: ConnectionError naming the address, the part and
+// the reason); then, for the servers that were not listening yet, waiting for them up to
+// options.connect_seconds. The callers check each call's status (check_info).
+std::vector<std::unique_ptr<InfoCall>> info_from_all(
+    const std::vector<std::unique_ptr<rpc::PartitionService::Stub>>& stubs,
+    const std::vector<std::string>& addresses, const ClientOptions& options);
+
+// What a failed first connection attempt (UNAVAILABLE, `message` gRPC's) says about TLS: the
+// reason in words when the TLS handshake failed (the server's certificate does not verify, TLS
+// on one side only, the server refused this client's certificate), empty otherwise (e.g.
+// nobody listens yet). `client_tls`: whether this client uses TLS; `client_certificate`:
+// whether it presents a certificate.
+std::string tls_failure(const std::string& message, bool client_tls, bool client_certificate);
+
 // What one call to a part may carry: its server's limits (Info), capped by the client's own
 // message limit. max_degree < 0: unknown (a server that does not say).
 struct PartLimits {
