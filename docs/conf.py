@@ -26,8 +26,12 @@ import volley
 project = "Volley"
 author = "Volley developers"
 release = version = volley.__version__
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode", "myst_parser"]
 exclude_patterns = ["_build"]
+# The user guide is MyST Markdown (docs/guide/*.md); every ```python block of it runs in CI
+# (scripts/run_doc_blocks.py). Headings get anchors, so pages link to each other's sections.
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+myst_heading_anchors = 3
 html_theme = "alabaster"
 html_static_path: list = []
 autodoc_member_order = "bysource"
