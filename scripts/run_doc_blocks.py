@@ -15,7 +15,7 @@ Only ``python`` blocks run (``bash``, ``text`` and the rest are shown, not run).
 step (data a block assumes, such as a small ``HeteroData``) is an HTML comment whose first line
 is ``<!-- setup``; its body runs where it stands and is not counted.
 
-Prints each page's count of blocks run and skipped, the totals and the wall time; exits 1 when a
+``VOLLEY_DOC_TIMES=1`` prints each block's time. Prints each page's count of blocks run and skipped, the totals and the wall time; exits 1 when a
 block fails, naming the page and the line of the fence. Usage::
 
     PYTHONPATH=python python scripts/run_doc_blocks.py [PAGE ...]
@@ -123,6 +123,7 @@ def run_page(path: str) -> tuple:
                 if skip is not None:
                     skipped += 1
                     continue
+                block_start = time.monotonic()
                 try:
                     exec(compile(code, f"{os.path.relpath(path, ROOT)}:{line}", "exec"), namespace)
                 except BaseException:
@@ -131,6 +132,8 @@ def run_page(path: str) -> tuple:
                           file=sys.stderr)
                     return ran, skipped, False
                 ran += not _setup
+                if os.environ.get("VOLLEY_DOC_TIMES"):
+                    print(f"  line {line}: {time.monotonic() - block_start:.2f} s")
         finally:
             os.chdir(cwd)
     return ran, skipped, True
