@@ -23,7 +23,9 @@ block fails, naming the page and the line of the fence. Usage::
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import io
 import os
 import re
 import sys
@@ -124,9 +126,12 @@ def run_page(path: str) -> tuple:
                     skipped += 1
                     continue
                 block_start = time.monotonic()
+                printed = io.StringIO()  # what a block prints is shown only when it fails
                 try:
-                    exec(compile(code, f"{os.path.relpath(path, ROOT)}:{line}", "exec"), namespace)
+                    with contextlib.redirect_stdout(printed):
+                        exec(compile(code, f"{os.path.relpath(path, ROOT)}:{line}", "exec"), namespace)
                 except BaseException:
+                    sys.stdout.write(printed.getvalue())
                     traceback.print_exc()
                     print(f"FAILED: {os.path.relpath(path, ROOT)}, the block at line {line}",
                           file=sys.stderr)
