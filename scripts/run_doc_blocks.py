@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs every Python code block of the user guide, so that no example in it goes stale.
 
-For each page (``docs/guide/**/*.md`` and ``docs/*.md``; ``.. code-block:: python`` of
-``docs/*.rst`` too), the ```` ```python ```` blocks run in order, in one fresh namespace per page,
+For each page (``docs/guide/**/*.md``, ``docs/*.md`` and ``README.md``; ``.. code-block:: python``
+of ``docs/*.rst`` too), the ```` ```python ```` blocks run in order, in one fresh namespace per page,
 in a fresh temporary directory per page, on the CPU (``CUDA_VISIBLE_DEVICES`` is emptied).
 
 A block that cannot run here (a GPU, several machines, ``torchrun``, a network, data that is not
@@ -45,7 +45,7 @@ def default_pages() -> list:
     pages = sorted(glob.glob(os.path.join(ROOT, "docs", "guide", "**", "*.md"), recursive=True))
     pages += sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
     pages += sorted(glob.glob(os.path.join(ROOT, "docs", "*.rst")))
-    return pages
+    return pages + [os.path.join(ROOT, "README.md")]
 
 
 def markdown_blocks(text: str) -> list:
