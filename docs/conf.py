@@ -25,6 +25,7 @@ import volley
 
 project = "Volley"
 author = "Volley developers"
+copyright = "Volley developers"
 release = version = volley.__version__
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode", "myst_parser"]
 exclude_patterns = ["_build"]
