@@ -25,10 +25,17 @@ import volley
 
 project = "Volley"
 author = "Volley developers"
+copyright = "Volley developers"
 release = version = volley.__version__
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode", "myst_parser"]
 exclude_patterns = ["_build"]
+# The user guide is MyST Markdown (docs/guide/*.md); every ```python block of it runs in CI
+# (scripts/run_doc_blocks.py). Headings get anchors, so pages link to each other's sections.
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+myst_heading_anchors = 3
 html_theme = "alabaster"
+# Wide enough for the guide's 100-column code blocks and its tables.
+html_theme_options = {"page_width": "1240px", "sidebar_width": "240px", "body_max_width": "none", "code_font_size": "0.8em"}
 html_static_path: list = []
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"

@@ -15,8 +15,8 @@ names a partitioned dataset), then:
   partition (the servers know each other: ``--peers``); trainers hold no data and receive
   whole epochs of batches streamed from a server.
 
-On several machines, start the servers yourself and pass their addresses (see README,
-"Distributed sampling and features"): ``--servers host0:5000,host1:5000 --token-file F``.
+On several machines, start the servers yourself and pass their addresses (see
+docs/guide/distributed.md, "Several machines"): ``--servers host0:5000,host1:5000 --token-file F``.
 All servers check a token (rank 0 draws one when none is given). The trainers' gradients are
 all-reduced by DDP (gloo on CPU); the batches equal those of ``volley.loader.NeighborLoader``
 over the whole graph, so accuracy matches ``examples/train_sage_ddp.py``-style training.

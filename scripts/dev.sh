@@ -208,7 +208,9 @@ docs() {
   log "API reference (Sphinx, warnings as errors) -> build/docs/index.html"
   rm -rf "$root/build/docs"
   VOLLEY_CLI="$venv/bin/volley" "$python" -m sphinx -E -W --keep-going -q -b html \
-    -d "$root/build/docs-doctrees" "$root/docs" "$root/build/docs"
+    -d "$root/build/docs-doctrees" "$root/docs" "$root/build/docs" || return 1
+  log "the user guide's Python code blocks (scripts/run_doc_blocks.py)"
+  "$python" "$root/scripts/run_doc_blocks.py"
 }
 
 # `scripts/dev.sh fuzz`: builds tests/fuzz's libFuzzer targets with clang-14 (ASan + UBSan over

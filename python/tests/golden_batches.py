@@ -9,7 +9,7 @@ Regenerate (only for an intended, documented change of the batches)::
 
     PYTHONPATH=python python python/tests/golden_batches.py --write
 
-History: recorded before the loader's policy moved to C++ (issue 13). The rank split with
+History: recorded before the loader's policy moved to C++. The rank split with
 ``shuffle=True`` then changed once, from numpy's generator to Philox (the single-process epoch
 order); only the entries with ``world_size > 1`` and ``shuffle=True`` were regenerated
 (``golden_batches.py --write --rank-split``).

@@ -425,7 +425,7 @@ def test_garbage_and_oversized_requests_do_not_crash_the_server(parts_dir, spawn
     graph = vd.connect([s0.address, s1.address], deadline=10.0)
     part0 = np.arange(0, 100, dtype=np.int64)
     # 300,000 ids (2.4 MB) to part 0's server: over its 1 MiB request limit, so the client
-    # splits them into calls under it (issue 17: users never meet the server's limits).
+    # splits them into calls under it (users never meet the server's limits).
     many = np.resize(part0, 300_000)
     np.testing.assert_array_equal(graph.labels[many], np.resize(graph.labels[part0], 300_000))
     assert s0.alive() and s1.alive()

@@ -1,4 +1,4 @@
-"""volley.dist over heterogeneous partitions (issue 14): a heterogeneous dataset partitioned in 2
+"""volley.dist over heterogeneous partitions : a heterogeneous dataset partitioned in 2
 and 3 parts, one in-process server per part (volley.dist.serve); DistNeighborLoader with
 input_nodes=(node_type, ids) yields the local heterogeneous loader's HeteroData batches over the
 whole renumbered graph (the parts concatenated), bit for bit: ids, edges, edge ids, per-hop counts,

@@ -1,4 +1,4 @@
-"""Server-client epoch streams and the server's threads (issue 17, item 4): trainers that take a
+"""Server-client epoch streams and the server's threads: trainers that take a
 batch and pause keep their stream open. A paused stream holds no server thread (the stream is a
 callback reactor whose work runs only while a batch is fetched), so many more streams than
 handler threads can pause while connect, hops and rows keep working; the number of open

@@ -1,4 +1,4 @@
-"""volley.dist with temporal sampling (issue 16): a temporal graph partitioned into 2 parts keeps
+"""volley.dist with temporal sampling: a temporal graph partitioned into 2 parts keeps
 its times, and DistNeighborLoader(time_attr=, input_time=, temporal_strategy=) yields the local
 temporal loader's batches over the whole renumbered graph (with its times), bit for bit, in the
 worker and the server-client topology."""

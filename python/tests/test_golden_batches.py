@@ -1,10 +1,10 @@
 """The loader's batches are bit-identical to the recorded golden checksums for every documented
 option set (golden_batches.py; data/golden_batches.json).
 
-The checksums were recorded before the loader's policy moved into C++ (issue 13). One change was
+The checksums were recorded before the loader's policy moved into C++. One change was
 allowed and made: the rank split of shuffled multi-rank epochs moved from numpy's generator to
 Philox, so the option sets with ``world_size > 1`` and ``shuffle=True`` were regenerated once
-(see README, "Data-parallel split"); every other option set, unshuffled multi-rank splits
+(see docs/guide/processes.md, "The data-parallel split"); every other option set, unshuffled multi-rank splits
 included, still matches the checksums recorded from the old code. The heterogeneous option sets
 were recorded from the Python assembly of typed batches and are matched by the C++ pipeline.
 """

@@ -1,4 +1,4 @@
-"""Hostile and careless inputs (issue 17): each must give a clear Volley error or the answer
+"""Hostile and careless inputs: each must give a clear Volley error or the answer
 PyG / torch give, never a wrong answer, a crash or an opaque message."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""volley.loader.LinkNeighborLoader: PyG's link batches from the C++ link loader (issue 15)."""
+"""volley.loader.LinkNeighborLoader: PyG's link batches from the C++ link loader."""
 
 import numpy as np
 import pytest

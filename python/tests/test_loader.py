@@ -178,7 +178,7 @@ def test_rejects_non_graph_data():
         NeighborLoader(object(), [5])
 
 
-# --- the loader's policy lives in C++ (issue 13) ------------------------------------------------
+# --- the loader's policy lives in C++ -----------------------------------------------------------
 
 
 def test_options_cross_as_one_typed_struct():

@@ -1,4 +1,4 @@
-"""volley.NegativeSampler: seeded negatives for link prediction (issue 15's sampling core)."""
+"""volley.NegativeSampler: seeded negatives for link prediction."""
 
 import numpy as np
 import pytest

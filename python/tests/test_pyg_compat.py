@@ -1,4 +1,4 @@
-"""volley.loader.NeighborLoader as a drop-in for PyG's NeighborLoader (issue 19): signature,
+"""volley.loader.NeighborLoader as a drop-in for PyG's NeighborLoader: signature,
 subgraph types, disjoint sampling, weight_attr, every attribute carried, PyG's batch types."""
 
 import inspect

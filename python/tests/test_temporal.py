@@ -1,4 +1,4 @@
-"""Temporal sampling (issue 16): time_attr / input_time / temporal_strategy through the loader,
+"""Temporal sampling: time_attr / input_time / temporal_strategy through the loader,
 Graph times and sorting, the dataset files, and the errors."""
 
 import pickle

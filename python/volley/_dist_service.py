@@ -169,7 +169,8 @@ def serve(
             1 GiB); it also caps a fanout with ``replace=True`` at ``(max_reply_bytes - 4) // 16``.
         max_ids_per_call: ids one request may list (at most ``max_request_bytes // 8``).
             Clients read these limits when they connect and split larger gathers and hops
-            into several calls, so they never meet them; see the README's "Server limits".
+            into several calls, so they never meet them; see docs/guide/distributed.md,
+            "Server limits".
         memory_limit_bytes: gRPC's memory quota for the server.
         max_message_bytes: the old name of ``max_request_bytes`` (deprecated).
         tls_cert, tls_key: serve over TLS with this certificate and key (PEM files).

@@ -53,18 +53,6 @@ def subgraph_type_name(subgraph_type: Any, directed: bool) -> str:
     return str(name)
 
 
-def refuse_temporal(input_time: Any, time_attr: Optional[str], temporal_strategy: str) -> None:
-    if temporal_strategy not in ("uniform", "last"):
-        raise _volley.VolleyValueError(
-            f"temporal_strategy must be 'uniform' or 'last', got {temporal_strategy!r}"
-        )
-    for name, value in (("input_time", input_time), ("time_attr", time_attr)):
-        if value is not None:
-            raise _volley.VolleyNotImplementedError(
-                f"temporal sampling ({name}={value!r}) is not supported yet: it is issue 16"
-            )
-
-
 def seed_from_generator(generator: Any) -> Optional[int]:
     """A base seed drawn from a ``torch.Generator`` (PyG shuffles with it), or None."""
     if generator is None:

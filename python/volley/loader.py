@@ -171,8 +171,7 @@ class NeighborLoader:
             initialised, else a single process (0, 1). With ``world_size > 1`` every epoch
             takes the single-process epoch order of the whole input list (shuffled by the
             loader's Philox generator with the epoch's seed, the same on every rank; unshuffled
-            with ``shuffle=False``; until issue 13 this shuffle used numpy's generator, so
-            shuffled multi-rank epochs differ from earlier releases), pads it by repeating its
+            with ``shuffle=False``), pads it by repeating its
             first nodes to a multiple of ``world_size`` (``DistributedSampler``'s default; with
             ``drop_last`` the tail is dropped instead) and gives rank r the positions r,
             r + world_size, ... — so ranks are disjoint up to the at most ``world_size - 1``

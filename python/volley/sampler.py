@@ -78,7 +78,7 @@ class NeighborSampler:
             time (``seed_time=`` of ``sample`` / ``sample_subgraph``), which travels down the
             seed's tree; sampling is then disjoint (each seed its own tree, ``batch`` set, seeds
             may repeat) and rows are sorted by the time (``Graph.sort_by_time``; ``self.graph``
-            is the sorted graph, edge ids following their edges). See README "Temporal sampling".
+            is the sorted graph, edge ids following their edges). See docs/guide/sampling.md.
         temporal_strategy: ``"uniform"`` (uniform among the admissible neighbors) or ``"last"``
             (the most recent ones).
         mode: ``"GPU"`` (graph copied to device memory), ``"UVA"`` (graph in pinned host memory

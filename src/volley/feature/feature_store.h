@@ -151,7 +151,7 @@ struct FeatureStoreOptions {
   // kLookahead only (ignored otherwise): a thread of the store reads each announced batch's rows
   // that the cache misses and would admit from the disk into the cache, while earlier batches are
   // gathered; begin_batch waits for such a batch's read in flight (see "Disk tier"). Off by
-  // default: on the 2-core dev box it did not pay (NOTES-ahead.md).
+  // default: on a 2-core machine it did not pay (bench/RESULTS.md).
   bool read_ahead = false;
 };
 

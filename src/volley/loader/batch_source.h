@@ -4,7 +4,7 @@
 // queue, buffer recycling) does not care whether the graph and features are in this process or
 // spread over servers. It asks a BatchSource to sample a subgraph and to gather rows:
 //   LocalBatchSource   a Csr and FeatureStores in this process (the default);
-//   DistBatchSource    partitions served over gRPC (volley/dist/client.h).
+//   dist::DistGraph    partitions served over gRPC (volley/dist/client.h).
 // A BatchStream is what a consumer iterates: an Epoch (batch.h) of the CPU or CUDA pipeline, or
 // batches streamed from a server (server-client mode, volley/dist/client.h).
 //
