@@ -4,7 +4,7 @@
     python3 scripts/check_sizes.py                 # the whole checkout
     python3 scripts/check_sizes.py src/volley/dist  # only what lies below these paths
 
-Rules (docs: STYLE.md, issue 13):
+Rules (docs: STYLE.md):
   * a C++ (.cc .h .cu .cuh .cpp .hpp) or Python (.py) source file has at most 600 lines;
   * a C++ function has at most 80 lines, from the line its signature starts on to its closing
     brace. Tests (tests/, *_test.*) and generated code (build trees, *.pb.*) are exempt from this

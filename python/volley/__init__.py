@@ -13,7 +13,7 @@ so ``except ValueError`` and ``except volley.VolleyError`` both catch it: ``Voll
 (ValueError), ``VolleyTypeError`` (TypeError), ``VolleyIndexError`` (IndexError),
 ``VolleyOSError`` (OSError), ``VolleyRuntimeError`` (RuntimeError), ``VolleyImportError``
 (ImportError: torch or torch_geometric missing), ``VolleyNotImplementedError``
-(NotImplementedError: an argument whose feature another issue brings) and
+(NotImplementedError: an argument whose feature Volley does not have yet) and
 ``VolleyInternalError`` (a bug); the
 distributed service (``volley.dist``) adds ``VolleyConnectionError`` (ConnectionError),
 ``VolleyTimeoutError`` (TimeoutError) and ``VolleyPermissionError`` (PermissionError).

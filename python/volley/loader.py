@@ -113,7 +113,8 @@ class NeighborLoader:
             node time (one per node) or edge time (one per edge); a Dataset names "node_time",
             "edge_time" or "time". ``input_time``: int64 per input node (default with node time:
             the seeds' own). Neighbors later than their seed's time are never sampled; sampling
-            is disjoint (``batch``); rows are sorted by time first unless they are. CPU only.
+            is disjoint (``batch``); rows are sorted by time first unless they are. The same on a
+            GPU (``device``).
         replace: sample with replacement.
         subgraph_type: ``"directional"`` (the sampled edges), ``"bidirectional"`` (and their
             reverses, coalesced) or ``"induced"`` (every edge between sampled nodes); a
