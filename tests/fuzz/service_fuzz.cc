@@ -1,15 +1,19 @@
-// libFuzzer target: every request handler of the partition service (volley/dist/server.h). Two
-// servers in this process serve a 2-part partition of the bundled Cora (part 0 with part 1 as
-// its peer, so SampleEpoch runs); each input is one call to one method:
-//   byte 0, bits 0-2: the method (Info, Health, SampleHop, GetRows, SampleEpoch; 5-7 wrap);
+// libFuzzer target: every request handler of both partition servers (volley/dist/server.h,
+// hetero_server.h). This process serves a 2-part partition of the bundled Cora (Server, part 0
+// with part 1 as its peer, so SampleEpoch runs) and a 2-part partition of a small generated
+// heterogeneous dataset (HeteroServer, the same way); each input is one call to one method of
+// one of them:
+//   byte 0, bits 0-2: the method (Info, Health, SampleHop, GetRows, SampleEpoch, HasEdges,
+//                     SampleHeteroBatches; 7 wraps);
 //   byte 0, bit 3:    send the rest as raw bytes (the decoder's path), else decode them as the
 //                     method's request and re-encode;
 //   byte 0, bit 4:    set the request's protocol and fingerprint to the right ones, so that the
 //                     handler's deeper checks and work are reached;
+//   byte 0, bit 5:    call the heterogeneous servers (else the homogeneous ones);
 //   the rest:         the request's bytes.
 // Findings: a crash or sanitizer report anywhere in the process, a server that stops answering
 // Health after a call, or an error status that names nothing (an empty message).
-// VOLLEY_FUZZ_WRITE_SEEDS=<dir> writes a seed input per method (valid requests) and exits.
+// VOLLEY_FUZZ_WRITE_SEEDS=<dir> writes seed inputs (valid requests, both kinds) and exits.
 #include <grpcpp/grpcpp.h>
 
 #include <cstdio>
@@ -23,8 +27,11 @@
 #include "../cpp/dist/raw_call.h"
 #include "fuzz_util.h"
 #include "volley/core/version.h"
+#include "volley/dist/hetero_server.h"
 #include "volley/dist/server.h"
 #include "volley/dist/volley.grpc.pb.h"
+#include "volley/graph/generate_hetero.h"
+#include "volley/partition/hetero_partition.h"
 #include "volley/partition/partition.h"
 
 namespace {
@@ -32,33 +39,47 @@ namespace {
 namespace rpc = ::volley::rpc;
 using volley::dist_test::raw_call;
 
-const char* const kMethods[] = {"Info", "Health", "SampleHop", "GetRows", "SampleEpoch"};
+const char* const kMethods[] = {"Info",        "Health",   "SampleHop",          "GetRows",
+                                "SampleEpoch", "HasEdges", "SampleHeteroBatches"};
+constexpr int kNumMethods = 7;
 
+// Two servers of one kind (part 0 with part 1 as its peer), and what a valid request names.
+template <typename ServerType>
 struct Deployment {
-  std::unique_ptr<volley::dist::Server> part1;
-  std::unique_ptr<volley::dist::Server> part0;
+  std::unique_ptr<ServerType> part1;
+  std::unique_ptr<ServerType> part0;
   std::shared_ptr<grpc::Channel> channel;
   std::string fingerprint;
-  int64_t begin = 0, end = 0;  // part 0's ids
+  int64_t begin = 0, end = 0;  // part 0's ids (of node type "paper" for the typed servers)
 };
 
-Deployment& deployment() {
-  static Deployment* const served = [] {
-    auto* d = new Deployment;
+volley::dist::ServerOptions server_options() {
+  volley::dist::ServerOptions options;
+  options.threads = 32;
+  options.limits.max_reply_bytes = int64_t{4} << 20;  // small: the limits are reached
+  options.limits.max_request_bytes = int64_t{4} << 20;
+  options.default_concurrency = 2;
+  options.peer_client.deadline_seconds = 5;
+  return options;
+}
+
+template <typename ServerType>
+void serve(Deployment<ServerType>& d, const std::string& dir) {
+  volley::dist::ServerOptions options = server_options();
+  d.part1 = std::make_unique<ServerType>(dir, 1, options);
+  options.peers = {"", d.part1->address()};
+  d.part0 = std::make_unique<ServerType>(dir, 0, options);
+  d.channel = grpc::CreateChannel(d.part0->address(), grpc::InsecureChannelCredentials());
+  d.fingerprint = d.part0->fingerprint();
+}
+
+Deployment<volley::dist::Server>& deployment() {
+  static auto* const served = [] {
+    auto* d = new Deployment<volley::dist::Server>;
     const std::string dir = volley::fuzz::scratch_dir() + "/cora-2";
     volley::partition_dataset(std::string(VOLLEY_SOURCE_DIR) + "/data/cora", dir,
                               {.method = volley::PartitionMethod::kRandom, .num_parts = 2});
-    volley::dist::ServerOptions options;
-    options.threads = 32;
-    options.limits.max_reply_bytes = int64_t{4} << 20;  // small: the limits are reached
-    options.limits.max_request_bytes = int64_t{4} << 20;
-    options.default_concurrency = 2;
-    options.peer_client.deadline_seconds = 5;
-    d->part1 = std::make_unique<volley::dist::Server>(dir, 1, options);
-    options.peers = {"", d->part1->address()};
-    d->part0 = std::make_unique<volley::dist::Server>(dir, 0, options);
-    d->channel = grpc::CreateChannel(d->part0->address(), grpc::InsecureChannelCredentials());
-    d->fingerprint = d->part0->fingerprint();
+    serve(*d, dir);
     const auto& book = d->part0->partition()->book;
     d->begin = book.begin(0);
     d->end = book.end(0);
@@ -67,13 +88,31 @@ Deployment& deployment() {
   return *served;
 }
 
+Deployment<volley::dist::HeteroServer>& typed_deployment() {
+  static auto* const served = [] {
+    auto* d = new Deployment<volley::dist::HeteroServer>;
+    const std::string dir = volley::fuzz::scratch_dir();
+    volley::generate_hetero_dataset(
+        {.num_papers = 300, .feature_dim = 4, .num_classes = 3, .seed = 2, .reverse = true},
+        dir + "/mag");
+    volley::partition_hetero_dataset(dir + "/mag", dir + "/mag-2",
+                                     {.method = volley::PartitionMethod::kRandom, .num_parts = 2});
+    serve(*d, dir + "/mag-2");
+    const auto& book = d->part0->partition()->book("paper");
+    d->begin = book.begin(0);
+    d->end = book.end(0);
+    return d;
+  }();
+  return *served;
+}
+
 template <typename Request>
-std::string reencode(const std::string& bytes, bool fix, const Deployment& d) {
+std::string reencode(const std::string& bytes, bool fix, const std::string& fingerprint) {
   Request request;
   if (!request.ParseFromString(bytes)) return bytes;  // undecodable: sent as it is
   if (fix) {
     if constexpr (requires { request.set_fingerprint(""); }) {
-      request.set_fingerprint(d.fingerprint);
+      request.set_fingerprint(fingerprint);
     }
     if constexpr (requires { request.set_protocol(0); }) {
       request.set_protocol(volley::dist::kProtocolVersion);
@@ -82,30 +121,34 @@ std::string reencode(const std::string& bytes, bool fix, const Deployment& d) {
   return request.SerializeAsString();
 }
 
-// A server-streaming call of raw bytes: reads every message, returns the final status.
-grpc::Status epoch_call(const Deployment& d, const std::string& bytes) {
-  rpc::EpochRequest request;
+// A server-streaming call of `bytes` to `method` (raw when they do not decode as a Request):
+// reads every message, returns the final status.
+template <typename Request, typename Message, typename Start>
+grpc::Status stream_call(const std::shared_ptr<grpc::Channel>& channel, const char* method,
+                         const std::string& bytes, Start start) {
+  Request request;
   if (!request.ParseFromString(bytes)) {
-    return raw_call(d.channel, "/volley.rpc.PartitionService/SampleEpoch", bytes);
+    return raw_call(channel, std::string("/volley.rpc.PartitionService/") + method, bytes);
   }
-  auto stub = rpc::PartitionService::NewStub(d.channel);
+  auto stub = rpc::PartitionService::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(8));
-  auto reader = stub->SampleEpoch(&context, request);
-  rpc::BatchMessage message;
+  auto reader = start(*stub, context, request);
+  Message message;
   while (reader->Read(&message)) {
   }
   return reader->Finish();
 }
 
-void check(const Deployment& d, const grpc::Status& status, const char* method) {
+void check(const std::shared_ptr<grpc::Channel>& channel, const grpc::Status& status,
+           const char* method) {
   if (!status.ok() && status.error_message().empty()) {
     std::fprintf(stderr, "finding: %s answered status %d with an empty message\n", method,
                  static_cast<int>(status.error_code()));
     std::abort();
   }
   const grpc::Status health =
-      raw_call(d.channel, "/volley.rpc.PartitionService/Health", std::string(), 5.0);
+      raw_call(channel, "/volley.rpc.PartitionService/Health", std::string(), 5.0);
   if (!health.ok()) {
     std::fprintf(stderr, "finding: the server stopped answering Health after a %s call: %s\n",
                  method, health.error_message().c_str());
@@ -117,24 +160,36 @@ std::string packed(std::initializer_list<int64_t> ids) {
   return std::string(reinterpret_cast<const char*>(std::data(ids)), ids.size() * sizeof(int64_t));
 }
 
-// Valid requests, one per method, prefixed with the "re-encode and fix" selector byte.
-void write_seeds(const std::string& dir, const Deployment& d) {
+// Valid requests, one per method of each kind, prefixed with the "re-encode and fix" selector
+// byte (and the typed bit for the heterogeneous servers).
+void write_seeds(const std::string& dir) {
   std::filesystem::create_directories(dir);
-  const auto write = [&](int method, const std::string& body) {
-    std::ofstream(dir + "/" + kMethods[method], std::ios::binary)
-        << static_cast<char>(method | 0x10) << body;
+  const auto write = [&](int method, bool typed, const std::string& body) {
+    const int selector = method | 0x10 | (typed ? 0x20 : 0);
+    std::ofstream(dir + "/" + (typed ? "typed-" : "") + kMethods[method], std::ios::binary)
+        << static_cast<char>(selector) << body;
   };
-  write(0, rpc::InfoRequest().SerializeAsString());
-  write(1, rpc::HealthRequest().SerializeAsString());
+  const auto& d = deployment();
+  const auto& t = typed_deployment();
+  for (const bool typed : {false, true}) {
+    write(0, typed, rpc::InfoRequest().SerializeAsString());
+    write(1, typed, rpc::HealthRequest().SerializeAsString());
+  }
   rpc::HopRequest hop;
   hop.set_targets(packed({d.begin, d.begin + 1, d.end - 1}));
   hop.set_fanout(5);
   hop.set_seed(1);
-  write(2, hop.SerializeAsString());
+  write(2, false, hop.SerializeAsString());
+  hop.set_targets(packed({t.begin, t.begin + 1, t.end - 1}));
+  hop.set_edge_type("paper__cites__paper");
+  write(2, true, hop.SerializeAsString());
   rpc::RowsRequest rows;
   rows.set_ids(packed({d.begin, d.end - 1}));
   rows.set_out_dtype("float16");
-  write(3, rows.SerializeAsString());
+  write(3, false, rows.SerializeAsString());
+  rows.set_ids(packed({t.begin, t.end - 1}));
+  rows.set_node_type("paper");
+  write(3, true, rows.SerializeAsString());
   rpc::EpochRequest epoch;
   epoch.set_input_nodes(packed({0, 5, 17, 400, 2000}));
   epoch.set_batch_size(2);
@@ -143,45 +198,75 @@ void write_seeds(const std::string& dir, const Deployment& d) {
   epoch.set_features(true);
   epoch.set_feature_dtype("float32");
   epoch.set_labels(true);
-  write(4, epoch.SerializeAsString());
+  write(4, false, epoch.SerializeAsString());
+  rpc::EdgesRequest edges;
+  edges.set_rows(packed({d.begin, d.begin + 1}));
+  edges.set_others(packed({0, 1}));
+  write(5, false, edges.SerializeAsString());
+  rpc::HeteroBatchesRequest batches;
+  batches.set_node_type("paper");
+  batches.set_seeds(packed({0, 3, 7, 150, 299}));
+  batches.set_batch_size(2);
+  batches.add_fanouts(2);
+  batches.add_fanouts(2);
+  batches.set_features(true);
+  batches.set_labels(true);
+  write(6, true, batches.SerializeAsString());
+}
+
+// One call of `method` with `bytes` to `channel` (see the top of the file).
+grpc::Status call(const std::shared_ptr<grpc::Channel>& channel, const std::string& fingerprint,
+                  int method, bool raw, bool fix, const std::string& bytes) {
+  const std::string name = std::string("/volley.rpc.PartitionService/") + kMethods[method];
+  const auto send = [&]<typename Request>(Request*) {
+    return raw ? bytes : reencode<Request>(bytes, fix, fingerprint);
+  };
+  switch (method) {
+    case 0:
+      return raw_call(channel, name, send(static_cast<rpc::InfoRequest*>(nullptr)));
+    case 1:
+      return raw_call(channel, name, send(static_cast<rpc::HealthRequest*>(nullptr)));
+    case 2:
+      return raw_call(channel, name, send(static_cast<rpc::HopRequest*>(nullptr)));
+    case 3:
+      return raw_call(channel, name, send(static_cast<rpc::RowsRequest*>(nullptr)));
+    case 4:
+      return stream_call<rpc::EpochRequest, rpc::BatchMessage>(
+          channel, kMethods[method], send(static_cast<rpc::EpochRequest*>(nullptr)),
+          [](auto& stub, auto& context, const auto& request) {
+            return stub.SampleEpoch(&context, request);
+          });
+    case 5:
+      return raw_call(channel, name, send(static_cast<rpc::EdgesRequest*>(nullptr)));
+    default:
+      return stream_call<rpc::HeteroBatchesRequest, rpc::HeteroBatchMessage>(
+          channel, kMethods[method], send(static_cast<rpc::HeteroBatchesRequest*>(nullptr)),
+          [](auto& stub, auto& context, const auto& request) {
+            return stub.SampleHeteroBatches(&context, request);
+          });
+  }
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (const char* seeds = std::getenv("VOLLEY_FUZZ_WRITE_SEEDS")) {
-    write_seeds(seeds, deployment());
+    write_seeds(seeds);
     std::exit(0);
   }
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Deployment& d = deployment();
   if (size == 0) return 0;
-  const int method = data[0] % 8 % 5;
+  const int method = data[0] % 8 % kNumMethods;
   const bool raw = (data[0] & 0x08) != 0;
   const bool fix = (data[0] & 0x10) != 0;
-  std::string bytes(reinterpret_cast<const char*>(data + 1), size - 1);
-  const std::string name = std::string("/volley.rpc.PartitionService/") + kMethods[method];
-  grpc::Status status;
-  switch (method) {
-    case 0:
-      status = raw_call(d.channel, name, raw ? bytes : reencode<rpc::InfoRequest>(bytes, fix, d));
-      break;
-    case 1:
-      status = raw_call(d.channel, name, raw ? bytes : reencode<rpc::HealthRequest>(bytes, fix, d));
-      break;
-    case 2:
-      status = raw_call(d.channel, name, raw ? bytes : reencode<rpc::HopRequest>(bytes, fix, d));
-      break;
-    case 3:
-      status = raw_call(d.channel, name, raw ? bytes : reencode<rpc::RowsRequest>(bytes, fix, d));
-      break;
-    default:
-      status = epoch_call(d, raw ? bytes : reencode<rpc::EpochRequest>(bytes, fix, d));
-      break;
-  }
-  check(d, status, kMethods[method]);
+  const bool typed = (data[0] & 0x20) != 0;
+  const std::string bytes(reinterpret_cast<const char*>(data + 1), size - 1);
+  const auto& channel = typed ? typed_deployment().channel : deployment().channel;
+  const std::string& fingerprint =
+      typed ? typed_deployment().fingerprint : deployment().fingerprint;
+  check(channel, call(channel, fingerprint, method, raw, fix, bytes), kMethods[method]);
   return 0;
 }

@@ -222,6 +222,23 @@ struct HeteroServer::State final : rpc::PartitionService::Service, internal::Ser
     return peers;
   }
 
+  // A homogeneous partition's calls, refused by name (gRPC's default names nothing).
+  grpc::Status SampleEpoch(grpc::ServerContext*, const rpc::EpochRequest*,
+                           grpc::ServerWriter<rpc::BatchMessage>*) override {
+    return refuse(grpc::StatusCode::UNIMPLEMENTED,
+                  fmt::format("SampleEpoch: this server serves part {} of a heterogeneous "
+                              "partitioned dataset; stream typed batches with "
+                              "SampleHeteroBatches",
+                              part()));
+  }
+  grpc::Status HasEdges(grpc::ServerContext*, const rpc::EdgesRequest*, rpc::EdgesReply*) override {
+    return refuse(grpc::StatusCode::UNIMPLEMENTED,
+                  fmt::format("HasEdges: this server serves part {} of a heterogeneous "
+                              "partitioned dataset, whose edge checks are not served (link "
+                              "prediction over it draws uniform or weighted negatives)",
+                              part()));
+  }
+
   grpc::Status SampleHeteroBatches(grpc::ServerContext* context,
                                    const rpc::HeteroBatchesRequest* request,
                                    grpc::ServerWriter<rpc::HeteroBatchMessage>* writer) override {

@@ -268,6 +268,16 @@ struct Server::State final
     return grpc::Status::OK;
   }
 
+  // A heterogeneous partition's call, refused by name (gRPC's default names nothing).
+  grpc::Status SampleHeteroBatches(grpc::ServerContext*, const rpc::HeteroBatchesRequest*,
+                                   grpc::ServerWriter<rpc::HeteroBatchMessage>*) override {
+    return refuse(grpc::StatusCode::UNIMPLEMENTED,
+                  fmt::format("SampleHeteroBatches: this server serves part {} of a "
+                              "homogeneous partitioned dataset; stream its batches with "
+                              "SampleEpoch",
+                              partition->part));
+  }
+
   // --- server-client epoch streams (internal/epoch_stream.h) ---------------------------------
 
   grpc::ServerWriteReactor<rpc::BatchMessage>* SampleEpoch(

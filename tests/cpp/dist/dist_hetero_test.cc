@@ -15,6 +15,7 @@
 
 #include "dist/dist_fixture.h"
 #include "dist/hetero_fixture.h"
+#include "dist/raw_call.h"
 #include "volley/dist/hetero_client.h"
 #include "volley/dist/hetero_server.h"
 #include "volley/dist/volley.grpc.pb.h"
@@ -255,6 +256,22 @@ TEST_F(DistHeteroTest, BadTypesAndIdsAreNamed) {
 TEST_F(DistHeteroTest, AHomogeneousClientIsToldToUseTheHeterogeneousOne) {
   EXPECT_THAT([&] { dist::DistGraph::connect(two_->addresses()); },
               ::testing::ThrowsMessage<ValueError>(HasSubstr("heterogeneous")));
+}
+
+TEST_F(DistHeteroTest, CallsOfAHomogeneousPartitionAreRefusedByName) {
+  const auto channel =
+      grpc::CreateChannel(two_->addresses()[0], grpc::InsecureChannelCredentials());
+  for (const char* method : {"HasEdges", "SampleEpoch"}) {
+    const std::string bytes = std::string(method) == "HasEdges"
+                                  ? rpc::EdgesRequest().SerializeAsString()
+                                  : rpc::EpochRequest().SerializeAsString();
+    const grpc::Status status =
+        raw_call(channel, std::string("/volley.rpc.PartitionService/") + method, bytes);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << method;
+    EXPECT_THAT(status.error_message(),
+                HasSubstr(std::string(method) + ": this server serves "
+                                                "part 0 of a heterogeneous"));
+  }
 }
 
 }  // namespace

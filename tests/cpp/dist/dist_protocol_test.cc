@@ -336,6 +336,12 @@ TEST_F(DistProtocolTest, AnUndecodableRequestIsInvalidArgumentNamingTheMethod) {
     EXPECT_THAT(status.error_message(), HasSubstr("could not be decoded")) << method;
     EXPECT_THAT(status.error_message(), HasSubstr(method));
   }
+  // A heterogeneous partition's call is refused by name.
+  const grpc::Status typed = raw_call(channel, "/volley.rpc.PartitionService/SampleHeteroBatches",
+                                      rpc::HeteroBatchesRequest().SerializeAsString());
+  EXPECT_EQ(typed.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(typed.error_message(),
+              HasSubstr("SampleHeteroBatches: this server serves part 0 of a homogeneous"));
   // A valid encoding still works through the same path.
   std::string reply;
   const grpc::Status ok = raw_call(channel, "/volley.rpc.PartitionService/Health",
