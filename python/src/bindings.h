@@ -46,7 +46,8 @@
 namespace volley {
 struct SampledSubgraph;
 struct HeteroSampledSubgraph;
-struct HeteroSamplerOptions;
+struct NeighborSamplerOptions;
+using HeteroSamplerOptions = NeighborSamplerOptions;
 struct TypedAttributes;
 }  // namespace volley
 

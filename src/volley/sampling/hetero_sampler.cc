@@ -387,6 +387,9 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const HeteroGraph& grap
 
 std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const std::vector<EdgeType>& edge_types,
                                                          const HeteroSamplerOptions& options) {
+  VOLLEY_REQUIRE(options.subgraph_type == SubgraphType::kDirectional, ValueError,
+                 "the typed sampler returns the sampled edges (subgraph_type 'directional'); "
+                 "induced and bidirectional subgraphs are built from them by the loader");
   if (!options.fanouts.empty()) check_fanout_list(options.fanouts, "fanouts");
   std::vector<std::vector<int64_t>> resolved(edge_types.size());
   std::vector<bool> given(resolved.size(), false);

@@ -88,18 +88,11 @@
 
 namespace volley {
 
-struct HeteroSamplerOptions {
-  std::vector<int64_t> fanouts;  // every edge type (or the default of fanouts_by_type)
-  std::vector<std::pair<EdgeType, std::vector<int64_t>>> fanouts_by_type;
-  bool replace = false;
-  bool weighted = false;
-  uint64_t seed = 0;
-  // Disjoint trees (see above); forced on by temporal sampling.
-  bool disjoint = false;
-  // Temporal sampling (see above): kNone samples without time constraints.
-  TimeSource time_source = TimeSource::kNone;
-  TemporalStrategy temporal_strategy = TemporalStrategy::kUniform;
-};
+// The sampler's options are the homogeneous sampler's (neighbor_sampler.h), one struct for both
+// kinds: `fanouts` those of every edge type (or the default of fanouts_by_type), disjoint trees
+// (see above; forced on by temporal sampling), temporal sampling (see above). subgraph_type must
+// stay kDirectional (ValueError): the typed sampler returns the sampled edges.
+using HeteroSamplerOptions = NeighborSamplerOptions;
 
 // The timestamps of temporal sampling. Arrays are 1-d int64 in host memory, shared (no copy).
 struct HeteroTimes {

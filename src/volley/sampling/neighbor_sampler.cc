@@ -56,6 +56,11 @@ TemporalStrategy temporal_strategy_from_name(std::string_view name) {
 }
 
 void validate_sampler_options(const NeighborSamplerOptions& options, bool graph_has_weights) {
+  VOLLEY_REQUIRE(options.fanouts_by_type.empty(), ValueError,
+                 "fanouts per edge type ({} given, e.g. {}) need a heterogeneous graph; give one "
+                 "fanout list for a homogeneous one",
+                 options.fanouts_by_type.size(),
+                 options.fanouts_by_type.empty() ? "" : options.fanouts_by_type[0].first.name());
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     VOLLEY_REQUIRE(options.fanouts[hop] >= -1, ValueError,
                    "fanout {} at hop {} is invalid: use a count >= 0, or -1 for all neighbors",

@@ -73,10 +73,12 @@
 #include <mutex>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "volley/core/array.h"
 #include "volley/graph/csr.h"
+#include "volley/graph/hetero_graph.h"  // EdgeType
 #include "volley/sampling/cuda_graph.h"
 
 namespace volley {
@@ -119,6 +121,9 @@ struct NeighborSamplerOptions {
   // Temporal sampling (see above): kNone samples without time constraints.
   TimeSource time_source = TimeSource::kNone;
   TemporalStrategy temporal_strategy = TemporalStrategy::kUniform;
+  // Typed graphs only (hetero_sampler.h): the fanouts of the edge types named here; `fanouts`
+  // is then the others' (their default). A homogeneous sampler refuses it (ValueError).
+  std::vector<std::pair<EdgeType, std::vector<int64_t>>> fanouts_by_type;
 };
 
 // One sampled batch. The arrays are 1-d int64 and live where the sampler ran: host memory for

@@ -188,6 +188,18 @@ TEST(HeteroSamplerTest, PreciseErrorsNamingTheType) {
                 sample({.fanouts = {-2}}, {{"paper", seeds}});
               }),
               HasSubstr("fanout -2 at hop 0 must be >= -1"));
+  // One options struct for both kinds: what only the other kind takes is refused by name.
+  EXPECT_THAT(
+      message_of<ValueError>([&] {
+        sample({.fanouts = {2}, .subgraph_type = SubgraphType::kInduced}, {{"paper", seeds}});
+      }),
+      HasSubstr("the typed sampler returns the sampled edges"));
+  EXPECT_THAT(message_of<ValueError>([&] {
+                sample_neighbors(skewed_random_graph(10, 20, 1), std::vector<int64_t>{0}, missing,
+                                 0);
+              }),
+              HasSubstr("fanouts per edge type (1 given, e.g. author__writes__paper) need a "
+                        "heterogeneous graph"));
   const HeteroSamplerOptions ok{.fanouts = {2}};
   EXPECT_THAT(message_of<ValueError>([&] {
                 sample(ok, {{"venue", seeds}});
