@@ -173,7 +173,7 @@ def test_reject_existing_and_degree_negatives_as_the_homogeneous_loader():
     with pytest.raises(volley.VolleyValueError, match="max_draws must be"):
         LinkNeighborLoader(data, [1], edge_label_index=(WRITES, None), reject_existing=True,
                            max_draws=0)
-    with pytest.raises(volley.VolleyValueError, match="'uniform', 'degree' or 'weights', got 'zipf'"):
+    with pytest.raises(volley.VolleyValueError, match="neg_distribution must be one of 'uniform', 'degree', got \"zipf\""):
         LinkNeighborLoader(data, [1], edge_label_index=(WRITES, None), neg_distribution="zipf")
 
 

@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _volley
+from . import _policy, _volley
 from ._dist_service import DistGraph, Local, _native
 from ._volley import VolleyValueError
 from .link_loader import LinkNeighborLoader
@@ -117,12 +117,14 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
         self.pin_memory = False
         self.device, self.mode = None, "CPU"
         self._link_inputs(None, edge_label_index, edge_label, neg_sampling, neg_sampling_ratio)
+        distribution, power, draws = _policy.negative_options(neg_distribution, neg_degree_power,
+                                                              max_draws)
         self._link_options = dict(
-            distribution="weights" if self._weights is not None else str(neg_distribution),
-            degree_power=float(neg_degree_power),
+            distribution="weights" if self._weights is not None else distribution,
+            degree_power=power,
             weights=self._weights,
             reject_existing=bool(reject_existing),
-            max_draws=int(max_draws),
+            max_draws=draws,
             exclude_edges=bool(exclude_edges),
             undirected=bool(undirected),
         )

@@ -1,7 +1,7 @@
 """What every loader checks and decides the same way, whatever kind of graph it serves.
 
 The numbers a user passes (fanouts, ``batch_size``, ``num_workers``, ``prefetch``, ``seed``,
-``rank`` / ``world_size``) are checked here once, for ``Data`` and ``HeteroData`` and for the
+``rank`` / ``world_size``, the link loaders' negative options) are checked here once, for ``Data`` and ``HeteroData`` and for the
 distributed loaders alike, so the same bad value gives the same error class and message. The
 epoch policy itself (the epoch order, the split over data-parallel ranks, the sampler seed of
 each epoch) is C++'s ``loader_internal`` (``src/volley/loader/neighbor_loader.h``), reached
@@ -11,6 +11,8 @@ through the ``LoaderOptions`` built here.
 from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from . import _tensor, _volley
 
@@ -77,3 +79,18 @@ def loader_options(sampler: Any, *, num_inputs: int, batch_size: Any, shuffle: A
     )
     _volley.num_batches(int(num_inputs), options)  # the policy's checks, now
     return options
+
+
+def negative_options(distribution: Any, degree_power: Any, max_draws: Any) -> Tuple[str, float, int]:
+    """``(neg_distribution, neg_degree_power, max_draws)`` of a link loader, checked the same way
+    for ``Data``, ``HeteroData`` and the distributed loaders: the distribution one of "uniform" /
+    "degree", the power a real number (the native sampler refuses one that is not finite),
+    ``max_draws`` an integer >= 1."""
+    distribution = _tensor.check_choice(distribution, "neg_distribution", ("uniform", "degree"))
+    if isinstance(degree_power, bool) or not isinstance(degree_power, (int, float, np.integer,
+                                                                      np.floating)):
+        raise _volley.VolleyTypeError(
+            f"neg_degree_power must be a number, got {degree_power!r:.60} "
+            f"({type(degree_power).__name__})")
+    return distribution, float(degree_power), _tensor.check_int(max_draws, "max_draws", 1,
+                                                                2**31 - 1)

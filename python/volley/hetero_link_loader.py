@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _hetero_temporal, _pyg_compat, _tensor, _volley
+from . import _hetero_temporal, _policy, _pyg_compat, _tensor, _volley
 from ._volley import VolleyIndexError, VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
 from .link_loader import LinkNeighborLoader
@@ -157,9 +157,10 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
             node_time = times if source == "node" else {}
         self._time_bounded = any(t in node_time for t in (self.edge_type[0], self.edge_type[2]))
         self.exclude_edges, self.undirected = bool(exclude_edges), bool(undirected)
-        self._negatives = self._negative_sampler(
-            weights, node_time, str(neg_distribution), float(neg_degree_power),
-            bool(reject_existing), max_draws)
+        distribution, power, draws = _policy.negative_options(neg_distribution, neg_degree_power,
+                                                              max_draws)
+        self._negatives = self._negative_sampler(weights, node_time, distribution, power,
+                                                 bool(reject_existing), draws)
         self._native = self._native_link_pipeline()
 
     def _native_link_pipeline(self) -> Any:
@@ -212,11 +213,10 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         return self.transform(batch) if self.transform is not None else batch
 
     def _negative_sampler(self, weights: dict, node_time: dict, distribution: str,
-                          degree_power: float, reject_existing: bool, max_draws: Any) -> Any:
+                          degree_power: float, reject_existing: bool, max_draws: int) -> Any:
         """The native sampler of the supervision edge type's negatives (seed 0; reseeded per
         batch with the epoch's sampler seed): each end over its own node type, with its weights
         and node times (negative_sampler.h, "Typed edges")."""
-        max_draws = _tensor.check_int(max_draws, "max_draws", 1, 2**31 - 1)
         if weights["src"] is not None or weights["dst"] is not None:
             distribution = "weights"
         src_type, _, dst_type = self.edge_type

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _pyg_compat, _temporal, _tensor, _volley
+from . import _policy, _pyg_compat, _temporal, _tensor, _volley
 from .dataset import Dataset
 from .feature import Feature
 from .loader import TYPED_LOADERS, NeighborLoader, _rows_input
@@ -228,12 +228,14 @@ class LinkNeighborLoader(NeighborLoader):
         self.edge_label_time = _edge_label_time(
             edge_label_time, time_source, self.edge_label_index.shape[1]
         )
+        distribution, power, draws = _policy.negative_options(neg_distribution, neg_degree_power,
+                                                              max_draws)
         self._link_options = dict(
-            distribution="weights" if self._weights is not None else str(neg_distribution),
-            degree_power=float(neg_degree_power),
+            distribution="weights" if self._weights is not None else distribution,
+            degree_power=power,
             weights=self._weights,
             reject_existing=bool(reject_existing),
-            max_draws=int(max_draws),
+            max_draws=draws,
             exclude_edges=bool(exclude_edges),
             undirected=bool(undirected),
         )
