@@ -314,13 +314,19 @@ sanitize_python() {
 # `asan_build [nice level]`: the tree of `sanitize` (configured, the package's sources beside the
 # module, everything built); its log build/sanitize-build.log.
 asan_build() {
-  rm -f "$root/build/fuzz/module.ready"
+  rm -f "$root/build/fuzz/module.ready" "$root/build/fuzz/tree.ready"
   asan_tree || return 1
   mkdir -p "$root/build/fuzz/python/volley"
   rm -f "$root"/build/fuzz/python/volley/*.py && cp "$root"/python/volley/*.py "$root/build/fuzz/python/volley/"
   nice -n "${1:-0}" ninja -C "$root/build/fuzz" -j "$jobs" _volley >"$root/build/sanitize-build.log" 2>&1 \
     && touch "$root/build/fuzz/module.ready" \
-    && nice -n "${1:-0}" ninja -C "$root/build/fuzz" -j "$jobs" >>"$root/build/sanitize-build.log" 2>&1
+    && nice -n "${1:-0}" ninja -C "$root/build/fuzz" -j "$jobs" >>"$root/build/sanitize-build.log" 2>&1 \
+    && touch "$root/build/fuzz/tree.ready"
+}
+
+# Waits until `file` exists or background job `pid` has ended.
+wait_for_file() {
+  while [ ! -e "$1" ] && kill -0 "$2" 2>/dev/null; do sleep 2; done
 }
 
 # Formatting (.clang-format) and the size rules (scripts/check_sizes.py) over the tracked files.
@@ -400,23 +406,23 @@ case "${1:-}" in
     if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
       log "waiting for the ASan + UBSan module; the sanitized Python suite runs beside the rest" \
         "of that tree's build"
-      while [ ! -e "$root/build/fuzz/module.ready" ] && kill -0 "$prebuild" 2>/dev/null; do
-        sleep 2
-      done
+      wait_for_file "$root/build/fuzz/module.ready" "$prebuild"
       python_sanitized=""
       if [ -e "$root/build/fuzz/module.ready" ]; then
         sanitize_python || status=1
         python_sanitized=1
       fi
+      # The C++ suite and the fuzz targets run while the ThreadSanitizer tree builds (nice 19).
       log "waiting for the ASan + UBSan tree's build"
-      wait "$prebuild" || true  # built again below, which reports an error
-      if asan_build; then
+      wait_for_file "$root/build/fuzz/tree.ready" "$prebuild"
+      if [ -e "$root/build/fuzz/tree.ready" ] || asan_build; then
         sanitize_ctest || status=1
         [ -n "$python_sanitized" ] || sanitize_python || status=1
       else
         tail -n 40 "$root/build/sanitize-build.log" >&2; log "sanitize: build failed"; status=1
       fi
       VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-10}" fuzz || status=1
+      wait "$prebuild" || true  # the TSan build: scripts/tsan_gpu_host.sh reports its errors
       # The GPU kernels' bodies on the host executor under ThreadSanitizer: a dropped atomic in
       # the sampler's table fails here every time (the plain gpu-host tests catch it by chance).
       log "the gpu-host tests under ThreadSanitizer (scripts/tsan_gpu_host.sh)"
