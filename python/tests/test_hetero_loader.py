@@ -266,16 +266,18 @@ def test_bidirectional_and_induced_subgraphs(subgraph_type):
 
 
 def test_typed_batches_come_from_the_cpp_pipeline_and_equal_the_python_assembly():
-    """Directional sampling runs the homogeneous loader's C++ pipeline over the typed sampler
-    (its epochs, workers and gathers); its batches equal Python's assembly of the same jobs, bit
-    for bit (the golden checksums check every documented option set the same way)."""
+    """Sampling runs the homogeneous loader's C++ pipeline over the typed sampler (its epochs,
+    workers and gathers; induced and bidirectional edges recomputed from its nodes); its batches
+    equal Python's assembly of the same jobs, bit for bit (the golden checksums check every
+    documented option set the same way)."""
     import hashlib
 
     import golden_batches
 
     data = golden_batches.generated_hetero_data()
     for options in (dict(shuffle=True, num_workers=2), dict(disjoint=True, replace=True),
-                    dict(time_attr="time", rank=1, world_size=2)):
+                    dict(time_attr="time", rank=1, world_size=2),
+                    dict(subgraph_type="induced"), dict(subgraph_type="bidirectional")):
         loader = NeighborLoader(data, [3, 2], batch_size=50, seed=8,
                                 input_nodes=("paper", np.arange(0, 600, 3)), **options)
         assert loader._native is not None
@@ -287,9 +289,8 @@ def test_typed_batches_come_from_the_cpp_pipeline_and_equal_the_python_assembly(
                 golden_batches.hetero_digest_update(digest, batch)
             digests.append(digest.hexdigest())
         assert digests[0] == digests[1], options
-    induced = NeighborLoader(data, [3], batch_size=50, input_nodes="paper",
-                             subgraph_type="induced")
-    assert induced._native is None  # Python recomputes the edges
+    seeds_only = NeighborLoader(data, [], batch_size=50, input_nodes="paper")
+    assert seeds_only._native is None  # zero hops: Python builds the seeds' batch
 
 
 def test_typed_loaders_are_the_loader_classes():

@@ -303,13 +303,16 @@ class HeteroNeighborLoader(NeighborLoader):
     # --- the C++ pipeline ------------------------------------------------------------------
     def _native_pipeline(self) -> Any:
         """The homogeneous loader's C++ pipeline over the typed sampler (its epochs, workers,
-        ordered queue and attribute gathers), or None where Python builds the batches (no hops;
-        induced or bidirectional subgraphs, whose edges Python recomputes)."""
-        if self.sampler is None or self.subgraph_type != "directional":
+        ordered queue and attribute gathers), or None where Python builds the batches (no hops).
+        Induced and bidirectional subgraphs take the native batch's nodes and recompute its
+        edges (``_native_batch``), whose tables Python then gathers."""
+        if self.sampler is None:
             return None
         self._tables: Dict[Any, Dict[str, Any]] = {}
+        directional = self.subgraph_type == "directional"
         node_tables = [self._native_tables(t, self._node_attrs[t]) for t in self.graph.node_types]
-        edge_tables = [self._native_tables(t, self._edge_attrs[t]) for t in self.graph.edge_types]
+        edge_tables = [self._native_tables(t, self._edge_attrs[t] if directional else {})
+                       for t in self.graph.edge_types]
         self._options.input_time = self.input_time
         return _volley.NeighborLoader(self.sampler._native, self.input_type, self.input_nodes,
                                       self._options, node_tables, edge_tables)
@@ -356,6 +359,10 @@ class HeteroNeighborLoader(NeighborLoader):
             rows[edge_type] = gathered(edge_type, part["attrs"])
         counts = ({t: p["num_sampled_nodes"] for t, p in zip(nodes, raw["node_types"])},
                   {t: p["num_sampled_edges"] for t, p in zip(edges, raw["edge_types"])})
+        if self.subgraph_type == "induced":
+            edges, counts = {t: self._induced(t, nodes) for t in edges}, None
+        elif self.subgraph_type == "bidirectional":
+            edges, counts = _bidirectional(nodes, edges), None
         return self._assemble(nodes, edges, counts, trees, rows)
 
     def __call__(self, positions: Any) -> Any:
