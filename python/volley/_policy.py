@@ -26,6 +26,20 @@ def check_fanout_list(values: Any, what: str = "num_neighbors") -> List[int]:
     return [_tensor.check_int(k, f"{what}[{i}]", -1, _FANOUT_MAX) for i, k in enumerate(values)]
 
 
+def set_num_threads(num_threads: Any) -> None:
+    """Sets the number of threads (>= 1, the caller included) of Volley's thread pool.
+
+    Raises:
+        VolleyTypeError: not an integer. VolleyValueError: below 1 or past 2**31 - 1.
+    """
+    _volley.set_num_threads(_tensor.check_int(num_threads, "num_threads", 1, 2**31 - 1))
+
+
+def check_epoch(epoch: Any) -> int:
+    """An epoch number (``set_epoch``, ``rank_positions``): an integer >= 0."""
+    return _tensor.check_int(epoch, "epoch", 0, 2**63 - 1)
+
+
 def check_fanouts(num_neighbors: Any, default: Optional[Sequence[int]] = None,
                   typed: bool = False) -> Tuple[List[int], list]:
     """``(fanouts, [(edge_type, fanouts), ...])`` from a list, or (``typed``) a dict keyed by edge
