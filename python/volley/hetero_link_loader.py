@@ -158,7 +158,8 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         self._time_bounded = any(t in node_time for t in (self.edge_type[0], self.edge_type[2]))
         self.exclude_edges, self.undirected = bool(exclude_edges), bool(undirected)
         self._negatives = self._negative_sampler(
-            weights, node_time, str(neg_distribution), float(neg_degree_power),
+            weights, node_time, str(neg_distribution),
+            _tensor.check_real(neg_degree_power, "neg_degree_power"),
             bool(reject_existing), max_draws)
         self._native = self._native_link_pipeline()
 

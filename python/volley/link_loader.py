@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _pyg_compat, _temporal, _tensor, _volley
+from . import _policy, _pyg_compat, _temporal, _tensor, _volley
 from .dataset import Dataset
 from .feature import Feature
 from .loader import TYPED_LOADERS, NeighborLoader, _rows_input
@@ -230,10 +230,10 @@ class LinkNeighborLoader(NeighborLoader):
         )
         self._link_options = dict(
             distribution="weights" if self._weights is not None else str(neg_distribution),
-            degree_power=float(neg_degree_power),
+            degree_power=_tensor.check_real(neg_degree_power, "neg_degree_power"),
             weights=self._weights,
             reject_existing=bool(reject_existing),
-            max_draws=int(max_draws),
+            max_draws=_tensor.check_int(max_draws, "max_draws", -(2**31), 2**31 - 1),
             exclude_edges=bool(exclude_edges),
             undirected=bool(undirected),
         )
@@ -313,7 +313,7 @@ class LinkNeighborLoader(NeighborLoader):
     def rank_positions(self, epoch: int) -> np.ndarray:
         """Positions in ``edge_label_index`` that this rank takes in ``epoch`` (int64, in batch
         order): the ``input_id`` of the epoch's batches, concatenated."""
-        return self._native.epoch_positions(int(epoch))
+        return self._native.epoch_positions(_policy.check_epoch(epoch))
 
     def __call__(self, index: Any) -> Any:
         """The batch of the supervision edges at positions ``index`` of ``edge_label_index``
