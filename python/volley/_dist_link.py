@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _volley
+from . import _tensor, _volley
 from ._dist_service import DistGraph, Local, _native
 from ._volley import VolleyValueError
 from .link_loader import LinkNeighborLoader
@@ -119,10 +119,10 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
         self._link_inputs(None, edge_label_index, edge_label, neg_sampling, neg_sampling_ratio)
         self._link_options = dict(
             distribution="weights" if self._weights is not None else str(neg_distribution),
-            degree_power=float(neg_degree_power),
+            degree_power=_tensor.check_real(neg_degree_power, "neg_degree_power"),
             weights=self._weights,
             reject_existing=bool(reject_existing),
-            max_draws=int(max_draws),
+            max_draws=_tensor.check_int(max_draws, "max_draws", -(2**31), 2**31 - 1),
             exclude_edges=bool(exclude_edges),
             undirected=bool(undirected),
         )
