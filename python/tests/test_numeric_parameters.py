@@ -234,9 +234,8 @@ DATA = [
     Param("planetoid_split.num_test",
           lambda v, c: volley.planetoid_split(_labels(), per_class=1, num_val=2, num_test=v),
           integer(0, 0)),
-    Param("planetoid_split.seed", lambda v, c: volley.planetoid_split(_labels(), per_class=1,
-                                                                      num_val=2, num_test=2, seed=v),
-          integer(0, UINT64)),
+    Param("planetoid_split.seed", lambda v, c: volley.planetoid_split(
+        _labels(), per_class=1, num_val=2, num_test=2, seed=v), integer(0, UINT64)),
 ]
 
 NEG_RATIO_WRAPS = "C++ split_edges (src/volley/graph/edge_split.cc): round(neg_ratio * M) " \
@@ -427,7 +426,8 @@ OPTIONS = [
            xfail=((BIG, CLAMPED),), where=T + "serve_command.cc"),
     Option("serve.threads", SERVE + ("--threads", "{}"), "--threads", ok=("0",)),
     Option("serve.max-epoch-streams", SERVE + ("--max-epoch-streams", "{}"),
-           "--max-epoch-streams", ok=("0",), xfail=((BIG, ACCEPTED),), where=T + "serve_command.cc"),
+           "--max-epoch-streams", ok=("0",), xfail=((BIG, ACCEPTED),),
+           where=T + "serve_command.cc"),
     Option("serve.max-reply-bytes", SERVE + ("--max-reply-bytes", "{}"), "--max-reply-bytes",
            ok=("0",), xfail=((BIG, CLAMPED),), where=T + "serve_command.cc"),
     Option("serve.max-ids-per-call", SERVE + ("--max-ids-per-call", "{}"), "--max-ids-per-call",

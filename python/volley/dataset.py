@@ -492,13 +492,10 @@ def planetoid_split(
     if num_classes is None:
         label_values = _tensor.to_numpy(labels)
         num_classes = int(label_values.max()) + 1 if label_values.size else 0
-    counts = {name: _tensor.check_int(value, name, 0, 2**63 - 1) for name, value in
-              (("num_classes", num_classes), ("per_class", per_class), ("num_val", num_val),
-               ("num_test", num_test))}
+    counts = dict(num_classes=num_classes, per_class=per_class, num_val=num_val, num_test=num_test)
+    counts = {name: _tensor.check_int(value, name, 0, 2**63 - 1) for name, value in counts.items()}
     train, val, test = _planetoid_split(
-        labels, counts["num_classes"], per_class=counts["per_class"], num_val=counts["num_val"],
-        num_test=counts["num_test"], seed=_tensor.check_int(seed, "seed", 0, 2**64 - 1)
-    )
+        labels, **counts, seed=_tensor.check_int(seed, "seed", 0, 2**64 - 1))
     return Split(*(_tensor.to_output(ids) for ids in (train, val, test)))
 
 

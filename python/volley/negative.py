@@ -110,8 +110,8 @@ class NegativeSampler:
         if ids.size and not np.issubdtype(ids.dtype, np.integer):
             raise VolleyTypeError(f"sources must be integer node ids, got dtype {ids.dtype}")
         ids = np.ascontiguousarray(ids, dtype=np.int64).reshape(-1)
-        dst, kept = self._native.sample_destinations(
-            ids, _tensor.check_int(per_source, "per_source", 0, 2**63 - 1), _batch_index(batch_index))
+        per_source = _tensor.check_int(per_source, "per_source", 0, 2**63 - 1)
+        dst, kept = self._native.sample_destinations(ids, per_source, _batch_index(batch_index))
         self.kept_existing = kept
         return _tensor.to_output(dst)
 
