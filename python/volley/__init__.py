@@ -33,8 +33,8 @@ from ._volley import (
     VolleyTypeError,
     VolleyValueError,
     get_num_threads,
-    set_num_threads,
 )
+from ._policy import set_num_threads
 from . import datasets
 from .dataset import (
     Dataset,

@@ -194,8 +194,9 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
                 f"topology={topology!r} is not supported over heterogeneous partitions yet")
         tls = {k: "" if v is None else os.fspath(v)
                for k, v in dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key).items()}
-        connection = dict(token=token or "", deadline_seconds=float(deadline),
-                          connect_seconds=float(connect_timeout), **tls)
+        connection = dict(
+            token=token or "", deadline_seconds=_tensor.check_seconds(deadline, "deadline"),
+            connect_seconds=_tensor.check_seconds(connect_timeout, "connect_timeout"), **tls)
         self.topology = topology
         info = self._connect(addresses, local, server, connection)
         self.graph = _ServiceGraph(info)

@@ -97,7 +97,7 @@ class Server:
     def shutdown(self, grace: float = 1.0) -> None:
         """Stops serving: refuses new calls, cancels epoch streams and waits up to ``grace``
         seconds for calls in flight. Idempotent."""
-        self._native.shutdown(float(grace))
+        self._native.shutdown(_tensor.check_real(grace, "grace", 0))
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Blocks until ``shutdown`` (from another thread), at most ``timeout`` seconds.
@@ -194,38 +194,53 @@ def serve(
         VolleyIndexError: ``part`` out of range.
         VolleyRuntimeError: a build without gRPC.
     """
+    numbers = _server_numbers(
+        part=part, threads=threads, concurrency=concurrency, max_epoch_streams=max_epoch_streams,
+        max_request_bytes=max_request_bytes if max_message_bytes is None else max_message_bytes,
+        max_reply_bytes=max_reply_bytes, max_ids_per_call=max_ids_per_call,
+        memory_limit_bytes=memory_limit_bytes)
+    peer_deadline = _tensor.check_seconds(peer_deadline, "peer_deadline")
     if _native().is_hetero_partitioned_directory(os.fspath(directory)):  # hetero_server.h
         return Server(_native().HeteroServer(
-            os.fspath(directory), int(part), listen=str(listen), token=token or "",
-            threads=int(threads),
-            max_request_bytes=int(max_request_bytes if max_message_bytes is None
-                                  else max_message_bytes),
-            max_reply_bytes=int(max_reply_bytes), max_ids_per_call=int(max_ids_per_call),
-            memory_limit_bytes=int(memory_limit_bytes), tls_cert=_path_or_empty(tls_cert),
+            os.fspath(directory), numbers["part"], listen=str(listen), token=token or "",
+            threads=numbers["threads"], max_request_bytes=numbers["max_request_bytes"],
+            max_reply_bytes=numbers["max_reply_bytes"],
+            max_ids_per_call=numbers["max_ids_per_call"],
+            memory_limit_bytes=numbers["memory_limit_bytes"], tls_cert=_path_or_empty(tls_cert),
             tls_key=_path_or_empty(tls_key), tls_client_ca=_path_or_empty(tls_client_ca),
             peers=[str(p) for p in (peers or [])], peer_token=token or "",
-            peer_deadline_seconds=float(peer_deadline)))
+            peer_deadline_seconds=peer_deadline))
     native = _native().Server(
         os.fspath(directory),
-        int(part),
+        numbers["part"],
         listen=str(listen),
         token=token or "",
-        threads=int(threads),
+        threads=numbers["threads"],
         peers=[str(p) for p in (peers or [])],
         peer_token=token or "",
-        peer_deadline_seconds=float(peer_deadline),
-        max_request_bytes=int(max_request_bytes if max_message_bytes is None else max_message_bytes),
-        max_reply_bytes=int(max_reply_bytes),
-        max_ids_per_call=int(max_ids_per_call),
-        memory_limit_bytes=int(memory_limit_bytes),
-        default_concurrency=int(concurrency),
+        peer_deadline_seconds=peer_deadline,
+        max_request_bytes=numbers["max_request_bytes"],
+        max_reply_bytes=numbers["max_reply_bytes"],
+        max_ids_per_call=numbers["max_ids_per_call"],
+        memory_limit_bytes=numbers["memory_limit_bytes"],
+        default_concurrency=numbers["concurrency"],
         tls_cert=_path_or_empty(tls_cert),
         tls_key=_path_or_empty(tls_key),
         tls_client_ca=_path_or_empty(tls_client_ca),
         peer_tls_ca=_path_or_empty(peer_tls_ca),
-        max_epoch_streams=int(max_epoch_streams),
+        max_epoch_streams=numbers["max_epoch_streams"],
     )
     return Server(native)
+
+
+def _server_numbers(**numbers: Any) -> Dict[str, int]:
+    """``serve``'s integer arguments, each checked to be an integer: ``threads``,
+    ``concurrency`` and ``max_epoch_streams`` count from 0 (at most 2**31 - 1); the range of the
+    others (64-bit) is the server's own check, which names them too."""
+    counts = ("threads", "concurrency", "max_epoch_streams")
+    return {name: _tensor.check_int(value, name, 0, 2**31 - 1) if name in counts
+            else _tensor.check_int(value, name, -(2**63), 2**63 - 1)
+            for name, value in numbers.items()}
 
 
 def _path_or_empty(path: Optional[PathLike]) -> str:
@@ -279,8 +294,8 @@ class DistGraph:
             addresses = [a.strip() for a in addresses.split(",")]
         self._addresses = [str(a) for a in addresses]
         self._token = token or ""
-        self._deadline = float(deadline)
-        self._connect_timeout = float(connect_timeout)
+        self._deadline = _tensor.check_seconds(deadline, "deadline")
+        self._connect_timeout = _tensor.check_seconds(connect_timeout, "connect_timeout")
         self._tls = dict(
             tls_ca=_path_or_empty(tls_ca),
             tls_cert=_path_or_empty(tls_cert),

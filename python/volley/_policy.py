@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-import numpy as np
-
 from . import _tensor, _volley
 
 _FANOUT_MAX = 2**31 - 1
@@ -26,6 +24,20 @@ def check_fanout_list(values: Any, what: str = "num_neighbors") -> List[int]:
             f"{what} must be a list of integers (one fanout per hop), got "
             f"{type(values).__name__} {str(values)[:60]}")
     return [_tensor.check_int(k, f"{what}[{i}]", -1, _FANOUT_MAX) for i, k in enumerate(values)]
+
+
+def set_num_threads(num_threads: Any) -> None:
+    """Sets the number of threads (>= 1, the caller included) of Volley's thread pool.
+
+    Raises:
+        VolleyTypeError: not an integer. VolleyValueError: below 1 or past 2**31 - 1.
+    """
+    _volley.set_num_threads(_tensor.check_int(num_threads, "num_threads", 1, 2**31 - 1))
+
+
+def check_epoch(epoch: Any) -> int:
+    """An epoch number (``set_epoch``, ``rank_positions``): an integer >= 0."""
+    return _tensor.check_int(epoch, "epoch", 0, 2**63 - 1)
 
 
 def check_fanouts(num_neighbors: Any, default: Optional[Sequence[int]] = None,
@@ -84,13 +96,7 @@ def loader_options(sampler: Any, *, num_inputs: int, batch_size: Any, shuffle: A
 def negative_options(distribution: Any, degree_power: Any, max_draws: Any) -> Tuple[str, float, int]:
     """``(neg_distribution, neg_degree_power, max_draws)`` of a link loader, checked the same way
     for ``Data``, ``HeteroData`` and the distributed loaders: the distribution one of "uniform" /
-    "degree", the power a real number (the native sampler refuses one that is not finite),
-    ``max_draws`` an integer >= 1."""
+    "degree", the power a finite real number, ``max_draws`` an integer >= 1."""
     distribution = _tensor.check_choice(distribution, "neg_distribution", ("uniform", "degree"))
-    if isinstance(degree_power, bool) or not isinstance(degree_power, (int, float, np.integer,
-                                                                      np.floating)):
-        raise _volley.VolleyTypeError(
-            f"neg_degree_power must be a number, got {degree_power!r:.60} "
-            f"({type(degree_power).__name__})")
-    return distribution, float(degree_power), _tensor.check_int(max_draws, "max_draws", 1,
-                                                                2**31 - 1)
+    return (distribution, _tensor.check_real(degree_power, "neg_degree_power"),
+            _tensor.check_int(max_draws, "max_draws", 1, 2**31 - 1))

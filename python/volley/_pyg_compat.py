@@ -389,7 +389,7 @@ def negative_sampling(neg_sampling: Any, neg_sampling_ratio: Any) -> Tuple[str, 
     """(mode, amount, src_weight, dst_weight) of PyG's ``neg_sampling`` (a ``NegativeSampling``,
     its string form or a dict of its arguments) or the deprecated ``neg_sampling_ratio``
     (binary). PyG 2.5's ``weight`` weighs both end points; 2.8's ``src_weight`` / ``dst_weight``
-    each its own."""
+    each its own. ``amount`` is a number in (0, 2**31 - 1]."""
     if neg_sampling_ratio is not None and neg_sampling_ratio != 0.0:
         neg_sampling = {"mode": "binary", "amount": neg_sampling_ratio}
     if neg_sampling is None:
@@ -421,6 +421,8 @@ def negative_sampling(neg_sampling: Any, neg_sampling_ratio: Any) -> Tuple[str, 
     mode = getattr(mode, "value", mode)
     if mode not in ("binary", "triplet"):
         raise _volley.VolleyValueError(f"neg_sampling mode must be 'binary' or 'triplet', got {mode!r}")
+    if isinstance(amount, (str, bytes, bool)):  # float("3") and float(True) would pass
+        raise _volley.VolleyTypeError(f"neg_sampling amount must be a number, got {amount!r}")
     try:
         amount = float(amount)
     except (TypeError, ValueError) as error:
@@ -428,6 +430,10 @@ def negative_sampling(neg_sampling: Any, neg_sampling_ratio: Any) -> Tuple[str, 
     if not math.isfinite(amount) or amount <= 0:
         raise _volley.VolleyValueError(
             f"neg_sampling amount must be a positive finite number, got {amount}"
+        )
+    if amount > 2**31 - 1:  # negatives per positive; a batch's count must stay a 64-bit integer
+        raise _volley.VolleyValueError(
+            f"neg_sampling amount must be at most 2**31 - 1 (negatives per positive), got {amount}"
         )
     if mode == "triplet" and amount != math.ceil(amount):
         raise _volley.VolleyValueError(

@@ -17,6 +17,7 @@ the mapping is read-only and such a write faults. Use ``tensor.clone()``, or loa
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from typing import Any, Optional, Tuple
@@ -137,17 +138,24 @@ def byte_size(value: Any, what: str) -> int:
     if isinstance(value, (int, np.integer)):
         if value < 0:
             raise VolleyValueError(f"{what} must be a size in bytes >= 0, got {value}")
-        return int(value)
+        return _at_most_int64(int(value), value, what)
     if isinstance(value, (float, np.floating)):
         if not np.isfinite(value) or value < 0:
             raise VolleyValueError(f"{what} must be a finite size in bytes >= 0, got {value!r}")
-        return int(value)
+        return _at_most_int64(int(value), value, what)
     match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([KMGT]?)(I?B)?\s*", str(value).upper())
     if match is None:
         raise VolleyValueError(
             f"cannot read {what}={value!r} as a size in bytes (e.g. 4G, 200M, 1048576)"
         )
-    return int(float(match.group(1)) * SIZE_UNITS[match.group(2)])
+    return _at_most_int64(int(float(match.group(1)) * SIZE_UNITS[match.group(2)]), value, what)
+
+
+def _at_most_int64(size: int, value: Any, what: str) -> int:
+    """``size``, or VolleyValueError naming ``what`` and ``value`` past 2**63 - 1 bytes."""
+    if size > 2**63 - 1:
+        raise VolleyValueError(f"{what} must be a size in bytes <= 2**63 - 1, got {value!r}")
+    return size
 
 
 def int64_times(times: np.ndarray, what: str) -> np.ndarray:
@@ -200,7 +208,8 @@ def rank_and_world_size(rank: Optional[int], world_size: Optional[int]) -> Tuple
         return 0, 1
     if rank is None or world_size is None:
         raise VolleyValueError("pass both rank and world_size, or neither (torch.distributed decides)")
-    rank, world_size = int(rank), int(world_size)
+    rank = check_int(rank, "rank", -(2**63), 2**63 - 1)
+    world_size = check_int(world_size, "world_size", -(2**63), 2**63 - 1)
     if world_size < 1 or not 0 <= rank < world_size:
         raise VolleyValueError(
             f"rank must be in [0, world_size), got rank={rank}, world_size={world_size}"
@@ -234,6 +243,36 @@ def check_int(value: Any, what: str, minimum: int, maximum: int) -> int:
     if number > maximum:
         raise VolleyValueError(f"{what} must be <= {maximum}, got {number}")
     return number
+
+
+def check_real(value: Any, what: str, minimum: float = -math.inf, maximum: float = math.inf,
+               *, above: Optional[float] = None) -> float:
+    """Checks that ``value`` is a finite real number (Python or numpy, not a bool or a string)
+    in ``[minimum, maximum]`` (and greater than ``above``) and returns it as a float. Where the
+    native code checks the range itself and names the value, only the type is checked here.
+
+    Raises:
+        VolleyTypeError: not a number (a string, a bool, None, ...), naming the value.
+        VolleyValueError: NaN, an infinity, or below the bound, naming the value.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        raise VolleyTypeError(f"{what} must be a number, got {_describe(value)}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise VolleyValueError(f"{what} must be a finite number, got {value!r}")
+    if above is not None and not number > above:
+        raise VolleyValueError(f"{what} must be > {above:g}, got {value!r}")
+    if number < minimum:
+        raise VolleyValueError(f"{what} must be >= {minimum:g}, got {value!r}")
+    if number > maximum:
+        raise VolleyValueError(f"{what} must be <= {maximum:g}, got {value!r}")
+    return number
+
+
+def check_seconds(value: Any, what: str) -> float:
+    """A duration in seconds: a finite number > 0 (as ``volley serve --deadline``)."""
+    return check_real(value, what, above=0)
 
 
 def _is_integer_scalar(value: Any) -> bool:

@@ -484,16 +484,18 @@ def planetoid_split(
         A ``Split`` of int64 node-id arrays.
 
     Raises:
-        VolleyValueError: a label outside [-1, num_classes) (naming the node), or too few
-            labelled nodes left for ``num_val + num_test``.
+        VolleyValueError: a label outside [-1, num_classes) (naming the node), too few
+            labelled nodes left for ``num_val + num_test``, or a negative count.
+        VolleyTypeError: a count or ``seed`` that is not an integer.
     """
     labels = _tensor.to_input(labels)
     if num_classes is None:
         label_values = _tensor.to_numpy(labels)
         num_classes = int(label_values.max()) + 1 if label_values.size else 0
+    counts = dict(num_classes=num_classes, per_class=per_class, num_val=num_val, num_test=num_test)
+    counts = {name: _tensor.check_int(value, name, 0, 2**63 - 1) for name, value in counts.items()}
     train, val, test = _planetoid_split(
-        labels, num_classes, per_class=per_class, num_val=num_val, num_test=num_test, seed=seed
-    )
+        labels, **counts, seed=_tensor.check_int(seed, "seed", 0, 2**64 - 1))
     return Split(*(_tensor.to_output(ids) for ids in (train, val, test)))
 
 
@@ -512,10 +514,15 @@ def random_split(
         A ``Split`` of int64 node-id arrays.
 
     Raises:
-        VolleyValueError: a fraction outside [0, 1], or fractions summing to more than 1.
+        VolleyValueError: a fraction outside [0, 1] (NaN included), or fractions summing to more
+            than 1; a negative ``num_nodes`` or ``seed``.
+        VolleyTypeError: ``num_nodes`` or ``seed`` not an integer, a fraction not a number.
     """
     train, val, test = _random_split(
-        num_nodes, train_fraction=train_fraction, val_fraction=val_fraction, seed=seed
+        _tensor.check_int(num_nodes, "num_nodes", 0, 2**63 - 1),
+        train_fraction=_tensor.check_real(train_fraction, "train_fraction", 0, 1),
+        val_fraction=_tensor.check_real(val_fraction, "val_fraction", 0, 1),
+        seed=_tensor.check_int(seed, "seed", 0, 2**64 - 1),
     )
     return Split(*(_tensor.to_output(ids) for ids in (train, val, test)))
 

@@ -48,7 +48,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _dist_hetero, _temporal, _volley
+from . import _dist_hetero, _temporal, _tensor, _volley
 from ._dist_service import (
     DistFeatureStore,
     DistGraph,
@@ -272,8 +272,8 @@ class DistNeighborLoader(NeighborLoader):
         tls = dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
         self._connection = dict(
             token=self._token,
-            deadline_seconds=float(deadline),
-            connect_seconds=float(connect_timeout),
+            deadline_seconds=_tensor.check_seconds(deadline, "deadline"),
+            connect_seconds=_tensor.check_seconds(connect_timeout, "connect_timeout"),
             **{k: "" if v is None else os.fspath(v) for k, v in tls.items()},
         )
         rank_and_world = dict(rank=rank, world_size=world_size)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Union
 
+from . import _tensor
 from ._volley import VolleyTypeError
 from ._volley import split_edges as _split_edges
 
@@ -69,7 +70,8 @@ def split_edges(
             ``neg_ratio``, or too few non-edges for the negatives asked.
         VolleyOSError: ``dataset`` is no dataset directory, or ``out`` exists and is not an empty
             directory, or cannot be written.
-        VolleyTypeError: ``dataset`` is neither a path nor a ``volley.Dataset``.
+        VolleyTypeError: ``dataset`` is neither a path nor a ``volley.Dataset``, or a number
+            given as something else (a string, a float ``seed``).
     """
     from .dataset import Dataset
 
@@ -86,10 +88,10 @@ def split_edges(
         _split_edges(
             source,
             os.fspath(out),
-            val=float(val),
-            test=float(test),
+            val=_tensor.check_real(val, "val"),
+            test=_tensor.check_real(test, "test"),
             undirected=bool(undirected),
-            seed=int(seed),
-            neg_ratio=float(neg_ratio),
+            seed=_tensor.check_int(seed, "seed", 0, 2**64 - 1),
+            neg_ratio=_tensor.check_real(neg_ratio, "neg_ratio"),
         )
     )

@@ -34,7 +34,7 @@ from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _cuda, _share, _tensor
+from . import _cuda, _policy, _share, _tensor
 from . import _volley
 from ._volley import FeatureStore as _NativeStore
 from ._volley import dataset_store as _dataset_store
@@ -145,12 +145,12 @@ def hotness_by_sampling(
     order = _hotness_by_sampling(
         _graph_csr(graph),
         seed_ids,
-        [int(k) for k in num_neighbors],
-        int(batch_size),
-        max_batches=int(max_batches),
+        _policy.check_fanout_list(num_neighbors),
+        _tensor.check_int(batch_size, "batch_size", 1, 2**31 - 1),
+        max_batches=_tensor.check_int(max_batches, "max_batches", 0, 2**63 - 1),
         replace=bool(replace),
         weighted=bool(weighted),
-        seed=int(seed),
+        seed=_tensor.check_int(seed, "seed", 0, 2**64 - 1),
     )
     return _tensor.to_output(order)
 
@@ -463,6 +463,7 @@ class Feature:
             out.copy_(rows.reshape(out.shape))
             return out
         id_array = _as_ids(ids, store.num_rows)
+        threads = _tensor.check_int(threads, "threads", 0, 65536)
         if out is None:
             return _tensor.to_output(store.gather(id_array, dtype=dtype, threads=threads))
         _check_out(out)

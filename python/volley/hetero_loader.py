@@ -283,14 +283,15 @@ class HeteroNeighborLoader(NeighborLoader):
     def rank_positions(self, epoch: int) -> np.ndarray:
         """Positions in the input list that this rank visits in epoch ``epoch``, in batch order
         (int64): the homogeneous loader's policy (``NeighborLoader.rank_positions``)."""
-        return _volley.epoch_positions(len(self.input_nodes), self._options, int(epoch))
+        return _volley.epoch_positions(len(self.input_nodes), self._options,
+                                       _policy.check_epoch(epoch))
 
     def _jobs(self, epoch: int) -> List[Tuple[int, int, np.ndarray]]:
         """``(sampler seed, batch index, input positions)`` of every batch of epoch ``epoch``:
         batch b is sampled with the epoch's seed and batch index b, as the homogeneous loader
         samples it."""
         positions, size = self.rank_positions(epoch), self.batch_size
-        seed = _volley.epoch_sampler_seed(self._options, int(epoch))
+        seed = _volley.epoch_sampler_seed(self._options, int(epoch))  # checked just above
         return [(seed, b, positions[b * size:(b + 1) * size]) for b in range(len(self))]
 
     def __iter__(self) -> Iterator[Any]:

@@ -116,7 +116,8 @@ class HeteroNeighborSampler:
                 f"{type(graph).__name__}")
         self._graph = graph
         fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
-        self._seed = _tensor.default_seed() if seed is None else int(seed)
+        self._seed = (_tensor.default_seed() if seed is None
+                      else _tensor.check_int(seed, "seed", 0, 2**64 - 1))
         if node_time and edge_time:
             raise VolleyValueError("give node_time or edge_time, not both")
         self._time_source = "node" if node_time else "edge" if edge_time else "none"
@@ -204,8 +205,9 @@ class HeteroNeighborSampler:
                 f"{type(seeds).__name__}")
         groups = [(str(t), _tensor.as_ids(ids, f"seeds of node type {t}"))
                   for t, ids in seeds.items()]
-        raw = self._native.sample(groups, int(batch_index), self._seed_times(groups, seed_time),
-                                  None if seed is None else int(seed))
+        batch_index = _tensor.check_int(batch_index, "batch_index", 0, 2**63 - 1)
+        seed = None if seed is None else _tensor.check_int(seed, "seed", 0, 2**64 - 1)
+        raw = self._native.sample(groups, batch_index, self._seed_times(groups, seed_time), seed)
         node_types = self._graph.node_types
         edge_types: List[EdgeType] = self._graph.edge_types
         out: Dict[str, Any] = {

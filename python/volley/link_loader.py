@@ -315,7 +315,7 @@ class LinkNeighborLoader(NeighborLoader):
     def rank_positions(self, epoch: int) -> np.ndarray:
         """Positions in ``edge_label_index`` that this rank takes in ``epoch`` (int64, in batch
         order): the ``input_id`` of the epoch's batches, concatenated."""
-        return self._native.epoch_positions(int(epoch))
+        return self._native.epoch_positions(_policy.check_epoch(epoch))
 
     def __call__(self, index: Any) -> Any:
         """The batch of the supervision edges at positions ``index`` of ``edge_label_index``

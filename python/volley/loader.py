@@ -407,7 +407,7 @@ class NeighborLoader:
         lists are disjoint except for padding, equally long, and cover every input node.
         """
         count = self._num_nodes if self.input_nodes is None else len(self.input_nodes)
-        return _volley.epoch_positions(count, self._options, int(epoch))
+        return _volley.epoch_positions(count, self._options, _policy.check_epoch(epoch))
 
     @staticmethod
     def _unpack(data: Any, weighted: bool, weight_attr: Optional[str] = None):
@@ -452,7 +452,7 @@ class NeighborLoader:
     def set_epoch(self, epoch: int) -> None:
         """Sets the epoch the next iteration runs (``DistributedSampler.set_epoch``); iterating
         also advances it by one, so calling this is optional."""
-        self._epoch = int(epoch)
+        self._epoch = _policy.check_epoch(epoch)
 
     def __iter__(self) -> Iterator[Any]:
         epoch = self._native.start_epoch(self._epoch)

@@ -45,8 +45,9 @@ class NegativeSampler:
     Raises:
         VolleyValueError: an unknown distribution, bad weights (wrong length, negative, not
             finite, all zero), a graph with no nodes, ``max_draws < 1``, every degree 0 with
-            ``"degree"``.
-        VolleyTypeError: ``distribution`` neither a name nor an array.
+            ``"degree"``, a ``degree_power`` that is not finite, a negative ``seed``.
+        VolleyTypeError: ``distribution`` neither a name nor an array; ``max_draws`` or
+            ``seed`` not an integer, ``degree_power`` not a number.
     """
 
     def __init__(
@@ -81,9 +82,10 @@ class NegativeSampler:
             kind = "weights"
         self.distribution = kind
         self.kept_existing = 0
+        max_draws = _tensor.check_int(max_draws, "max_draws", -(2**31), 2**31 - 1)  # >= 1: C++
         self._native = _volley.NegativeSampler(
-            graph._csr, kind, float(degree_power), weights, bool(reject_existing),
-            int(max_draws), int(seed)
+            graph._csr, kind, _tensor.check_real(degree_power, "degree_power"), weights,
+            bool(reject_existing), max_draws, _tensor.check_int(seed, "seed", 0, 2**64 - 1)
         )
 
     def sample_pairs(self, count: int, batch_index: int = 0) -> Tuple[Any, Any]:
@@ -91,7 +93,8 @@ class NegativeSampler:
 
         ``kept_existing`` then holds how many of them are edges despite ``reject_existing``.
         """
-        src, dst, kept = self._native.sample_pairs(int(count), int(batch_index))
+        src, dst, kept = self._native.sample_pairs(_tensor.check_int(count, "count", 0, 2**63 - 1),
+                                                   _batch_index(batch_index))
         self.kept_existing = kept
         return _tensor.to_output(src), _tensor.to_output(dst)
 
@@ -107,11 +110,17 @@ class NegativeSampler:
         if ids.size and not np.issubdtype(ids.dtype, np.integer):
             raise VolleyTypeError(f"sources must be integer node ids, got dtype {ids.dtype}")
         ids = np.ascontiguousarray(ids, dtype=np.int64).reshape(-1)
-        dst, kept = self._native.sample_destinations(ids, int(per_source), int(batch_index))
+        per_source = _tensor.check_int(per_source, "per_source", 0, 2**63 - 1)
+        dst, kept = self._native.sample_destinations(ids, per_source, _batch_index(batch_index))
         self.kept_existing = kept
         return _tensor.to_output(dst)
 
     def has_edge(self, src: int, dst: int) -> bool:
         """Whether ``src -> dst`` is an edge of the graph (VolleyIndexError for an id out of
         range)."""
-        return self._native.has_edge(int(src), int(dst))
+        return self._native.has_edge(_tensor.check_int(src, "src", -(2**63), 2**63 - 1),
+                                     _tensor.check_int(dst, "dst", -(2**63), 2**63 - 1))
+
+
+def _batch_index(batch_index: Any) -> int:
+    return _tensor.check_int(batch_index, "batch_index", 0, 2**64 - 1)

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _tensor, hetero_partition
+from . import _policy, _tensor, hetero_partition
 from ._volley import Partition as _NativePartition
 from ._volley import VolleyIndexError, VolleyValueError
 from ._volley import invert_node_map as _invert_node_map
@@ -100,7 +100,8 @@ def partition(
         seed: random seed (shuffles, METIS, the simulated epoch).
         fanouts: neighbor-sampler fanouts of the simulated epoch (hotness, ``simulate_epoch``).
         batch_size: seeds per batch of the simulated epoch.
-        cache_bytes: per-partition byte budget for cached hot remote feature rows (hotness).
+        cache_bytes: per-partition byte budget (or a size such as ``"64M"``) for cached hot
+            remote feature rows (hotness).
         simulate_epoch: also report remote reads for random / metis / stream.
 
     Returns:
@@ -111,6 +112,9 @@ def partition(
             nodes for hotness.
         VolleyOSError: the dataset cannot be read or the output cannot be written.
     """
+    num_parts = _tensor.check_int(num_parts, "num_parts", 1, 2**20)
+    seed = _tensor.check_int(seed, "seed", 0, 2**64 - 1)
+    balance_tolerance = _tensor.check_real(balance_tolerance, "balance_tolerance")
     if _is_hetero_dataset(dataset):
         return hetero_partition.partition_hetero(
             dataset, output, num_parts, method=method, balance_tolerance=balance_tolerance,
@@ -119,19 +123,17 @@ def partition(
         raise VolleyValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     options = dict(
         method=method,
-        balance_tolerance=float(balance_tolerance),
-        seed=int(seed),
-        fanouts=[int(f) for f in fanouts],
-        batch_size=int(batch_size),
-        cache_bytes=int(cache_bytes),
+        balance_tolerance=balance_tolerance,
+        seed=seed,
+        fanouts=_policy.check_fanout_list(fanouts, "fanouts"),
+        batch_size=_tensor.check_int(batch_size, "batch_size", 1, 2**31 - 1),
+        cache_bytes=_tensor.byte_size(cache_bytes, "cache_bytes"),
         simulate_epoch=bool(simulate_epoch),
     )
     if isinstance(dataset, Dataset):
-        raw = _partition_dataset_in_memory(
-            dataset._native, os.fspath(output), int(num_parts), **options
-        )
+        raw = _partition_dataset_in_memory(dataset._native, os.fspath(output), num_parts, **options)
     else:
-        raw = _partition_dataset(os.fspath(dataset), os.fspath(output), int(num_parts), **options)
+        raw = _partition_dataset(os.fspath(dataset), os.fspath(output), num_parts, **options)
     return PartitionResult(
         book=PartitionBook(raw["offsets"]),
         part_nodes=list(raw["part_nodes"]),
@@ -234,9 +236,9 @@ def load_partition(
     if hetero_partition.is_hetero_partitioned(path):
         return hetero_partition.load_hetero_partition(
             path, part, mmap=mmap, verify=verify, validate=validate)
+    part = _tensor.check_int(part, "part", -(2**63), 2**63 - 1)  # the range: the native check
     native = _load_partition(
-        os.fspath(path), int(part), memory_map=mmap, verify_checksums=verify,
-        validate_graph=validate,
+        os.fspath(path), part, memory_map=mmap, verify_checksums=verify, validate_graph=validate,
     )
     return Partition(native)
 
