@@ -24,6 +24,9 @@ std::vector<int64_t> parse_fanouts(const std::string& text) {
     } catch (const std::exception&) {
       throw ValueError(fmt::format("--fanout '{}': '{}' is not an integer", text, item));
     }
+    VOLLEY_REQUIRE(fanouts.back() >= -1, ValueError,
+                   "--fanout '{}': fanout {} at hop {} must be >= -1 (-1: all neighbors)", text,
+                   fanouts.back(), fanouts.size() - 1);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }

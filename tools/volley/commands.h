@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace volley {
@@ -17,21 +18,47 @@ struct PartitionOptions;
 namespace volley::cli {
 
 // Readable stand-ins for CLI::PositiveNumber / CLI::NonNegativeNumber, whose messages print the
-// range up to DBL_MAX (309 digits): "must be a number >= 1, got '0'".
+// range up to DBL_MAX (309 digits): "must be a number >= 1, got '0'". An integer past int64
+// (which CLI11 would clamp to 2^63 - 1) is refused too, as the value given.
 inline CLI::Validator at_least(double minimum) {
   return CLI::Validator(
       [minimum](std::string& text) -> std::string {
         double value = 0;
         if (!CLI::detail::lexical_cast(text, value)) {
-          return "must be a number >= " + CLI::detail::to_string(minimum) + ", got '" + text + "'";
+          return "must be a number >= " + CLI::detail::to_string(minimum) + ", got '" +
+                 text.substr(0, 40) + "'";
         }
         if (!(value >= minimum) || !std::isfinite(value)) {  // NaN and inf too
-          return "must be >= " + CLI::detail::to_string(minimum) + ", got " + text;
+          return "must be >= " + CLI::detail::to_string(minimum) + ", got " + text.substr(0, 40);
+        }
+        const bool integer =
+            !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        const std::string_view largest = "9223372036854775807";
+        if (integer &&
+            (text.size() > largest.size() || (text.size() == largest.size() && text > largest))) {
+          return "must be at most " + std::string(largest) + ", got " + text.substr(0, 40);
         }
         return "";
       },
       "NUMBER >= " + CLI::detail::to_string(minimum));
 }
+// An integer option's value past int64 (which CLI11 would clamp to 2^63 - 1) refused as given;
+// anything else is left to CLI11's conversion and the option's own checks.
+inline const CLI::Validator kInt64(
+    [](std::string& text) -> std::string {
+      const std::string_view digits =
+          std::string_view(text).substr(!text.empty() && text[0] == '-' ? 1 : 0);
+      const std::string_view largest = "9223372036854775807";
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+        return "";
+      }
+      if (digits.size() > largest.size() || (digits.size() == largest.size() && digits > largest)) {
+        return "must be an integer in [-9223372036854775808, 9223372036854775807], got " +
+               text.substr(0, 40);
+      }
+      return "";
+    },
+    "INT64");
 inline const CLI::Validator kPositive = at_least(1);
 inline const CLI::Validator kNonNegative = at_least(0);
 

@@ -66,21 +66,27 @@ void add_generate_command(CLI::App& app, GlobalOptions& /*global*/) {
   command->add_option("--model", arguments->model, "Graph model")
       ->check(CLI::IsMember({"powerlaw", "rmat", "temporal", "hetero"}))
       ->capture_default_str();
-  command->add_option("--nodes", options.num_nodes,
-                      "Number of nodes (hetero: papers, default 736389 as ogbn-mag; the other "
-                      "types scale with it)");
-  command->add_option("--edges", options.num_edges,
-                      "Number of directed edges (R-MAT: before dropping duplicates; temporal: "
-                      "interactions, each stored both ways; hetero: not given, degrees follow "
-                      "ogbn-mag)");
+  command
+      ->add_option("--nodes", options.num_nodes,
+                   "Number of nodes (hetero: papers, default 736389 as ogbn-mag; the other "
+                   "types scale with it)")
+      ->check(kInt64);
+  command
+      ->add_option("--edges", options.num_edges,
+                   "Number of directed edges (R-MAT: before dropping duplicates; temporal: "
+                   "interactions, each stored both ways; hetero: not given, degrees follow "
+                   "ogbn-mag)")
+      ->check(kInt64);
   command->add_flag("--reverse", arguments->reverse,
                     "hetero: also write the reverse edge types (rev_writes, ...)");
   command->add_option("--feature-dim", options.feature_dim, "Feature columns (0: no features)")
+      ->check(kInt64)
       ->capture_default_str();
   command->add_option("--feature-dtype", arguments->feature_dtype, "Feature element type")
       ->check(CLI::IsMember({"float32", "float16"}))
       ->capture_default_str();
   command->add_option("--classes", options.num_classes, "Number of label classes")
+      ->check(kInt64)
       ->capture_default_str();
   command->add_option("--seed", options.seed, "Random seed (same seed, same bytes)")
       ->capture_default_str()
