@@ -474,6 +474,7 @@ void add_loader(CLI::App& bench, SampleSettings& settings) {
                     "With --policy lookahead: read the announced batches' missing rows into the "
                     "cache in the background");
   command->add_option("--cache-bytes", settings.cache_bytes, "Row cache budget (e.g. 8G)")
+      ->check(kByteSize)
       ->transform(CLI::AsSizeValue(false));
   command->callback([&settings] {
     const Dataset dataset = load_dataset(settings.dataset, {.validate_graph = false});

@@ -186,8 +186,10 @@ void add_bench_disk(CLI::App& bench) {
   cache->add_option("--dataset", settings.dataset, "Dataset directory")->required();
   cache->add_option("--fanout", settings.fanout, "Fanouts per hop, comma separated");
   cache->add_option("--batch-size", settings.batch_size, "Seeds per batch")->check(kPositive);
-  cache->add_option("--batches", settings.batches, "Batches of the trace (0: the whole epoch)");
+  cache->add_option("--batches", settings.batches, "Batches of the trace (0: the whole epoch)")
+      ->check(kNonNegative);
   cache->add_option("--cache-bytes", settings.cache_bytes, "Cache budget (e.g. 8G)")
+      ->check(kByteSize)
       ->transform(CLI::AsSizeValue(false));
   cache->add_option("--lookahead", settings.lookahead, "Batches the lookahead policy sees ahead")
       ->check(kNonNegative);

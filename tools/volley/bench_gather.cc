@@ -244,8 +244,10 @@ void add_bench_gather(CLI::App& bench) {
   command->add_option("--file", settings.file, "Mapped tier: .npy path to write (removed after)");
   command->add_option("--stores", settings.stores,
                       "Output stores: auto, cached or streaming (non-temporal)");
-  command->add_option("--prefetch-bytes", settings.prefetch_bytes,
-                      "Bytes of rows prefetched ahead (tuning; 0 = default)");
+  command
+      ->add_option("--prefetch-bytes", settings.prefetch_bytes,
+                   "Bytes of rows prefetched ahead (tuning; 0 = default)")
+      ->check(kNonNegative);
   command->add_option("--seed", settings.seed, "Random seed")->check(kSeed);
   command->add_flag("--huge-pages,!--no-huge-pages", settings.huge_pages,
                     "Host tier: back the table with transparent huge pages, as FeatureStore does "
@@ -257,7 +259,7 @@ void add_bench_gather(CLI::App& bench) {
   command
       ->add_option("--cache-fraction", settings.cache_fraction,
                    "With --device cuda: share of the table's bytes in device memory")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(kFraction);
   command->add_option("--cuda-device", settings.cuda_device, "CUDA device ordinal")
       ->check(kNonNegative);
   command->callback([] { run_gather_bench(settings); });

@@ -59,6 +59,31 @@ inline const CLI::Validator kInt64(
       return "";
     },
     "INT64");
+// A share in [0, 1]: CLI::Range lets NaN through (NaN < 0 and NaN > 1 are both false).
+inline const CLI::Validator kFraction(
+    [](std::string& text) -> std::string {
+      double value = 0;
+      if (!CLI::detail::lexical_cast(text, value) || !(value >= 0.0 && value <= 1.0)) {
+        return "must be a number in [0, 1], got '" + text.substr(0, 40) + "'";
+      }
+      return "";
+    },
+    "FRACTION");
+// A byte size as CLI::AsSizeValue reads it ("64M", "8G", "4096"), checked before it: not
+// negative, and a plain number of bytes within int64 (AsSizeValue wraps "-1" and clamps past
+// 2^64 without a word).
+inline const CLI::Validator kByteSize(
+    [](std::string& text) -> std::string {
+      const std::string shown = text.substr(0, 40);
+      if (!text.empty() && text[0] == '-') return "must be a size >= 0, got " + shown;
+      const std::string_view largest = "9223372036854775807";
+      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
+          (text.size() > largest.size() || (text.size() == largest.size() && text > largest))) {
+        return "must be at most " + std::string(largest) + " bytes, got " + shown;
+      }
+      return "";
+    },
+    "SIZE");
 inline const CLI::Validator kPositive = at_least(1);
 inline const CLI::Validator kNonNegative = at_least(0);
 

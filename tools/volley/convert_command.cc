@@ -323,10 +323,10 @@ void add_convert_command(CLI::App& app, GlobalOptions& /*global*/) {
       ->capture_default_str()
       ->check(kSeed);
   command->add_option("--train-fraction", arguments->train_fraction, "--split random: train share")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(kFraction)
       ->capture_default_str();
   command->add_option("--val-fraction", arguments->val_fraction, "--split random: val share")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(kFraction)
       ->capture_default_str();
   command
       ->add_option("--feature-dtype", arguments->feature_dtype,

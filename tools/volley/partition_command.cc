@@ -47,6 +47,8 @@ int64_t parse_bytes(const std::string& text) {
         fmt::format("--cache-bytes: unknown unit '{}' in '{}' (use K, M or G)", unit, text));
   }
   VOLLEY_REQUIRE(value >= 0.0, ValueError, "--cache-bytes must be >= 0, found '{}'", text);
+  VOLLEY_REQUIRE(value * scale < 9223372036854775807.0, ValueError,
+                 "--cache-bytes must be at most 9223372036854775807 bytes, found '{}'", text);
   return static_cast<int64_t>(value * scale);
 }
 
@@ -296,6 +298,7 @@ void add_partition_command(CLI::App& app, GlobalOptions& /*global*/) {
       ->add_option("--fanout", arguments->fanouts,
                    "Fanouts of the simulated epoch (hotness; --simulate), e.g. 15,10,5")
       ->delimiter(',')
+      ->check(kInt64)
       ->capture_default_str();
   command->add_option("--cache-bytes", arguments->cache_bytes,
                       "Per-partition cache of hot remote feature rows (hotness), e.g. 64M");

@@ -53,6 +53,7 @@ void add_split_edges_command(CLI::App& app, GlobalOptions& /*global*/) {
   command
       ->add_option("--neg-ratio", options.neg_ratio,
                    "Fixed negatives per val / test edge (0: none); negatives are no edge")
+      ->check(kNonNegative)
       ->capture_default_str();
 
   command->callback([arguments] {

@@ -435,6 +435,10 @@ void check_edge_split_options(const EdgeSplitOptions& options) {
                  options.val_fraction + options.test_fraction);
   VOLLEY_REQUIRE(std::isfinite(options.neg_ratio) && options.neg_ratio >= 0.0, ValueError,
                  "split_edges: neg_ratio {} must be a finite number >= 0", options.neg_ratio);
+  // Negatives per positive: round(neg_ratio × edges) must stay far inside int64.
+  VOLLEY_REQUIRE(options.neg_ratio <= 2147483648.0, ValueError,
+                 "split_edges: neg_ratio {} must be at most 2147483648 (negatives per edge)",
+                 options.neg_ratio);
 }
 
 EdgeSplitSummary split_edges(const Dataset& dataset, const std::string& output,
