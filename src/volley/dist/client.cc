@@ -85,7 +85,7 @@ namespace {
 std::chrono::system_clock::time_point deadline_after(double seconds) {
   return std::chrono::system_clock::now() +
          std::chrono::duration_cast<std::chrono::system_clock::duration>(
-             std::chrono::duration<double>(seconds));
+             internal::bounded_wait(seconds));
 }
 
 }  // namespace

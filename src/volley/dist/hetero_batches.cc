@@ -42,9 +42,7 @@ class ReadWatch {
     std::lock_guard lock(mutex_);
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
     context_ = context;
-    until_ = std::chrono::steady_clock::now() +
-             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                 std::chrono::duration<double>(seconds));
+    until_ = std::chrono::steady_clock::now() + internal::bounded_wait(seconds);
     armed_ = true;
     fired_ = false;
     changed_.notify_all();

@@ -103,7 +103,8 @@ class Server {
   std::shared_ptr<const Partition> partition() const;
   ServerStats stats() const;
 
-  // Stops accepting calls, cancels streams, waits up to `grace_seconds` for calls in flight.
+  // Stops accepting calls, cancels streams, waits up to `grace_seconds` for calls in flight
+  // (negative or NaN: none; at most a year).
   // Idempotent.
   void shutdown(double grace_seconds = 1.0);
   // Blocks until shutdown() (from another thread or a signal handler's thread).

@@ -131,7 +131,7 @@ class StreamedEpoch final : public BatchStream {
     const auto& state = *loader_;
     std::unique_lock lock(mutex_);
     if (delivered_ >= state.num_batches || stopped_) return std::nullopt;
-    const auto timeout = std::chrono::duration<double>(state.client.deadline_seconds);
+    const auto timeout = internal::bounded_wait(state.client.deadline_seconds);
     const bool ready =
         changed_.wait_for(lock, timeout, [&] { return stopped_ || !queue_.empty() || finished_; });
     if (stopped_) return std::nullopt;

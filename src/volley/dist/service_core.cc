@@ -4,12 +4,14 @@
 #include <grpcpp/resource_quota.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "volley/core/parallel.h"
 #include "volley/core/version.h"
+#include "volley/dist/internal/wire.h"
 
 namespace volley::dist::internal {
 namespace {
@@ -194,7 +196,7 @@ void ServiceCore::shutdown(double grace_seconds, const std::function<void()>& af
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                          std::chrono::duration<double>(std::max(0.0, grace_seconds))));
+                          internal::bounded_wait(grace_seconds)));
     server_->Wait();
   }
   if (after_stop) after_stop();

@@ -6,6 +6,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -103,5 +106,14 @@ inline constexpr int64_t kMessageSlack = int64_t{64} << 10;
 // a cable pulled) in about 15 s even when no call is in flight.
 inline constexpr int kKeepaliveMs = 10'000;
 inline constexpr int kKeepaliveTimeoutMs = 5'000;
+
+// `seconds` as a clock duration for a deadline or a wait: NaN or negative is none, and at most a
+// year (a longer one, e.g. 1e23 s, would overflow the clocks' integer ticks).
+inline std::chrono::nanoseconds bounded_wait(double seconds) {
+  constexpr double kLongest = 365.0 * 24 * 3600;
+  const double bounded = std::isnan(seconds) ? 0.0 : std::clamp(seconds, 0.0, kLongest);
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(bounded));
+}
 
 }  // namespace volley::dist::internal
