@@ -17,6 +17,16 @@ struct PartitionOptions;
 
 namespace volley::cli {
 
+// Whether `digits` (decimal digits only) is a number past int64's largest, 9223372036854775807
+// (CLI11 would clamp it there).
+inline bool past_int64(std::string_view digits) {
+  constexpr std::string_view largest = "9223372036854775807";
+  return digits.size() > largest.size() || (digits.size() == largest.size() && digits > largest);
+}
+inline bool all_digits(std::string_view text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 // Readable stand-ins for CLI::PositiveNumber / CLI::NonNegativeNumber, whose messages print the
 // range up to DBL_MAX (309 digits): "must be a number >= 1, got '0'". An integer past int64
 // (which CLI11 would clamp to 2^63 - 1) is refused too, as the value given.
@@ -31,12 +41,8 @@ inline CLI::Validator at_least(double minimum) {
         if (!(value >= minimum) || !std::isfinite(value)) {  // NaN and inf too
           return "must be >= " + CLI::detail::to_string(minimum) + ", got " + text.substr(0, 40);
         }
-        const bool integer =
-            !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-        const std::string_view largest = "9223372036854775807";
-        if (integer &&
-            (text.size() > largest.size() || (text.size() == largest.size() && text > largest))) {
-          return "must be at most " + std::string(largest) + ", got " + text.substr(0, 40);
+        if (all_digits(text) && past_int64(text)) {
+          return "must be at most 9223372036854775807, got " + text.substr(0, 40);
         }
         return "";
       },
@@ -48,11 +54,7 @@ inline const CLI::Validator kInt64(
     [](std::string& text) -> std::string {
       const std::string_view digits =
           std::string_view(text).substr(!text.empty() && text[0] == '-' ? 1 : 0);
-      const std::string_view largest = "9223372036854775807";
-      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
-        return "";
-      }
-      if (digits.size() > largest.size() || (digits.size() == largest.size() && digits > largest)) {
+      if (all_digits(digits) && past_int64(digits)) {
         return "must be an integer in [-9223372036854775808, 9223372036854775807], got " +
                text.substr(0, 40);
       }
@@ -76,10 +78,8 @@ inline const CLI::Validator kByteSize(
     [](std::string& text) -> std::string {
       const std::string shown = text.substr(0, 40);
       if (!text.empty() && text[0] == '-') return "must be a size >= 0, got " + shown;
-      const std::string_view largest = "9223372036854775807";
-      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
-          (text.size() > largest.size() || (text.size() == largest.size() && text > largest))) {
-        return "must be at most " + std::string(largest) + " bytes, got " + shown;
+      if (all_digits(text) && past_int64(text)) {
+        return "must be at most 9223372036854775807 bytes, got " + shown;
       }
       return "";
     },

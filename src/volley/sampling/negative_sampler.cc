@@ -166,17 +166,16 @@ void csr_has_edges(const Csr& graph, bool rows_sorted, std::span<const int64_t> 
   const int64_t src_count = by_row_of_src ? rows : others;
   const int64_t dst_count = by_row_of_src ? others : rows;
   for (size_t i = 0; i < src.size(); ++i) {
-    if (src_count != dst_count) {
-      VOLLEY_REQUIRE(src[i] >= 0 && src[i] < src_count && dst[i] >= 0 && dst[i] < dst_count,
-                     IndexError,
-                     "edge ({}, {}) at position {} has an id out of range: sources in [0, {}), "
-                     "destinations in [0, {})",
-                     src[i], dst[i], i, src_count, dst_count);
+    if (!(src[i] >= 0 && src[i] < src_count && dst[i] >= 0 && dst[i] < dst_count)) {
+      throw IndexError(
+          src_count != dst_count
+              ? fmt::format("edge ({}, {}) at position {} has an id out of range: sources in "
+                            "[0, {}), destinations in [0, {})",
+                            src[i], dst[i], i, src_count, dst_count)
+              : fmt::format("edge ({}, {}) at position {} has an id out of range for a graph "
+                            "with {} nodes",
+                            src[i], dst[i], i, rows));
     }
-    VOLLEY_REQUIRE(src[i] >= 0 && src[i] < src_count && dst[i] >= 0 && dst[i] < dst_count,
-                   IndexError,
-                   "edge ({}, {}) at position {} has an id out of range for a graph with {} nodes",
-                   src[i], dst[i], i, rows);
     out[i] = by_row_of_src ? row_holds(graph, rows_sorted, src[i], dst[i])
                            : row_holds(graph, rows_sorted, dst[i], src[i]);
   }
@@ -288,14 +287,14 @@ int64_t NegativeSampler::draw(const End& end, PhiloxStream& rng, const int64_t* 
 bool NegativeSampler::has_edge(int64_t src, int64_t dst) const {
   const int64_t n = src_->num_nodes;
   const int64_t m = dst_->num_nodes;
-  if (src_ == dst_) {
-    VOLLEY_REQUIRE(src >= 0 && src < n && dst >= 0 && dst < n, IndexError,
-                   "edge ({}, {}) has an id out of range for a graph with {} nodes", src, dst, n);
+  if (!(src >= 0 && src < n && dst >= 0 && dst < m)) {
+    throw IndexError(src_ == dst_ ? fmt::format("edge ({}, {}) has an id out of range for a "
+                                                "graph with {} nodes",
+                                                src, dst, n)
+                                  : fmt::format("edge ({}, {}) has an id out of range: sources "
+                                                "in [0, {}), destinations in [0, {})",
+                                                src, dst, n, m));
   }
-  VOLLEY_REQUIRE(src >= 0 && src < n && dst >= 0 && dst < m, IndexError,
-                 "edge ({}, {}) has an id out of range: sources in [0, {}), destinations in "
-                 "[0, {})",
-                 src, dst, n, m);
   VOLLEY_REQUIRE(has_edges_ != nullptr, ValueError,
                  "this negative sampler has no edge check (reject_existing is off and the graph "
                  "was not given)");
