@@ -13,10 +13,18 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 
 namespace volley::testing_cli {
+
+// The last line of a command's output, parsed as JSON (the bench commands end with one).
+inline nlohmann::json last_json_line(const std::string& out) {
+  const auto end = out.find_last_not_of('\n');
+  const auto start = out.rfind('\n', end);
+  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
+}
 
 struct Result {
   int exit_code;

@@ -4,9 +4,12 @@
 //   const Csr graph = skewed_random_graph(3000, 60000, 11, {.force_int64_indices = true});
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "volley/graph/csr.h"
@@ -54,6 +57,24 @@ inline const HeteroGraph& small_mag() {
     return generate_hetero_graph(options);
   }();
   return graph;
+}
+
+// The index of node type `name` in small_mag().
+inline size_t small_mag_type(const std::string& name) {
+  return static_cast<size_t>(small_mag().node_type_index(name));
+}
+
+// Every edge of `graph` as (row, neighbor, edge id), sorted: two graphs hold the same edges when
+// these are equal.
+inline std::vector<std::tuple<int64_t, int64_t, int64_t>> sorted_edges(const Csr& graph) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> edges;
+  for (int64_t v = 0; v < graph.num_nodes(); ++v) {
+    for (int64_t k = graph.begin(v); k < graph.end(v); ++k) {
+      edges.emplace_back(v, graph.neighbor(k), graph.edge_id(k));
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  return edges;
 }
 
 }  // namespace volley

@@ -68,19 +68,6 @@ void warm(const Csr& graph) {
   }
 }
 
-struct SampleFigures {
-  int64_t edges = 0;
-  int64_t nodes = 0;
-  double seconds = 0;
-  double cpu_seconds = 0;  // the process's CPU time meanwhile (less sensitive to a busy machine)
-};
-
-double process_cpu_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
-}
-
 // Sampling only: `threads` threads, each taking whole batches. `seed_times` (temporal
 // sampling): one time per entry of `seeds`.
 SampleFigures run_sampling(const Csr& graph, const std::vector<int64_t>& seeds,

@@ -162,29 +162,11 @@ struct Seeds {
   }
 };
 
-struct Figures {
-  int64_t edges = 0;
-  int64_t nodes = 0;
-  double seconds = 0;
-  double cpu_seconds = 0;  // user + system time of the whole process (servers included)
-  double seps() const { return static_cast<double>(edges) / seconds; }
-  // Edges per CPU-second: what the figures would be if the process had its cores to itself
-  // (the machine is shared; wall-clock SEPS also measures the other jobs).
-  double seps_per_cpu() const { return static_cast<double>(edges) / cpu_seconds; }
-};
-
-double process_cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
 // Batches [first, first + count) sampled from `source` by `threads` threads, each taking whole
 // batches (what the loader's workers do).
-Figures run_batches(const BatchSource& source, const Seeds& seeds,
-                    const NeighborSamplerOptions& options, int64_t first, int64_t count,
-                    int threads, ProgressBar* bar) {
+SampleFigures run_batches(const BatchSource& source, const Seeds& seeds,
+                          const NeighborSamplerOptions& options, int64_t first, int64_t count,
+                          int threads, ProgressBar* bar) {
   std::atomic<int64_t> next{first}, edges{0}, nodes{0};
   std::exception_ptr error;
   std::mutex error_mutex;
@@ -250,7 +232,7 @@ struct Row {
   int64_t remote_parts = 0;
   int loader_threads = 0;
   std::string server_threads;  // per server
-  Figures figures;
+  SampleFigures figures;
 };
 
 // Where the bench's dataset is: --dataset, or one generated into `scratch` (--generate).
@@ -287,7 +269,7 @@ void print_json(const std::vector<Row>& rows, const Report& report) {
   const int64_t check = report.check;
   const int hardware = report.hardware;
   const std::string& load_after = report.load_after;
-  const Figures& local_figures = rows.front().figures;
+  const SampleFigures& local_figures = rows.front().figures;
   for (const Row& row : rows) {
     std::cout << nlohmann::json{{"bench", "dist"},
                                 {"dataset", dataset.name},
@@ -318,7 +300,7 @@ void print_json(const std::vector<Row>& rows, const Report& report) {
 void print_table(const std::vector<Row>& rows, const Report& report) {
   const Dataset& dataset = report.dataset;
   const DistSettings& settings = report.settings;
-  const Figures& local_figures = rows.front().figures;
+  const SampleFigures& local_figures = rows.front().figures;
   const int hardware = report.hardware;
   std::printf(
       "bench dist: %s, %s nodes, %s edges; %lld batches of %lld seeds, fanout %s; %d hardware "
@@ -334,7 +316,7 @@ void print_table(const std::vector<Row>& rows, const Report& report) {
   std::printf("%-12s %5s %6s %7s %7s %10s %8s %9s %14s %8s\n", "", "", "", "threads", "threads", "",
               "", "(cores)", "second", "");
   for (const Row& row : rows) {
-    const Figures& f = row.figures;
+    const SampleFigures& f = row.figures;
     std::printf("%-12s %5lld %6lld %7d %7s %9.2fM %8.3f %9.2f %13.2fM %8.3f\n", row.mode.c_str(),
                 static_cast<long long>(row.parts), static_cast<long long>(row.remote_parts),
                 row.loader_threads, row.server_threads.c_str(), f.seps() / 1e6,

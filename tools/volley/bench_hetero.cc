@@ -17,14 +17,9 @@
 namespace volley::cli {
 namespace {
 
-struct Figures {
-  int64_t edges = 0;
-  int64_t nodes = 0;
-  double seconds = 0;
-};
-
-Figures run(const HeteroGraph& graph, const std::string& type, const std::vector<int64_t>& seeds,
-            const HeteroSamplerOptions& options, int64_t batch_size, int threads, int64_t batches) {
+SampleFigures run(const HeteroGraph& graph, const std::string& type,
+                  const std::vector<int64_t>& seeds, const HeteroSamplerOptions& options,
+                  int64_t batch_size, int threads, int64_t batches) {
   const int64_t available = static_cast<int64_t>(seeds.size()) / batch_size;
   VOLLEY_REQUIRE(available >= 1, ValueError, "--batch-size {} exceeds the {} seeds of type {}",
                  batch_size, seeds.size(), type);
@@ -85,7 +80,8 @@ void run_hetero_sample_bench(const HeteroSampleBench& bench) {
   for (const int64_t batch_size : bench.batch_sizes) {
     for (const int threads : bench.thread_counts) {
       if (bench.warmup > 0) run(graph, type, seeds, options, batch_size, 1, bench.warmup);
-      const Figures figures = run(graph, type, seeds, options, batch_size, threads, bench.batches);
+      const SampleFigures figures =
+          run(graph, type, seeds, options, batch_size, threads, bench.batches);
       const nlohmann::json line = {
           {"bench", "sample"},
           {"device", "cpu"},

@@ -6,10 +6,18 @@
 #include <numeric>
 #include <stdexcept>
 
+#include <time.h>
+
 #include "volley/core/error.h"
 #include "volley/loader/neighbor_loader.h"
 
 namespace volley::cli {
+
+double process_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
 
 std::vector<int64_t> parse_fanouts(const std::string& text) {
   std::vector<int64_t> fanouts;

@@ -16,6 +16,21 @@ inline double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The CPU time of the whole process (every thread, servers included) so far, in seconds.
+double process_cpu_seconds();
+
+// What a sampling run did: edges and nodes sampled, wall and process CPU seconds.
+struct SampleFigures {
+  int64_t edges = 0;
+  int64_t nodes = 0;
+  double seconds = 0;
+  double cpu_seconds = 0;  // the process's CPU time meanwhile (less sensitive to a busy machine)
+  double seps() const { return static_cast<double>(edges) / seconds; }
+  // Edges per CPU-second: what the figures would be if the process had its cores to itself
+  // (the machine is shared; wall-clock SEPS also measures the other jobs).
+  double seps_per_cpu() const { return static_cast<double>(edges) / cpu_seconds; }
+};
+
 // "15,10,5" → {15, 10, 5}; ValueError naming the item that is not an integer.
 std::vector<int64_t> parse_fanouts(const std::string& text);
 

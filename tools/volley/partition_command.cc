@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "text.h"
 #include "volley/core/error.h"
 #include "volley/graph/hetero_dataset.h"
 #include "volley/partition/partition.h"
@@ -51,8 +52,6 @@ int64_t parse_bytes(const std::string& text) {
                  "--cache-bytes must be at most 9223372036854775807 bytes, found '{}'", text);
   return static_cast<int64_t>(value * scale);
 }
-
-std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
 Json optional_json(const std::optional<double>& value) {
   return value ? Json(*value) : Json(nullptr);

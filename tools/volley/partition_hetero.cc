@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "text.h"
 #include "volley/core/error.h"
 #include "volley/partition/hetero_partition.h"
 
@@ -16,8 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-
-std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
 // Edge cut (total and per edge type), per-type node balance, edge balance.
 void print_quality(const HeteroPartitionQuality& quality, const std::vector<NodeTypeInfo>& types,

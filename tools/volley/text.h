@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include <fmt/format.h>
+
 namespace volley::cli {
 
 // Thousands separators: 2708 -> "2,708", -1234567 -> "-1,234,567".
@@ -16,5 +18,8 @@ inline std::string grouped(int64_t value) {
   }
   return value < 0 ? "-" + text : text;
 }
+
+// A fraction as a percentage with one decimal: 0.1234 -> "12.3%".
+inline std::string percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
 
 }  // namespace volley::cli

@@ -65,7 +65,7 @@ std::vector<std::byte> reference_gather(const Array& table, const std::vector<in
   return out;
 }
 
-std::vector<int64_t> random_ids(int64_t rows, size_t count, uint64_t seed) {
+std::vector<int64_t> random_rows(int64_t rows, size_t count, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> ids(count);
   for (auto& id : ids) id = static_cast<int64_t>(rng() % static_cast<uint64_t>(rows));
@@ -125,12 +125,12 @@ TEST_P(GatherEveryDtype, EqualsFancyIndexingInEveryTier) {
   const DType dtype = GetParam();
   const Array table = make_table(dtype, 700, 13);
   const std::string path = temp_path(std::string(dtype_name(dtype)));
-  const auto batches =
-      std::vector<std::vector<int64_t>>{{},                        // empty
-                                        {5},                       // one
-                                        {3, 3, 3, 699, 0, 3},      // repeated ids, both ends
-                                        random_ids(700, 5000, 7),  // bigger than the parallel grain
-                                        random_ids(700, 97, 8)};
+  const auto batches = std::vector<std::vector<int64_t>>{
+      {},                         // empty
+      {5},                        // one
+      {3, 3, 3, 699, 0, 3},       // repeated ids, both ends
+      random_rows(700, 5000, 7),  // bigger than the parallel grain
+      random_rows(700, 97, 8)};
   for (const auto& [name, store] : stores_of(table, path)) {
     EXPECT_EQ(store.num_rows(), 700) << name;
     EXPECT_EQ(store.width(), 13) << name;
@@ -249,7 +249,7 @@ TEST(FeatureStore, OutOfRangeIdsNameTheIdAndPosition) {
               .hot_order = Array::from_vector(std::vector<int64_t>{99, 98, 97})});
   for (const FeatureStore& store : {FeatureStore(table), tiered}) {
     for (const int threads : {0, 1}) {
-      std::vector<int64_t> ids = random_ids(100, 20000, 3);
+      std::vector<int64_t> ids = random_rows(100, 20000, 3);
       ids[15000] = 100;
       ids[17000] = -5;
       try {
@@ -361,7 +361,7 @@ TEST(FeatureStore, SharedStoreAttachedFromAnotherProcess) {
   const Array table = make_table(DType::kFloat16, 400, 9);
   const FeatureStore store = FeatureStore::create_shared(table);
   ASSERT_FALSE(store.shared_name().empty());
-  const std::vector<int64_t> ids = random_ids(400, 1000, 21);
+  const std::vector<int64_t> ids = random_rows(400, 1000, 21);
   const auto expected = reference_gather(table, ids);
   int pipe_fds[2];
   ASSERT_EQ(pipe(pipe_fds), 0);
@@ -434,7 +434,7 @@ TEST(FeatureStore, MappedTierReadsOnlyTouchedPagesWithoutCopying) {
   const auto [anon_before, file_before] = resident_anon_and_file();
   const FeatureStore store = FeatureStore::from_npy(path);
   ASSERT_EQ(store.tiers().front().location(), Location::kMappedFile);
-  const std::vector<int64_t> ids = random_ids(rows, 200, 5);
+  const std::vector<int64_t> ids = random_rows(rows, 200, 5);
   GatherOptions options;
   options.threads = 1;
   const Array out = store.gather(ids, options);
@@ -452,7 +452,7 @@ TEST(FeatureStore, MappedTierReadsOnlyTouchedPagesWithoutCopying) {
 
 TEST(GatherRows, KeepsItsContract) {
   const Array table = make_table(DType::kFloat32, 100, 5);
-  const std::vector<int64_t> ids = random_ids(100, 3000, 2);
+  const std::vector<int64_t> ids = random_rows(100, 3000, 2);
   std::vector<std::byte> out(ids.size() * 5 * 4);
   gather_rows(table, ids, DType::kFloat32, out.data());
   EXPECT_EQ(out, reference_gather(table, ids));

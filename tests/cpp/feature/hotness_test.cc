@@ -12,7 +12,7 @@
 namespace volley {
 namespace {
 
-Csr random_graph(int64_t n, int64_t m, uint64_t seed) {
+Csr popular_sources_graph(int64_t n, int64_t m, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> src(static_cast<size_t>(m)), dst(static_cast<size_t>(m));
   for (int64_t i = 0; i < m; ++i) {
@@ -37,7 +37,7 @@ TEST(Hotness, ByDegreeIsInDegreeDescendingTiesById) {
 }
 
 TEST(Hotness, BySamplingIsDeterministicForAnyThreadCount) {
-  const Csr graph = random_graph(3000, 30000, 4);
+  const Csr graph = popular_sources_graph(3000, 30000, 4);
   std::vector<int64_t> seeds;
   for (int64_t i = 0; i < 3000; i += 5) seeds.push_back(i);
   const NeighborSamplerOptions options{.fanouts = {5, 3}, .seed = 9};
@@ -78,7 +78,7 @@ TEST(Hotness, BySamplingIsDeterministicForAnyThreadCount) {
 }
 
 TEST(Hotness, LoaderWithATieredStoreMatchesThePlainArray) {
-  const Csr graph = random_graph(2000, 20000, 8);
+  const Csr graph = popular_sources_graph(2000, 20000, 8);
   Array features = Array::empty(DType::kFloat16, {2000, 6});
   auto* bits = reinterpret_cast<uint16_t*>(features.raw_data());
   for (int64_t i = 0; i < 2000 * 6; ++i) bits[i] = static_cast<uint16_t>((i * 37) % 30000);

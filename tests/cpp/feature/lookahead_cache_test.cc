@@ -148,7 +148,7 @@ TEST(LookaheadCache, AnnouncingABadIdNamesIt) {
   expect_rows(store, {3, 5});
 }
 
-Csr random_graph(uint64_t seed) {
+Csr uniform_graph(uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> src(200), dst(200);
   for (size_t e = 0; e < src.size(); ++e) {
@@ -179,7 +179,7 @@ void expect_same_batch(const Batch& want, const Batch& got) {
 TEST(LookaheadCache, TheLoaderAnnouncesItsNextBatches) {
   TempDir dir;
   const std::string path = write_matrix(dir.path());
-  const Csr graph = random_graph(9);
+  const Csr graph = uniform_graph(9);
   const FeatureStore plain = FeatureStore::from_npy(path, {.source_reads = SourceReads::kMapped});
   for (const bool read_ahead : {false, true}) {
     for (const int lookahead : {0, 1, 3, 8}) {
@@ -315,7 +315,7 @@ TEST(ReadAhead, AFailedReadSurfacesAtTheBatchThatNeedsTheRows) {
   }
   // Through the loader, with reading ahead: the epoch raises at a batch and ends; no hang.
   const std::string again = write_matrix(dir.path());
-  const Csr graph = random_graph(5);
+  const Csr graph = uniform_graph(5);
   const FeatureStore store = open_store(again, CachePolicy::kLookahead, 4 * 64, {}, true);
   ASSERT_EQ(::truncate(again.c_str(), 128 + 20 * kWidth * 4), 0);
   NeighborLoader loader(

@@ -21,17 +21,17 @@ namespace {
 
 using Pair = std::pair<int64_t, int64_t>;
 
-struct Fixture {
+struct LinkFixture {
   Csr graph;
   Array features;  // node v's row holds v
   Array edges;     // supervision edges [2, M]: a sample of the graph's edges
   std::vector<Pair> graph_edges;
 };
 
-Fixture make_fixture(int64_t n = 300, int64_t m = 3000, int64_t supervision = 500) {
+LinkFixture make_link_fixture(int64_t n = 300, int64_t m = 3000, int64_t supervision = 500) {
   std::mt19937_64 rng(5);
   std::vector<int64_t> src(m), dst(m);
-  Fixture f;
+  LinkFixture f;
   for (int64_t i = 0; i < m; ++i) {
     src[i] = static_cast<int64_t>(rng() % n);
     dst[i] = static_cast<int64_t>(rng() % n);
@@ -49,7 +49,7 @@ Fixture make_fixture(int64_t n = 300, int64_t m = 3000, int64_t supervision = 50
   return f;
 }
 
-LinkLoader make_loader(const Fixture& f, LinkLoaderOptions options,
+LinkLoader make_loader(const LinkFixture& f, LinkLoaderOptions options,
                        std::optional<Array> labels = std::nullopt) {
   return LinkLoader(f.graph, FeatureStore(f.features), std::nullopt, f.edges, std::move(labels),
                     std::move(options));
@@ -72,7 +72,7 @@ std::vector<Batch> all_batches(const LinkLoader& loader, int64_t epoch = 0) {
 }
 
 TEST(LinkLoader, BinaryBatchesIndexTheirEdgesAndNodes) {
-  const Fixture f = make_fixture();
+  const LinkFixture f = make_link_fixture();
   const LinkLoader loader = make_loader(f, binary_options());
   const int64_t* sup = f.edges.data<int64_t>();
   for (const Batch& batch : all_batches(loader)) {
@@ -102,7 +102,7 @@ TEST(LinkLoader, BinaryBatchesIndexTheirEdgesAndNodes) {
 }
 
 TEST(LinkLoader, GivenLabelsKeepTheirDtypeAndNegativesAreZero) {
-  const Fixture f = make_fixture();
+  const LinkFixture f = make_link_fixture();
   Array labels = Array::empty(DType::kInt32, {500});
   for (int64_t i = 0; i < 500; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(1 + i % 3);
   const LinkLoader loader = make_loader(f, binary_options(), labels);
@@ -117,7 +117,7 @@ TEST(LinkLoader, GivenLabelsKeepTheirDtypeAndNegativesAreZero) {
 }
 
 TEST(LinkLoader, TripletBatchesIndexSourcesPositivesAndNegatives) {
-  const Fixture f = make_fixture();
+  const LinkFixture f = make_link_fixture();
   LinkLoaderOptions options = binary_options();
   options.negatives = {.mode = NegativeMode::kTriplet, .amount = 3, .reject_existing = true};
   const LinkLoader loader = make_loader(f, options);
@@ -146,7 +146,7 @@ TEST(LinkLoader, TripletBatchesIndexSourcesPositivesAndNegatives) {
 }
 
 TEST(LinkLoader, EveryEdgeOncePerEpochAndTheSameForAnyThreadCount) {
-  const Fixture f = make_fixture();
+  const LinkFixture f = make_link_fixture();
   const std::vector<Batch> one = all_batches(make_loader(f, binary_options(1)), 2);
   for (const int threads : {2, 4}) {
     const std::vector<Batch> many = all_batches(make_loader(f, binary_options(threads)), 2);
@@ -185,7 +185,7 @@ int64_t leaked(const Batch& batch, const int64_t* sup, bool undirected) {
 }
 
 TEST(LinkLoader, ExcludeEdgesRemovesTheBatchPositivesExactly) {
-  const Fixture f = make_fixture(200, 3000, 500);
+  const LinkFixture f = make_link_fixture(200, 3000, 500);
   const int64_t* sup = f.edges.data<int64_t>();
   LinkLoaderOptions options = binary_options();
   options.loader.sampler.fanouts = {-1, 5};
@@ -278,7 +278,7 @@ class NoEdgeChecks final : public BatchSource {
 };
 
 TEST(LinkLoader, LocalSourceChecksEdgesAndGivesDegrees) {
-  const Fixture f = make_fixture();
+  const LinkFixture f = make_link_fixture();
   const LocalBatchSource source(f.graph, std::nullopt, std::nullopt);
   const std::vector<int64_t> src = {f.graph_edges[0].first, 0, 299};
   const std::vector<int64_t> dst = {f.graph_edges[0].second, 0, 299};
@@ -313,7 +313,7 @@ TEST(LinkLoader, LocalSourceChecksEdgesAndGivesDegrees) {
 }
 
 TEST(LinkLoader, AnySourceAndRanksShareOutTheEdges) {
-  const Fixture f = make_fixture();
+  const LinkFixture f = make_link_fixture();
   // Over a source of another kind (uniform negatives need neither degrees nor edge checks):
   // the same batches as over the local source.
   LinkLoaderOptions options = binary_options();
@@ -346,7 +346,7 @@ TEST(LinkLoader, AnySourceAndRanksShareOutTheEdges) {
 }
 
 TEST(LinkLoader, BadInputNamesTheValueAndEmptyInputHasNoBatches) {
-  const Fixture f = make_fixture();
+  const LinkFixture f = make_link_fixture();
   Array bad = f.edges.clone();
   bad.data<int64_t>()[500 + 7] = 300;
   EXPECT_NE(message_of<IndexError>([&] {

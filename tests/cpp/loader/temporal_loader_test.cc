@@ -13,13 +13,13 @@
 namespace volley {
 namespace {
 
-struct Fixture {
+struct TemporalFixture {
   Csr graph;
   std::vector<int64_t> inputs, input_time;
 };
 
-Fixture make_fixture() {
-  Fixture f;
+TemporalFixture make_temporal_fixture() {
+  TemporalFixture f;
   const int64_t n = 400, m = 8000;
   std::mt19937_64 rng(5);
   std::vector<int64_t> edge_time(static_cast<size_t>(m));
@@ -33,7 +33,7 @@ Fixture make_fixture() {
   return f;
 }
 
-LoaderOptions temporal_options(const Fixture& f, int threads, TemporalStrategy strategy) {
+LoaderOptions temporal_options(const TemporalFixture& f, int threads, TemporalStrategy strategy) {
   return {.batch_size = 32,
           .shuffle = true,
           .num_threads = threads,
@@ -45,7 +45,7 @@ LoaderOptions temporal_options(const Fixture& f, int threads, TemporalStrategy s
 }
 
 TEST(TemporalLoader, SameBatchesForAnyThreadCountAndNoLeak) {
-  const Fixture f = make_fixture();
+  const TemporalFixture f = make_temporal_fixture();
   std::map<int64_t, int64_t> time_of;  // edge id -> time
   for (int64_t k = 0; k < f.graph.num_edges(); ++k)
     time_of[f.graph.edge_id(k)] = f.graph.edge_time()->data<int64_t>()[k];
@@ -77,7 +77,7 @@ TEST(TemporalLoader, SameBatchesForAnyThreadCountAndNoLeak) {
 }
 
 TEST(TemporalLoader, InputTimeIsChecked) {
-  const Fixture f = make_fixture();
+  const TemporalFixture f = make_temporal_fixture();
   const Array inputs = Array::from_vector(f.inputs);
   LoaderOptions options = temporal_options(f, 1, TemporalStrategy::kUniform);
   options.input_time.reset();

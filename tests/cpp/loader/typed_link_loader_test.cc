@@ -22,21 +22,15 @@ using ::testing::HasSubstr;
 const EdgeType kWrites{"author", "writes", "paper"};
 const EdgeType kRevWrites{"paper", "rev_writes", "author"};
 
-const HeteroGraph& graph() { return small_mag(); }
-
-std::shared_ptr<HeteroNeighborSampler> make_sampler(std::vector<int64_t> fanouts = {3, 2}) {
+std::shared_ptr<HeteroNeighborSampler> make_link_sampler(std::vector<int64_t> fanouts = {3, 2}) {
   HeteroSamplerOptions options;
   options.fanouts = std::move(fanouts);
-  return std::make_shared<HeteroNeighborSampler>(graph(), options);
-}
-
-size_t type_index(const std::string& name) {
-  return static_cast<size_t>(graph().node_type_index(name));
+  return std::make_shared<HeteroNeighborSampler>(small_mag(), options);
 }
 
 // The first `count` edges of `type` as an int64 [2, count] array (sources, then destinations).
 Array first_edges(const EdgeType& type, int64_t count) {
-  const Csr& csr = graph().edges(type);
+  const Csr& csr = small_mag().edges(type);
   std::vector<int64_t> src, dst;
   for (int64_t v = 0; v < csr.num_nodes() && static_cast<int64_t>(src.size()) < count; ++v) {
     for (int64_t k = csr.begin(v); k < csr.end(v) && static_cast<int64_t>(src.size()) < count;
@@ -63,12 +57,12 @@ LinkLoaderOptions options(NegativeMode mode, int threads = 1) {
 }
 
 NegativeSampler negatives(bool reject = false) {
-  return edge_type_negatives(graph(), kWrites, {}, {},
+  return edge_type_negatives(small_mag(), kWrites, {}, {},
                              {.reject_existing = reject, .max_draws = 64});
 }
 
 std::set<std::pair<int64_t, int64_t>> edge_set(const EdgeType& type) {
-  const Csr& csr = graph().edges(type);
+  const Csr& csr = small_mag().edges(type);
   std::set<std::pair<int64_t, int64_t>> out;
   for (int64_t v = 0; v < csr.num_nodes(); ++v) {
     for (int64_t k = csr.begin(v); k < csr.end(v); ++k) out.emplace(csr.neighbor(k), v);
@@ -78,7 +72,7 @@ std::set<std::pair<int64_t, int64_t>> edge_set(const EdgeType& type) {
 
 TEST(TypedLinkLoader, LabelIndexMapsIntoEachEndsTypeAndNegativesAreNotEdges) {
   const Array edges = first_edges(kWrites, 200);
-  const LinkLoader loader(make_sampler(), kWrites, edges, std::nullopt,
+  const LinkLoader loader(make_link_sampler(), kWrites, edges, std::nullopt,
                           options(NegativeMode::kBinary), negatives(true));
   const auto writes = edge_set(kWrites);
   const int64_t m = edges.shape()[1];
@@ -86,8 +80,8 @@ TEST(TypedLinkLoader, LabelIndexMapsIntoEachEndsTypeAndNegativesAreNotEdges) {
   std::set<int64_t> seen;
   auto epoch = loader.start_epoch(0);
   while (auto batch = epoch->next()) {
-    const Array& authors = batch->node_types[type_index("author")].nodes;
-    const Array& papers = batch->node_types[type_index("paper")].nodes;
+    const Array& authors = batch->node_types[small_mag_type("author")].nodes;
+    const Array& papers = batch->node_types[small_mag_type("paper")].nodes;
     const int64_t count = batch->batch_size;
     ASSERT_EQ(batch->edge_label_index.shape()[1], 2 * count);
     const int64_t* label = batch->edge_label_index.data<int64_t>();
@@ -109,7 +103,7 @@ TEST(TypedLinkLoader, LabelIndexMapsIntoEachEndsTypeAndNegativesAreNotEdges) {
   }
   EXPECT_EQ(static_cast<int64_t>(seen.size()), m);
   // The same batches with more threads.
-  const LinkLoader threaded(make_sampler(), kWrites, edges, std::nullopt,
+  const LinkLoader threaded(make_link_sampler(), kWrites, edges, std::nullopt,
                             options(NegativeMode::kBinary, 3), negatives(true));
   auto a = loader.start_epoch(1), b = threaded.start_epoch(1);
   while (auto one = a->next()) {
@@ -127,7 +121,7 @@ TEST(TypedLinkLoader, ExcludeEdgesRemovesPositivesAndWithUndirectedTheirReverses
   auto exclude = options(NegativeMode::kNone);
   exclude.exclude_edges = true;
   exclude.undirected = true;
-  const LinkLoader loader(make_sampler({-1, -1}), kWrites, edges, std::nullopt, exclude,
+  const LinkLoader loader(make_link_sampler({-1, -1}), kWrites, edges, std::nullopt, exclude,
                           std::nullopt);
   const int64_t m = edges.shape()[1];
   const int64_t* ids = edges.data<int64_t>();
@@ -138,13 +132,13 @@ TEST(TypedLinkLoader, ExcludeEdgesRemovesPositivesAndWithUndirectedTheirReverses
     for (const int64_t position : batch->input_ids.span<int64_t>()) {
       positives.emplace(ids[position], ids[m + position]);
     }
-    const auto& types = graph().edge_types();
+    const auto& types = small_mag().edge_types();
     for (size_t e = 0; e < types.size(); ++e) {
       const bool forward = types[e] == kWrites, reverse = types[e] == kRevWrites;
       if (!forward && !reverse) continue;
       const EdgeTypeBatch& part = batch->edge_types[e];
-      const Array& from = batch->node_types[type_index(types[e].src)].nodes;
-      const Array& to = batch->node_types[type_index(types[e].dst)].nodes;
+      const Array& from = batch->node_types[small_mag_type(types[e].src)].nodes;
+      const Array& to = batch->node_types[small_mag_type(types[e].dst)].nodes;
       const int64_t count = part.edge_index.shape()[1];
       int64_t per_hop = 0;
       for (const int64_t hop : part.edges_per_hop) per_hop += hop;
@@ -165,13 +159,13 @@ TEST(TypedLinkLoader, ExcludeEdgesRemovesPositivesAndWithUndirectedTheirReverses
 TEST(TypedLinkLoader, OneEndTypeSharesOneSeedListAndTripletsIndexIt) {
   const EdgeType cites{"paper", "cites", "paper"};
   const Array edges = first_edges(cites, 64);
-  const NegativeSampler sampler = edge_type_negatives(graph(), cites, {}, {}, {});
-  const LinkLoader loader(make_sampler(), cites, edges, std::nullopt,
+  const NegativeSampler sampler = edge_type_negatives(small_mag(), cites, {}, {}, {});
+  const LinkLoader loader(make_link_sampler(), cites, edges, std::nullopt,
                           options(NegativeMode::kTriplet), sampler);
   auto epoch = loader.start_epoch(0);
   auto batch = epoch->next();
   ASSERT_TRUE(batch.has_value());
-  const Array& papers = batch->node_types[type_index("paper")].nodes;
+  const Array& papers = batch->node_types[small_mag_type("paper")].nodes;
   const int64_t count = batch->batch_size;
   EXPECT_EQ(batch->dst_neg_index.shape(), (std::vector<int64_t>{count, 2}));
   const int64_t* ids = edges.data<int64_t>();
@@ -188,21 +182,22 @@ TEST(TypedLinkLoader, RejectsBadArgumentsNamingTheType) {
   const Array edges = first_edges(kWrites, 10);
   const auto make = [&](const EdgeType& type, Array index, std::optional<NegativeSampler> neg,
                         NegativeMode mode = NegativeMode::kBinary) {
-    LinkLoader(make_sampler(), type, std::move(index), std::nullopt, options(mode), std::move(neg));
+    LinkLoader(make_link_sampler(), type, std::move(index), std::nullopt, options(mode),
+               std::move(neg));
   };
   EXPECT_THAT(message_of<ValueError>([&] {
                 make({"author", "writes", "venue"}, edges, {});
               }),
               HasSubstr("unknown node type 'venue' (node types: paper, author"));
   Array bad = first_edges(kWrites, 10);
-  bad.data<int64_t>()[10 + 3] = graph().num_nodes("paper");
+  bad.data<int64_t>()[10 + 3] = small_mag().num_nodes("paper");
   EXPECT_THAT(message_of<IndexError>([&] { make(kWrites, bad, negatives()); }),
               HasSubstr("edge_label_index[1, 3] = 2000 is out of range for node type 'paper' "
                         "with 2000 nodes"));
   EXPECT_THAT(message_of<ValueError>([&] { make(kWrites, edges, std::nullopt); }),
               HasSubstr("needs a negative sampler, got none"));
   const NegativeSampler cites =
-      edge_type_negatives(graph(), {"paper", "cites", "paper"}, {}, {}, {});
+      edge_type_negatives(small_mag(), {"paper", "cites", "paper"}, {}, {}, {});
   EXPECT_THAT(message_of<ValueError>([&] { make(kWrites, edges, cites); }),
               HasSubstr("edge type author__writes__paper has"));
   // Without negatives none is needed.

@@ -28,10 +28,6 @@ std::shared_ptr<HeteroNeighborSampler> make_sampler(bool disjoint = false) {
   return std::make_shared<HeteroNeighborSampler>(graph(), options);
 }
 
-size_t type_index(const std::string& name) {
-  return static_cast<size_t>(graph().node_type_index(name));
-}
-
 // One int64 row per node of `type`: its id times 10.
 FeatureStore ids_times_ten(const std::string& type) {
   Array table = Array::empty(DType::kInt64, {graph().num_nodes(type)});
@@ -48,8 +44,8 @@ TEST(TypedLoader, BatchesAreTheSamplersWithTheEpochSeedAndTablesPerType) {
   auto sampler = make_sampler();
   LoaderOptions options{.batch_size = 64, .shuffle = true, .num_threads = 2, .seed = 5};
   TypedAttributes attributes;
-  attributes.node.resize(type_index("paper") + 1);
-  attributes.node[type_index("paper")].emplace_back("ids", ids_times_ten("paper"));
+  attributes.node.resize(small_mag_type("paper") + 1);
+  attributes.node[small_mag_type("paper")].emplace_back("ids", ids_times_ten("paper"));
   std::vector<int64_t> inputs;
   for (int64_t i = 0; i < 400; ++i) inputs.push_back(3 * i + 1);
   const NeighborLoader loader(sampler, "paper", Array::from_vector(inputs), options, attributes);
@@ -75,7 +71,7 @@ TEST(TypedLoader, BatchesAreTheSamplersWithTheEpochSeedAndTablesPerType) {
         EXPECT_EQ(values(batch->node_types[t].nodes), want.nodes[t]);
         EXPECT_EQ(batch->node_types[t].nodes_per_hop, want.nodes_per_hop[t]);
         const auto& attrs = batch->node_types[t].attrs;
-        ASSERT_EQ(attrs.size(), t == type_index("paper") ? 1U : 0U);
+        ASSERT_EQ(attrs.size(), t == small_mag_type("paper") ? 1U : 0U);
         for (size_t i = 0; i < attrs.size(); ++i) {
           for (size_t j = 0; j < want.nodes[t].size(); ++j) {
             EXPECT_EQ(attrs[i].second.data<int64_t>()[j], 10 * want.nodes[t][j]);
@@ -115,7 +111,7 @@ TEST(TypedLoader, RanksShareEveryEpochAsTheHomogeneousLoaderDoes) {
       for (int64_t i = 0; i < batch->batch_size; ++i)
         seen.push_back(batch->input_ids.data<int64_t>()[i]);
       taken += batch->batch_size;
-      EXPECT_FALSE(values(batch->node_types[type_index("paper")].batch_ids).empty());
+      EXPECT_FALSE(values(batch->node_types[small_mag_type("paper")].batch_ids).empty());
     }
     EXPECT_EQ(taken, (papers + 2) / 3);  // padded to a multiple of the ranks
   }
@@ -130,8 +126,8 @@ TEST(TypedLoader, RejectsBadArgumentsNamingTheType) {
   EXPECT_THAT([&] { NeighborLoader(sampler, "venue", std::nullopt, options); },
               ::testing::ThrowsMessage<ValueError>(HasSubstr("unknown node type 'venue'")));
   TypedAttributes attributes;
-  attributes.node.resize(type_index("author") + 1);
-  attributes.node[type_index("author")].emplace_back("short", ids_times_ten("paper"));
+  attributes.node.resize(small_mag_type("author") + 1);
+  attributes.node[small_mag_type("author")].emplace_back("short", ids_times_ten("paper"));
   EXPECT_THAT([&] { NeighborLoader(sampler, "paper", std::nullopt, options, attributes); },
               ::testing::ThrowsMessage<ValueError>(
                   HasSubstr("node attribute 'short' of type author must be a host table")));

@@ -13,6 +13,7 @@
 #include <map>
 #include <tuple>
 
+#include "test_graphs.h"
 #include "test_util.h"
 #include "volley/core/error.h"
 #include "volley/graph/generate_hetero.h"
@@ -45,17 +46,6 @@ class HeteroPartitionTest : public ::testing::Test {
 TempDir* HeteroPartitionTest::dir_ = nullptr;
 
 using Edge = std::tuple<int64_t, int64_t, int64_t>;  // (dst, src, edge id), old ids
-
-std::vector<Edge> edges_of(const Csr& csr) {
-  std::vector<Edge> edges;
-  for (int64_t v = 0; v < csr.num_nodes(); ++v) {
-    for (int64_t k = csr.begin(v); k < csr.end(v); ++k) {
-      edges.emplace_back(v, csr.neighbor(k), csr.edge_id(k));
-    }
-  }
-  std::sort(edges.begin(), edges.end());
-  return edges;
-}
 
 // new id -> old id of node type `type`, checking the map is a permutation.
 std::vector<int64_t> old_of(const std::string& dir, const std::string& type) {
@@ -125,7 +115,7 @@ void check_round_trip(const std::string& input, const std::string& dir, int64_t 
   }
   for (int r = 0; r < graph.num_edge_types(); ++r) {
     std::sort(found[static_cast<size_t>(r)].begin(), found[static_cast<size_t>(r)].end());
-    EXPECT_EQ(found[static_cast<size_t>(r)], edges_of(graph.edges(r)))
+    EXPECT_EQ(found[static_cast<size_t>(r)], sorted_edges(graph.edges(r)))
         << graph.edge_types()[static_cast<size_t>(r)].name();
   }
 }

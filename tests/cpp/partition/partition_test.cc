@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "test_graphs.h"
 #include "test_util.h"
 #include "volley/core/error.h"
 #include "volley/graph/generate.h"
@@ -52,17 +53,6 @@ class PartitionTest : public ::testing::Test {
 TempDir* PartitionTest::dir_ = nullptr;
 
 using Edge = std::tuple<int64_t, int64_t, int64_t>;  // (row, neighbor, edge id), old ids
-
-std::vector<Edge> edges_of(const Csr& graph) {
-  std::vector<Edge> edges;
-  for (int64_t v = 0; v < graph.num_nodes(); ++v) {
-    for (int64_t k = graph.begin(v); k < graph.end(v); ++k) {
-      edges.emplace_back(v, graph.neighbor(k), graph.edge_id(k));
-    }
-  }
-  std::sort(edges.begin(), edges.end());
-  return edges;
-}
 
 // Everything a partitioned directory must preserve, checked against its source.
 void expect_faithful(const std::string& source_dir, const std::string& output, int64_t parts) {
@@ -127,7 +117,7 @@ void expect_faithful(const std::string& source_dir, const std::string& output, i
   EXPECT_TRUE(std::all_of(owners.begin(), owners.end(), [](int count) { return count == 1; }));
   // The union of the partitions' edges is the input graph, after renumbering back.
   std::sort(edges.begin(), edges.end());
-  EXPECT_EQ(edges, edges_of(source.graph));
+  EXPECT_EQ(edges, sorted_edges(source.graph));
   auto as_set = [](const std::optional<Array>& ids) {
     const auto values = ids->span<int64_t>();
     return std::set<int64_t>(values.begin(), values.end());

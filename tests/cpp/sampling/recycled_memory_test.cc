@@ -11,7 +11,7 @@
 namespace volley {
 namespace {
 
-Csr random_graph(int64_t n, int64_t m, uint64_t seed) {
+Csr uniform_graph(int64_t n, int64_t m, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> src(static_cast<size_t>(m)), dst(static_cast<size_t>(m));
   for (size_t i = 0; i < src.size(); ++i) {
@@ -30,8 +30,8 @@ std::vector<int64_t> seeds_of(int64_t n, int64_t count, uint64_t seed) {
 
 TEST(RecycledMemory, BorrowedScratchAndRecycledOutputsGiveTheSameResults) {
   // Two graphs of different sizes, alternated: a borrowed scratch sized for one serves the other.
-  const Csr large = random_graph(3000, 30000, 1);
-  const Csr small = random_graph(700, 9000, 2);
+  const Csr large = uniform_graph(3000, 30000, 1);
+  const Csr small = uniform_graph(700, 9000, 2);
   const NeighborSamplerOptions options{.fanouts = {6, 4, -1}, .seed = 9};
   HostSubgraph reused;  // one subgraph written into again and again
   for (uint64_t batch = 0; batch < 12; ++batch) {
@@ -46,7 +46,7 @@ TEST(RecycledMemory, BorrowedScratchAndRecycledOutputsGiveTheSameResults) {
 }
 
 TEST(RecycledMemory, ConcurrentCallsWithoutScratchAgree) {
-  const Csr graph = random_graph(2000, 24000, 3);
+  const Csr graph = uniform_graph(2000, 24000, 3);
   const NeighborSamplerOptions options{.fanouts = {5, 5}, .seed = 4};
   std::vector<HostSubgraph> want(16);
   for (uint64_t b = 0; b < want.size(); ++b) {

@@ -16,7 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Csr random_graph(int64_t n, int64_t m, bool weighted, uint64_t seed) {
+Csr hub_graph(int64_t n, int64_t m, bool weighted, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> src(static_cast<size_t>(m)), dst(static_cast<size_t>(m));
   std::vector<float> weights(static_cast<size_t>(m));
@@ -67,7 +67,7 @@ std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> first_hop(
 
 TEST(SampleHop, SliceEqualsTheWholeGraphsFirstHop) {
   for (const bool weighted : {false, true}) {
-    const Csr graph = random_graph(500, 6000, weighted, 3);
+    const Csr graph = hub_graph(500, 6000, weighted, 3);
     const std::vector<NeighborSamplerOptions> mixes = {
         {.fanouts = {4}, .seed = 1},
         {.fanouts = {4}, .replace = true, .seed = 2},
@@ -100,7 +100,7 @@ TEST(SampleHop, SliceEqualsTheWholeGraphsFirstHop) {
 }
 
 TEST(SampleHop, SecondSliceAndRepeatedTargets) {
-  const Csr graph = random_graph(300, 3000, false, 9);
+  const Csr graph = hub_graph(300, 3000, false, 9);
   const Csr part = slice(graph, 120, 300);
   const std::vector<int64_t> targets = {299, 120, 200, 120};
   const NeighborSamplerOptions options{.fanouts = {3}, .seed = 6};
@@ -114,7 +114,7 @@ TEST(SampleHop, SecondSliceAndRepeatedTargets) {
 }
 
 TEST(SampleHop, TargetsOutsideTheSliceAreRefusedWhateverTheFanout) {
-  const Csr graph = random_graph(300, 3000, false, 9);
+  const Csr graph = hub_graph(300, 3000, false, 9);
   const Csr part = slice(graph, 100, 200);
   HopSample out;
   for (const int64_t fanout : {int64_t{5}, int64_t{0}, int64_t{-1}}) {

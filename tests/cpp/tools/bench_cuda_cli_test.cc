@@ -13,15 +13,10 @@ namespace {
 using ::testing::HasSubstr;
 using volley::testing_cli::CliFixture;
 using volley::testing_cli::kCora;
+using volley::testing_cli::last_json_line;
 using volley::testing_cli::Result;
 
 class BenchCudaCliTest : public CliFixture {};
-
-nlohmann::json last_json_line(const std::string& out) {
-  const auto end = out.find_last_not_of('\n');
-  const auto start = out.rfind('\n', end);
-  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
-}
 
 TEST_F(BenchCudaCliTest, SampleOnCuda) {
   for (const char* mode : {"GPU", "UVA"}) {

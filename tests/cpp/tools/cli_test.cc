@@ -21,6 +21,7 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 using volley::testing_cli::kCora;
+using volley::testing_cli::last_json_line;
 using volley::testing_cli::Result;
 using CliTest = volley::testing_cli::CliFixture;
 
@@ -132,12 +133,6 @@ TEST_F(CliTest, InfoDescribesNpyFiles) {
 }  // namespace
 
 namespace {
-
-nlohmann::json last_json_line(const std::string& out) {
-  const auto end = out.find_last_not_of('\n');
-  const auto start = out.rfind('\n', end);
-  return nlohmann::json::parse(out.substr(start == std::string::npos ? 0 : start + 1));
-}
 
 TEST_F(CliTest, BenchSamplePrintsSepsAsJson) {
   const Result result = run("bench sample --dataset " + kCora +
