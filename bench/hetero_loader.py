@@ -76,7 +76,7 @@ def main() -> int:
               flush=True)
     if args.assembly:
         compare_assembly(data, fanouts, args)
-    sampler = loader.sampler
+    sampler = loader.node_sampler
     seeds = loader.input_nodes[: args.batch_size * args.batches]
     started, edges = time.perf_counter(), 0
     for b in range(args.batches):

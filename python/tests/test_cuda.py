@@ -371,7 +371,7 @@ def test_hetero_loader_batches_equal_cpu(mode):
                   weighted=True, num_workers=2)
     cpu = NeighborLoader(data, fanouts, **kwargs)
     gpu = NeighborLoader(data, fanouts, device="cuda", mode=mode, **kwargs)
-    assert gpu.sampler.device == 0 and gpu.sampler.mode == mode
+    assert gpu.node_sampler.device == 0 and gpu.node_sampler.mode == mode
     count = 0
     for want, got in zip(cpu, gpu):
         assert _on_device(got["paper"].x) and _on_device(got["paper"].n_id)
@@ -405,3 +405,19 @@ def test_hetero_sampler_on_cuda_without_a_gpu_is_a_clear_error():
     for mode in ("GPU", "UVA"):
         with pytest.raises(volley.VolleyRuntimeError, match=_no_gpu_message()):
             volley.HeteroNeighborSampler(graph, [3], device="cuda", mode=mode)
+
+
+@needs_gpu
+def test_cuda_attributes_of_a_cpu_loader_stay_on_the_gpu():
+    """A Data whose x and y live on CUDA: the CPU loader's batches carry them there (indexed by
+    torch on the device, as PyG's loader keeps them), equal to the host rows."""
+    from torch_geometric.data import Data
+
+    generator = torch.Generator().manual_seed(2)
+    host = Data(x=torch.randn(300, 8, generator=generator), y=torch.arange(300),
+                edge_index=torch.randint(0, 300, (2, 2000), generator=generator))
+    data = Data(x=host.x.cuda(), y=host.y.cuda(), edge_index=host.edge_index)
+    for batch in NeighborLoader(data, [4, 2], batch_size=64, seed=1):
+        assert batch.x.is_cuda and batch.y.is_cuda and not batch.n_id.is_cuda
+        assert torch.equal(batch.x.cpu(), host.x[batch.n_id])
+        assert torch.equal(batch.y.cpu(), batch.n_id)

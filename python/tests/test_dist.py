@@ -185,7 +185,8 @@ FIELDS = ("n_id", "e_id", "edge_index", "input_id", "x", "y")
 
 
 def assert_same_batches(expected_loader, actual_loader, epochs=2):
-    assert len(actual_loader) == len(expected_loader)
+    assert isinstance(actual_loader, torch.utils.data.DataLoader)
+    assert len(actual_loader) == len(expected_loader) == len(actual_loader.batch_sampler)
     for _ in range(epochs):
         expected = list(expected_loader)
         actual = list(actual_loader)

@@ -123,6 +123,7 @@ def test_batches_equal_the_local_loader(served, fanouts):
     remote = vd.DistNeighborLoader([s.address for s in servers], fanouts, topology="worker",
                                    **options)
     assert len(remote) == len(local) == 5
+    assert isinstance(remote, torch.utils.data.DataLoader) and len(remote.dataset) == 70
     edges = 0
     for epoch in range(2):
         for index, (got, want) in enumerate(zip(remote, local)):

@@ -102,6 +102,7 @@ def test_batches_equal_the_local_loader(served, case):
                                        edge_label_index=(edge_type, torch.from_numpy(index)),
                                        **options)
     assert isinstance(remote, DistHeteroLinkNeighborLoader)
+    assert isinstance(remote, torch.utils.data.DataLoader) and len(remote.dataset) == 60
     assert len(remote) == len(local) == 4 and repr(remote) == "LinkNeighborLoader()"
     assert f"edge_type={edge_type}, edges=60" in remote.describe()
     for epoch in range(2):

@@ -72,6 +72,7 @@ def test_link_batches_equal_single_machine(parts_dir, whole, servers, neg_sampli
         local=servers[local] if local else None, **options
     )
     assert len(actual) == len(expected) == 7
+    assert isinstance(actual, torch.utils.data.DataLoader) and len(actual.dataset) == len(edges[0])
     fields = ["n_id", "e_id", "edge_index", "x", "y", "input_id"]
     fields += (["edge_label_index", "edge_label"] if neg_sampling == "binary"
                else ["src_index", "dst_pos_index", "dst_neg_index"])

@@ -40,7 +40,7 @@ import numpy as np
 from . import _policy, _tensor
 from ._volley import VolleyNotImplementedError, VolleyValueError
 from .hetero import edge_type_of
-from .hetero_loader import HeteroNeighborLoader, _input_nodes
+from .hetero_loader import HeteroNeighborLoader
 
 
 def is_hetero_input(input_nodes: Any) -> bool:
@@ -203,8 +203,8 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         self.data = None
         self.subgraph_type = "directional"
         if self._takes_input_nodes:
-            self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
-                                                                                self.graph)
+            self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
+                input_nodes, self.graph.num_nodes_dict)
             time_source = self._temporal(info, time_attr, input_time, temporal_strategy)
         else:  # the link loader's seeds are edges, untimed (_dist_hetero_link refuses time)
             self.time_attr, self.temporal_strategy, self.input_time = None, temporal_strategy, None
@@ -222,11 +222,11 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
                              temporal_strategy=temporal_strategy)
         self._feature_dtype = feature_dtype or ""
         if topology == "worker":
-            self.sampler = _DistHeteroSampler(self.client, self.graph, num_neighbors,
+            self.node_sampler = _DistHeteroSampler(self.client, self.graph, num_neighbors,
                                               seed=self.seed, default=default,
                                               options=self._sampling)
         else:
-            self.sampler = self._streamed = _StreamedBatch(self.graph)
+            self.node_sampler = self._streamed = _StreamedBatch(self.graph)
         self.transform = transform
         self.is_sorted, self.filter_per_worker, self.pin_memory = False, None, False
         self._epoch = 0

@@ -124,7 +124,7 @@ class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborL
         hops = len(num_neighbors) if not isinstance(num_neighbors, dict) else max(
             (len(v) for v in num_neighbors.values()), default=len(default or []))
         if hops == 0:  # the end points alone, as the local loader (HeteroNeighborLoader._sample)
-            self.sampler = None
+            self.node_sampler = None
 
     def _label_index(self, index: Any) -> np.ndarray:
         if index is None:

@@ -10,7 +10,9 @@ through the ``LoaderOptions`` built here.
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from . import _tensor, _volley
 
@@ -100,3 +102,42 @@ def negative_options(distribution: Any, degree_power: Any, max_draws: Any) -> Tu
     distribution = _tensor.check_choice(distribution, "neg_distribution", ("uniform", "degree"))
     return (distribution, _tensor.check_real(degree_power, "neg_degree_power"),
             _tensor.check_int(max_draws, "max_draws", 1, 2**31 - 1))
+
+
+def input_nodes(value: Any, num_nodes: int) -> Optional[np.ndarray]:
+    """A homogeneous loader's ``input_nodes``: None (every node), integer ids or a bool mask of
+    length ``num_nodes`` as int64 ids; an empty selection stays empty (no batches)."""
+    if value is None:
+        return None
+    if isinstance(value, tuple):
+        raise _volley.VolleyValueError(
+            f"input_nodes=({value[0]!r}, ...) names a node type: that needs a HeteroData or "
+            "volley.HeteroDataset, not a homogeneous graph")
+    return _tensor.as_ids(value, "input_nodes", mask_length=num_nodes)
+
+
+def typed_input_nodes(value: Any, counts: Dict[str, int]) -> Tuple[str, np.ndarray, bool]:
+    """A typed loader's ``input_nodes`` (``counts``: nodes per type): ``(node_type, ids, by_id)``
+    from a type name, or a ``(type, ids | mask | None)`` pair; ``by_id``: the batches'
+    ``input_id`` are node ids (a mask or every node, as in PyG), not positions in the ids."""
+    if isinstance(value, str):
+        value = (value, None)
+    if not (isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str)):
+        raise _volley.VolleyValueError(
+            "a heterogeneous NeighborLoader needs input_nodes=(node_type, ids or mask or None) or "
+            f"a node type name, got {_tensor._describe(value)}")
+    node_type, ids = value
+    if node_type not in counts:
+        raise _volley.VolleyValueError(
+            f"input_nodes: unknown node type '{node_type}' (node types: {', '.join(counts)})")
+    count = counts[node_type]
+    if ids is None:
+        return node_type, np.arange(count, dtype=np.int64), True
+    is_mask = _tensor.to_numpy(ids).dtype == np.bool_ if hasattr(ids, "__len__") else False
+    ids = _tensor.as_ids(ids, f"input_nodes of node type '{node_type}'", mask_length=count)
+    bad = np.flatnonzero((ids < 0) | (ids >= count))
+    if bad.size:
+        raise _volley.VolleyIndexError(
+            f"input_nodes of node type '{node_type}': id {int(ids[bad[0]])} at position "
+            f"{int(bad[0])} is outside [0, {count})")
+    return node_type, ids, is_mask

@@ -24,7 +24,7 @@ WORKER_ONLY = (
     "in_order",
 )
 #: DataLoader arguments a NeighborLoader cannot take (PyG's NeighborLoader sets them itself).
-REFUSED = ("collate_fn", "sampler", "batch_sampler", "dataset")
+REFUSED = ("collate_fn", "dataset")
 
 SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
 
@@ -36,7 +36,7 @@ def check_loader_kwargs(kwargs: Dict[str, Any]) -> None:
             raise _volley.VolleyTypeError(
                 f"NeighborLoader sets {key} itself (as PyG's does); got {key}={kwargs[key]!r}"
             )
-        if key not in WORKER_ONLY:
+        if key not in WORKER_ONLY and key not in ("sampler", "batch_sampler"):
             raise _volley.VolleyTypeError(f"NeighborLoader got an unexpected keyword argument '{key}'")
 
 
@@ -86,15 +86,19 @@ class Table:
         self.rows = array
 
 
-def split_attributes(data: Any, special: Tuple[str, ...]) -> Tuple[List[Table], List[Table], Dict[str, Any]]:
+def split_attributes(data: Any, special: Tuple[str, ...]
+                     ) -> Tuple[List[Table], List[Table], Dict[str, Any], List[str]]:
     """The attributes of a PyG ``Data`` besides ``edge_index`` and ``special``: node-level and
     edge-level tensors (PyG's ``is_node_attr`` / ``is_edge_attr``, concatenated on dim 0) as
-    tables, everything else (graph-level) as it is."""
+    tables when C++ can gather them (``gatherable``), by name when torch indexes them on their
+    device (a CUDA or meta tensor, a dtype Volley does not know); everything else (graph-level)
+    as it is."""
     node: List[Table] = []
     edge: List[Table] = []
     graph: Dict[str, Any] = {}
+    indexed: List[str] = []
     if not hasattr(data, "is_node_attr"):
-        return node, edge, graph
+        return node, edge, graph, indexed
     torch = _tensor.torch_module()
     for key in _keys(data):
         if key in ("edge_index", "num_nodes", "adj_t", "_volley_graph") or key in special:
@@ -112,11 +116,13 @@ def split_attributes(data: Any, special: Tuple[str, ...]) -> Tuple[List[Table], 
         if level is None:
             graph[key] = value
             continue
-        if tensor and (value.is_cuda or value.dtype not in _DTYPES or value.dim() == 0):
-            graph[key] = value  # not gatherable in C++: copied as a graph-level value
-            continue
-        (node if level == "node" else edge).append(Table(key, value))
-    return node, edge, graph
+        if tensor and value.dim() == 0:
+            graph[key] = value  # a scalar: copied as a graph-level value
+        elif tensor and not gatherable(value):
+            indexed.append(key)  # torch indexes it where it lives
+        else:
+            (node if level == "node" else edge).append(Table(key, value))
+    return node, edge, graph, indexed
 
 
 def is_hetero(data: Any) -> bool:
@@ -144,8 +150,8 @@ def gatherable(value: Any) -> bool:
     if isinstance(value, np.ndarray):
         return value.ndim > 0 and value.dtype != object and value.dtype.kind in "biuf"
     torch = _tensor.torch_module()
-    return (torch is not None and isinstance(value, torch.Tensor) and not value.is_cuda
-            and value.dtype in _DTYPES and value.dim() > 0)
+    return (torch is not None and isinstance(value, torch.Tensor)
+            and value.device.type == "cpu" and value.dtype in _DTYPES and value.dim() > 0)
 
 
 def _keys(data: Any) -> List[str]:
@@ -249,23 +255,38 @@ def split_loader_attributes(loader: Any, data: Any, x: Any, y: Any, feature_dtyp
     if isinstance(data, Dataset) or not hasattr(data, "is_node_attr") or not _tensor.using_torch():
         return x, y
     special = []
-    if isinstance(x, Feature) or feature_dtype is not None:
+    host_x = not hasattr(x, "device") or getattr(x.device, "type", "cpu") == "cpu"
+    if isinstance(x, Feature) or (feature_dtype is not None and host_x):
         special.append("x")
     if isinstance(y, Feature):
         special.append("y")
-    nodes, edges, loader._graph_attrs = split_attributes(data, tuple(special))
+    nodes, edges, loader._graph_attrs, indexed = split_attributes(data, tuple(special))
     if loader.mode != "CPU":  # the CUDA loaders carry x and y; torch indexes the rest
-        loader._python_attrs = [t.name for t in nodes + edges if t.name not in ("x", "y")]
+        loader._python_attrs = [n for n in [t.name for t in nodes + edges] + indexed
+                                if n not in ("x", "y")]
         return x, y
     loader._node_tables, loader._edge_tables = nodes, edges
-    names = {t.name for t in nodes}
+    loader._python_attrs = indexed  # on another device: indexed there, no host round trip
+    names = {t.name for t in nodes} | set(indexed)
     return (x if "x" in special or "x" not in names else None,
             y if "y" in special or "y" not in names else None)
 
 
-def sample_seeds(loader: Any, index: Any) -> dict:
+def attribute_key(data: Any) -> Optional[tuple]:
+    """What the loaders compare to see a PyG ``Data`` / ``HeteroData``'s attributes change
+    (added, deleted or replaced): each store's keys and values' identities; None for other
+    inputs (a ``volley.Dataset`` does not change)."""
+    stores = getattr(data, "stores", None)
+    if stores is None or not (hasattr(data, "is_node_attr") or hasattr(data, "node_types")):
+        return None
+    return tuple((getattr(store, "_key", None), key, id(value))
+                 for store in stores for key, value in store.items())
+
+
+def sample_seeds(loader: Any, index: Any, times: Optional[np.ndarray] = None) -> dict:
     """``NeighborLoader.__call__``: the raw batch of the seeds ``index``, built by a one-batch
-    native loader with the loader's options."""
+    native loader with the loader's options (under temporal sampling with the seed times
+    ``times``, by default each seed's own node time)."""
     seeds = np.ascontiguousarray(_tensor.to_numpy(index), dtype=np.int64).reshape(-1)
     options = _volley.LoaderOptions(
         loader._options.sampler,
@@ -277,7 +298,7 @@ def sample_seeds(loader: Any, index: Any) -> dict:
     if loader._options.sampler.time_source != "none":
         from ._temporal import call_times
 
-        options.input_time = call_times(loader, seeds)
+        options.input_time = call_times(loader, seeds) if times is None else times
     saved = loader._options
     loader._options = options
     try:

@@ -163,12 +163,15 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
                                                  bool(reject_existing), draws)
         self._native = self._native_link_pipeline()
 
+    def _rebuild_native(self) -> None:
+        self._native = self._native_link_pipeline()
+
     def _native_link_pipeline(self) -> Any:
         """The homogeneous link loader's C++ pipeline over the typed sampler (its epochs,
         negatives, seeds, workers and gathers: link_loader.h, "Typed graphs"), or None where
         Python builds the batches (no hops, induced or bidirectional subgraphs, partitions over
         the service)."""
-        if (self.sampler is None or self.subgraph_type != "directional"
+        if (self.node_sampler is None or self.subgraph_type != "directional"
                 or getattr(self.graph, "_native", None) is None):
             return None
         self._tables = {}
@@ -180,7 +183,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         if labels is not None and mode == "binary" and labels.size and labels.min() == 0:
             labels = labels + 1  # PyG: 0 means "negative"
         return _volley.LinkLoader(
-            self.sampler._native, self.edge_type, self.edge_label_index, labels, self._options,
+            self.node_sampler._native, self.edge_type, self.edge_label_index, labels, self._options,
             None if mode == "none" else self._negatives, mode=mode, amount=float(amount),
             exclude_edges=self.exclude_edges, undirected=self.undirected,
             node_attrs=node_tables, edge_attrs=edge_tables)

@@ -24,45 +24,12 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from . import _cuda, _hetero_temporal, _policy, _pyg_compat, _tensor, _volley
+from ._data_loader import LoaderBase
 from ._epoch import EpochIterator
 from .loader import TYPED_LOADERS, NeighborLoader
-from ._volley import VolleyIndexError, VolleyNotImplementedError, VolleyValueError
+from ._volley import VolleyNotImplementedError, VolleyValueError
 from .hetero import HeteroDataset, HeteroGraph
 from .hetero_sampler import HeteroNeighborSampler
-
-
-def _input_nodes(input_nodes: Any, graph: HeteroGraph) -> Tuple[str, np.ndarray, bool]:
-    """``(node_type, ids, by_id)`` from a type name, or a ``(type, ids | mask | None)`` pair;
-    ``by_id``: the batches' ``input_id`` are node ids (a mask or every node, as in PyG), not
-    positions in the given ids."""
-    if isinstance(input_nodes, str):
-        input_nodes = (input_nodes, None)
-    if not (isinstance(input_nodes, tuple) and len(input_nodes) == 2
-            and isinstance(input_nodes[0], str)):
-        raise VolleyValueError(
-            "a heterogeneous NeighborLoader needs input_nodes=(node_type, ids or mask or None) or "
-            f"a node type name, got {_describe(input_nodes)}")
-    node_type, ids = input_nodes
-    counts = graph.num_nodes_dict
-    if node_type not in counts:
-        raise VolleyValueError(
-            f"input_nodes: unknown node type '{node_type}' (node types: {', '.join(counts)})")
-    count = counts[node_type]
-    if ids is None:
-        return node_type, np.arange(count, dtype=np.int64), True
-    is_mask = _tensor.to_numpy(ids).dtype == np.bool_ if hasattr(ids, "__len__") else False
-    ids = _tensor.as_ids(ids, f"input_nodes of node type '{node_type}'", mask_length=count)
-    bad = np.flatnonzero((ids < 0) | (ids >= count))
-    if bad.size:
-        raise VolleyIndexError(
-            f"input_nodes of node type '{node_type}': id {int(ids[bad[0]])} at position "
-            f"{int(bad[0])} is outside [0, {count})")
-    return node_type, ids, is_mask
-
-
-def _describe(value: Any) -> str:
-    text = repr(value)
-    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
 class HeteroNeighborLoader(NeighborLoader):
@@ -198,13 +165,13 @@ class HeteroNeighborLoader(NeighborLoader):
         fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
         hops = max([len(fanouts)] + [len(v) for _, v in by_type])
         if self._takes_input_nodes:
-            self.input_type, self.input_nodes, self._input_by_id = _input_nodes(input_nodes,
-                                                                                self.graph)
+            self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
+                input_nodes, self.graph.num_nodes_dict)
         self._set_options(batch_size, shuffle, drop_last, num_workers, prefetch, seed, rank,
                           world_size)
         times = self._temporal(time_attr, input_time, temporal_strategy)
         self.disjoint = bool(disjoint) or bool(times)
-        self.sampler = None if hops == 0 else HeteroNeighborSampler(
+        self.node_sampler = None if hops == 0 else HeteroNeighborSampler(
             self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
             seed=self.seed, default=default, disjoint=bool(disjoint),
             temporal_strategy=temporal_strategy, device=ordinal, mode=mode, **times)
@@ -214,7 +181,26 @@ class HeteroNeighborLoader(NeighborLoader):
         self._epoch = 0
         self._node_attrs, self._edge_attrs, self._graph_attrs = self._attributes()
         self._explicit_num_nodes = {t for t in self.data.node_types if "num_nodes" in self.data[t]}
+        self._attribute_key = _pyg_compat.attribute_key(self.data)
         self._native = self._native_pipeline() if self._takes_input_nodes else None
+
+    def _refresh_attributes(self) -> None:
+        """``NeighborLoader._refresh_attributes`` for a ``HeteroData``: the attributes per type
+        read again, and the native pipeline rebuilt over them, when they changed."""
+        if getattr(self, "_attribute_key", None) is None:  # not a HeteroData (a service's graph)
+            return
+        key = _pyg_compat.attribute_key(self.data)
+        if key == self._attribute_key:
+            return
+        self._attribute_key = key
+        self._node_attrs, self._edge_attrs, self._graph_attrs = self._attributes()
+        self._rebuild_native()
+
+    def _rebuild_native(self) -> None:
+        """The native pipeline over the current attributes (``_native_pipeline``)."""
+        self._native = self._native_pipeline() if self._takes_input_nodes else None
+
+    collate_fn = LoaderBase.collate_fn  # positions of the input nodes, as ``__call__`` takes
 
     def _temporal(self, time_attr: Optional[str], input_time: Any,
                   temporal_strategy: str) -> Dict[str, Any]:
@@ -278,6 +264,9 @@ class HeteroNeighborLoader(NeighborLoader):
     # --- epochs ----------------------------------------------------------------------------
     def __len__(self) -> int:
         """Batches per epoch of this rank."""
+        custom = self._custom_len()
+        if custom is not None:
+            return custom
         return _volley.num_batches(len(self.input_nodes), self._options)
 
     def rank_positions(self, epoch: int) -> np.ndarray:
@@ -295,6 +284,10 @@ class HeteroNeighborLoader(NeighborLoader):
         return [(seed, b, positions[b * size:(b + 1) * size]) for b in range(len(self))]
 
     def __iter__(self) -> Iterator[Any]:
+        custom = self._custom_epoch()
+        if custom is not None:
+            return custom
+        self._refresh_attributes()
         epoch = self._epoch
         self._epoch += 1
         if getattr(self, "_native", None) is not None:  # the C++ pipeline, as for a Data
@@ -307,7 +300,7 @@ class HeteroNeighborLoader(NeighborLoader):
         ordered queue and attribute gathers), or None where Python builds the batches (no hops).
         Induced and bidirectional subgraphs take the native batch's nodes and recompute its
         edges (``_native_batch``), whose tables Python then gathers."""
-        if self.sampler is None:
+        if self.node_sampler is None:
             return None
         self._tables: Dict[Any, Dict[str, Any]] = {}
         directional = self.subgraph_type == "directional"
@@ -315,7 +308,7 @@ class HeteroNeighborLoader(NeighborLoader):
         edge_tables = [self._native_tables(t, self._edge_attrs[t] if directional else {})
                        for t in self.graph.edge_types]
         self._options.input_time = self.input_time
-        return _volley.NeighborLoader(self.sampler._native, self.input_type, self.input_nodes,
+        return _volley.NeighborLoader(self.node_sampler._native, self.input_type, self.input_nodes,
                                       self._options, node_tables, edge_tables)
 
     def _native_tables(self, owner: Any, attrs: Dict[str, Any]) -> List[Tuple[str, Any]]:
@@ -369,6 +362,7 @@ class HeteroNeighborLoader(NeighborLoader):
     def __call__(self, positions: Any) -> Any:
         """The batch of the input nodes at ``positions``: batch index 0 of the current epoch's
         seed, as the homogeneous ``loader(index)``."""
+        self._refresh_attributes()
         seed = _volley.epoch_sampler_seed(self._options, self._epoch)
         return self._make_batch((seed, 0, _tensor.as_ids(positions, "positions")))
 
@@ -407,7 +401,7 @@ class HeteroNeighborLoader(NeighborLoader):
         position of each node's subgraph}``."""
         import torch
 
-        if self.sampler is None:  # no hops: the seeds alone, as PyG
+        if self.node_sampler is None:  # no hops: the seeds alone, as PyG
             empty = torch.zeros(0, dtype=torch.int64)
             nodes = {t: torch.as_tensor(seeds.get(t, empty)) for t in self.graph.node_types}
             edges = {t: (torch.zeros((2, 0), dtype=torch.int64), empty)
@@ -419,7 +413,7 @@ class HeteroNeighborLoader(NeighborLoader):
                               for i, t in enumerate(seeds)})
                 trees.update({t: empty for t in nodes if t not in seeds})
             return nodes, edges, counts
-        raw = self.sampler.sample(seeds, key[1], seed_time=seed_time, seed=key[0])
+        raw = self.node_sampler.sample(seeds, key[1], seed_time=seed_time, seed=key[0])
         if "batch" in raw and trees is not None:
             trees.update({t: torch.as_tensor(v) for t, v in raw["batch"].items()})
         nodes = {t: torch.as_tensor(raw["node"][t]) for t in self.graph.node_types}
@@ -543,8 +537,8 @@ def _index(value: Any, ids: Any) -> Any:
     """``value`` at ``ids``: a torch tensor (index_select), numpy array or ``volley.Feature``."""
     import torch
 
-    if isinstance(value, torch.Tensor):
-        return value.index_select(0, ids)
+    if isinstance(value, torch.Tensor):  # where it lives (a CUDA or meta tensor stays there)
+        return value.index_select(0, ids.to(value.device))
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.ascontiguousarray(value[ids.numpy()]))
     return value[ids]

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from . import _policy, _pyg_compat, _temporal, _tensor, _volley
 from .dataset import Dataset
-from .feature import Feature
-from .loader import TYPED_LOADERS, NeighborLoader, _rows_input
+from .loader import TYPED_LOADERS, NeighborLoader
 
 _LINK_KEYS = ("edge_label", "edge_label_index", "edge_label_time")
 
@@ -147,6 +146,7 @@ class LinkNeighborLoader(NeighborLoader):
     """
 
     edge_label_time: Optional[np.ndarray] = None  # int64 [M] under temporal sampling
+    _reserved_keys = _LINK_KEYS
 
     def __new__(cls, data: Any = None, *args: Any, **kwargs: Any) -> Any:
         """HeteroData / volley.HeteroDataset: the heterogeneous link loader."""
@@ -217,13 +217,8 @@ class LinkNeighborLoader(NeighborLoader):
         graph, time_source = _temporal.attach(graph, data, time_attr, isinstance(data, Dataset))
         self.disjoint = bool(disjoint) or time_source != "none"  # PyG: temporal means disjoint
         self.data, self.graph = data, graph
-        x, y = self._split_attributes(data, x, y, feature_dtype)
-        self._node_tables = [t for t in self._node_tables if t.name not in _LINK_KEYS]
-        self._edge_tables = [t for t in self._edge_tables if t.name not in _LINK_KEYS]
-        self._graph_attrs = {k: v for k, v in self._graph_attrs.items() if k not in _LINK_KEYS}
-        native = data._native if isinstance(data, Dataset) else None
-        x = Feature._loader_rows(native, x, "CPU", None, None)
-        self._rows = (graph._csr, _rows_input(x), _rows_input(y))
+        self._row_settings = (feature_dtype, None, None)
+        self._bind_rows(x, y)
         self._link_inputs(data, edge_label_index, edge_label, neg_sampling, neg_sampling_ratio)
         self.edge_label_time = _edge_label_time(
             edge_label_time, time_source, self.edge_label_index.shape[1]
@@ -261,6 +256,10 @@ class LinkNeighborLoader(NeighborLoader):
             disjoint=self.disjoint,
             temporal=(time_source, temporal_strategy, None, graph),
         )
+
+    def collate_fn(self, index: Any) -> Any:  # pylint: disable=method-hidden
+        """The batch of the supervision edges at positions ``index`` (PyG's ``collate_fn``)."""
+        return self(index)
 
     def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
         return self.edge_label_time  # the native link loader's input_time: one per edge
@@ -322,6 +321,7 @@ class LinkNeighborLoader(NeighborLoader):
         (a list, tensor or array of positions), as PyG's ``loader(index)``: one batch with the
         loader's options and seed (batch index 0 of the current epoch), negatives drawn for it;
         ``input_id`` holds ``index``. VolleyIndexError for a position out of range."""
+        self._refresh_attributes()
         positions = np.ascontiguousarray(_tensor.to_numpy(index)).reshape(-1)
         if positions.dtype.kind not in "iu":
             raise _volley.VolleyTypeError(f"index must hold integer positions, got {positions.dtype}")

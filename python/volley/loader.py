@@ -31,44 +31,15 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from . import _cuda, _policy, _pyg_compat, _temporal, _tensor
+from . import _cuda, _policy, _pyg_compat, _rows, _temporal, _tensor
 from . import _volley
 from ._volley import NeighborLoader as _NativeLoader
 from ._batch import Batch
+from ._data_loader import LoaderBase
 from ._epoch import EpochIterator
 from .dataset import Dataset
 from .feature import Feature
 from .graph import Graph
-
-
-def _rows_input(rows: Any) -> Any:
-    """Features or labels for the native loader: a ``volley.Feature``'s store as it is (tiered,
-    shared or mapped), any other array zero-copy."""
-    if rows is None:
-        return None
-    if isinstance(rows, Feature):
-        return rows._native()
-    return _tensor.to_input(rows)
-
-
-def _device_rows(rows: Any, device: int, what: str) -> Any:
-    """Features or labels for the CUDA loader: a native FeatureStore in GPU tiers on ``device``
-    (a ``volley.Feature`` made with that ``device`` as it is; anything else copied to the device,
-    every row in device memory; labels as int64)."""
-    if rows is None:
-        return None
-    if isinstance(rows, Feature):
-        if rows._device is not None:
-            if rows._device != device:
-                raise _volley.VolleyValueError(
-                    f"{what} live on cuda:{rows._device}, the loader on cuda:{device}"
-                )
-            return rows._native()
-        rows = rows.gather(slice(None))  # a CPU store (tiered, mapped): its rows on the host
-    matrix = _tensor.to_input(rows)
-    if what == "labels":
-        matrix = np.ascontiguousarray(_tensor.to_numpy(matrix), dtype=np.int64).reshape(-1)
-    return _volley.FeatureStore.build(matrix, [("cuda", -1)], None, device)
 
 
 def _pyg_data_class() -> Optional[type]:
@@ -79,23 +50,12 @@ def _pyg_data_class() -> Optional[type]:
     return Data
 
 
-def _as_input_nodes(input_nodes: Any, num_nodes: int) -> Optional[np.ndarray]:
-    if input_nodes is None:
-        return None
-    if isinstance(input_nodes, tuple):
-        raise _volley.VolleyValueError(
-            f"input_nodes=({input_nodes[0]!r}, ...) names a node type: that needs a HeteroData or "
-            "volley.HeteroDataset, not a homogeneous graph")
-    # Integer ids or a bool mask of length N; an empty selection stays empty (no batches).
-    return _tensor.as_ids(input_nodes, "input_nodes", mask_length=num_nodes)
-
-
 # The typed (heterogeneous) loaders, subclasses that register themselves when their modules
 # load (``import volley`` loads them): "node" (hetero_loader.py), "link" (hetero_link_loader.py).
 TYPED_LOADERS: Dict[str, type] = {}
 
 
-class NeighborLoader:
+class NeighborLoader(LoaderBase):
     """Mini-batches of sampled subgraphs around seed nodes, with every attribute gathered.
 
     PyG's ``torch_geometric.loader.NeighborLoader`` (signature, positional order and defaults
@@ -265,15 +225,8 @@ class NeighborLoader:
         self.data = data
         self.graph = graph
         self.device, self.mode = _cuda.resolve(device, mode)
-        x, y = self._split_attributes(data, x, y, feature_dtype)
-        native = data._native if isinstance(data, Dataset) else None
-        x = Feature._loader_rows(native, x, self.mode, cache_bytes, policy)  # disk tier, row cache
-        if self.mode == "CPU":
-            self._rows = (graph._csr, _rows_input(x), _rows_input(y))
-        else:
-            placed = _cuda.place_graph(graph, self.mode, self.device)
-            features = _device_rows(x, self.device, "features")
-            self._cuda_rows = (placed, features, _device_rows(y, self.device, "labels"))
+        self._row_settings = (feature_dtype, cache_bytes, policy)
+        self._bind_rows(x, y)
         self._setup(
             graph.num_nodes,
             num_neighbors,
@@ -297,6 +250,42 @@ class NeighborLoader:
             temporal=(time_source, temporal_strategy, input_time, graph),
             lookahead=lookahead,
         )
+
+    #: Attributes of ``data`` that are inputs of the loader, not batch attributes (the link
+    #: loader's supervision edges and labels).
+    _reserved_keys: Tuple[str, ...] = ()
+
+    def _bind_rows(self, x: Any, y: Any) -> None:
+        """Which attributes of ``self.data`` batches carry, and how (``_split_attributes``): the
+        tables and the features / labels the native loader is built over (the disk tier and row
+        cache of ``self._row_settings``). Read again when the attributes change
+        (``_refresh_attributes``)."""
+        feature_dtype, cache_bytes, policy = self._row_settings
+        x, y = self._split_attributes(self.data, x, y, feature_dtype)
+        if self._reserved_keys:
+            reserved = self._reserved_keys
+            self._node_tables = [t for t in self._node_tables if t.name not in reserved]
+            self._edge_tables = [t for t in self._edge_tables if t.name not in reserved]
+            self._graph_attrs = {k: v for k, v in self._graph_attrs.items() if k not in reserved}
+        native = self.data._native if isinstance(self.data, Dataset) else None
+        x = Feature._loader_rows(native, x, self.mode, cache_bytes, policy)  # disk tier, row cache
+        if self.mode == "CPU":
+            self._rows = (self.graph._csr, _rows.rows_input(x), _rows.rows_input(y))
+        else:
+            placed = _cuda.place_graph(self.graph, self.mode, self.device)
+            features = _rows.device_rows(x, self.device, "features")
+            self._cuda_rows = (placed, features, _rows.device_rows(y, self.device, "labels"))
+        self._attribute_key = _pyg_compat.attribute_key(self.data)
+
+    def _refresh_attributes(self) -> None:
+        """PyG reads ``data``'s attributes per batch: after ``loader.data.foo = t`` batches carry
+        ``foo``, after ``del loader.data.x`` none carries ``x``. Checked when an epoch starts (and
+        by ``loader(index)``); a change rebuilds the native loader over the new attributes."""
+        key = getattr(self, "_attribute_key", None)
+        if key is None or _pyg_compat.attribute_key(self.data) == key:
+            return
+        self._bind_rows(getattr(self.data, "x", None), getattr(self.data, "y", None))
+        self._native = self._create_native(self.input_nodes)
 
     def _split_attributes(self, data: Any, x: Any, y: Any, feature_dtype: Optional[str]) -> Tuple[Any, Any]:
         """Sorts ``data``'s attributes (``_pyg_compat.split_loader_attributes``); returns the
@@ -339,7 +328,7 @@ class NeighborLoader:
         self.num_neighbors = _policy.check_fanouts(num_neighbors)[0]
         self.copy = bool(copy)
         self.transform = transform
-        self.input_nodes = _as_input_nodes(input_nodes, self._num_nodes)
+        self.input_nodes = _policy.input_nodes(input_nodes, self._num_nodes)
         self._epoch = 0
         self._data_class = _pyg_data_class()
         self._edge_index_class = _pyg_compat.edge_index_type() if self._data_class else None
@@ -447,7 +436,8 @@ class NeighborLoader:
         return graph, getattr(data, "x", None), getattr(data, "y", None)
 
     def __len__(self) -> int:
-        return self._native.num_batches
+        custom = self._custom_len()
+        return self._native.num_batches if custom is None else custom
 
     def set_epoch(self, epoch: int) -> None:
         """Sets the epoch the next iteration runs (``DistributedSampler.set_epoch``); iterating
@@ -455,6 +445,10 @@ class NeighborLoader:
         self._epoch = _policy.check_epoch(epoch)
 
     def __iter__(self) -> Iterator[Any]:
+        custom = self._custom_epoch()
+        if custom is not None:
+            return custom
+        self._refresh_attributes()
         epoch = self._native.start_epoch(self._epoch)
         self._epoch += 1
         return EpochIterator(self, epoch)
@@ -468,7 +462,43 @@ class NeighborLoader:
     def __call__(self, index: Any) -> Any:
         """The batch of the seeds ``index`` (ids: list, tensor or array), as PyG's ``loader(index)``;
         batch index 0 of the current epoch's seed; ``input_id``: positions in ``index``."""
+        self._refresh_attributes()
         return self._to_batch(_pyg_compat.sample_seeds(self, index))
+
+    def collate_fn(self, index: Any) -> Any:  # pylint: disable=method-hidden
+        """The batch of the input positions ``index`` (PyG's ``collate_fn``): their input nodes
+        as seeds (with their ``input_time``), ``input_id`` = ``index``; batch index 0 of the
+        current epoch's seed."""
+        positions, count = _tensor.as_ids(index, "index"), self._num_inputs()
+        bad = np.flatnonzero((positions < 0) | (positions >= count))
+        if bad.size:
+            raise _volley.VolleyIndexError(
+                f"index[{bad[0]}] = {positions[bad[0]]} is not an input position (there are "
+                f"{count} input nodes)")
+        seeds = positions if self.input_nodes is None else self.input_nodes[positions]
+        times = self._options.input_time
+        self._refresh_attributes()
+        raw = _pyg_compat.sample_seeds(self, seeds, None if times is None else times[positions])
+        raw["input_id"] = positions
+        return self._to_batch(raw)
+
+    @property
+    def node_sampler(self) -> Any:
+        """The sampler behind the batches (PyG's ``node_sampler``): a ``volley.NeighborSampler``
+        over the loader's graph with its fanouts, ``replace``, weights and seed (a typed loader's
+        ``HeteroNeighborSampler``; None where a service samples)."""
+        if "_node_sampler" not in self.__dict__:
+            from .sampler import NeighborSampler
+
+            options, graph = self._options.sampler, getattr(self, "graph", None)
+            self.__dict__["_node_sampler"] = NeighborSampler(
+                graph, self.num_neighbors, replace=options.replace, weighted=options.weighted,
+                seed=self.seed) if isinstance(graph, Graph) else None
+        return self.__dict__["_node_sampler"]
+
+    @node_sampler.setter
+    def node_sampler(self, sampler: Any) -> None:
+        self.__dict__["_node_sampler"] = sampler
 
     def _to_batch(self, raw: dict) -> Any:
         def out(value: Any) -> Any:

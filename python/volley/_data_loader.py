@@ -1,0 +1,148 @@
+"""Every Volley loader is a ``torch.utils.data.DataLoader`` (internal): the attributes PyG's
+loaders have, a custom ``sampler`` / ``batch_sampler`` honoured, and pickling by arguments.
+
+PyG's ``NodeLoader`` and ``LinkLoader`` are ``DataLoader`` subclasses over ``range(len(input))``
+whose ``collate_fn`` builds the batch of some input positions. Volley's loaders keep that
+surface while their batches still come from the C++ pipeline:
+
+- ``dataset`` is ``range(number of inputs)`` (input nodes, or supervision edges for a link
+  loader); ``sampler`` and ``batch_sampler`` are the ``DataLoader``'s over it; ``collate_fn(index)``
+  returns the batch of the input positions ``index``; ``batch_size``, ``drop_last``,
+  ``generator``, ``pin_memory`` and ``num_workers`` (C++ threads) mean what they mean there.
+- Without a ``sampler`` or ``batch_sampler`` argument, the epoch order is the native loader's
+  (seeded, split over ranks; ``sampler`` is then a stand-in of the same length: a
+  ``DistributedSampler`` of this rank's share when ``world_size > 1``). A framework that
+  passes its own (Lightning's ``DistributedSampler``) gets its order: each batch of positions
+  that sampler yields is built by ``collate_fn``.
+- ``pickle`` and ``copy.deepcopy`` rebuild the loader from its constructor arguments with its
+  seed fixed (a base seed drawn from torch is kept), so the copy yields the same batches; the
+  graph and features travel as their own pickles do (Volley's objects by shared-memory handle).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Iterator, Optional
+
+from . import _volley
+
+try:
+    from torch.utils.data import DataLoader as _TorchDataLoader
+except Exception:  # torch absent: the same attributes on a plain object
+    _TorchDataLoader = object  # type: ignore[assignment,misc]
+
+#: Attributes ``DataLoader`` forbids setting once it is initialised.
+_FROZEN = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
+
+
+def _rebuild(cls: type, args: tuple, kwargs: dict, epoch: int) -> Any:
+    """Unpickles a loader: a new one from the same arguments, at the same epoch."""
+    loader = cls(*args, **kwargs)
+    loader._epoch = epoch
+    return loader
+
+
+class LoaderBase(_TorchDataLoader):
+    """The ``DataLoader`` side of every Volley loader (``volley.loader.NeighborLoader`` and its
+    subclasses). A subclass's outermost ``__init__`` records its arguments and, once it returns,
+    initialises the ``DataLoader`` over ``range(self._num_inputs())``."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_volley_records", False):
+            return
+
+        @functools.wraps(init)
+        def recording_init(self: Any, *args: Any, **kw: Any) -> None:
+            outermost = "_arguments" not in self.__dict__
+            if outermost:
+                self.__dict__["_arguments"] = (args, dict(kw))
+            init(self, *args, **kw)
+            if outermost:
+                self._become_data_loader()
+
+        recording_init._volley_records = True  # type: ignore[attr-defined]
+        cls.__init__ = recording_init  # type: ignore[misc]
+
+    # --- the DataLoader ----------------------------------------------------------------------
+    def _num_inputs(self) -> int:
+        """How many inputs an epoch covers: supervision edges of a link loader, else input nodes
+        (every node when there are none)."""
+        edges = getattr(self, "edge_label_index", None)
+        if edges is not None:
+            return int(edges.shape[-1])
+        nodes = getattr(self, "input_nodes", None)
+        return self._num_nodes if nodes is None else len(nodes)
+
+    def _become_data_loader(self) -> None:
+        """``DataLoader.__init__`` with the loader's checked options and the user's sampler or
+        batch sampler (VolleyValueError when they clash with ``shuffle`` / ``batch_size`` /
+        ``drop_last``, as ``DataLoader`` would refuse them)."""
+        kwargs = self.__dict__["_arguments"][1]
+        sampler, batch_sampler = kwargs.get("sampler"), kwargs.get("batch_sampler")
+        count = self._num_inputs()
+        settings = dict(batch_size=self._options.batch_size, shuffle=bool(self.shuffle) and count > 0,
+                        drop_last=bool(self._options.drop_last))
+        if sampler is not None and self.shuffle:
+            raise _volley.VolleyValueError("sampler is mutually exclusive with shuffle=True")
+        if batch_sampler is not None:
+            if sampler is not None or self.shuffle or self._options.drop_last or \
+                    self._options.batch_size != 1:
+                raise _volley.VolleyValueError(
+                    "batch_sampler is mutually exclusive with batch_size, shuffle, sampler and "
+                    "drop_last")
+            settings = dict(batch_size=1, shuffle=False, drop_last=False)
+        self._custom_order = sampler is not None or batch_sampler is not None
+        if not self._custom_order and self.world_size > 1 and _TorchDataLoader is not object:
+            # The stand-in of the native rank split: this rank's share, padded alike.
+            from torch.utils.data import DistributedSampler
+
+            sampler = DistributedSampler(range(count), num_replicas=self.world_size,
+                                         rank=self.rank, shuffle=settings["shuffle"],
+                                         drop_last=settings["drop_last"])
+            settings["shuffle"] = False
+        threads, generator = self.num_workers, kwargs.get("generator")
+        for name in _FROZEN:  # set by the options; DataLoader sets them again
+            self.__dict__.pop(name, None)
+        if _TorchDataLoader is object:
+            self.dataset, self.sampler, self.batch_sampler = range(count), sampler, batch_sampler
+            self.batch_size = None if batch_sampler is not None else settings["batch_size"]
+            self.drop_last, self.generator = settings["drop_last"], generator
+            self.collate_fn = self.collate_fn
+        else:
+            _TorchDataLoader.__init__(self, range(count), sampler=sampler,
+                                      batch_sampler=batch_sampler, collate_fn=self.collate_fn,
+                                      pin_memory=bool(getattr(self, "pin_memory", False)),
+                                      generator=generator, **settings)
+        self.num_workers = threads  # C++ threads, not processes
+
+    def collate_fn(self, index: Any) -> Any:  # pylint: disable=method-hidden
+        """The batch of the input positions ``index`` (what PyG's ``collate_fn`` builds)."""
+        return self(index)
+
+    def _custom_epoch(self) -> Optional[Iterator[Any]]:
+        """With a user's sampler or batch sampler: the epoch's batches in its order (each built by
+        ``collate_fn``); else None (the native epoch)."""
+        if not getattr(self, "_custom_order", False):
+            return None
+        self._epoch += 1
+        return (self.collate_fn(list(positions)) for positions in self.batch_sampler)
+
+    def _custom_len(self) -> Optional[int]:
+        return len(self.batch_sampler) if getattr(self, "_custom_order", False) else None
+
+    # --- copies -------------------------------------------------------------------------------
+    def __reduce__(self) -> tuple:
+        """Pickled as its constructor arguments with the resolved seed (the copy yields the same
+        batches) and the current epoch."""
+        args, kwargs = self.__dict__["_arguments"]
+        args, kwargs = list(args), dict(kwargs)
+        names = list(inspect.signature(type(self).__init__).parameters)[1:]
+        if "seed" in names[: len(args)]:
+            args[names.index("seed")] = self.seed
+        else:
+            kwargs["seed"] = self.seed
+        kwargs.pop("generator", None)  # the seed it gave is fixed above
+        return (_rebuild, (type(self), tuple(args), kwargs, self._epoch))
