@@ -16,6 +16,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "server_init.h"
 #include "volley/dist/client.h"
 #include "volley/dist/server.h"
 #include "volley/loader/neighbor_loader.h"
@@ -62,46 +63,11 @@ nb::dict info_to_python(const ServiceInfo& info) {
 }
 
 void bind_server(nb::module_& m) {
-  nb::class_<Server>(m, "Server", "One partition served over gRPC (see volley/dist/server.h).")
-      .def(
-          "__init__",
-          [](Server* self, const std::string& directory, int64_t part, const std::string& listen,
-             const std::string& token, int threads, std::vector<std::string> peers,
-             const std::string& peer_token, double peer_deadline_seconds, int64_t max_request_bytes,
-             int64_t max_reply_bytes, int64_t max_ids_per_call, int64_t memory_limit_bytes,
-             int default_concurrency, const std::string& tls_cert, const std::string& tls_key,
-             const std::string& tls_client_ca, const std::string& peer_tls_ca,
-             int64_t max_epoch_streams) {
-            ServerOptions options;
-            options.tls = {tls_client_ca, tls_cert, tls_key};
-            options.listen = listen;
-            options.token = token;
-            options.threads = threads;
-            options.limits.max_request_bytes = max_request_bytes;
-            options.limits.max_reply_bytes = max_reply_bytes;
-            options.limits.max_ids_per_call = max_ids_per_call;
-            options.memory_limit_bytes = memory_limit_bytes;
-            options.peers = std::move(peers);
-            options.peer_client.token = peer_token;
-            options.peer_client.deadline_seconds = peer_deadline_seconds;
-            options.default_concurrency = default_concurrency;
-            options.max_epoch_streams = max_epoch_streams;
-            if (!peer_tls_ca.empty()) options.peer_client.tls = {peer_tls_ca, tls_cert, tls_key};
-            nb::gil_scoped_release release;
-            new (self) Server(directory, part, std::move(options));
-          },
-          nb::arg("directory"), nb::arg("part"), nb::kw_only(), nb::arg("listen") = "127.0.0.1:0",
-          nb::arg("token") = "", nb::arg("threads") = 0,
-          nb::arg("peers") = std::vector<std::string>{}, nb::arg("peer_token") = "",
-          nb::arg("peer_deadline_seconds") = 30.0,
-          nb::arg("max_request_bytes") = dist::ServerLimits{}.max_request_bytes,
-          nb::arg("max_reply_bytes") = dist::ServerLimits{}.max_reply_bytes,
-          nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
-          nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("default_concurrency") = 0,
-          nb::arg("tls_cert") = "", nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
-          nb::arg("peer_tls_ca") = "", nb::arg("max_epoch_streams") = 0,
-          "Loads part `part` of the partitioned dataset at `directory` and starts serving.")
-      .def_prop_ro("port", &Server::port)
+  nb::class_<Server> server(m, "Server",
+                            "One partition served over gRPC (see volley/dist/server.h).");
+  def_server_init(
+      server, "Loads part `part` of the partitioned dataset at `directory` and starts serving.");
+  server.def_prop_ro("port", &Server::port)
       .def_prop_ro("address", &Server::address)
       .def_prop_ro("part", &Server::part)
       .def_prop_ro("fingerprint", &Server::fingerprint)

@@ -16,6 +16,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "server_init.h"
 #include "volley/dist/hetero_client.h"
 #include "volley/dist/hetero_server.h"
 
@@ -45,42 +46,13 @@ dist::ClientOptions client_options(const std::string& token, double deadline_sec
 }
 
 void bind_hetero_server(nb::module_& m) {
-  nb::class_<HeteroServer>(m, "HeteroServer",
-                           "One heterogeneous partition served over gRPC (see "
-                           "volley/dist/hetero_server.h).")
-      .def(
-          "__init__",
-          [](HeteroServer* self, const std::string& directory, int64_t part,
-             const std::string& listen, const std::string& token, int threads,
-             int64_t max_request_bytes, int64_t max_reply_bytes, int64_t max_ids_per_call,
-             int64_t memory_limit_bytes, const std::string& tls_cert, const std::string& tls_key,
-             const std::string& tls_client_ca, std::vector<std::string> peers,
-             const std::string& peer_token, double peer_deadline_seconds) {
-            dist::ServerOptions options;
-            options.peers = std::move(peers);
-            options.peer_client.token = peer_token;
-            options.peer_client.deadline_seconds = peer_deadline_seconds;
-            options.tls = {tls_client_ca, tls_cert, tls_key};
-            options.listen = listen;
-            options.token = token;
-            options.threads = threads;
-            options.limits.max_request_bytes = max_request_bytes;
-            options.limits.max_reply_bytes = max_reply_bytes;
-            options.limits.max_ids_per_call = max_ids_per_call;
-            options.memory_limit_bytes = memory_limit_bytes;
-            nb::gil_scoped_release release;
-            new (self) HeteroServer(directory, part, std::move(options));
-          },
-          nb::arg("directory"), nb::arg("part"), nb::kw_only(), nb::arg("listen") = "127.0.0.1:0",
-          nb::arg("token") = "", nb::arg("threads") = 0,
-          nb::arg("max_request_bytes") = dist::ServerLimits{}.max_request_bytes,
-          nb::arg("max_reply_bytes") = dist::ServerLimits{}.max_reply_bytes,
-          nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
-          nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("tls_cert") = "",
-          nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
-          nb::arg("peers") = std::vector<std::string>{}, nb::arg("peer_token") = "",
-          nb::arg("peer_deadline_seconds") = 30.0)
-      .def_prop_ro("port", &HeteroServer::port)
+  nb::class_<HeteroServer> server(m, "HeteroServer",
+                                  "One heterogeneous partition served over gRPC (see "
+                                  "volley/dist/hetero_server.h).");
+  def_server_init(server,
+                  "Loads part `part` of the heterogeneous partitioned dataset at "
+                  "`directory` and starts serving.");
+  server.def_prop_ro("port", &HeteroServer::port)
       .def_prop_ro("address", &HeteroServer::address)
       .def_prop_ro("part", &HeteroServer::part)
       .def_prop_ro("fingerprint", &HeteroServer::fingerprint)

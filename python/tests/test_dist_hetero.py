@@ -301,3 +301,49 @@ def test_a_failed_server_raises_within_the_deadline(two_parts, spawn, topology, 
     assert re.search(re.escape(target.address), str(raised.value)), str(raised.value)
     if victim == "peer":
         assert "its peer failed" in str(raised.value)
+
+
+@pytest.fixture(scope="module")
+def wide_parts(tmp_path_factory):
+    """Two parts of a typed graph with wide paper features: a batch is about a megabyte, so a
+    few fill a stream's flow-control window and the server's stream waits for its reader."""
+    data = _dataset(seed=3, papers=2000, authors=800)
+    rng = np.random.default_rng(4)
+    x = {"paper": rng.normal(size=(2000, 256)).astype(np.float32),
+         "author": rng.normal(size=(800, 3)).astype(np.float32)}
+    wide = volley.HeteroDataset(data.graph, x, {"paper": rng.integers(0, 4, 2000)}, name="wide")
+    parts_dir = str(tmp_path_factory.mktemp("hetero-wide") / "wide-2")
+    volley.partition(wide, parts_dir, 2, method="random")
+    return parts_dir
+
+
+def _paused_typed_stream(addresses, server):
+    loader = vd.DistNeighborLoader(addresses, [-1, -1], batch_size=64, topology="server-client",
+                                   server=server, input_nodes=("paper", np.arange(2000)),
+                                   deadline=5.0, connect_timeout=5.0, num_workers=1)
+    iterator = iter(loader)
+    next(iterator)
+    return iterator
+
+
+@pytest.mark.timeout(180)
+def test_paused_typed_streams_hold_no_thread_and_are_capped(wide_parts):
+    """The typed batch stream is the homogeneous one's callback stream: three times as many
+    paused streams as handler threads leave the other calls working, and streams beyond
+    ``max_epoch_streams`` are refused as busy."""
+    threads = 4
+    with vd.serve(wide_parts, 1, threads=threads) as s1, \
+            vd.serve(wide_parts, 0, threads=threads, peers=["", s1.address]) as s0:
+        addresses = [s0.address, s1.address]
+        paused = [_paused_typed_stream(addresses, s0.address) for _ in range(3 * threads)]
+        worker = vd.DistNeighborLoader(addresses, [2], batch_size=8, deadline=5.0,
+                                       input_nodes=("paper", np.arange(16)), connect_timeout=5.0)
+        assert len(list(worker)) == 2  # hops and rows answered beside the paused streams
+        assert len(list(paused[0])) == 2000 // 64  # resumes where it stopped: 32 batches, less 1
+        del paused
+    with vd.serve(wide_parts, 1, threads=8) as s1, \
+            vd.serve(wide_parts, 0, threads=8, peers=["", s1.address], max_epoch_streams=2) as s0:
+        addresses = [s0.address, s1.address]
+        paused = [_paused_typed_stream(addresses, s0.address) for _ in range(2)]
+        with pytest.raises(volley.VolleyConnectionError, match="busy"):
+            paused.append(_paused_typed_stream(addresses, s0.address))

@@ -200,17 +200,9 @@ def serve(
         max_reply_bytes=max_reply_bytes, max_ids_per_call=max_ids_per_call,
         memory_limit_bytes=memory_limit_bytes)
     peer_deadline = _tensor.check_seconds(peer_deadline, "peer_deadline")
-    if _native().is_hetero_partitioned_directory(os.fspath(directory)):  # hetero_server.h
-        return Server(_native().HeteroServer(
-            os.fspath(directory), numbers["part"], listen=str(listen), token=token or "",
-            threads=numbers["threads"], max_request_bytes=numbers["max_request_bytes"],
-            max_reply_bytes=numbers["max_reply_bytes"],
-            max_ids_per_call=numbers["max_ids_per_call"],
-            memory_limit_bytes=numbers["memory_limit_bytes"], tls_cert=_path_or_empty(tls_cert),
-            tls_key=_path_or_empty(tls_key), tls_client_ca=_path_or_empty(tls_client_ca),
-            peers=[str(p) for p in (peers or [])], peer_token=token or "",
-            peer_deadline_seconds=peer_deadline))
-    native = _native().Server(
+    # One set of options for either kind of partition (hetero_server.h / server.h).
+    typed = _native().is_hetero_partitioned_directory(os.fspath(directory))
+    native = (_native().HeteroServer if typed else _native().Server)(
         os.fspath(directory),
         numbers["part"],
         listen=str(listen),

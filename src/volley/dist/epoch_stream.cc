@@ -1,4 +1,4 @@
-// A server-client epoch stream as a callback reactor. See internal/epoch_stream.h.
+// A server-client batch stream as a callback reactor. See internal/epoch_stream.h.
 #include "volley/dist/internal/epoch_stream.h"
 
 #include <fmt/format.h>
@@ -55,19 +55,18 @@ void TaskQueue::stop() {
 
 namespace {
 
-class EpochStream final : public grpc::ServerWriteReactor<rpc::BatchMessage> {
+template <typename Message>
+class Stream final : public grpc::ServerWriteReactor<Message> {
  public:
-  EpochStream(EpochStreamHost& host, grpc::CallbackServerContext& context,
-              const rpc::EpochRequest& request)
-      : host_(host), context_(context), request_(request) {
+  Stream(StreamHost& host, OpenStream<Message> open) : host_(host), open_(std::move(open)) {
     host_.stream_opened();
-    self_ = std::shared_ptr<EpochStream>(this);
-    host_.pump().submit([keep = self_] { keep->open(); });
+    self_ = std::shared_ptr<Stream>(this);
+    host_.pump().submit([keep = self_] { keep->start(); });
   }
 
   void OnWriteDone(bool ok) override {
     if (!ok) {  // the client went away (or cancelled): nothing more can be written
-      finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the epoch"));
+      finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream"));
       return;
     }
     host_.pump().submit([keep = self_] { keep->next(); });
@@ -76,7 +75,7 @@ class EpochStream final : public grpc::ServerWriteReactor<rpc::BatchMessage> {
   void OnCancel() override {
     cancelled_.store(true);
     std::lock_guard lock(mutex_);
-    if (epoch_) epoch_->request_stop();  // a pump task waiting for a batch returns at once
+    if (producer_) producer_->stop();  // a pump task waiting for a batch returns at once
   }
 
   // Never deletes the stream here: deleting it joins the epoch's workers, and a worker may be
@@ -88,59 +87,56 @@ class EpochStream final : public grpc::ServerWriteReactor<rpc::BatchMessage> {
   }
 
  private:
-  // First task: checks the call and starts the epoch, then sends the first batch.
-  void open() {
-    std::unique_ptr<NeighborLoader> loader;
-    const grpc::Status status = host_.open_epoch(context_, request_, loader);
+  // First task: checks the call and builds the producer, then sends the first batch.
+  void start() {
+    std::unique_ptr<StreamProducer<Message>> producer;
+    const grpc::Status status = open_(producer);
     if (!status.ok()) {
-      Finish(status);  // counted as failed by the host
+      this->Finish(status);  // counted as failed by the host
       return;
     }
-    try {
+    {
       std::lock_guard lock(mutex_);
-      epoch_ = loader->start_epoch(request_.epoch());
-      loader_ = std::move(loader);
-      if (cancelled_.load()) epoch_->request_stop();
-    } catch (const Error& e) {
-      fail(grpc::Status(status_code_for(e.kind()),
-                        fmt::format("part {}: {}", host_.part(), e.what())));
-      return;
+      producer_ = std::move(producer);
+      if (cancelled_.load()) producer_->stop();
     }
     next();
   }
 
-  // Waits for the next batch (while it is produced; never while the client pauses) and starts
-  // its write, or finishes the stream.
+  // Makes the next batch (never while the client pauses) and starts its write, or finishes.
   void next() {
     if (cancelled_.load()) {
-      finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the epoch"));
+      finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream"));
       return;
     }
-    std::optional<Batch> batch;
+    bool more = false;
     try {
-      batch = epoch_->next();
+      message_.Clear();
+      more = producer_->next(message_);
     } catch (const Error& e) {
-      // A peer's failure while the batch was sampled: this server is healthy, say whose it is.
+      // A peer's failure while the batch was made: this server is healthy, say whose it is.
+      const bool peer = producer_->blames_peer(e);
       fail(grpc::Status(status_code_for(e.kind()),
-                        fmt::format("part {} {} {}", host_.part(), kPeerFailure, e.what())));
+                        peer ? fmt::format("part {} {} {}", host_.part(), kPeerFailure, e.what())
+                             : fmt::format("part {}: {}", host_.part(), e.what())));
       return;
     }
-    if (!batch) {
+    if (!more) {
       finish(cancelled_.load()
-                 ? grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the epoch")
+                 ? grpc::Status(grpc::StatusCode::CANCELLED, "the client cancelled the stream")
                  : grpc::Status::OK);
       return;
     }
-    fill_batch_message(*batch, epoch_->num_batches(), message_);
     if (const auto size = static_cast<int64_t>(message_.ByteSizeLong());
         size > host_.max_message_bytes()) {
-      fail(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        fmt::format("part {}: batch {} is {} bytes, more than the {} one message "
-                                    "may (max_reply_bytes); use a smaller batch_size",
-                                    host_.part(), batch->index, size, host_.max_message_bytes())));
+      fail(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          fmt::format("part {}: batch {} is {} bytes, more than the {} one message "
+                      "may (max_reply_bytes); use a smaller batch_size",
+                      host_.part(), message_.index(), size, host_.max_message_bytes())));
       return;
     }
-    StartWrite(&message_);  // OnWriteDone queues the next batch once the client has room
+    this->StartWrite(&message_);  // OnWriteDone queues the next batch once the client has room
   }
 
   void fail(const grpc::Status& status) {
@@ -151,27 +147,55 @@ class EpochStream final : public grpc::ServerWriteReactor<rpc::BatchMessage> {
   void finish(const grpc::Status& status) {
     {
       std::lock_guard lock(mutex_);
-      if (epoch_) epoch_->request_stop();  // joined when the stream is deleted
+      if (producer_) producer_->stop();  // its workers are joined when the stream is deleted
     }
-    Finish(status);
+    this->Finish(status);
   }
 
-  EpochStreamHost& host_;
-  grpc::CallbackServerContext& context_;
-  const rpc::EpochRequest& request_;
-  std::shared_ptr<EpochStream> self_;  // released when gRPC reports the stream done
+  StreamHost& host_;
+  OpenStream<Message> open_;
+  std::shared_ptr<Stream> self_;  // released when gRPC reports the stream done
   std::atomic<bool> cancelled_{false};
-  std::mutex mutex_;  // guards epoch_ against OnCancel
+  std::mutex mutex_;  // guards producer_ against OnCancel
+  std::unique_ptr<StreamProducer<Message>> producer_;
+  Message message_;
+};
+
+// A SampleEpoch stream's batches: the native loader's epoch (its workers sample ahead).
+class EpochProducer final : public StreamProducer<rpc::BatchMessage> {
+ public:
+  EpochProducer(std::unique_ptr<NeighborLoader> loader, int64_t epoch)
+      : loader_(std::move(loader)), epoch_(loader_->start_epoch(epoch)) {}
+
+  bool next(rpc::BatchMessage& message) override {
+    std::optional<Batch> batch = epoch_->next();
+    if (!batch) return false;
+    fill_batch_message(*batch, epoch_->num_batches(), message);
+    return true;
+  }
+  void stop() override { epoch_->request_stop(); }
+  bool blames_peer(const Error&) const override { return true; }  // the request was checked
+
+ private:
   std::unique_ptr<NeighborLoader> loader_;
   std::unique_ptr<Epoch> epoch_;
-  rpc::BatchMessage message_;
 };
 
 }  // namespace
 
-grpc::ServerWriteReactor<rpc::BatchMessage>* start_epoch_stream(
-    EpochStreamHost& host, grpc::CallbackServerContext& context, const rpc::EpochRequest& request) {
-  return new EpochStream(host, context, request);
+template <typename Message>
+grpc::ServerWriteReactor<Message>* start_stream(StreamHost& host, OpenStream<Message> open) {
+  return new Stream<Message>(host, std::move(open));
+}
+
+template grpc::ServerWriteReactor<rpc::BatchMessage>* start_stream(StreamHost&,
+                                                                   OpenStream<rpc::BatchMessage>);
+template grpc::ServerWriteReactor<rpc::HeteroBatchMessage>* start_stream(
+    StreamHost&, OpenStream<rpc::HeteroBatchMessage>);
+
+std::unique_ptr<StreamProducer<rpc::BatchMessage>> epoch_producer(
+    std::unique_ptr<NeighborLoader> loader, int64_t epoch) {
+  return std::make_unique<EpochProducer>(std::move(loader), epoch);
 }
 
 }  // namespace volley::dist::internal

@@ -1,5 +1,5 @@
-// `volley serve` of a heterogeneous partition: a synchronous gRPC service answering typed
-// SampleHop and GetRows calls. See hetero_server.h.
+// `volley serve` of a heterogeneous partition: a gRPC service answering typed SampleHop and
+// GetRows calls, and streaming typed batches (a callback stream). See hetero_server.h.
 #include "volley/dist/hetero_server.h"
 
 #include <grpcpp/grpcpp.h>
@@ -9,6 +9,7 @@
 
 #include "volley/core/version.h"
 #include "volley/dist/hetero_client.h"
+#include "volley/dist/internal/epoch_stream.h"
 #include "volley/dist/internal/hetero_client_state.h"
 #include "volley/dist/internal/hetero_times.h"
 #include "volley/dist/internal/server_requests.h"
@@ -32,16 +33,60 @@ grpc::Status refuse(grpc::StatusCode code, std::string message) {
   return grpc::Status(code, std::move(message));
 }
 
+// A SampleHeteroBatches stream's batches: the caller's seeds in batch_size slices, each sampled
+// across every part (`graph`) and gathered, in order, one when the client has room for it.
+class TypedBatches final : public internal::StreamProducer<rpc::HeteroBatchMessage> {
+ public:
+  TypedBatches(std::shared_ptr<const DistHeteroGraph> graph,
+               const rpc::HeteroBatchesRequest& request, std::vector<int64_t> seeds,
+               std::vector<int64_t> seed_times, HeteroSamplerOptions sampler)
+      : graph_(std::move(graph)),
+        request_(request),
+        seeds_(std::move(seeds)),
+        seed_times_(std::move(seed_times)),
+        sampler_(std::move(sampler)) {}
+
+  bool next(rpc::HeteroBatchMessage& message) override {
+    const auto size = static_cast<size_t>(request_.batch_size());
+    if (begin_ >= seeds_.size()) return false;
+    const std::span<const int64_t> batch =
+        std::span<const int64_t>(seeds_).subspan(begin_, std::min(size, seeds_.size() - begin_));
+    const std::span<const int64_t> times =
+        seed_times_.empty() ? std::span<const int64_t>()
+                            : std::span<const int64_t>(seed_times_).subspan(begin_, batch.size());
+    const HeteroSampledSubgraph sub = graph_->sample(
+        {{request_.node_type(), batch, times}}, sampler_, request_.first_batch_index() + index_);
+    message.set_index(index_);
+    internal::fill_hetero_batch(*graph_, sub, request_, message);
+    begin_ += batch.size();
+    ++index_;
+    return true;
+  }
+  // A peer that failed (unreachable, no answer in time); other errors are the request's.
+  bool blames_peer(const Error& error) const override {
+    return error.kind() == ErrorKind::kTimeout || error.kind() == ErrorKind::kConnection;
+  }
+
+ private:
+  std::shared_ptr<const DistHeteroGraph> graph_;
+  const rpc::HeteroBatchesRequest& request_;
+  std::vector<int64_t> seeds_, seed_times_;
+  HeteroSamplerOptions sampler_;
+  size_t begin_ = 0;
+  int64_t index_ = 0;
+};
+
 }  // namespace
 
-struct HeteroServer::State final : rpc::PartitionService::Service, internal::ServiceCore {
+struct HeteroServer::State final
+    : rpc::PartitionService::WithCallbackMethod_SampleHeteroBatches<rpc::PartitionService::Service>,
+      internal::ServiceCore {
   std::shared_ptr<const HeteroPartition> partition;
   std::vector<int64_t> max_degree;                  // per edge type, of this part's rows
   std::unique_ptr<internal::HeteroHopTimes> times;  // the directory's time files
   std::mutex peers_mutex;
   std::shared_ptr<const DistHeteroGraph> peers;  // server-client mode, connected on first use
 
-  int64_t part() const { return partition->part; }
   const HeteroGraph& graph() const { return partition->data.graph; }
 
   // The node type named `name` ("" or unknown: INVALID_ARGUMENT listing the types), or -1.
@@ -239,11 +284,23 @@ struct HeteroServer::State final : rpc::PartitionService::Service, internal::Ser
                               part()));
   }
 
-  grpc::Status SampleHeteroBatches(grpc::ServerContext* context,
-                                   const rpc::HeteroBatchesRequest* request,
-                                   grpc::ServerWriter<rpc::HeteroBatchMessage>* writer) override {
-    return serve(context, [&] {
-      if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
+  // --- server-client batch streams (internal/epoch_stream.h) ---------------------------------
+
+  grpc::ServerWriteReactor<rpc::HeteroBatchMessage>* SampleHeteroBatches(
+      grpc::CallbackServerContext* context, const rpc::HeteroBatchesRequest* request) override {
+    return internal::start_stream<rpc::HeteroBatchMessage>(
+        *this, [this, context, request](auto& producer) {
+          return open_batches(*context, *request, producer);
+        });
+  }
+
+  // Checks a SampleHeteroBatches call and builds its stream's producer.
+  grpc::Status open_batches(
+      grpc::CallbackServerContext& context, const rpc::HeteroBatchesRequest& request,
+      std::unique_ptr<internal::StreamProducer<rpc::HeteroBatchMessage>>& producer) {
+    return serve(&context, [&]() -> grpc::Status {
+      if (auto status = check_stream_capacity(); !status.ok()) return status;
+      if (auto status = check_request(request.protocol(), request.fingerprint()); !status.ok())
         return status;
       if (options.peers.empty()) {
         return refuse(grpc::StatusCode::FAILED_PRECONDITION,
@@ -251,44 +308,20 @@ struct HeteroServer::State final : rpc::PartitionService::Service, internal::Ser
                                   "server-client mode needs every part's address (--peers)",
                                   part()));
       }
-      const std::shared_ptr<const DistHeteroGraph> graph = peer_graph(request->deadline_seconds());
       std::vector<int64_t> seeds;
-      if (!internal::unpack(request->seeds(), seeds) || request->batch_size() < 1) {
+      if (!internal::unpack(request.seeds(), seeds) || request.batch_size() < 1) {
         return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                       fmt::format("part {}: seeds of {} bytes (int64 each) / batch_size {} "
                                   "(>= 1) invalid",
-                                  part(), request->seeds().size(), request->batch_size()));
+                                  part(), request.seeds().size(), request.batch_size()));
       }
-      graph->info().node_type_index(request->node_type());  // ValueError naming the types
+      std::shared_ptr<const DistHeteroGraph> graph = peer_graph(request.deadline_seconds());
+      graph->info().node_type_index(request.node_type());  // ValueError naming the types
       std::vector<int64_t> seed_times;
-      const HeteroSamplerOptions sampler =
-          internal::hetero_batches_sampler(*request, seeds.size(), seed_times);
-      const auto size = static_cast<size_t>(request->batch_size());
-      for (size_t begin = 0, b = 0; begin < seeds.size(); begin += size, ++b) {
-        if (context->IsCancelled()) return refuse(grpc::StatusCode::CANCELLED, "cancelled");
-        const std::span<const int64_t> batch =
-            std::span<const int64_t>(seeds).subspan(begin, std::min(size, seeds.size() - begin));
-        const std::span<const int64_t> times =
-            seed_times.empty() ? std::span<const int64_t>()
-                               : std::span<const int64_t>(seed_times).subspan(begin, batch.size());
-        rpc::HeteroBatchMessage message;
-        try {
-          const HeteroSampledSubgraph sub = graph->sample(
-              {{request->node_type(), batch, times}}, sampler, request->first_batch_index() + b);
-          message.set_index(static_cast<int64_t>(b));
-          internal::fill_hetero_batch(*graph, sub, *request, message);
-        } catch (const Error& e) {
-          // A peer that failed (unreachable, no answer in time) while the batch was made: this
-          // server is healthy, say whose the failure is. Other errors are the request's.
-          if (e.kind() != ErrorKind::kTimeout && e.kind() != ErrorKind::kConnection) throw;
-          return refuse(internal::status_code_for(e.kind()),
-                        fmt::format("part {} {} {}", part(), internal::kPeerFailure, e.what()));
-        }
-        if (auto status = check_reply_size(static_cast<int64_t>(message.ByteSizeLong()), "batch");
-            !status.ok())
-          return status;
-        if (!writer->Write(message)) return refuse(grpc::StatusCode::CANCELLED, "reader gone");
-      }
+      HeteroSamplerOptions sampler =
+          internal::hetero_batches_sampler(request, seeds.size(), seed_times);
+      producer = std::make_unique<TypedBatches>(std::move(graph), request, std::move(seeds),
+                                                std::move(seed_times), std::move(sampler));
       return grpc::Status::OK;
     });
   }

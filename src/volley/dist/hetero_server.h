@@ -22,9 +22,11 @@
 //   SampleHeteroBatches  server-client mode (with ServerOptions::peers): the batches of the
 //              caller's seeds (in epoch order) sampled across all parts (this one in-process, the
 //              peers through a DistHeteroGraph) and gathered, streamed in order (temporal and
-//              disjoint too: HeteroBatchesRequest's time fields; TypedNodes.batch); the stream
-//              holds a handler thread while its reader pauses (gRPC flow control is the
-//              back-pressure); FAILED_PRECONDITION without peers.
+//              disjoint too: HeteroBatchesRequest's time fields; TypedNodes.batch), one batch
+//              made when the reader has room for it: a callback stream that holds no thread
+//              while its reader pauses (internal/epoch_stream.h, as SampleEpoch's), at most
+//              max_epoch_streams open (RESOURCE_EXHAUSTED "busy" beyond); FAILED_PRECONDITION
+//              without peers.
 // SampleEpoch and HasEdges answer UNIMPLEMENTED (homogeneous only, for now).
 //
 //   HeteroServer server("/data/mag-2", 0, {.listen = "0.0.0.0:5000"});
@@ -37,8 +39,8 @@
 // OUT_OF_RANGE for a target / id outside the type's owned range ("node type 'paper': part 0:
 // targets[0] = 312 is not owned here (this part owns [0, 150))"); FAILED_PRECONDITION for
 // another protocol version or dataset fingerprint. Limits, token, TLS and peers as server.h's
-// ServerOptions (max_epoch_streams and default_concurrency unused). Thread safety: all methods
-// may be called from any thread.
+// ServerOptions (default_concurrency unused: a stream makes its batches one by one). Thread safety:
+// all methods may be called from any thread.
 #pragma once
 
 #include <cstdint>

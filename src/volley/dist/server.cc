@@ -44,14 +44,11 @@ grpc::Status refuse(grpc::StatusCode code, const std::string& message) {
 
 struct Server::State final
     : rpc::PartitionService::WithCallbackMethod_SampleEpoch<rpc::PartitionService::Service>,
-      internal::EpochStreamHost,
       internal::ServiceCore {
   std::string directory;
   std::shared_ptr<const Partition> partition;
   int64_t num_edges_total = 0;
-  int64_t max_degree = 0;   // of this part's nodes
-  int64_t max_streams = 0;  // epoch streams open at once (options.max_epoch_streams resolved)
-  std::unique_ptr<internal::TaskQueue> pump_queue;  // runs the epoch streams' work
+  int64_t max_degree = 0;  // of this part's nodes
 
   std::mutex peers_mutex;
   std::shared_ptr<const DistGraph> peers;  // connected on the first SampleEpoch
@@ -282,27 +279,18 @@ struct Server::State final
 
   grpc::ServerWriteReactor<rpc::BatchMessage>* SampleEpoch(
       grpc::CallbackServerContext* context, const rpc::EpochRequest* request) override {
-    return internal::start_epoch_stream(*this, *context, *request);
+    return internal::start_stream<rpc::BatchMessage>(
+        *this, [this, context, request](auto& producer) {
+          return open_epoch(*context, *request, producer);
+        });
   }
 
-  int64_t stream_opened() override { return streams.fetch_add(1); }
-  void stream_closed() override { streams.fetch_sub(1); }
-  void count_failure() override { failed.fetch_add(1, std::memory_order_relaxed); }
-  int64_t part() const override { return partition->part; }
-  int64_t max_message_bytes() const override { return options.limits.max_reply_bytes; }
-  internal::TaskQueue& pump() override { return *pump_queue; }
-
+  // Checks a SampleEpoch call and builds its stream's producer: the epoch of a loader over the
+  // peers as one graph (this part in-process).
   grpc::Status open_epoch(grpc::CallbackServerContext& context, const rpc::EpochRequest& request,
-                          std::unique_ptr<NeighborLoader>& loader) override {
+                          std::unique_ptr<internal::StreamProducer<rpc::BatchMessage>>& producer) {
     return serve(&context, [&]() -> grpc::Status {
-      // A paused stream holds no thread, but its prefetched batches and its epoch's workers:
-      // the number open at once is capped.
-      if (const int64_t open = streams.load() - 1; open >= max_streams) {
-        return refuse(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                      fmt::format("part {}: busy: {} epoch streams are open, the most this "
-                                  "server keeps (max_epoch_streams); try again later",
-                                  partition->part, open));
-      }
+      if (auto status = check_stream_capacity(); !status.ok()) return status;
       if (auto status = check_request(request.protocol(), request.fingerprint()); !status.ok())
         return status;
       if (options.peers.empty()) {
@@ -321,8 +309,9 @@ struct Server::State final
       auto source = std::make_shared<Subset>(peer_graph(request.deadline_seconds()),
                                              request.features(), request.labels());
       // The caller's seeds as sent: an empty list is an epoch without batches (as in PyG).
-      loader = std::make_unique<NeighborLoader>(source, Array::from_vector(inputs),
-                                                loader_options);  // validates all
+      auto loader = std::make_unique<NeighborLoader>(source, Array::from_vector(inputs),
+                                                     loader_options);  // validates all
+      producer = internal::epoch_producer(std::move(loader), request.epoch());
       return grpc::Status::OK;
     });
   }
@@ -365,10 +354,6 @@ Server::Server(const std::string& directory, int64_t part, ServerOptions options
     state.max_degree = std::max(state.max_degree, graph.degree(row));
   }
   state.options = std::move(options);
-  const int threads = state.threads();
-  state.max_streams =
-      state.options.max_epoch_streams > 0 ? state.options.max_epoch_streams : int64_t{4} * threads;
-  state.pump_queue = std::make_unique<internal::TaskQueue>(std::max(4, threads / 2));
   state.start(state, "volley-serve");
 }
 
@@ -382,12 +367,7 @@ bool Server::authenticated() const { return !state_->options.token.empty(); }
 std::shared_ptr<const Partition> Server::partition() const { return state_->partition; }
 ServerStats Server::stats() const { return state_->stats(); }
 
-void Server::shutdown(double grace_seconds) {
-  // The epoch streams' last tasks run (and the queue's threads join) after gRPC stopped.
-  state_->shutdown(grace_seconds, [this] {
-    if (state_->pump_queue) state_->pump_queue->stop();
-  });
-}
+void Server::shutdown(double grace_seconds) { state_->shutdown(grace_seconds); }
 
 void Server::wait() { state_->wait(); }
 

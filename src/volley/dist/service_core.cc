@@ -136,6 +136,7 @@ void check_tls_listens(const std::string& listen, const TlsOptions& tls) {
 }  // namespace
 
 void ServiceCore::start(grpc::Service& service, const char* quota_name) {
+  pump_ = std::make_unique<TaskQueue>(std::max(4, threads() / 2));
   const int handler_threads = threads();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, server_credentials(options.tls), &port_);
@@ -187,7 +188,20 @@ std::string ServiceCore::address() const {
   return fmt::format("{}:{}", host, port_);
 }
 
-void ServiceCore::shutdown(double grace_seconds, const std::function<void()>& after_stop) {
+grpc::Status ServiceCore::check_stream_capacity() const {
+  // A paused stream holds no thread, but its prefetched batches and its epoch's workers: the
+  // number open at once is capped.
+  const int64_t open_before = streams.load() - 1;
+  const int64_t most =
+      options.max_epoch_streams > 0 ? options.max_epoch_streams : int64_t{4} * threads();
+  if (open_before < most) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      fmt::format("part {}: busy: {} batch streams are open, the most this "
+                                  "server keeps (max_epoch_streams); try again later",
+                                  served_part, open_before));
+}
+
+void ServiceCore::shutdown(double grace_seconds) {
   {
     std::lock_guard lock(shutdown_mutex_);
     if (stopping_) return;
@@ -199,7 +213,7 @@ void ServiceCore::shutdown(double grace_seconds, const std::function<void()>& af
                           internal::bounded_wait(grace_seconds)));
     server_->Wait();
   }
-  if (after_stop) after_stop();
+  if (pump_) pump_->stop();  // after gRPC stopped: the streams' last tasks run, then it joins
   {
     std::lock_guard lock(shutdown_mutex_);
     shut_down_ = true;

@@ -1,12 +1,12 @@
-// volley/dist/internal/epoch_stream.h — a server-client epoch stream without a held thread.
+// volley/dist/internal/epoch_stream.h — a server-client batch stream without a held thread.
 //
-// SampleEpoch (server-client mode) streams an epoch's batches to a trainer that reads at its own
-// pace. With gRPC's synchronous API the handler's thread waited inside Write() while the reader
-// paused, so trainers that paused could exhaust the server's threads. Here the stream is a
-// callback reactor: a batch is fetched and its write started by a task of a small pump pool;
-// the next task is queued only when gRPC reports the write done (the client's flow-control
-// window had room). A paused reader therefore holds no thread at all — only its stream's
-// prefetched batches and the epoch's (idle) workers.
+// SampleEpoch and SampleHeteroBatches (server-client mode, either graph kind) stream batches to a
+// trainer that reads at its own pace. With gRPC's synchronous API the handler's thread waited
+// inside Write() while the reader paused, so trainers that paused could exhaust the server's
+// threads. Here the stream is a callback reactor: a batch is fetched and its write started by a
+// task of a small pump pool; the next task is queued only when gRPC reports the write done (the
+// client's flow-control window had room). A paused reader therefore holds no thread at all — only
+// its stream's prefetched batches and the epoch's (idle) workers.
 //
 // Exactly one piece of work owns a stream at a time — the opening task, a pump task, or a write
 // in flight — and whichever owns it when the epoch ends, fails or is cancelled calls Finish,
@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "volley/core/error.h"
 #include "volley/dist/volley.pb.h"
 #include "volley/loader/neighbor_loader.h"
 
@@ -49,20 +50,28 @@ class TaskQueue {
   std::vector<std::thread> threads_;
 };
 
-// What a stream needs from its server (the server's State implements it).
-class EpochStreamHost {
+// One stream's batches, made on the pump: next() fills `message` with the next batch (false:
+// the stream's batches are done) and throws Error when a batch cannot be made; stop() makes a
+// next() that waits return soon (called from another thread when the client cancels).
+template <typename Message>
+class StreamProducer {
  public:
-  virtual ~EpochStreamHost() = default;
+  virtual ~StreamProducer() = default;
+  virtual bool next(Message& message) = 0;
+  virtual void stop() {}
+  // Whether a failure of next() is a peer's (named as such: this server is healthy) rather than
+  // the request's.
+  virtual bool blames_peer(const Error& error) const = 0;
+};
+
+// What a stream needs from its server (the servers' State implements it).
+class StreamHost {
+ public:
+  virtual ~StreamHost() = default;
   // Counts a stream as open (before it is checked) and returns how many were open before it;
   // stream_closed() undoes it when the stream is done.
   virtual int64_t stream_opened() = 0;
   virtual void stream_closed() = 0;
-  // Checks the call (token, the number of open streams, protocol, fingerprint, peers, the
-  // request's fields) and builds the loader of its epoch into `loader`. A refusal is the
-  // returned status, counted as a failed request by the host.
-  virtual grpc::Status open_epoch(grpc::CallbackServerContext& context,
-                                  const rpc::EpochRequest& request,
-                                  std::unique_ptr<NeighborLoader>& loader) = 0;
   // A stream that failed after it was opened (a peer's error, an oversized batch).
   virtual void count_failure() = 0;
   virtual int64_t part() const = 0;
@@ -70,10 +79,20 @@ class EpochStreamHost {
   virtual TaskQueue& pump() = 0;
 };
 
-// The reactor of one SampleEpoch call; its work starts on host.pump() at once. The host, its
-// pump and `request` must outlive the stream (gRPC keeps the request until the stream is done;
-// the server joins its pump after gRPC's shutdown).
-grpc::ServerWriteReactor<rpc::BatchMessage>* start_epoch_stream(
-    EpochStreamHost& host, grpc::CallbackServerContext& context, const rpc::EpochRequest& request);
+// Checks a stream's call and builds its producer (run as the stream's first pump task). A
+// refusal is the returned status, counted as a failed request by the host.
+template <typename Message>
+using OpenStream = std::function<grpc::Status(std::unique_ptr<StreamProducer<Message>>&)>;
+
+// The reactor of one streaming call (SampleEpoch: rpc::BatchMessage; SampleHeteroBatches:
+// rpc::HeteroBatchMessage); its work starts on host.pump() at once. The host, its pump and what
+// `open` refers to (the call's request) must outlive the stream (gRPC keeps the request until
+// the stream is done; the servers join their pump after gRPC's shutdown).
+template <typename Message>
+grpc::ServerWriteReactor<Message>* start_stream(StreamHost& host, OpenStream<Message> open);
+
+// The producer of a SampleEpoch stream: `loader`'s epoch `epoch`, each batch as a BatchMessage.
+std::unique_ptr<StreamProducer<rpc::BatchMessage>> epoch_producer(
+    std::unique_ptr<NeighborLoader> loader, int64_t epoch);
 
 }  // namespace volley::dist::internal

@@ -2,7 +2,8 @@
 // gRPC plumbing of Server (server.cc, a homogeneous partition) and HeteroServer
 // (hetero_server.cc): the options' checks, the access token, the protocol / fingerprint / reply
 // size checks, the request counters and Health, the translation of errors into statuses, the
-// gRPC server's construction (limits, keepalive, quota, threads) and its shutdown.
+// gRPC server's construction (limits, keepalive, quota, threads), the host of their batch
+// streams (internal/epoch_stream.h: the pump, the cap on open streams) and the shutdown.
 //
 //   struct Server::State final : rpc::PartitionService::Service, internal::ServiceCore {
 //     grpc::Status SampleHop(...) override {
@@ -30,6 +31,7 @@
 #include <string>
 
 #include "volley/core/error.h"
+#include "volley/dist/internal/epoch_stream.h"
 #include "volley/dist/internal/server_support.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/server.h"
@@ -58,7 +60,7 @@ inline std::optional<ClientOptions> peer_options_within(const ClientOptions& pee
 // server's token and TLS when it has none of its own.
 void prepare_server_options(ServerOptions& options, int64_t part, int64_t num_parts);
 
-class ServiceCore {
+class ServiceCore : public StreamHost {
  public:
   // Set before start().
   int64_t served_part = 0;
@@ -105,14 +107,26 @@ class ServiceCore {
   // The handler threads (options.threads, or the default).
   int threads() const;
 
-  // Builds and starts the gRPC server of `service`; IoError when it cannot listen.
+  // --- batch streams (StreamHost) ---
+  int64_t stream_opened() override { return streams.fetch_add(1); }
+  void stream_closed() override { streams.fetch_sub(1); }
+  void count_failure() override { failed.fetch_add(1, std::memory_order_relaxed); }
+  int64_t part() const override { return served_part; }
+  int64_t max_message_bytes() const override { return options.limits.max_reply_bytes; }
+  TaskQueue& pump() override { return *pump_; }
+  // RESOURCE_EXHAUSTED ("busy") when a stream being opened is one more than max_epoch_streams
+  // (default 4 × threads) allow at once.
+  grpc::Status check_stream_capacity() const;
+
+  // Builds and starts the gRPC server of `service` (and the streams' pump); IoError when it
+  // cannot listen.
   void start(grpc::Service& service, const char* quota_name);
   int port() const { return port_; }
   std::string address() const;  // "host:port" to give clients
   ServerStats stats() const { return {requests.load(), failed.load(), streams.load()}; }
-  // Stops listening, waits up to `grace_seconds` for calls in flight, runs `after_stop` (once,
-  // e.g. the epoch streams' queue), then wakes wait(). Idempotent.
-  void shutdown(double grace_seconds, const std::function<void()>& after_stop = {});
+  // Stops listening, waits up to `grace_seconds` for calls in flight, runs the streams' last
+  // tasks (joining the pump), then wakes wait(). Idempotent.
+  void shutdown(double grace_seconds);
   void wait();
 
  private:
@@ -121,6 +135,7 @@ class ServiceCore {
 
   std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<TaskQueue> pump_;  // runs the batch streams' work (max(4, threads / 2))
   int port_ = 0;
   std::mutex shutdown_mutex_;
   std::condition_variable shut_down_changed_;

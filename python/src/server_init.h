@@ -1,0 +1,65 @@
+// python/src/server_init.h — the one `__init__` of both servers' bindings (Server and
+// HeteroServer: the same ServerOptions from the same keyword arguments, so `volley.dist.serve`
+// passes every option to either kind of partition).
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "volley/dist/server.h"
+
+namespace volley::python {
+
+// Adds `__init__(directory, part, *, listen, token, threads, peers, peer_token,
+// peer_deadline_seconds, max_request_bytes, max_reply_bytes, max_ids_per_call,
+// memory_limit_bytes, default_concurrency, tls_cert, tls_key, tls_client_ca, peer_tls_ca,
+// max_epoch_streams)` to the binding of `ServerType` (constructed from (directory, part,
+// ServerOptions), the GIL released meanwhile).
+template <typename ServerType>
+void def_server_init(nanobind::class_<ServerType>& cls, const char* doc) {
+  namespace nb = nanobind;
+  cls.def(
+      "__init__",
+      [](ServerType* self, const std::string& directory, int64_t part, const std::string& listen,
+         const std::string& token, int threads, std::vector<std::string> peers,
+         const std::string& peer_token, double peer_deadline_seconds, int64_t max_request_bytes,
+         int64_t max_reply_bytes, int64_t max_ids_per_call, int64_t memory_limit_bytes,
+         int default_concurrency, const std::string& tls_cert, const std::string& tls_key,
+         const std::string& tls_client_ca, const std::string& peer_tls_ca,
+         int64_t max_epoch_streams) {
+        dist::ServerOptions options;
+        options.tls = {tls_client_ca, tls_cert, tls_key};
+        options.listen = listen;
+        options.token = token;
+        options.threads = threads;
+        options.limits.max_request_bytes = max_request_bytes;
+        options.limits.max_reply_bytes = max_reply_bytes;
+        options.limits.max_ids_per_call = max_ids_per_call;
+        options.memory_limit_bytes = memory_limit_bytes;
+        options.peers = std::move(peers);
+        options.peer_client.token = peer_token;
+        options.peer_client.deadline_seconds = peer_deadline_seconds;
+        options.default_concurrency = default_concurrency;
+        options.max_epoch_streams = max_epoch_streams;
+        if (!peer_tls_ca.empty()) options.peer_client.tls = {peer_tls_ca, tls_cert, tls_key};
+        nb::gil_scoped_release release;
+        new (self) ServerType(directory, part, std::move(options));
+      },
+      nb::arg("directory"), nb::arg("part"), nb::kw_only(), nb::arg("listen") = "127.0.0.1:0",
+      nb::arg("token") = "", nb::arg("threads") = 0, nb::arg("peers") = std::vector<std::string>{},
+      nb::arg("peer_token") = "", nb::arg("peer_deadline_seconds") = 30.0,
+      nb::arg("max_request_bytes") = dist::ServerLimits{}.max_request_bytes,
+      nb::arg("max_reply_bytes") = dist::ServerLimits{}.max_reply_bytes,
+      nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
+      nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("default_concurrency") = 0,
+      nb::arg("tls_cert") = "", nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
+      nb::arg("peer_tls_ca") = "", nb::arg("max_epoch_streams") = 0, doc);
+}
+
+}  // namespace volley::python
