@@ -407,7 +407,7 @@ def test_hetero_sampler_on_cuda_without_a_gpu_is_a_clear_error():
             volley.HeteroNeighborSampler(graph, [3], device="cuda", mode=mode)
 
 
-@needs_gpu
+@needs_real_gpu
 def test_cuda_attributes_of_a_cpu_loader_stay_on_the_gpu():
     """A Data whose x and y live on CUDA: the CPU loader's batches carry them there (indexed by
     torch on the device, as PyG's loader keeps them), equal to the host rows."""
