@@ -50,6 +50,8 @@ PY
 options=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DVOLLEY_CUDA=OFF -DVOLLEY_DIST=OFF -DVOLLEY_PYTHON=OFF
          -DVOLLEY_TESTS=ON)
 if [ "${1:-}" = "--quick" ]; then
+  # File by file: compile_commands.json then lists the sources (a unity build lists its batches).
+  options+=(-DVOLLEY_UNITY_BUILD=OFF)
   cmake -S "$copy" -B "$copy/build/check" "${options[@]}" >"$tmp/configure.log" \
     || { cat "$tmp/configure.log" >&2; exit 1; }
   cmake -S "$root" -B "$tmp/reference" "${options[@]}" >"$tmp/reference.log" \

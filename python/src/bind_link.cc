@@ -190,8 +190,9 @@ void bind_link_loader(nb::module_& m) {
             return array_to_python(loader.epoch_positions(epoch));
           },
           nb::arg("epoch"), "Positions into the supervision edges this rank visits in `epoch`.")
-      .def("start_epoch", &LinkLoader::start_epoch, nb::arg("epoch"),
-           nb::call_guard<nb::gil_scoped_release>(), "Start an epoch; workers begin at once.");
+      .def("start_epoch", &LinkLoader::start_epoch, nb::arg("epoch"), nb::arg("first_batch") = 0,
+           nb::call_guard<nb::gil_scoped_release>(),
+           "Start an epoch (from batch `first_batch`: a resumed one); workers begin at once.");
 }
 
 // A LinkLoader over any BatchSource (volley.dist.DistLinkNeighborLoader passes a DistGraph).

@@ -533,7 +533,8 @@ void bind_loader(nb::module_& m) {
           nb::arg("epoch"),
           "Positions into the input nodes this rank visits in `epoch`, in batch order (int64).")
       .def("start_epoch", &NeighborLoader::start_epoch, nb::arg("epoch"),
-           nb::call_guard<nb::gil_scoped_release>(), "Start an epoch; workers begin at once.");
+           nb::arg("first_batch") = 0, nb::call_guard<nb::gil_scoped_release>(),
+           "Start an epoch (from batch `first_batch`: a resumed one); workers begin at once.");
 }
 
 }  // namespace

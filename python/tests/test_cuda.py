@@ -421,3 +421,22 @@ def test_cuda_attributes_of_a_cpu_loader_stay_on_the_gpu():
         assert batch.x.is_cuda and batch.y.is_cuda and not batch.n_id.is_cuda
         assert torch.equal(batch.x.cpu(), host.x[batch.n_id])
         assert torch.equal(batch.y.cpu(), batch.n_id)
+
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
+def test_a_resumed_device_epoch_gives_the_batches_left(mode):
+    """state_dict / load_state_dict on the device loader: the native epoch starts at the first
+    batch left, and those batches equal the CPU loader's."""
+    cpu, gpu = _cpu_and_gpu_loaders(mode)
+    want = [b.n_id for b in cpu]
+    iterator = iter(gpu)
+    for _ in range(3):
+        next(iterator)
+    state = gpu.state_dict()
+    assert state["batches_taken"] == 3
+    resumed = _cpu_and_gpu_loaders(mode)[1]
+    resumed.load_state_dict(state)
+    got = [b.n_id.cpu() for b in resumed]
+    assert len(got) == len(want) - 3
+    assert all(torch.equal(a, b) for a, b in zip(got, want[3:]))

@@ -17,12 +17,17 @@ surface while their batches still come from the C++ pipeline:
 - ``pickle`` and ``copy.deepcopy`` rebuild the loader from its constructor arguments with its
   seed fixed (a base seed drawn from torch is kept), so the copy yields the same batches; the
   graph and features travel as their own pickles do (Volley's objects by shared-memory handle).
+- ``state_dict()`` / ``load_state_dict()`` (torchdata's ``StatefulDataLoader`` convention): the
+  epoch under way and the batches taken from it. A loader given that state (same arguments and
+  seed) continues with exactly the batches not yet taken: batch b of an epoch is a function of
+  the seed, the epoch and b, so the native epoch simply starts at the first one left.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 from typing import Any, Iterator, Optional
 
 from . import _volley
@@ -127,11 +132,79 @@ class LoaderBase(_TorchDataLoader):
         ``collate_fn``); else None (the native epoch)."""
         if not getattr(self, "_custom_order", False):
             return None
+        first = self._begin_epoch()
         self._epoch += 1
-        return (self.collate_fn(list(positions)) for positions in self.batch_sampler)
+        batches = itertools.islice(iter(self.batch_sampler), first, None)
+        return self._counted(self.collate_fn(list(positions)) for positions in batches)
 
     def _custom_len(self) -> Optional[int]:
         return len(self.batch_sampler) if getattr(self, "_custom_order", False) else None
+
+    # --- resuming -----------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Where the loader stands: ``epoch`` (the one under way, or the next between epochs),
+        ``batches_taken`` from it, and what a loader must share to resume it (``seed``,
+        ``num_batches`` per epoch)."""
+        epoch, taken = self.__dict__.get("_progress", (self._epoch, 0))
+        return {"epoch": int(epoch), "batches_taken": int(taken), "seed": int(self.seed),
+                "num_batches": len(self)}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continues from ``state`` (``state_dict()`` of a loader with the same arguments): the
+        next iteration yields the rest of its epoch, then the epochs after it. VolleyValueError
+        when the state does not fit this loader (another seed or number of batches, a position
+        past the epoch's end, missing keys)."""
+        missing = [k for k in ("epoch", "batches_taken", "seed", "num_batches") if k not in state]
+        if missing:
+            raise _volley.VolleyValueError(f"state_dict lacks {', '.join(missing)}: got {state!r}")
+        if int(state["seed"]) != int(self.seed):
+            raise _volley.VolleyValueError(
+                f"the state was saved by a loader with seed {state['seed']}, this one has seed "
+                f"{self.seed}: its batches would differ (pass seed={state['seed']})")
+        if int(state["num_batches"]) != len(self):
+            raise _volley.VolleyValueError(
+                f"the state was saved by a loader with {state['num_batches']} batches per epoch, "
+                f"this one has {len(self)}: its inputs or batch size differ")
+        epoch, taken = int(state["epoch"]), int(state["batches_taken"])
+        if epoch < 0 or not 0 <= taken <= len(self):
+            raise _volley.VolleyValueError(
+                f"epoch {epoch}, batches_taken {taken}: not a position of an epoch of "
+                f"{len(self)} batches")
+        self._epoch = epoch
+        self.__dict__["_resume_at"] = taken
+        self.__dict__["_progress"] = (epoch, taken)
+
+    def _begin_epoch(self) -> int:
+        """For an epoch starting now (``self._epoch``): its first batch (a loaded state's
+        position, else 0), recorded as the progress."""
+        first = int(self.__dict__.pop("_resume_at", 0))
+        self.__dict__["_progress"] = (self._epoch, first)
+        return first
+
+    def _took_batch(self) -> None:
+        """One more batch of the epoch under way was handed out."""
+        epoch, taken = self.__dict__.get("_progress", (self._epoch, 0))
+        taken += 1
+        self.__dict__["_progress"] = (epoch + 1, 0) if taken >= len(self) else (epoch, taken)
+
+    def _counted(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """``batches`` with each one counted (``_took_batch``)."""
+        for batch in batches:
+            self._took_batch()
+            yield batch
+
+    def _start_native(self, epoch: int, first: int) -> Any:
+        """The native epoch ``epoch`` from batch ``first``; a native loader that cannot start
+        inside an epoch (the server-client stream) has its first batches taken and dropped."""
+        if first == 0:
+            return self._native.start_epoch(epoch)
+        try:
+            return self._native.start_epoch(epoch, first)
+        except TypeError:
+            stream = self._native.start_epoch(epoch)
+            for _ in range(first):
+                stream.next(self._consumer_stream())
+            return stream
 
     # --- copies -------------------------------------------------------------------------------
     def __reduce__(self) -> tuple:

@@ -293,12 +293,12 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
     def _streamed_epoch(self) -> Iterator[Any]:
         """Server-client: the epoch's seeds (in the local loader's order) go to the server in one
         request; each streamed batch is assembled as the local loader assembles its own."""
-        epoch = self._epoch
+        epoch, first = self._epoch, self._begin_epoch()
         self._epoch += 1
-        jobs = self._jobs(epoch)
+        jobs = self._jobs(epoch)[first:]  # a resumed epoch: the batches left, numbered as ever
         order = np.concatenate([positions for _, _, positions in jobs] + [np.zeros(0, np.int64)])
         seed_times = None if self.input_time is None else self.input_time[order]
-        self._stream.start(self.input_type, self.input_nodes[order], self.batch_size, 0,
+        self._stream.start(self.input_type, self.input_nodes[order], self.batch_size, first,
                            self._fanouts, self._by_type, seed=jobs[0][0] if jobs else self.seed,
                            feature_dtype=self._feature_dtype, seed_times=seed_times,
                            **self._sampling)
@@ -307,6 +307,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
             if raw is None:
                 return
             self._streamed.raw = raw
+            self._took_batch()
             yield self._make_batch(jobs[int(raw["index"])])
 
     def _remote_attributes(self, info: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:

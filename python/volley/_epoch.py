@@ -29,6 +29,7 @@ class EpochIterator:
         if raw is None:
             self.close()
             raise StopIteration
+        self._loader._took_batch()
         return self._loader._to_batch(raw)
 
     def __len__(self) -> int:

@@ -288,11 +288,12 @@ class HeteroNeighborLoader(NeighborLoader):
         if custom is not None:
             return custom
         self._refresh_attributes()
-        epoch = self._epoch
+        epoch, first = self._epoch, self._begin_epoch()
         self._epoch += 1
         if getattr(self, "_native", None) is not None:  # the C++ pipeline, as for a Data
-            return EpochIterator(self, self._native.start_epoch(epoch))
-        return _ordered(self._make_batch, self._jobs(epoch), self.num_workers, self.prefetch)
+            return EpochIterator(self, self._start_native(epoch, first))
+        return self._counted(_ordered(self._make_batch, self._jobs(epoch)[first:],
+                                      self.num_workers, self.prefetch))
 
     # --- the C++ pipeline ------------------------------------------------------------------
     def _native_pipeline(self) -> Any:

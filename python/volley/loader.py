@@ -449,7 +449,7 @@ class NeighborLoader(LoaderBase):
         if custom is not None:
             return custom
         self._refresh_attributes()
-        epoch = self._native.start_epoch(self._epoch)
+        epoch = self._start_native(self._epoch, self._begin_epoch())
         self._epoch += 1
         return EpochIterator(self, epoch)
 

@@ -124,8 +124,10 @@ class Epoch final : public BatchStream {
     std::shared_ptr<const void> context;
   };
 
-  // Starts the producers of an epoch of `num_batches` batches (a loader's start_epoch does).
-  Epoch(int64_t num_batches, Producers producers);
+  // Starts the producers of an epoch of `num_batches` batches (a loader's start_epoch does),
+  // from batch `first_batch` on: a resumed epoch yields batches [first_batch, num_batches)
+  // (ValueError unless 0 <= first_batch <= num_batches).
+  Epoch(int64_t num_batches, Producers producers, int64_t first_batch = 0);
   ~Epoch() override;
   Epoch(const Epoch&) = delete;
   Epoch& operator=(const Epoch&) = delete;

@@ -267,7 +267,8 @@ struct CudaEpochWork {
 
 }  // namespace
 
-std::unique_ptr<Epoch> CudaNeighborLoader::start_epoch(int64_t epoch_index) const {
+std::unique_ptr<Epoch> CudaNeighborLoader::start_epoch(int64_t epoch_index,
+                                                       int64_t first_batch) const {
   NeighborSamplerOptions sampler_options = options_.sampler;
   sampler_options.seed = loader_internal::epoch_sampler_seed(options_, epoch_index);
   auto work = std::make_shared<CudaEpochWork>(NeighborSampler(graph_, sampler_options));
@@ -286,7 +287,7 @@ std::unique_ptr<Epoch> CudaNeighborLoader::start_epoch(int64_t epoch_index) cons
     return [work](int64_t index) { return work->build(index); };
   };
   producers.context = work;
-  return std::make_unique<Epoch>(num_batches(), std::move(producers));
+  return std::make_unique<Epoch>(num_batches(), std::move(producers), first_batch);
 }
 
 }  // namespace volley

@@ -99,7 +99,9 @@ class CudaNeighborLoader {
 
   // Starts epoch `epoch_index`: its producer thread begins building batches at once, on a
   // stream of its own; the batches come out of the same ordered queue as the CPU loader's.
-  std::unique_ptr<Epoch> start_epoch(int64_t epoch_index) const;
+  // `first_batch` > 0 resumes the epoch there: its batches [first_batch, num_batches()), each
+  // the same as in a whole epoch.
+  std::unique_ptr<Epoch> start_epoch(int64_t epoch_index, int64_t first_batch = 0) const;
 
  private:
   CudaGraph graph_;

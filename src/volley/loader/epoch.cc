@@ -1,6 +1,7 @@
 // The one epoch: producers build batches, a bounded reorder queue hands them over in order.
 #include <algorithm>
 
+#include "volley/core/error.h"
 #include "volley/loader/batch.h"
 #include "volley/loader/internal/device_memory.h"
 
@@ -17,13 +18,16 @@ void Batch::synchronize() const {
   if (ready) ready->synchronize();
 }
 
-Epoch::Epoch(int64_t num_batches, Producers producers)
+Epoch::Epoch(int64_t num_batches, Producers producers, int64_t first_batch)
     : context_(std::move(producers.context)),
       num_batches_(num_batches),
       prefetch_(std::max<int64_t>(producers.prefetch, 1)),
       make_builder_(std::move(producers.make_builder)) {
-  const int64_t threads =
-      std::min<int64_t>(std::max(producers.threads, 1), std::max<int64_t>(num_batches_, 1));
+  VOLLEY_REQUIRE(first_batch >= 0 && first_batch <= num_batches, ValueError,
+                 "an epoch of {} batches cannot resume at batch {}", num_batches, first_batch);
+  next_to_claim_ = next_to_deliver_ = first_batch;
+  const int64_t threads = std::min<int64_t>(std::max(producers.threads, 1),
+                                            std::max<int64_t>(num_batches_ - first_batch, 1));
   producers_.reserve(static_cast<size_t>(threads));
   for (int64_t t = 0; t < threads; ++t) producers_.emplace_back([this] { producer_loop(); });
 }

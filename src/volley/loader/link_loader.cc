@@ -233,7 +233,7 @@ struct LinkLoader::EpochWork {
                      HeteroSampledSubgraph& sub) const;
 };
 
-std::unique_ptr<Epoch> LinkLoader::start_epoch(int64_t epoch_index) const {
+std::unique_ptr<Epoch> LinkLoader::start_epoch(int64_t epoch_index, int64_t first_batch) const {
   auto work = std::make_shared<EpochWork>();
   work->shared = shared_;
   work->order = epoch_positions(epoch_index);
@@ -254,7 +254,7 @@ std::unique_ptr<Epoch> LinkLoader::start_epoch(int64_t epoch_index) const {
     return [work, subgraph](int64_t index) { return work->make_batch(index, *subgraph); };
   };
   producers.context = work;
-  return std::make_unique<Epoch>(batches, std::move(producers));
+  return std::make_unique<Epoch>(batches, std::move(producers), first_batch);
 }
 
 Array LinkLoader::EpochWork::labels(std::span<const int64_t> positions, int64_t negatives) const {

@@ -408,8 +408,8 @@ std::vector<int64_t> NeighborLoader::EpochWork::seeds_of(int64_t index, int64_t*
   return seeds;
 }
 
-std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
-  if (cuda_) return cuda_->start_epoch(epoch_index);
+std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index, int64_t first_batch) const {
+  if (cuda_) return cuda_->start_epoch(epoch_index, first_batch);
   auto work = std::make_shared<EpochWork>();
   work->shared = shared_;
   work->order = epoch_positions(epoch_index);
@@ -422,7 +422,7 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
   work->prefetch = options_.prefetch == 0 ? 2 * work->threads : std::max(options_.prefetch, 1);
   work->batches = batches;
   if (shared_->lookahead && options_.lookahead > 0 && !options_.input_time &&
-      !shared_->assembly.typed_sampler) {
+      !shared_->assembly.typed_sampler && first_batch == 0) {  // (only what it caches differs)
     // Batch b is announced as tag + b, the tag unique to this epoch in the process.
     static std::atomic<int64_t> epochs{0};
     EpochWork* raw = work.get();  // the window lives in *work: no cycle
@@ -442,7 +442,7 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index) const {
     return [work, subgraph](int64_t index) { return work->make_batch(index, *subgraph); };
   };
   producers.context = work;
-  return std::make_unique<Epoch>(batches, std::move(producers));
+  return std::make_unique<Epoch>(batches, std::move(producers), first_batch);
 }
 
 Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subgraph) const {

@@ -158,7 +158,9 @@ class NeighborLoader {
 
   // Starts epoch `epoch_index` (workers begin at once). Any number of epochs, in any order,
   // from one loader.
-  std::unique_ptr<Epoch> start_epoch(int64_t epoch_index) const;
+  // `first_batch` > 0 resumes the epoch there: its batches [first_batch, num_batches()), each
+  // the same as in a whole epoch.
+  std::unique_ptr<Epoch> start_epoch(int64_t epoch_index, int64_t first_batch = 0) const;
 
  private:
   struct Shared;

@@ -1,7 +1,10 @@
 #include "volley/loader/neighbor_loader.h"
 
 #include <dirent.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
@@ -315,4 +318,34 @@ TEST(NeighborLoaderRanks, OptionsAreCheckedOnceWithTheOffendingValue) {
 }
 
 }  // namespace
+// A resumed epoch (start_epoch(e, k)) yields batches k, k + 1, ... of the whole epoch, each the
+// same; k = num_batches gives none, past it is a ValueError naming both.
+TEST(NeighborLoader, AResumedEpochGivesTheBatchesLeft) {
+  const auto f = make_fixture();
+  NeighborLoader loader(f.graph, f.features, f.labels, std::nullopt,
+                        {.batch_size = 100,
+                         .shuffle = true,
+                         .num_threads = 2,
+                         .seed = 9,
+                         .sampler = {.fanouts = {4, 3}}});
+  const int64_t batches = loader.num_batches();
+  std::vector<std::vector<int64_t>> whole;
+  auto epoch = loader.start_epoch(2);
+  while (auto batch = epoch->next()) whole.push_back(batch->nodes.to_vector<int64_t>());
+  ASSERT_EQ(static_cast<int64_t>(whole.size()), batches);
+  for (const int64_t first : {int64_t{1}, batches - 1, batches}) {
+    auto resumed = loader.start_epoch(2, first);
+    int64_t index = first;
+    while (auto batch = resumed->next()) {
+      EXPECT_EQ(batch->index, index);
+      EXPECT_EQ(batch->nodes.to_vector<int64_t>(), whole[static_cast<size_t>(index)]);
+      ++index;
+    }
+    EXPECT_EQ(index, batches);
+  }
+  EXPECT_THAT([&] { loader.start_epoch(2, batches + 1); },
+              ::testing::ThrowsMessage<ValueError>(::testing::HasSubstr(fmt::format(
+                  "an epoch of {} batches cannot resume at batch {}", batches, batches + 1))));
+}
+
 }  // namespace volley
