@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import volley
@@ -212,3 +213,21 @@ def test_attributes_on_another_device_are_indexed_there():
     assert batch["author"].x.device.type == "meta"
     assert batch["author"].x.shape[0] == batch["author"].n_id.numel()
     assert batch["paper"].x.device.type == "cpu"
+
+
+def test_a_frameworks_sampler_runs_as_one_native_epoch():
+    """A sampler's order is one native epoch over the reordered inputs (pipeline speed): the
+    batches equal an unshuffled loader's over those inputs, input_id mapped back."""
+    data = homogeneous()
+    inputs = torch.arange(10, 110)
+    order = [int(i) for i in np.random.default_rng(1).permutation(100)]
+    loader = NeighborLoader(data, [3, 2], batch_size=16, input_nodes=inputs, sampler=order,
+                            seed=4, num_workers=2)
+    assert loader._sampler_native(np.array(order)) is not None
+    plain = NeighborLoader(data, [3, 2], batch_size=16, input_nodes=inputs[order], seed=4,
+                           num_workers=2)
+    got, want = list(loader), list(plain)
+    assert len(got) == len(want) == len(loader) == 7
+    for a, b in zip(got, want):
+        assert torch.equal(a.n_id, b.n_id) and torch.equal(a.edge_index, b.edge_index)
+        assert a.input_id.tolist() == [order[i] for i in b.input_id.tolist()]

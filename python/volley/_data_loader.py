@@ -12,8 +12,9 @@ surface while their batches still come from the C++ pipeline:
 - Without a ``sampler`` or ``batch_sampler`` argument, the epoch order is the native loader's
   (seeded, split over ranks; ``sampler`` is then a stand-in of the same length: a
   ``DistributedSampler`` of this rank's share when ``world_size > 1``). A framework that
-  passes its own (Lightning's ``DistributedSampler``) gets its order: each batch of positions
-  that sampler yields is built by ``collate_fn``.
+  passes its own (Lightning's ``DistributedSampler``) gets its order: one native epoch over the
+  reordered inputs where the loader can build one (homogeneous node loaders on the CPU), else
+  each batch of positions it yields is built by ``collate_fn``.
 - ``pickle`` and ``copy.deepcopy`` rebuild the loader from its constructor arguments with its
   seed fixed (a base seed drawn from torch is kept), so the copy yields the same batches; the
   graph and features travel as their own pickles do (Volley's objects by shared-memory handle).
@@ -30,6 +31,8 @@ import inspect
 import itertools
 from typing import Any, Iterator, Optional
 
+import numpy as np
+
 from . import _volley
 
 try:
@@ -39,6 +42,28 @@ except Exception:  # torch absent: the same attributes on a plain object
 
 #: Attributes ``DataLoader`` forbids setting once it is initialised.
 _FROZEN = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
+
+
+class _Reordered:
+    """A loader's batches over a framework sampler's order (``EpochIterator``'s view of it):
+    ``input_id`` maps back from positions in the order to input positions."""
+
+    def __init__(self, loader: Any, order: np.ndarray):
+        self._loader, self._order = loader, order
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def _consumer_stream(self) -> int:
+        return self._loader._consumer_stream()
+
+    def _took_batch(self) -> None:
+        self._loader._took_batch()
+
+    def _to_batch(self, raw: dict) -> Any:
+        raw = dict(raw)
+        raw["input_id"] = self._order[np.asarray(raw["input_id"], dtype=np.int64)]
+        return self._loader._to_batch(raw)
 
 
 def _rebuild(cls: type, args: tuple, kwargs: dict, epoch: int) -> Any:
@@ -128,14 +153,31 @@ class LoaderBase(_TorchDataLoader):
         return self(index)
 
     def _custom_epoch(self) -> Optional[Iterator[Any]]:
-        """With a user's sampler or batch sampler: the epoch's batches in its order (each built by
-        ``collate_fn``); else None (the native epoch)."""
+        """With a user's sampler or batch sampler: the epoch's batches in its order; else None
+        (the native epoch). A sampler's order is one native epoch where the loader can build one
+        over reordered inputs (``_sampler_native``: the homogeneous node loaders on the CPU), so
+        its batches come at the pipeline's speed; otherwise each batch is built by
+        ``collate_fn``."""
         if not getattr(self, "_custom_order", False):
             return None
-        first = self._begin_epoch()
+        first, epoch = self._begin_epoch(), self._epoch
         self._epoch += 1
+        if self.__dict__["_arguments"][1].get("sampler") is not None:
+            order = np.fromiter(iter(self.sampler), dtype=np.int64)
+            native = self._sampler_native(order)
+            if native is not None:
+                from ._epoch import EpochIterator
+
+                return EpochIterator(_Reordered(self, order),
+                                     self._start_native(epoch, first, native))
         batches = itertools.islice(iter(self.batch_sampler), first, None)
         return self._counted(self.collate_fn(list(positions)) for positions in batches)
+
+    def _sampler_native(self, order: np.ndarray) -> Any:
+        """A native loader whose one unshuffled epoch visits the inputs at positions ``order`` in
+        that order, or None where the loader cannot build one (then ``collate_fn`` builds each
+        batch)."""
+        return None
 
     def _custom_len(self) -> Optional[int]:
         return len(self.batch_sampler) if getattr(self, "_custom_order", False) else None
@@ -193,15 +235,17 @@ class LoaderBase(_TorchDataLoader):
             self._took_batch()
             yield batch
 
-    def _start_native(self, epoch: int, first: int) -> Any:
-        """The native epoch ``epoch`` from batch ``first``; a native loader that cannot start
-        inside an epoch (the server-client stream) has its first batches taken and dropped."""
+    def _start_native(self, epoch: int, first: int, native: Any = None) -> Any:
+        """The native epoch ``epoch`` from batch ``first`` (of ``native``, by default the
+        loader's); a native loader that cannot start inside an epoch (the server-client stream)
+        has its first batches taken and dropped."""
+        native = self._native if native is None else native
         if first == 0:
-            return self._native.start_epoch(epoch)
+            return native.start_epoch(epoch)
         try:
-            return self._native.start_epoch(epoch, first)
+            return native.start_epoch(epoch, first)
         except TypeError:
-            stream = self._native.start_epoch(epoch)
+            stream = native.start_epoch(epoch)
             for _ in range(first):
                 stream.next(self._consumer_stream())
             return stream

@@ -299,17 +299,37 @@ def sample_seeds(loader: Any, index: Any, times: Optional[np.ndarray] = None) ->
         from ._temporal import call_times
 
         options.input_time = call_times(loader, seeds) if times is None else times
-    saved = loader._options
-    loader._options = options
-    try:
-        native = loader._create_native(seeds)
-    finally:
-        loader._options = saved
+    native = _native_with(loader, options, seeds)
     stream = native.start_epoch(loader._epoch)
     try:
         return stream.next(loader._consumer_stream())
     finally:
         stream.stop()
+
+
+def reordered_native(loader: Any, order: np.ndarray) -> Any:
+    """``NeighborLoader._sampler_native``: a native loader over the input nodes at positions
+    ``order``, in that order, unshuffled and for one rank (a framework sampler's epoch: the
+    sampler has split and shuffled the inputs itself), with the loader's other options."""
+    current = loader._options
+    options = _volley.LoaderOptions(
+        current.sampler, batch_size=current.batch_size, drop_last=current.drop_last,
+        num_threads=current.num_threads, prefetch=current.prefetch, seed=current.seed,
+        feature_dtype=current.feature_dtype)
+    if current.input_time is not None:
+        options.input_time = np.ascontiguousarray(current.input_time[order])
+    return _native_with(loader, options, order if loader.input_nodes is None
+                        else loader.input_nodes[order])
+
+
+def _native_with(loader: Any, options: Any, inputs: np.ndarray) -> Any:
+    """``loader``'s native loader over ``inputs`` with ``options`` in place of its own."""
+    saved = loader._options
+    loader._options = options
+    try:
+        return loader._create_native(inputs)
+    finally:
+        loader._options = saved
 
 
 def pin(fields: dict) -> dict:

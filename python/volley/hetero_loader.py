@@ -201,6 +201,7 @@ class HeteroNeighborLoader(NeighborLoader):
         self._native = self._native_pipeline() if self._takes_input_nodes else None
 
     collate_fn = LoaderBase.collate_fn  # positions of the input nodes, as ``__call__`` takes
+    _sampler_native = LoaderBase._sampler_native  # a framework sampler's batches: collate_fn
 
     def _temporal(self, time_attr: Optional[str], input_time: Any,
                   temporal_strategy: str) -> Dict[str, Any]:

@@ -261,6 +261,9 @@ class LinkNeighborLoader(NeighborLoader):
         """The batch of the supervision edges at positions ``index`` (PyG's ``collate_fn``)."""
         return self(index)
 
+    def _sampler_native(self, order: np.ndarray) -> Any:
+        return None  # a framework sampler's batches are built by collate_fn
+
     def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
         return self.edge_label_time  # the native link loader's input_time: one per edge
 

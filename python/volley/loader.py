@@ -482,6 +482,12 @@ class NeighborLoader(LoaderBase):
         raw["input_id"] = positions
         return self._to_batch(raw)
 
+    def _sampler_native(self, order: np.ndarray) -> Any:
+        """The native loader over the input nodes at ``order`` (``_pyg_compat.reordered_native``);
+        None on a CUDA device."""
+        return None if getattr(self, "device", None) is not None else \
+            _pyg_compat.reordered_native(self, order)
+
     @property
     def node_sampler(self) -> Any:
         """The sampler behind the batches (PyG's ``node_sampler``): a ``volley.NeighborSampler``
