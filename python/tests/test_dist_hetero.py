@@ -305,13 +305,20 @@ def test_a_failed_server_raises_within_the_deadline(two_parts, spawn, topology, 
 
 @pytest.fixture(scope="module")
 def wide_parts(tmp_path_factory):
-    """Two parts of a typed graph with wide paper features: a batch is about a megabyte, so a
-    few fill a stream's flow-control window and the server's stream waits for its reader."""
-    data = _dataset(seed=3, papers=2000, authors=800)
+    """Two parts of a dense typed graph with wide paper features: a batch of 64 papers with all
+    neighbors of two hops is several megabytes, so a batch or two fill a stream's flow-control
+    window and the server's stream waits for its reader (the whole epoch cannot be buffered)."""
     rng = np.random.default_rng(4)
-    x = {"paper": rng.normal(size=(2000, 256)).astype(np.float32),
+    counts = {"paper": 2000, "author": 800, "institution": 9}
+    writes = np.stack([rng.integers(0, 800, 20000), rng.integers(0, 2000, 20000)])
+    graph = volley.HeteroGraph.from_edge_index_dict(
+        {WRITES: writes, CITES: np.stack([rng.integers(0, 2000, 20000),
+                                           rng.integers(0, 2000, 20000)]),
+         REV: writes[::-1].copy(),
+         AFFILIATED: np.stack([rng.integers(0, 800, 900), rng.integers(0, 9, 900)])}, counts)
+    x = {"paper": rng.normal(size=(2000, 512)).astype(np.float32),
          "author": rng.normal(size=(800, 3)).astype(np.float32)}
-    wide = volley.HeteroDataset(data.graph, x, {"paper": rng.integers(0, 4, 2000)}, name="wide")
+    wide = volley.HeteroDataset(graph, x, {"paper": rng.integers(0, 4, 2000)}, name="wide")
     parts_dir = str(tmp_path_factory.mktemp("hetero-wide") / "wide-2")
     volley.partition(wide, parts_dir, 2, method="random")
     return parts_dir
