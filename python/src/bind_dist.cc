@@ -210,8 +210,8 @@ void bind_server_client_loader(nb::module_& m) {
       .def_prop_ro("info",
                    [](const ServerClientLoader& loader) { return info_to_python(loader.info()); })
       .def("start_epoch", &ServerClientLoader::start_epoch, nb::arg("epoch"),
-           nb::call_guard<nb::gil_scoped_release>(),
-           "Starts streaming epoch `epoch` (a BatchStream).");
+           nb::arg("first_batch") = 0, nb::call_guard<nb::gil_scoped_release>(),
+           "Starts streaming epoch `epoch` (a BatchStream), from batch `first_batch`.");
 }
 
 }  // namespace

@@ -182,6 +182,25 @@ class LoaderBase(_TorchDataLoader):
     def _custom_len(self) -> Optional[int]:
         return len(self.batch_sampler) if getattr(self, "_custom_order", False) else None
 
+    # --- attributes ---------------------------------------------------------------------------
+    def _refresh_attributes(self) -> None:
+        """PyG reads ``data``'s attributes per batch: after ``loader.data.foo = t`` batches carry
+        ``foo``, after ``del loader.data.x`` none carries ``x``. Checked when an epoch starts (and
+        by ``loader(index)``): when ``_pyg_compat.attribute_key`` changed, ``_reread_attributes``
+        reads them again. A loader sets ``_attribute_key`` when it reads a PyG ``Data`` /
+        ``HeteroData``; other data (a ``volley.Dataset``, a service's graph) does not change."""
+        from ._pyg_compat import attribute_key
+
+        key = getattr(self, "_attribute_key", None)
+        current = None if key is None else attribute_key(self.data)
+        if current != key:
+            self._attribute_key = current
+            self._reread_attributes()
+
+    def _reread_attributes(self) -> None:
+        """Reads ``self.data``'s attributes again and rebuilds the native loader over them (the
+        loader classes that set ``_attribute_key`` define it)."""
+
     # --- resuming -----------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """Where the loader stands: ``epoch`` (the one under way, or the next between epochs),
@@ -237,18 +256,8 @@ class LoaderBase(_TorchDataLoader):
 
     def _start_native(self, epoch: int, first: int, native: Any = None) -> Any:
         """The native epoch ``epoch`` from batch ``first`` (of ``native``, by default the
-        loader's); a native loader that cannot start inside an epoch (the server-client stream)
-        has its first batches taken and dropped."""
-        native = self._native if native is None else native
-        if first == 0:
-            return native.start_epoch(epoch)
-        try:
-            return native.start_epoch(epoch, first)
-        except TypeError:
-            stream = native.start_epoch(epoch)
-            for _ in range(first):
-                stream.next(self._consumer_stream())
-            return stream
+        loader's)."""
+        return (self._native if native is None else native).start_epoch(epoch, first)
 
     # --- copies -------------------------------------------------------------------------------
     def __reduce__(self) -> tuple:

@@ -184,15 +184,9 @@ class HeteroNeighborLoader(NeighborLoader):
         self._attribute_key = _pyg_compat.attribute_key(self.data)
         self._native = self._native_pipeline() if self._takes_input_nodes else None
 
-    def _refresh_attributes(self) -> None:
-        """``NeighborLoader._refresh_attributes`` for a ``HeteroData``: the attributes per type
-        read again, and the native pipeline rebuilt over them, when they changed."""
-        if getattr(self, "_attribute_key", None) is None:  # not a HeteroData (a service's graph)
-            return
-        key = _pyg_compat.attribute_key(self.data)
-        if key == self._attribute_key:
-            return
-        self._attribute_key = key
+    def _reread_attributes(self) -> None:
+        """``LoaderBase._refresh_attributes`` for a ``HeteroData``: the attributes per type
+        read again, the native pipeline rebuilt over them."""
         self._node_attrs, self._edge_attrs, self._graph_attrs = self._attributes()
         self._rebuild_native()
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from . import _policy, _pyg_compat, _temporal, _tensor, _volley
 from .dataset import Dataset
+from ._data_loader import LoaderBase
 from .loader import TYPED_LOADERS, NeighborLoader
 
 _LINK_KEYS = ("edge_label", "edge_label_index", "edge_label_time")
@@ -257,12 +258,10 @@ class LinkNeighborLoader(NeighborLoader):
             temporal=(time_source, temporal_strategy, None, graph),
         )
 
-    def collate_fn(self, index: Any) -> Any:  # pylint: disable=method-hidden
-        """The batch of the supervision edges at positions ``index`` (PyG's ``collate_fn``)."""
-        return self(index)
-
-    def _sampler_native(self, order: np.ndarray) -> Any:
-        return None  # a framework sampler's batches are built by collate_fn
+    # ``loader(index)`` takes positions of the supervision edges, as PyG's collate_fn; a
+    # framework sampler's batches are built by it, one at a time.
+    collate_fn = LoaderBase.collate_fn
+    _sampler_native = LoaderBase._sampler_native
 
     def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
         return self.edge_label_time  # the native link loader's input_time: one per edge

@@ -277,13 +277,9 @@ class NeighborLoader(LoaderBase):
             self._cuda_rows = (placed, features, _rows.device_rows(y, self.device, "labels"))
         self._attribute_key = _pyg_compat.attribute_key(self.data)
 
-    def _refresh_attributes(self) -> None:
-        """PyG reads ``data``'s attributes per batch: after ``loader.data.foo = t`` batches carry
-        ``foo``, after ``del loader.data.x`` none carries ``x``. Checked when an epoch starts (and
-        by ``loader(index)``); a change rebuilds the native loader over the new attributes."""
-        key = getattr(self, "_attribute_key", None)
-        if key is None or _pyg_compat.attribute_key(self.data) == key:
-            return
+    def _reread_attributes(self) -> None:
+        """``LoaderBase._refresh_attributes``: the rows bound again (``_bind_rows``) and the
+        native loader rebuilt over them."""
         self._bind_rows(getattr(self.data, "x", None), getattr(self.data, "y", None))
         self._native = self._create_native(self.input_nodes)
 

@@ -175,7 +175,10 @@ class ServerClientLoader {
   int64_t num_batches() const;
   int64_t num_inputs() const;
   const ServiceInfo& info() const;
-  std::unique_ptr<BatchStream> start_epoch(int64_t epoch_index) const;
+  // `first_batch` > 0 resumes the epoch there: the request has no start position, so the
+  // epoch's first batches are received and dropped (ValueError unless 0 <= first_batch <=
+  // num_batches()).
+  std::unique_ptr<BatchStream> start_epoch(int64_t epoch_index, int64_t first_batch = 0) const;
 
   struct State;
 

@@ -296,8 +296,15 @@ int64_t ServerClientLoader::num_batches() const { return state_->num_batches; }
 int64_t ServerClientLoader::num_inputs() const { return state_->input_nodes.numel(); }
 const ServiceInfo& ServerClientLoader::info() const { return state_->info; }
 
-std::unique_ptr<BatchStream> ServerClientLoader::start_epoch(int64_t epoch_index) const {
-  return std::make_unique<StreamedEpoch>(state_, epoch_index);
+std::unique_ptr<BatchStream> ServerClientLoader::start_epoch(int64_t epoch_index,
+                                                             int64_t first_batch) const {
+  VOLLEY_REQUIRE(first_batch >= 0 && first_batch <= state_->num_batches, ValueError,
+                 "an epoch of {} batches cannot resume at batch {}", state_->num_batches,
+                 first_batch);
+  auto stream = std::make_unique<StreamedEpoch>(state_, epoch_index);
+  for (int64_t b = 0; b < first_batch && stream->next(); ++b) {
+  }
+  return stream;
 }
 
 }  // namespace volley::dist
