@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# scripts/pyg_tests.sh — runs PyG's own loader tests (test/loader/test_neighbor_loader.py and
-# test_link_neighbor_loader.py), from the PyG version installed in a Python environment, twice
-# each: against PyG itself and with torch_geometric.loader.NeighborLoader / LinkNeighborLoader
-# replaced by volley.loader's before collection. Prints the pass / fail / skip counts of the runs.
-#   PYG_TEST_FILES  the test files under test/loader/ to run (default: both above)
+# scripts/pyg_tests.sh — runs PyG's own tests of the loaders (test/loader/test_neighbor_loader.py
+# and test_link_neighbor_loader.py) and, where pytorch_lightning is installed, of its Lightning
+# data modules (test/data/lightning/test_datamodule.py), from the PyG version installed in a
+# Python environment, twice each: against PyG itself and with Volley's classes substituted before
+# collection (torch_geometric.loader's NeighborLoader, LinkNeighborLoader, NodeLoader and
+# LinkLoader; torch_geometric.sampler.NeighborSampler; torch_geometric.data.lightning's
+# LightningNodeData and LightningLinkData). Prints the pass / fail / skip counts of the runs.
+#   PYG_TEST_FILES  the test files to run, relative to PyG's test/ (default: those above; a bare
+#                   name is one under test/loader/)
 #
 #   scripts/pyg_tests.sh [PYTHON] [TAG]
 #     PYTHON  interpreter of the leg (default .venv/bin/python)
@@ -16,6 +20,8 @@
 #   VOLLEY_CLI / PYTHONPATH as for python/tests (default: ./python when the built module lies
 #             there, else the Volley installed in PYTHON's environment). Exits 1, saying why,
 #             when PYTHON cannot import volley._volley or a run ends without pytest's summary.
+# Both runs read the Cora of PyG's `get_dataset` fixture from Volley's bundled copy (the same
+# graph, features and Planetoid split) instead of downloading it: CI has no internet.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 python=${1:-$root/.venv/bin/python}
@@ -26,7 +32,7 @@ python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")"  # absolute (
 if [ -z "${PYTHONPATH:-}" ] && PYTHONPATH="$root/python" "$python" -c 'import volley._volley' 2>/dev/null; then
   export PYTHONPATH="$root/python"
 fi
-if ! where=$(cd / && "$python" -c 'import volley._volley, volley; print(volley.__file__)' 2>&1); then
+if ! where=$(cd / && "$python" -W ignore -c 'import volley._volley, volley; print(volley.__file__)' 2>&1); then
   echo "pyg_tests.sh: $python cannot import volley._volley (PYTHONPATH=${PYTHONPATH:-unset})." >&2
   echo "  Build and install it first (scripts/dev.sh setup), or set PYTHONPATH to a tree with" >&2
   echo "  the built module. The error:" >&2
@@ -53,17 +59,28 @@ fetch() {  # fetch <path in the PyG tree> <destination>
     tar -xzOf "$work/pyg.tar.gz" --wildcards "*/$1" >"$2"
   fi
 }
-mkdir -p "$work/test/loader"
+default_files="loader/test_neighbor_loader.py loader/test_link_neighbor_loader.py"
+if "$python" -c 'import pytorch_lightning' 2>/dev/null; then
+  default_files="$default_files data/lightning/test_datamodule.py"
+fi
+test_files=""
+for file in ${PYG_TEST_FILES:-$default_files}; do
+  case "$file" in */*) ;; *) file="loader/$file" ;; esac
+  test_files="$test_files $file"
+done
+mkdir -p "$work/test"
 fetch test/conftest.py "$work/test/conftest.py"
-test_files=${PYG_TEST_FILES:-test_neighbor_loader.py test_link_neighbor_loader.py}
-for file in $test_files; do fetch "test/loader/$file" "$work/test/loader/$file"; done
+for file in $test_files; do
+  mkdir -p "$work/test/$(dirname "$file")"
+  fetch "test/$file" "$work/test/$file"
+done
 # Imported by pytest before the test module is collected: the substitution is in place when the
 # test file runs `from torch_geometric.loader import NeighborLoader`. In the Volley run, Volley
 # is the sampling backend, so the skips that only say "PyG's backend (pyg-lib / torch-sparse)
 # is missing" are lifted and the test module's backend flags read True; tests that call a
 # backend directly (two-package equality tests), need another package (torch_frame) or the
 # internet keep their skips.
-cat >"$work/test/loader/conftest.py" <<'PY'
+cat >"$work/volley_conftest.py" <<'PY'
 import os
 VOLLEY = os.environ.get("VOLLEY_SUBSTITUTE") == "1"
 BUILT = [0]  # loaders built so far: a test that passes without building one proves nothing
@@ -85,6 +102,21 @@ if VOLLEY:
 
     _substitute("NeighborLoader")
     _substitute("LinkNeighborLoader")
+    # The generic loaders build the classes above (counted there); the sampler and the Lightning
+    # data modules are Volley's too, so that the tests' isinstance checks see Volley's classes.
+    for name in ("NodeLoader", "LinkLoader"):
+        setattr(torch_geometric.loader, name, getattr(volley.loader, name))
+    import torch_geometric.sampler
+    import volley.generic_loader
+    torch_geometric.sampler.NeighborSampler = volley.generic_loader.NeighborSampler
+    try:
+        import torch_geometric.data.lightning as pyg_lightning
+        import volley.lightning
+    except ImportError:
+        pass
+    else:
+        pyg_lightning.LightningNodeData = volley.lightning.LightningNodeData
+        pyg_lightning.LightningLinkData = volley.lightning.LightningLinkData
     # HeteroData goes to the heterogeneous loaders (NeighborLoader.__new__ dispatches): count them.
     for module, name in (("volley.hetero_loader", "HeteroNeighborLoader"),
                          ("volley.hetero_link_loader", "HeteroLinkNeighborLoader")):
@@ -106,10 +138,33 @@ BACKEND_ONLY = ("No neighbor sampler installed", "Package pyg_lib not found",
 
 EMPTY = []
 
+import pytest
+
+
+@pytest.fixture(scope="session")
+def get_dataset():
+    """PyG's fixture, with Cora read from Volley's bundled copy instead of downloaded."""
+    import importlib.util
+    import pathlib
+    import volley
+
+    here = pathlib.Path(__file__).resolve().parent
+    pyg_file = next(p / "conftest.py" for p in here.parents if (p / "conftest.py").exists())
+    spec = importlib.util.spec_from_file_location("pyg_test_conftest", pyg_file)
+    pyg_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pyg_conftest)
+
+    def load(name, *args, **kwargs):
+        if name.lower() == "cora" and not args and not kwargs:
+            return [volley.datasets.cora(mmap=False).to_pyg()]
+        return pyg_conftest.load_dataset("memory://pyg_test_datasets", name, *args, **kwargs)
+
+    yield load
+
+
 def pytest_runtest_setup(item):
     item.built_before = BUILT[0]
 
-import pytest
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
@@ -138,12 +193,13 @@ def pytest_collection_modifyitems(items):
             if hasattr(item.module, flag):
                 setattr(item.module, flag, True)
 PY
+for file in $test_files; do cp "$work/volley_conftest.py" "$work/test/$(dirname "$file")/conftest.py"; done
 
 failed_runs=0
 run() {  # run <label> <substitute 0|1> <test file>
-  local log="$work/$1-${3%.py}.log"
+  local log="$work/$1-$(basename "${3%.py}").log"
   (cd "$work" && VOLLEY_SUBSTITUTE=$2 timeout 900 "$python" -m pytest -q -p no:cacheprovider \
-    -rfEs "test/loader/$3" >"$log" 2>&1) || true
+    -rfEs "test/$3" >"$log" 2>&1) || true
   if [ -n "${PYG_TESTS_VERBOSE:-}" ]; then grep -E '^(FAILED|ERROR|SKIPPED)' "$log" || true; fi
   if [ -n "${PYG_TESTS_LOGS:-}" ]; then mkdir -p "$PYG_TESTS_LOGS" && cp "$log" "$PYG_TESTS_LOGS/"; fi
   local summary

@@ -61,6 +61,10 @@ from . import hetero_loader, hetero_link_loader  # the typed loaders register th
 # volley.loader.LinkNeighborLoader, as PyG's torch_geometric.loader.LinkNeighborLoader: the class
 # lives in link_loader.py (it builds on loader.NeighborLoader, so loader.py cannot import it).
 loader.LinkNeighborLoader = _LinkNeighborLoader
+# PyG's generic loaders over a sampler object (torch_geometric.loader.NodeLoader / LinkLoader).
+from .generic_loader import LinkLoader as _LinkLoader, NodeLoader as _NodeLoader  # noqa: E402
+
+loader.NodeLoader, loader.LinkLoader = _NodeLoader, _LinkLoader
 from . import dist
 
 from ._volley import __version__  # noqa: E402 (project(VERSION) in CMakeLists.txt)
