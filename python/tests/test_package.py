@@ -207,3 +207,21 @@ def test_every_volley_error_class_is_exported_and_derives_from_a_builtin():
         if cls is not volley.VolleyError:
             builtin_bases = [b for b in cls.__mro__ if b.__module__ == "builtins"]
             assert builtin_bases[0] not in (Exception, BaseException, object), name
+
+
+def test_objects_alive_at_exit_are_reported_only_when_asked():
+    # A framework may keep a loader until the interpreter exits (Lightning's ddp_spawn children
+    # do); nanobind's "leaked instances" report is then noise, printed only with
+    # VOLLEY_LEAK_WARNINGS=1 (the bindings' reference-count check while developing them).
+    code = ("import ctypes, volley\n"
+            "g = volley.Graph.from_edge_index([[0, 1], [1, 0]], num_nodes=2)\n"
+            "ctypes.pythonapi.Py_IncRef(ctypes.py_object(g))  # alive at exit\n")
+    environment = {key: value for key, value in os.environ.items()
+                   if key != "VOLLEY_LEAK_WARNINGS"}
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=environment)
+    asked = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(environment, VOLLEY_LEAK_WARNINGS="1"))
+    assert quiet.returncode == 0 and asked.returncode == 0, quiet.stderr + asked.stderr
+    assert "leaked" not in quiet.stderr
+    assert "nanobind: leaked 1 instances" in asked.stderr
