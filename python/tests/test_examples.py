@@ -58,3 +58,12 @@ def test_temporal_link_pred_rejects_a_graph_without_times(cora_dir):
     result = _run_example("temporal_link_pred.py", "--dataset", str(cora_dir))
     assert result.returncode == 2
     assert "has no edge times" in result.stderr and str(cora_dir) in result.stderr
+
+
+@trains_a_model
+def test_lightning_sage_trains_cora():
+    pytest.importorskip("pytorch_lightning")  # installed on the newest-torch leg
+    result = _run_example("lightning_sage.py", "--epochs", "5", "--min-test-accuracy", "0.6")
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert re.search(r"^Cora, 5 epochs on 1 process\(es\): test accuracy 0\.\d{3}$",
+                     result.stdout, re.MULTILINE), result.stdout
