@@ -176,6 +176,7 @@ void bind_hetero(nb::module_& m);  // heterogeneous graphs, datasets, sampler
 void bind_link(nb::module_& m);    // negative sampling, link seeds
 void bind_partition(nb::module_& m);
 void bind_feature(nb::module_& m);
+void bind_node_state(nb::module_& m);  // writable per-node rows (NodeState)
 void bind_share(nb::module_& m);
 void bind_cuda(nb::module_& m);         // every build (stubs throw without CUDA)
 void bind_dist(nb::module_& m);         // only in builds with the gRPC service (VOLLEY_WITH_DIST)

@@ -19,6 +19,7 @@ NB_MODULE(_volley, m) {
   volley::python::bind_graph(m);
   volley::python::bind_dataset(m);
   volley::python::bind_feature(m);
+  volley::python::bind_node_state(m);
   volley::python::bind_sampling(m);
   volley::python::bind_hetero(m);
   volley::python::bind_link(m);

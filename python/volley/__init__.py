@@ -53,6 +53,7 @@ from .hetero_sampler import HeteroNeighborSampler
 from .partition import PartitionBook, load_partition, partition
 from .hetero_partition import HeteroPartition, HeteroPartitionResult
 from .negative import NegativeSampler
+from .node_store import NodeStore
 from .sampler import Adj, NeighborSampler
 from . import loader
 from .link_loader import LinkNeighborLoader as _LinkNeighborLoader
@@ -103,6 +104,7 @@ __all__ = [
     "loader",
     "NegativeSampler",
     "NeighborSampler",
+    "NodeStore",
     "partition",
     "PartitionBook",
     "planetoid_split",
@@ -112,3 +114,16 @@ __all__ = [
     "split_edges",
     "verify_dataset",
 ]
+
+
+# Submodules that import torch (or PyTorch Lightning) load on first use: `import volley` stays
+# torch-free, and `volley.nn.Embedding` works after `import volley`.
+_LAZY_SUBMODULES = ("lightning", "nn", "optim")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
