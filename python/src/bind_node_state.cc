@@ -51,42 +51,9 @@ OptimizerKind optimizer_kind(const std::string& name) {
 std::span<const int64_t> id_span(const Array& ids) { return ids.span<int64_t>(); }
 std::span<const float> float_span(const Array& values) { return values.span<float>(); }
 
-}  // namespace
-
-void bind_node_state(nb::module_& m) {
-  nb::class_<NodeState>(m, "NodeState")
-      .def_static(
-          "create",
-          [](int64_t rows, int64_t dim, const std::string& dtype, int state_slots, bool shared) {
-            return NodeState::create({.rows = rows,
-                                      .dim = dim,
-                                      .dtype = dtype_from_name(dtype),
-                                      .state_slots = state_slots,
-                                      .shared = shared});
-          },
-          nb::arg("rows"), nb::arg("dim"), nb::arg("dtype") = "float32", nb::arg("state_slots") = 0,
-          nb::arg("shared") = false)
-      .def_static(
-          "attach",
-          [](const std::string& handle) {
-            return NodeState::attach(Buffer::attach_shared(handle));
-          },
-          nb::arg("handle"))
-      .def_prop_ro("rows", &NodeState::rows)
-      .def_prop_ro("dim", &NodeState::dim)
-      .def_prop_ro("dtype", [](const NodeState& s) { return std::string(dtype_name(s.dtype())); })
-      .def_prop_ro("state_slots", &NodeState::state_slots)
-      .def_prop_ro("steps", &NodeState::steps)
-      .def_prop_ro("nbytes", [](const NodeState& s) { return s.buffer().size(); })
-      .def_prop_ro("handle", [](const NodeState& s) { return s.buffer().shared_name(); })
-      .def(
-          "initialize",
-          [](NodeState& s, const std::string& init, double scale, uint64_t seed) {
-            const Init kind = init_kind(init);
-            nb::gil_scoped_release release;
-            s.initialize(kind, scale, seed);
-          },
-          nb::arg("init"), nb::arg("scale"), nb::arg("seed"))
+// pull, push, step, snapshot and restore (the calls that take rows).
+void bind_rows(nb::class_<NodeState>& node_state) {
+  node_state
       .def(
           "pull",
           [](const NodeState& s, const InputArray& ids, const std::string& dtype) {
@@ -145,6 +112,46 @@ void bind_node_state(nb::module_& m) {
             s.restore(snapshot);
           },
           nb::arg("values"), nb::arg("state"), nb::arg("steps"));
+}
+
+}  // namespace
+
+void bind_node_state(nb::module_& m) {
+  nb::class_<NodeState> node_state(m, "NodeState");
+  node_state
+      .def_static(
+          "create",
+          [](int64_t rows, int64_t dim, const std::string& dtype, int state_slots, bool shared) {
+            return NodeState::create({.rows = rows,
+                                      .dim = dim,
+                                      .dtype = dtype_from_name(dtype),
+                                      .state_slots = state_slots,
+                                      .shared = shared});
+          },
+          nb::arg("rows"), nb::arg("dim"), nb::arg("dtype") = "float32", nb::arg("state_slots") = 0,
+          nb::arg("shared") = false)
+      .def_static(
+          "attach",
+          [](const std::string& handle) {
+            return NodeState::attach(Buffer::attach_shared(handle));
+          },
+          nb::arg("handle"))
+      .def_prop_ro("rows", &NodeState::rows)
+      .def_prop_ro("dim", &NodeState::dim)
+      .def_prop_ro("dtype", [](const NodeState& s) { return std::string(dtype_name(s.dtype())); })
+      .def_prop_ro("state_slots", &NodeState::state_slots)
+      .def_prop_ro("steps", &NodeState::steps)
+      .def_prop_ro("nbytes", [](const NodeState& s) { return s.buffer().size(); })
+      .def_prop_ro("handle", [](const NodeState& s) { return s.buffer().shared_name(); })
+      .def(
+          "initialize",
+          [](NodeState& s, const std::string& init, double scale, uint64_t seed) {
+            const Init kind = init_kind(init);
+            nb::gil_scoped_release release;
+            s.initialize(kind, scale, seed);
+          },
+          nb::arg("init"), nb::arg("scale"), nb::arg("seed"));
+  bind_rows(node_state);
 }
 
 }  // namespace volley::python
