@@ -21,9 +21,10 @@
 //   - Atomicity per row: a reader never sees a row (with its optimizer state) half written, even
 //     while another thread or process writes it, and a writer killed mid-row (kill -9) leaves the
 //     row as it was before that write (the next process to touch the row's stripe restores it
-//     from the stripe's undo copy). Rows are guarded in stripes (row id mod stripes): a robust
-//     process-shared mutex for writers, a sequence counter readers check (they retry, never
-//     block, unless a writer holds the stripe across their read).
+//     from the stripe's undo copy; only shared tables keep one, the cost of a row copy per write).
+//     Rows are guarded in stripes (row id mod stripes): a robust process-shared mutex for writers,
+//     a sequence counter readers check (they retry, never block, unless a writer holds the stripe
+//     across their read).
 //   - Concurrent writes to the same row are serialised (each applied whole, in some order);
 //     writes to different rows of one call are applied in parallel. A call is not atomic as a
 //     whole: a reader may see some of its rows written and others not yet.
