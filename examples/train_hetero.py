@@ -66,36 +66,59 @@ class Sage(torch.nn.Module):
 
 class HeteroSage(torch.nn.Module):
     """``to_hetero(Sage)`` over the papers' features and, for the types without features
-    (authors, institutions, fields of study, as in ogbn-mag), a learned embedding per node."""
+    (authors, institutions, fields of study, as in ogbn-mag), ``inputs`` per node:
+    ``"torch"`` a ``torch.nn.Embedding`` per type (dense rows, trained by the model's optimizer),
+    ``"volley"`` a ``volley.nn.Embedding`` (rows in a ``volley.NodeStore``, trained by
+    ``volley.optim.SparseAdam`` on the rows a batch used), ``"zeros"`` nothing to learn."""
 
-    def __init__(self, data, hidden: int, out: int):
+    def __init__(self, data, hidden: int, out: int, inputs: str = "torch"):
         super().__init__()
-        self.embeddings = torch.nn.ModuleDict({
-            t: torch.nn.Embedding(data[t].num_nodes, hidden)
-            for t in data.node_types if "x" not in data[t]})
+        featureless = {t: data[t].num_nodes for t in data.node_types if "x" not in data[t]}
+        self.inputs, self.hidden = inputs, hidden
+        if inputs == "torch":
+            self.embeddings = torch.nn.ModuleDict(
+                {t: torch.nn.Embedding(n, hidden) for t, n in featureless.items()})
+        elif inputs == "volley":
+            self.embeddings = volley.nn.Embedding(featureless, hidden)
+        self.featureless = list(featureless)
         self.gnn = to_hetero(Sage(hidden, out, 0.5), data.metadata(), aggr="mean")
 
     def forward(self, batch):
-        x = {t: batch[t].x if t not in self.embeddings else self.embeddings[t](batch[t].n_id)
-             for t in batch.node_types}
+        x = {t: batch[t].x for t in batch.node_types if t not in self.featureless}
+        ids = {t: batch[t].n_id for t in self.featureless}
+        if self.inputs == "volley":
+            x.update(self.embeddings(ids))
+        else:
+            x.update({t: self.embeddings[t](n_id) if self.inputs == "torch"
+                      else torch.zeros(len(n_id), self.hidden) for t, n_id in ids.items()})
         return self.gnn(x, batch.edge_index_dict)
 
+    def optimizers(self, lr: float, embedding_lr: float) -> list:
+        """The model's Adam, and for volley's embeddings their sparse Adam (each row is updated
+        only by the batches that sample it: a larger step suits it)."""
+        optimizers = [torch.optim.Adam(self.parameters(), lr=lr, weight_decay=5e-4)]
+        if self.inputs == "volley":
+            optimizers.append(volley.optim.SparseAdam([self.embeddings], lr=embedding_lr))
+        return optimizers
 
-def run_epoch(model, loader, optimizer=None):
-    """One pass over ``loader`` (training when ``optimizer`` is given); returns (loss, accuracy)
-    over the papers the batches were built for."""
-    model.train(optimizer is not None)
+
+def run_epoch(model, loader, optimizers=()):
+    """One pass over ``loader`` (training when ``optimizers`` are given); returns (loss,
+    accuracy) over the papers the batches were built for."""
+    model.train(bool(optimizers))
     total_loss, correct, count = 0.0, 0, 0
     for batch in loader:
         size = batch["paper"].batch_size
-        with torch.set_grad_enabled(optimizer is not None):
+        with torch.set_grad_enabled(bool(optimizers)):
             out = model(batch)["paper"][:size]
             y = batch["paper"].y[:size]
             loss = F.cross_entropy(out, y)
-        if optimizer is not None:
-            optimizer.zero_grad()
+        if optimizers:
+            for optimizer in optimizers:
+                optimizer.zero_grad()
             loss.backward()
-            optimizer.step()
+            for optimizer in optimizers:
+                optimizer.step()
         total_loss += float(loss) * size
         correct += int((out.argmax(dim=1) == y).sum())
         count += size
@@ -120,16 +143,8 @@ def train_mlp(data, epochs: int, hidden: int, lr: float) -> float:
     return float((prediction == paper.y[paper.test_mask]).float().mean())
 
 
-def main() -> int:
-    parser = training_parser(__doc__.splitlines()[0], epochs=6, batch_size=256, fanouts=[10, 5],
-                             hidden=64, lr=0.005, workers=2, workers_help="sampling threads")
-    parser.add_argument("--nodes", type=int, default=20000, help="papers of the generated graph")
-    parser.add_argument("--dataset", help="a heterogeneous dataset directory (default: generate)")
-    parser.add_argument("--min-gain", type=float, default=None,
-                        help="exit non-zero unless the GNN's test accuracy beats the MLP's by this")
-    args = parser.parse_args()
-    torch.manual_seed(args.seed)
-
+def load_graph(args):
+    """The HeteroData of --dataset, or of a generated mag-shaped graph of --nodes papers."""
     with tempfile.TemporaryDirectory() as scratch:
         directory = args.dataset or os.path.join(scratch, "mag")
         if args.dataset is None:
@@ -141,6 +156,12 @@ def main() -> int:
     counts = ", ".join(f"{t} {n:,}" for t, n in dataset.graph.num_nodes_dict.items())
     edges = sum(dataset.graph.num_edges_dict.values())
     print(f"{dataset.name}: {counts}; {edges:,} edges of {len(data.edge_types)} types")
+    return data
+
+
+def train_gnn(data, args, inputs: str = "torch") -> float:
+    """Trains HeteroSage(inputs) on the papers' split; prints each epoch; the test accuracy."""
+    torch.manual_seed(args.seed)
 
     def loader(mask, shuffle):
         return NeighborLoader(data, num_neighbors=args.fanouts, batch_size=args.batch_size,
@@ -149,18 +170,36 @@ def main() -> int:
 
     train_loader = loader(data["paper"].train_mask, True)
     val_loader, test_loader = loader(data["paper"].val_mask, False), loader(data["paper"].test_mask, False)
-    num_classes = int(data["paper"].y.max()) + 1
-    model = HeteroSage(data, args.hidden, num_classes)
+    model = HeteroSage(data, args.hidden, int(data["paper"].y.max()) + 1, inputs)
     with torch.no_grad():  # lazy layers: one batch fixes their input sizes
         model(next(iter(train_loader)))
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=5e-4)
+    optimizers = model.optimizers(args.lr, args.embedding_lr)
     for epoch in range(1, args.epochs + 1):
         started = time.perf_counter()
-        loss, train_accuracy = run_epoch(model, train_loader, optimizer)
+        loss, train_accuracy = run_epoch(model, train_loader, optimizers)
         _, val_accuracy = run_epoch(model, val_loader)
-        print(f"epoch {epoch:3d}  loss {loss:.4f}  train {train_accuracy:.3f}  "
+        print(f"{inputs:6s} epoch {epoch:3d}  loss {loss:.4f}  train {train_accuracy:.3f}  "
               f"val {val_accuracy:.3f}  ({time.perf_counter() - started:.1f} s)", flush=True)
-    _, test_accuracy = run_epoch(model, test_loader)
+    return run_epoch(model, test_loader)[1]
+
+
+def hetero_parser():
+    parser = training_parser(__doc__.splitlines()[0], epochs=6, batch_size=256, fanouts=[10, 5],
+                             hidden=64, lr=0.005, workers=2, workers_help="sampling threads")
+    parser.add_argument("--nodes", type=int, default=20000, help="papers of the generated graph")
+    parser.add_argument("--dataset", help="a heterogeneous dataset directory (default: generate)")
+    parser.add_argument("--embedding-lr", type=float, default=0.05,
+                        help="SparseAdam's step for volley.nn.Embedding rows")
+    return parser
+
+
+def main() -> int:
+    parser = hetero_parser()
+    parser.add_argument("--min-gain", type=float, default=None,
+                        help="exit non-zero unless the GNN's test accuracy beats the MLP's by this")
+    args = parser.parse_args()
+    data = load_graph(args)
+    test_accuracy = train_gnn(data, args)
     mlp_accuracy = train_mlp(data, args.epochs, args.hidden, 0.01)
     print(f"test accuracy: heterogeneous GraphSAGE {test_accuracy:.3f}, features-only MLP "
           f"{mlp_accuracy:.3f} ({100 * (test_accuracy - mlp_accuracy):+.1f} points)")

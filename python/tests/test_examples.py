@@ -67,3 +67,19 @@ def test_lightning_sage_trains_cora():
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert re.search(r"^Cora, 5 epochs on 1 process\(es\): test accuracy 0\.\d{3}$",
                      result.stdout, re.MULTILINE), result.stdout
+
+
+@trains_a_model
+def test_learnable_embeddings_beat_zero_inputs():
+    cli = _cli()
+    if cli is None:
+        pytest.skip("no volley CLI of this build to generate the graph (set VOLLEY_CLI)")
+    import volley
+
+    env = dict(os.environ, VOLLEY_CLI=cli,
+               PYTHONPATH=os.path.dirname(os.path.dirname(volley.__file__)))
+    result = subprocess.run([sys.executable, os.path.join(EXAMPLES, "train_hetero_embeddings.py"),
+                             "--nodes", "8000", "--epochs", "4", "--min-gain", "0.10"],
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert re.search(r"learnable embeddings 0\.\d{3}, zero inputs 0\.\d{3}", result.stdout)

@@ -193,10 +193,13 @@ def test_optimizers_match_torchs(kind):
         optimizer = volley.optim.SparseAdam([emb], lr=0.1)
     else:
         optimizer = volley.optim.SparseAdagrad([emb], lr=0.1)
-    for ids in batches:
-        optimizer.zero_grad()
+    for number, ids in enumerate(batches):
+        if number % 2 == 0:
+            optimizer.zero_grad()
         rows = emb(ids)
         assert rows.requires_grad and rows.shape == (len(ids), 5)
+        if number % 2 == 1:  # zero_grad between forward and backward keeps this forward's rows
+            optimizer.zero_grad()
         loss(rows).backward()
         optimizer.step()
     expected = torch_reference(kind, weight, batches, 0.1)
@@ -204,6 +207,11 @@ def test_optimizers_match_torchs(kind):
     assert not torch.equal(emb.weight(), weight)
     with torch.no_grad():  # evaluation: no trace, no gradient
         assert not emb(torch.tensor([0])).requires_grad
+    loss(emb(torch.tensor([1]))).backward()
+    optimizer.zero_grad()  # before step: the gradient is dropped, as torch's zero_grad does
+    before = emb.weight()
+    optimizer.step()
+    assert torch.equal(emb.weight(), before)
 
 
 def test_embedding_and_optimizer_errors():

@@ -123,9 +123,14 @@ class Embedding(_Module):  # type: ignore[misc]
                             np.ascontiguousarray(np.concatenate([g for _, g in pieces])))
                 for node_type, pieces in parts.items()}
 
-    def clear(self) -> None:
-        """Forgets the traced rows (the optimizer calls it after each step)."""
-        self._trace.clear()
+    def clear(self, backpropagated_only: bool = False) -> None:
+        """Forgets the traced rows (the optimizer's step does, after applying them); with
+        ``backpropagated_only``, only those that already have a gradient (``zero_grad``: a
+        forward pass made before it still counts, as for torch parameters)."""
+        if backpropagated_only:
+            self._trace = [entry for entry in self._trace if entry[2].grad is None]
+        else:
+            self._trace.clear()
 
     def weight(self, node_type: Optional[str] = None) -> Any:
         """Every row of a table, as float32 (a copy)."""

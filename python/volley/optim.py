@@ -59,9 +59,10 @@ class _SparseOptimizer:
         self.process_group = process_group
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Forgets the gradients traced since the last step."""
+        """Forgets the row gradients computed since the last step (rows fetched by a forward
+        pass not yet backpropagated stay: ``forward, zero_grad, backward, step`` works)."""
         for embedding in self.embeddings:
-            embedding.clear()
+            embedding.clear(backpropagated_only=True)
 
     def step(self, closure: Any = None) -> None:
         """Applies the traced row gradients of every embedding, then forgets them."""
