@@ -9,7 +9,7 @@ PyG's ``SAGEConv`` when PyG is importable, else a plain-torch mean-aggregation l
 from __future__ import annotations
 
 import argparse
-from typing import Any, Iterable, List, Optional
+from typing import Any, Callable, Iterable, List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -81,13 +81,16 @@ class GraphSAGE(torch.nn.Module):
 
 
 def train_epoch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batches: Iterable[Any],
-                device: Optional[torch.device] = None, max_batches: int = 0) -> torch.Tensor:
+                device: Optional[torch.device] = None, max_batches: int = 0,
+                after_step: Optional[Callable[[int], None]] = None) -> torch.Tensor:
     """One pass over ``batches`` (PyG ``Data`` with ``x``, ``y``, ``edge_index``, ``batch_size``):
     cross-entropy on each batch's seed nodes, one optimizer step per batch.
 
     Args:
         device: where to move each batch first (None: leave it where it is).
         max_batches: stop after this many batches (0: no cap).
+        after_step: called with the batch's index in this pass after each optimizer step (to
+            checkpoint, for instance).
 
     Returns:
         float64 [3]: the loss summed over seed nodes, the correctly predicted seeds, the seeds.
@@ -105,6 +108,8 @@ def train_epoch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batche
         loss = F.cross_entropy(out, target)
         loss.backward()
         optimizer.step()
+        if after_step is not None:
+            after_step(index)
         correct = int((out.argmax(dim=1) == target).sum())
         totals += torch.tensor([float(loss) * batch.batch_size, correct, batch.batch_size],
                                dtype=torch.float64)

@@ -18,6 +18,15 @@ Each rank's ``volley.loader.NeighborLoader`` reads its rank and world size from
 every epoch (like ``DistributedSampler``), with its own sampling seed. Backend: NCCL when GPUs are
 present, gloo on CPU. On CPU, give each rank ``cores / ranks`` sampling threads (``--workers``).
 
+Restarts: with ``--checkpoint DIR`` every rank saves the model, the optimizer, torch's random state
+and its loader's ``state_dict()`` every ``--checkpoint-every`` batches, and a rank that starts
+(again) with checkpoints there resumes from the newest step every rank saved: the loader continues
+with exactly the batches not yet taken. Under ``torchrun --max-restarts N`` a killed rank (and the
+group restarted with it) thus ends with the model an uninterrupted run ends with, bit for bit:
+
+    torchrun --nproc_per_node 2 --max_restarts 1 examples/train_sage_ddp.py --dataset cora \
+        --checkpoint /tmp/ckpt --die-at-batch 5      # rank 1 kills itself once, at batch 5
+
 Memory tip (CPU): glibc keeps freed large blocks (a batch's activations) in its heap once its
 dynamic mmap threshold has grown, which adds a few hundred MiB of private memory per rank. The
 script fixes the threshold at 1 MiB (as ``MALLOC_MMAP_THRESHOLD_=1048576`` would), so large blocks
@@ -27,10 +36,14 @@ go back to the system when torch frees them; ``--malloc-defaults`` keeps glibc's
 from __future__ import annotations
 
 import ctypes
+import glob
+import hashlib
 import json
 import os
+import signal
 import sys
 import time
+import traceback
 
 import numpy as np
 import torch
@@ -75,11 +88,73 @@ def generate(num_nodes: int, degree: int, dim: int, classes: int, seed: int) -> 
                           val_idx=split.val, test_idx=split.test, name="generated")
 
 
+class Checkpoints:
+    """Each rank's training state in DIR/step<S>-rank<R>.pt (written whole, then renamed), the
+    two newest steps kept; the resume point is the newest step every rank saved."""
+
+    def __init__(self, directory: str, rank: int, world_size: int):
+        self.directory, self.rank, self.world_size = directory, rank, world_size
+        os.makedirs(directory, exist_ok=True)
+
+    def _path(self, step: int, rank: int) -> str:
+        return os.path.join(self.directory, f"step{step:09d}-rank{rank}.pt")
+
+    def save(self, step: int, state: dict) -> None:
+        temporary = self._path(step, self.rank) + ".partial"
+        torch.save(state, temporary)
+        os.replace(temporary, self._path(step, self.rank))
+        dist.barrier()  # every rank has this step before any drops an older one
+        for path in sorted(glob.glob(os.path.join(self.directory, f"step*-rank{self.rank}.pt")))[:-2]:
+            os.remove(path)
+
+    def latest(self):
+        """The newest step saved by every rank (agreed over the group), and this rank's state
+        at it; (0, None) when there is none."""
+        mine = [int(os.path.basename(p)[4:13]) for p in
+                glob.glob(os.path.join(self.directory, f"step*-rank{self.rank}.pt"))]
+        steps = [None] * self.world_size
+        dist.all_gather_object(steps, sorted(mine))
+        common = set(steps[0]).intersection(*map(set, steps[1:]))
+        if not common:
+            return 0, None
+        step = max(common)
+        return step, torch.load(self._path(step, self.rank), weights_only=False)
+
+
+def resume(checkpoints, model, optimizer, loader, rank: int):
+    """(batches done, first epoch to run): from the newest checkpoint, else (0, 1)."""
+    if checkpoints is None:
+        return 0, 1
+    step, state = checkpoints.latest()
+    if state is None:
+        return 0, 1
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["rng"])
+    position, epoch = dict(state["loader"]), state["epoch"]
+    if position["batches_taken"] == position["num_batches"]:  # saved at an epoch's last batch
+        position.update(epoch=position["epoch"] + 1, batches_taken=0)
+        epoch += 1
+    loader.load_state_dict(position)
+    if rank == 0:
+        print(f"resumed from batch {step} (epoch {epoch}, batch {position['batches_taken']})",
+              flush=True)
+    return step, epoch
+
+
+def checksum(model: torch.nn.Module) -> str:
+    """A digest of every parameter's bytes (equal models, equal digests)."""
+    digest = hashlib.sha256()
+    for parameter in model.parameters():
+        digest.update(parameter.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
 def main() -> int:
     parser = training_parser(__doc__.splitlines()[0], epochs=3, batch_size=1024, fanouts=[10, 5],
                              hidden=128, lr=0.003, workers=0,
                              workers_help="C++ sampling threads per rank (default: cores / ranks)")
-    parser.add_argument("--dataset", help="a dataset directory (default: generate a graph)")
+    parser.add_argument("--dataset", help="a dataset directory, or cora (default: generate a graph)")
     parser.add_argument("--nodes", type=int, default=50_000, help="nodes of the generated graph")
     parser.add_argument("--train-nodes", type=int, default=0,
                         help="train on the first N training nodes only (0: all); an epoch is one "
@@ -88,7 +163,14 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="rank 0 prints a JSON summary")
     parser.add_argument("--malloc-defaults", action="store_true",
                         help="keep glibc's dynamic mmap threshold (see the memory tip above)")
+    parser.add_argument("--checkpoint", help="a directory to save to and resume from")
+    parser.add_argument("--checkpoint-every", type=int, default=3, help="batches between saves")
+    parser.add_argument("--die-at-batch", type=int, default=0,
+                        help="the last rank kills itself (SIGKILL) after this many batches, in "
+                             "torchrun's first attempt only: a fault to resume from")
     args = parser.parse_args()
+    if args.checkpoint and args.max_batches:
+        parser.error("--checkpoint resumes whole epochs: leave --max-batches out")
     if not args.malloc_defaults:
         limit_heap_retention()
 
@@ -105,7 +187,9 @@ def main() -> int:
     start = time.perf_counter()
     holder = [None]
     if rank == 0:
-        if args.dataset:
+        if args.dataset == "cora":
+            dataset = volley.datasets.cora()
+        elif args.dataset:
             dataset = volley.load_dataset(args.dataset)
         else:
             dataset = generate(args.nodes, 10, 64, 8, args.seed)
@@ -123,17 +207,34 @@ def main() -> int:
         train_idx = train_idx[: args.train_nodes]
     train = NeighborLoader(dataset, num_neighbors=args.fanouts, batch_size=args.batch_size,
                            input_nodes=train_idx, shuffle=True, num_workers=workers,
-                           seed=args.seed)  # rank and world size come from torch.distributed
+                           seed=args.seed,  # rank and world size come from torch.distributed
+                           feature_dtype="float32")
     model = GraphSAGE(dataset.num_features, args.hidden, dataset.num_classes,
                       len(args.fanouts), input_dropout=False).to(device)
     model = DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 
+    checkpoints = Checkpoints(args.checkpoint, rank, world_size) if args.checkpoint else None
+    step, first_epoch = resume(checkpoints, model, optimizer, train, rank)
+    epoch = first_epoch
+
+    def after_step(index: int) -> None:
+        nonlocal step
+        step += 1
+        if (args.die_at_batch == step and rank == world_size - 1
+                and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"):
+            os.kill(os.getpid(), signal.SIGKILL)  # the fault: torchrun restarts the group
+        if checkpoints is not None and step % args.checkpoint_every == 0:
+            checkpoints.save(step, {"model": model.state_dict(), "rng": torch.get_rng_state(),
+                                    "optimizer": optimizer.state_dict(), "epoch": epoch,
+                                    "loader": train.state_dict()})
+
     epoch_seconds = []
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(first_epoch, args.epochs + 1):
         dist.barrier()
         start = time.perf_counter()
-        totals = train_epoch(model, optimizer, train, device=device, max_batches=args.max_batches)
+        totals = train_epoch(model, optimizer, train, device=device, max_batches=args.max_batches,
+                             after_step=after_step)
         dist.barrier()
         seconds = time.perf_counter() - start
         epoch_seconds.append(seconds)
@@ -141,6 +242,8 @@ def main() -> int:
         if rank == 0:
             print(f"{epoch_line(epoch, totals)}  {int(totals[2]):,} seeds over {world_size} "
                   f"rank(s)  {seconds:.2f}s", flush=True)
+    if rank == 0:
+        print(f"model checksum {checksum(model)} after {step} batches", flush=True)
 
     # Memory: each rank's proportional set size (shared pages split between the ranks).
     pss = [None] * world_size
@@ -157,4 +260,14 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # The process leaves with os._exit, without destroying the DDP model's gloo group: torch
+    # 1.13's can deadlock in its destructor (its thread waits for the GIL the main thread holds),
+    # at a normal end and after a failed collective alike (a peer died: torchrun restarts us).
+    try:
+        code = main()
+    except Exception:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
