@@ -83,3 +83,13 @@ trains_a_model = pytest.mark.skipif(
     __import__("os").environ.get("VOLLEY_TEST_SANITIZED") == "1",
     reason="trains a model; runs in both ordinary legs, skipped under ASan for CI time",
 )
+
+# Tests whose subject is another Python process (torch and the module imported again, seconds
+# under ASan) rather than memory safety in this one: the ASan leg skips them, both ordinary legs
+# run them. The C++ paths they drive have sanitized tests of their own (NodeState.* forks a writer
+# that dies mid-row).
+runs_other_interpreters = pytest.mark.skipif(
+    __import__("os").environ.get("VOLLEY_TEST_SANITIZED") == "1",
+    reason="starts other Python processes; runs in both ordinary legs, skipped under ASan for "
+           "CI time",
+)

