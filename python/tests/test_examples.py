@@ -85,37 +85,3 @@ def test_learnable_embeddings_beat_zero_inputs():
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert re.search(r"learnable embeddings 0\.\d{3}, zero inputs 0\.\d{3}", result.stdout)
 
-
-def _torchrun(*args, checkpoint):
-    import volley
-
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(volley.__file__)),
-               OMP_NUM_THREADS="1")
-    return subprocess.run(
-        # --redirects / --tee 1: the workers' stdout also goes to files, which sidesteps torch
-        # 1.13's failing default ("0") under Python 3.11, and still reaches our stdout.
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-         "--max_restarts", "2", "--redirects", "1", "--tee", "1", "--log_dir",
-         checkpoint + "-logs", os.path.join(EXAMPLES, "train_sage_ddp.py"), "--dataset", "cora",
-         "--epochs", "3", "--batch-size", "32", "--workers", "1", "--checkpoint", checkpoint,
-         "--checkpoint-every", "2", *args],
-        capture_output=True, text=True, timeout=600, env=env)
-
-
-@trains_a_model
-@pytest.mark.skipif(tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 0),
-                    reason="four torchrun groups take 20 s: CI runs this on the newest-torch leg")
-def test_a_rank_killed_under_torchrun_resumes_to_the_same_model(tmp_path):
-    # Cora's 140 training seeds over 2 ranks, batches of 32: 3 batches per epoch, 9 in all. The
-    # last rank kills itself after batch 5; torchrun restarts the group, which resumes from the
-    # checkpoint of batch 4 (inside epoch 2) and must end with the uninterrupted run's model.
-    # (--max_restarts 2: a restarted gloo group's first connect is sometimes refused on a loaded
-    # machine, torch's race; a second restart resumes from the same checkpoint.)
-    whole = _torchrun(checkpoint=str(tmp_path / "whole"))
-    assert whole.returncode == 0, whole.stderr[-3000:]
-    killed = _torchrun("--die-at-batch", "5", checkpoint=str(tmp_path / "killed"))
-    assert killed.returncode == 0, killed.stderr[-3000:]
-    assert "resumed from batch 4 (epoch 2, batch 1)" in killed.stdout, killed.stdout
-    expected = re.search(r"model checksum (\w+) after 9 batches", whole.stdout)
-    assert expected, whole.stdout
-    assert f"model checksum {expected.group(1)} after 9 batches" in killed.stdout, killed.stdout
