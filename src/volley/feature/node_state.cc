@@ -289,6 +289,36 @@ VOLLEY_NODE_STATE_CLONES void adam(int64_t dim, float* value, float* m, float* v
   }
 }
 
+// The one loop of push and step: ids grouped (sorted, repeats together), the groups split over
+// the pool, the records (first `bytes`), stripes and value rows of the group kPrefetchGroups
+// ahead requested, then update(row, group's rows folded by `fold` into one, its float32 value
+// row) under the row's stripe. `fold` is group_sum, or the last position's row for an assign.
+template <typename Fold, typename Update>
+void for_each_group(const Table& table, std::span<const int64_t> ids, std::span<const float> values,
+                    int64_t bytes, Fold&& fold, Update&& update) {
+  const int64_t dim = table.header->dim;
+  const Groups groups = group_ids(ids);
+  const int64_t count = static_cast<int64_t>(groups.starts.size()) - 1;
+  parallel_for(0, count, 256, [&](int64_t begin, int64_t end) {
+    std::vector<float> folded(dim), scratch(dim);
+    for (int64_t group = begin; group < end; ++group) {
+      if (group + kPrefetchGroups < end) {
+        const int64_t ahead = groups.order[groups.starts[group + kPrefetchGroups]];
+        prefetch<true>(table.record(ids[ahead]), bytes);
+        prefetch<true>(
+            reinterpret_cast<std::byte*>(&table.stripe(ids[ahead] % table.header->stripes)), 64);
+        prefetch<false>(reinterpret_cast<const std::byte*>(values.data() + ahead * dim), dim * 4);
+      }
+      fold(groups, group, folded.data());
+      write_row(table, ids[groups.order[groups.starts[group]]], bytes, [&](std::byte* record) {
+        const FloatRow value(table, record, scratch);
+        update(record, value.data(), folded.data());
+        value.commit();
+      });
+    }
+  });
+}
+
 }  // namespace
 
 NodeState::NodeState(Buffer buffer) : buffer_(std::move(buffer)) {}
@@ -417,37 +447,17 @@ void NodeState::push(std::span<const int64_t> ids, std::span<const float> values
   const int64_t dim = table.header->dim;
   check_values(ids, values, dim, "push values");
   check_ids(ids, table.header->rows);
-  const Groups groups = group_ids(ids);
-  const int64_t count = static_cast<int64_t>(groups.starts.size()) - 1;
-  parallel_for(0, count, 256, [&](int64_t begin, int64_t end) {
-    std::vector<float> sum(dim), scratch(dim);
-    for (int64_t group = begin; group < end; ++group) {
-      if (group + kPrefetchGroups < end) {
-        const int64_t ahead = groups.order[groups.starts[group + kPrefetchGroups]];
-        prefetch<true>(table.record(ids[ahead]), table.header->value_bytes);
-        prefetch<true>(
-            reinterpret_cast<std::byte*>(&table.stripe(ids[ahead] % table.header->stripes)), 64);
-        prefetch<false>(reinterpret_cast<const std::byte*>(values.data() + ahead * dim), dim * 4);
-      }
-      const int64_t row = ids[groups.order[groups.starts[group]]];
-      if (op == WriteOp::kAssign) {  // the last position's value
-        const float* value = values.data() + groups.order[groups.starts[group + 1] - 1] * dim;
-        std::copy(value, value + dim, sum.data());
-      } else {
-        group_sum(groups, group, values, dim, sum.data());
-      }
-      write_row(table, row, table.header->value_bytes, [&](std::byte* record) {
-        const FloatRow value(table, record, scratch);
-        float* out = value.data();
-        if (op == WriteOp::kAdd) {
-          for (int64_t k = 0; k < dim; ++k) out[k] += sum[k];
-        } else {
-          std::copy(sum.begin(), sum.end(), out);
-        }
-        value.commit();
-      });
-    }
-  });
+  const auto fold = [&](const Groups& groups, int64_t group, float* out) {
+    if (op == WriteOp::kAdd) return group_sum(groups, group, values, dim, out);
+    const float* last = values.data() + groups.order[groups.starts[group + 1] - 1] * dim;
+    std::copy(last, last + dim, out);  // assign: the last position's value
+  };
+  for_each_group(table, ids, values, table.header->value_bytes, fold,
+                 [&](std::byte*, float* value, const float* folded) {
+                   for (int64_t k = 0; k < dim; ++k) {
+                     value[k] = op == WriteOp::kAdd ? value[k] + folded[k] : folded[k];
+                   }
+                 });
 }
 
 void NodeState::step(std::span<const int64_t> ids, std::span<const float> grads,
@@ -467,32 +477,18 @@ void NodeState::step(std::span<const int64_t> ids, std::span<const float> grads,
   check_values(ids, grads, dim, "step gradients");
   check_ids(ids, table.header->rows);
   const int64_t count_step = table.header->steps.fetch_add(1) + 1;
-  const Groups groups = group_ids(ids);
-  const int64_t count = static_cast<int64_t>(groups.starts.size()) - 1;
-  parallel_for(0, count, 256, [&](int64_t begin, int64_t end) {
-    std::vector<float> sum(dim), scratch(dim);
-    for (int64_t group = begin; group < end; ++group) {
-      if (group + kPrefetchGroups < end) {
-        const int64_t ahead = groups.order[groups.starts[group + kPrefetchGroups]];
-        prefetch<true>(table.record(ids[ahead]), table.record_bytes());
-        prefetch<true>(
-            reinterpret_cast<std::byte*>(&table.stripe(ids[ahead] % table.header->stripes)), 64);
-        prefetch<false>(reinterpret_cast<const std::byte*>(grads.data() + ahead * dim), dim * 4);
-      }
-      group_sum(groups, group, grads, dim, sum.data());
-      const int64_t row = ids[groups.order[groups.starts[group]]];
-      write_row(table, row, table.record_bytes(), [&](std::byte* record) {
-        const FloatRow value(table, record, scratch);
-        if (step.kind == OptimizerKind::kAdam) {
-          adam(dim, value.data(), table.state(record, 0), table.state(record, 1), sum.data(), step,
-               count_step);
-        } else {
-          adagrad(dim, value.data(), table.state(record, 0), sum.data(), step);
-        }
-        value.commit();
-      });
-    }
-  });
+  const auto fold = [&](const Groups& groups, int64_t group, float* out) {
+    group_sum(groups, group, grads, dim, out);
+  };
+  for_each_group(table, ids, grads, table.record_bytes(), fold,
+                 [&](std::byte* record, float* value, const float* grad) {
+                   if (step.kind == OptimizerKind::kAdam) {
+                     adam(dim, value, table.state(record, 0), table.state(record, 1), grad, step,
+                          count_step);
+                   } else {
+                     adagrad(dim, value, table.state(record, 0), grad, step);
+                   }
+                 });
 }
 
 NodeStateSnapshot NodeState::snapshot() const {
