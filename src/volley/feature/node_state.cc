@@ -14,6 +14,7 @@
 #include "volley/feature/node_state.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -147,6 +148,17 @@ template <typename Update>
 void write_row(const Table& table, int64_t row, int64_t bytes, Update&& update) {
   const int64_t index = row % table.header->stripes;
   Stripe& stripe = table.stripe(index);
+  if (table.header->undo == 0) {  // process-private: the sequence is the writers' lock too
+    uint64_t sequence = stripe.sequence.load(std::memory_order_relaxed);
+    while ((sequence & 1) != 0 ||
+           !stripe.sequence.compare_exchange_weak(sequence, sequence + 1, std::memory_order_acq_rel,
+                                                  std::memory_order_relaxed)) {
+      if ((sequence & 1) != 0) sequence = stripe.sequence.load(std::memory_order_relaxed);
+    }
+    update(table.record(row));
+    stripe.sequence.store(sequence + 2, std::memory_order_release);
+    return;
+  }
   lock(table, index);
   std::byte* record = table.record(row);
   const bool undo = table.header->undo != 0;
@@ -196,9 +208,13 @@ void read_row(const Table& table, int64_t row, Read&& read) {
   for (int attempt = 0;; ++attempt) {
     const uint64_t before = stripe.sequence.load(std::memory_order_acquire);
     if (before & 1) {
-      if (attempt > 64) {  // a writer holds the stripe (or died holding it): wait for / repair it
+      // A writer holds the stripe: wait for it (a shared table's writer may have died holding
+      // it: locking repairs the stripe).
+      if (attempt > 64 && table.header->undo != 0) {
         lock(table, index);
         unlock(table, index);
+      } else if (attempt > 64) {
+        sched_yield();
       }
       continue;
     }
@@ -269,6 +285,11 @@ void check_values(std::span<const int64_t> ids, std::span<const float> values, i
 // the CPU allows.
 #define VOLLEY_NODE_STATE_CLONES __attribute__((target_clones("avx2", "default")))
 
+VOLLEY_NODE_STATE_CLONES void add_row(int64_t dim, float* __restrict value,
+                                      const float* __restrict values) {
+  for (int64_t k = 0; k < dim; ++k) value[k] += values[k];
+}
+
 VOLLEY_NODE_STATE_CLONES void adagrad(int64_t dim, float* __restrict value, float* __restrict sum,
                                       const float* __restrict grad, const OptimizerStep& o) {
   for (int64_t k = 0; k < dim; ++k) {
@@ -277,11 +298,15 @@ VOLLEY_NODE_STATE_CLONES void adagrad(int64_t dim, float* __restrict value, floa
   }
 }
 
-VOLLEY_NODE_STATE_CLONES void adam(int64_t dim, float* value, float* m, float* v, const float* grad,
-                                   const OptimizerStep& o, int64_t step) {
+// SparseAdam's step size at step `step`: lr × sqrt(1 - beta2^step) / (1 - beta1^step).
+float adam_step_size(const OptimizerStep& o, int64_t step) {
   const float correction1 = 1.0f - static_cast<float>(std::pow(o.beta1, step));
   const float correction2 = 1.0f - static_cast<float>(std::pow(o.beta2, step));
-  const float step_size = o.lr * std::sqrt(correction2) / correction1;
+  return o.lr * std::sqrt(correction2) / correction1;
+}
+
+VOLLEY_NODE_STATE_CLONES void adam(int64_t dim, float* value, float* m, float* v, const float* grad,
+                                   const OptimizerStep& o, float step_size) {
   for (int64_t k = 0; k < dim; ++k) {
     m[k] += (grad[k] - m[k]) * (1.0f - o.beta1);
     v[k] += (grad[k] * grad[k] - v[k]) * (1.0f - o.beta2);
@@ -289,7 +314,7 @@ VOLLEY_NODE_STATE_CLONES void adam(int64_t dim, float* value, float* m, float* v
   }
 }
 
-// The one loop of push and step: ids grouped (sorted, repeats together), the groups split over
+// The loop of step: ids grouped (sorted, repeats together), the groups split over
 // the pool, the records (first `bytes`), stripes and value rows of the group kPrefetchGroups
 // ahead requested, then update(row, group's rows folded by `fold` into one, its float32 value
 // row) under the row's stripe. `fold` is group_sum, or the last position's row for an assign.
@@ -447,17 +472,35 @@ void NodeState::push(std::span<const int64_t> ids, std::span<const float> values
   const int64_t dim = table.header->dim;
   check_values(ids, values, dim, "push values");
   check_ids(ids, table.header->rows);
-  const auto fold = [&](const Groups& groups, int64_t group, float* out) {
-    if (op == WriteOp::kAdd) return group_sum(groups, group, values, dim, out);
-    const float* last = values.data() + groups.order[groups.starts[group + 1] - 1] * dim;
-    std::copy(last, last + dim, out);  // assign: the last position's value
-  };
-  for_each_group(table, ids, values, table.header->value_bytes, fold,
-                 [&](std::byte*, float* value, const float* folded) {
-                   for (int64_t k = 0; k < dim; ++k) {
-                     value[k] = op == WriteOp::kAdd ? value[k] + folded[k] : folded[k];
-                   }
-                 });
+  const int64_t count = static_cast<int64_t>(ids.size());
+  // No coalescing: positions are applied in order, each row's by one thread (rows split over
+  // the threads by id), so repeated ids keep position order whatever the thread count.
+  const int64_t lanes = count < 4096 ? 1 : std::max(1, get_num_threads());
+  parallel_for(0, lanes, 1, [&](int64_t first_lane, int64_t last_lane) {
+    std::vector<float> scratch(static_cast<size_t>(dim));
+    for (int64_t lane = first_lane; lane < last_lane; ++lane) {
+      for (int64_t i = 0; i < count; ++i) {
+        if (i + kPrefetchGroups < count && ids[i + kPrefetchGroups] % lanes == lane) {
+          const int64_t ahead = ids[i + kPrefetchGroups];
+          prefetch<true>(table.record(ahead), table.header->value_bytes);
+          prefetch<true>(reinterpret_cast<std::byte*>(&table.stripe(ahead % table.header->stripes)),
+                         64);
+        }
+        if (ids[i] % lanes != lane) continue;
+        const float* row = values.data() + i * dim;
+        write_row(table, ids[i], table.header->value_bytes, [&](std::byte* record) {
+          const FloatRow value(table, record, scratch);
+          float* target = value.data();
+          if (op == WriteOp::kAdd) {
+            add_row(dim, target, row);
+          } else {
+            std::copy(row, row + dim, target);
+          }
+          value.commit();
+        });
+      }
+    }
+  });
 }
 
 void NodeState::step(std::span<const int64_t> ids, std::span<const float> grads,
@@ -477,6 +520,7 @@ void NodeState::step(std::span<const int64_t> ids, std::span<const float> grads,
   check_values(ids, grads, dim, "step gradients");
   check_ids(ids, table.header->rows);
   const int64_t count_step = table.header->steps.fetch_add(1) + 1;
+  const float step_size = adam_step_size(step, count_step);
   const auto fold = [&](const Groups& groups, int64_t group, float* out) {
     group_sum(groups, group, grads, dim, out);
   };
@@ -484,7 +528,7 @@ void NodeState::step(std::span<const int64_t> ids, std::span<const float> grads,
                  [&](std::byte* record, float* value, const float* grad) {
                    if (step.kind == OptimizerKind::kAdam) {
                      adam(dim, value, table.state(record, 0), table.state(record, 1), grad, step,
-                          count_step);
+                          step_size);
                    } else {
                      adagrad(dim, value, table.state(record, 0), grad, step);
                    }

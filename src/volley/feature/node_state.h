@@ -15,9 +15,10 @@
 //   NodeState other = NodeState::attach(Buffer::attach_shared(emb.buffer().shared_name()));
 //
 // Contracts:
-//   - Repeated ids in one call: kAssign keeps the value at the last position; kAdd and step()
-//     sum the values (gradients) of an id first, in position order, then apply the sum once.
-//     Results never depend on the thread count.
+//   - Repeated ids in one call: push() applies positions in order (kAssign keeps the value at
+//     the last position; kAdd adds each position's values in turn, as torch's index_add_ on one
+//     thread); step() sums an id's gradients first, in position order, then applies the sum
+//     once (the coalesced sparse gradient). Results never depend on the thread count.
 //   - Atomicity per row: a reader never sees a row (with its optimizer state) half written, even
 //     while another thread or process writes it, and a writer killed mid-row (kill -9) leaves the
 //     row as it was before that write (the next process to touch the row's stripe restores it
