@@ -18,6 +18,7 @@
 #include "bindings.h"
 #include "server_init.h"
 #include "volley/dist/client.h"
+#include "volley/dist/node_state_client.h"
 #include "volley/dist/server.h"
 #include "volley/loader/neighbor_loader.h"
 
@@ -214,9 +215,56 @@ void bind_server_client_loader(nb::module_& m) {
            "Starts streaming epoch `epoch` (a BatchStream), from batch `first_batch`.");
 }
 
+// Node tables on the servers: a RemoteNodeState is a NodeTable (bind_node_state.cc binds its
+// rows), made by create / open over a NodeDataService.
+void bind_remote_node_state(nb::module_& m) {
+  nb::class_<dist::NodeDataService>(m, "NodeDataService",
+                                    "The servers of a partitioned dataset, for node tables.")
+      .def_static(
+          "connect",
+          [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
+             double connect_seconds, int64_t max_message_bytes, const std::string& tls_ca,
+             const std::string& tls_cert, const std::string& tls_key) {
+            ClientOptions options = client_options(token, deadline_seconds, connect_seconds,
+                                                   max_message_bytes, tls_ca, tls_cert, tls_key);
+            nb::gil_scoped_release release;
+            return dist::NodeDataService::connect(std::move(addresses), std::move(options));
+          },
+          nb::arg("addresses"), nb::kw_only(), nb::arg("token") = "",
+          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+          nb::arg("max_message_bytes") = int64_t{512} << 20, nb::arg("tls_ca") = "",
+          nb::arg("tls_cert") = "", nb::arg("tls_key") = "")
+      .def_prop_ro("addresses", &dist::NodeDataService::addresses)
+      .def_prop_ro("node_types", &dist::NodeDataService::node_types)
+      .def("num_nodes", &dist::NodeDataService::num_nodes, nb::arg("node_type"));
+  nb::class_<dist::RemoteNodeState, NodeTable>(m, "RemoteNodeState",
+                                               "A node table held by the partition servers.")
+      .def_static(
+          "create",
+          [](std::shared_ptr<const dist::NodeDataService> service, const std::string& name,
+             const std::string& node_type, int64_t dim, const std::string& dtype, int state_slots,
+             const std::string& init, double scale, uint64_t seed, bool exist_ok) {
+            const NodeStateOptions options{
+                .dim = dim, .dtype = dtype_from_name(dtype), .state_slots = state_slots};
+            const Init kind = node_init_kind(init);
+            nb::gil_scoped_release release;
+            return dist::RemoteNodeState::create(std::move(service), name, node_type, options, kind,
+                                                 scale, seed, exist_ok);
+          },
+          nb::arg("service"), nb::arg("name"), nb::arg("node_type"), nb::arg("dim"),
+          nb::arg("dtype"), nb::arg("state_slots"), nb::arg("init"), nb::arg("scale"),
+          nb::arg("seed"), nb::arg("exist_ok"))
+      .def_static("open", &dist::RemoteNodeState::open, nb::arg("service"), nb::arg("name"),
+                  nb::arg("node_type"), nb::call_guard<nb::gil_scoped_release>())
+      .def("remove", &dist::RemoteNodeState::remove, nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("name", &dist::RemoteNodeState::name)
+      .def_prop_ro("node_type", &dist::RemoteNodeState::node_type);
+}
+
 }  // namespace
 
 void bind_dist(nb::module_& m) {
+  bind_remote_node_state(m);
   bind_server(m);
   bind_dist_graph(m);
   bind_server_client_loader(m);

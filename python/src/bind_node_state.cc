@@ -1,5 +1,5 @@
-// python/src/bind_node_state.cc — NodeState, writable per-node rows (python/volley/node_store.py
-// wraps one per node type and name as volley.NodeStore).
+// python/src/bind_node_state.cc — NodeTable and NodeState, writable per-node rows
+// (python/volley/node_store.py wraps one per node type and name as volley.NodeStore).
 //
 // Ids and values are borrowed zero-copy (int64 ids, float32 values / gradients [n, D]); pulled
 // rows come back as new arrays. Every pull, push and step runs without the GIL.
@@ -35,13 +35,6 @@ WriteOp write_op(const std::string& name) {
   throw ValueError(fmt::format("op must be 'assign' or 'add', got '{}'", name));
 }
 
-Init init_kind(const std::string& name) {
-  if (name == "zeros") return Init::kZeros;
-  if (name == "normal") return Init::kNormal;
-  if (name == "uniform") return Init::kUniform;
-  throw ValueError(fmt::format("init must be 'zeros', 'normal' or 'uniform', got '{}'", name));
-}
-
 OptimizerKind optimizer_kind(const std::string& name) {
   if (name == "adagrad") return OptimizerKind::kAdagrad;
   if (name == "adam") return OptimizerKind::kAdam;
@@ -51,12 +44,21 @@ OptimizerKind optimizer_kind(const std::string& name) {
 std::span<const int64_t> id_span(const Array& ids) { return ids.span<int64_t>(); }
 std::span<const float> float_span(const Array& values) { return values.span<float>(); }
 
-// pull, push, step, snapshot and restore (the calls that take rows).
-void bind_rows(nb::class_<NodeState>& node_state) {
-  node_state
+// NodeTable: what every table has (NodeState here, RemoteNodeState in bind_dist_node_state.cc).
+void bind_table(nb::module_& m) {
+  nb::class_<NodeTable>(m, "NodeTable")
+      .def_prop_ro("rows", &NodeTable::rows)
+      .def_prop_ro("dim", &NodeTable::dim)
+      .def_prop_ro("dtype", [](const NodeTable& s) { return std::string(dtype_name(s.dtype())); })
+      .def_prop_ro("state_slots", &NodeTable::state_slots)
+      .def_prop_ro("steps",
+                   [](const NodeTable& s) {
+                     nb::gil_scoped_release release;
+                     return s.steps();
+                   })
       .def(
           "pull",
-          [](const NodeState& s, const InputArray& ids, const std::string& dtype) {
+          [](const NodeTable& s, const InputArray& ids, const std::string& dtype) {
             const Array id_array = host_ids_array(ids, "ids");
             const DType out_dtype = dtype_from_name(dtype);
             Array out = Array::empty(out_dtype, {id_array.numel(), s.dim()});
@@ -69,7 +71,7 @@ void bind_rows(nb::class_<NodeState>& node_state) {
           nb::arg("ids"), nb::arg("dtype") = "float32")
       .def(
           "push",
-          [](NodeState& s, const InputArray& ids, const InputArray& values, const std::string& op) {
+          [](NodeTable& s, const InputArray& ids, const InputArray& values, const std::string& op) {
             const Array id_array = host_ids_array(ids, "ids");
             const Array rows = float_rows(values, id_array, s.dim(), "values");
             const WriteOp kind = write_op(op);
@@ -79,7 +81,7 @@ void bind_rows(nb::class_<NodeState>& node_state) {
           nb::arg("ids"), nb::arg("values"), nb::arg("op") = "assign")
       .def(
           "step",
-          [](NodeState& s, const InputArray& ids, const InputArray& grads,
+          [](NodeTable& s, const InputArray& ids, const InputArray& grads,
              const std::string& optimizer, float lr, float eps, float beta1, float beta2) {
             const Array id_array = host_ids_array(ids, "ids");
             const Array rows = float_rows(grads, id_array, s.dim(), "gradients");
@@ -89,36 +91,46 @@ void bind_rows(nb::class_<NodeState>& node_state) {
                                         .beta1 = beta1,
                                         .beta2 = beta2};
             nb::gil_scoped_release release;
-            s.step(id_span(id_array), float_span(rows), options);
+            return s.step(id_span(id_array), float_span(rows), options);
           },
           nb::arg("ids"), nb::arg("grads"), nb::arg("optimizer"), nb::arg("lr"), nb::arg("eps"),
           nb::arg("beta1") = 0.9f, nb::arg("beta2") = 0.999f)
-      .def("snapshot",
-           [](const NodeState& s) {
-             NodeStateSnapshot snapshot;
-             {
-               nb::gil_scoped_release release;
-               snapshot = s.snapshot();
-             }
-             return nb::make_tuple(array_to_python(snapshot.values),
-                                   array_to_python(snapshot.state), snapshot.steps);
-           })
+      .def(
+          "snapshot",
+          [](const NodeTable& s, int64_t begin, int64_t end) {
+            NodeStateSnapshot snapshot;
+            {
+              nb::gil_scoped_release release;
+              snapshot = s.snapshot(begin, end);
+            }
+            return nb::make_tuple(array_to_python(snapshot.values), array_to_python(snapshot.state),
+                                  snapshot.steps);
+          },
+          nb::arg("begin") = 0, nb::arg("end") = -1)
       .def(
           "restore",
-          [](NodeState& s, const InputArray& values, const InputArray& state, int64_t steps) {
+          [](NodeTable& s, const InputArray& values, const InputArray& state, int64_t steps,
+             int64_t first_row) {
             NodeStateSnapshot snapshot{array_from_python(values, "values").clone(),
                                        array_from_python(state, "state").clone(), steps};
             nb::gil_scoped_release release;
-            s.restore(snapshot);
+            s.restore(snapshot, first_row);
           },
-          nb::arg("values"), nb::arg("state"), nb::arg("steps"));
+          nb::arg("values"), nb::arg("state"), nb::arg("steps"), nb::arg("first_row") = 0);
 }
 
 }  // namespace
 
+Init node_init_kind(const std::string& name) {
+  if (name == "zeros") return Init::kZeros;
+  if (name == "normal") return Init::kNormal;
+  if (name == "uniform") return Init::kUniform;
+  throw ValueError(fmt::format("init must be 'zeros', 'normal' or 'uniform', got '{}'", name));
+}
+
 void bind_node_state(nb::module_& m) {
-  nb::class_<NodeState> node_state(m, "NodeState");
-  node_state
+  bind_table(m);
+  nb::class_<NodeState, NodeTable>(m, "NodeState")
       .def_static(
           "create",
           [](int64_t rows, int64_t dim, const std::string& dtype, int state_slots, bool shared) {
@@ -136,22 +148,16 @@ void bind_node_state(nb::module_& m) {
             return NodeState::attach(Buffer::attach_shared(handle));
           },
           nb::arg("handle"))
-      .def_prop_ro("rows", &NodeState::rows)
-      .def_prop_ro("dim", &NodeState::dim)
-      .def_prop_ro("dtype", [](const NodeState& s) { return std::string(dtype_name(s.dtype())); })
-      .def_prop_ro("state_slots", &NodeState::state_slots)
-      .def_prop_ro("steps", &NodeState::steps)
       .def_prop_ro("nbytes", [](const NodeState& s) { return s.buffer().size(); })
       .def_prop_ro("handle", [](const NodeState& s) { return s.buffer().shared_name(); })
       .def(
           "initialize",
           [](NodeState& s, const std::string& init, double scale, uint64_t seed) {
-            const Init kind = init_kind(init);
+            const Init kind = node_init_kind(init);
             nb::gil_scoped_release release;
             s.initialize(kind, scale, seed);
           },
           nb::arg("init"), nb::arg("scale"), nb::arg("seed"));
-  bind_rows(node_state);
 }
 
 }  // namespace volley::python

@@ -42,6 +42,7 @@
 #include "volley/core/array.h"
 #include "volley/core/error.h"
 #include "volley/feature/feature_store.h"
+#include "volley/feature/node_state.h"
 
 namespace volley {
 struct SampledSubgraph;
@@ -178,7 +179,10 @@ void bind_partition(nb::module_& m);
 void bind_feature(nb::module_& m);
 void bind_node_state(nb::module_& m);  // writable per-node rows (NodeState)
 void bind_share(nb::module_& m);
-void bind_cuda(nb::module_& m);         // every build (stubs throw without CUDA)
+void bind_cuda(nb::module_& m);  // every build (stubs throw without CUDA)
+// "zeros", "normal" or "uniform" (ValueError otherwise): NodeState's and RemoteNodeState's init.
+Init node_init_kind(const std::string& name);
+
 void bind_dist(nb::module_& m);         // only in builds with the gRPC service (VOLLEY_WITH_DIST)
 void bind_dist_hetero(nb::module_& m);  // the same (bind_dist_hetero.cc)
 

@@ -19,8 +19,8 @@ namespace volley::python {
 // Adds `__init__(directory, part, *, listen, token, threads, peers, peer_token,
 // peer_deadline_seconds, max_request_bytes, max_reply_bytes, max_ids_per_call,
 // memory_limit_bytes, default_concurrency, tls_cert, tls_key, tls_client_ca, peer_tls_ca,
-// max_epoch_streams)` to the binding of `ServerType` (constructed from (directory, part,
-// ServerOptions), the GIL released meanwhile).
+// max_epoch_streams, max_node_data_bytes)` to the binding of `ServerType` (constructed from
+// (directory, part, ServerOptions), the GIL released meanwhile).
 template <typename ServerType>
 void def_server_init(nanobind::class_<ServerType>& cls, const char* doc) {
   namespace nb = nanobind;
@@ -32,7 +32,7 @@ void def_server_init(nanobind::class_<ServerType>& cls, const char* doc) {
          int64_t max_reply_bytes, int64_t max_ids_per_call, int64_t memory_limit_bytes,
          int default_concurrency, const std::string& tls_cert, const std::string& tls_key,
          const std::string& tls_client_ca, const std::string& peer_tls_ca,
-         int64_t max_epoch_streams) {
+         int64_t max_epoch_streams, int64_t max_node_data_bytes) {
         dist::ServerOptions options;
         options.tls = {tls_client_ca, tls_cert, tls_key};
         options.listen = listen;
@@ -41,6 +41,7 @@ void def_server_init(nanobind::class_<ServerType>& cls, const char* doc) {
         options.limits.max_request_bytes = max_request_bytes;
         options.limits.max_reply_bytes = max_reply_bytes;
         options.limits.max_ids_per_call = max_ids_per_call;
+        options.limits.max_node_data_bytes = max_node_data_bytes;
         options.memory_limit_bytes = memory_limit_bytes;
         options.peers = std::move(peers);
         options.peer_client.token = peer_token;
@@ -59,7 +60,8 @@ void def_server_init(nanobind::class_<ServerType>& cls, const char* doc) {
       nb::arg("max_ids_per_call") = dist::ServerLimits{}.max_ids_per_call,
       nb::arg("memory_limit_bytes") = int64_t{4} << 30, nb::arg("default_concurrency") = 0,
       nb::arg("tls_cert") = "", nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
-      nb::arg("peer_tls_ca") = "", nb::arg("max_epoch_streams") = 0, doc);
+      nb::arg("peer_tls_ca") = "", nb::arg("max_epoch_streams") = 0,
+      nb::arg("max_node_data_bytes") = 0, doc);
 }
 
 }  // namespace volley::python

@@ -145,6 +145,7 @@ def serve(
     tls_client_ca: Optional[PathLike] = None,
     peer_tls_ca: Optional[PathLike] = None,
     max_epoch_streams: int = 0,
+    max_node_data_bytes: int = 0,
 ) -> Server:
     """Serves partition ``part`` of a partitioned dataset from this process (memory-mapped).
 
@@ -181,6 +182,9 @@ def serve(
         max_epoch_streams: server-client epoch streams open at once (0: 4 × ``threads``);
             one more is refused as busy (``VolleyConnectionError``). A stream whose trainer
             pauses holds no server thread, only its prefetched batches.
+        max_node_data_bytes: the node tables (``volley.NodeStore(servers=...)``) this server
+            holds at once, in bytes (0: half the machine's memory); a table that does not fit
+            is refused with ``VolleyValueError``.
 
     A heterogeneous partitioned directory (``volley partition`` of a heterogeneous dataset) is
     served too: typed sampling and per-type rows for ``DistNeighborLoader(...,
@@ -198,7 +202,7 @@ def serve(
         part=part, threads=threads, concurrency=concurrency, max_epoch_streams=max_epoch_streams,
         max_request_bytes=max_request_bytes if max_message_bytes is None else max_message_bytes,
         max_reply_bytes=max_reply_bytes, max_ids_per_call=max_ids_per_call,
-        memory_limit_bytes=memory_limit_bytes)
+        memory_limit_bytes=memory_limit_bytes, max_node_data_bytes=max_node_data_bytes)
     peer_deadline = _tensor.check_seconds(peer_deadline, "peer_deadline")
     # One set of options for either kind of partition (hetero_server.h / server.h).
     typed = _native().is_hetero_partitioned_directory(os.fspath(directory))
@@ -221,6 +225,7 @@ def serve(
         tls_client_ca=_path_or_empty(tls_client_ca),
         peer_tls_ca=_path_or_empty(peer_tls_ca),
         max_epoch_streams=numbers["max_epoch_streams"],
+        max_node_data_bytes=numbers["max_node_data_bytes"],
     )
     return Server(native)
 
@@ -317,6 +322,12 @@ class DistGraph:
     @property
     def addresses(self) -> List[str]:
         return list(self._addresses)
+
+    def _connect_options(self) -> Dict[str, Any]:
+        """How to reach the same servers (``volley.NodeStore(servers=graph)``)."""
+        return dict(addresses=[a for a in self._addresses], token=self._token,
+                    deadline_seconds=self._deadline, connect_seconds=self._connect_timeout,
+                    **self._tls)
 
     @property
     def info(self) -> Dict[str, Any]:

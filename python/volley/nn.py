@@ -56,7 +56,7 @@ class Embedding(_Module):  # type: ignore[misc]
     def __init__(self, num_nodes: Union[int, Dict[str, int]], dim: int, *,
                  name: str = "embedding", store: Optional[NodeStore] = None,
                  dtype: Any = "float32", init: str = "normal", scale: float = 1.0, seed: int = 0,
-                 optimizer_slots: int = 2):
+                 optimizer_slots: int = 2, exist_ok: bool = False):
         if torch is None:
             from ._volley import VolleyImportError
 
@@ -68,7 +68,8 @@ class Embedding(_Module):  # type: ignore[misc]
         counts = num_nodes if self.typed else {None: num_nodes}
         for offset, (node_type, count) in enumerate(counts.items()):
             self.store.init(name, count, dim, node_type=node_type, dtype=dtype, init=init,
-                            scale=scale, seed=seed + offset, optimizer_slots=optimizer_slots)
+                            scale=scale, seed=seed + offset, optimizer_slots=optimizer_slots,
+                            exist_ok=exist_ok)
         self.node_types: List[Optional[str]] = list(counts)
         self.dim = dim
         self._trace: List[Tuple[Optional[str], np.ndarray, Any]] = []

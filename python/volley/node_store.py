@@ -6,6 +6,14 @@
     store.push("h", ids, new_rows)                       # assign (or op="add": accumulate)
     store.init("emb", 1000, 32, node_type="author", optimizer_slots=2)
 
+Where the tables live is a parameter: in this process (the default), in shared memory
+(``shared=True``), or on the servers of a partitioned dataset (``servers=``: each server holds
+the rows of the nodes it owns, every call is split by owner)::
+
+    store = volley.NodeStore(servers=["10.0.0.1:5000", "10.0.0.2:5000"], token=token)
+    store.init("emb", num_authors, 64, node_type="author", init="normal", scale=0.1,
+               optimizer_slots=2, exist_ok=True)    # every trainer may call it; ids are new ids
+
 A homogeneous graph is the one-type case: ``node_type=None``. Tables hold float32, float16 or
 bfloat16 rows, with room for up to two float32 optimizer-state rows beside each row
 (``optimizer_slots``; ``volley.optim``'s sparse optimizers keep their state there). See
@@ -16,9 +24,14 @@ Semantics (the native ``NodeState``, ``src/volley/feature/node_state.h``):
 - A reader never sees a row half written, whatever thread or process writes it; a writer
   killed mid-row (``kill -9``) leaves the row as it was. Writes to the same row are serialised;
   a call is not atomic as a whole (a reader may see some of its rows written, others not yet).
-- Repeated ids in one call: ``assign`` keeps the last position's value; ``add`` and optimizer
-  steps sum an id's values first (in position order) and apply the sum once. Results do not
-  depend on the thread count.
+- Repeated ids in one call: pushes apply positions in order (``assign`` keeps the last
+  position's value, ``add`` adds each in turn, as ``index_add_``); optimizer steps sum an id's
+  gradients first (in position order) and apply the sum once. Results do not depend on the
+  thread count, nor on the placement: a table on the servers holds, bit for bit, what a local
+  one holds after the same calls.
+- On the servers, a table lives in the servers' memory (a restarted server has lost it:
+  checkpoint with ``state_dict``), ids are the partitioned (new) ids of the node type, and a
+  call is split over the servers (each server's part of it as above).
 - ``shared=True`` puts tables in anonymous shared memory: the store pickles by handle
   (``torch.multiprocessing`` spawn, DDP), and a write by one process is seen by all.
   ``share_memory_()`` moves a local store there (before other threads use it).
@@ -76,23 +89,42 @@ def _float_rows(values: Any, count: int, dim: int, what: str) -> np.ndarray:
 
 
 class NodeStore(_feature_store_base()):  # type: ignore[misc]
-    """Named, writable node tables, local or in shared memory.
+    """Named, writable node tables: local, in shared memory, or on the partition servers.
 
     Args:
         shared: keep every table in anonymous shared memory (see the module docstring).
+        servers: keep every table on the servers of a partitioned dataset: their addresses in
+            part order (a list or a comma-separated string), or a ``volley.dist.DistGraph``
+            (its addresses and options).
+        token, deadline, connect_timeout, tls_ca, tls_cert, tls_key: how to reach the servers,
+            as ``volley.dist.DistGraph`` takes them.
+
+    Raises:
+        VolleyValueError: ``shared=True`` with ``servers``.
+        VolleyConnectionError, VolleyPermissionError: servers unreachable, a wrong token.
     """
 
-    def __init__(self, shared: bool = False):
+    def __init__(self, shared: bool = False, *, servers: Any = None, token: Optional[str] = None,
+                 deadline: float = 30.0, connect_timeout: float = 30.0,
+                 tls_ca: Any = None, tls_cert: Any = None, tls_key: Any = None):
         if _feature_store_base() is not object:
             super().__init__()
         self._shared = bool(shared)
         self._tables: Dict[Key, Any] = {}
+        self._service = None
+        self._connect: Optional[Dict[str, Any]] = None
+        if servers is not None:
+            if self._shared:
+                raise VolleyValueError("shared=True and servers= are two placements: pick one")
+            self._connect = _connect_options(servers, token, deadline, connect_timeout, tls_ca,
+                                             tls_cert, tls_key)
+            self._service = _volley.NodeDataService.connect(**self._connect)
 
     # --- tables ---------------------------------------------------------------------------
 
     def init(self, name: str, num_nodes: int, dim: int, *, node_type: Optional[str] = None,
              dtype: Any = "float32", init: str = "zeros", scale: float = 1.0, seed: int = 0,
-             optimizer_slots: int = 0) -> None:
+             optimizer_slots: int = 0, exist_ok: bool = False) -> None:
         """Creates table ``name`` (of ``node_type``): ``num_nodes`` rows of ``dim``.
 
         Args:
@@ -101,37 +133,62 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
             dtype: float32, float16 or bfloat16 (a name or a torch dtype).
             optimizer_slots: float32 state rows per row for ``volley.optim`` (0, 1 for
                 SparseAdagrad, 2 for SparseAdam).
+            exist_ok: an existing table of the same size, dtype and slots is kept as it is
+                (every DDP rank may call init; the first one creates it).
 
         Raises:
-            VolleyValueError: a name that already exists, a bad size, dtype, init or slots.
+            VolleyValueError: a name that already exists (without ``exist_ok``, or with another
+                size, dtype or slots), a bad size, dtype, init or slots; on the servers, a
+                ``num_nodes`` other than the node type's.
         """
         key = self._key(name, node_type)
-        if key in self._tables:
-            raise VolleyValueError(f"node data {self._describe(key)} already exists "
-                                   "(remove it first, or push to it)")
         init = _tensor.check_choice(init, "init", INITS)
         num_nodes = _tensor.check_int(num_nodes, "num_nodes", 0, 2**62)
         dim = _tensor.check_int(dim, "dim", 1, 2**31)
         scale = _tensor.check_real(scale, "scale", 0.0)
-        table = _volley.NodeState.create(num_nodes, dim, _dtype_name(dtype),
-                                         _tensor.check_int(optimizer_slots, "optimizer_slots",
-                                                           0, 2), self._shared)
+        slots = _tensor.check_int(optimizer_slots, "optimizer_slots", 0, 2)
+        seed = _tensor.check_int(seed, "seed", 0, 2**64 - 1)
+        dtype = _dtype_name(dtype)
+        if self._service is not None:
+            total = self._service.num_nodes(node_type or "")
+            if num_nodes != total:
+                raise VolleyValueError(f"node data {self._describe(key)}: num_nodes {num_nodes} "
+                                       f"is not the served node count {total}")
+            self._tables[key] = _volley.RemoteNodeState.create(
+                self._service, name, node_type or "", dim, dtype, slots, init, scale, seed,
+                bool(exist_ok))
+            return
+        old = self._tables.get(key)
+        if old is not None:
+            if not exist_ok or (old.rows, old.dim, old.dtype, old.state_slots) != (
+                    num_nodes, dim, dtype, slots):
+                raise VolleyValueError(
+                    f"node data {self._describe(key)} already exists as [{old.rows}, {old.dim}] "
+                    f"{old.dtype} with {old.state_slots} slot(s) (remove it first, or push to it)")
+            return
+        table = _volley.NodeState.create(num_nodes, dim, dtype, slots, self._shared)
         if init != "zeros":
-            table.initialize(init, scale, _tensor.check_int(seed, "seed", 0, 2**64 - 1))
+            table.initialize(init, scale, seed)
         self._tables[key] = table
 
     def table(self, name: str, node_type: Optional[str] = None) -> Any:
         """The native table (``_volley.NodeState``) behind ``name``. VolleyValueError if none."""
         key = self._key(name, node_type)
         table = self._tables.get(key)
+        if table is None and self._service is not None:  # made by another trainer
+            table = self._tables[key] = _volley.RemoteNodeState.open(
+                self._service, name, node_type or "")
         if table is None:
             known = ", ".join(self._describe(k) for k in self._tables) or "none"
             raise VolleyValueError(f"no node data {self._describe(key)} (known: {known})")
         return table
 
     def remove(self, name: str, node_type: Optional[str] = None) -> None:
-        """Drops a table (other processes that attached keep their mapping)."""
-        self.table(name, node_type)
+        """Drops a table (other processes that attached keep their mapping; on the servers,
+        the table is gone for every trainer)."""
+        table = self.table(name, node_type)
+        if self._service is not None:
+            table.remove()
         del self._tables[self._key(name, node_type)]
 
     def names(self) -> List[Key]:
@@ -179,9 +236,15 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
     def shared(self) -> bool:
         return self._shared
 
+    @property
+    def placement(self) -> str:
+        """``"local"``, ``"shared"`` or ``"servers"``."""
+        return "servers" if self._service is not None else "shared" if self._shared else "local"
+
     def share_memory_(self) -> "NodeStore":
-        """Moves every table to shared memory (copying it once); returns the store."""
-        if not self._shared:
+        """Moves every table to shared memory (copying it once); returns the store. Tables on
+        the servers are reached from every process already: nothing moves."""
+        if not self._shared and self._service is None:
             for key, table in list(self._tables.items()):
                 moved = _volley.NodeState.create(table.rows, table.dim, table.dtype,
                                                  table.state_slots, True)
@@ -191,6 +254,8 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
         return self
 
     def __reduce__(self) -> tuple:
+        if self._service is not None:  # the copy connects again and opens the same tables
+            return (_connect_store, (self._connect, list(self._tables)))
         self.share_memory_()
         handles = [(key, table.handle) for key, table in self._tables.items()]
         return (_attach_store, (handles,))
@@ -307,7 +372,7 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
     def __repr__(self) -> str:
         tables = ", ".join(f"{self._describe(k)}: [{t.rows}, {t.dim}] {t.dtype}"
                            for k, t in self._tables.items())
-        return f"NodeStore({'shared' if self._shared else 'local'}; {tables or 'empty'})"
+        return f"NodeStore({self.placement}; {tables or 'empty'})"
 
 
 def _rows_2d(tensor: Any) -> Any:
@@ -323,3 +388,33 @@ def _attach_store(handles: List[Tuple[Key, str]]) -> NodeStore:
         store._tables[key] = _volley.NodeState.attach(handle)
     return store
 
+
+
+def _connect_options(servers: Any, token: Optional[str], deadline: float, connect_timeout: float,
+                     tls_ca: Any, tls_cert: Any, tls_key: Any) -> Dict[str, Any]:
+    """NodeDataService.connect's arguments: from a DistGraph, or from addresses and options."""
+    import os
+
+    graph_options = getattr(servers, "_connect_options", None)
+    if callable(graph_options):
+        return graph_options()
+    if isinstance(servers, str):
+        servers = [a.strip() for a in servers.split(",")]
+    addresses = [str(a) for a in servers]
+    if not addresses:
+        raise VolleyValueError("servers lists no address (one host:port per part)")
+    return dict(addresses=addresses, token=token or "",
+                deadline_seconds=_tensor.check_seconds(deadline, "deadline"),
+                connect_seconds=_tensor.check_seconds(connect_timeout, "connect_timeout"),
+                **{key: "" if value is None else os.fspath(value) for key, value in
+                   (("tls_ca", tls_ca), ("tls_cert", tls_cert), ("tls_key", tls_key))})
+
+
+def _connect_store(options: Dict[str, Any], keys: List[Key]) -> NodeStore:
+    store = NodeStore.__new__(NodeStore)
+    NodeStore.__init__(store)
+    store._connect = options
+    store._service = _volley.NodeDataService.connect(**options)
+    for node_type, name in keys:
+        store.table(name, node_type)
+    return store

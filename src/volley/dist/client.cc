@@ -162,6 +162,35 @@ void check_info(const grpc::Status& status, const rpc::InfoReply& reply, const s
                  who, reply.protocol(), reply.volley_version(), kProtocolVersion);
 }
 
+void check_parts(const std::vector<std::unique_ptr<InfoCall>>& calls,
+                 const std::vector<std::string>& addresses, const ClientOptions& options,
+                 std::string fingerprint, std::string reference,
+                 const std::function<void(int64_t, const rpc::InfoReply&)>& each) {
+  const auto parts = static_cast<int64_t>(addresses.size());
+  for (int64_t p = 0; p < parts; ++p) {
+    const auto& call = calls[static_cast<size_t>(p)];
+    if (!call) continue;
+    const std::string& address = addresses[static_cast<size_t>(p)];
+    const rpc::InfoReply& reply = call->reply;
+    check_info(call->status, reply, address, p, options.connect_seconds);
+    VOLLEY_REQUIRE(reply.part() == p && reply.num_parts() == parts, ValueError,
+                   "{} serves part {} of {}, but it was given as the address of part {} of {}; "
+                   "list the addresses in part order",
+                   address, reply.part(), reply.num_parts(), p, parts);
+    if (fingerprint.empty()) {
+      fingerprint = reply.fingerprint();
+      reference = fmt::format("part {} at {}", p, address);
+    }
+    VOLLEY_REQUIRE(
+        reply.fingerprint() == fingerprint, ValueError,
+        "part {} at {} serves dataset '{}' with fingerprint {}, but {} has fingerprint {}: the "
+        "servers must serve parts of the same partitioned dataset",
+        p, address, quoted(reply.dataset_name()), quoted(reply.fingerprint()), reference,
+        fingerprint);
+    each(p, reply);
+  }
+}
+
 std::string tls_failure(const std::string& message, bool client_tls, bool client_certificate) {
   std::string lower(message);
   std::transform(lower.begin(), lower.end(), lower.begin(),
@@ -268,18 +297,24 @@ PartLimits part_limits(const rpc::InfoReply& reply, const ClientOptions& options
   }
   if (reply.max_request_bytes() > 0) {
     limits.max_ids = std::min(limits.max_ids, (reply.max_request_bytes() - kMessageSlack) / 8);
+    limits.max_request_bytes = reply.max_request_bytes();
   }
   // What this client may receive and send, too.
   limits.max_reply_bytes =
       std::min(limits.max_reply_bytes, options.max_message_bytes - kMessageSlack);
+  limits.max_request_bytes =
+      std::min(limits.max_request_bytes, options.max_message_bytes) - kMessageSlack;
   limits.max_ids = std::max<int64_t>(
       1, std::min(limits.max_ids, (options.max_message_bytes - kMessageSlack) / 8));
   return limits;
 }
 
-int64_t targets_per_call(const PartLimits& limits, int64_t bytes_per_target) {
+int64_t targets_per_call(const PartLimits& limits, int64_t bytes_per_target,
+                         int64_t request_bytes_per_target) {
   const int64_t by_reply = limits.max_reply_bytes / std::max<int64_t>(1, bytes_per_target);
-  return std::max<int64_t>(1, std::min(limits.max_ids, by_reply));
+  const int64_t by_request =
+      limits.max_request_bytes / std::max<int64_t>(1, request_bytes_per_target);
+  return std::max<int64_t>(1, std::min({limits.max_ids, by_reply, by_request}));
 }
 
 }  // namespace internal
@@ -298,37 +333,18 @@ using internal::service_info;
 // Info from every remote server (all in flight at once; wait_for_ready so servers that are still
 // starting are waited for, up to connect_seconds), checked against each other and `local`.
 void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
-  const int64_t parts = static_cast<int64_t>(state.addresses.size());
   const auto calls = internal::info_from_all(state.stubs, state.addresses, state.options);
-  std::string fingerprint = local_fingerprint;
-  int64_t reference = -1;  // the part whose answer set fingerprint
-  for (int64_t p = 0; p < parts; ++p) {
-    const auto& call = calls[static_cast<size_t>(p)];
-    if (!call) continue;
-    const std::string& address = state.addresses[static_cast<size_t>(p)];
-    const rpc::InfoReply& reply = call->reply;
-    check_info(call->status, reply, address, p, state.options.connect_seconds);
-    VOLLEY_REQUIRE(reply.part() == p && reply.num_parts() == parts, ValueError,
-                   "{} serves part {} of {}, but it was given as the address of part {} of {}; "
-                   "list the addresses in part order",
-                   address, reply.part(), reply.num_parts(), p, parts);
-    if (fingerprint.empty()) {
-      fingerprint = reply.fingerprint();
-      reference = p;
-    }
-    VOLLEY_REQUIRE(
-        reply.fingerprint() == fingerprint, ValueError,
-        "part {} at {} serves dataset '{}' with fingerprint {}, but {} has fingerprint {}: the "
-        "servers must serve parts of the same partitioned dataset",
-        p, address, quoted(reply.dataset_name()), quoted(reply.fingerprint()),
-        reference >= 0 ? fmt::format("part {} at {}", reference,
-                                     state.addresses[static_cast<size_t>(reference)])
-                       : std::string("the local partition"),
-        fingerprint);
-    state.limits[static_cast<size_t>(p)] = internal::part_limits(reply, state.options);
-    if (state.info.num_edges == 0) state.info.num_edges = reply.num_edges();
-    if (state.info.fingerprint.empty()) state.info = service_info(reply, address);
-  }
+  internal::check_parts(calls, state.addresses, state.options, local_fingerprint,
+                        local_fingerprint.empty() ? "" : "the local partition",
+                        [&](int64_t p, const rpc::InfoReply& reply) {
+                          const std::string& address = state.addresses[static_cast<size_t>(p)];
+                          state.limits[static_cast<size_t>(p)] =
+                              internal::part_limits(reply, state.options);
+                          if (state.info.num_edges == 0) state.info.num_edges = reply.num_edges();
+                          if (state.info.fingerprint.empty()) {
+                            state.info = service_info(reply, address);
+                          }
+                        });
 }
 
 }  // namespace

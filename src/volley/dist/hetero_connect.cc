@@ -93,33 +93,22 @@ HeteroServiceInfo local_service_info(const HeteroPartition& local,
 // Info from every remote server at once (waiting for servers still starting), checked against
 // each other and the local part.
 void handshake(DistHeteroGraph::State& state) {
-  const int64_t parts = state.num_parts();
   const auto calls = internal::info_from_all(state.stubs, state.addresses, state.options);
-  std::string reference = state.local_part >= 0 ? "the local partition" : "";
-  for (int64_t p = 0; p < parts; ++p) {
-    if (p == state.local_part) continue;
-    const std::string& address = state.addresses[static_cast<size_t>(p)];
-    const rpc::InfoReply& reply = calls[static_cast<size_t>(p)]->reply;
-    internal::check_info(calls[static_cast<size_t>(p)]->status, reply, address, p,
-                         state.options.connect_seconds);
-    VOLLEY_REQUIRE(reply.part() == p && reply.num_parts() == parts, ValueError,
-                   "{} serves part {} of {}, but it was given as the address of part {} of {}; "
-                   "list the addresses in part order",
-                   address, reply.part(), reply.num_parts(), p, parts);
-    HeteroServiceInfo info = internal::hetero_service_info(reply, address);
-    if (reference.empty()) {
-      state.info = std::move(info);
-      reference = fmt::format("part {} at {}", p, address);
-    }
-    VOLLEY_REQUIRE(reply.fingerprint() == state.info.fingerprint, ValueError,
-                   "part {} at {} serves dataset '{}' with fingerprint {}, but {} has "
-                   "fingerprint {}: the servers must serve parts of the same partitioned dataset",
-                   p, address, internal::quoted(reply.dataset_name()),
-                   internal::quoted(reply.fingerprint()), reference, state.info.fingerprint);
-    state.limits[static_cast<size_t>(p)] = internal::part_limits(reply, state.options);
-    auto& degrees = state.max_degree[static_cast<size_t>(p)];
-    for (const rpc::EdgeTypeInfo& type : reply.edge_types()) degrees.push_back(type.max_degree());
-  }
+  const bool local = state.local_part >= 0;
+  internal::check_parts(
+      calls, state.addresses, state.options, local ? state.info.fingerprint : "",
+      local ? "the local partition" : "", [&](int64_t p, const rpc::InfoReply& reply) {
+        const auto part = static_cast<size_t>(p);
+        if (state.info.fingerprint.empty()) {
+          state.info = internal::hetero_service_info(reply, state.addresses[part]);
+        } else {
+          internal::hetero_service_info(reply, state.addresses[part]);
+        }
+        state.limits[part] = internal::part_limits(reply, state.options);
+        for (const rpc::EdgeTypeInfo& type : reply.edge_types()) {
+          state.max_degree[part].push_back(type.max_degree());
+        }
+      });
 }
 
 }  // namespace

@@ -339,6 +339,19 @@ struct HeteroServer::State final
     });
   }
 
+  grpc::Status NodeData(grpc::ServerContext* context, const rpc::NodeDataRequest* request,
+                        rpc::NodeDataReply* reply) override {
+    return serve(context, [&] {
+      int type = -1;
+      if (auto status = node_type(request->node_type(), type); !status.ok()) return status;
+      const NodeTypeInfo& info = graph().node_types()[static_cast<size_t>(type)];
+      return answer_node_data(*request,
+                              {part(), partition->first_node(info.name), info.num_nodes,
+                               options.limits.max_ids_per_call},
+                              *reply);
+    });
+  }
+
   grpc::Status get_rows_into(const rpc::RowsRequest& request, std::vector<int64_t>& ids,
                              rpc::RowsReply& reply) {
     int type = -1;

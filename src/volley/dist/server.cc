@@ -265,6 +265,20 @@ struct Server::State final
     return grpc::Status::OK;
   }
 
+  grpc::Status NodeData(grpc::ServerContext* context, const rpc::NodeDataRequest* request,
+                        rpc::NodeDataReply* reply) override {
+    return serve(context, [&] {
+      if (!request->node_type().empty()) {
+        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                      fmt::format("part {}: node type '{}' named, but this partition is "
+                                  "homogeneous (leave node_type empty)",
+                                  partition->part, internal::quoted(request->node_type(), 64)));
+      }
+      return answer_node_data(
+          *request, {partition->part, first(), rows(), options.limits.max_ids_per_call}, *reply);
+    });
+  }
+
   // A heterogeneous partition's call, refused by name (gRPC's default names nothing).
   grpc::Status SampleHeteroBatches(grpc::ServerContext*, const rpc::HeteroBatchesRequest*,
                                    grpc::ServerWriter<rpc::HeteroBatchMessage>*) override {

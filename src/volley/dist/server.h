@@ -53,6 +53,8 @@ struct ServerLimits {
   int64_t max_request_bytes = int64_t{512} << 20;  // a request message, as received
   int64_t max_reply_bytes = int64_t{64} << 20;     // a reply (or batch) message, as sent
   int64_t max_ids_per_call = int64_t{1} << 23;     // ids / targets listed in one request
+  // Node tables (NodeData) the server holds at once; 0: half the machine's memory.
+  int64_t max_node_data_bytes = 0;
   // The largest fanout one target may ask with replace=true: its picks must fit one reply
   // (16 bytes a pick: neighbor and edge id).
   int64_t max_fanout() const { return (max_reply_bytes - 4) / 16; }

@@ -26,6 +26,9 @@ void prepare_server_options(ServerOptions& options, int64_t part, int64_t num_pa
   VOLLEY_REQUIRE(options.max_epoch_streams >= 0, ValueError,
                  "max_epoch_streams must be >= 0, got {}", options.max_epoch_streams);
   check_limits(options.limits);
+  VOLLEY_REQUIRE(options.limits.max_node_data_bytes >= 0, ValueError,
+                 "max_node_data_bytes must be >= 0 (0: half the memory), got {}",
+                 options.limits.max_node_data_bytes);
   options.limits.max_ids_per_call =
       std::min(options.limits.max_ids_per_call, options.limits.max_request_bytes / 8);
   VOLLEY_REQUIRE(options.memory_limit_bytes >= (int64_t{64} << 20), ValueError,

@@ -413,15 +413,17 @@ int NodeState::state_slots() const {
 }
 int64_t NodeState::steps() const { return table_of(buffer_).header->steps.load(); }
 
-void NodeState::initialize(Init init, double scale, uint64_t seed) {
+void NodeState::initialize(Init init, double scale, uint64_t seed, int64_t first_id) {
   const Table table = table_of(buffer_);
   const int64_t dim = table.header->dim;
   VOLLEY_REQUIRE(init == Init::kZeros || (std::isfinite(scale) && scale >= 0), ValueError,
                  "NodeState: the init scale must be finite and >= 0, got {}", scale);
+  VOLLEY_REQUIRE(first_id >= 0, ValueError, "NodeState: the first id must be >= 0, got {}",
+                 first_id);
   parallel_for(0, table.header->rows, 1024, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
-      PhiloxStream rng(seed,
-                       {0u, static_cast<uint32_t>(row), static_cast<uint32_t>(row >> 32), 7u});
+      const auto id = static_cast<uint64_t>(first_id + row);
+      PhiloxStream rng(seed, {0u, static_cast<uint32_t>(id), static_cast<uint32_t>(id >> 32), 7u});
       std::byte* record = table.record(row);
       for (int64_t k = 0; k < dim; ++k) {
         float value = 0.0f;
@@ -503,8 +505,8 @@ void NodeState::push(std::span<const int64_t> ids, std::span<const float> values
   });
 }
 
-void NodeState::step(std::span<const int64_t> ids, std::span<const float> grads,
-                     const OptimizerStep& step) {
+int64_t NodeState::step(std::span<const int64_t> ids, std::span<const float> grads,
+                        const OptimizerStep& step) {
   const Table table = table_of(buffer_);
   const int needed = step.kind == OptimizerKind::kAdam ? 2 : 1;
   VOLLEY_REQUIRE(static_cast<int>(table.header->state_slots) >= needed, ValueError,
@@ -519,7 +521,10 @@ void NodeState::step(std::span<const int64_t> ids, std::span<const float> grads,
   const int64_t dim = table.header->dim;
   check_values(ids, grads, dim, "step gradients");
   check_ids(ids, table.header->rows);
-  const int64_t count_step = table.header->steps.fetch_add(1) + 1;
+  VOLLEY_REQUIRE(step.step_number >= 0, ValueError,
+                 "NodeState: the step number must be >= 0 (0: the next), got {}", step.step_number);
+  const int64_t count_step =
+      step.step_number > 0 ? step.step_number : table.header->steps.fetch_add(1) + 1;
   const float step_size = adam_step_size(step, count_step);
   const auto fold = [&](const Groups& groups, int64_t group, float* out) {
     group_sum(groups, group, grads, dim, out);
@@ -533,22 +538,28 @@ void NodeState::step(std::span<const int64_t> ids, std::span<const float> grads,
                      adagrad(dim, value, table.state(record, 0), grad, step);
                    }
                  });
+  return count_step;
 }
 
-NodeStateSnapshot NodeState::snapshot() const {
+NodeStateSnapshot NodeState::snapshot(int64_t begin, int64_t end) const {
   const Table table = table_of(buffer_);
-  const int64_t rows = table.header->rows, dim = table.header->dim;
+  const int64_t dim = table.header->dim;
+  if (end < 0) end = table.header->rows;
+  VOLLEY_REQUIRE(begin >= 0 && begin <= end && end <= table.header->rows, IndexError,
+                 "NodeState: rows [{}, {}) are not within the table's {} rows", begin, end,
+                 table.header->rows);
   const int slots = static_cast<int>(table.header->state_slots);
-  NodeStateSnapshot snapshot{Array::empty(table.dtype(), {rows, dim}),
-                             Array::empty(DType::kFloat32, {rows, slots, dim}),
+  NodeStateSnapshot snapshot{Array::empty(table.dtype(), {end - begin, dim}),
+                             Array::empty(DType::kFloat32, {end - begin, slots, dim}),
                              table.header->steps.load()};
   const size_t value_bytes = static_cast<size_t>(dim) * dtype_size(table.dtype());
   const size_t state_bytes = static_cast<size_t>(slots) * dim * 4;
-  parallel_for(0, rows, 1024, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
+  parallel_for(begin, end, 1024, [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) {
       read_row(table, row, [&](const std::byte* record) {
-        std::memcpy(snapshot.values.raw_data() + row * value_bytes, record, value_bytes);
-        std::memcpy(snapshot.state.raw_data() + row * state_bytes,
+        const auto at = static_cast<size_t>(row - begin);
+        std::memcpy(snapshot.values.raw_data() + at * value_bytes, record, value_bytes);
+        std::memcpy(snapshot.state.raw_data() + at * state_bytes,
                     record + table.header->value_bytes, state_bytes);
       });
     }
@@ -556,31 +567,36 @@ NodeStateSnapshot NodeState::snapshot() const {
   return snapshot;
 }
 
-void NodeState::restore(const NodeStateSnapshot& snapshot) {
+void NodeState::restore(const NodeStateSnapshot& snapshot, int64_t first_row) {
   const Table table = table_of(buffer_);
-  const int64_t rows = table.header->rows, dim = table.header->dim;
+  const int64_t dim = table.header->dim;
   const int64_t slots = table.header->state_slots;
+  const int64_t rows = snapshot.values.ndim() == 2 ? snapshot.values.shape()[0] : -1;
   const std::vector<int64_t> value_shape{rows, dim}, state_shape{rows, slots, dim};
-  const bool fits =
-      snapshot.values.dtype() == table.dtype() && snapshot.values.shape() == value_shape &&
-      snapshot.state.dtype() == DType::kFloat32 && snapshot.state.shape() == state_shape;
+  const bool fits = rows >= 0 && snapshot.values.dtype() == table.dtype() &&
+                    snapshot.values.shape() == value_shape &&
+                    snapshot.state.dtype() == DType::kFloat32 &&
+                    snapshot.state.shape() == state_shape;
   VOLLEY_REQUIRE(fits, ValueError,
                  "NodeState: a snapshot of values {} and state {} does not fit a table of "
-                 "{} rows, dim {}, {}, {} state slot(s)",
-                 snapshot.values.describe(), snapshot.state.describe(), rows, dim,
+                 "dim {}, {}, {} state slot(s)",
+                 snapshot.values.describe(), snapshot.state.describe(), dim,
                  dtype_name(table.dtype()), slots);
+  VOLLEY_REQUIRE(first_row >= 0 && first_row <= table.header->rows - rows, IndexError,
+                 "NodeState: {} snapshot rows from row {} do not fit the table's {} rows", rows,
+                 first_row, table.header->rows);
   const size_t value_bytes = static_cast<size_t>(dim) * dtype_size(table.dtype());
   const size_t state_bytes = static_cast<size_t>(slots) * dim * 4;
   parallel_for(0, rows, 1024, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      write_row(table, row, table.record_bytes(), [&](std::byte* record) {
-        std::memcpy(record, snapshot.values.raw_data() + row * value_bytes, value_bytes);
+    for (int64_t at = begin; at < end; ++at) {
+      write_row(table, first_row + at, table.record_bytes(), [&](std::byte* record) {
+        std::memcpy(record, snapshot.values.raw_data() + at * value_bytes, value_bytes);
         std::memcpy(record + table.header->value_bytes,
-                    snapshot.state.raw_data() + row * state_bytes, state_bytes);
+                    snapshot.state.raw_data() + at * state_bytes, state_bytes);
       });
     }
   });
-  table.header->steps.store(snapshot.steps);
+  if (snapshot.steps >= 0) table.header->steps.store(snapshot.steps);
 }
 
 namespace internal {

@@ -62,6 +62,9 @@ struct OptimizerStep {
   float eps = 1e-10f;  // torch's defaults: 1e-10 (Adagrad), 1e-8 (SparseAdam)
   float beta1 = 0.9f;
   float beta2 = 0.999f;
+  // 0: the table's next step (its count advances by one); > 0: this step number, the count
+  // unchanged (one logical step applied in several calls, as the service splits one).
+  int64_t step_number = 0;
 };
 
 // Everything a NodeState holds, in plain arrays (checkpoints): values [N, D] in the row dtype,
@@ -72,7 +75,40 @@ struct NodeStateSnapshot {
   int64_t steps = 0;
 };
 
-class NodeState {
+// The rows of a node table, wherever they live: in this process or shared memory (NodeState
+// below) or on the partition servers (dist/node_state_client.h, RemoteNodeState). Every
+// implementation keeps the contracts above.
+class NodeTable {
+ public:
+  virtual ~NodeTable() = default;
+
+  virtual int64_t rows() const = 0;
+  virtual int64_t dim() const = 0;
+  virtual DType dtype() const = 0;
+  virtual int state_slots() const = 0;
+  virtual int64_t steps() const = 0;
+
+  // out[i, :] = row ids[i], as `out_dtype` (the row dtype or float32); out holds ids.size() × D.
+  virtual void pull(std::span<const int64_t> ids, DType out_dtype, std::byte* out) const = 0;
+  // Writes float32 values [ids.size(), D] to the rows (see the contracts for repeated ids).
+  virtual void push(std::span<const int64_t> ids, std::span<const float> values, WriteOp op) = 0;
+  // Applies one optimizer step for float32 gradients [ids.size(), D]; returns its step number
+  // (OptimizerStep::step_number). ValueError when the table has fewer state slots than the
+  // optimizer needs (Adagrad 1, Adam 2).
+  virtual int64_t step(std::span<const int64_t> ids, std::span<const float> grads,
+                       const OptimizerStep& step) = 0;
+  // A copy of rows [begin, end) (end -1: every row) with their state, and the step count
+  // (row-consistent: each row as some completed write left it). IndexError for a bad range.
+  virtual NodeStateSnapshot snapshot(int64_t begin = 0, int64_t end = -1) const = 0;
+  // Replaces rows [first_row, first_row + snapshot rows) and their state with a snapshot of the
+  // same dim, dtype and slots, and the step count with snapshot.steps unless it is negative (not
+  // atomic against concurrent writers: restore before training resumes). ValueError for a
+  // snapshot that does not fit, IndexError for rows past the end.
+  virtual void restore(const NodeStateSnapshot& snapshot, int64_t first_row = 0) = 0;
+};
+
+// A table in this process's memory or in a shared segment.
+class NodeState final : public NodeTable {
  public:
   NodeState() = default;
 
@@ -83,32 +119,26 @@ class NodeState {
   // the bytes are not a NodeState of this version.
   static NodeState attach(Buffer buffer);
 
-  int64_t rows() const;
-  int64_t dim() const;
-  DType dtype() const;
-  int state_slots() const;
-  int64_t steps() const;
+  int64_t rows() const override;
+  int64_t dim() const override;
+  DType dtype() const override;
+  int state_slots() const override;
+  int64_t steps() const override;
   // The bytes (kSharedMemory with a handle when created shared; attach() takes them).
   const Buffer& buffer() const { return buffer_; }
 
   // Fills every value row (the state stays zero): zeros, normal(0, scale) or uniform(-scale,
-  // scale), from Philox keyed by `seed` and the row id (the same table for any thread count).
-  // Not atomic against concurrent readers: initialise before sharing.
-  void initialize(Init init, double scale, uint64_t seed);
+  // scale), from Philox keyed by `seed` and the id `first_id` + row (the same table for any
+  // thread count; a table of the rows [first_id, first_id + N) of a larger one gets those rows
+  // of it). Not atomic against concurrent readers: initialise before sharing.
+  void initialize(Init init, double scale, uint64_t seed, int64_t first_id = 0);
 
-  // out[i, :] = row ids[i], as `out_dtype` (the row dtype or float32); out holds ids.size() × D.
-  void pull(std::span<const int64_t> ids, DType out_dtype, std::byte* out) const;
-  // Writes float32 values [ids.size(), D] to the rows (see the contracts for repeated ids).
-  void push(std::span<const int64_t> ids, std::span<const float> values, WriteOp op);
-  // Applies one optimizer step for float32 gradients [ids.size(), D]. ValueError when the table
-  // has fewer state slots than the optimizer needs (Adagrad 1, Adam 2).
-  void step(std::span<const int64_t> ids, std::span<const float> grads, const OptimizerStep& step);
-
-  // A copy of everything (row-consistent: each row as some completed write left it).
-  NodeStateSnapshot snapshot() const;
-  // Replaces everything with a snapshot of a table of the same shape, dtype and slots (not
-  // atomic against concurrent writers: restore before training resumes). ValueError otherwise.
-  void restore(const NodeStateSnapshot& snapshot);
+  void pull(std::span<const int64_t> ids, DType out_dtype, std::byte* out) const override;
+  void push(std::span<const int64_t> ids, std::span<const float> values, WriteOp op) override;
+  int64_t step(std::span<const int64_t> ids, std::span<const float> grads,
+               const OptimizerStep& step) override;
+  NodeStateSnapshot snapshot(int64_t begin = 0, int64_t end = -1) const override;
+  void restore(const NodeStateSnapshot& snapshot, int64_t first_row = 0) override;
 
  private:
   explicit NodeState(Buffer buffer);

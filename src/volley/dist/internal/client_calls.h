@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -86,20 +87,32 @@ std::vector<std::unique_ptr<InfoCall>> info_from_all(
 // whether it presents a certificate.
 std::string tls_failure(const std::string& message, bool client_tls, bool client_certificate);
 
+// Checks the Info answers of the parts (calls[p] null: the local part, not asked): each from
+// a server of the part its address stands for, of `addresses.size()` parts, all of one dataset
+// (the fingerprint of the first answer, or `fingerprint` when given, which `reference` names:
+// "the local partition"). Then each(p, reply) for every answer. Errors as check_info, and
+// ValueError naming the address for a part out of order or another dataset.
+void check_parts(const std::vector<std::unique_ptr<InfoCall>>& calls,
+                 const std::vector<std::string>& addresses, const ClientOptions& options,
+                 std::string fingerprint, std::string reference,
+                 const std::function<void(int64_t, const rpc::InfoReply&)>& each);
+
 // What one call to a part may carry: its server's limits (Info), capped by the client's own
 // message limit. max_degree < 0: unknown (a server that does not say).
 struct PartLimits {
   int64_t max_ids = ServerLimits{}.max_ids_per_call;
   int64_t max_reply_bytes = ServerLimits{}.max_reply_bytes;
+  int64_t max_request_bytes = ServerLimits{}.max_request_bytes;  // less room for the fields
   int64_t max_degree = -1;
 };
 
 // The limits an Info answer states (defaults where it states none).
 PartLimits part_limits(const rpc::InfoReply& reply, const ClientOptions& options);
 
-// Targets per call so that replies of `bytes_per_target` (at most) and requests of 8 bytes a
-// target stay under `limits`; at least 1.
-int64_t targets_per_call(const PartLimits& limits, int64_t bytes_per_target);
+// Targets per call so that replies of `bytes_per_target` (at most) and requests of
+// `request_bytes_per_target` a target stay under `limits`; at least 1.
+int64_t targets_per_call(const PartLimits& limits, int64_t bytes_per_target,
+                         int64_t request_bytes_per_target = 8);
 
 }  // namespace internal
 
@@ -150,8 +163,10 @@ struct Piece {
 // order). At most max(8, parts with work) calls are in flight at once: a usual request is one
 // wave of one call a part. An error of `local()` is rethrown after the wave (the calls
 // reference the caller's frame: never leave before they end).
-template <typename CallType, typename PerCall, typename Send, typename Receive, typename Local>
-void fan_out(const DistGraph::State& state, const std::vector<std::vector<int64_t>>& targets,
+// `state` is any client's state with num_parts() and local_part (-1: none).
+template <typename CallType, typename State, typename PerCall, typename Send, typename Receive,
+          typename Local>
+void fan_out(const State& state, const std::vector<std::vector<int64_t>>& targets,
              PerCall&& per_call, Send&& send, Receive&& receive, Local&& local) {
   std::vector<Piece> pieces;
   for (int64_t p = 0; p < state.num_parts(); ++p) {

@@ -32,6 +32,7 @@
 
 #include "volley/core/error.h"
 #include "volley/dist/internal/epoch_stream.h"
+#include "volley/dist/internal/node_tables.h"
 #include "volley/dist/internal/server_support.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/dist/server.h"
@@ -68,6 +69,8 @@ class ServiceCore : public StreamHost {
   std::string dataset_name;
   ServerOptions options;  // prepared (prepare_server_options)
 
+  NodeTables node_tables;  // NodeData's tables (both servers answer it the same way)
+
   std::atomic<int64_t> requests{0};
   std::atomic<int64_t> failed{0};
   std::atomic<int64_t> streams{0};  // streams open (Health's active_streams)
@@ -95,6 +98,17 @@ class ServiceCore : public StreamHost {
       }
     }
     if (!status.ok()) counted_failure(status);
+    return status;
+  }
+
+  // NodeData over `range` (the rows this part owns of the request's node type): the checks,
+  // then node_tables' answer.
+  grpc::Status answer_node_data(const rpc::NodeDataRequest& request, const OwnedRange& range,
+                                rpc::NodeDataReply& reply) {
+    if (auto status = check_request(request.protocol(), request.fingerprint()); !status.ok())
+      return status;
+    const grpc::Status status = node_tables.answer(request, range, options.limits, reply);
+    after_call(request.ids().size() + request.values().size() + request.state().size());
     return status;
   }
 
