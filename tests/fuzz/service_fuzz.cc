@@ -4,7 +4,7 @@
 // heterogeneous dataset (HeteroServer, the same way); each input is one call to one method of
 // one of them:
 //   byte 0, bits 0-2: the method (Info, Health, SampleHop, GetRows, SampleEpoch, HasEdges,
-//                     SampleHeteroBatches; 7 wraps);
+//                     SampleHeteroBatches, NodeData);
 //   byte 0, bit 3:    send the rest as raw bytes (the decoder's path), else decode them as the
 //                     method's request and re-encode;
 //   byte 0, bit 4:    set the request's protocol and fingerprint to the right ones, so that the
@@ -39,9 +39,9 @@ namespace {
 namespace rpc = ::volley::rpc;
 using volley::dist_test::raw_call;
 
-const char* const kMethods[] = {"Info",        "Health",   "SampleHop",          "GetRows",
-                                "SampleEpoch", "HasEdges", "SampleHeteroBatches"};
-constexpr int kNumMethods = 7;
+const char* const kMethods[] = {"Info",     "Health",   "SampleHop",           "GetRows",
+                                "SampleEpoch", "HasEdges", "SampleHeteroBatches", "NodeData"};
+constexpr int kNumMethods = 8;
 
 // Two servers of one kind (part 0 with part 1 as its peer), and what a valid request names.
 template <typename ServerType>
@@ -58,6 +58,7 @@ volley::dist::ServerOptions server_options() {
   options.threads = 32;
   options.limits.max_reply_bytes = int64_t{4} << 20;  // small: the limits are reached
   options.limits.max_request_bytes = int64_t{4} << 20;
+  options.limits.max_node_data_bytes = int64_t{64} << 20;  // node tables: small, reachable
   options.default_concurrency = 2;
   options.peer_client.deadline_seconds = 5;
   return options;
@@ -212,6 +213,46 @@ void write_seeds(const std::string& dir) {
   batches.set_features(true);
   batches.set_labels(true);
   write(6, true, batches.SerializeAsString());
+  // Node data: a table made, then read, written, stepped and checkpointed (seed files sort by
+  // name: "NodeData-0-create" runs first).
+  for (const bool typed : {false, true}) {
+    const int64_t begin = typed ? t.begin : d.begin;
+    rpc::NodeDataRequest data;
+    data.set_name("emb");
+    if (typed) data.set_node_type("paper");
+    data.set_op(rpc::NodeDataRequest::CREATE);
+    data.set_dim(4);
+    data.set_state_slots(2);
+    data.set_init("normal");
+    data.set_scale(0.1);
+    data.set_exist_ok(true);
+    const std::string prefix = std::string(typed ? "typed-" : "") + "NodeData-";
+    const auto write_data = [&](const std::string& what, const rpc::NodeDataRequest& request) {
+      std::ofstream(dir + "/" + prefix + what, std::ios::binary)
+          << static_cast<char>(7 | 0x10 | (typed ? 0x20 : 0)) << request.SerializeAsString();
+    };
+    write_data("0-create", data);
+    data.set_ids(packed({begin, begin + 1, begin}));
+    data.set_op(rpc::NodeDataRequest::PULL);
+    write_data("1-pull", data);
+    const float values[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    data.set_values(std::string(reinterpret_cast<const char*>(values), sizeof(values)));
+    data.set_op(rpc::NodeDataRequest::ADD);
+    write_data("2-add", data);
+    data.set_op(rpc::NodeDataRequest::ADAM);
+    data.set_lr(0.01f);
+    data.set_eps(1e-8f);
+    data.set_beta1(0.9f);
+    data.set_beta2(0.999f);
+    write_data("3-adam", data);
+    rpc::NodeDataRequest read = data;
+    read.clear_ids();
+    read.clear_values();
+    read.set_op(rpc::NodeDataRequest::READ);
+    read.set_begin(begin);
+    read.set_end(begin + 2);
+    write_data("4-read", read);
+  }
 }
 
 // One call of `method` with `bytes` to `channel` (see the top of the file).
@@ -238,6 +279,8 @@ grpc::Status call(const std::shared_ptr<grpc::Channel>& channel, const std::stri
           });
     case 5:
       return raw_call(channel, name, send(static_cast<rpc::EdgesRequest*>(nullptr)));
+    case 7:
+      return raw_call(channel, name, send(static_cast<rpc::NodeDataRequest*>(nullptr)));
     default:
       return stream_call<rpc::HeteroBatchesRequest, rpc::HeteroBatchMessage>(
           channel, kMethods[method], send(static_cast<rpc::HeteroBatchesRequest*>(nullptr)),
@@ -259,7 +302,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int method = data[0] % 8 % kNumMethods;
+  const int method = data[0] % kNumMethods;
   const bool raw = (data[0] & 0x08) != 0;
   const bool fix = (data[0] & 0x10) != 0;
   const bool typed = (data[0] & 0x20) != 0;

@@ -28,9 +28,15 @@
 #include "volley/core/half.h"
 #include "volley/core/parallel.h"
 #include "volley/core/philox.h"
+#include "volley/feature/internal/row_kernels.h"
 
 namespace volley {
 namespace {
+
+using internal::adagrad;
+using internal::adam;
+using internal::adam_step_size;
+using internal::add_row;
 
 constexpr uint64_t kMagic = 0x6574617473646f6eULL;  // "nodstate"
 constexpr uint32_t kVersion = 1;
@@ -281,65 +287,32 @@ void check_values(std::span<const int64_t> ids, std::span<const float> values, i
                  ids.size(), dim, ids.size() * static_cast<size_t>(dim));
 }
 
-// Compiled twice (AVX2 and the baseline), picked at load time: the loops are 8 floats wide where
-// the CPU allows.
-#define VOLLEY_NODE_STATE_CLONES __attribute__((target_clones("avx2", "default")))
-
-VOLLEY_NODE_STATE_CLONES void add_row(int64_t dim, float* __restrict value,
-                                      const float* __restrict values) {
-  for (int64_t k = 0; k < dim; ++k) value[k] += values[k];
-}
-
-VOLLEY_NODE_STATE_CLONES void adagrad(int64_t dim, float* __restrict value, float* __restrict sum,
-                                      const float* __restrict grad, const OptimizerStep& o) {
-  for (int64_t k = 0; k < dim; ++k) {
-    sum[k] += grad[k] * grad[k];
-    value[k] -= o.lr * (grad[k] / (std::sqrt(sum[k]) + o.eps));
-  }
-}
-
-// SparseAdam's step size at step `step`: lr × sqrt(1 - beta2^step) / (1 - beta1^step).
-float adam_step_size(const OptimizerStep& o, int64_t step) {
-  const float correction1 = 1.0f - static_cast<float>(std::pow(o.beta1, step));
-  const float correction2 = 1.0f - static_cast<float>(std::pow(o.beta2, step));
-  return o.lr * std::sqrt(correction2) / correction1;
-}
-
-VOLLEY_NODE_STATE_CLONES void adam(int64_t dim, float* value, float* m, float* v, const float* grad,
-                                   const OptimizerStep& o, float step_size) {
-  for (int64_t k = 0; k < dim; ++k) {
-    m[k] += (grad[k] - m[k]) * (1.0f - o.beta1);
-    v[k] += (grad[k] * grad[k] - v[k]) * (1.0f - o.beta2);
-    value[k] -= step_size * (m[k] / (std::sqrt(v[k]) + o.eps));
-  }
-}
-
-// The loop of step: ids grouped (sorted, repeats together), the groups split over
-// the pool, the records (first `bytes`), stripes and value rows of the group kPrefetchGroups
-// ahead requested, then update(row, group's rows folded by `fold` into one, its float32 value
-// row) under the row's stripe. `fold` is group_sum, or the last position's row for an assign.
-template <typename Fold, typename Update>
-void for_each_group(const Table& table, std::span<const int64_t> ids, std::span<const float> values,
-                    int64_t bytes, Fold&& fold, Update&& update) {
+// The loop of step: ids grouped (sorted, repeats together), the groups split over the pool,
+// the records, stripes and gradient rows of the group kPrefetchGroups ahead requested, then
+// update(record, its float32 value row, the group's gradient sum) under the row's stripe.
+template <typename Update>
+void for_each_group(const Table& table, std::span<const int64_t> ids, std::span<const float> grads,
+                    Update&& update) {
   const int64_t dim = table.header->dim;
   const Groups groups = group_ids(ids);
   const int64_t count = static_cast<int64_t>(groups.starts.size()) - 1;
   parallel_for(0, count, 256, [&](int64_t begin, int64_t end) {
-    std::vector<float> folded(dim), scratch(dim);
+    std::vector<float> sum(dim), scratch(dim);
     for (int64_t group = begin; group < end; ++group) {
       if (group + kPrefetchGroups < end) {
         const int64_t ahead = groups.order[groups.starts[group + kPrefetchGroups]];
-        prefetch<true>(table.record(ids[ahead]), bytes);
+        prefetch<true>(table.record(ids[ahead]), table.record_bytes());
         prefetch<true>(
             reinterpret_cast<std::byte*>(&table.stripe(ids[ahead] % table.header->stripes)), 64);
-        prefetch<false>(reinterpret_cast<const std::byte*>(values.data() + ahead * dim), dim * 4);
+        prefetch<false>(reinterpret_cast<const std::byte*>(grads.data() + ahead * dim), dim * 4);
       }
-      fold(groups, group, folded.data());
-      write_row(table, ids[groups.order[groups.starts[group]]], bytes, [&](std::byte* record) {
-        const FloatRow value(table, record, scratch);
-        update(record, value.data(), folded.data());
-        value.commit();
-      });
+      group_sum(groups, group, grads, dim, sum.data());
+      write_row(table, ids[groups.order[groups.starts[group]]], table.record_bytes(),
+                [&](std::byte* record) {
+                  const FloatRow value(table, record, scratch);
+                  update(record, value.data(), sum.data());
+                  value.commit();
+                });
     }
   });
 }
@@ -526,18 +499,13 @@ int64_t NodeState::step(std::span<const int64_t> ids, std::span<const float> gra
   const int64_t count_step =
       step.step_number > 0 ? step.step_number : table.header->steps.fetch_add(1) + 1;
   const float step_size = adam_step_size(step, count_step);
-  const auto fold = [&](const Groups& groups, int64_t group, float* out) {
-    group_sum(groups, group, grads, dim, out);
-  };
-  for_each_group(table, ids, grads, table.record_bytes(), fold,
-                 [&](std::byte* record, float* value, const float* grad) {
-                   if (step.kind == OptimizerKind::kAdam) {
-                     adam(dim, value, table.state(record, 0), table.state(record, 1), grad, step,
-                          step_size);
-                   } else {
-                     adagrad(dim, value, table.state(record, 0), grad, step);
-                   }
-                 });
+  for_each_group(table, ids, grads, [&](std::byte* record, float* value, const float* grad) {
+    if (step.kind == OptimizerKind::kAdam) {
+      adam(dim, value, table.state(record, 0), table.state(record, 1), grad, step, step_size);
+    } else {
+      adagrad(dim, value, table.state(record, 0), grad, step);
+    }
+  });
   return count_step;
 }
 
