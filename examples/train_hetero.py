@@ -71,15 +71,18 @@ class HeteroSage(torch.nn.Module):
     ``"volley"`` a ``volley.nn.Embedding`` (rows in a ``volley.NodeStore``, trained by
     ``volley.optim.SparseAdam`` on the rows a batch used), ``"zeros"`` nothing to learn."""
 
-    def __init__(self, data, hidden: int, out: int, inputs: str = "torch"):
+    def __init__(self, data, hidden: int, out: int, inputs: str = "torch", store=None,
+                 id_maps=None):
         super().__init__()
         featureless = {t: data[t].num_nodes for t in data.node_types if "x" not in data[t]}
         self.inputs, self.hidden = inputs, hidden
+        # A store on the partition servers speaks partitioned (new) ids: id_maps[t][old] = new.
+        self.id_maps = id_maps or {}
         if inputs == "torch":
             self.embeddings = torch.nn.ModuleDict(
                 {t: torch.nn.Embedding(n, hidden) for t, n in featureless.items()})
         elif inputs == "volley":
-            self.embeddings = volley.nn.Embedding(featureless, hidden)
+            self.embeddings = volley.nn.Embedding(featureless, hidden, store=store)
         self.featureless = list(featureless)
         self.gnn = to_hetero(Sage(hidden, out, 0.5), data.metadata(), aggr="mean")
 
@@ -87,7 +90,8 @@ class HeteroSage(torch.nn.Module):
         x = {t: batch[t].x for t in batch.node_types if t not in self.featureless}
         ids = {t: batch[t].n_id for t in self.featureless}
         if self.inputs == "volley":
-            x.update(self.embeddings(ids))
+            x.update(self.embeddings({t: self.id_maps[t][n_id] if t in self.id_maps else n_id
+                                      for t, n_id in ids.items()}))
         else:
             x.update({t: self.embeddings[t](n_id) if self.inputs == "torch"
                       else torch.zeros(len(n_id), self.hidden) for t, n_id in ids.items()})
@@ -143,8 +147,9 @@ def train_mlp(data, epochs: int, hidden: int, lr: float) -> float:
     return float((prediction == paper.y[paper.test_mask]).float().mean())
 
 
-def load_graph(args):
-    """The HeteroData of --dataset, or of a generated mag-shaped graph of --nodes papers."""
+def load_graph(args, keep_dataset: bool = False):
+    """The HeteroData of --dataset, or of a generated mag-shaped graph of --nodes papers (and
+    the volley.HeteroDataset with ``keep_dataset``)."""
     with tempfile.TemporaryDirectory() as scratch:
         directory = args.dataset or os.path.join(scratch, "mag")
         if args.dataset is None:
@@ -156,11 +161,12 @@ def load_graph(args):
     counts = ", ".join(f"{t} {n:,}" for t, n in dataset.graph.num_nodes_dict.items())
     edges = sum(dataset.graph.num_edges_dict.values())
     print(f"{dataset.name}: {counts}; {edges:,} edges of {len(data.edge_types)} types")
-    return data
+    return (data, dataset) if keep_dataset else data
 
 
-def train_gnn(data, args, inputs: str = "torch") -> float:
-    """Trains HeteroSage(inputs) on the papers' split; prints each epoch; the test accuracy."""
+def train_gnn(data, args, inputs: str = "torch", store=None, id_maps=None) -> float:
+    """Trains HeteroSage(inputs, store, id_maps) on the papers' split; prints each epoch; the
+    test accuracy."""
     torch.manual_seed(args.seed)
 
     def loader(mask, shuffle):
@@ -170,7 +176,7 @@ def train_gnn(data, args, inputs: str = "torch") -> float:
 
     train_loader = loader(data["paper"].train_mask, True)
     val_loader, test_loader = loader(data["paper"].val_mask, False), loader(data["paper"].test_mask, False)
-    model = HeteroSage(data, args.hidden, int(data["paper"].y.max()) + 1, inputs)
+    model = HeteroSage(data, args.hidden, int(data["paper"].y.max()) + 1, inputs, store, id_maps)
     with torch.no_grad():  # lazy layers: one batch fixes their input sizes
         model(next(iter(train_loader)))
     optimizers = model.optimizers(args.lr, args.embedding_lr)

@@ -80,8 +80,11 @@ def test_learnable_embeddings_beat_zero_inputs():
                PYTHONPATH=os.path.dirname(os.path.dirname(volley.__file__)))
     result = subprocess.run([sys.executable, os.path.join(EXAMPLES, "train_hetero_embeddings.py"),
                              "--nodes", "4000", "--epochs", "5", "--fanouts", "5", "3",
-                             "--min-gain", "0.10"],
+                             "--min-gain", "0.10"]
+                            + (["--servers", "2"] if volley._volley._has_dist else []),
                             capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     assert re.search(r"learnable embeddings 0\.\d{3}, zero inputs 0\.\d{3}", result.stdout)
+    if volley._volley._has_dist:  # the store on two servers learns as well
+        assert re.search(r"on 2 servers 0\.\d{3} \(\+", result.stdout), result.stdout
 
