@@ -1,6 +1,6 @@
 // `volley serve PARTITIONED_DATASET --part I [--listen HOST:PORT] [--token-file F] [--threads N]
 //  [--peers A0,A1,...] [--deadline S] [--tls-cert F --tls-key F [--tls-client-ca F]]
-//  [--max-reply-bytes N] [--max-ids-per-call N]`
+//  [--max-reply-bytes N] [--max-ids-per-call N] [--max-node-data-bytes N]`
 // Serves one partition over gRPC (volley/dist/server.h) until SIGINT or SIGTERM, then shuts down
 // gracefully. The first line on stdout is machine-readable and flushed at once:
 //   volley serve: part 0 of 'cora' (1354 nodes) listening on 127.0.0.1:40123
@@ -98,8 +98,9 @@ struct ServeArguments {
   std::string tls_key;
   std::string tls_client_ca;
   std::string peer_tls_ca;
-  int64_t max_reply_bytes = 0;   // 0: ServerLimits' default
-  int64_t max_ids_per_call = 0;  // 0: ServerLimits' default
+  int64_t max_reply_bytes = 0;      // 0: ServerLimits' default
+  int64_t max_ids_per_call = 0;     // 0: ServerLimits' default
+  int64_t max_node_data_bytes = 0;  // 0: half the machine's memory
 };
 
 #ifdef VOLLEY_WITH_DIST
@@ -200,6 +201,7 @@ void serve(const ServeArguments& arguments) {
   }
   if (arguments.max_reply_bytes > 0) options.limits.max_reply_bytes = arguments.max_reply_bytes;
   if (arguments.max_ids_per_call > 0) options.limits.max_ids_per_call = arguments.max_ids_per_call;
+  options.limits.max_node_data_bytes = arguments.max_node_data_bytes;
 
   // SIGINT / SIGTERM are blocked in every thread (gRPC's threads inherit the mask of the thread
   // that creates the server) and taken by sigwait() in one watcher thread: no async handler,
@@ -292,6 +294,11 @@ void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
   command
       ->add_option("--max-ids-per-call", arguments->max_ids_per_call,
                    "Most ids one request may list (0: 8,388,608)")
+      ->check(kNonNegative);
+  command
+      ->add_option("--max-node-data-bytes", arguments->max_node_data_bytes,
+                   "Bytes of node tables (volley.NodeStore(servers=...)) held at once (0: half "
+                   "the machine's memory)")
       ->check(kNonNegative);
   command->add_option("--grace", arguments->grace, "Seconds calls in flight get at shutdown")
       ->check(kNonNegativeSeconds)
