@@ -292,3 +292,30 @@ def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path, shared):
         assert torch.equal(shared_emb.weight(), results[0])
     else:
         assert torch.equal(results[0], results[1])  # identical replicas
+
+
+def test_read_only_features_are_read_and_refuse_writes(cora_dir):
+    """A feature file in the store: pulled like a table, every write refused by name."""
+    path = os.path.join(cora_dir, "features.npy")
+    x = np.load(path)
+    store = NodeStore()
+    store.attach_feature("x", path, node_type="paper")
+    store.init("h", len(x), 4, node_type="paper")
+    ids = [5, 0, 2707, 5]
+    assert np.array_equal(store.pull("x", ids, node_type="paper").numpy(), x[ids])
+    assert store.size("x", "paper") == x.shape
+    with pytest.raises(volley.VolleyValueError, match="'x' of 'paper' is a read-only feature"):
+        store.push("x", [0], np.zeros((1, x.shape[1]), np.float32), node_type="paper")
+    with pytest.raises(volley.VolleyValueError, match="read-only feature"):
+        store.step("x", [0], np.zeros((1, x.shape[1]), np.float32), optimizer="adagrad", lr=0.1,
+                   eps=1e-10, node_type="paper")
+    assert np.array_equal(np.load(path)[0], x[0])  # the file is untouched
+    assert list(store.state_dict()) == ["paper/h/values", "paper/h/state", "paper/h/steps"]
+    if hasattr(store, "get_tensor"):  # PyG installed: the store is its FeatureStore
+        rows = store.get_tensor(group_name="paper", attr_name="x", index=torch.tensor([3]))
+        assert np.array_equal(rows.numpy(), x[[3]])
+        with pytest.raises(volley.VolleyValueError, match="read-only feature"):
+            store.update_tensor(torch.zeros(1, x.shape[1]), group_name="paper", attr_name="x",
+                                index=torch.tensor([3]))
+    with pytest.raises(volley.VolleyValueError, match="already exists"):
+        store.attach_feature("h", path, node_type="paper")

@@ -46,6 +46,7 @@ The store is a ``torch_geometric.data.FeatureStore`` when PyG is importable: ``p
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -183,6 +184,28 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
             raise VolleyValueError(f"no node data {self._describe(key)} (known: {known})")
         return table
 
+    def attach_feature(self, name: str, feature: Any, *,
+                       node_type: Optional[str] = None) -> None:
+        """Makes a read-only feature table readable as node data ``name`` (of ``node_type``):
+        a ``volley.Feature`` (host memory, shared memory, a memory-mapped file, a tiered cache),
+        an ``.npy`` path (memory-mapped read-only) or a 2-d array / tensor. ``pull`` and PyG's
+        ``get_tensor`` gather its rows; a push, optimizer step, ``update_tensor`` or
+        ``load_state_dict`` raises ``VolleyValueError`` naming it (copy the rows into a table
+        made with ``init`` to write them). Checkpoints and pickling leave it out.
+
+        Raises:
+            VolleyValueError: a name that already exists.
+        """
+        from .feature import Feature
+
+        key = self._key(name, node_type)
+        if key in self._tables:
+            raise VolleyValueError(f"node data {self._describe(key)} already exists")
+        if not isinstance(feature, Feature):
+            feature = Feature().from_mmap(feature) if isinstance(feature, (str, os.PathLike)) \
+                else Feature(feature)
+        self._tables[key] = _FeatureTable(feature, self._describe(key))
+
     def remove(self, name: str, node_type: Optional[str] = None) -> None:
         """Drops a table (other processes that attached keep their mapping; on the servers,
         the table is gone for every trainer)."""
@@ -245,7 +268,7 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
         """Moves every table to shared memory (copying it once); returns the store. Tables on
         the servers are reached from every process already: nothing moves."""
         if not self._shared and self._service is None:
-            for key, table in list(self._tables.items()):
+            for key, table in self._writable():
                 moved = _volley.NodeState.create(table.rows, table.dim, table.dtype,
                                                  table.state_slots, True)
                 moved.restore(*table.snapshot())
@@ -255,16 +278,16 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
 
     def __reduce__(self) -> tuple:
         if self._service is not None:  # the copy connects again and opens the same tables
-            return (_connect_store, (self._connect, list(self._tables)))
+            return (_connect_store, (self._connect, [key for key, _ in self._writable()]))
         self.share_memory_()
-        handles = [(key, table.handle) for key, table in self._tables.items()]
+        handles = [(key, table.handle) for key, table in self._writable()]
         return (_attach_store, (handles,))
 
     def state_dict(self) -> Dict[str, Any]:
         """Every table's values, optimizer state and step count, as numpy arrays (bfloat16
         values as their uint16 bit patterns)."""
         out: Dict[str, Any] = {}
-        for (node_type, name), table in self._tables.items():
+        for (node_type, name), table in self._writable():
             values, state, steps = table.snapshot()
             if table.dtype == "bfloat16":  # no numpy dtype: the bits, through torch
                 torch = _tensor.torch_module()
@@ -278,7 +301,7 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restores tables saved by ``state_dict`` (created first with the same shape, dtype
         and slots). VolleyValueError names a missing entry or a table that does not fit."""
-        for (node_type, name), table in self._tables.items():
+        for (node_type, name), table in self._writable():
             prefix = f"{node_type or ''}/{name}"
             missing = [p for p in ("values", "state", "steps") if f"{prefix}/{p}" not in state]
             if missing:
@@ -346,6 +369,10 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
                 for node_type, name in self._tables]
 
     # --- helpers --------------------------------------------------------------------------
+
+    def _writable(self) -> List[Tuple[Key, Any]]:
+        """The tables, without the read-only features (attach_feature)."""
+        return [(key, t) for key, t in self._tables.items() if not isinstance(t, _FeatureTable)]
 
     def _index(self, index: Any, name: str, node_type: Optional[str]) -> np.ndarray:
         rows = self.table(name, node_type).rows
@@ -418,3 +445,25 @@ def _connect_store(options: Dict[str, Any], keys: List[Key]) -> NodeStore:
     for node_type, name in keys:
         store.table(name, node_type)
     return store
+
+
+class _FeatureTable:
+    """A read-only feature seen as node data: the rows of a native table, refusing writes."""
+
+    state_slots = 0
+    steps = 0
+
+    def __init__(self, feature: Any, described: str):
+        self.feature, self.described = feature, described
+        self.rows, self.dim = int(feature.shape[0]), int(feature.shape[1])
+        self.dtype = str(feature.dtype).replace("torch.", "")
+
+    def pull(self, ids: Any, dtype: str) -> Any:
+        return self.feature.gather(ids, dtype=dtype)
+
+    def _refuse(self, *_: Any, **__: Any) -> None:
+        raise VolleyValueError(f"node data {self.described} is a read-only feature "
+                               f"({self.feature!r}): copy its rows into a table made with "
+                               "init to write them")
+
+    push = step = restore = _refuse
