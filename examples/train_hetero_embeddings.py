@@ -26,7 +26,6 @@ import tempfile
 
 import torch
 
-import volley
 from volley.partition import load_node_map
 
 from train_hetero import hetero_parser, load_graph, train_gnn
