@@ -237,6 +237,7 @@ def test_embedding_and_optimizer_errors():
 DDP_RANK = """
 import sys, torch, torch.distributed as dist, pickle, volley
 rank, port, path, shared = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+# shared: a store every rank reaches (shared memory or the servers), pickled by the test
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
 if shared:
     with open(path, "rb") as file:
@@ -257,15 +258,31 @@ dist.destroy_process_group()
 """
 
 
+def _served_store(tmp_path, num_nodes: int):
+    """A NodeStore on two in-process servers of a small partitioned graph, and the servers."""
+    import volley.dist
+
+    ring = np.stack([np.arange(num_nodes), (np.arange(num_nodes) + 1) % num_nodes])
+    graph = volley.Graph.from_edge_index(ring, num_nodes=num_nodes)
+    volley.partition(volley.Dataset(graph, name="ring"), tmp_path / "ring-2", 2, method="random")
+    servers = [volley.dist.serve(tmp_path / "ring-2", p) for p in range(2)]
+    return NodeStore(servers=[s.address for s in servers]), servers
+
+
 @runs_other_interpreters
-@pytest.mark.parametrize("shared", [False, True])
-def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path, shared):
+@pytest.mark.parametrize("placement", ["local", "shared", "servers"])
+def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path, placement):
     import socket
 
+    if placement == "servers" and not volley._volley._has_dist:
+        pytest.skip("built without the distributed service (gRPC)")
     reference = volley.nn.Embedding(12, 5, seed=4)
     store_path = str(tmp_path / "store.pickle")
+    shared, servers = placement != "local", []
     if shared:
-        shared_emb = volley.nn.Embedding(12, 5, seed=4, store=NodeStore(shared=True))
+        store, servers = (NodeStore(shared=True), []) if placement == "shared" else \
+            _served_store(tmp_path, 12)
+        shared_emb = volley.nn.Embedding(12, 5, seed=4, store=store)
         with open(store_path, "wb") as file:
             pickle.dump(shared_emb.store, file)
     with socket.socket() as probe:
@@ -292,6 +309,8 @@ def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path, shared):
         assert torch.equal(shared_emb.weight(), results[0])
     else:
         assert torch.equal(results[0], results[1])  # identical replicas
+    for server in servers:
+        server.shutdown()
 
 
 def test_read_only_features_are_read_and_refuse_writes(cora_dir):

@@ -16,11 +16,13 @@ Under ``torch.distributed`` (initialised when ``step()`` runs, world size > 1):
 
 - ``mode="sync"`` (the default): every rank's row gradients are gathered, concatenated in rank
   order and applied once, so the result is deterministic and the same as one process applying
-  them in that order. A shared store (``NodeStore(shared=True)`` handed to every rank) is
-  updated by rank 0 and every rank waits for it (a barrier); a local store per rank is updated
-  by each rank with the same gathered gradients (identical replicas).
-- ``mode="hogwild"``: each rank applies its own gradients to a shared store at once, without
-  waiting (asynchronous: faster, not deterministic; rows stay whole, see ``NodeStore``).
+  them in that order. A store every rank reaches (``NodeStore(shared=True)`` handed to every
+  rank, or ``NodeStore(servers=...)``) is updated by rank 0 and every rank waits for it (a
+  barrier); a local store per rank is updated by each rank with the same gathered gradients
+  (identical replicas).
+- ``mode="hogwild"``: each rank applies its own gradients to a shared store or the servers at
+  once, without waiting (asynchronous: faster, not deterministic; rows stay whole, see
+  ``NodeStore``).
 """
 
 from __future__ import annotations
@@ -86,10 +88,10 @@ class _SparseOptimizer:
         if world is not None and self.mode == "sync":
             dist, rank, size = world
             ids, grads = _all_gather_rows(dist, ids, grads, embedding.dim, self.process_group)
-            apply_here = rank == 0 or not embedding.store.shared
-            if apply_here and len(ids):
+            reached_by_all = embedding.store.placement != "local"  # shared memory or servers
+            if (rank == 0 or not reached_by_all) and len(ids):
                 update(ids, grads)
-            if embedding.store.shared:
+            if reached_by_all:
                 dist.barrier(group=self.process_group)
             return
         if len(ids):
