@@ -1,4 +1,5 @@
-// python/src/bind_node_state.cc — NodeTable and NodeState, writable per-node rows
+// python/src/bind_node_state.cc — NodeTable and NodeState, writable per-node rows, and the
+// whole-graph aggregation that fills them
 // (python/volley/node_store.py wraps one per node type and name as volley.NodeStore).
 //
 // Ids and values are borrowed zero-copy (int64 ids, float32 values / gradients [n, D]); pulled
@@ -11,6 +12,7 @@
 
 #include "bindings.h"
 #include "volley/core/buffer.h"
+#include "volley/feature/aggregate.h"
 #include "volley/feature/node_state.h"
 
 namespace volley::python {
@@ -130,6 +132,23 @@ Init node_init_kind(const std::string& name) {
 
 void bind_node_state(nb::module_& m) {
   bind_table(m);
+  m.def(
+      "aggregate",
+      [](const Csr& graph, const InputArray& x, const std::string& op, bool weighted,
+         bool self_loops) {
+        const Array rows = array_from_python(x, "x");
+        const AggregateOptions options{
+            .op = aggregation_from_name(op), .weighted = weighted, .self_loops = self_loops};
+        Array out;
+        {
+          nb::gil_scoped_release release;
+          out = aggregate(graph, rows, options);
+        }
+        return array_to_python(out);
+      },
+      nb::arg("graph"), nb::arg("x"), nb::arg("op") = "mean", nb::arg("weighted") = false,
+      nb::arg("self_loops") = true,
+      "Every node's row from its neighbors' rows of x (volley/feature/aggregate.h).");
   nb::class_<NodeState, NodeTable>(m, "NodeState")
       .def_static(
           "create",

@@ -54,6 +54,7 @@ from .partition import PartitionBook, load_partition, partition
 from .hetero_partition import HeteroPartition, HeteroPartitionResult
 from .negative import NegativeSampler
 from .node_store import NodeStore
+from .aggregate import aggregate, layerwise_inference
 from .sampler import Adj, NeighborSampler
 from . import loader
 from .link_loader import LinkNeighborLoader as _LinkNeighborLoader
@@ -91,6 +92,7 @@ __all__ = [
     "VolleyTimeoutError",
     "VolleyTypeError",
     "VolleyValueError",
+    "aggregate",
     "datasets",
     "disk_io_support",
     "dist",
@@ -99,6 +101,7 @@ __all__ = [
     "HeteroPartitionResult",
     "hotness_by_degree",
     "hotness_by_sampling",
+    "layerwise_inference",
     "load_dataset",
     "load_partition",
     "loader",

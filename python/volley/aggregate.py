@@ -1,0 +1,171 @@
+"""Whole-graph passes: one aggregation over every node, and layer-wise inference.
+
+    u = volley.aggregate(graph, x, op="gcn")       # U = Â X, every node at once (float32)
+    out = volley.layerwise_inference([conv1, conv2], x, data, batch_size=4096,
+                                     activation=torch.relu)
+
+``aggregate`` runs in C++ over the CSR (``src/volley/feature/aggregate.h``): N(v) is node v's
+in-neighbors (PyG's ``source_to_target`` flow), and
+
+* ``"sum"``:  ``out[v] = Σ_{u ∈ N(v)} w_uv x[u]``
+* ``"mean"``: the sum over ``|N(v)|`` (0 for a node without neighbors)
+* ``"gcn"``:  PyG's ``GCNConv`` propagation (``gcn_norm`` with self-loops of weight 1) without its
+  linear map: ``Σ w_uv x[u] / sqrt(d(u) d(v)) + x[v] / d(v)``, ``d(v) = 1 + Σ_{u ∈ N(v)} w_uv``
+
+with ``w_uv`` the edge weight (``weighted=True``) or 1. Every row is summed by one thread in edge
+order: the result is the same, bit for bit, on any number of threads.
+
+``layerwise_inference`` is PyG's ``model.inference(x_all, subgraph_loader)`` pattern as one
+call: each layer runs over every node, in batches of target nodes with their full
+in-neighborhoods (a one-hop ``volley.loader.NeighborLoader`` with fanout -1), before the next
+layer starts; the result equals the model run on the whole graph at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from . import _tensor, _volley
+from ._volley import VolleyTypeError, VolleyValueError
+
+__all__ = ["aggregate", "layerwise_inference"]
+
+OPS = ("sum", "mean", "gcn")
+
+
+def _csr_of(graph: Any) -> Any:
+    """The native in-CSR of a ``volley.Graph``, or of a PyG ``Data`` / an edge_index."""
+    from .graph import Graph
+
+    if isinstance(graph, Graph):
+        return graph._csr
+    edge_index = getattr(graph, "edge_index", None)
+    if edge_index is not None:
+        return Graph.from_edge_index(edge_index, num_nodes=graph.num_nodes,
+                                     edge_weight=getattr(graph, "edge_weight", None))._csr
+    raise VolleyTypeError(f"graph must be a volley.Graph or a PyG Data with edge_index, got "
+                          f"{type(graph).__name__}")
+
+
+def aggregate(graph: Any, x: Any, op: str = "mean", *, weighted: bool = False,
+              self_loops: bool = True) -> Any:
+    """Every node's row from its neighbors' rows of ``x`` (see the module docstring).
+
+    Args:
+        graph: a ``volley.Graph`` (its CSR rows are the targets) or a PyG ``Data``.
+        x: float32 ``[num_nodes, dim]`` rows (a tensor or array in host memory).
+        op: ``"sum"``, ``"mean"`` or ``"gcn"``.
+        weighted: multiply by the graph's edge weights.
+        self_loops: ``"gcn"`` only: include PyG's self-loops (its default).
+
+    Returns:
+        float32 ``[num_nodes, dim]`` (a tensor when torch is importable).
+
+    Raises:
+        VolleyValueError: another dtype or shape, an unknown op, ``weighted`` without weights.
+        VolleyIndexError: a neighbor id outside ``x``'s rows.
+    """
+    op = _tensor.check_choice(op, "op", OPS)
+    rows = _tensor.to_numpy(x) if not isinstance(x, np.ndarray) else x
+    if rows.ndim != 2 or rows.dtype != np.float32:
+        raise VolleyValueError(f"x must be float32 [num_nodes, dim], got {rows.dtype} "
+                               f"{tuple(rows.shape)}")
+    return _tensor.to_output(_volley.aggregate(_csr_of(graph), np.ascontiguousarray(rows), op,
+                                               bool(weighted), bool(self_loops)))
+
+
+def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_size: int = 4096,
+                        activation: Optional[Callable] = None, edge_weight: Any = None,
+                        num_workers: int = 0, device: Any = None) -> Any:
+    """Every node's output of a GNN, one layer at a time over full neighborhoods.
+
+    Args:
+        layers: the layers in order, each called as ``layer(x_block, edge_index)`` on a
+            bipartite block whose first ``batch_size`` rows are the targets (PyG's convolutions,
+            or any callable of that form); the target rows of its output are kept.
+        x: the input rows of every node, ``[num_nodes, dim]`` (a tensor).
+        data: the graph: a PyG ``Data`` (its ``edge_index``) or a ``volley.Graph``.
+        batch_size: target nodes per block.
+        activation: applied to every layer's output but the last (e.g. ``torch.relu``).
+        edge_weight: one weight per edge of ``data`` (default: ``data.edge_weight`` when it has
+            one): each block's edges' weights are passed as ``layer(x, edge_index,
+            edge_weight)``. Layers that normalise by degree (``GCNConv``) must see the whole
+            graph's degrees, not a block's: normalise once on the whole graph and turn the
+            layers' own normalisation off::
+
+                edge_index, norm = gcn_norm(data.edge_index, None, n, add_self_loops=True)
+                for conv in layers: conv.normalize = False
+                out = layerwise_inference(layers, x, Data(edge_index=edge_index, num_nodes=n),
+                                          edge_weight=norm, activation=torch.relu)
+        num_workers: the loader's sampling threads (0: in the calling thread).
+        device: where the layers run (blocks are moved there; outputs come back to the CPU).
+
+    Returns:
+        The last layer's output for every node, ``[num_nodes, out_dim]`` on the CPU, equal to
+        running the layers on the whole graph at once (float rounding aside).
+
+    Raises:
+        VolleyValueError: no layers, or ``x`` with a row count other than the graph's nodes.
+    """
+    torch = _tensor.torch_module()
+    if torch is None:
+        from ._volley import VolleyImportError
+
+        raise VolleyImportError("layerwise_inference needs torch")
+    from .graph import Graph
+    from .loader import NeighborLoader
+
+    layers = list(layers)
+    if not layers:
+        raise VolleyValueError("layerwise_inference needs at least one layer")
+    graph = data if isinstance(data, Graph) else None
+    num_nodes = graph.num_nodes if graph is not None else int(data.num_nodes)
+    if int(x.shape[0]) != num_nodes:
+        raise VolleyValueError(f"x has {int(x.shape[0])} rows, the graph {num_nodes} nodes")
+    if edge_weight is None:
+        edge_weight = getattr(data, "edge_weight", None)
+    current = x
+    for index, layer in enumerate(layers):
+        source = _block_source(data, current, edge_weight)
+        loader = NeighborLoader(source, num_neighbors=[-1], batch_size=batch_size,
+                                shuffle=False, num_workers=num_workers)
+        outputs = []
+        with torch.no_grad():
+            for batch in loader:
+                arguments = [batch.x, batch.edge_index]
+                if edge_weight is not None:
+                    arguments.append(batch.edge_weight)
+                if device is not None:
+                    arguments = [a.to(device) for a in arguments]
+                out = layer(*arguments)[:batch.batch_size]
+                if activation is not None and index < len(layers) - 1:
+                    out = activation(out)
+                outputs.append(out.cpu())
+        current = torch.cat(outputs, dim=0)
+    return current
+
+
+def _block_source(data: Any, rows: Any, edge_weight: Any) -> Any:
+    """What the one-hop loader samples: the graph with ``rows`` as its node features (and
+    ``edge_weight``, which the loader carries into each block)."""
+    from torch_geometric.data import Data
+
+    from .graph import Graph
+
+    if isinstance(data, Graph):
+        indptr = _tensor.to_numpy(data.indptr).astype(np.int64)
+        dst = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+        src = _tensor.to_numpy(data.indices).astype(np.int64)
+        torch = _tensor.torch_module()
+        edge_index = torch.from_numpy(np.stack([src, dst]))
+        if edge_weight is not None and data.edge_ids is not None:  # CSR order, by edge id
+            eids = _tensor.to_numpy(data.edge_ids).astype(np.int64)
+            edge_weight = _tensor.to_output(np.asarray(_tensor.to_numpy(edge_weight))[eids])
+        source = Data(x=rows, edge_index=edge_index, num_nodes=data.num_nodes)
+    else:
+        source = Data(x=rows, edge_index=data.edge_index, num_nodes=data.num_nodes)
+    if edge_weight is not None:
+        source.edge_weight = edge_weight
+    return source

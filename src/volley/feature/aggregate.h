@@ -1,0 +1,45 @@
+// volley/feature/aggregate.h — one aggregation over a whole graph: every node's row of `out` from
+// its neighbors' rows of `x` (a message-passing layer without weights: the preprocessing pass
+// `U = Â X` of SIGN / control-variate training, a GCN propagation, a mean of neighbors).
+//
+//   Array u = aggregate(graph.csr(), x, {.op = Aggregation::kGcn});   // [N, D] float32
+//
+// N(v) is row v of the CSR: a node's in-neighbors in an "in" graph (PyG's flow
+// source_to_target), its out-neighbors in an "out" graph. With w_uv the edge's weight
+// (options.weighted and the graph has weights) or 1:
+//   kSum   out[v] = Σ_{u ∈ N(v)} w_uv x[u]
+//   kMean  out[v] = Σ_{u ∈ N(v)} w_uv x[u] / |N(v)|              (0 for a node without neighbors)
+//   kGcn   out[v] = Σ_{u ∈ N(v)} w_uv x[u] / sqrt(d(u) d(v)) + x[v] / d(v), d(v) = 1 + Σ w_uv over
+//          N(v): PyG's GCNConv propagation (gcn_norm with self-loops of weight 1), without its
+//          linear map; the self-loop term only with options.self_loops (default on for kGcn).
+// Contracts: x is float32 [S, D] with S covering every neighbor id (and S >= N for kGcn's self
+// loops); out is float32 [N, D]. Each row is summed by one thread in CSR order, so the result is
+// the same, bit for bit, on any number of threads. ValueError for another dtype or shape (naming
+// it), IndexError for a neighbor id outside [0, S).
+// Thread safety: reads only; concurrent calls are fine.
+#pragma once
+
+#include <cstdint>
+
+#include "volley/core/array.h"
+#include "volley/graph/csr.h"
+
+namespace volley {
+
+enum class Aggregation { kSum, kMean, kGcn };
+
+struct AggregateOptions {
+  Aggregation op = Aggregation::kMean;
+  bool weighted = false;   // use the graph's edge weights (ValueError when it has none)
+  bool self_loops = true;  // kGcn only: the x[v] / d(v) term and the 1 in d(v)
+};
+
+// Parses "sum", "mean" or "gcn" (ValueError naming the value otherwise).
+Aggregation aggregation_from_name(std::string_view name);
+
+// out = the aggregation of x over `graph` (see above); a new [N, D] float32 array.
+Array aggregate(const Csr& graph, const Array& x, const AggregateOptions& options = {});
+// The same into `out` (N × D floats, not aliasing x).
+void aggregate_into(const Csr& graph, const Array& x, const AggregateOptions& options, float* out);
+
+}  // namespace volley
