@@ -94,7 +94,11 @@ void aggregate_into(const Csr& graph, const Array& x, const AggregateOptions& op
       for (int64_t k = first; k < last; ++k) {
         if (k + kPrefetchAhead < last) {
           const int64_t ahead = graph.neighbor(k + kPrefetchAhead);
-          if (ahead >= 0 && ahead < sources) __builtin_prefetch(data + ahead * dim);
+          if (ahead >= 0 && ahead < sources) {
+            const float* row = data + ahead * dim;
+            for (int64_t j = 0; j < dim; j += 16) __builtin_prefetch(row + j);
+            if (gcn) __builtin_prefetch(inverse_root.data() + ahead);
+          }
         }
         const int64_t u = graph.neighbor(k);
         VOLLEY_REQUIRE(u >= 0 && u < sources, IndexError,
