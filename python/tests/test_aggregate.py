@@ -121,3 +121,24 @@ def test_layerwise_inference_equals_the_full_batch_model(kind, cora_dir):
         volley.layerwise_inference(layers, data.x[:10], data)
     with pytest.raises(volley.VolleyValueError, match="at least one layer"):
         volley.layerwise_inference([], data.x, data)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_store_aggregates_one_table_into_another(shared):
+    edge_index, weights, n = _random_graph(seed=7, n=300, e=2000)
+    graph = volley.Graph.from_edge_index(edge_index, n)
+    store = volley.NodeStore(shared=shared)
+    store.init("x", n, 8, init="normal", seed=1)
+    store.aggregate(graph, "x", "u", op="gcn")
+    x = store.pull("x", range(n))
+    assert torch.equal(store.pull("u", range(n)), volley.aggregate(graph, x, "gcn"))
+    store.aggregate(graph, "u", "u2", op="gcn")  # U2 = Â² X, the next hop of the same pass
+    assert torch.allclose(store.pull("u2", range(n)),
+                          _reference(edge_index, weights, n,
+                                     _reference(edge_index, weights, n, x, "gcn", False),
+                                     "gcn", False), atol=1e-5)
+    store.init("small", 10, 8)
+    with pytest.raises(volley.VolleyValueError, match=r"'small' is \[10, 8\], the aggregation"):
+        store.aggregate(graph, "x", "small")
+    with pytest.raises(volley.VolleyValueError, match="no node data 'missing'"):
+        store.aggregate(graph, "missing", "u")

@@ -249,6 +249,45 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
         table.step(ids, _float_rows(grads, len(ids), table.dim, "gradients"), optimizer,
                    float(lr), float(eps), float(betas[0]), float(betas[1]))
 
+    def aggregate(self, graph: Any, source: str, target: str, op: str = "mean", *,
+                  weighted: bool = False, self_loops: bool = True,
+                  node_type: Optional[str] = None) -> None:
+        """Writes into table ``target`` every node's aggregation of its neighbors' rows of
+        ``source`` over ``graph`` (``volley.aggregate``: ``"sum"``, ``"mean"`` or ``"gcn"``),
+        e.g. the preprocessing pass ``U = Â X`` of control-variate training. ``target`` is
+        created (float32, same width) when it does not exist. Either table may live in any
+        placement; on the servers the rows travel to this process and back.
+
+        Raises:
+            VolleyValueError: a missing ``source``, a ``target`` of another shape, a graph of
+                another node count, or the errors of ``volley.aggregate``.
+        """
+        from .aggregate import aggregate
+
+        table = self.table(source, node_type)
+        rows = self.pull(source, np.arange(table.rows, dtype=np.int64), node_type=node_type)
+        out = aggregate(graph, rows, op, weighted=weighted, self_loops=self_loops)
+        if int(out.shape[0]) != table.rows:
+            raise VolleyValueError(f"the graph has {int(out.shape[0])} nodes, node data "
+                                   f"{self._describe(self._key(source, node_type))} "
+                                   f"{table.rows} rows")
+        if self._key(target, node_type) not in self._tables and (
+                self._service is None or not self._exists_remotely(target, node_type)):
+            self.init(target, table.rows, table.dim, node_type=node_type)
+        if self.size(target, node_type) != (table.rows, table.dim):
+            raise VolleyValueError(
+                f"node data {self._describe(self._key(target, node_type))} is "
+                f"{list(self.size(target, node_type))}, the aggregation of "
+                f"{self._describe(self._key(source, node_type))} [{table.rows}, {table.dim}]")
+        self.push(target, np.arange(table.rows, dtype=np.int64), out, node_type=node_type)
+
+    def _exists_remotely(self, name: str, node_type: Optional[str]) -> bool:
+        try:
+            self.table(name, node_type)
+            return True
+        except VolleyValueError:
+            return False
+
     def size(self, name: str, node_type: Optional[str] = None) -> Tuple[int, int]:
         table = self.table(name, node_type)
         return (table.rows, table.dim)
