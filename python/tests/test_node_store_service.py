@@ -203,3 +203,19 @@ def test_a_writer_killed_mid_push_leaves_whole_rows(served):
     assert rows.max() > 0
     assert np.all(rows == rows[:, :1]), "a row holds values of two pushes"
     store.remove("killed", node_type)
+
+
+def test_aggregation_between_tables_on_the_servers(served):
+    """NodeStore.aggregate with both tables on the servers equals it on local tables."""
+    _, node_type, n, _ = served
+    rng = np.random.default_rng(3)
+    edges = rng.integers(0, n, (2, 8 * n))
+    graph = volley.Graph.from_edge_index(edges[:, edges[0] != edges[1]], n)
+    remote, local = remote_store(served), NodeStore()
+    for store in (remote, local):
+        store.init("feat", n, 16, init="normal", seed=2, node_type=node_type)
+        store.aggregate(graph, "feat", "hop1", op="gcn", node_type=node_type)
+    assert torch.equal(remote.pull("hop1", np.arange(n), node_type=node_type),
+                       local.pull("hop1", np.arange(n), node_type=node_type))
+    remote.remove("feat", node_type)
+    remote.remove("hop1", node_type)
