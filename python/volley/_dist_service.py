@@ -6,6 +6,7 @@ which adds the sampler, feature and loader views on top; see its docstring for t
 from __future__ import annotations
 
 import os
+import socket
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -146,6 +147,9 @@ def serve(
     peer_tls_ca: Optional[PathLike] = None,
     max_epoch_streams: int = 0,
     max_node_data_bytes: int = 0,
+    rendezvous: Any = None,
+    service: str = "default",
+    advertise: Optional[str] = None,
 ) -> Server:
     """Serves partition ``part`` of a partitioned dataset from this process (memory-mapped).
 
@@ -185,6 +189,15 @@ def serve(
         max_node_data_bytes: the node tables (``volley.NodeStore(servers=...)``) this server
             holds at once, in bytes (0: half the machine's memory); a table that does not fit
             is refused with ``VolleyValueError``.
+        rendezvous: register this part's address in torch.distributed's key-value store
+            (``"env"``, ``"host:port"`` of a c10d TCPStore, or a ``torch.distributed.Store``;
+            see ``volley._rendezvous``) under ``service``, so that loaders and other servers
+            find it without an address list. With ``peers="rendezvous"`` the server also reads
+            every part's address from there (waiting up to ``peer_deadline`` s for parts still
+            starting) and samples across them (server-client topology).
+        service: the name parts register under (one per partitioned dataset served).
+        advertise: the ``host:port`` to register (default: ``listen``'s, or for a wildcard host
+            this machine's address on the route to the rendezvous host).
 
     A heterogeneous partitioned directory (``volley partition`` of a heterogeneous dataset) is
     served too: typed sampling and per-type rows for ``DistNeighborLoader(...,
@@ -204,6 +217,13 @@ def serve(
         max_reply_bytes=max_reply_bytes, max_ids_per_call=max_ids_per_call,
         memory_limit_bytes=memory_limit_bytes, max_node_data_bytes=max_node_data_bytes)
     peer_deadline = _tensor.check_seconds(peer_deadline, "peer_deadline")
+    registered = None
+    if rendezvous is not None:
+        listen, peers, registered = _rendezvous_setup(
+            directory, numbers["part"], str(listen), peers, rendezvous, str(service), advertise,
+            peer_deadline)
+    elif isinstance(peers, str) and peers == "rendezvous":
+        raise VolleyValueError("peers='rendezvous' needs rendezvous= (where the parts register)")
     # One set of options for either kind of partition (hetero_server.h / server.h).
     typed = _native().is_hetero_partitioned_directory(os.fspath(directory))
     native = (_native().HeteroServer if typed else _native().Server)(
@@ -227,7 +247,41 @@ def serve(
         max_epoch_streams=numbers["max_epoch_streams"],
         max_node_data_bytes=numbers["max_node_data_bytes"],
     )
+    if registered is not None:
+        registered()
     return Server(native)
+
+
+def _rendezvous_setup(directory: PathLike, part: int, listen: str, peers: Any, rendezvous: Any,
+                      service: str, advertise: Optional[str], timeout: float) -> tuple:
+    """serve's rendezvous: a fixed port for ``listen`` (a free one when it says 0), this part's
+    address registered once the server listens (the returned callable), and with
+    ``peers="rendezvous"`` every part's address (this one registered first, so that the parts
+    wait for each other, not for themselves)."""
+    from . import _rendezvous
+    from .partition import read_partition_manifest
+
+    store = _rendezvous.store_of(rendezvous, timeout)
+    host, _, port_text = listen.rpartition(":")
+    port = int(port_text) if port_text.isdigit() else 0
+    if port == 0:  # pick the port now: the address is registered before the server starts
+        with socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET) as probe:
+            probe.bind((host.strip("[]") or "0.0.0.0", 0))
+            port = probe.getsockname()[1]
+        listen = f"{host}:{port}"
+    rendezvous_host = rendezvous.rpartition(":")[0] if isinstance(rendezvous, str) and \
+        rendezvous != "env" else None
+    address = advertise or _rendezvous.advertised_address(listen, port, rendezvous_host)
+    num_parts = int(read_partition_manifest(directory)["num_parts"])
+    fingerprint = _native().dataset_fingerprint(os.fspath(directory))
+
+    def register() -> None:
+        _rendezvous.register(store, service, part, num_parts, address, fingerprint)
+
+    if isinstance(peers, str) and peers == "rendezvous":
+        register()
+        return listen, _rendezvous.discover(store, service, timeout), None
+    return listen, peers, register
 
 
 def _server_numbers(**numbers: Any) -> Dict[str, int]:
@@ -263,6 +317,8 @@ class DistGraph:
         local: worker topology: the partition this process holds (sampled and gathered without
             RPC): a ``(directory, part)`` pair, or a ``Server`` of this process (its memory is
             shared). None: every part by RPC.
+        rendezvous, service: read the addresses from torch.distributed's key-value store
+            instead (``addresses=None``), as ``DistNeighborLoader``.
 
     Raises:
         VolleyConnectionError: a server cannot be reached within ``connect_timeout``.
@@ -285,8 +341,18 @@ class DistGraph:
         tls_ca: Optional[PathLike] = None,
         tls_cert: Optional[PathLike] = None,
         tls_key: Optional[PathLike] = None,
+        rendezvous: Any = None,
+        service: str = "default",
     ):
         native = _native()
+        if rendezvous is not None:
+            from . import _rendezvous
+
+            if addresses is not None:
+                raise VolleyValueError("give addresses or rendezvous=, not both")
+            timeout = _tensor.check_seconds(connect_timeout, "connect_timeout")
+            addresses = _rendezvous.discover(_rendezvous.store_of(rendezvous, timeout),
+                                             str(service), timeout)
         if isinstance(addresses, str):
             addresses = [a.strip() for a in addresses.split(",")]
         self._addresses = [str(a) for a in addresses]

@@ -203,6 +203,12 @@ class DistNeighborLoader(NeighborLoader):
             targets travel to their owners with their seed's time, and the batches (with
             ``batch``) equal the local temporal loader's over the renumbered graph.
         disjoint: every seed gets a subgraph of its own (``batch``), as ``NeighborLoader``.
+        rendezvous: read the servers' addresses from torch.distributed's key-value store, where
+            ``volley.dist.serve(..., rendezvous=...)`` registered them (``"env"`` under torchrun,
+            ``"host:port"`` of a c10d TCPStore, or a ``torch.distributed.Store``); then
+            ``addresses`` may be None. Waits up to ``connect_timeout`` s for parts still
+            registering.
+        service: the name the servers registered under.
 
     Heterogeneous partitions: ``input_nodes=(node_type, ids)`` (or a node type name) returns a
     ``_dist_hetero.DistHeteroNeighborLoader`` whose batches are the local heterogeneous loader's
@@ -224,6 +230,11 @@ class DistNeighborLoader(NeighborLoader):
         (``_dist_hetero.DistHeteroNeighborLoader``)."""
         input_nodes = kwargs.get("input_nodes", args[3] if len(args) > 3 else None)
         if cls is DistNeighborLoader and _dist_hetero.is_hetero_input(input_nodes):
+            rendezvous, service = kwargs.pop("rendezvous", None), kwargs.pop("service", "default")
+            if rendezvous is not None:  # the addresses from the store, then as given
+                args = (_discovered(args[0] if args else kwargs.pop("addresses", None),
+                                    rendezvous, service,
+                                    kwargs.get("connect_timeout", 30.0)),) + tuple(args[1:])
             return _dist_hetero.DistHeteroNeighborLoader(*args, **kwargs)
         return object.__new__(cls)
 
@@ -260,9 +271,13 @@ class DistNeighborLoader(NeighborLoader):
         input_time: Any = None,
         temporal_strategy: str = "uniform",
         disjoint: bool = False,
+        rendezvous: Any = None,
+        service: str = "default",
     ):
         native = _native()
         topology = _topology(topology, mode)
+        if rendezvous is not None:
+            addresses = _discovered(addresses, rendezvous, service, connect_timeout)
         if isinstance(addresses, str):
             addresses = [a.strip() for a in addresses.split(",")]
         self.topology = topology
@@ -375,6 +390,19 @@ class DistNeighborLoader(NeighborLoader):
             + (f", rank={self.rank}/{self.world_size}" if self.world_size > 1 else "")
             + ")"
         )
+
+
+def _discovered(addresses: Any, rendezvous: Any, service: str, timeout: float) -> Any:
+    """The addresses registered under ``service`` in the rendezvous store (VolleyValueError when
+    an address list is given too: one source of addresses)."""
+    from . import _rendezvous
+
+    if addresses is not None and not isinstance(addresses, DistGraph):
+        raise VolleyValueError("give addresses or rendezvous=, not both")
+    if isinstance(addresses, DistGraph):
+        return addresses
+    timeout = _tensor.check_seconds(timeout, "connect_timeout")
+    return _rendezvous.discover(_rendezvous.store_of(rendezvous, timeout), str(service), timeout)
 
 
 class _NoGraph:
