@@ -119,3 +119,27 @@ def test_missing_parts_and_mixed_datasets_are_errors(parts_dir, store, tmp_path,
             vd.serve(parts_dir, 1, peers="rendezvous")
     finally:
         server.shutdown(0.1)
+
+
+def test_heterogeneous_partitions_register_too(tmp_path, store):
+    pytest.importorskip("torch_geometric")
+    from test_dist_hetero import _dataset
+
+    _, endpoint = store
+    parts = str(tmp_path / "typed-2")
+    volley.partition(_dataset(), parts, 2, method="random")
+    servers = [vd.serve(parts, p, rendezvous=endpoint, service="typed") for p in (0, 1)]
+    try:
+        options = dict(batch_size=32, input_nodes=("paper", torch.arange(100)), shuffle=True,
+                       seed=1, local=servers[0])
+        found = vd.DistNeighborLoader(None, [3, 2], rendezvous=endpoint, service="typed",
+                                      **options)
+        listed = vd.DistNeighborLoader([s.address for s in servers], [3, 2], **options)
+        pairs = list(zip(found, listed))
+        assert len(pairs) == 4
+        for a, b in pairs:
+            assert torch.equal(a["paper"].n_id, b["paper"].n_id)
+            assert torch.equal(a["author"].n_id, b["author"].n_id)
+    finally:
+        for server in servers:
+            server.shutdown(0.1)

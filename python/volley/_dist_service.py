@@ -258,8 +258,9 @@ def _rendezvous_setup(directory: PathLike, part: int, listen: str, peers: Any, r
     address registered once the server listens (the returned callable), and with
     ``peers="rendezvous"`` every part's address (this one registered first, so that the parts
     wait for each other, not for themselves)."""
+    import json
+
     from . import _rendezvous
-    from .partition import read_partition_manifest
 
     store = _rendezvous.store_of(rendezvous, timeout)
     host, _, port_text = listen.rpartition(":")
@@ -272,7 +273,8 @@ def _rendezvous_setup(directory: PathLike, part: int, listen: str, peers: Any, r
     rendezvous_host = rendezvous.rpartition(":")[0] if isinstance(rendezvous, str) and \
         rendezvous != "env" else None
     address = advertise or _rendezvous.advertised_address(listen, port, rendezvous_host)
-    num_parts = int(read_partition_manifest(directory)["num_parts"])
+    with open(os.path.join(os.fspath(directory), "partition.json")) as manifest:
+        num_parts = int(json.load(manifest)["num_parts"])  # either kind of partitioning
     fingerprint = _native().dataset_fingerprint(os.fspath(directory))
 
     def register() -> None:
