@@ -117,6 +117,18 @@ def test_layerwise_inference_equals_the_full_batch_model(kind, cora_dir):
         again = volley.layerwise_inference(layers, data.x, dataset.graph, batch_size=700,
                                            activation=torch.relu)
         assert torch.allclose(again, full, atol=1e-5)
+    if kind == "sage":  # layer outputs written to a store, block by block, and read from it
+        store = volley.NodeStore()
+        store.init("x", data.num_nodes, data.x.shape[1])
+        store.push("x", range(data.num_nodes), data.x)
+        name = volley.layerwise_inference(layers, "x", data, batch_size=600, store=store,
+                                          names=["hidden", "out"], activation=torch.relu)
+        assert name == "out" and store.size("hidden") == (data.num_nodes, 32)
+        assert torch.allclose(store.pull("out", range(data.num_nodes)), full, atol=1e-5)
+        with pytest.raises(volley.VolleyValueError, match="names lists 1 tables for 2 layers"):
+            volley.layerwise_inference(layers, "x", data, store=store, names=["one"])
+        with pytest.raises(volley.VolleyValueError, match="pass the store= that holds it"):
+            volley.layerwise_inference(layers, "x", data)
     with pytest.raises(volley.VolleyValueError, match="x has 10 rows, the graph 2708 nodes"):
         volley.layerwise_inference(layers, data.x[:10], data)
     with pytest.raises(volley.VolleyValueError, match="at least one layer"):

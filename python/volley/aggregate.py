@@ -78,14 +78,16 @@ def aggregate(graph: Any, x: Any, op: str = "mean", *, weighted: bool = False,
 
 def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_size: int = 4096,
                         activation: Optional[Callable] = None, edge_weight: Any = None,
-                        num_workers: int = 0, device: Any = None) -> Any:
+                        num_workers: int = 0, device: Any = None, store: Any = None,
+                        names: Optional[Sequence[str]] = None) -> Any:
     """Every node's output of a GNN, one layer at a time over full neighborhoods.
 
     Args:
         layers: the layers in order, each called as ``layer(x_block, edge_index)`` on a
             bipartite block whose first ``batch_size`` rows are the targets (PyG's convolutions,
             or any callable of that form); the target rows of its output are kept.
-        x: the input rows of every node, ``[num_nodes, dim]`` (a tensor).
+        x: the input rows of every node: a ``[num_nodes, dim]`` tensor, or the name of a table
+            of ``store`` (rows are then pulled per block, never all at once).
         data: the graph: a PyG ``Data`` (its ``edge_index``) or a ``volley.Graph``.
         batch_size: target nodes per block.
         activation: applied to every layer's output but the last (e.g. ``torch.relu``).
@@ -101,13 +103,18 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
                                           edge_weight=norm, activation=torch.relu)
         num_workers: the loader's sampling threads (0: in the calling thread).
         device: where the layers run (blocks are moved there; outputs come back to the CPU).
+        store, names: write layer i's output, block by block, to table ``names[i]`` of this
+            ``volley.NodeStore`` (created, float32; any placement: local, shared, the servers)
+            and read the next layer's input from it; default names ``layer0``, ``layer1``, ...
 
     Returns:
         The last layer's output for every node, ``[num_nodes, out_dim]`` on the CPU, equal to
-        running the layers on the whole graph at once (float rounding aside).
+        running the layers on the whole graph at once (float rounding aside); with ``store``,
+        the name of the table that holds it.
 
     Raises:
-        VolleyValueError: no layers, or ``x`` with a row count other than the graph's nodes.
+        VolleyValueError: no layers, ``x`` with a row count other than the graph's nodes,
+            ``names`` not one per layer, a table name that exists; the store's errors.
     """
     torch = _tensor.torch_module()
     if torch is None:
@@ -120,21 +127,21 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
     layers = list(layers)
     if not layers:
         raise VolleyValueError("layerwise_inference needs at least one layer")
-    graph = data if isinstance(data, Graph) else None
-    num_nodes = graph.num_nodes if graph is not None else int(data.num_nodes)
-    if int(x.shape[0]) != num_nodes:
-        raise VolleyValueError(f"x has {int(x.shape[0])} rows, the graph {num_nodes} nodes")
+    num_nodes = data.num_nodes if isinstance(data, Graph) else int(data.num_nodes)
+    rows_of = _row_reader(x, store, num_nodes)
+    if store is not None:
+        names = list(names) if names is not None else [f"layer{i}" for i in range(len(layers))]
+        if len(names) != len(layers):
+            raise VolleyValueError(f"names lists {len(names)} tables for {len(layers)} layers")
     if edge_weight is None:
         edge_weight = getattr(data, "edge_weight", None)
-    current = x
+    loader = NeighborLoader(_block_source(data, num_nodes, edge_weight), num_neighbors=[-1],
+                            batch_size=batch_size, shuffle=False, num_workers=num_workers)
     for index, layer in enumerate(layers):
-        source = _block_source(data, current, edge_weight)
-        loader = NeighborLoader(source, num_neighbors=[-1], batch_size=batch_size,
-                                shuffle=False, num_workers=num_workers)
         outputs = []
         with torch.no_grad():
             for batch in loader:
-                arguments = [batch.x, batch.edge_index]
+                arguments = [rows_of(batch.n_id), batch.edge_index]
                 if edge_weight is not None:
                     arguments.append(batch.edge_weight)
                 if device is not None:
@@ -142,14 +149,39 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
                 out = layer(*arguments)[:batch.batch_size]
                 if activation is not None and index < len(layers) - 1:
                     out = activation(out)
-                outputs.append(out.cpu())
-        current = torch.cat(outputs, dim=0)
-    return current
+                out = out.cpu()
+                if store is None:
+                    outputs.append(out)
+                    continue
+                if not outputs:  # the first block fixes the table's width
+                    store.init(names[index], num_nodes, int(out.shape[1]))
+                    outputs.append(True)
+                store.push(names[index], batch.n_id[:batch.batch_size], out.float())
+        if store is None:
+            current = torch.cat(outputs, dim=0)
+            rows_of = current.__getitem__
+        else:
+            rows_of = _row_reader(names[index], store, num_nodes)
+    return current if store is None else names[-1]
 
 
-def _block_source(data: Any, rows: Any, edge_weight: Any) -> Any:
-    """What the one-hop loader samples: the graph with ``rows`` as its node features (and
-    ``edge_weight``, which the loader carries into each block)."""
+def _row_reader(x: Any, store: Any, num_nodes: int) -> Callable:
+    """ids -> rows: of a tensor, or of a store's table (checked against the node count)."""
+    if isinstance(x, str):
+        if store is None:
+            raise VolleyValueError(f"x names table {x!r}: pass the store= that holds it")
+        rows = store.size(x)[0]
+        if rows != num_nodes:
+            raise VolleyValueError(f"x has {rows} rows, the graph {num_nodes} nodes")
+        return lambda ids: store.pull(x, ids)
+    if int(x.shape[0]) != num_nodes:
+        raise VolleyValueError(f"x has {int(x.shape[0])} rows, the graph {num_nodes} nodes")
+    return x.__getitem__
+
+
+def _block_source(data: Any, num_nodes: int, edge_weight: Any) -> Any:
+    """What the one-hop loader samples: the graph's structure (and ``edge_weight``, which the
+    loader carries into each block); node rows come from the caller, by ``n_id``."""
     from torch_geometric.data import Data
 
     from .graph import Graph
@@ -163,9 +195,9 @@ def _block_source(data: Any, rows: Any, edge_weight: Any) -> Any:
         if edge_weight is not None and data.edge_ids is not None:  # CSR order, by edge id
             eids = _tensor.to_numpy(data.edge_ids).astype(np.int64)
             edge_weight = _tensor.to_output(np.asarray(_tensor.to_numpy(edge_weight))[eids])
-        source = Data(x=rows, edge_index=edge_index, num_nodes=data.num_nodes)
     else:
-        source = Data(x=rows, edge_index=data.edge_index, num_nodes=data.num_nodes)
+        edge_index = data.edge_index
+    source = Data(edge_index=edge_index, num_nodes=num_nodes)
     if edge_weight is not None:
         source.edge_weight = edge_weight
     return source
