@@ -55,7 +55,9 @@ def aggregate(graph: Any, x: Any, op: str = "mean", *, weighted: bool = False,
 
     Args:
         graph: a ``volley.Graph`` (its CSR rows are the targets) or a PyG ``Data``.
-        x: float32 ``[num_nodes, dim]`` rows (a tensor or array in host memory).
+        x: float32 ``[num_nodes, dim]`` rows: a tensor or array in host memory (aggregated by
+            the CPU's threads), or a CUDA tensor (aggregated on its device by the GPU kernel,
+            which gives the CPU's result bit for bit; the result stays on the device).
         op: ``"sum"``, ``"mean"`` or ``"gcn"``.
         weighted: multiply by the graph's edge weights.
         self_loops: ``"gcn"`` only: include PyG's self-loops (its default).
@@ -68,6 +70,14 @@ def aggregate(graph: Any, x: Any, op: str = "mean", *, weighted: bool = False,
         VolleyIndexError: a neighbor id outside ``x``'s rows.
     """
     op = _tensor.check_choice(op, "op", OPS)
+    torch = _tensor.torch_module()
+    if torch is not None and isinstance(x, torch.Tensor) and x.is_cuda:
+        # On the tensor's device (the GPU kernel; the result is a tensor there).
+        if x.dim() != 2 or x.dtype != torch.float32:
+            raise VolleyValueError(f"x must be float32 [num_nodes, dim], got {x.dtype} "
+                                   f"{tuple(x.shape)}")
+        return _tensor.to_output(_volley.aggregate(_csr_of(graph), x.contiguous(), op,
+                                                   bool(weighted), bool(self_loops)))
     rows = _tensor.to_numpy(x) if not isinstance(x, np.ndarray) else x
     if rows.ndim != 2 or rows.dtype != np.float32:
         raise VolleyValueError(f"x must be float32 [num_nodes, dim], got {rows.dtype} "

@@ -1,13 +1,17 @@
-// Whole-graph aggregation (aggregate.h): rows split over the pool, each summed in CSR order with
-// the source rows of the next neighbors prefetched, an AVX2 clone of the row update.
+// Whole-graph aggregation (aggregate.h): on the host, rows split over the pool, each summed in
+// CSR order with the source rows of the next neighbors prefetched, an AVX2 clone of the row
+// update; x on a CUDA device goes to the GPU kernel (cuda/aggregate_driver.h), which sums in the
+// same order with the same operations.
 #include "volley/feature/aggregate.h"
 
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
 #include "volley/core/parallel.h"
+#include "volley/feature/internal/cuda_aggregate_kernel.h"
 
 namespace volley {
 namespace {
@@ -55,7 +59,64 @@ Aggregation aggregation_from_name(std::string_view name) {
   throw ValueError(fmt::format("aggregation must be 'sum', 'mean' or 'gcn', got '{}'", name));
 }
 
+namespace {
+
+// The GPU kernel (cuda/aggregate_driver.h) over x on CUDA device `device`: the CSR's neighbor ids
+// checked here (a kernel cannot throw), the weights as float32, out a new device array.
+Array aggregate_on_device(const Csr& graph, const Array& x, const AggregateOptions& options) {
+  const int64_t rows = graph.num_nodes(), sources = x.dim(0), dim = x.dim(1);
+  const bool gcn = options.op == Aggregation::kGcn;
+  VOLLEY_REQUIRE(!(gcn && options.self_loops) || sources >= rows, ValueError,
+                 "aggregate: gcn's self loops need a row of x per node ({}), x has {}", rows,
+                 sources);
+  for (int64_t k = 0; k < graph.num_edges(); ++k) {
+    const int64_t u = graph.neighbor(k);
+    VOLLEY_REQUIRE(u >= 0 && u < sources, IndexError,
+                   "aggregate: CSR position {} holds neighbor {}, outside x's {} rows", k, u,
+                   sources);
+  }
+  const EdgeWeights weight(graph, options.weighted);
+  std::vector<float> weights;
+  if (options.weighted) {
+    weights.resize(static_cast<size_t>(graph.num_edges()));
+    for (int64_t k = 0; k < graph.num_edges(); ++k) weights[static_cast<size_t>(k)] = weight(k);
+  }
+  const int device = x.buffer().device();
+  Array out(
+      Buffer::allocate_device(static_cast<size_t>(std::max<int64_t>(rows * dim, 1)) * 4, device),
+      DType::kFloat32, {rows, dim});
+  const feature_internal::AggregatePlan plan{
+      .indptr = graph.indptr().data<int64_t>(),
+      .indices = graph.indices().raw_data(),
+      .indices_32bit = graph.indices().dtype() == DType::kInt32,
+      .weights = options.weighted ? weights.data() : nullptr,
+      .rows = rows,
+      .sources = sources,
+      .edges = graph.num_edges(),
+      .dim = dim,
+      .op = static_cast<int>(options.op),
+      .self_loops = gcn && options.self_loops,
+      .x = x.data<float>(),
+      .out = out.data<float>(),
+      .device = device};
+#if defined(VOLLEY_WITH_GPU_HOST)
+  if (cuda_emulated()) {
+    feature_internal::launch_host_aggregate(plan);
+    return out;
+  }
+#endif
+  feature_internal::launch_device_aggregate(plan, nullptr);
+  return out;
+}
+
+}  // namespace
+
 Array aggregate(const Csr& graph, const Array& x, const AggregateOptions& options) {
+  if (x.buffer().location() == Location::kCuda) {
+    VOLLEY_REQUIRE(x.dtype() == DType::kFloat32 && x.ndim() == 2, ValueError,
+                   "aggregate: x must be float32 [num_nodes, dim], got {}", x.describe());
+    return aggregate_on_device(graph, x, options);
+  }
   const int64_t dim = x.ndim() == 2 ? x.dim(1) : 0;
   Array out = Array::empty(DType::kFloat32, {graph.num_nodes(), dim});
   aggregate_into(graph, x, options, out.data<float>());

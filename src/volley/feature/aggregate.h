@@ -16,6 +16,10 @@
 // loops); out is float32 [N, D]. Each row is summed by one thread in CSR order, so the result is
 // the same, bit for bit, on any number of threads. ValueError for another dtype or shape (naming
 // it), IndexError for a neighbor id outside [0, S).
+// Where x lives picks where it runs: x in host memory, on the CPU (the pool's threads); x on a
+// CUDA device, on that device (the CSR is uploaded for the call; out is a new array on the
+// device), with the CPU's result bit for bit (each element summed in CSR order, no fused
+// multiply-adds). RuntimeError for device x in a build without CUDA.
 // Thread safety: reads only; concurrent calls are fine.
 #pragma once
 
