@@ -288,6 +288,14 @@ ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address
   return info;
 }
 
+void check_client_options(const std::vector<std::string>& addresses, const ClientOptions& options) {
+  VOLLEY_REQUIRE(!addresses.empty(), ValueError,
+                 "no server addresses given: list one host:port per partition, in part order");
+  VOLLEY_REQUIRE(options.deadline_seconds > 0 && options.connect_seconds > 0, ValueError,
+                 "deadline_seconds and connect_seconds must be > 0, got {} and {}",
+                 options.deadline_seconds, options.connect_seconds);
+}
+
 PartLimits part_limits(const rpc::InfoReply& reply, const ClientOptions& options) {
   PartLimits limits;
   if (reply.max_ids_per_call() > 0) limits.max_ids = reply.max_ids_per_call();
@@ -369,11 +377,7 @@ std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> add
                                                     ClientOptions options,
                                                     std::shared_ptr<const Partition> local,
                                                     std::string fingerprint) {
-  VOLLEY_REQUIRE(!addresses.empty(), ValueError,
-                 "no server addresses given: list one host:port per partition, in part order");
-  VOLLEY_REQUIRE(options.deadline_seconds > 0 && options.connect_seconds > 0, ValueError,
-                 "deadline_seconds and connect_seconds must be > 0, got {} and {}",
-                 options.deadline_seconds, options.connect_seconds);
+  internal::check_client_options(addresses, options);
   VOLLEY_REQUIRE(options.max_message_bytes >= (1 << 20), ValueError,
                  "max_message_bytes must be at least 1 MiB, got {}", options.max_message_bytes);
   auto state = std::make_unique<State>();

@@ -51,11 +51,7 @@ struct NodeDataService::State {
 
 std::shared_ptr<const NodeDataService> NodeDataService::connect(std::vector<std::string> addresses,
                                                                 ClientOptions options) {
-  VOLLEY_REQUIRE(!addresses.empty(), ValueError,
-                 "no server addresses given: list one host:port per partition, in part order");
-  VOLLEY_REQUIRE(options.deadline_seconds > 0 && options.connect_seconds > 0, ValueError,
-                 "deadline_seconds and connect_seconds must be > 0, got {} and {}",
-                 options.deadline_seconds, options.connect_seconds);
+  internal::check_client_options(addresses, options);
   auto state = std::make_unique<State>();
   state->options = std::move(options);
   state->addresses = std::move(addresses);

@@ -39,6 +39,10 @@ void prepare(grpc::ClientContext& context, const ClientOptions& options, double 
 [[noreturn]] void fail(const grpc::Status& status, const std::string& address, int64_t part,
                        const char* call, double deadline_seconds);
 
+// ValueError for no addresses, or a deadline or connect time that is not > 0 (every client's
+// connect checks these first).
+void check_client_options(const std::vector<std::string>& addresses, const ClientOptions& options);
+
 // A dtype name from a server; ValueError naming the server for an unknown one.
 DType parse_dtype(const std::string& name, const std::string& address);
 
