@@ -485,8 +485,10 @@ NodeStateSnapshot RemoteNodeState::snapshot(int64_t begin, int64_t end) const {
                    rows);
     std::memcpy(out.values.raw_data() + at * table.value_bytes(), reply.rows().data(),
                 reply.rows().size());
-    std::memcpy(out.state.raw_data() + at * table.state_bytes(), reply.state().data(),
-                reply.state().size());
+    if (!reply.state().empty()) {  // a table without optimizer state has none
+      std::memcpy(out.state.raw_data() + at * table.state_bytes(), reply.state().data(),
+                  reply.state().size());
+    }
   });
   return out;
 }

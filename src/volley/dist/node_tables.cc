@@ -175,8 +175,12 @@ grpc::Status NodeTables::answer(const Request& request, const OwnedRange& range,
           Array::empty(table->dtype(), {static_cast<int64_t>(rows), dim}),
           Array::empty(DType::kFloat32, {static_cast<int64_t>(rows), table->state_slots(), dim}),
           request.steps()};
-      std::memcpy(snapshot.values.raw_data(), request.values().data(), request.values().size());
-      std::memcpy(snapshot.state.raw_data(), request.state().data(), request.state().size());
+      if (!request.values().empty()) {  // empty: a WRITE of the step count alone
+        std::memcpy(snapshot.values.raw_data(), request.values().data(), request.values().size());
+      }
+      if (!request.state().empty()) {
+        std::memcpy(snapshot.state.raw_data(), request.state().data(), request.state().size());
+      }
       table->restore(snapshot, begin);
       break;
     }

@@ -527,8 +527,10 @@ NodeStateSnapshot NodeState::snapshot(int64_t begin, int64_t end) const {
       read_row(table, row, [&](const std::byte* record) {
         const auto at = static_cast<size_t>(row - begin);
         std::memcpy(snapshot.values.raw_data() + at * value_bytes, record, value_bytes);
-        std::memcpy(snapshot.state.raw_data() + at * state_bytes,
-                    record + table.header->value_bytes, state_bytes);
+        if (state_bytes > 0) {  // a table without optimizer state has none to copy
+          std::memcpy(snapshot.state.raw_data() + at * state_bytes,
+                      record + table.header->value_bytes, state_bytes);
+        }
       });
     }
   });
@@ -559,8 +561,10 @@ void NodeState::restore(const NodeStateSnapshot& snapshot, int64_t first_row) {
     for (int64_t at = begin; at < end; ++at) {
       write_row(table, first_row + at, table.record_bytes(), [&](std::byte* record) {
         std::memcpy(record, snapshot.values.raw_data() + at * value_bytes, value_bytes);
-        std::memcpy(record + table.header->value_bytes,
-                    snapshot.state.raw_data() + at * state_bytes, state_bytes);
+        if (state_bytes > 0) {
+          std::memcpy(record + table.header->value_bytes,
+                      snapshot.state.raw_data() + at * state_bytes, state_bytes);
+        }
       });
     }
   });
