@@ -10,6 +10,7 @@
 
 #include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
+#include "volley/core/internal/cpu_clones.h"
 #include "volley/core/parallel.h"
 #include "volley/feature/internal/cuda_aggregate_kernel.h"
 
@@ -17,10 +18,8 @@ namespace volley {
 namespace {
 
 // out[k] += scale * row[k], 8 floats wide where the CPU allows.
-__attribute__((target_clones("avx2", "default"))) void add_scaled(int64_t dim,
-                                                                  float* __restrict out,
-                                                                  const float* __restrict row,
-                                                                  float scale) {
+VOLLEY_CPU_CLONES void add_scaled(int64_t dim, float* __restrict out, const float* __restrict row,
+                                  float scale) {
   for (int64_t k = 0; k < dim; ++k) out[k] += scale * row[k];
 }
 

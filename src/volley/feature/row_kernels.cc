@@ -3,17 +3,16 @@
 
 #include <cmath>
 
+#include "volley/core/internal/cpu_clones.h"
+
 namespace volley::internal {
 
-// Compiled twice (AVX2 and the baseline), picked at load time.
-#define VOLLEY_ROW_CLONES __attribute__((target_clones("avx2", "default")))
-
-VOLLEY_ROW_CLONES void add_row(int64_t dim, float* __restrict value,
+VOLLEY_CPU_CLONES void add_row(int64_t dim, float* __restrict value,
                                const float* __restrict values) {
   for (int64_t k = 0; k < dim; ++k) value[k] += values[k];
 }
 
-VOLLEY_ROW_CLONES void adagrad(int64_t dim, float* __restrict value, float* __restrict sum,
+VOLLEY_CPU_CLONES void adagrad(int64_t dim, float* __restrict value, float* __restrict sum,
                                const float* __restrict grad, const OptimizerStep& o) {
   for (int64_t k = 0; k < dim; ++k) {
     sum[k] += grad[k] * grad[k];
@@ -27,7 +26,7 @@ float adam_step_size(const OptimizerStep& o, int64_t step) {
   return o.lr * std::sqrt(correction2) / correction1;
 }
 
-VOLLEY_ROW_CLONES void adam(int64_t dim, float* value, float* m, float* v, const float* grad,
+VOLLEY_CPU_CLONES void adam(int64_t dim, float* value, float* m, float* v, const float* grad,
                             const OptimizerStep& o, float step_size) {
   for (int64_t k = 0; k < dim; ++k) {
     m[k] += (grad[k] - m[k]) * (1.0f - o.beta1);
