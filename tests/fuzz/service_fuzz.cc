@@ -39,7 +39,7 @@ namespace {
 namespace rpc = ::volley::rpc;
 using volley::dist_test::raw_call;
 
-const char* const kMethods[] = {"Info",     "Health",   "SampleHop",           "GetRows",
+const char* const kMethods[] = {"Info",        "Health",   "SampleHop",           "GetRows",
                                 "SampleEpoch", "HasEdges", "SampleHeteroBatches", "NodeData"};
 constexpr int kNumMethods = 8;
 
