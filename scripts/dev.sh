@@ -4,7 +4,7 @@
 #   scripts/dev.sh main   install what is missing, build, train GraphSAGE on the bundled Cora
 #   scripts/dev.sh test   install what is missing, build, run every test (C++ and Python)
 #
-# `test` also runs the fuzz targets of the file readers for 8 s each (`fuzz` below; VOLLEY_FUZZ=0
+# `test` also runs the fuzz targets of the file readers for 6 s each (`fuzz` below; VOLLEY_FUZZ=0
 # skips them, and the ThreadSanitizer run of the gpu-host tests), and checks formatting and the
 # size rules (`lint`: clang-format --dry-run, scripts/check_sizes.py).
 # `test` runs the Python tests and the main job twice, with the same build (one wheel installed
@@ -403,7 +403,7 @@ case "${1:-}" in
     latest_leg || status=1
     docs || status=1
     # The C++ suite under ASan + UBSan, then the fuzz targets (readers and service handlers) for
-    # 10 s each, in one clang tree; VOLLEY_FUZZ=0 skips both.
+    # 6 s each, in one clang tree; VOLLEY_FUZZ=0 skips both.
     if [ "${VOLLEY_FUZZ:-1}" = 1 ]; then
       log "waiting for the ASan + UBSan module; the sanitized Python suite runs beside the rest" \
         "of that tree's build"
@@ -422,7 +422,7 @@ case "${1:-}" in
       else
         tail -n 40 "$root/build/sanitize-build.log" >&2; log "sanitize: build failed"; status=1
       fi
-      VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-8}" fuzz || status=1
+      VOLLEY_FUZZ_SECONDS="${VOLLEY_FUZZ_SECONDS:-6}" fuzz || status=1
       wait "$prebuild" || true  # the TSan build: scripts/tsan_gpu_host.sh reports its errors
       # The GPU kernels' bodies on the host executor under ThreadSanitizer: a dropped atomic in
       # the sampler's table fails here every time (the plain gpu-host tests catch it by chance).

@@ -236,24 +236,30 @@ def test_embedding_and_optimizer_errors():
 
 DDP_RANK = """
 import sys, torch, torch.distributed as dist, pickle, volley
-rank, port, path, shared = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "1"
-# shared: a store every rank reaches (shared memory or the servers), pickled by the test
+rank, port, path, placements = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4].split(",")
 dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
-if shared:
-    with open(path, "rb") as file:
-        store = pickle.load(file)
-    emb = volley.nn.Embedding.from_store(store)
-else:
-    emb = volley.nn.Embedding(12, 5, seed=4)
-optimizer = volley.optim.SparseAdam([emb], lr=0.1)
+# One embedding per placement: a local table per rank, or a store every rank reaches (shared
+# memory, the servers), pickled by the test.
+embeddings = {}
+for placement in placements:
+    if placement == "local":
+        embeddings[placement] = volley.nn.Embedding(12, 5, seed=4)
+    else:
+        with open(f"{path}.{placement}", "rb") as file:
+            embeddings[placement] = volley.nn.Embedding.from_store(pickle.load(file))
+optimizer = volley.optim.SparseAdam(list(embeddings.values()), lr=0.1)
 batches = [[[0, 3, 3], [3, 9]], [[1], [9, 9, 2]]]
 for step in batches:
     optimizer.zero_grad()
-    rows = emb(torch.tensor(step[rank]))
-    ((rows * torch.linspace(-1, 1, 5)).sum() + rows.pow(2).sum()).backward()
+    loss = 0
+    for emb in embeddings.values():
+        rows = emb(torch.tensor(step[rank]))
+        loss = loss + (rows * torch.linspace(-1, 1, 5)).sum() + rows.pow(2).sum()
+    loss.backward()
     optimizer.step()
-if rank == 0 or not shared:
-    torch.save(emb.weight(), f"{path}.{rank}")
+for placement, emb in embeddings.items():
+    if rank == 0 or placement == "local":
+        torch.save(emb.weight(), f"{path}.{placement}.{rank}")
 dist.destroy_process_group()
 """
 
@@ -270,26 +276,28 @@ def _served_store(tmp_path, num_nodes: int):
 
 
 @runs_other_interpreters
-@pytest.mark.parametrize("placement", ["local", "shared", "servers"])
-def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path, placement):
+def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path):
+    """Two gloo ranks train one embedding per placement (a local table each, a shared store, a
+    store on two servers) in mode="sync": each equals one process applying rank 0's then rank
+    1's gradients of every step, and the local replicas are identical."""
     import socket
 
-    if placement == "servers" and not volley._volley._has_dist:
-        pytest.skip("built without the distributed service (gRPC)")
+    placements = ["local", "shared"] + (["servers"] if volley._volley._has_dist else [])
     reference = volley.nn.Embedding(12, 5, seed=4)
-    store_path = str(tmp_path / "store.pickle")
-    shared, servers = placement != "local", []
-    if shared:
-        store, servers = (NodeStore(shared=True), []) if placement == "shared" else \
-            _served_store(tmp_path, 12)
-        shared_emb = volley.nn.Embedding(12, 5, seed=4, store=store)
-        with open(store_path, "wb") as file:
-            pickle.dump(shared_emb.store, file)
+    path = str(tmp_path / "store")
+    stores, servers = {}, []
+    for placement in placements[1:]:
+        store = NodeStore(shared=True)
+        if placement == "servers":
+            store, servers = _served_store(tmp_path, 12)
+        stores[placement] = volley.nn.Embedding(12, 5, seed=4, store=store)
+        with open(f"{path}.{placement}", "wb") as file:
+            pickle.dump(store, file)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    ranks = [subprocess.Popen([sys.executable, "-c", DDP_RANK, str(rank), str(port), store_path,
-                               "1" if shared else "0"],
+    ranks = [subprocess.Popen([sys.executable, "-c", DDP_RANK, str(rank), str(port), path,
+                               ",".join(placements)],
                               env=dict(os.environ, PYTHONPATH=PYTHONPATH),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for rank in (0, 1)]
     for rank in ranks:
@@ -302,13 +310,13 @@ def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path, placement):
         rows = reference(torch.tensor(ids))
         loss(rows).backward()
         optimizer.step()
-    results = [torch.load(f"{store_path}.{rank}") for rank in ((0,) if shared else (0, 1))]
-    for result in results:
-        assert torch.allclose(result, reference.weight(), atol=1e-6)
-    if shared:
-        assert torch.equal(shared_emb.weight(), results[0])
-    else:
-        assert torch.equal(results[0], results[1])  # identical replicas
+    local = [torch.load(f"{path}.local.{rank}") for rank in (0, 1)]
+    assert torch.equal(local[0], local[1])  # identical replicas
+    assert torch.allclose(local[0], reference.weight(), atol=1e-6)
+    for placement, emb in stores.items():  # updated once, by rank 0
+        result = torch.load(f"{path}.{placement}.0")
+        assert torch.allclose(result, reference.weight(), atol=1e-6), placement
+        assert torch.equal(emb.weight(), result), placement
     for server in servers:
         server.shutdown()
 

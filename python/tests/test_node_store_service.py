@@ -180,10 +180,14 @@ def test_tables_over_the_servers_budget_are_refused(tmp_path, cora_dir):
 
 
 @runs_other_interpreters
-def test_a_writer_killed_mid_push_leaves_whole_rows(served):
-    """A trainer killed with kill -9 while it pushes: every row holds one complete push."""
-    addresses, node_type, n, _ = served
-    store = remote_store(served)
+def test_a_writer_killed_mid_push_leaves_whole_rows(tmp_path, cora_dir):
+    """A trainer killed with kill -9 while it pushes: every row holds one complete push (the
+    servers' side is one code path for both kinds of partitioning: Cora's is enough)."""
+    parts = str(tmp_path / "parts")
+    volley.partition(cora_dir, parts, 2, method="random", seed=0)
+    servers = [vd.serve(parts, p, token=TOKEN, **LIMITS) for p in range(2)]
+    addresses, node_type, n = [s.address for s in servers], None, 2708
+    store = remote_store((addresses,))
     store.init("killed", n, 256, node_type=node_type)
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import numpy as np, volley
@@ -202,7 +206,8 @@ def test_a_writer_killed_mid_push_leaves_whole_rows(served):
     rows = store.pull("killed", np.arange(n), node_type=node_type).numpy()
     assert rows.max() > 0
     assert np.all(rows == rows[:, :1]), "a row holds values of two pushes"
-    store.remove("killed", node_type)
+    for server in servers:
+        server.shutdown()
 
 
 def test_aggregation_between_tables_on_the_servers(served):

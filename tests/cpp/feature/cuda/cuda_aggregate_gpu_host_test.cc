@@ -57,9 +57,9 @@ void expect_same_bits(const Array& a, const Array& b) {
 
 TEST(CudaAggregateGpuHost, EqualsTheCpuAggregateBitForBit) {
   for (const DType index_dtype : {DType::kInt64, DType::kInt32}) {
-    for (const int64_t sources : {int64_t{300}, int64_t{340}}) {
-      const Csr graph = random_graph(300, sources, 2400, index_dtype, 7 + sources);
-      const Array x = random_rows(sources, 37, 11);
+    for (const int64_t sources : {int64_t{120}, int64_t{140}}) {
+      const Csr graph = random_graph(120, sources, 900, index_dtype, 7 + sources);
+      const Array x = random_rows(sources, 13, 11);
       for (const Aggregation op : {Aggregation::kSum, Aggregation::kMean, Aggregation::kGcn}) {
         for (const bool weighted : {false, true}) {
           for (const bool self_loops : {true, false}) {
@@ -70,16 +70,16 @@ TEST(CudaAggregateGpuHost, EqualsTheCpuAggregateBitForBit) {
             for (int64_t k = 0; k < graph.num_edges(); ++k) {
               weights.push_back(graph.weights()->data<float>()[k]);
             }
-            Array out = Array::empty(DType::kFloat32, {300, 37});
+            Array out = Array::empty(DType::kFloat32, {120, 13});
             feature_internal::launch_host_aggregate(
                 {.indptr = graph.indptr().data<int64_t>(),
                  .indices = graph.indices().raw_data(),
                  .indices_32bit = index_dtype == DType::kInt32,
                  .weights = weighted ? weights.data() : nullptr,
-                 .rows = 300,
+                 .rows = 120,
                  .sources = sources,
                  .edges = graph.num_edges(),
-                 .dim = 37,
+                 .dim = 13,
                  .op = static_cast<int>(op),
                  .self_loops = op == Aggregation::kGcn && self_loops,
                  .x = x.data<float>(),
