@@ -164,8 +164,8 @@ latest_leg() {
   install_latest
   install_wheel "$latest_python"
   log "Python tests and main job, newest torch / PyG / numpy ($latest_venv)"
-  # The load test of eight clients ran 20 s in the first leg; 10 s here.
-  VOLLEY_LOAD_TEST_SECONDS="${VOLLEY_LOAD_TEST_SECONDS:-10}" python_leg "$latest_python"
+  # Tests marked same_in_every_torch (python/tests/conftest.py) run in the first leg only.
+  VOLLEY_TEST_LEG=latest python_leg "$latest_python"
 }
 
 # `scripts/dev.sh wheel`: the wheel a user installs with `pip install volley-*.whl` — the build's
@@ -299,7 +299,7 @@ sanitize_ctest() {
 # The Python suite over the ASan + UBSan module (built: the `_volley` target is enough).
 sanitize_python() {
   log "sanitize: the Python tests over the ASan + UBSan module"
-  (cd "$root" && VOLLEY_LOAD_TEST_SECONDS="${VOLLEY_LOAD_TEST_SECONDS:-10}" \
+  (cd "$root" && VOLLEY_LOAD_TEST_SECONDS="${VOLLEY_LOAD_TEST_SECONDS:-5}" \
     VOLLEY_TEST_SANITIZED=1 LD_PRELOAD="$(clang-14 -print-file-name=libclang_rt.asan-x86_64.so)" \
     ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 PYTHONPATH="$root/build/fuzz/python" \
@@ -395,7 +395,7 @@ case "${1:-}" in
       prebuild=$!
     fi
     log "Python tests and main job, Debian's torch / PyG / numpy ($venv)"
-    # The load test of eight clients runs 20 s here (30 s by hand), 10 s in the second leg.
+    # The load test of eight clients runs 20 s here (30 s by hand), 5 s under ASan.
     VOLLEY_LOAD_TEST_SECONDS="${VOLLEY_LOAD_TEST_SECONDS:-20}" python_leg "$python" || status=1
     if [ -n "$latest_prefetch" ]; then
       wait "$latest_prefetch" || tail -n 20 "$root/build/latest-install.log" >&2  # retried below

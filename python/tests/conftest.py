@@ -93,3 +93,12 @@ runs_other_interpreters = pytest.mark.skipif(
     reason="starts other Python processes; runs in both ordinary legs, skipped under ASan for "
            "CI time",
 )
+
+# Tests whose subject does not change with torch's, PyG's or numpy's version: the native service
+# under load or faults, process lifecycle, the CLI's checks. The second leg (the newest torch /
+# PyG / numpy, scripts/dev.sh latest) skips them; the first leg runs them.
+same_in_every_torch = pytest.mark.skipif(
+    __import__("os").environ.get("VOLLEY_TEST_LEG") == "latest",
+    reason="does not depend on torch / PyG / numpy versions; runs in the first leg, skipped in "
+           "the second for CI time",
+)

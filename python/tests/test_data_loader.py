@@ -19,6 +19,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 from torch.utils.data import DataLoader, DistributedSampler  # noqa: E402
 from torch_geometric.data import Data, HeteroData  # noqa: E402
+from conftest import runs_other_interpreters
 
 WRITES = ("author", "writes", "paper")
 
@@ -152,6 +153,7 @@ sys.stdout.buffer.write(pickle.dumps(out))
 """
 
 
+@runs_other_interpreters
 def test_a_pickle_loads_in_a_fresh_process_with_the_same_batches():
     loader = NeighborLoader(homogeneous(), [3, 2], batch_size=16, shuffle=True)
     result = subprocess.run([sys.executable, "-c", _SPAWNED], input=pickle.dumps(loader),

@@ -32,7 +32,7 @@ import volley
 from volley.loader import NeighborLoader
 from volley.partition import load_partition, split_ids, to_new_ids
 
-from conftest import as_numpy
+from conftest import as_numpy, same_in_every_torch
 
 if not volley._volley._has_dist:
     pytest.skip("built without the distributed service (gRPC)", allow_module_level=True)
@@ -402,6 +402,7 @@ def _send_raw(address, payload, read=True):
 
 
 @pytest.mark.timeout(120)
+@same_in_every_torch
 def test_garbage_and_oversized_requests_do_not_crash_the_server(parts_dir, spawn):
     s1 = spawn(parts_dir, 1)
     # Small max_message_bytes so an oversized request is cheap to make.
@@ -471,6 +472,7 @@ def test_killed_server_raises_in_the_trainer_within_the_deadline(parts_dir, spaw
 
 
 @pytest.mark.timeout(int(os.environ.get("VOLLEY_LOAD_TEST_SECONDS", "30")) + 120)
+@same_in_every_torch
 def test_load_of_eight_clients(parts_dir, spawn):
     seconds = float(os.environ.get("VOLLEY_LOAD_TEST_SECONDS", "30"))
     s1 = spawn(parts_dir, 1)

@@ -14,6 +14,7 @@ import shutil
 import pytest
 
 import volley
+from conftest import same_in_every_torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.environ.get("VOLLEY_CLI", os.path.join(ROOT, "build/dev/tools/volley/volley"))
@@ -45,6 +46,7 @@ def parts(tmp_path_factory):
 
 
 @pytest.mark.timeout(120)
+@same_in_every_torch
 @pytest.mark.skipif(
     os.environ.get("VOLLEY_TEST_SANITIZED") == "1",
     reason="under the preloaded ASan runtime the trainer started by `ip netns exec` does not "

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import trains_a_model, volley_cli as _cli
+from conftest import trains_a_model, volley_cli as _cli, runs_other_interpreters
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
@@ -54,6 +54,7 @@ def test_temporal_link_pred_prints_the_three_aucs():
     assert static[0] > val_past and static[0] > static[1], (static, val_past)
 
 
+@runs_other_interpreters
 def test_temporal_link_pred_rejects_a_graph_without_times(cora_dir):
     result = _run_example("temporal_link_pred.py", "--dataset", str(cora_dir))
     assert result.returncode == 2

@@ -14,7 +14,7 @@ import pytest
 import volley
 from volley._tensor import to_numpy
 
-from conftest import torch_or_none
+from conftest import torch_or_none, runs_other_interpreters
 
 torch = torch_or_none()
 
@@ -133,6 +133,7 @@ def test_out_of_range_id_raises_with_the_id():
         feature[big]
 
 
+@runs_other_interpreters
 def test_shared_feature_attached_from_a_second_process(tmp_path):
     table = make_table("float32", rows=300, width=5)
     feature = volley.Feature(table, shared=True)

@@ -11,6 +11,7 @@ from volley.loader import LinkNeighborLoader  # noqa: E402
 pyg = pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data  # noqa: E402
 from torch_geometric.sampler import NegativeSampling  # noqa: E402
+from conftest import trains_a_model
 
 
 def small_data(num_nodes=120, num_edges=900, seed=0):
@@ -221,6 +222,7 @@ def test_batches_have_pyg_link_neighbor_loaders_fields():
         assert batch.e_id.dtype == batch.n_id.dtype == batch.input_id.dtype == torch.int64
 
 
+@trains_a_model
 def test_pyg_link_prediction_loop_runs_unchanged_on_cora():
     from torch_geometric.nn import SAGEConv
 

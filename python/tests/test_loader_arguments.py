@@ -21,6 +21,7 @@ from volley.loader import NeighborLoader
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data, HeteroData  # noqa: E402
+from conftest import runs_other_interpreters
 
 PAPERS, AUTHORS = 120, 40
 WRITES = ("author", "writes", "paper")
@@ -211,6 +212,7 @@ def shares_and_digest(loader):
     return torch.cat(ids).numpy(), digest.hexdigest()
 
 
+@runs_other_interpreters
 def test_hetero_loader_reads_torch_distributed_under_torchrun(tmp_path):
     """Two processes under torchrun: each takes its rank's share by itself, and that share is
     what ``rank=r, world_size=2`` gives in a single process."""

@@ -13,7 +13,7 @@ from typing import Dict, List, Set
 import pytest
 
 import volley
-from conftest import runs_other_interpreters
+from conftest import runs_other_interpreters, same_in_every_torch
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(volley.__file__))
 NATIVE = "_volley"  # the compiled core: imports nothing of the package
@@ -213,6 +213,7 @@ def test_every_volley_error_class_is_exported_and_derives_from_a_builtin():
 
 
 @runs_other_interpreters
+@same_in_every_torch
 def test_objects_alive_at_exit_are_reported_only_when_asked():
     # A framework may keep a loader until the interpreter exits (Lightning's ddp_spawn children
     # do); nanobind's "leaked instances" report is then noise, printed only with

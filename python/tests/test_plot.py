@@ -12,7 +12,7 @@ import pytest
 
 import volley
 
-from conftest import volley_cli as _cli
+from conftest import volley_cli as _cli, runs_other_interpreters
 from volley import plot
 
 pytest.importorskip("matplotlib")
@@ -73,6 +73,7 @@ def test_module_command_line(tmp_path):
     assert plot.main([str(tmp_path / "bad.png"), str(tmp_path / "missing.jsonl")]) == 1
 
 
+@runs_other_interpreters
 def test_bench_plot_end_to_end(tmp_path, cora_dir):
     cli = _cli()
     if cli is None:

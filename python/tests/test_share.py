@@ -18,7 +18,7 @@ import pytest
 import volley
 from volley import _share
 
-from conftest import as_numpy
+from conftest import as_numpy, same_in_every_torch, runs_other_interpreters
 
 # Where this process imported volley from (the dev tree or site-packages): children must import
 # the same build.
@@ -141,6 +141,8 @@ def test_feature_pickles_by_handle_and_tiered_stores_flatten():
     np.testing.assert_array_equal(volley._tensor.to_numpy(flat[np.arange(1000)]), table)
 
 
+@same_in_every_torch
+@runs_other_interpreters
 def test_handle_of_an_exited_process_fails_clearly(tmp_path):
     script = textwrap.dedent(
         """
@@ -172,6 +174,7 @@ def _child_attach_and_sample(payload: bytes, seeds, queue) -> None:
 
 
 @pytest.mark.timeout(60)
+@runs_other_interpreters
 def test_spawned_child_attaches_and_samples_exactly_what_the_parent_samples():
     dataset = _dataset(num_nodes=100_000, num_features=64).share_memory_()  # x: 25.6 MB
     sampler = volley.NeighborSampler(dataset.graph, [10, 5], seed=7)
@@ -233,6 +236,8 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.mark.timeout(60)
+@same_in_every_torch
+@runs_other_interpreters
 def test_no_leak_after_kill_9_of_the_parent(tmp_path):
     script = tmp_path / "share_then_wait.py"
     script.write_text(_KILL_SCRIPT)

@@ -3,9 +3,9 @@
 // local part is sampled in-process, the replies are checked, and the picks are merged in frontier
 // order through the same SubgraphBuilder as the CPU sampler, so the result equals
 // sample_neighbors on the whole renumbered graph. Disjoint and temporal sampling run the same
-// way over tree-qualified keys (root * num_nodes + node; the CPU kernel's DisjointBuilder gives
-// the same local ids): a target goes out as its node with its tree's seed time, its picks come
-// back as nodes and get the tree's key.
+// way over tree-qualified keys (root * num_nodes + node; the CPU kernel's TypedDisjointBuilder
+// gives the same local ids): a target goes out as its node with its tree's seed time, its picks
+// come back as nodes and get the tree's key.
 #include <cstdint>
 #include <memory>
 #include <span>

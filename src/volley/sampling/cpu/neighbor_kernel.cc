@@ -5,13 +5,14 @@
 #include <numeric>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "volley/core/error.h"
 #include "volley/core/parallel.h"
 #include "volley/core/recycler.h"
-#include "volley/sampling/cpu/disjoint_builder.h"
 #include "volley/sampling/cpu/time_filter.h"
+#include "volley/sampling/cpu/typed_builder.h"
 #include "volley/sampling/internal/positions.h"
-#include "volley/sampling/subgraph_builder.h"
 
 namespace volley::cpu {
 namespace {
@@ -145,9 +146,8 @@ TimeFilter time_filter(const Csr& graph, const NeighborSamplerOptions& options,
 // row of that degree (neighbor_sampler.h), from the Philox stream at counter `stream`.
 template <typename Index>
 void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_begin,
-                   int64_t degree, int64_t limit, int64_t fanout,
-                   const NeighborSamplerOptions& options, PhiloxCounter stream,
-                   NeighborScratch& scratch, int64_t prefix) {
+                   int64_t degree, int64_t limit, int64_t fanout, uint64_t seed, bool replace,
+                   PhiloxCounter stream, NeighborScratch& scratch, int64_t prefix) {
   auto& picked = scratch.picked;
   picked.clear();
   const int64_t* map = nullptr;  // admissible position -> row position; null: the identity
@@ -161,50 +161,19 @@ void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_b
     map = scratch.admissible.data();
   }
   if (admissible == 0 || fanout == 0) return;
-  if (fanout == -1 || (admissible <= fanout && (filter.last || !options.replace))) {
+  if (fanout == -1 || (admissible <= fanout && (filter.last || !replace))) {
     for (int64_t p = 0; p < admissible; ++p) picked.push_back(p);
   } else if (filter.last) {
     for (int64_t p = admissible - fanout; p < admissible; ++p) picked.push_back(p);
   } else {
     // Made here rather than passed: copying a freshly stored stream into the call waited on
     // the stores (a store-forwarding stall per row).
-    PhiloxStream rng(options.seed, stream);
-    pick(nullptr, admissible, fanout, options.replace, rng, scratch);
+    PhiloxStream rng(seed, stream);
+    pick(nullptr, admissible, fanout, replace, rng, scratch);
   }
   if (map != nullptr) {
     for (int64_t& position : picked) position = map[position];
   }
-}
-
-// The CPU sampler's seed/neighbor map for SubgraphBuilder: one slot per graph node, reset in O(1)
-// by the scratch's generation stamp.
-struct SlotMap {
-  NeighborScratch::Slot* slots;
-  uint32_t generation;
-  int32_t insert(int64_t id, int32_t local) {
-    auto& slot = slots[id];
-    if (slot.stamp == generation) return slot.local;
-    slot = {generation, local};
-    return -1;
-  }
-  // The local id recorded for `id` in this batch, or -1.
-  int32_t find(int64_t id) const {
-    const auto& slot = slots[id];
-    return slot.stamp == generation ? slot.local : -1;
-  }
-  void prefetch(int64_t id) const { __builtin_prefetch(slots + id); }
-};
-
-SlotMap start_slot_map(int64_t num_nodes, NeighborScratch& scratch) {
-  if (scratch.slots.size() != static_cast<size_t>(num_nodes)) {
-    assign_on_huge_pages(scratch.slots, static_cast<size_t>(num_nodes), {0, 0});
-    scratch.generation = 0;
-  }
-  if (++scratch.generation == 0) {  // wrapped: clear stale stamps
-    std::fill(scratch.slots.begin(), scratch.slots.end(), NeighborScratch::Slot{0, 0});
-    scratch.generation = 1;
-  }
-  return {scratch.slots.data(), scratch.generation};
 }
 
 // The admissible prefixes of the sorted rows a pick loop visits in order (items [0, end) of it),
@@ -260,70 +229,109 @@ void positions_to_ids(const Id* ids, std::vector<int64_t>& list) {
   sampling_internal::positions_to_ids(ids, list.data(), list.size());
 }
 
-// The hops of one batch into `builder` (SubgraphBuilder, or DisjointBuilder: then out.batch holds
-// each frontier node's tree). The graph is far larger than the caches, so each hop runs in passes
-// whose memory accesses are independent and prefetched ahead, rather than one loop that waits on
-// each: pass 1 (here) picks the edges of every frontier node as CSR positions, reading only
-// indptr (prefetched) and, for temporal sampling of sorted rows, the admissible prefixes searched
-// a chunk of rows at a time (PrefixChunks); pass 2 (positions_to_ids) reads the picked neighbors'
-// ids; pass 3 (builder.end_hop) maps them to local ids. At the end the positions become edge ids
-// (positions_to_ids). The output is exactly that of a single pass.
+// Edge type `edges`' part of hop `hop` into `builder` (TypedSubgraphBuilder, or
+// TypedDisjointBuilder: then its batch lists hold each frontier node's tree). The graph is far
+// larger than the caches, so the edges are picked in passes whose memory accesses are independent
+// and prefetched ahead, rather than in one loop that waits on each: pass 1 (here) picks the edges
+// of every frontier node as CSR positions, reading only indptr (prefetched) and, for temporal
+// sampling of sorted rows, the admissible prefixes searched a chunk of rows at a time
+// (PrefixChunks); pass 2 (positions_to_ids) reads the picked neighbors' ids; pass 3
+// (builder.end_edges) maps them to local ids. At the end of the batch the positions become edge
+// ids (sample_typed). The output is exactly that of a single pass.
 template <typename Index, typename Builder>
-void expand(const Csr& graph, const NeighborSamplerOptions& options, uint64_t batch_index,
-            NeighborScratch& scratch, Builder& builder, HostSubgraph& out,
-            const TimeFilter& filter = {}) {
+void expand_edges(const TypedEdges& edges, int e, int hop, bool replace, uint64_t batch_index,
+                  NeighborScratch& scratch, Builder& builder) {
+  const Csr& graph = *edges.csr;
   const int64_t* indptr = graph.indptr().data<int64_t>();
   const Index* indices = graph.indices().template data<Index>();
-  const int64_t* edge_ids = graph.has_edge_ids() ? graph.edge_ids()->data<int64_t>() : nullptr;
-  const float* weights = options.weighted ? graph.weights()->data<float>() : nullptr;
-  const auto& nodes = out.nodes;
+  const float* weights = edges.weighted ? graph.weights()->data<float>() : nullptr;
+  const TimeFilter& filter = edges.filter;
+  const int64_t fanout = edges.fanouts[hop];
+  builder.begin_edges(e, edges.src, edges.dst);
+  const int64_t* nodes = builder.nodes(edges.dst);  // no node is added before end_edges
+  const int64_t* trees = nullptr;                   // temporal sampling is disjoint
+  if constexpr (requires { builder.batch(0); }) trees = builder.batch(edges.dst);
+  const size_t frontier_end = builder.frontier_end(edges.dst);
   constexpr size_t kAhead = 16;
   const bool search_ahead = filter.active() && filter.sorted;  // PrefixChunks below
-  const auto row_of = [&](size_t i) {  // temporal sampling is disjoint: out.batch is set
-    return std::pair{nodes[i], filter.seed_times[out.batch[i]]};
-  };
-  for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
-    const int64_t fanout = options.fanouts[hop];
-    const size_t frontier_end = builder.frontier_end();
-    PrefixChunks prefixes(filter, indptr, indices, frontier_end, row_of, scratch);
-    for (size_t i = builder.frontier_begin(); fanout != 0 && i < frontier_end; ++i) {
-      if (i + kAhead < frontier_end) __builtin_prefetch(indptr + nodes[i + kAhead]);
-      if (filter.active() && !search_ahead && i + kAhead / 2 < frontier_end) {
-        const int64_t ahead = indptr[nodes[i + kAhead / 2]];  // a row scanned for times
-        __builtin_prefetch(filter.edge_time != nullptr ? filter.edge_time + ahead
+  const auto row_of = [&](size_t i) { return std::pair{nodes[i], filter.seed_times[trees[i]]}; };
+  PrefixChunks prefixes(filter, indptr, indices, frontier_end, row_of, scratch);
+  for (size_t i = builder.frontier_begin(edges.dst); fanout != 0 && i < frontier_end; ++i) {
+    if (i + kAhead < frontier_end) __builtin_prefetch(indptr + nodes[i + kAhead]);
+    if ((weights != nullptr || (filter.active() && !search_ahead)) &&
+        i + kAhead / 2 < frontier_end) {
+      const int64_t ahead = indptr[nodes[i + kAhead / 2]];  // a row scanned for weights or times
+      __builtin_prefetch(weights != nullptr            ? static_cast<const void*>(weights + ahead)
+                         : filter.edge_time != nullptr ? filter.edge_time + ahead
                                                        : static_cast<const void*>(indices + ahead));
-      }
-      const int64_t target = nodes[i];
-      const int64_t row_begin = indptr[target];
-      const int64_t degree = indptr[target + 1] - row_begin;
-      if (degree == 0) continue;
-      auto emit = [&](int64_t position) {
-        const int64_t k = row_begin + position;
-        builder.add_edge(i, k, k);  // CSR positions; pass 2 below reads the ids
-      };
-      if (filter.active()) {
-        pick_temporal(filter, indices, row_begin, degree, filter.seed_times[out.batch[i]], fanout,
-                      options, neighbor_stream_counter(target, static_cast<int>(hop), batch_index),
-                      scratch, search_ahead ? prefixes[i] : -1);
-        for (int64_t position : scratch.picked) emit(position);
-        continue;
-      }
-      const bool take_all = fanout == -1 || (!options.replace && degree <= fanout);
-      if (take_all) {
-        for (int64_t position = 0; position < degree; ++position) emit(position);
-        continue;
-      }
-      PhiloxStream rng(options.seed,
-                       neighbor_stream_counter(target, static_cast<int>(hop), batch_index));
-      pick(weights == nullptr ? nullptr : weights + row_begin, degree, fanout, options.replace, rng,
-           scratch);
-      for (int64_t position : scratch.picked) emit(position);
     }
-    positions_to_ids(indices, scratch.neighbors);  // pass 2: the neighbors' ids
+    const int64_t target = nodes[i];
+    const int64_t row_begin = indptr[target];
+    const int64_t degree = indptr[target + 1] - row_begin;
+    if (degree == 0) continue;
+    auto emit = [&](int64_t position) {
+      const int64_t k = row_begin + position;
+      builder.add_edge(i, k, k);  // CSR positions; pass 2 below reads the ids
+    };
+    if (filter.active()) {
+      pick_temporal(filter, indices, row_begin, degree, filter.seed_times[trees[i]], fanout,
+                    edges.stream_seed, replace, neighbor_stream_counter(target, hop, batch_index),
+                    scratch, search_ahead ? prefixes[i] : -1);
+      for (int64_t position : scratch.picked) emit(position);
+      continue;
+    }
+    const bool take_all = fanout == -1 || (!replace && degree <= fanout);
+    if (take_all) {
+      for (int64_t position = 0; position < degree; ++position) emit(position);
+      continue;
+    }
+    PhiloxStream rng(edges.stream_seed, neighbor_stream_counter(target, hop, batch_index));
+    pick(weights == nullptr ? nullptr : weights + row_begin, degree, fanout, replace, rng, scratch);
+    for (int64_t position : scratch.picked) emit(position);
+  }
+  positions_to_ids(indices, builder.neighbors());  // pass 2: the neighbors' ids
+  builder.end_edges();
+}
+
+// The seeds placed, then `hops` hops over every edge type in order, into `builder`.
+template <typename Builder>
+void sample_typed(std::span<const TypedEdges> edges, std::span<const TypedSeeds> seeds, size_t hops,
+                  const NeighborSamplerOptions& options, uint64_t batch_index,
+                  NeighborScratch& scratch, Builder& builder, TypedLists& out) {
+  int64_t tree = 0;
+  for (const TypedSeeds& group : seeds) {
+    for (size_t i = 0; i < group.ids.size(); ++i, ++tree) {
+      const int32_t earlier = builder.add_seed(group.type, group.ids[i], tree);
+      if (earlier < 0) continue;
+      if (group.name.empty()) {
+        throw ValueError(
+            fmt::format("duplicate seed id {} at positions {} and {}; seeds must be distinct",
+                        group.ids[i], earlier, i));
+      }
+      throw ValueError(fmt::format("duplicate seed {} of node type '{}' at positions {} and {}",
+                                   group.ids[i], group.name, earlier, i));
+    }
+  }
+  builder.start();
+  for (size_t hop = 0; hop < hops; ++hop) {
+    for (size_t e = 0; e < edges.size(); ++e) {
+      const auto index = static_cast<int>(e);
+      if (edges[e].csr->index_dtype() == DType::kInt32) {
+        expand_edges<int32_t>(edges[e], index, static_cast<int>(hop), options.replace, batch_index,
+                              scratch, builder);
+      } else {
+        expand_edges<int64_t>(edges[e], index, static_cast<int>(hop), options.replace, batch_index,
+                              scratch, builder);
+      }
+    }
     builder.end_hop();
   }
   builder.finish();
-  if (edge_ids != nullptr) positions_to_ids(edge_ids, out.edge_ids);
+  for (size_t e = 0; e < edges.size(); ++e) {
+    if (edges[e].csr->has_edge_ids()) {
+      positions_to_ids(edges[e].csr->edge_ids()->data<int64_t>(), *out.edge_ids[e]);
+    }
+  }
 }
 
 // kInduced: replaces the sampled edges by every graph edge between two sampled nodes (the map
@@ -383,31 +391,16 @@ void make_bidirectional(HostSubgraph& out) {
   out.edges_per_hop.clear();
 }
 
-// Disjoint sampling: each seed grows its own tree (DisjointBuilder), out.batch names it.
-template <typename Index>
-void sample_disjoint(const Csr& graph, std::span<const int64_t> seeds,
-                     std::span<const int64_t> seed_times, const NeighborSamplerOptions& options,
-                     uint64_t batch_index, NeighborScratch& scratch, HostSubgraph& out) {
-  DisjointBuilder builder(seeds, graph.num_nodes(), scratch, out);
-  expand<Index>(graph, options, batch_index, scratch, builder, out,
-                time_filter(graph, options, seed_times));
-  if (options.subgraph_type == SubgraphType::kBidirectional) make_bidirectional(out);
-}
-
-template <typename Index>
-void sample(const Csr& graph, std::span<const int64_t> seeds, std::span<const int64_t> seed_times,
-            const NeighborSamplerOptions& options, uint64_t batch_index, NeighborScratch& scratch,
-            HostSubgraph& out) {
-  if (options.disjoint || options.time_source != TimeSource::kNone) {
-    sample_disjoint<Index>(graph, seeds, seed_times, options, batch_index, scratch, out);
-    return;
-  }
-  out.batch.clear();
-  SlotMap map = start_slot_map(graph.num_nodes(), scratch);
-  SubgraphBuilder builder(seeds, graph.num_nodes(), map, scratch.neighbors, out);
-  expand<Index>(graph, options, batch_index, scratch, builder, out);
-  if (options.subgraph_type == SubgraphType::kInduced) induce<Index>(graph, map, out);
-  if (options.subgraph_type == SubgraphType::kBidirectional) make_bidirectional(out);
+// The lists of a homogeneous batch: one node type, one edge type.
+void one_type_lists(HostSubgraph& out, TypedLists& lists) {
+  lists.nodes.assign(1, &out.nodes);
+  lists.batch.assign(1, &out.batch);
+  lists.nodes_per_hop.assign(1, &out.nodes_per_hop);
+  lists.num_seeds.assign(1, &out.num_seeds);
+  lists.rows.assign(1, &out.rows);
+  lists.cols.assign(1, &out.cols);
+  lists.edge_ids.assign(1, &out.edge_ids);
+  lists.edges_per_hop.assign(1, &out.edges_per_hop);
 }
 
 // `filter` active: a temporal hop, targets[i]'s tree time at filter.seed_times[i].
@@ -451,8 +444,8 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
     const size_t before = out.neighbors.size();
     auto emit = [&](int64_t position) { out.neighbors.push_back(row_begin + position); };
     if (filter.active()) {
-      pick_temporal(filter, indices, row_begin, degree, filter.seed_times[i], fanout, options,
-                    neighbor_stream_counter(target, hop, batch_index), scratch,
+      pick_temporal(filter, indices, row_begin, degree, filter.seed_times[i], fanout, options.seed,
+                    options.replace, neighbor_stream_counter(target, hop, batch_index), scratch,
                     search_ahead ? prefixes[i] : -1);
       for (int64_t position : scratch.picked) emit(position);
     } else if (fanout == -1 || (!options.replace && degree <= fanout)) {
@@ -511,15 +504,50 @@ void sample_hop_cpu(const Csr& graph, int64_t first_node, std::span<const int64_
   }
 }
 
+void sample_typed_cpu(std::span<const TypedEdges> edges, std::span<const int64_t> num_nodes,
+                      std::span<const TypedSeeds> seeds, size_t hops, bool disjoint,
+                      const NeighborSamplerOptions& options, uint64_t batch_index,
+                      NeighborScratch& scratch, TypedLists& out) {
+  if (disjoint) {
+    size_t trees = 0;
+    for (const TypedSeeds& group : seeds) trees += group.ids.size();
+    TypedDisjointBuilder builder(out, trees, scratch);
+    sample_typed(edges, seeds, hops, options, batch_index, scratch, builder, out);
+  } else {
+    TypedSubgraphBuilder builder(out, num_nodes, scratch);
+    sample_typed(edges, seeds, hops, options, batch_index, scratch, builder, out);
+  }
+}
+
+// The homogeneous batch: the one-type case of the typed kernel, then the induced or
+// bidirectional subgraph of what it sampled.
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           std::span<const int64_t> seed_times,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
                           NeighborScratch& scratch, HostSubgraph& out) {
-  if (graph.index_dtype() == DType::kInt32) {
-    sample<int32_t>(graph, seeds, seed_times, options, batch_index, scratch, out);
-  } else {
-    sample<int64_t>(graph, seeds, seed_times, options, batch_index, scratch, out);
+  for (size_t i = 0; i < seeds.size(); ++i) HopEdges::check_seed(seeds[i], i, graph.num_nodes());
+  const bool disjoint = options.disjoint || options.time_source != TimeSource::kNone;
+  TypedEdges edges{.csr = &graph,
+                   .stream_seed = options.seed,
+                   .fanouts = options.fanouts.data(),
+                   .weighted = options.weighted,
+                   .filter = time_filter(graph, options, seed_times)};
+  const int64_t num_nodes = graph.num_nodes();
+  const TypedSeeds group{.ids = seeds, .name = {}};
+  TypedLists& lists = scratch.lists;
+  one_type_lists(out, lists);
+  if (!disjoint) out.batch.clear();
+  sample_typed_cpu({&edges, 1}, {&num_nodes, 1}, {&group, 1}, options.fanouts.size(), disjoint,
+                   options, batch_index, scratch, lists);
+  if (options.subgraph_type == SubgraphType::kInduced) {  // the batch's map is still in scratch
+    const SlotMap map{scratch.slots[0].data(), scratch.generation};
+    if (graph.index_dtype() == DType::kInt32) {
+      induce<int32_t>(graph, map, out);
+    } else {
+      induce<int64_t>(graph, map, out);
+    }
   }
+  if (options.subgraph_type == SubgraphType::kBidirectional) make_bidirectional(out);
 }
 
 }  // namespace volley::cpu

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "volley/core/error.h"
@@ -33,13 +34,22 @@ void assign_on_huge_pages(std::vector<T>& list, size_t size, const T& value) {
   list.assign(size, value);
 }
 
-// Per-thread map from global node id to local index, reset in O(1) by a generation stamp.
+// Where a typed batch goes: per node type and per edge type, the lists of a HostSubgraph (one
+// type) or of a HeteroSampledSubgraph, not owned. `batch` is written by disjoint sampling only.
+struct TypedLists {
+  std::vector<std::vector<int64_t>*> nodes, batch, nodes_per_hop;  // per node type
+  std::vector<int64_t*> num_seeds;
+  std::vector<std::vector<int64_t>*> rows, cols, edge_ids, edges_per_hop;  // per edge type
+};
+
+// Per-thread working memory of the kernel: the global -> local id maps of each node type (a slot
+// per graph node, reset in O(1) by a generation stamp) and the working lists of a batch.
 struct NeighborScratch {
   struct Slot {
     uint32_t stamp;
     int32_t local;
   };
-  std::vector<Slot> slots;
+  std::vector<std::vector<Slot>> slots;  // per node type
   uint32_t generation = 0;
   std::vector<int64_t> picked;
   std::vector<int64_t> neighbors;  // global ids of one hop's sampled neighbors
@@ -48,13 +58,33 @@ struct NeighborScratch {
   std::vector<int64_t> admissible;   // temporal sampling of an unsorted row: admissible positions
   std::vector<PrefixQuery> queries;  // temporal sampling of sorted rows: a chunk's searches
   std::vector<int64_t> prefixes;     // and their answers
-  // Disjoint sampling (DisjointBuilder): one tree's table (node -> local id; node -1: empty)
-  // and each level's offsets per tree.
+  // Disjoint sampling (TypedDisjointBuilder): one tree's table (node -> local id; node -1:
+  // empty) and, per node type, where each tree's nodes lie.
   struct TreeSlot {
     int64_t node, local;
   };
   std::vector<TreeSlot> tree_table;
-  std::vector<int64_t> tree_levels;
+  std::vector<std::vector<int64_t>> tree_segments;
+  std::vector<int64_t> seed_times;  // a typed temporal batch's time of each tree
+  TypedLists lists;                 // a homogeneous batch's lists
+};
+
+// One edge type of a typed batch: rows of `csr` are nodes of type `dst`, its indices nodes of
+// type `src`.
+struct TypedEdges {
+  const Csr* csr = nullptr;
+  int src = 0, dst = 0;
+  uint64_t stream_seed = 0;          // the Philox key of its picks (the options' seed, homogeneous)
+  const int64_t* fanouts = nullptr;  // one per hop
+  bool weighted = false;             // picks by csr's weights
+  TimeFilter filter;                 // active: temporal picks (the seed_times are per tree)
+};
+
+// Seeds of one node type; `name` (empty for a homogeneous graph) is named by errors.
+struct TypedSeeds {
+  int type = 0;
+  std::span<const int64_t> ids;
+  std::string_view name;
 };
 
 // A scratch from the process-wide stock for a call that brought none (see SamplerScratch in
@@ -66,6 +96,14 @@ void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           std::span<const int64_t> seed_times,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
                           NeighborScratch& scratch, HostSubgraph& out);
+
+// The typed kernel: `seeds` (ids checked by the caller, trees numbered in order across groups)
+// expanded over `edges` for `hops` hops into `out`; disjoint: a tree per seed. ValueError for a
+// repeated seed (not disjoint), naming the type when it has a name.
+void sample_typed_cpu(std::span<const TypedEdges> edges, std::span<const int64_t> num_nodes,
+                      std::span<const TypedSeeds> seeds, size_t hops, bool disjoint,
+                      const NeighborSamplerOptions& options, uint64_t batch_index,
+                      NeighborScratch& scratch, TypedLists& out);
 
 // One hop for targets held by rows [first_node, first_node + graph.num_nodes()) of `graph`
 // (row r is node first_node + r; neighbor ids are global): see sample_hop in neighbor_sampler.h.
