@@ -22,12 +22,13 @@ namespace {
 using internal::pack;
 using internal::unpack;
 using HopCall = internal::Call<rpc::HopRequest, rpc::HopReply>;
-using Builder = SubgraphBuilder<internal::IdMap>;
+using Builder = TypedSubgraphBuilder<internal::IdMap>;
 
 // Per worker thread: the merge's global → local map (sized to the batch, not the graph), the
 // frontier split by owner, and each part's picks for one hop.
 struct MergeScratch {
   internal::IdMap map;
+  TypedLists lists;                           // the builder's view of the batch
   std::vector<int64_t> neighbors;             // the builder's: one hop's picks, frontier order
   std::vector<int32_t> owner;                 // per frontier node
   std::vector<int64_t> base;                  // per frontier node: its tree's key offset
@@ -206,11 +207,23 @@ void sample_local(const DistGraph::State& state, const Hop& hop, MergeScratch& s
              hop.options, hop.batch_index, times, scratch.picks[local_part], &scratch.local);
 }
 
+// The builder over `out` (one type) with `seeds` placed (checked by the caller; ValueError for a
+// repeated one).
+Builder start_builder(std::span<const int64_t> seeds, MergeScratch& scratch, HostSubgraph& out) {
+  point_at(out, scratch.lists);
+  Builder builder(scratch.lists, std::span<internal::IdMap>(&scratch.map, 1), scratch.neighbors);
+  const TypedSeeds group{.ids = seeds, .name = {}};
+  place_seeds(builder, std::span<const TypedSeeds>(&group, 1));
+  builder.start();
+  return builder;
+}
+
 // One hop over the builder's frontier (nothing when the fanout is 0 or the frontier empty).
 void sample_one_hop(const DistGraph::State& state, const Hop& hop, const HostSubgraph& out,
                     MergeScratch& scratch, Builder& builder) {
-  const size_t begin = builder.frontier_begin();
-  const size_t end = builder.frontier_end();
+  const size_t begin = builder.frontier_begin(0);
+  const size_t end = builder.frontier_end(0);
+  builder.begin_edges(0, 0, 0);
   if (hop.fanout != 0 && end > begin) {
     split_frontier(state.info.book, std::span<const int64_t>(out.nodes).subspan(begin, end - begin),
                    hop, scratch);
@@ -239,6 +252,7 @@ void sample_one_hop(const DistGraph::State& state, const Hop& hop, const HostSub
     check_reply_ids(state, scratch);
     merge_hop(scratch, begin, builder);
   }
+  builder.end_edges();
   builder.end_hop();
 }
 
@@ -259,14 +273,14 @@ void sample_trees(const DistGraph::State& state, std::span<const int64_t> seeds,
   std::vector<int64_t> keys(seeds.size());
   for (int64_t i = 0; i < count; ++i) {
     const int64_t seed = seeds[static_cast<size_t>(i)];
-    HopEdges::check_seed(seed, static_cast<size_t>(i), n);
+    TypedHopEdges::check_seed(seed, static_cast<size_t>(i), n);
     keys[static_cast<size_t>(i)] = i * n + seed;
   }
   HostSubgraph out;
   const auto parts = static_cast<size_t>(state.num_parts());
   thread_local MergeScratch scratch;
   scratch.reset(parts);
-  Builder builder(keys, std::max<int64_t>(count * n, 1), scratch.map, scratch.neighbors, out);
+  Builder builder = start_builder(keys, scratch, out);
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     sample_one_hop(
         state, {static_cast<int>(hop), options.fanouts[hop], options, batch_index, n, seed_times},
@@ -309,7 +323,10 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
   const auto parts = static_cast<size_t>(state.num_parts());
   thread_local MergeScratch scratch;
   scratch.reset(parts);
-  Builder builder(seeds, state.info.book.num_nodes(), scratch.map, scratch.neighbors, out);
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    TypedHopEdges::check_seed(seeds[i], i, state.info.book.num_nodes());
+  }
+  Builder builder = start_builder(seeds, scratch, out);
   for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
     sample_one_hop(state,
                    {static_cast<int>(hop), options.fanouts[hop], options, batch_index, 0, {}}, out,

@@ -49,12 +49,11 @@ void check_fanout_list(const std::vector<int64_t>& list, const std::string& what
 
 // Each group's seeds checked (type known and given once, ids in range) as the kernel's seed
 // groups; temporal: the time of each seed (its tree) onto scratch.seed_times.
-std::vector<cpu::TypedSeeds> typed_seeds(const HeteroGraph& graph,
-                                         const std::vector<HeteroSeeds>& seeds,
-                                         const HeteroSamplerOptions& options,
-                                         const std::vector<const int64_t*>& node_time,
-                                         cpu::NeighborScratch& scratch) {
-  std::vector<cpu::TypedSeeds> groups;
+std::vector<TypedSeeds> typed_seeds(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
+                                    const HeteroSamplerOptions& options,
+                                    const std::vector<const int64_t*>& node_time,
+                                    cpu::NeighborScratch& scratch) {
+  std::vector<TypedSeeds> groups;
   std::vector<bool> given(static_cast<size_t>(graph.num_node_types()), false);
   scratch.seed_times.clear();
   for (const HeteroSeeds& group : seeds) {
@@ -205,7 +204,7 @@ void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& s
   }
   out.batch.resize(disjoint ? types : 0);
   out.num_seeds.assign(types, 0);
-  cpu::TypedLists& lists = scratch.lists;
+  TypedLists& lists = scratch.lists;
   for (auto* pointers : {&lists.nodes, &lists.batch, &lists.nodes_per_hop, &lists.rows, &lists.cols,
                          &lists.edge_ids, &lists.edges_per_hop}) {
     pointers->clear();

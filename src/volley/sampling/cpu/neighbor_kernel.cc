@@ -5,8 +5,6 @@
 #include <numeric>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "volley/core/error.h"
 #include "volley/core/parallel.h"
 #include "volley/core/recycler.h"
@@ -298,20 +296,7 @@ template <typename Builder>
 void sample_typed(std::span<const TypedEdges> edges, std::span<const TypedSeeds> seeds, size_t hops,
                   const NeighborSamplerOptions& options, uint64_t batch_index,
                   NeighborScratch& scratch, Builder& builder, TypedLists& out) {
-  int64_t tree = 0;
-  for (const TypedSeeds& group : seeds) {
-    for (size_t i = 0; i < group.ids.size(); ++i, ++tree) {
-      const int32_t earlier = builder.add_seed(group.type, group.ids[i], tree);
-      if (earlier < 0) continue;
-      if (group.name.empty()) {
-        throw ValueError(
-            fmt::format("duplicate seed id {} at positions {} and {}; seeds must be distinct",
-                        group.ids[i], earlier, i));
-      }
-      throw ValueError(fmt::format("duplicate seed {} of node type '{}' at positions {} and {}",
-                                   group.ids[i], group.name, earlier, i));
-    }
-  }
+  place_seeds(builder, seeds);
   builder.start();
   for (size_t hop = 0; hop < hops; ++hop) {
     for (size_t e = 0; e < edges.size(); ++e) {
@@ -389,18 +374,6 @@ void make_bidirectional(HostSubgraph& out) {
     out.edge_ids.push_back(edges[j].id);
   }
   out.edges_per_hop.clear();
-}
-
-// The lists of a homogeneous batch: one node type, one edge type.
-void one_type_lists(HostSubgraph& out, TypedLists& lists) {
-  lists.nodes.assign(1, &out.nodes);
-  lists.batch.assign(1, &out.batch);
-  lists.nodes_per_hop.assign(1, &out.nodes_per_hop);
-  lists.num_seeds.assign(1, &out.num_seeds);
-  lists.rows.assign(1, &out.rows);
-  lists.cols.assign(1, &out.cols);
-  lists.edge_ids.assign(1, &out.edge_ids);
-  lists.edges_per_hop.assign(1, &out.edges_per_hop);
 }
 
 // `filter` active: a temporal hop, targets[i]'s tree time at filter.seed_times[i].
@@ -514,7 +487,8 @@ void sample_typed_cpu(std::span<const TypedEdges> edges, std::span<const int64_t
     TypedDisjointBuilder builder(out, trees, scratch);
     sample_typed(edges, seeds, hops, options, batch_index, scratch, builder, out);
   } else {
-    TypedSubgraphBuilder builder(out, num_nodes, scratch);
+    std::vector<SlotMap> maps = start_slot_maps(num_nodes, scratch);
+    TypedSubgraphBuilder<SlotMap> builder(out, std::span<SlotMap>(maps), scratch.neighbors);
     sample_typed(edges, seeds, hops, options, batch_index, scratch, builder, out);
   }
 }
@@ -525,7 +499,8 @@ void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
                           std::span<const int64_t> seed_times,
                           const NeighborSamplerOptions& options, uint64_t batch_index,
                           NeighborScratch& scratch, HostSubgraph& out) {
-  for (size_t i = 0; i < seeds.size(); ++i) HopEdges::check_seed(seeds[i], i, graph.num_nodes());
+  for (size_t i = 0; i < seeds.size(); ++i)
+    TypedHopEdges::check_seed(seeds[i], i, graph.num_nodes());
   const bool disjoint = options.disjoint || options.time_source != TimeSource::kNone;
   TypedEdges edges{.csr = &graph,
                    .stream_seed = options.seed,
@@ -535,7 +510,7 @@ void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
   const int64_t num_nodes = graph.num_nodes();
   const TypedSeeds group{.ids = seeds, .name = {}};
   TypedLists& lists = scratch.lists;
-  one_type_lists(out, lists);
+  point_at(out, lists);
   if (!disjoint) out.batch.clear();
   sample_typed_cpu({&edges, 1}, {&num_nodes, 1}, {&group, 1}, options.fanouts.size(), disjoint,
                    options, batch_index, scratch, lists);

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <string_view>
 #include <vector>
 
 #include "volley/core/error.h"
@@ -17,6 +16,7 @@
 #include "volley/sampling/cpu/time_filter.h"
 #include "volley/sampling/internal/pick.h"
 #include "volley/sampling/neighbor_sampler.h"
+#include "volley/sampling/subgraph_builder.h"
 
 namespace volley::cpu {
 
@@ -33,14 +33,6 @@ void assign_on_huge_pages(std::vector<T>& list, size_t size, const T& value) {
   advise_huge_pages(list.data(), size * sizeof(T));
   list.assign(size, value);
 }
-
-// Where a typed batch goes: per node type and per edge type, the lists of a HostSubgraph (one
-// type) or of a HeteroSampledSubgraph, not owned. `batch` is written by disjoint sampling only.
-struct TypedLists {
-  std::vector<std::vector<int64_t>*> nodes, batch, nodes_per_hop;  // per node type
-  std::vector<int64_t*> num_seeds;
-  std::vector<std::vector<int64_t>*> rows, cols, edge_ids, edges_per_hop;  // per edge type
-};
 
 // Per-thread working memory of the kernel: the global -> local id maps of each node type (a slot
 // per graph node, reset in O(1) by a generation stamp) and the working lists of a batch.
@@ -78,13 +70,6 @@ struct TypedEdges {
   const int64_t* fanouts = nullptr;  // one per hop
   bool weighted = false;             // picks by csr's weights
   TimeFilter filter;                 // active: temporal picks (the seed_times are per tree)
-};
-
-// Seeds of one node type; `name` (empty for a homogeneous graph) is named by errors.
-struct TypedSeeds {
-  int type = 0;
-  std::span<const int64_t> ids;
-  std::string_view name;
 };
 
 // A scratch from the process-wide stock for a call that brought none (see SamplerScratch in

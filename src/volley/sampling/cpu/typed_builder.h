@@ -1,31 +1,17 @@
-// volley/sampling/cpu/typed_builder.h — the CPU kernel's subgraph builders (internal): one node
-// list per node type, one edge list per edge type. A homogeneous batch is the one-type case
-// (HostSubgraph's lists), a heterogeneous one fills HeteroSampledSubgraph's; the kernel's
-// expansion (neighbor_kernel.cc) is written once over these builders.
+// volley/sampling/cpu/typed_builder.h — the CPU kernel's maps and its disjoint builder
+// (internal); the builder floor (TypedHopEdges, TypedSubgraphBuilder) is
+// volley/sampling/subgraph_builder.h.
 //
-//   TypedSubgraphBuilder builder(lists, num_nodes, scratch);      // or TypedDisjointBuilder
-//   for each seed: builder.add_seed(type, id, tree)               // -1, or the earlier local id
-//   builder.start();
-//   for each hop:
-//     for each edge type e (source type s, destination type d):
-//       builder.begin_edges(e, s, d);
-//       for i in [frontier_begin(d), frontier_end(d)): builder.add_edge(i, neighbor, edge_id)
-//       builder.end_edges();      // neighbors -> local ids of type s (first seen, edge order)
-//     builder.end_hop();          // the types' new nodes are the next frontiers
-//   builder.finish();             // ValueError when a type outgrew int32 local ids
-//
-// A hop's frontiers are fixed when it starts: nodes that an edge type adds during the hop are
-// expanded at the next one. Local ids are given in edge order, edge type by edge type.
-//
-// TypedSubgraphBuilder maps a node to one local id per type (a slot per graph node, reset in
-// O(1) by a generation stamp). TypedDisjointBuilder gives each seed a tree of its own: a node
-// reached from two seeds gets two local ids and `batch` holds each node's tree. It dedupes one
-// tree at a time in a table sized to that tree (a few KiB, in L1) rather than in one map keyed by
-// (tree, node) over the whole batch, whose lookups missed the caches: a run of one edge type's
-// edges whose targets are in non-decreasing tree order (a frontier is appended that way) adds a
-// *segment* to the source type, which records where each tree's new nodes lie; mapping a tree's
-// edges re-inserts the tree's earlier nodes of that type (found through the segments) into the
-// table, then maps the new neighbors. A homogeneous batch has one segment per hop.
+// SlotMap maps a node of one type to its local id: one slot per node, reset in O(1) by a
+// generation stamp. TypedDisjointBuilder gives each seed a tree of its own: a node reached from
+// two seeds gets two local ids and `batch` holds each node's tree. It dedupes one tree at a time
+// in a table sized to that tree (a few KiB, in L1) rather than in one map keyed by (tree, node)
+// over the whole batch, whose lookups missed the caches: a run of one edge type's edges whose
+// targets are in non-decreasing tree order (a frontier is appended that way) adds a *segment* to
+// the source type, which records where each tree's new nodes lie; mapping a tree's edges
+// re-inserts the tree's earlier nodes of that type (found through the segments) into the table,
+// then maps the new neighbors. A homogeneous batch has one segment per hop. The local ids are
+// the ones a map keyed by (tree, node) would give: first seen, in edge order.
 #pragma once
 
 #include <algorithm>
@@ -59,189 +45,41 @@ struct SlotMap {
   void prefetch(int64_t id) const { __builtin_prefetch(slots + id); }
 };
 
-// What both builders share: the frontiers, a hop's edges of one edge type (add_edge), the
-// counters and the int32 bound on local ids.
-class TypedHopEdges {
- public:
-  size_t frontier_begin(int type) const { return frontier_begin_[static_cast<size_t>(type)]; }
-  size_t frontier_end(int type) const { return frontier_end_[static_cast<size_t>(type)]; }
-  const int64_t* nodes(int type) const { return lists_.nodes[static_cast<size_t>(type)]->data(); }
-
-  // Starts edge type `e`'s edges of the current hop: neighbors of type `src`, targets of type
-  // `dst`.
-  void begin_edges(int e, int src, int dst) {
-    edge_type_ = static_cast<size_t>(e);
-    src_ = static_cast<size_t>(src);
-    dst_ = static_cast<size_t>(dst);
-    rows_ = lists_.rows[static_cast<size_t>(e)];
-    edge_ids_ = lists_.edge_ids[static_cast<size_t>(e)];
-    edges_before_ = rows_->size();
-    neighbors_.clear();
+// The slot maps of a batch over node types of `num_nodes` nodes: O(1) unless the counts
+// changed.
+inline std::vector<SlotMap> start_slot_maps(std::span<const int64_t> num_nodes,
+                                            NeighborScratch& scratch) {
+  auto& slots = scratch.slots;
+  bool fits = slots.size() == num_nodes.size();
+  for (size_t t = 0; fits && t < num_nodes.size(); ++t) {
+    fits = slots[t].size() == static_cast<size_t>(num_nodes[t]);
   }
-
-  // Appends one edge: local target (in the destination type's frontier), neighbor's global id
-  // (or a CSR position the caller turns into one before end_edges) and the edge's id.
-  void add_edge(size_t target, int64_t neighbor, int64_t edge_id) {
-    neighbors_.push_back(neighbor);
-    rows_->push_back(static_cast<int64_t>(target));
-    edge_ids_->push_back(edge_id);
-  }
-
-  // The current edge type's neighbors, in edge order.
-  std::vector<int64_t>& neighbors() { return neighbors_; }
-
-  // The hop ends: every type's new nodes are its next frontier.
-  void end_hop() {
-    for (size_t t = 0; t < frontier_end_.size(); ++t) {
-      const size_t size = lists_.nodes[t]->size();
-      lists_.nodes_per_hop[t]->push_back(static_cast<int64_t>(size - frontier_end_[t]));
-      frontier_begin_[t] = frontier_end_[t];
-      frontier_end_[t] = size;
-    }
-  }
-
-  // ValueError when a type holds 2^31 nodes or more (local ids are int32).
-  void finish() const {
-    for (size_t t = 0; t < lists_.nodes.size(); ++t) {
-      VOLLEY_REQUIRE(lists_.nodes[t]->size() < (size_t{1} << 31), ValueError,
-                     "batch reached {} nodes{}, more than the 2^31 a batch may hold; use fewer "
-                     "seeds or smaller fanouts",
-                     lists_.nodes[t]->size(), lists_.nodes.size() > 1 ? " of one type" : "");
-    }
-  }
-
- protected:
-  TypedHopEdges(TypedLists& lists, NeighborScratch& scratch)
-      : lists_(lists), neighbors_(scratch.neighbors) {
-    const size_t types = lists.nodes.size();
-    for (size_t t = 0; t < types; ++t) lists.nodes[t]->clear();
-    for (size_t e = 0; e < lists.rows.size(); ++e) {
-      lists.rows[e]->clear();
-      lists.cols[e]->clear();
-      lists.edge_ids[e]->clear();
-      lists.edges_per_hop[e]->clear();
-    }
-    frontier_begin_.assign(types, 0);
-    frontier_end_.assign(types, 0);
-  }
-
-  // The seeds are placed: they are the first frontiers.
-  void start_hops() {
-    for (size_t t = 0; t < frontier_end_.size(); ++t) {
-      const auto size = static_cast<int64_t>(lists_.nodes[t]->size());
-      *lists_.num_seeds[t] = size;
-      lists_.nodes_per_hop[t]->assign(1, size);
-      frontier_end_[t] = static_cast<size_t>(size);
-    }
-    neighbors_.clear();
-  }
-
-  // The current edge type's edges of this hop are mapped: records their count.
-  void close_edges() {
-    const size_t count = rows_->size() - edges_before_;
-    lists_.edges_per_hop[edge_type_]->push_back(static_cast<int64_t>(count));
-    neighbors_.clear();
-  }
-
-  TypedLists& lists_;
-  std::vector<int64_t>& neighbors_;
-  std::vector<int64_t>* rows_ = nullptr;
-  std::vector<int64_t>* edge_ids_ = nullptr;
-  size_t edges_before_ = 0;
-  size_t edge_type_ = 0, src_ = 0, dst_ = 0;  // of the edges begin_edges started
-
- private:
-  std::vector<size_t> frontier_begin_, frontier_end_;
-};
-
-// One local id per (type, node).
-class TypedSubgraphBuilder : public TypedHopEdges {
- public:
-  // `num_nodes`: per node type, the size of its id space.
-  TypedSubgraphBuilder(TypedLists& lists, std::span<const int64_t> num_nodes,
-                       NeighborScratch& scratch)
-      : TypedHopEdges(lists, scratch), maps_(start_slot_maps(num_nodes, scratch)) {}
-
-  // Seed `id` of `type` gets the next local id of its type; returns -1, or the local id an
-  // equal earlier seed got (the seed is then not added). `tree` is unused.
-  int32_t add_seed(int type, int64_t id, int64_t /*tree*/) {
-    auto& nodes = *lists_.nodes[static_cast<size_t>(type)];
-    const int32_t earlier =
-        maps_[static_cast<size_t>(type)].insert(id, static_cast<int32_t>(nodes.size()));
-    if (earlier < 0) nodes.push_back(id);
-    return earlier;
-  }
-  void start() { start_hops(); }
-
-  // Maps the current edge type's neighbors (global ids of its source type) to local ids in edge
-  // order: a node not seen before gets the type's next local id and joins its next frontier.
-  void end_edges() {
-    constexpr size_t kAhead = 16;  // the map outgrows the caches in large batches
-    const SlotMap& map = maps_[src_];
-    auto& nodes = *lists_.nodes[src_];
-    auto& cols = *lists_.cols[edge_type_];
-    const size_t count = neighbors_.size();
-    const size_t edges_before = cols.size();
-    resize_with_headroom(cols, edges_before + count);
-    // Room for every neighbor to be new, written through a pointer (no push_back in the loop).
-    size_t size = nodes.size();
-    resize_with_headroom(nodes, size + count);
-    int64_t* node_ids = nodes.data();
-    int64_t* out = cols.data() + edges_before;
-    const int64_t* neighbors = neighbors_.data();
-    SlotMap local = map;
-    for (size_t j = 0; j < count; ++j) {
-      if (j + kAhead < count) local.prefetch(neighbors[j + kAhead]);
-      const int64_t neighbor = neighbors[j];
-      const auto fresh = static_cast<int32_t>(size);
-      const int32_t earlier = local.insert(neighbor, fresh);
-      if (earlier < 0) node_ids[size++] = neighbor;
-      out[j] = earlier < 0 ? fresh : earlier;
-    }
-    nodes.resize(size);
-    close_edges();
-  }
-
-  // The map of `type` (the batch's nodes of that type), for building an induced subgraph.
-  const SlotMap& map(int type) const { return maps_[static_cast<size_t>(type)]; }
-
- private:
-  static std::vector<SlotMap> start_slot_maps(std::span<const int64_t> num_nodes,
-                                              NeighborScratch& scratch) {
-    auto& slots = scratch.slots;
-    bool fits = slots.size() == num_nodes.size();
-    for (size_t t = 0; fits && t < num_nodes.size(); ++t) {
-      fits = slots[t].size() == static_cast<size_t>(num_nodes[t]);
-    }
-    if (!fits) {  // new maps zeroed, kept ones cleared: the generation starts again
-      slots.resize(num_nodes.size());
-      for (size_t t = 0; t < num_nodes.size(); ++t) {
-        if (slots[t].size() == static_cast<size_t>(num_nodes[t])) {
-          std::fill(slots[t].begin(), slots[t].end(), NeighborScratch::Slot{0, 0});
-        } else {
-          assign_on_huge_pages(slots[t], static_cast<size_t>(num_nodes[t]), {0, 0});
-        }
+  if (!fits) {  // new maps zeroed, kept ones cleared: the generation starts again
+    slots.resize(num_nodes.size());
+    for (size_t t = 0; t < num_nodes.size(); ++t) {
+      if (slots[t].size() == static_cast<size_t>(num_nodes[t])) {
+        std::fill(slots[t].begin(), slots[t].end(), NeighborScratch::Slot{0, 0});
+      } else {
+        assign_on_huge_pages(slots[t], static_cast<size_t>(num_nodes[t]), {0, 0});
       }
-      scratch.generation = 0;
     }
-    if (++scratch.generation == 0) {  // wrapped: clear stale stamps
-      for (auto& list : slots) std::fill(list.begin(), list.end(), NeighborScratch::Slot{0, 0});
-      scratch.generation = 1;
-    }
-    std::vector<SlotMap> maps(num_nodes.size());
-    for (size_t t = 0; t < num_nodes.size(); ++t) maps[t] = {slots[t].data(), scratch.generation};
-    return maps;
+    scratch.generation = 0;
   }
-
-  std::vector<SlotMap> maps_;
-};
+  if (++scratch.generation == 0) {  // wrapped: clear stale stamps
+    for (auto& list : slots) std::fill(list.begin(), list.end(), NeighborScratch::Slot{0, 0});
+    scratch.generation = 1;
+  }
+  std::vector<SlotMap> maps(num_nodes.size());
+  for (size_t t = 0; t < num_nodes.size(); ++t) maps[t] = {slots[t].data(), scratch.generation};
+  return maps;
+}
 
 // Each seed grows its own tree (see above).
 class TypedDisjointBuilder : public TypedHopEdges {
  public:
   // `trees`: the number of seeds (trees are numbered 0.. in seed order).
   TypedDisjointBuilder(TypedLists& lists, size_t trees, NeighborScratch& scratch)
-      : TypedHopEdges(lists, scratch),
+      : TypedHopEdges(lists, scratch.neighbors),
         table_(scratch.tree_table),
         segments_(scratch.tree_segments),
         trees_(trees) {
