@@ -254,14 +254,19 @@ void expand_edges(const TypedEdges& edges, int e, int hop, bool replace, uint64_
   const bool search_ahead = filter.active() && filter.sorted;  // PrefixChunks below
   const auto row_of = [&](size_t i) { return std::pair{nodes[i], filter.seed_times[trees[i]]}; };
   PrefixChunks prefixes(filter, indptr, indices, frontier_end, row_of, scratch);
+  // A row read whole by the picks (weights, or times scanned) is prefetched half as far ahead.
+  const void* scanned = weights != nullptr                 ? weights
+                        : !filter.active() || search_ahead ? nullptr
+                        : filter.edge_time != nullptr      ? filter.edge_time
+                                                           : static_cast<const void*>(indices);
+  const size_t scanned_size = weights != nullptr            ? sizeof(float)
+                              : filter.edge_time != nullptr ? sizeof(int64_t)
+                                                            : sizeof(Index);
   for (size_t i = builder.frontier_begin(edges.dst); fanout != 0 && i < frontier_end; ++i) {
     if (i + kAhead < frontier_end) __builtin_prefetch(indptr + nodes[i + kAhead]);
-    if ((weights != nullptr || (filter.active() && !search_ahead)) &&
-        i + kAhead / 2 < frontier_end) {
-      const int64_t ahead = indptr[nodes[i + kAhead / 2]];  // a row scanned for weights or times
-      __builtin_prefetch(weights != nullptr            ? static_cast<const void*>(weights + ahead)
-                         : filter.edge_time != nullptr ? filter.edge_time + ahead
-                                                       : static_cast<const void*>(indices + ahead));
+    if (scanned != nullptr && i + kAhead / 2 < frontier_end) {
+      const auto ahead = static_cast<size_t>(indptr[nodes[i + kAhead / 2]]);
+      __builtin_prefetch(static_cast<const char*>(scanned) + ahead * scanned_size);
     }
     const int64_t target = nodes[i];
     const int64_t row_begin = indptr[target];
