@@ -65,10 +65,13 @@ nb::dict info_to_python(const ServiceInfo& info) {
 
 void bind_server(nb::module_& m) {
   nb::class_<Server> server(m, "Server",
-                            "One partition served over gRPC (see volley/dist/server.h).");
-  def_server_init(
-      server, "Loads part `part` of the partitioned dataset at `directory` and starts serving.");
+                            "One partition, homogeneous or heterogeneous, served over gRPC (see "
+                            "volley/dist/server.h).");
+  def_server_init(server,
+                  "Loads part `part` of the partitioned dataset at `directory` (either kind) and "
+                  "starts serving.");
   server.def_prop_ro("port", &Server::port)
+      .def_prop_ro("heterogeneous", &Server::heterogeneous)
       .def_prop_ro("address", &Server::address)
       .def_prop_ro("part", &Server::part)
       .def_prop_ro("fingerprint", &Server::fingerprint)

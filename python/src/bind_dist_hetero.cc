@@ -1,5 +1,5 @@
 // python/src/bind_dist_hetero.cc — the heterogeneous distributed service (volley/dist's
-// hetero_server.h and hetero_client.h): a HeteroServer per partition and the DistHeteroGraph
+// server.h and hetero_client.h): the DistHeteroGraph
 // client. python/volley/_dist_hetero.py wraps them. Compiled with bind_dist.cc (VOLLEY_WITH_DIST);
 // calls that may wait on the network release the GIL.
 #include <memory>
@@ -18,7 +18,7 @@
 #include "bindings.h"
 #include "server_init.h"
 #include "volley/dist/hetero_client.h"
-#include "volley/dist/hetero_server.h"
+#include "volley/dist/server.h"
 
 namespace volley::python {
 
@@ -31,7 +31,6 @@ std::vector<HeteroSeeds> hetero_seed_groups(
 namespace {
 
 using dist::DistHeteroGraph;
-using dist::HeteroServer;
 using EdgeTuple = std::tuple<std::string, std::string, std::string>;
 
 dist::ClientOptions client_options(const std::string& token, double deadline_seconds,
@@ -43,32 +42,6 @@ dist::ClientOptions client_options(const std::string& token, double deadline_sec
   options.deadline_seconds = deadline_seconds;
   options.connect_seconds = connect_seconds;
   return options;
-}
-
-void bind_hetero_server(nb::module_& m) {
-  nb::class_<HeteroServer> server(m, "HeteroServer",
-                                  "One heterogeneous partition served over gRPC (see "
-                                  "volley/dist/hetero_server.h).");
-  def_server_init(server,
-                  "Loads part `part` of the heterogeneous partitioned dataset at "
-                  "`directory` and starts serving.");
-  server.def_prop_ro("port", &HeteroServer::port)
-      .def_prop_ro("address", &HeteroServer::address)
-      .def_prop_ro("part", &HeteroServer::part)
-      .def_prop_ro("fingerprint", &HeteroServer::fingerprint)
-      .def_prop_ro("authenticated", &HeteroServer::authenticated)
-      .def("stats",
-           [](const HeteroServer& server) {
-             const dist::ServerStats stats = server.stats();
-             nb::dict d;
-             d["requests"] = stats.requests;
-             d["failed_requests"] = stats.failed_requests;
-             d["active_streams"] = stats.active_streams;
-             return d;
-           })
-      .def("shutdown", &HeteroServer::shutdown, nb::arg("grace_seconds") = 1.0,
-           nb::call_guard<nb::gil_scoped_release>())
-      .def("wait", &HeteroServer::wait, nb::call_guard<nb::gil_scoped_release>());
 }
 
 nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
@@ -117,7 +90,7 @@ void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
       .def_static(
           "connect_local",
           [](std::vector<std::string> addresses, const std::string& local_directory,
-             int64_t local_part, const HeteroServer* server, const std::string& token,
+             int64_t local_part, const dist::Server* server, const std::string& token,
              double deadline_seconds, double connect_seconds, const std::string& tls_ca,
              const std::string& tls_cert, const std::string& tls_key) {
             dist::ClientOptions options =
@@ -125,7 +98,7 @@ void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
             nb::gil_scoped_release release;
             if (server != nullptr) {
               return DistHeteroGraph::connect(std::move(addresses), std::move(options),
-                                              server->partition(), server->fingerprint());
+                                              server->hetero_partition(), server->fingerprint());
             }
             return DistHeteroGraph::connect(std::move(addresses), std::move(options),
                                             local_directory, local_part);
@@ -284,7 +257,6 @@ void bind_hetero_batch_stream(nb::module_& m) {
 }  // namespace
 
 void bind_dist_hetero(nb::module_& m) {
-  bind_hetero_server(m);
   bind_dist_hetero_graph(m);
   bind_hetero_batch_stream(m);
 }

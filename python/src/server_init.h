@@ -1,6 +1,5 @@
-// python/src/server_init.h — the one `__init__` of both servers' bindings (Server and
-// HeteroServer: the same ServerOptions from the same keyword arguments, so `volley.dist.serve`
-// passes every option to either kind of partition).
+// python/src/server_init.h — the `__init__` of the Server binding: ServerOptions from keyword
+// arguments, so `volley.dist.serve` passes every option to either kind of partition.
 #pragma once
 
 #include <nanobind/nanobind.h>

@@ -224,9 +224,8 @@ def serve(
             peer_deadline)
     elif isinstance(peers, str) and peers == "rendezvous":
         raise VolleyValueError("peers='rendezvous' needs rendezvous= (where the parts register)")
-    # One set of options for either kind of partition (hetero_server.h / server.h).
-    typed = _native().is_hetero_partitioned_directory(os.fspath(directory))
-    native = (_native().HeteroServer if typed else _native().Server)(
+    # Either kind of partition: the server reads it from the directory (server.h).
+    native = _native().Server(
         os.fspath(directory),
         numbers["part"],
         listen=str(listen),

@@ -1,7 +1,7 @@
-// libFuzzer target: every request handler of both partition servers (volley/dist/server.h,
-// hetero_server.h). This process serves a 2-part partition of the bundled Cora (Server, part 0
-// with part 1 as its peer, so SampleEpoch runs) and a 2-part partition of a small generated
-// heterogeneous dataset (HeteroServer, the same way); each input is one call to one method of
+// libFuzzer target: every request handler of the partition server (volley/dist/server.h), over
+// both kinds of partition. This process serves a 2-part partition of the bundled Cora (Server, part
+// 0 with part 1 as its peer, so SampleEpoch runs) and a 2-part partition of a small generated
+// heterogeneous dataset (the same Server); each input is one call to one method of
 // one of them:
 //   byte 0, bits 0-2: the method (Info, Health, SampleHop, GetRows, SampleEpoch, HasEdges,
 //                     SampleHeteroBatches, NodeData);
@@ -27,7 +27,6 @@
 #include "../cpp/dist/raw_call.h"
 #include "fuzz_util.h"
 #include "volley/core/version.h"
-#include "volley/dist/hetero_server.h"
 #include "volley/dist/server.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/graph/generate_hetero.h"
@@ -89,9 +88,9 @@ Deployment<volley::dist::Server>& deployment() {
   return *served;
 }
 
-Deployment<volley::dist::HeteroServer>& typed_deployment() {
+Deployment<volley::dist::Server>& typed_deployment() {
   static auto* const served = [] {
-    auto* d = new Deployment<volley::dist::HeteroServer>;
+    auto* d = new Deployment<volley::dist::Server>;
     const std::string dir = volley::fuzz::scratch_dir();
     volley::generate_hetero_dataset(
         {.num_papers = 300, .feature_dim = 4, .num_classes = 3, .seed = 2, .reverse = true},
@@ -99,7 +98,7 @@ Deployment<volley::dist::HeteroServer>& typed_deployment() {
     volley::partition_hetero_dataset(dir + "/mag", dir + "/mag-2",
                                      {.method = volley::PartitionMethod::kRandom, .num_parts = 2});
     serve(*d, dir + "/mag-2");
-    const auto& book = d->part0->partition()->book("paper");
+    const auto& book = d->part0->hetero_partition()->book("paper");
     d->begin = book.begin(0);
     d->end = book.end(0);
     return d;

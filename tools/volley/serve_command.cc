@@ -31,7 +31,6 @@
 #include <thread>
 
 #include "text.h"
-#include "volley/dist/hetero_server.h"
 #include "volley/dist/server.h"
 #endif
 
@@ -135,8 +134,7 @@ std::vector<std::string> peer_list(const std::string& text, int64_t num_parts) {
 }
 
 // Prints the banner, then serves until SIGINT / SIGTERM (blocked in `signals`) and reports.
-template <typename ServerType>
-void serve_until_signal(ServerType& server, const ServeArguments& arguments, sigset_t& signals,
+void serve_until_signal(dist::Server& server, const ServeArguments& arguments, sigset_t& signals,
                         const std::string& name, int64_t nodes) {
   // The warning first: whoever reads the first stdout line finds it already written.
   if (!server.authenticated()) {
@@ -170,7 +168,7 @@ void serve_until_signal(ServerType& server, const ServeArguments& arguments, sig
 }
 
 void serve(const ServeArguments& arguments) {
-  // A heterogeneous partitioned directory (format version 2) is served by a HeteroServer.
+  // Either kind of partitioned directory (a heterogeneous one: format version 2).
   const bool hetero = is_hetero_partitioned_directory(arguments.directory);
   std::optional<PartitionManifest> manifest;
   std::optional<HeteroPartitionManifest> hetero_manifest;
@@ -223,16 +221,15 @@ void serve(const ServeArguments& arguments) {
   // SampleHop). Not done by dist::Server itself: a trainer that hosts a server in-process keeps
   // glibc's adaptive threshold, which its own batches need (fresh mappings fault every page).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  int64_t nodes = 0;  // owned by this part, of every type
   if (hetero) {
-    dist::HeteroServer server(arguments.directory, arguments.part, options);
-    int64_t nodes = 0;
     for (const PartitionBook& book : hetero_manifest->books) nodes += book.size(arguments.part);
-    serve_until_signal(server, arguments, signals, hetero_manifest->name, nodes);
-    return;
+  } else {
+    nodes = manifest->book.size(arguments.part);
   }
   dist::Server server(arguments.directory, arguments.part, options);
-  serve_until_signal(server, arguments, signals, manifest->name,
-                     manifest->book.size(arguments.part));
+  serve_until_signal(server, arguments, signals, hetero ? hetero_manifest->name : manifest->name,
+                     nodes);
 }
 
 #endif  // VOLLEY_WITH_DIST

@@ -1,7 +1,7 @@
 // volley/dist/hetero_client.h — the trainer's side of a HETEROGENEOUS distributed service:
 // heterogeneous neighbor sampling and per-type feature gathering across the parts of a
-// heterogeneous partitioned dataset (hetero_partition.h) served by HeteroServer
-// (hetero_server.h; `volley serve` picks it for such a directory).
+// heterogeneous partitioned dataset (hetero_partition.h) served by dist::Server
+// (server.h, which serves either kind).
 //
 //   auto graph = DistHeteroGraph::connect({"10.0.0.1:5000", "10.0.0.2:5000"});
 //   HeteroSamplerOptions options{.fanouts = {15, 10}, .seed = 42};
@@ -81,7 +81,7 @@ class DistHeteroGraph {
   // the address otherwise). Waits up to options.connect_seconds for servers still starting.
   static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
                                                         ClientOptions options = {});
-  // Worker mode: `local` (part local->part, e.g. an in-process HeteroServer's partition(), with
+  // Worker mode: `local` (part local->part, e.g. an in-process Server's hetero_partition(), with
   // its dataset `fingerprint`) is sampled and gathered in-process, without RPC; its address may
   // be "". ValueError when the servers serve another dataset or the part counts differ.
   static std::shared_ptr<const DistHeteroGraph> connect(

@@ -1,5 +1,5 @@
 // The timed rows of a heterogeneous partition and the typed hop over one part
-// (internal/hetero_times.h): what a HeteroServer's SampleHop and a worker's in-process part
+// (internal/hetero_times.h): what a Server's typed SampleHop and a worker's in-process part
 // sample, so both pick exactly as HeteroNeighborSampler does.
 #include "volley/dist/internal/hetero_times.h"
 

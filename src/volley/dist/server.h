@@ -1,14 +1,36 @@
-// volley/dist/server.h — one partition of a partitioned dataset, served over gRPC.
+// volley/dist/server.h — one partition of a partitioned dataset, homogeneous (partition.h) or
+// heterogeneous (hetero_partition.h, format version 2), served over gRPC. The kind is read from
+// the directory; a homogeneous partition is served as the one-type case of a typed one (one
+// unnamed node type and edge type), so every call below is answered by one code path.
 //
 // A Server answers (volley.proto):
-//   Info         protocol version, dataset name and fingerprint, partition book, dtypes;
+//   Info         protocol version, dataset name and fingerprint, partition book, dtypes; a
+//                heterogeneous partition: heterogeneous = true, every node type (its partition
+//                book, feature and label dtypes, node times) and edge type (total edges,
+//                weights, this part's largest degree, edge times);
 //   Health       liveness and request counts;
-//   SampleHop    one hop of neighbor sampling for owned nodes (what DistGraph::sample merges);
-//   GetRows      feature or label rows of owned nodes;
-//   SampleEpoch  server-client mode: a whole epoch of a trainer's seeds sampled across all
-//                partitions (the server is itself a DistGraph client of `peers`) and gathered,
-//                streamed back batch by batch with flow control as back-pressure (a callback
-//                stream: a reader that pauses holds no server thread).
+//   SampleHop    one hop of neighbor sampling for owned nodes (what DistGraph::sample merges):
+//                of ONE edge type of a heterogeneous partition (HopRequest.edge_type,
+//                "src__relation__dst": targets are owned ids of its destination type, picks ids
+//                of its source type), exactly as HeteroNeighborSampler picks them over the
+//                renumbered whole graph (the stream seed edge_type_stream_seed(seed, edge type);
+//                `weighted` samples the edge types that have weights by weight, the others
+//                uniformly; temporal: an edge type timed in the partitioned directory over its
+//                rows sorted by time, an untimed one without a constraint);
+//   GetRows      FEATURES / LABELS of owned ids (of RowsRequest.node_type when heterogeneous),
+//                NODE_TIME (int64) of owned ids of a type with node times, DEGREES
+//                (homogeneous only: a typed partition's degrees are per edge type);
+//   NodeData     node tables held by this part (internal/node_tables.h);
+//   HasEdges     edge checks of link prediction (homogeneous only);
+//   SampleEpoch  server-client mode, homogeneous: a whole epoch of a trainer's seeds sampled
+//                across all partitions (the server is itself a DistGraph client of `peers`) and
+//                gathered, streamed back batch by batch with flow control as back-pressure;
+//   SampleHeteroBatches  the same for a heterogeneous partition (a DistHeteroGraph over the
+//                peers; temporal and disjoint too). Both are callback streams: a reader that
+//                pauses holds no server thread; at most max_epoch_streams are open
+//                (RESOURCE_EXHAUSTED "busy" beyond); FAILED_PRECONDITION without peers.
+// A call of the other kind (SampleEpoch or HasEdges to a heterogeneous partition,
+// SampleHeteroBatches to a homogeneous one) is refused UNIMPLEMENTED, naming what is served.
 //
 //   Server server("/data/products-2", 0, {.listen = "0.0.0.0:5000", .token = "s3cret"});
 //   server.wait();   // until shutdown() or destruction
@@ -19,7 +41,9 @@
 // with UNAUTHENTICATED; without one the server serves anyone who reaches the port and says so
 // (authenticated() == false, and `volley serve` prints a warning).
 // Robustness: every request is checked (ids owned by this part, fanouts, dtypes, protocol,
-// fingerprint) and a bad one is refused with INVALID_ARGUMENT / OUT_OF_RANGE naming the value;
+// fingerprint, node and edge types: an unknown or missing one is refused listing the known ones)
+// and a bad one is refused with INVALID_ARGUMENT / OUT_OF_RANGE naming the value ("node type
+// 'paper': part 0: targets[0] = 312 is not owned here (this part owns [0, 150))");
 // a handler's exception never leaves the handler. Garbage on the port closes that connection
 // only.
 // Limits (ServerLimits below; the Info reply advertises them and DistGraph splits its calls to
@@ -43,6 +67,7 @@
 #include <vector>
 
 #include "volley/dist/client.h"
+#include "volley/partition/hetero_partition.h"
 #include "volley/partition/partition.h"
 
 namespace volley::dist {
@@ -88,9 +113,10 @@ struct ServerStats {
 
 class Server {
  public:
-  // Loads part `part` of the partitioned dataset at `directory` (memory-mapped) and starts
-  // serving at once. IoError when the address cannot be bound or the files are bad, IndexError
-  // for a bad part.
+  // Loads part `part` of the partitioned dataset at `directory` (memory-mapped; either kind) and
+  // starts serving at once. IoError when the address cannot be bound or the files are bad,
+  // IndexError for a bad part, ValueError for bad options or a time file of the wrong dtype or
+  // length (naming the type).
   Server(const std::string& directory, int64_t part, ServerOptions options = {});
   ~Server();  // shutdown()
   Server(const Server&) = delete;
@@ -102,7 +128,11 @@ class Server {
   int64_t part() const;
   const std::string& fingerprint() const;
   bool authenticated() const;
+  bool heterogeneous() const;
+  // The partition served: partition() for a homogeneous one, hetero_partition() for a
+  // heterogeneous one (the other is null).
   std::shared_ptr<const Partition> partition() const;
+  std::shared_ptr<const HeteroPartition> hetero_partition() const;
   ServerStats stats() const;
 
   // Stops accepting calls, cancels streams, waits up to `grace_seconds` for calls in flight

@@ -109,12 +109,12 @@ void answer_degrees(const Csr& graph, int64_t first, std::span<const int64_t> id
   reply.set_width(1);
 }
 
-grpc::Status untyped_hop(const rpc::HopRequest& request, int64_t part) {
-  if (request.edge_type().empty()) return grpc::Status::OK;
+grpc::Status untyped_hop(const std::string& edge_type, int64_t part) {
+  if (edge_type.empty()) return grpc::Status::OK;
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                       fmt::format("part {}: edge type {} asked, but this server serves a "
                                   "homogeneous partition (no edge types)",
-                                  part, quoted(request.edge_type())));
+                                  part, quoted(edge_type)));
 }
 
 grpc::Status parse_hop_times(const rpc::HopRequest& request, int64_t part, size_t num_targets,

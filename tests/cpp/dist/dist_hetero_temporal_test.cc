@@ -18,7 +18,7 @@
 #include "dist/dist_fixture.h"
 #include "dist/hetero_fixture.h"
 #include "volley/dist/hetero_client.h"
-#include "volley/dist/hetero_server.h"
+#include "volley/dist/server.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/graph/generate_hetero.h"
 #include "volley/graph/io/npy.h"
@@ -163,7 +163,7 @@ TEST_F(DistHeteroTemporalTest, DisjointBatchesEqualTheLocalSampler) {
 TEST_F(DistHeteroTemporalTest, ServerClientBatchesCarryTheTrees) {
   std::vector<std::string> peers = served_->addresses();
   peers[0] = "";
-  dist::HeteroServer streaming(served_->directory, 0, {.peers = peers});
+  dist::Server streaming(served_->directory, 0, {.peers = peers});
   dist::HeteroBatchStream stream(streaming.address(), {});
   dist::HeteroBatchesOptions batches;
   batches.node_type = "paper";
@@ -224,7 +224,8 @@ TEST_F(DistHeteroTemporalTest, BadTimesAreNamed) {
   request.set_fingerprint(served_->servers[0]->fingerprint());
   request.set_fanout(2);
   request.set_edge_type(kCites.name());
-  const std::vector<int64_t> target{served_->servers[0]->partition()->book("paper").begin(0)};
+  const std::vector<int64_t> target{
+      served_->servers[0]->hetero_partition()->book("paper").begin(0)};
   request.set_targets(std::string(reinterpret_cast<const char*>(target.data()), 8));
   request.set_time_source("node");
   request.set_target_times(std::string(12, '\0'));
@@ -239,7 +240,7 @@ TEST_F(DistHeteroTemporalTest, BadTimesAreNamed) {
   partition_hetero_dataset(*dir_ / "mag", copy,
                            {.method = PartitionMethod::kRandom, .num_parts = 2, .seed = 3});
   write_npy(copy + "/author.node_time.npy", random_times(3, 1));
-  EXPECT_THAT([&] { dist::HeteroServer server(copy, 0); },
+  EXPECT_THAT([&] { dist::Server server(copy, 0); },
               ::testing::ThrowsMessage<ValueError>(HasSubstr("node type 'author'")));
 }
 

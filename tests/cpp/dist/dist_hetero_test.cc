@@ -1,5 +1,5 @@
 // Heterogeneous partitions served and sampled across servers: a generated ogbn-mag-shaped
-// dataset (with reverse edge types) partitioned in 2 and 3 parts, one HeteroServer per part
+// dataset (with reverse edge types) partitioned in 2 and 3 parts, one Server per part
 // in-process; DistHeteroGraph must return exactly what HeteroNeighborSampler returns over the
 // whole renumbered graph (the parts' rows concatenated in part order), bit for bit, for uniform,
 // per-type and replacement fanouts and several batches; gathers return the renumbered rows;
@@ -17,7 +17,7 @@
 #include "dist/hetero_fixture.h"
 #include "dist/raw_call.h"
 #include "volley/dist/hetero_client.h"
-#include "volley/dist/hetero_server.h"
+#include "volley/dist/server.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/graph/generate_hetero.h"
 #include "volley/partition/hetero_partition.h"
@@ -115,8 +115,8 @@ TEST_F(DistHeteroTest, WorkerModeSamplesTheLocalPartInProcess) {
     std::vector<std::string> addresses = three_->addresses();
     addresses[static_cast<size_t>(part)] = "";  // never called
     const auto& server = *three_->servers[static_cast<size_t>(part)];
-    const auto client =
-        dist::DistHeteroGraph::connect(addresses, {}, server.partition(), server.fingerprint());
+    const auto client = dist::DistHeteroGraph::connect(addresses, {}, server.hetero_partition(),
+                                                       server.fingerprint());
     EXPECT_EQ(client->local_part(), part);
     const int64_t before = server.stats().requests;
     expect_equal_batches(*client, *three_, {.fanouts = {3, 2}, .seed = 8},
@@ -133,7 +133,7 @@ TEST_F(DistHeteroTest, WorkerModeSamplesTheLocalPartInProcess) {
   const auto& server = *two_->servers[0];
   EXPECT_THAT(
       [&] {
-        dist::DistHeteroGraph::connect(three_->addresses(), {}, server.partition(),
+        dist::DistHeteroGraph::connect(three_->addresses(), {}, server.hetero_partition(),
                                        server.fingerprint());
       },
       ::testing::ThrowsMessage<ValueError>(HasSubstr("2 parts")));
@@ -142,7 +142,7 @@ TEST_F(DistHeteroTest, WorkerModeSamplesTheLocalPartInProcess) {
 TEST_F(DistHeteroTest, ServerClientBatchesEqualTheLocalSampler) {
   std::vector<std::string> peers = three_->addresses();
   peers[0] = "";
-  dist::HeteroServer server(three_->directory, 0, {.peers = peers});
+  dist::Server server(three_->directory, 0, {.peers = peers});
   dist::HeteroBatchStream stream(server.address(), {});
   dist::HeteroBatchesOptions batches{.node_type = "paper",
                                      .seeds = distinct_ids(600, 50, 4),
@@ -235,7 +235,7 @@ TEST_F(DistHeteroTest, BadTypesAndIdsAreNamed) {
   request.set_protocol(dist::kProtocolVersion);
   request.set_fingerprint(two_->servers[0]->fingerprint());
   request.set_fanout(2);
-  const std::vector<int64_t> target{two_->servers[0]->partition()->book("paper").end(0)};
+  const std::vector<int64_t> target{two_->servers[0]->hetero_partition()->book("paper").end(0)};
   request.set_targets(std::string(reinterpret_cast<const char*>(target.data()), 8));
   rpc::HopReply reply;
   for (const std::string& type :

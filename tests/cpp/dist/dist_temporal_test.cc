@@ -2,16 +2,23 @@
 // into 2 parts carries its times (edge_time per part, node_time at the root, rows still sorted
 // by edge time), and DistGraph / NeighborLoader over it give exactly the local temporal
 // sampler's batches over the whole renumbered graph with its times, worker mode and all remote.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "dist/dist_fixture.h"
+#include "volley/dist/volley.grpc.pb.h"
 #include "volley/graph/generate.h"
 
 namespace volley::dist_test {
 namespace {
+
+namespace rpc = ::volley::rpc;
+using ::testing::HasSubstr;
 
 class DistTemporalTest : public ::testing::Test {
  protected:
@@ -197,6 +204,40 @@ TEST(DistTemporal, UntimedDatasetsRefuseTemporalSampling) {
               "temporal sampling by edge time, but the partitioned dataset 'cora' has no edge "
               "times (partition a dataset with edge_time.npy)");
   }
+}
+
+// A homogeneous partition is served as the one-type case of a typed one: GetRows(NODE_TIME)
+// answers its node times, and a call naming a node type is refused by name.
+TEST_F(DistTemporalTest, AHomogeneousPartitionServesItsNodeTimes) {
+  const dist::Server& server = *served_->servers[1];
+  const Partition& part = *server.partition();
+  ASSERT_FALSE(server.heterogeneous());
+  ASSERT_EQ(server.hetero_partition(), nullptr);
+  const std::vector<int64_t> ids = {part.first_node(), part.first_node() + 3};
+  auto stub = rpc::PartitionService::NewStub(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  rpc::RowsRequest request;
+  request.set_protocol(dist::kProtocolVersion);
+  request.set_fingerprint(server.fingerprint());
+  request.set_kind(rpc::RowsRequest::NODE_TIME);
+  request.set_ids(std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8));
+  rpc::RowsReply reply;
+  {
+    grpc::ClientContext context;
+    const grpc::Status status = stub->GetRows(&context, request, &reply);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  ASSERT_EQ(reply.rows().size(), ids.size() * 8);
+  std::vector<int64_t> times(ids.size());
+  std::memcpy(times.data(), reply.rows().data(), reply.rows().size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(times[i], whole_->node_time()->data<int64_t>()[ids[i]]) << "id " << ids[i];
+  }
+  request.set_node_type("paper");
+  grpc::ClientContext context;
+  const grpc::Status status = stub->GetRows(&context, request, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("this partition is homogeneous"));
 }
 
 }  // namespace

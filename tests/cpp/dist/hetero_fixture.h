@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "sampling/expect_subgraph.h"
-#include "volley/dist/hetero_server.h"
+#include "volley/dist/server.h"
 #include "volley/partition/hetero_partition.h"
 #include "volley/sampling/hetero_sampler.h"
 
@@ -88,12 +88,12 @@ inline HeteroOracle whole_renumbered(const std::string& directory) {
 struct ServedHetero {
   std::string directory;
   HeteroOracle oracle;
-  std::vector<std::unique_ptr<dist::HeteroServer>> servers;
+  std::vector<std::unique_ptr<dist::Server>> servers;
 
   ServedHetero(std::string dir, int64_t parts) : directory(std::move(dir)) {
     oracle = whole_renumbered(directory);
     for (int64_t p = 0; p < parts; ++p) {
-      servers.push_back(std::make_unique<dist::HeteroServer>(directory, p));
+      servers.push_back(std::make_unique<dist::Server>(directory, p));
     }
   }
   std::vector<std::string> addresses() const {

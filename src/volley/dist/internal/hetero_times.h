@@ -1,5 +1,6 @@
 // volley/dist/internal/hetero_times.h — what a typed hop over one heterogeneous partition reads,
-// and the hop itself (internal; the HeteroServer and a worker's in-process part share it).
+// and the hop itself (internal; the Server's typed SampleHop and a worker's in-process part share
+// it).
 //
 // Times are the optional files at the partitioned directory's root (hetero_partition.h,
 // load_hetero_partition_times): node times per node type by new id, edge times per edge type by

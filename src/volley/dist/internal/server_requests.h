@@ -49,7 +49,7 @@ void answer_degrees(const Csr& graph, int64_t first, std::span<const int64_t> id
                     rpc::RowsReply& reply);
 
 // INVALID_ARGUMENT naming the edge type when a SampleHop to a homogeneous partition names one.
-grpc::Status untyped_hop(const rpc::HopRequest& request, int64_t part);
+grpc::Status untyped_hop(const std::string& edge_type, int64_t part);
 
 // The time options of a temporal SampleHop (time_source or target_times set, either partition
 // kind): `sampler`'s time_source and temporal_strategy, and `target_times` (the caller's buffer,

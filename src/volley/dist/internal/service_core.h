@@ -1,9 +1,9 @@
-// volley/dist/internal/service_core.h — what the two partition servers share (internal): the
-// gRPC plumbing of Server (server.cc, a homogeneous partition) and HeteroServer
-// (hetero_server.cc): the options' checks, the access token, the protocol / fingerprint / reply
-// size checks, the request counters and Health, the translation of errors into statuses, the
-// gRPC server's construction (limits, keepalive, quota, threads), the host of their batch
-// streams (internal/epoch_stream.h: the pump, the cap on open streams) and the shutdown.
+// volley/dist/internal/service_core.h — the gRPC plumbing of the partition Server (internal;
+// internal/server_state.h, a partition of either kind): the options' checks, the access token,
+// the protocol / fingerprint / reply size checks, the request counters and Health, the
+// translation of errors into statuses, the gRPC server's construction (limits, keepalive,
+// quota, threads), the host of its batch streams (internal/epoch_stream.h: the pump, the cap on
+// open streams) and the shutdown.
 //
 //   struct Server::State final : rpc::PartitionService::Service, internal::ServiceCore {
 //     grpc::Status SampleHop(...) override {
