@@ -32,18 +32,6 @@ using dist::ServerClientLoader;
 using dist::ServerOptions;
 using dist::ServiceInfo;
 
-ClientOptions client_options(std::string token, double deadline_seconds, double connect_seconds,
-                             int64_t max_message_bytes, const std::string& tls_ca,
-                             const std::string& tls_cert, const std::string& tls_key) {
-  ClientOptions options;
-  options.tls = {tls_ca, tls_cert, tls_key};
-  options.token = std::move(token);
-  options.deadline_seconds = deadline_seconds;
-  options.connect_seconds = connect_seconds;
-  options.max_message_bytes = max_message_bytes;
-  return options;
-}
-
 nb::dict info_to_python(const ServiceInfo& info) {
   nb::dict d;
   d["dataset_name"] = info.dataset_name;

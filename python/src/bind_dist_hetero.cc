@@ -33,17 +33,6 @@ namespace {
 using dist::DistHeteroGraph;
 using EdgeTuple = std::tuple<std::string, std::string, std::string>;
 
-dist::ClientOptions client_options(const std::string& token, double deadline_seconds,
-                                   double connect_seconds, const std::string& tls_ca,
-                                   const std::string& tls_cert, const std::string& tls_key) {
-  dist::ClientOptions options;
-  options.tls = {tls_ca, tls_cert, tls_key};
-  options.token = token;
-  options.deadline_seconds = deadline_seconds;
-  options.connect_seconds = connect_seconds;
-  return options;
-}
-
 nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
   nb::dict d;
   d["dataset_name"] = info.dataset_name;
@@ -80,7 +69,8 @@ void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
              double connect_seconds, const std::string& tls_ca, const std::string& tls_cert,
              const std::string& tls_key) {
             dist::ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds, tls_ca, tls_cert, tls_key);
+                client_options(token, deadline_seconds, connect_seconds,
+                               dist::ClientOptions{}.max_message_bytes, tls_ca, tls_cert, tls_key);
             nb::gil_scoped_release release;
             return DistHeteroGraph::connect(std::move(addresses), std::move(options));
           },
@@ -94,7 +84,8 @@ void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
              double deadline_seconds, double connect_seconds, const std::string& tls_ca,
              const std::string& tls_cert, const std::string& tls_key) {
             dist::ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds, tls_ca, tls_cert, tls_key);
+                client_options(token, deadline_seconds, connect_seconds,
+                               dist::ClientOptions{}.max_message_bytes, tls_ca, tls_cert, tls_key);
             nb::gil_scoped_release release;
             if (server != nullptr) {
               return DistHeteroGraph::connect(std::move(addresses), std::move(options),
@@ -193,7 +184,8 @@ void bind_hetero_batch_stream(nb::module_& m) {
              double deadline_seconds, double connect_seconds, const std::string& tls_ca,
              const std::string& tls_cert, const std::string& tls_key) {
             dist::ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds, tls_ca, tls_cert, tls_key);
+                client_options(token, deadline_seconds, connect_seconds,
+                               dist::ClientOptions{}.max_message_bytes, tls_ca, tls_cert, tls_key);
             nb::gil_scoped_release release;
             new (self) dist::HeteroBatchStream(std::move(address), std::move(options));
           },

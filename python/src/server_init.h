@@ -1,5 +1,6 @@
-// python/src/server_init.h — the `__init__` of the Server binding: ServerOptions from keyword
-// arguments, so `volley.dist.serve` passes every option to either kind of partition.
+// python/src/server_init.h — the options of the dist bindings from keyword arguments: the
+// Server binding's `__init__` (ServerOptions, so `volley.dist.serve` passes every option to either
+// kind of partition) and the clients' ClientOptions.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -61,6 +62,20 @@ void def_server_init(nanobind::class_<ServerType>& cls, const char* doc) {
       nb::arg("tls_cert") = "", nb::arg("tls_key") = "", nb::arg("tls_client_ca") = "",
       nb::arg("peer_tls_ca") = "", nb::arg("max_epoch_streams") = 0,
       nb::arg("max_node_data_bytes") = 0, doc);
+}
+
+// ClientOptions of a client binding's keyword arguments (DistGraph, DistHeteroGraph).
+inline dist::ClientOptions client_options(std::string token, double deadline_seconds,
+                                          double connect_seconds, int64_t max_message_bytes,
+                                          const std::string& tls_ca, const std::string& tls_cert,
+                                          const std::string& tls_key) {
+  dist::ClientOptions options;
+  options.tls = {tls_ca, tls_cert, tls_key};
+  options.token = std::move(token);
+  options.deadline_seconds = deadline_seconds;
+  options.connect_seconds = connect_seconds;
+  options.max_message_bytes = max_message_bytes;
+  return options;
 }
 
 }  // namespace volley::python

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <cmath>
 #include <string>
@@ -163,5 +164,9 @@ void run_hetero_partition(const std::string& input, const std::string& output,
 bool describe_hetero_partitioned(const std::string& path, bool as_json, bool verify);
 // `volley info` on a heterogeneous dataset directory (info_hetero.cc).
 void describe_hetero_dataset(const std::string& path, bool as_json, bool verify);
+// `volley info --verify` (info_command.cc): nothing when `problems` is empty; else prints them
+// (as `json`'s "verify" with `as_json`) and throws IoError naming the first.
+void report_problems_or_throw(const std::string& path, const std::vector<std::string>& problems,
+                              bool as_json, nlohmann::ordered_json& json);
 
 }  // namespace volley::cli

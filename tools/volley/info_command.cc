@@ -77,25 +77,7 @@ void print_json(const Json& json) { std::printf("%s\n", json.dump().c_str()); }
 
 // Verifies the dataset at `path`; on problems, prints them (into `json` when as_json) and
 // throws IoError naming the first.
-void verify_or_throw(const std::string& path, bool as_json, Json& json) {
-  const DatasetCheck check = verify_dataset(path);
-  if (!check.ok()) {
-    if (as_json) {
-      json["verify"] = {{"ok", false}, {"problems", check.problems}};
-      print_json(json);
-    } else {
-      std::printf("verify: %zu problem%s\n", check.problems.size(),
-                  check.problems.size() == 1 ? "" : "s");
-      for (const auto& problem : check.problems) std::printf("  %s\n", problem.c_str());
-    }
-    std::fflush(stdout);
-    throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
-                              check.problems.size(), check.problems.size() == 1 ? "" : "s",
-                              check.problems.front()));
-  }
-}
-
-// Temporal sampling's times (issue 16): present, and whether every row is sorted by them.
+// Temporal sampling's times: present, and whether every row is sorted by them.
 void add_time_json(const Csr& graph, Json& json) {
   json["node_time"] = graph.has_node_time();
   json["edge_time"] = graph.has_edge_time();
@@ -139,7 +121,7 @@ void print_edge_split(const Dataset& d) {
 
 void describe_dataset(const std::string& path, bool as_json, bool verify) {
   Json json = {{"path", path}, {"kind", "dataset"}};
-  if (verify) verify_or_throw(path, as_json, json);
+  if (verify) report_problems_or_throw(path, verify_dataset(path).problems, as_json, json);
 
   const Dataset dataset = load_dataset(path);
   const Csr& graph = dataset.graph;
@@ -321,6 +303,21 @@ void describe_npy(const std::string& path, bool as_json) {
 }
 
 }  // namespace
+
+void report_problems_or_throw(const std::string& path, const std::vector<std::string>& problems,
+                              bool as_json, nlohmann::ordered_json& json) {
+  if (problems.empty()) return;
+  if (as_json) {
+    json["verify"] = {{"ok", false}, {"problems", problems}};
+    std::printf("%s\n", json.dump().c_str());
+  } else {
+    std::printf("verify: %zu problem%s\n", problems.size(), problems.size() == 1 ? "" : "s");
+    for (const auto& problem : problems) std::printf("  %s\n", problem.c_str());
+  }
+  std::fflush(stdout);
+  throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
+                            problems.size(), problems.size() == 1 ? "" : "s", problems.front()));
+}
 
 void add_info_command(CLI::App& app, GlobalOptions& /*global*/) {
   struct Arguments {

@@ -57,21 +57,7 @@ Json node_json(const NodeTypeInfo& type, const NodeTypeData& data) {
 void describe_hetero_dataset(const std::string& path, bool as_json, bool verify) {
   Json json = {{"path", path}, {"kind", "hetero_dataset"}};
   if (verify) {
-    const DatasetCheck check = verify_hetero_dataset(path);
-    if (!check.ok()) {
-      if (as_json) {
-        json["verify"] = {{"ok", false}, {"problems", check.problems}};
-        std::printf("%s\n", json.dump().c_str());
-      } else {
-        std::printf("verify: %zu problem%s\n", check.problems.size(),
-                    check.problems.size() == 1 ? "" : "s");
-        for (const auto& problem : check.problems) std::printf("  %s\n", problem.c_str());
-      }
-      std::fflush(stdout);
-      throw IoError(fmt::format("{}: verification failed: {} problem{} (first: {})", path,
-                                check.problems.size(), check.problems.size() == 1 ? "" : "s",
-                                check.problems.front()));
-    }
+    report_problems_or_throw(path, verify_hetero_dataset(path).problems, as_json, json);
   }
   const HeteroDataset dataset = load_hetero_dataset(path);
   const HeteroGraph& graph = dataset.graph;

@@ -217,7 +217,7 @@ void serve(const ServeArguments& arguments) {
 
   // This process only serves: buffers of a megabyte and more (ids, picks, rows, replies) are
   // mapped for themselves and go back to the system when freed, whichever thread frees them;
-  // without this glibc keeps a large call's peak in its arenas (issue 17: 1.2 GB kept after one
+  // without this glibc keeps a large call's peak in its arenas (1.2 GB kept after one
   // SampleHop). Not done by dist::Server itself: a trainer that hosts a server in-process keeps
   // glibc's adaptive threshold, which its own batches need (fresh mappings fault every page).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);

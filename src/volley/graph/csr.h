@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "volley/core/array.h"
 
@@ -142,5 +143,9 @@ enum class TimeKind : uint8_t { kEdge, kNode };
 // sorted are copied as they are. ValueError naming the missing array when the graph has no
 // times of that kind. Parallel over rows; deterministic.
 Csr sort_rows_by_time(const Csr& graph, TimeKind kind);
+
+// ValueError unless `time` is a 1-d int64 host array of `expected` entries (one per `per`,
+// "node" or "edge"), naming `what` and what was given: the check of every time array.
+void check_time_array(const Array& time, int64_t expected, std::string_view what, const char* per);
 
 }  // namespace volley

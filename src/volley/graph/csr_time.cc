@@ -42,16 +42,6 @@ int64_t first_unsorted_row(const Csr& graph, const EntryTime& time) {
   return row == std::numeric_limits<int64_t>::max() ? -1 : row;
 }
 
-void check_time(const Array& time, int64_t expected, const char* what, const char* per) {
-  VOLLEY_REQUIRE(time.defined() && time.dtype() == DType::kInt64 && time.ndim() == 1 &&
-                     time.numel() == expected,
-                 ValueError, "{} must be a 1-d int64 array with one entry per {} ({}), got {}",
-                 what, per, expected, time.defined() ? time.describe() : std::string("nothing"));
-  VOLLEY_REQUIRE(time.buffer().host_accessible(), ValueError,
-                 "{} must be in host memory, got {} memory", what,
-                 location_name(time.buffer().location()));
-}
-
 template <typename Index>
 void permute_rows(const Csr& graph, const EntryTime& time, Index* indices, int64_t* edge_ids,
                   float* weights, int64_t* edge_time) {
@@ -81,8 +71,8 @@ void permute_rows(const Csr& graph, const EntryTime& time, Index* indices, int64
 }  // namespace
 
 Csr Csr::with_times(std::optional<Array> node_time, std::optional<Array> edge_time) const {
-  if (node_time) check_time(*node_time, num_nodes_, "node_time", "node");
-  if (edge_time) check_time(*edge_time, num_edges_, "edge_time", "edge");
+  if (node_time) check_time_array(*node_time, num_nodes_, "node_time", "node");
+  if (edge_time) check_time_array(*edge_time, num_edges_, "edge_time", "edge");
   Csr out = *this;
   out.node_time_ = std::move(node_time);
   out.edge_time_ = std::move(edge_time);
@@ -126,6 +116,16 @@ Csr sort_rows_by_time(const Csr& graph, TimeKind kind) {
   return Csr::from_arrays(graph.indptr(), std::move(indices), std::move(edge_ids),
                           std::move(weights), graph.orientation(), /*validate=*/false)
       .with_times(graph.node_time(), std::move(edge_time));
+}
+
+void check_time_array(const Array& time, int64_t expected, std::string_view what, const char* per) {
+  VOLLEY_REQUIRE(time.defined() && time.dtype() == DType::kInt64 && time.ndim() == 1 &&
+                     time.numel() == expected,
+                 ValueError, "{} must be a 1-d int64 array with one entry per {} ({}), got {}",
+                 what, per, expected, time.defined() ? time.describe() : std::string("nothing"));
+  VOLLEY_REQUIRE(time.buffer().host_accessible(), ValueError,
+                 "{} must be in host memory, got {} memory", what,
+                 location_name(time.buffer().location()));
 }
 
 }  // namespace volley

@@ -43,22 +43,6 @@ struct HeteroWrite {
   }
 };
 
-// Per node type, partition p's nodes in old-id order get offsets_T[p], offsets_T[p] + 1, ...
-std::vector<int64_t> renumber(const PartitionBook& book, const int32_t* part_of, int64_t n) {
-  std::vector<int64_t> new_id(static_cast<size_t>(n));
-  std::vector<int64_t> next(book.offsets().begin(), book.offsets().end() - 1);
-  for (int64_t v = 0; v < n; ++v) {
-    new_id[static_cast<size_t>(v)] = next[static_cast<size_t>(part_of[v])]++;
-  }
-  return new_id;
-}
-
-Json array_json(const std::string& file, DType dtype, const std::vector<int64_t>& shape,
-                uint32_t crc) {
-  return {
-      {"file", file}, {"dtype", dtype_name(dtype)}, {"shape", shape}, {"crc32", crc32_hex(crc)}};
-}
-
 // Each part's directory and heterogeneous dataset writer (owned counts per node type).
 void open_parts(const std::string& output, HeteroWrite& write, int64_t num_parts) {
   const HeteroGraph& graph = write.dataset.graph;

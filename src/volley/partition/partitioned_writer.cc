@@ -27,12 +27,6 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using namespace partition_format;
 
-Json array_json(const std::string& file, DType dtype, const std::vector<int64_t>& shape,
-                uint32_t crc) {
-  return {
-      {"file", file}, {"dtype", dtype_name(dtype)}, {"shape", shape}, {"crc32", crc32_hex(crc)}};
-}
-
 Json quality_json(const PartitionQuality& quality) {
   Json json = {{"edge_cut_fraction", quality.edge_cut_fraction},
                {"cut_edges", quality.cut_edges},
@@ -166,16 +160,6 @@ struct PartsWrite {
   int64_t num_parts() const { return static_cast<int64_t>(datasets.size()); }
   DatasetWriter& part(int64_t p) { return *datasets[static_cast<size_t>(p)]; }
 };
-
-// Renumbering: partition p's nodes, in old-id order, get offsets[p], offsets[p] + 1, ...
-std::vector<int64_t> renumber(const PartitionBook& book, const int32_t* part_of, int64_t n) {
-  std::vector<int64_t> new_id(static_cast<size_t>(n));
-  std::vector<int64_t> next(book.offsets().begin(), book.offsets().end() - 1);
-  for (int64_t v = 0; v < n; ++v) {
-    new_id[static_cast<size_t>(v)] = next[static_cast<size_t>(part_of[v])]++;
-  }
-  return new_id;
-}
 
 // An int64 [N] file at the root (node_map.npy: old id → new id; node_time.npy); returns its CRC.
 uint32_t write_root_array(const std::string& output, const char* file,

@@ -11,17 +11,6 @@
 namespace volley {
 namespace {
 
-void check_time_array(const Array& time, int64_t expected, const std::string& what,
-                      const char* per) {
-  VOLLEY_REQUIRE(time.defined() && time.dtype() == DType::kInt64 && time.ndim() == 1 &&
-                     time.numel() == expected,
-                 ValueError, "{} must be a 1-d int64 array with one entry per {} ({}), got {}",
-                 what, per, expected, time.defined() ? time.describe() : std::string("nothing"));
-  VOLLEY_REQUIRE(time.buffer().host_accessible(), ValueError,
-                 "{} must be in host memory, got {} memory", what,
-                 location_name(time.buffer().location()));
-}
-
 // Per node type (graph order): its node time, or null when untimed.
 std::vector<const Array*> node_times(const HeteroGraph& graph, const HeteroTimes& times) {
   std::vector<const Array*> result(static_cast<size_t>(graph.num_node_types()), nullptr);

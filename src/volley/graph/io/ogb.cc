@@ -17,6 +17,7 @@
 #include "volley/core/progress.h"
 #include "volley/graph/csr.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/internal/ogb_split.h"
 #include "volley/graph/io/gzip_lines.h"
 #include "volley/graph/io/npy.h"
 
@@ -351,8 +352,23 @@ int64_t read_num_nodes(const std::string& path) {
   return n;
 }
 
-// The split/ folder to read: `wanted`, or the only one present; empty when there is none.
-std::string choose_split(const fs::path& root, const std::string& wanted) {
+std::string default_name(const fs::path& root) {
+  fs::path path = root.lexically_normal();
+  if (path.filename().empty()) path = path.parent_path();
+  return path.filename().string();
+}
+
+int64_t size_of(const fs::path& path) {
+  std::error_code error;
+  const auto size = fs::file_size(path, error);
+  return error ? 0 : static_cast<int64_t>(size);
+}
+
+}  // namespace
+
+namespace graph_internal {
+
+std::string choose_ogb_split(const fs::path& root, const std::string& wanted) {
   std::vector<std::string> present;
   std::error_code error;
   if (fs::is_directory(root / "split", error)) {
@@ -372,19 +388,7 @@ std::string choose_split(const fs::path& root, const std::string& wanted) {
   return present.empty() ? "" : present[0];
 }
 
-std::string default_name(const fs::path& root) {
-  fs::path path = root.lexically_normal();
-  if (path.filename().empty()) path = path.parent_path();
-  return path.filename().string();
-}
-
-int64_t size_of(const fs::path& path) {
-  std::error_code error;
-  const auto size = fs::file_size(path, error);
-  return error ? 0 : static_cast<int64_t>(size);
-}
-
-}  // namespace
+}  // namespace graph_internal
 
 bool is_ogb_directory(const std::string& directory) {
   std::error_code error;
@@ -409,7 +413,7 @@ OgbConversion convert_ogb_node_dataset(const std::string& input, const std::stri
   }
   OgbConversion result;
   result.name = options.name.empty() ? default_name(root) : options.name;
-  result.split = choose_split(root, options.split);
+  result.split = graph_internal::choose_ogb_split(root, options.split);
   const int64_t n = read_num_nodes((raw / "num-node-list.csv.gz").string());
   result.num_nodes = n;
   const fs::path features = raw / "node-feat.csv.gz";

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "volley/graph/hetero_dataset.h"
+#include "volley/graph/internal/ogb_split.h"
 #include "volley/graph/io/gzip_lines.h"
 #include "volley/graph/io/npy.h"
 
@@ -135,25 +136,6 @@ std::vector<int64_t> read_ints(const std::string& path, int64_t limit, bool allo
   return values;
 }
 
-std::string choose_split(const fs::path& root, const std::string& wanted) {
-  std::vector<std::string> present;
-  std::error_code error;
-  if (fs::is_directory(root / "split", error)) {
-    for (const auto& entry : fs::directory_iterator(root / "split")) {
-      if (entry.is_directory()) present.push_back(entry.path().filename().string());
-    }
-  }
-  std::sort(present.begin(), present.end());
-  if (!wanted.empty()) {
-    VOLLEY_REQUIRE(std::find(present.begin(), present.end(), wanted) != present.end(), IoError,
-                   "{}: no split '{}'", (root / "split").string(), wanted);
-    return wanted;
-  }
-  VOLLEY_REQUIRE(present.size() <= 1, ValueError, "{}: several splits ({}); name one",
-                 (root / "split").string(), fmt::join(present, ", "));
-  return present.empty() ? "" : present[0];
-}
-
 }  // namespace
 
 bool is_ogb_hetero_directory(const std::string& directory) {
@@ -193,7 +175,7 @@ OgbConversion convert_ogb_hetero_dataset(const std::string& input, const std::st
   fs::path name_path = root.lexically_normal();
   if (name_path.filename().empty()) name_path = name_path.parent_path();
   result.name = options.name.empty() ? name_path.filename().string() : options.name;
-  result.split = choose_split(root, options.split);
+  result.split = graph_internal::choose_ogb_split(root, options.split);
   HeteroDatasetWriter writer(output, result.name, nodes, edge_types);
   for (const auto& [type, path] : relations) {
     const Csr csr = read_relation(path.string(), type, count_of(nodes, type.src, path.string()),

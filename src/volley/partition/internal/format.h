@@ -1,5 +1,6 @@
 // volley/partition/internal/format.h — the names of the partitioned dataset directory's files and
-// its format markers (format: partition.h), shared by the writer and the reader (internal).
+// its format markers (format: partition.h), shared by the writers and the readers of both kinds
+// (internal), and what both writers compute alike (renumbering, array entries of a manifest).
 #pragma once
 
 #include <fmt/format.h>
@@ -7,10 +8,15 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "volley/core/dtype.h"
 #include "volley/core/error.h"
 #include "volley/core/files.h"
 #include "volley/graph/io/npy.h"
+#include "volley/partition/partition_book.h"
 
 namespace volley::internal::partition_format {
 
@@ -48,6 +54,24 @@ inline std::string read_recorded(const std::string& path, uint32_t expected,
         path, expected, kManifestFile, found));
   }
   return text;
+}
+
+// Renumbering of `n` nodes assigned to parts by `part_of`: part p's nodes, in old-id order, get
+// book.offsets()[p], + 1, ...
+inline std::vector<int64_t> renumber(const PartitionBook& book, const int32_t* part_of, int64_t n) {
+  std::vector<int64_t> new_id(static_cast<size_t>(n));
+  std::vector<int64_t> next(book.offsets().begin(), book.offsets().end() - 1);
+  for (int64_t v = 0; v < n; ++v) {
+    new_id[static_cast<size_t>(v)] = next[static_cast<size_t>(part_of[v])]++;
+  }
+  return new_id;
+}
+
+// A manifest's entry for one .npy file: its name, dtype, shape and CRC-32.
+inline nlohmann::ordered_json array_json(const std::string& file, DType dtype,
+                                         const std::vector<int64_t>& shape, uint32_t crc) {
+  return {
+      {"file", file}, {"dtype", dtype_name(dtype)}, {"shape", shape}, {"crc32", crc32_hex(crc)}};
 }
 
 }  // namespace volley::internal::partition_format
