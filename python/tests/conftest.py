@@ -84,8 +84,9 @@ trains_a_model = pytest.mark.skipif(
     reason="trains a model; runs in both ordinary legs, skipped under ASan for CI time",
 )
 
-# Tests whose subject is another Python process (torch and the module imported again, seconds
-# under ASan) rather than memory safety in this one: the ASan leg skips them, both ordinary legs
+# Tests whose subject is another process (Python with torch and the module imported again,
+# seconds under ASan, or the release build's CLI, which ASan does not instrument) rather than
+# memory safety in this one: the ASan leg skips them, both ordinary legs
 # run them. The C++ paths they drive have sanitized tests of their own (NodeState.* forks a writer
 # that dies mid-row).
 runs_other_interpreters = pytest.mark.skipif(

@@ -9,11 +9,14 @@ import sys
 
 import pytest
 
+from conftest import runs_other_interpreters
+
 pytest.importorskip("torch")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@runs_other_interpreters
 def test_gpu_e2e_smoke(tmp_path):
     out = tmp_path / "e2e.json"
     import volley

@@ -30,7 +30,7 @@ import pytest
 import volley
 from volley import loader
 
-from conftest import volley_cli, same_in_every_torch
+from conftest import volley_cli, same_in_every_torch, runs_other_interpreters
 
 NAN, INF = float("nan"), float("inf")
 VALUES = (-1, 0, NAN, INF, 2**63, 2**64, 1.5, "3")
@@ -517,6 +517,7 @@ def _cli_case(option: Option, value: str) -> Any:
 
 @pytest.mark.parametrize("option, value", [_cli_case(o, v) for o in OPTIONS for v in o.values])
 @same_in_every_torch
+@runs_other_interpreters
 def test_command_line_option(cli_data, option, value):
     data, tmp = cli_data
     command = _command(option, value, data, tmp)
