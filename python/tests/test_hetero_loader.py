@@ -305,3 +305,29 @@ def test_typed_loaders_are_the_loader_classes():
     assert isinstance(node, NeighborLoader) and type(node) is not NeighborLoader
     assert isinstance(link, LinkNeighborLoader) and isinstance(link, NeighborLoader)
     assert "default" in inspect.signature(type(node)).parameters  # its own signature
+
+
+def test_one_signature_serves_both_graph_kinds():
+    """PyG's signature is written once (NeighborLoader's): the typed loader inherits it, refuses
+    the options of a homogeneous graph by name, and a Data refuses the typed `default`."""
+    import inspect
+
+    from volley.hetero_loader import HeteroNeighborLoader
+
+    assert HeteroNeighborLoader.__init__ is NeighborLoader.__init__
+    assert inspect.signature(HeteroNeighborLoader) == inspect.signature(NeighborLoader)
+    data = toy_hetero()
+    for option, value in [("copy", True), ("feature_dtype", "float16"), ("lookahead", 4),
+                          ("cache_bytes", 1 << 20)]:
+        with pytest.raises(volley.VolleyTypeError, match=f"unexpected keyword argument '{option}'"):
+            NeighborLoader(data, [2], input_nodes="paper", batch_size=4, **{option: value})
+    torch_geometric = pytest.importorskip("torch_geometric")
+    import torch
+
+    homogeneous = torch_geometric.data.Data(edge_index=torch.tensor([[0, 1], [1, 0]]),
+                                            num_nodes=2)
+    with pytest.raises(volley.VolleyTypeError, match="unexpected keyword argument 'default'"):
+        NeighborLoader(homogeneous, [2], default=[1])
+    # The typed loader's default still fills the edge types a dict leaves out.
+    loader = NeighborLoader(data, {WRITES: [2]}, default=[1], input_nodes="paper", batch_size=4)
+    assert len(next(iter(loader))["paper"].n_id) >= 1

@@ -97,41 +97,33 @@ class HeteroNeighborLoader(NeighborLoader):
     _takes_input_nodes = True  # the link loader's seeds are edges
     device = None  # the torch.device batches are moved to (None: where they are made, the CPU)
 
-    def __init__(
-        self,
-        data: Any,
-        num_neighbors: Any,
-        input_nodes: Any = None,
-        input_time: Any = None,
-        replace: bool = False,
-        subgraph_type: Any = "directional",
-        disjoint: bool = False,
-        temporal_strategy: str = "uniform",
-        time_attr: Optional[str] = None,
-        weight_attr: Optional[str] = None,
-        transform: Optional[Callable[[Any], Any]] = None,
-        transform_sampler_output: Optional[Callable[[Any], Any]] = None,
-        is_sorted: bool = False,
-        filter_per_worker: Optional[bool] = None,
-        neighbor_sampler: Any = None,
-        directed: bool = True,
-        *,
-        batch_size: int = 1,
-        shuffle: bool = False,
-        num_workers: int = 0,
-        drop_last: bool = False,
-        pin_memory: bool = False,
-        generator: Any = None,
-        seed: Optional[int] = None,
-        weighted: bool = False,
-        prefetch: Optional[int] = None,
-        rank: Optional[int] = None,
-        world_size: Optional[int] = None,
-        device: Any = None,
-        mode: Optional[str] = None,
-        default: Optional[List[int]] = None,
-        **kwargs: Any,
-    ):
+    _typed = True
+    # NeighborLoader's __init__ (its signature, written once), named here so that the typed link
+    # loader's super().__init__ reaches it before LinkNeighborLoader's in the MRO.
+    __init__ = NeighborLoader.__init__
+
+    # NeighborLoader's arguments that a typed graph does not take (homogeneous features' dtype,
+    # row cache, lookahead, per-batch hook), with their defaults: any other value is refused as an
+    # unknown argument, as PyG refuses one.
+    _HOMOGENEOUS_ONLY = {"copy": False, "feature_dtype": None, "cache_bytes": None,
+                         "policy": None, "lookahead": None, "_on_batch_start": None}
+
+    def _init_typed(
+        self, *, data: Any, num_neighbors: Any, input_nodes: Any, input_time: Any, replace: bool,
+        subgraph_type: Any, disjoint: bool, temporal_strategy: str, time_attr: Optional[str],
+        weight_attr: Optional[str], transform: Optional[Callable[[Any], Any]],
+        transform_sampler_output: Optional[Callable[[Any], Any]], is_sorted: bool,
+        filter_per_worker: Optional[bool], neighbor_sampler: Any, directed: bool,
+        batch_size: int, shuffle: bool, num_workers: int, drop_last: bool, pin_memory: bool,
+        generator: Any, seed: Optional[int], weighted: bool, prefetch: Optional[int],
+        rank: Optional[int], world_size: Optional[int], device: Any, mode: Optional[str],
+        default: Optional[List[int]], kwargs: Dict[str, Any], **homogeneous_only: Any,
+    ) -> None:
+        """``NeighborLoader.__init__``'s body for a typed graph (its signature, written once,
+        holds the defaults and the documentation)."""
+        kwargs = dict(kwargs)
+        kwargs.update({name: value for name, value in homogeneous_only.items()
+                       if value != self._HOMOGENEOUS_ONLY.get(name)})
         _pyg_compat.check_loader_kwargs(kwargs)
         data = _pyg_compat.from_remote_backend(data)
         temporal = time_attr is not None or input_time is not None
@@ -574,7 +566,7 @@ def _ordered(make: Callable[[Any], Any], jobs: list, workers: int, depth: int) -
 
 is_hetero = _pyg_compat.is_hetero
 TYPED_LOADERS["node"] = HeteroNeighborLoader
-# inspect.signature reads this class's own __init__ (not the inherited NeighborLoader's).
+# NeighborLoader's one signature (its __init__, which this class inherits), for inspect.
 HeteroNeighborLoader.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
     list(inspect.signature(HeteroNeighborLoader.__init__).parameters.values())[1:])
 

@@ -88,6 +88,8 @@ class NeighborLoader(LoaderBase):
             ``torch_geometric.sampler.SamplerOutput`` before the batch is built from it.
         is_sorted, filter_per_worker: hints to PyG's sorting and worker processes; no effect.
         neighbor_sampler: only None (PyG's default). directed: ``False`` means ``"induced"``.
+        default: for a ``HeteroData`` with a dict ``num_neighbors``, the fanouts of the edge types
+            it leaves out (see ``HeteroNeighborLoader``); refused for a ``Data``.
         batch_size, shuffle, drop_last: as in ``torch.utils.data.DataLoader``.
         num_workers: C++ worker threads (not processes); 0 (the default): all cores.
         pin_memory: batch tensors copied to pinned host memory when CUDA is available.
@@ -153,6 +155,9 @@ class NeighborLoader(LoaderBase):
         VolleyNotImplementedError: a custom ``neighbor_sampler``.
     """
 
+    #: A typed graph's loader (``HeteroData``): __init__ hands its arguments to _init_typed.
+    _typed = False
+
     # Defaults for subclasses that call _setup without __init__ (volley.dist).
     subgraph_type, disjoint, transform_sampler_output, pin_memory = "directional", False, None, False
 
@@ -202,8 +207,14 @@ class NeighborLoader(LoaderBase):
         policy: Optional[str] = None,
         lookahead: Optional[int] = None,
         _on_batch_start: Optional[Callable[[int], None]] = None,
+        default: Optional[List[int]] = None,
         **kwargs: Any,
     ):
+        if self._typed:  # a HeteroData: the same signature, the typed loader's body
+            self._init_typed(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+            return
+        if default is not None:  # one fanout list: refused as any argument PyG does not take
+            kwargs["default"] = default
         _pyg_compat.check_loader_kwargs(kwargs)
         data = _pyg_compat.from_remote_backend(data)
         _temporal.check_strategy(temporal_strategy)
@@ -575,20 +586,14 @@ class NeighborLoader(LoaderBase):
 
     def describe(self) -> str:
         """The loader's options in one line (what ``repr`` showed before PyG's ``NeighborLoader()``)."""
-        return (
-            f"NeighborLoader(num_neighbors={self.num_neighbors}, batch_size={self.batch_size}, "
-            f"batches={len(self)}, shuffle={self.shuffle}, num_workers={self.num_workers}"
-            + (f", subgraph_type={self.subgraph_type}" if self.subgraph_type != "directional" else "")
-            + (", disjoint=True" if self.disjoint else "")
-            + (f", rank={self.rank}/{self.world_size}" if self.world_size > 1 else "")
-            + (
-                f", device=cuda:{self.device}, mode={self.mode}"
-                if getattr(self, "device", None) is not None
-                else ""
-            )
-            + ")"
-        )
-
+        extras = [f"subgraph_type={self.subgraph_type}" if self.subgraph_type != "directional" else "",
+                  "disjoint=True" if self.disjoint else "",
+                  f"rank={self.rank}/{self.world_size}" if self.world_size > 1 else "",
+                  f"device=cuda:{self.device}, mode={self.mode}"
+                  if getattr(self, "device", None) is not None else ""]
+        return (f"NeighborLoader(num_neighbors={self.num_neighbors}, batch_size={self.batch_size}, "
+                f"batches={len(self)}, shuffle={self.shuffle}, num_workers={self.num_workers}"
+                + "".join(f", {extra}" for extra in extras if extra) + ")")
 
 # inspect.signature(NeighborLoader) reads __init__ (not the dispatching __new__), as PyG's tools expect.
 NeighborLoader.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

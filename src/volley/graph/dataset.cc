@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "volley/core/files.h"
+#include "volley/graph/internal/value_checks.h"
 #include "volley/graph/io/npy.h"
 #include "volley/graph/json_checker.h"
 
@@ -94,33 +95,6 @@ std::string shape_problem(const std::string& field, DType dtype, const std::vect
     }
   }
   return problem;
-}
-
-// Checks label values (in [-1, num_classes); -1 = unlabelled) and split ids (in [0, N)).
-// Returns "" or a problem such as "train_idx[3] = 5000 out of range for 2708 nodes".
-std::string value_problem(const std::string& field, const Array& array, int64_t num_nodes,
-                          int64_t num_classes) {
-  if (field == "labels") {
-    const int64_t* label = array.data<int64_t>();
-    for (int64_t i = 0; i < array.numel(); ++i) {
-      if (label[i] < -1 || label[i] >= std::max<int64_t>(num_classes, 0)) {
-        return fmt::format(
-            "labels[{}] = {}: expected a class in [0, {}) (num_classes) or -1 (unlabelled)", i,
-            label[i], num_classes);
-      }
-    }
-  } else if (field.ends_with("_idx") || field.ends_with("_edges")) {
-    const int64_t* ids = array.data<int64_t>();
-    const int64_t columns = field.ends_with("_edges") ? array.dim(1) : 0;
-    for (int64_t i = 0; i < array.numel(); ++i) {
-      if (ids[i] < 0 || ids[i] >= num_nodes) {
-        const std::string at =
-            columns > 0 ? fmt::format("{}, {}", i / columns, i % columns) : std::to_string(i);
-        return fmt::format("{}[{}] = {} out of range for {} nodes", field, at, ids[i], num_nodes);
-      }
-    }
-  }
-  return "";
 }
 
 // Rethrows `error` as the same kind of Error with `prefix` before its message.
@@ -338,6 +312,35 @@ bool topology_resident(const Manifest& manifest, const DatasetLoadOptions& optio
 
 }  // namespace
 
+namespace graph_internal {
+
+std::string value_problem(std::string_view field, const Array& array, int64_t num_nodes,
+                          int64_t num_classes) {
+  if (field == "labels") {
+    const int64_t* label = array.data<int64_t>();
+    for (int64_t i = 0; i < array.numel(); ++i) {
+      if (label[i] < -1 || label[i] >= std::max<int64_t>(num_classes, 0)) {
+        return fmt::format(
+            "labels[{}] = {}: expected a class in [0, {}) (num_classes) or -1 (unlabelled)", i,
+            label[i], num_classes);
+      }
+    }
+  } else if (field.ends_with("_idx") || field.ends_with("_edges")) {
+    const int64_t* ids = array.data<int64_t>();
+    const int64_t columns = field.ends_with("_edges") ? array.dim(1) : 0;
+    for (int64_t i = 0; i < array.numel(); ++i) {
+      if (ids[i] < 0 || ids[i] >= num_nodes) {
+        const std::string at =
+            columns > 0 ? fmt::format("{}, {}", i / columns, i % columns) : std::to_string(i);
+        return fmt::format("{}[{}] = {} out of range for {} nodes", field, at, ids[i], num_nodes);
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace graph_internal
+
 Dataset load_dataset(const std::string& directory, const DatasetLoadOptions& options) {
   const Manifest manifest = ManifestReader(manifest_path(directory)).read(directory);
   const int64_t n = manifest.num_nodes;
@@ -354,7 +357,8 @@ Dataset load_dataset(const std::string& directory, const DatasetLoadOptions& opt
     Array array =
         open_array(directory, entry, options.memory_map && !read_in, options.verify_checksums);
     if (read_in) array = read_only(std::move(array));
-    const std::string values = value_problem(entry.field, array, n, manifest.num_classes);
+    const std::string values =
+        graph_internal::value_problem(entry.field, array, n, manifest.num_classes);
     if (!values.empty()) {
       throw ValueError(fmt::format("{}: {}", (fs::path(directory) / entry.file).string(), values));
     }
@@ -410,8 +414,8 @@ DatasetCheck verify_dataset(const std::string& directory) {
     }
     try {
       const Array array = open_array(directory, entry, /*memory_map=*/true, /*verify=*/true);
-      const std::string values =
-          value_problem(entry.field, array, manifest.num_nodes, manifest.num_classes);
+      const std::string values = graph_internal::value_problem(
+          entry.field, array, manifest.num_nodes, manifest.num_classes);
       if (!values.empty()) {
         check.problems.push_back(
             fmt::format("{}: {}", (fs::path(directory) / entry.file).string(), values));
@@ -551,7 +555,7 @@ void save_dataset(const Dataset& dataset, const std::string& directory) {
   for (const auto& [field, array] : arrays) {
     std::string problem = shape_problem(field, array.dtype(), array.shape(), n, e);
     if (problem.empty() && array.buffer().host_accessible()) {
-      problem = value_problem(field, array, n, dataset.num_classes);
+      problem = graph_internal::value_problem(field, array, n, dataset.num_classes);
     }
     VOLLEY_REQUIRE(problem.empty(), ValueError, "save_dataset('{}'): {}: {}", directory, field,
                    problem);

@@ -12,6 +12,7 @@
 
 #include "volley/core/files.h"
 #include "volley/graph/internal/hetero_manifest.h"
+#include "volley/graph/internal/value_checks.h"
 #include "volley/graph/io/npy.h"
 #include "volley/graph/json_checker.h"
 
@@ -234,7 +235,7 @@ Array open_entry(const std::string& directory, const HeteroManifest& manifest,
   Array array = read_npy_expecting(path, entry.expected, "volley.json", memory_map, verify);
   if (node != nullptr) {
     const std::string values =
-        node_value_problem(entry.field, array, node->info.num_nodes, node->num_classes);
+        graph_internal::value_problem(entry.field, array, node->info.num_nodes, node->num_classes);
     if (!values.empty()) throw ValueError(fmt::format("{}: node type {}: {}", path, owner, values));
   }
   return array;

@@ -7,6 +7,7 @@
 #include "volley/core/files.h"
 #include "volley/graph/hetero_dataset.h"
 #include "volley/graph/internal/hetero_manifest.h"
+#include "volley/graph/internal/value_checks.h"
 #include "volley/graph/io/npy.h"
 
 namespace volley {
@@ -79,28 +80,6 @@ std::string edge_shape_problem(std::string_view field, DType dtype,
     problem = dtype_must_be(dtype, {DType::kFloat32});
   }
   return problem.empty() ? shape_must_be(shape, {num_edges}) : problem;
-}
-
-std::string node_value_problem(std::string_view field, const Array& array, int64_t num_nodes,
-                               int64_t num_classes) {
-  if (field == "labels") {
-    const int64_t* label = array.data<int64_t>();
-    for (int64_t i = 0; i < array.numel(); ++i) {
-      if (label[i] < -1 || label[i] >= std::max<int64_t>(num_classes, 0)) {
-        return fmt::format(
-            "labels[{}] = {}: expected a class in [0, {}) (num_classes) or -1 (unlabelled)", i,
-            label[i], num_classes);
-      }
-    }
-  } else if (field.ends_with("_idx")) {
-    const int64_t* ids = array.data<int64_t>();
-    for (int64_t i = 0; i < array.numel(); ++i) {
-      if (ids[i] < 0 || ids[i] >= num_nodes) {
-        return fmt::format("{}[{}] = {} out of range for {} nodes", field, i, ids[i], num_nodes);
-      }
-    }
-  }
-  return "";
 }
 
 }  // namespace hetero_internal
@@ -318,7 +297,7 @@ void save_hetero_dataset(const HeteroDataset& dataset, const std::string& direct
       const Array& value = **array;
       std::string problem = node_shape_problem(field, value.dtype(), value.shape(), type.num_nodes);
       if (problem.empty() && value.buffer().host_accessible()) {
-        problem = node_value_problem(field, value, type.num_nodes, data.num_classes);
+        problem = graph_internal::value_problem(field, value, type.num_nodes, data.num_classes);
       }
       VOLLEY_REQUIRE(problem.empty(), ValueError, "save_hetero_dataset('{}'): node type {}: {}: {}",
                      directory, type.name, field, problem);

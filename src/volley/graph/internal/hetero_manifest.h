@@ -33,8 +33,5 @@ std::string node_shape_problem(std::string_view field, DType dtype,
 std::string edge_shape_problem(std::string_view field, DType dtype,
                                const std::vector<int64_t>& shape, int64_t num_dst,
                                int64_t num_edges);
-// Label values in [-1, num_classes), split ids in [0, num_nodes): "" or the first bad value.
-std::string node_value_problem(std::string_view field, const Array& array, int64_t num_nodes,
-                               int64_t num_classes);
 
 }  // namespace volley::hetero_internal
