@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import inspect
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -567,7 +566,6 @@ def _ordered(make: Callable[[Any], Any], jobs: list, workers: int, depth: int) -
 is_hetero = _pyg_compat.is_hetero
 TYPED_LOADERS["node"] = HeteroNeighborLoader
 # NeighborLoader's one signature (its __init__, which this class inherits), for inspect.
-HeteroNeighborLoader.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    list(inspect.signature(HeteroNeighborLoader.__init__).parameters.values())[1:])
+HeteroNeighborLoader.__signature__ = NeighborLoader.__signature__  # type: ignore[attr-defined]
 
 __all__ = ["HeteroNeighborLoader", "is_hetero"]

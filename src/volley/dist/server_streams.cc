@@ -85,16 +85,30 @@ LoaderOptions epoch_loader_options(const rpc::EpochRequest& request, int default
   return loader_options;
 }
 
-// FAILED_PRECONDITION naming `part` when the server has no peers to sample across.
-grpc::Status need_peers(const ServerOptions& options, int64_t part) {
+}  // namespace
+
+grpc::Status Server::State::check_stream_call(bool typed_call, uint32_t protocol,
+                                              const std::string& request_fingerprint) const {
+  if (typed_call != (typed != nullptr)) {
+    return refuse(grpc::StatusCode::UNIMPLEMENTED,
+                  typed_call
+                      ? fmt::format("SampleHeteroBatches: this server serves part {} of a "
+                                    "homogeneous partitioned dataset; stream its batches with "
+                                    "SampleEpoch",
+                                    served_part)
+                      : fmt::format("SampleEpoch: this server serves part {} of a heterogeneous "
+                                    "partitioned dataset; stream typed batches with "
+                                    "SampleHeteroBatches",
+                                    served_part));
+  }
+  if (auto status = check_stream_capacity(); !status.ok()) return status;
+  if (auto status = check_request(protocol, request_fingerprint); !status.ok()) return status;
   if (!options.peers.empty()) return grpc::Status::OK;
   return refuse(grpc::StatusCode::FAILED_PRECONDITION,
                 fmt::format("part {}: this server was started without peers; server-client "
                             "mode needs the addresses of every part's server (--peers)",
-                            part));
+                            served_part));
 }
-
-}  // namespace
 
 // The peers as one graph, this part in-process (connected once), with calls that end within half
 // the client's deadline (internal::peer_options_within: a stream's own connection then).
@@ -126,17 +140,9 @@ grpc::ServerWriteReactor<rpc::BatchMessage>* Server::State::SampleEpoch(
     grpc::CallbackServerContext* context, const rpc::EpochRequest* request) {
   return internal::start_stream<rpc::BatchMessage>(*this, [this, context, request](auto& producer) {
     return serve(context, [&]() -> grpc::Status {
-      if (typed) {
-        return refuse(grpc::StatusCode::UNIMPLEMENTED,
-                      fmt::format("SampleEpoch: this server serves part {} of a heterogeneous "
-                                  "partitioned dataset; stream typed batches with "
-                                  "SampleHeteroBatches",
-                                  served_part));
-      }
-      if (auto status = check_stream_capacity(); !status.ok()) return status;
-      if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
+      if (auto status = check_stream_call(false, request->protocol(), request->fingerprint());
+          !status.ok())
         return status;
-      if (auto status = need_peers(options, served_part); !status.ok()) return status;
       std::vector<int64_t> inputs;
       if (!internal::unpack(request->input_nodes(), inputs)) {
         return refuse(grpc::StatusCode::INVALID_ARGUMENT,
@@ -161,17 +167,9 @@ grpc::ServerWriteReactor<rpc::HeteroBatchMessage>* Server::State::SampleHeteroBa
   return internal::start_stream<rpc::HeteroBatchMessage>(*this, [this, context,
                                                                  request](auto& producer) {
     return serve(context, [&]() -> grpc::Status {
-      if (!typed) {
-        return refuse(grpc::StatusCode::UNIMPLEMENTED,
-                      fmt::format("SampleHeteroBatches: this server serves part {} of a "
-                                  "homogeneous partitioned dataset; stream its batches with "
-                                  "SampleEpoch",
-                                  served_part));
-      }
-      if (auto status = check_stream_capacity(); !status.ok()) return status;
-      if (auto status = check_request(request->protocol(), request->fingerprint()); !status.ok())
+      if (auto status = check_stream_call(true, request->protocol(), request->fingerprint());
+          !status.ok())
         return status;
-      if (auto status = need_peers(options, served_part); !status.ok()) return status;
       std::vector<int64_t> seeds;
       if (!internal::unpack(request->seeds(), seeds) || request->batch_size() < 1) {
         return refuse(grpc::StatusCode::INVALID_ARGUMENT,

@@ -119,6 +119,11 @@ struct Server::State final : ServerService, internal::ServiceCore {
   grpc::ServerWriteReactor<rpc_base::HeteroBatchMessage>* SampleHeteroBatches(
       grpc::CallbackServerContext* context, const rpc_base::HeteroBatchesRequest* request) override;
 
+  // A stream call's checks, in order: the partition's kind (`typed_call`: SampleHeteroBatches;
+  // UNIMPLEMENTED naming the other call), the cap on open streams, protocol and fingerprint,
+  // peers to sample across (FAILED_PRECONDITION without).
+  grpc::Status check_stream_call(bool typed_call, uint32_t protocol,
+                                 const std::string& request_fingerprint) const;
   std::shared_ptr<const DistGraph> peer_graph(double client_deadline);
   std::shared_ptr<const DistHeteroGraph> typed_peer_graph(double client_deadline);
 };
