@@ -19,6 +19,7 @@
 #include "server_init.h"
 #include "volley/dist/hetero_client.h"
 #include "volley/dist/server.h"
+#include "volley/loader/batch.h"
 
 namespace volley::python {
 
@@ -168,12 +169,6 @@ void bind_dist_hetero_graph(nb::module_& m) {
           nb::arg("node_type"), nb::arg("ids"));
 }
 
-nb::object optional_arrays(const std::vector<std::optional<Array>>& arrays) {
-  nb::list result;
-  for (const auto& array : arrays) result.append(array_to_python(array));
-  return result;
-}
-
 void bind_hetero_batch_stream(nb::module_& m) {
   nb::class_<dist::HeteroBatchStream>(m, "HeteroBatchStream",
                                       "Server-client batches of heterogeneous partitions (see "
@@ -232,24 +227,59 @@ void bind_hetero_batch_stream(nb::module_& m) {
           nb::arg("features") = true, nb::arg("feature_dtype") = "", nb::arg("labels") = true,
           nb::arg("disjoint") = false, nb::arg("time_source") = "none",
           nb::arg("temporal_strategy") = "uniform", nb::arg("seed_times").none() = nb::none())
-      .def("next", [](dist::HeteroBatchStream& stream) -> nb::object {
-        dist::HeteroBatch batch;
-        {
-          nb::gil_scoped_release release;
-          if (!stream.next(batch)) return nb::none();
-        }
-        nb::dict result = hetero_subgraph_dict(batch.subgraph);
-        result["index"] = batch.index;
-        result["x"] = optional_arrays(batch.x);
-        result["y"] = optional_arrays(batch.y);
-        return result;
-      });
+      .def(
+          "next",
+          [](dist::HeteroBatchStream& stream) -> nb::object {
+            Batch typed;
+            {
+              nb::gil_scoped_release release;
+              dist::HeteroBatch batch;
+              if (!stream.next(batch)) return nb::none();
+              typed.index = batch.index;
+              set_typed_parts(batch.subgraph, typed);
+              for (size_t t = 0; t < typed.node_types.size(); ++t) {
+                auto& attrs = typed.node_types[t].attrs;
+                if (t < batch.x.size() && batch.x[t]) attrs.emplace_back("x", *batch.x[t]);
+                if (t < batch.y.size() && batch.y[t]) attrs.emplace_back("y", *batch.y[t]);
+              }
+            }
+            return batch_to_python(typed);
+          },
+          "The next batch as a typed loader batch's dict (node_types / edge_types; x and y "
+          "among each node type's attrs), or None after the last.");
 }
 
 }  // namespace
 
+void bind_dist_hetero_source(nb::module_& m) {
+  nb::class_<dist::DistHeteroSource, TypedBatchSource>(
+      m, "DistHeteroSource",
+      "A DistHeteroGraph as the typed loaders read it: batches sampled with these options, "
+      "features (x) and labels (y) of every node type that has them gathered into each batch "
+      "(see volley/dist/hetero_client.h).")
+      .def(
+          "__init__",
+          [](dist::DistHeteroSource* self, std::shared_ptr<const DistHeteroGraph> graph,
+             const std::vector<int64_t>& fanouts,
+             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
+             bool replace, bool weighted, bool disjoint, const std::string& time_source,
+             const std::string& temporal_strategy, const std::string& feature_dtype) {
+            HeteroSamplerOptions options =
+                hetero_sampler_options(fanouts, fanouts_by_type, replace, weighted, 0, disjoint,
+                                       time_source, temporal_strategy);
+            std::optional<DType> dtype;
+            if (!feature_dtype.empty()) dtype = dtype_from_name(feature_dtype);
+            new (self) dist::DistHeteroSource(std::move(graph), std::move(options), dtype);
+          },
+          nb::arg("graph"), nb::arg("fanouts"), nb::arg("fanouts_by_type"), nb::kw_only(),
+          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("disjoint") = false,
+          nb::arg("time_source") = "none", nb::arg("temporal_strategy") = "uniform",
+          nb::arg("feature_dtype") = "");
+}
+
 void bind_dist_hetero(nb::module_& m) {
   bind_dist_hetero_graph(m);
+  bind_dist_hetero_source(m);
   bind_hetero_batch_stream(m);
 }
 

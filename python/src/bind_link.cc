@@ -110,8 +110,10 @@ NegativeMode parse_mode(const std::string& name) {
       "negative sampling mode must be 'binary' or 'triplet' (or none), got '{}'", name));
 }
 
-// LinkLoader over a typed graph (link_loader.h, "Typed graphs").
-void typed_link_loader_init(LinkLoader* self, std::shared_ptr<HeteroNeighborSampler> sampler,
+// LinkLoader over a typed graph (link_loader.h, "Typed graphs"): a TypedBatchSource, or a
+// HeteroNeighborSampler of this process.
+template <typename Source>
+void typed_link_loader_init(LinkLoader* self, std::shared_ptr<Source> sampler,
                             const std::tuple<std::string, std::string, std::string>& edge_type,
                             const InputArray& edge_label_index,
                             const std::optional<InputArray>& edge_label, LoaderOptions options,
@@ -174,14 +176,21 @@ void bind_link_loader(nb::module_& m) {
           nb::arg("edge_attrs") = NamedRows{},
           "A link loader over a graph, optional features / labels and supervision edges "
           "edge_label_index [2, M] (int64) with optional labels [M].")
-      .def("__init__", &typed_link_loader_init, nb::arg("sampler"), nb::arg("edge_type"),
-           nb::arg("edge_label_index"), nb::arg("edge_label").none(), nb::arg("options"),
-           nb::arg("negatives").none(), nb::kw_only(), nb::arg("mode") = "none",
+      .def("__init__", &typed_link_loader_init<HeteroNeighborSampler>, nb::arg("sampler"),
+           nb::arg("edge_type"), nb::arg("edge_label_index"), nb::arg("edge_label").none(),
+           nb::arg("options"), nb::arg("negatives").none(), nb::kw_only(), nb::arg("mode") = "none",
            nb::arg("amount") = 1.0, nb::arg("exclude_edges") = false, nb::arg("undirected") = false,
            nb::arg("node_attrs") = std::vector<NamedRows>{},
            nb::arg("edge_attrs") = std::vector<NamedRows>{},
            "A link loader over a typed graph: supervision edges of one edge type, sampled by a "
            "HeteroNeighborSampler, negatives from NegativeSampler.for_edge_type.")
+      .def("__init__", &typed_link_loader_init<const TypedBatchSource>, nb::arg("sampler"),
+           nb::arg("edge_type"), nb::arg("edge_label_index"), nb::arg("edge_label").none(),
+           nb::arg("options"), nb::arg("negatives").none(), nb::kw_only(), nb::arg("mode") = "none",
+           nb::arg("amount") = 1.0, nb::arg("exclude_edges") = false, nb::arg("undirected") = false,
+           nb::arg("node_attrs") = std::vector<NamedRows>{},
+           nb::arg("edge_attrs") = std::vector<NamedRows>{},
+           "The same over any TypedBatchSource (e.g. a DistHeteroSource).")
       .def_prop_ro("num_batches", &LinkLoader::num_batches)
       .def_prop_ro("num_inputs", &LinkLoader::num_inputs)
       .def(

@@ -429,6 +429,10 @@ void bind_streams(nb::module_& m) {
       .def_prop_ro("feature_width", &BatchSource::feature_width)
       .def_prop_ro("has_labels", &BatchSource::has_labels);
 
+  nb::class_<TypedBatchSource>(m, "TypedBatchSource",
+                               "Where a typed loader's batches come from (see "
+                               "loader/batch_source.h).");
+
   nb::class_<BatchStream>(m, "BatchStream",
                           "The batches of one epoch, in order; iterate with next().")
       .def(
@@ -454,15 +458,17 @@ void bind_streams(nb::module_& m) {
                                  "One pass of a loader (CPU or CUDA): batches in order.");
 }
 
-// NeighborLoader over a typed graph: per-type (name, table) lists become TypedAttributes.
-void typed_loader_init(NeighborLoader* self, std::shared_ptr<HeteroNeighborSampler> sampler,
+// NeighborLoader over a typed graph (a TypedBatchSource, or a HeteroNeighborSampler of this
+// process): per-type (name, table) lists become TypedAttributes.
+template <typename Source>
+void typed_loader_init(NeighborLoader* self, std::shared_ptr<Source> source,
                        const std::string& input_type, const std::optional<InputArray>& input_nodes,
                        LoaderOptions options, const std::vector<NamedRows>& node_attrs,
                        const std::vector<NamedRows>& edge_attrs) {
   auto input_array = array_from_python(input_nodes, "input_nodes");
   TypedAttributes attributes = typed_stores(node_attrs, edge_attrs);
   nb::gil_scoped_release release;
-  new (self) NeighborLoader(std::move(sampler), input_type, std::move(input_array),
+  new (self) NeighborLoader(std::move(source), input_type, std::move(input_array),
                             std::move(options), std::move(attributes));
 }
 
@@ -514,13 +520,19 @@ void bind_loader(nb::module_& m) {
           nb::arg("input_nodes").none(), nb::arg("options"),
           "The same loader with batches built on the GPU: the device follows where the graph "
           "was placed (CudaGraph) and the features / labels live (GPU tiers of its device).")
-      .def("__init__", &typed_loader_init, nb::arg("sampler"), nb::arg("input_type"),
-           nb::arg("input_nodes").none(), nb::arg("options"),
+      .def("__init__", &typed_loader_init<HeteroNeighborSampler>, nb::arg("sampler"),
+           nb::arg("input_type"), nb::arg("input_nodes").none(), nb::arg("options"),
            nb::arg("node_attrs") = std::vector<NamedRows>{},
            nb::arg("edge_attrs") = std::vector<NamedRows>{},
            "The same pipeline over a typed graph: a HeteroNeighborSampler samples seeds of node "
            "type input_type; node_attrs[t] / edge_attrs[e]: (name, table) pairs of node type t / "
            "edge type e (graph order) carried into every batch.")
+      .def("__init__", &typed_loader_init<const TypedBatchSource>, nb::arg("sampler"),
+           nb::arg("input_type"), nb::arg("input_nodes").none(), nb::arg("options"),
+           nb::arg("node_attrs") = std::vector<NamedRows>{},
+           nb::arg("edge_attrs") = std::vector<NamedRows>{},
+           "The same over any TypedBatchSource (e.g. a DistHeteroSource); its own fields (x, y) "
+           "join each node type's attributes.")
       .def_prop_ro("on_cuda", &NeighborLoader::on_cuda)
       .def_prop_ro("num_batches", &NeighborLoader::num_batches)
       .def_prop_ro("num_inputs", &NeighborLoader::num_inputs)

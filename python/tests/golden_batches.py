@@ -19,7 +19,9 @@ recorded when the heterogeneous loader adopted the homogeneous loader's epoch po
 Python batch assembly; the C++ typed pipeline that builds those batches now must match them.
 The heterogeneous link option sets (``hetlink-*``, ``LinkNeighborLoader`` on the same data) were
 recorded from the Python assembly when their negatives moved to the native typed negative
-sampler; the C++ typed link pipeline that builds those batches now must match them.
+sampler; the C++ typed link pipeline that builds those batches now must match them. The sets
+without hops and the link loader's induced and bidirectional sets were recorded from the Python
+assembly before the typed pipeline took them over.
 """
 
 from __future__ import annotations
@@ -146,6 +148,16 @@ def hetero_link_option_sets(add: Any) -> None:
                                                                        "amount": 2}})
     add("hetlink-temporal", "hetero-link", **{**base, "supervise": "cites",
                                               "neg_sampling": "binary", "time_attr": "time"})
+    add("hetlink-no-hops", "hetero-link", **{**base, "num_neighbors": [],
+                                             "neg_sampling": "binary"})
+    add("hetlink-disjoint-no-hops", "hetero-link", **{**base, "num_neighbors": [],
+                                                      "disjoint": True, "neg_sampling": "binary"})
+    for kind in ("induced", "bidirectional"):
+        add(f"hetlink-{kind}", "hetero-link", **{**base, "subgraph_type": kind,
+                                                 "neg_sampling": "binary"})
+        add(f"hetlink-{kind}-exclude-undirected", "hetero-link", **{
+            **base, "subgraph_type": kind, "neg_sampling": {"mode": "triplet", "amount": 2},
+            "exclude_edges": True, "undirected": True})
 
 
 def hetero_option_sets(add: Any) -> None:
@@ -169,6 +181,8 @@ def hetero_option_sets(add: Any) -> None:
     add("het-mask", "hetero", **{**base, "input": "paper-mask", "shuffle": True})
     for kind in ("induced", "bidirectional"):
         add(f"het-{kind}", "hetero", **{**base, "subgraph_type": kind, "shuffle": True})
+    add("het-no-hops", "hetero", **{**base, "num_neighbors": [], "shuffle": True})
+    add("het-disjoint-no-hops", "hetero", **{**base, "num_neighbors": [], "disjoint": True})
     for world in (2, 3):
         for rank in range(world):
             for shuffle in (False, True):

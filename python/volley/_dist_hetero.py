@@ -37,9 +37,8 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
-from . import _policy, _tensor
+from . import _policy, _tensor, _volley
 from ._volley import VolleyNotImplementedError, VolleyValueError
-from .hetero import edge_type_of
 from .hetero_loader import HeteroNeighborLoader
 
 
@@ -60,92 +59,11 @@ class _ServiceGraph:
         self.num_edges_dict = dict(zip(self.edge_types, info["num_edges"]))
 
 
-class _RemoteRows:
-    """Feature or label rows of one node type, fetched from their owners: ``rows[ids]`` is a
-    torch tensor (what the loader's ``_index`` asks of an attribute)."""
-
-    def __init__(self, client: Any, node_type: str, labels: bool, dtype: str = ""):
-        self._client, self._node_type, self._labels, self._dtype = client, node_type, labels, dtype
-
-    def __getitem__(self, ids: Any) -> Any:
-        import torch
-
-        ids = _tensor.as_ids(ids, f"ids of node type '{self._node_type}'")
-        if self._labels:
-            rows = self._client.gather_labels(self._node_type, ids)
-        else:
-            rows = self._client.gather_features(self._node_type, ids, self._dtype)
-        return torch.from_numpy(np.asarray(rows))
-
-
 def _fanout_lists(num_neighbors: Any, default: Optional[List[int]]) -> tuple:
     """``(fanouts, [(edge type tuple, fanouts), ...])`` as the native calls take them, checked as
     every loader checks them (``_policy.check_fanouts``)."""
     fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
     return fanouts, [(tuple(edge_type), values) for edge_type, values in by_type]
-
-
-class _StreamedBatch:
-    """Server-client topology: the batch just received stands in for the sampler (``sample``)
-    and the node attributes (``rows[ids]``: its rows, already in ``n_id`` order)."""
-
-    def __init__(self, graph: _ServiceGraph):
-        self._graph, self.raw = graph, None
-
-    def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None,
-               seed: Any = None) -> dict:
-        return _converted(self.raw, self._graph)  # (the times went with the request)
-
-    def rows(self, node_type: str, key: str) -> "_StreamedRows":
-        return _StreamedRows(self, self._graph.node_types.index(node_type), key)
-
-
-class _StreamedRows:
-    def __init__(self, batch: _StreamedBatch, type_index: int, key: str):
-        self._batch, self._type_index, self._key = batch, type_index, key
-
-    def __getitem__(self, ids: Any) -> Any:
-        import torch
-
-        return torch.from_numpy(np.asarray(self._batch.raw[self._key][self._type_index]))
-
-
-def _converted(raw: dict, graph: _ServiceGraph) -> dict:
-    """A native batch dict as ``HeteroNeighborSampler.sample`` returns it."""
-    node_types, edge_types = graph.node_types, graph.edge_types
-    out = {
-        "node": {t: _tensor.to_output(v) for t, v in zip(node_types, raw["nodes"])},
-        "edge": {t: _tensor.to_output(v) for t, v in zip(edge_types, raw["edge_ids"])},
-        "edge_index": {t: _tensor.to_output(np.stack([c, r]))
-                       for t, r, c in zip(edge_types, raw["rows"], raw["cols"])},
-        "num_sampled_nodes": dict(zip(node_types, raw["nodes_per_hop"])),
-        "num_sampled_edges": dict(zip(edge_types, raw["edges_per_hop"])),
-    }
-    if "batch" in raw:  # disjoint / temporal: each node's tree
-        out["batch"] = {t: _tensor.to_output(v) for t, v in zip(node_types, raw["batch"])}
-    return out
-
-
-class _DistHeteroSampler:
-    """``HeteroNeighborSampler.sample``'s results, sampled across the servers."""
-
-    def __init__(self, client: Any, graph: _ServiceGraph, num_neighbors: Any, *, seed: int,
-                 default: Optional[List[int]], options: Dict[str, Any]):
-        self._client, self._graph = client, graph
-        self._fanouts, self._by_type = _fanout_lists(num_neighbors, default)
-        self._options = options  # replace, weighted, disjoint, time_source, temporal_strategy
-        self.seed = seed
-
-    def sample(self, seeds: Dict[str, Any], batch_index: int, seed_time: Any = None,
-               seed: Optional[int] = None) -> dict:
-        groups = [(str(t), _tensor.as_ids(ids, f"seeds of node type {t}"))
-                  for t, ids in seeds.items()]
-        times = [None if seed_time is None or seed_time.get(t) is None else seed_time[t]
-                 for t, _ in groups]
-        raw = self._client.sample(groups, self._fanouts, self._by_type, seed=self.seed if seed is None else int(seed),
-                                  batch_index=int(batch_index), seed_times=times,
-                                  **self._options)
-        return _converted(raw, self._graph)
 
 
 class DistHeteroNeighborLoader(HeteroNeighborLoader):
@@ -221,12 +139,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
                              disjoint=bool(disjoint), time_source=time_source,
                              temporal_strategy=temporal_strategy)
         self._feature_dtype = feature_dtype or ""
-        if topology == "worker":
-            self.node_sampler = _DistHeteroSampler(self.client, self.graph, num_neighbors,
-                                              seed=self.seed, default=default,
-                                              options=self._sampling)
-        else:
-            self.node_sampler = self._streamed = _StreamedBatch(self.graph)
+        self.node_sampler, self._tables = None, {}  # (x and y are the service's own fields)
         self.transform = transform
         self.is_sorted, self.filter_per_worker, self.pin_memory = False, None, False
         self._epoch = 0
@@ -234,6 +147,21 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         self._edge_attrs = {t: {} for t in self.graph.edge_types}
         self._graph_attrs: Dict[str, Any] = {}
         self._explicit_num_nodes: set = set()
+        self._native = self._native_pipeline() if self._takes_input_nodes else None
+
+    def _native_pipeline(self) -> Any:
+        """Worker topology: the native typed pipeline over the service (a ``DistHeteroSource``,
+        which samples across the servers and gathers ``x`` / ``y``); None in server-client."""
+        if self.topology != "worker":
+            return None
+        self._options.input_time = self.input_time
+        return self._typed_native(self.input_nodes, self._options)
+
+    def _typed_source(self) -> Any:
+        from ._dist_service import _native
+
+        return _native().DistHeteroSource(self.client, self._fanouts, self._by_type,
+                                          feature_dtype=self._feature_dtype, **self._sampling)
 
     def _temporal(self, info: Dict[str, Any], time_attr: Optional[str], input_time: Any,
                   temporal_strategy: str) -> str:
@@ -285,6 +213,12 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
             self.client = native.connect_local(addresses, "", -1, local._native, **connection)
         return self.client.info
 
+    def __call__(self, positions: Any) -> Any:
+        if self.topology != "worker":
+            raise VolleyNotImplementedError(
+                "loader(positions) samples in this process: it needs topology='worker'")
+        return super().__call__(positions)
+
     def __iter__(self) -> Iterator[Any]:
         if self.topology == "worker":
             return super().__iter__()
@@ -295,37 +229,32 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         request; each streamed batch is assembled as the local loader assembles its own."""
         epoch, first = self._epoch, self._begin_epoch()
         self._epoch += 1
-        jobs = self._jobs(epoch)[first:]  # a resumed epoch: the batches left, numbered as ever
-        order = np.concatenate([positions for _, _, positions in jobs] + [np.zeros(0, np.int64)])
+        positions, size = self.rank_positions(epoch), self.batch_size
+        # A resumed epoch: the batches left, numbered as ever (batch b samples with index b).
+        batches = [positions[b * size:(b + 1) * size] for b in range(first, len(self))]
+        order = np.concatenate(batches + [np.zeros(0, np.int64)])
         seed_times = None if self.input_time is None else self.input_time[order]
         self._stream.start(self.input_type, self.input_nodes[order], self.batch_size, first,
-                           self._fanouts, self._by_type, seed=jobs[0][0] if jobs else self.seed,
+                           self._fanouts, self._by_type,
+                           seed=_volley.epoch_sampler_seed(self._options, int(epoch)),
                            feature_dtype=self._feature_dtype, seed_times=seed_times,
                            **self._sampling)
         while True:
             raw = self._stream.next()
             if raw is None:
                 return
-            self._streamed.raw = raw
+            raw["input_id"] = batches[int(raw["index"])]
             self._took_batch()
-            yield self._make_batch(jobs[int(raw["index"])])
+            yield self._to_batch(raw)
 
-    def _remote_attributes(self, info: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-        """Per node type: ``x`` (features) and ``y`` (labels) where the servers have them
-        (fetched per batch in the worker topology, streamed with it in server-client)."""
-        attrs: Dict[str, Dict[str, Any]] = {}
-        for node_type in info["node_types"]:
-            name, store = node_type["name"], {}
-            for key, present in (("x", node_type["feature_dim"] > 0),
-                                 ("y", node_type["label_dtype"] is not None)):
-                if not present:
-                    continue
-                if self._stream is not None:
-                    store[key] = self._streamed.rows(name, key)
-                else:
-                    store[key] = _RemoteRows(self.client, name, key == "y", self._feature_dtype)
-            attrs[name] = store
-        return attrs
+    @staticmethod
+    def _remote_attributes(info: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+        """Per node type: ``x`` (features) and ``y`` (labels) where the servers have them, the
+        batch's own fields (gathered by the source in the worker topology, streamed with each
+        batch in server-client)."""
+        return {t["name"]: {key: None for key, present in (
+                    ("x", t["feature_dim"] > 0), ("y", t["label_dtype"] is not None)) if present}
+                for t in info["node_types"]}
 
     def __repr__(self) -> str:
         return "NeighborLoader()"

@@ -11,8 +11,11 @@ and labels per node type by ``GetRows``, the trainer's own part in-process with 
 Negatives need no server: they are drawn uniformly (or by ``weight``) over a type's id range,
 which the servers describe.
 
-Worker topology only, untimed and not disjoint, one rank (the homogeneous link loader has no
-server-client mode either); the rest is refused by name.
+The batches are built by the local loader's C++ pipeline (``volley/loader/link_loader.h``) over
+the service's typed source (``DistHeteroSource``), so ``disjoint``, ``exclude_edges`` /
+``undirected`` and a ``rank`` / ``world_size`` split work as locally. Worker topology only and
+untimed (the homogeneous link loader has no server-client mode either); negatives by degree or
+rejecting existing edges need the whole graph on the trainer. The rest is refused by name.
 
 Example:
     >>> servers = [volley.dist.serve("data/mag-2", p) for p in range(2)]
@@ -50,10 +53,9 @@ def is_typed_edge_label_index(edge_label_index: Any) -> bool:
             and names_a_type(edge_label_index[0]))
 
 
-# Options of the homogeneous DistLinkNeighborLoader with no heterogeneous counterpart (the local
-# heterogeneous link loader has none of them either), and their defaults.
-_HOMOGENEOUS_ONLY = dict(exclude_edges=False, undirected=False, neg_distribution="uniform",
-                         reject_existing=False, copy=False)
+# Options of the link loaders that need the whole graph on the trainer (its degrees and edges),
+# and their defaults.
+_HOMOGENEOUS_ONLY = dict(neg_distribution="uniform", reject_existing=False, copy=False)
 
 
 class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborLoader):
@@ -89,10 +91,10 @@ class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborL
             type, an id outside its type's range (naming the type, row, id and position), no
             index, labels of the wrong length or with triplet negatives, bad weights; the
             servers' errors as ``DistNeighborLoader``.
-        VolleyNotImplementedError: temporal (``time_attr`` / ``edge_label_time``) or disjoint
-            batches, ``topology="server-client"``, ``world_size`` > 1, a ``subgraph_type`` other
-            than ``"directional"``, and the homogeneous-only options (``exclude_edges``,
-            ``undirected``, ``neg_distribution``, ``reject_existing``, ``copy``).
+        VolleyNotImplementedError: temporal batches (``time_attr`` / ``edge_label_time``),
+            ``topology="server-client"``, a ``subgraph_type`` other than ``"directional"``,
+            and the options that need the whole graph (``neg_distribution="degree"``,
+            ``reject_existing``, ``copy``).
     """
 
     def __init__(self, addresses: Any, num_neighbors: Any, edge_label_index: Any = None,
@@ -109,8 +111,7 @@ class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborL
                  time_attr: Optional[str] = None, edge_label_time: Any = None,
                  disjoint: bool = False, subgraph_type: Any = "directional",
                  **homogeneous_only: Any):
-        _refuse(topology, time_attr, edge_label_time, disjoint, world_size, subgraph_type,
-                homogeneous_only)
+        _refuse(topology, time_attr, edge_label_time, subgraph_type, homogeneous_only)
         # HeteroLinkNeighborLoader checks the link inputs and draws the negatives; its
         # super().__init__ is DistHeteroNeighborLoader's (the MRO), which connects.
         HeteroLinkNeighborLoader.__init__(
@@ -120,11 +121,10 @@ class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborL
             num_workers=num_workers, seed=seed, topology="worker", local=local, token=token,
             deadline=deadline, connect_timeout=connect_timeout, weighted=weighted,
             drop_last=drop_last, prefetch=prefetch, feature_dtype=feature_dtype,
-            default=default, rank=rank, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
-        hops = len(num_neighbors) if not isinstance(num_neighbors, dict) else max(
-            (len(v) for v in num_neighbors.values()), default=len(default or []))
-        if hops == 0:  # the end points alone, as the local loader (HeteroNeighborLoader._sample)
-            self.node_sampler = None
+            default=default, rank=rank, world_size=world_size, tls_ca=tls_ca, tls_cert=tls_cert,
+            tls_key=tls_key, disjoint=disjoint,
+            exclude_edges=bool(homogeneous_only.pop("exclude_edges", False)),
+            undirected=bool(homogeneous_only.pop("undirected", False)))
 
     def _label_index(self, index: Any) -> np.ndarray:
         if index is None:
@@ -140,12 +140,12 @@ class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborL
                 f"batch_size={self.batch_size}, neg_sampling={self.neg_sampling[:2]})")
 
 
-def _refuse(topology: Optional[str], time_attr: Any, edge_label_time: Any, disjoint: bool,
-            world_size: Optional[int], subgraph_type: Any, homogeneous_only: dict) -> None:
+def _refuse(topology: Optional[str], time_attr: Any, edge_label_time: Any, subgraph_type: Any,
+            homogeneous_only: dict) -> None:
     """``VolleyNotImplementedError`` naming what heterogeneous link prediction over the service
     does not do; ``VolleyTypeError`` for an argument no distributed link loader takes."""
-    unknown = sorted(set(homogeneous_only) - set(_HOMOGENEOUS_ONLY) - {"neg_degree_power",
-                                                                        "max_draws"})
+    unknown = sorted(set(homogeneous_only) - set(_HOMOGENEOUS_ONLY) - {
+        "neg_degree_power", "max_draws", "exclude_edges", "undirected"})
     if unknown:
         raise VolleyTypeError(
             f"DistLinkNeighborLoader got an unexpected keyword argument '{unknown[0]}'")
@@ -154,8 +154,6 @@ def _refuse(topology: Optional[str], time_attr: Any, edge_label_time: Any, disjo
         f"topology={topology!r}": topology not in (None, "worker"),
         "temporal link sampling (time_attr / edge_label_time)": time_attr is not None
         or edge_label_time is not None,
-        "disjoint link sampling": bool(disjoint),
-        "world_size > 1": world_size is not None and int(world_size) > 1,
         f"subgraph_type={name!r}": name != "directional",
     }
     refused.update({f"{key}={value!r}": value != _HOMOGENEOUS_ONLY[key]

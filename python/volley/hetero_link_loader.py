@@ -19,8 +19,7 @@ Example:
 from __future__ import annotations
 
 import inspect
-import math
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -141,6 +140,9 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         self.neg_sampling = _pyg_compat.negative_sampling(neg_sampling, neg_sampling_ratio)
         if self.neg_sampling[0] == "triplet" and self.edge_label is not None:
             raise VolleyValueError("edge_label cannot be given with triplet negative sampling")
+        # Binary negatives are labelled 0: labels starting at 0 move up by one (PyG).
+        self._shift_labels = bool(self.neg_sampling[0] == "binary" and self.edge_label is not None
+                                  and self.edge_label.size and self.edge_label.min() == 0)
         src_weight, dst_weight = self.neg_sampling[2:]
         ends = (("src", 0, src_weight), ("dst", 2, dst_weight))  # triplet draws no sources
         weights = {
@@ -166,24 +168,30 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
     def _rebuild_native(self) -> None:
         self._native = self._native_link_pipeline()
 
+    # PyG's loader(index): a one-batch native link loader over the supervision edges at those
+    # positions, as the homogeneous link loader builds it (its _create_native is this one's).
+    __call__ = LinkNeighborLoader.__call__
+
+    def _create_native(self, inputs: Any) -> Any:  # pylint: disable=unused-argument
+        return self._native_link_pipeline()
+
     def _native_link_pipeline(self) -> Any:
         """The homogeneous link loader's C++ pipeline over the typed sampler (its epochs,
         negatives, seeds, workers and gathers: link_loader.h, "Typed graphs"), or None where
         Python builds the batches (no hops, induced or bidirectional subgraphs, partitions over
         the service)."""
-        if (self.node_sampler is None or self.subgraph_type != "directional"
-                or getattr(self.graph, "_native", None) is None):
-            return None
         self._tables = {}
+        directional = self.subgraph_type == "directional"
         node_tables = [self._native_tables(t, self._node_attrs[t]) for t in self.graph.node_types]
-        edge_tables = [self._native_tables(t, self._edge_attrs[t]) for t in self.graph.edge_types]
+        edge_tables = [self._native_tables(t, self._edge_attrs[t] if directional else {})
+                       for t in self.graph.edge_types]
         self._options.input_time = self.edge_label_time
         mode, amount = self.neg_sampling[:2]
         labels = self.edge_label
-        if labels is not None and mode == "binary" and labels.size and labels.min() == 0:
+        if labels is not None and self._shift_labels:
             labels = labels + 1  # PyG: 0 means "negative"
         return _volley.LinkLoader(
-            self.node_sampler._native, self.edge_type, self.edge_label_index, labels, self._options,
+            self._typed_source(), self.edge_type, self.edge_label_index, labels, self._options,
             None if mode == "none" else self._negatives, mode=mode, amount=float(amount),
             exclude_edges=self.exclude_edges, undirected=self.undirected,
             node_attrs=node_tables, edge_attrs=edge_tables)
@@ -191,11 +199,13 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
     def _to_batch(self, raw: dict) -> Any:
         """The ``HeteroData`` of a native typed link batch (``EpochIterator``)."""
         out = _tensor.to_output
-        batch = self._native_batch(raw)
+        positions = _tensor.to_numpy(raw["input_id"])
+        positives = (self.edge_label_index[0, positions], self.edge_label_index[1, positions])
+        batch = self._native_batch(raw, lambda nodes, edges, counts: self._exclude(
+            nodes, edges, counts, positives))
         src_type, _, dst_type = self.edge_type
         mode, amount = self.neg_sampling[:2]
         store = batch[self.edge_type]
-        positions = _tensor.to_numpy(raw["input_id"])
         store.input_id = out(raw["input_id"])
         time = None if self.edge_label_time is None else self.edge_label_time[positions]
         if mode == "triplet":
@@ -267,147 +277,25 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
                 f"({self.edge_label_index.shape[1]}), got shape {list(labels.shape)}")
         return labels
 
-    # --- one batch -------------------------------------------------------------------------
-    def _draw(self, seed: int, batch_index: int, sources: np.ndarray, count: int,
-              time: Optional[np.ndarray]) -> Tuple[Optional[np.ndarray], Optional[np.ndarray]]:
-        """The batch's negatives (native, negative_sampler.h): binary, ``count`` pairs
-        ``(src, dst)``; triplet, ``(None, dst)`` with ``amount`` destinations per source,
-        source-major; none, ``(None, None)``. Under node time negative j is no later than edge
-        j mod B's ``time`` (triplet: its source's)."""
-        mode, amount = self.neg_sampling[:2]
-        if mode == "none":
-            return None, None
-        sampler = self._negatives.reseeded(seed)
-        bounded = time is not None and self._time_bounded
-        if mode == "binary":
-            bounds = np.resize(time, count) if bounded and count else None
-            src, dst, _ = sampler.sample_pairs(count, batch_index, bounds)
-            return src, dst
-        dst, _ = sampler.sample_destinations(sources, int(amount), batch_index,
-                                             time if bounded else None)
-        return None, dst
-
-    def _make_batch(self, job: Tuple[int, int, np.ndarray]) -> Any:
-        import torch
-
-        seed, batch_index, positions = job
-        key = (seed, batch_index)
-        if self.disjoint:
-            return self._disjoint_batch(key, positions)
+    def _exclude(self, nodes: dict, edges: dict, counts: Any,
+                 positives: Tuple[np.ndarray, np.ndarray]) -> Tuple[dict, Any]:
+        """With ``exclude_edges``: ``edges`` without the batch's positive pairs (global ids),
+        from the supervision edge type, and with ``undirected`` their reverses from every edge
+        type going from the destination type to the source type; ``counts`` recounted."""
+        if not self.exclude_edges:
+            return edges, counts
+        edges = dict(edges)
         src_type, _, dst_type = self.edge_type
-        src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
-        mode, amount = self.neg_sampling[:2]
-        negatives = int(math.ceil(amount * len(positions))) if mode == "binary" else 0
-        neg_src, neg = self._draw(seed, batch_index, src, negatives, None)
-        positives = (src, dst)
-        if mode == "binary":
-            src, dst, neg = np.concatenate([src, neg_src]), np.concatenate([dst, neg]), None
-        ends: Dict[str, list] = {}
-        ends.setdefault(src_type, []).append(src)
-        ends.setdefault(dst_type, []).append(dst if neg is None else np.concatenate([dst, neg]))
-        seeds = {t: np.unique(np.concatenate(v)) for t, v in ends.items()}
-        out = self._build_link(seeds, key, None, positives)
-        local_src = torch.from_numpy(np.searchsorted(seeds[src_type], src))
-        local_dst = torch.from_numpy(np.searchsorted(seeds[dst_type], dst))
-        store = out[self.edge_type]
-        store.input_id = torch.from_numpy(positions)
-        if mode == "triplet":
-            out[src_type].src_index = local_src
-            out[dst_type].dst_pos_index = local_dst
-            local_neg = torch.from_numpy(np.searchsorted(seeds[dst_type], neg))
-            out[dst_type].dst_neg_index = local_neg if amount == 1 else local_neg.view(-1, int(amount))
-        else:
-            store.edge_label_index = torch.stack([local_src, local_dst])
-            label = self._batch_labels(positions, negatives)
-            if label is not None:
-                store.edge_label = label
-        return self.transform(out) if self.transform is not None else out
-
-    def _disjoint_batch(self, key: Tuple[int, int], positions: np.ndarray) -> Any:
-        """A disjoint (or temporal) batch: every end point its own seed, as PyG's edge_sample."""
-        import torch
-
-        src_type, _, dst_type = self.edge_type
-        src, dst = self.edge_label_index[0, positions], self.edge_label_index[1, positions]
-        count, (mode, amount) = len(positions), self.neg_sampling[:2]
-        time = None if self.edge_label_time is None else self.edge_label_time[positions]
-        src_time = dst_time = time
-        negatives = int(math.ceil(amount * count)) if mode == "binary" else 0
-        neg_src, neg = self._draw(key[0], key[1], src, negatives, time)
-        positives = (src, dst)
-        if mode == "binary":
-            src, dst = np.concatenate([src, neg_src]), np.concatenate([dst, neg])
-            if time is not None:  # negative j takes the time of positive j mod B
-                src_time = dst_time = np.resize(time, count + negatives)
-        elif mode == "triplet":  # round by round: round r holds every source's r-th negative
-            dst = np.concatenate([dst, neg.reshape(count, -1).T.reshape(-1)])
-            if time is not None:
-                dst_time = np.resize(time, len(dst))
-        if src_type != dst_type:
-            seeds = {src_type: src, dst_type: dst}
-            seed_time = None if time is None else {src_type: src_time, dst_type: dst_time}
-        else:
-            seeds = {src_type: np.concatenate([src, dst])}
-            seed_time = None if time is None else {
-                src_type: np.concatenate([src_time, dst_time])}
-        out = self._build_link(seeds, key, seed_time, positives)
-        for node_type in out.node_types:
-            if "batch" in out[node_type]:
-                out[node_type].batch = out[node_type].batch % count
-        out[self.edge_type].input_id = torch.from_numpy(positions)
-        offset = 0 if src_type != dst_type else len(src)
-        if mode == "triplet":
-            out[src_type].src_index = torch.arange(count)
-            out[dst_type].dst_pos_index = torch.arange(offset, offset + count)
-            neg_index = torch.arange(offset + count, offset + len(dst)).view(-1, count).t()
-            out[dst_type].dst_neg_index = neg_index.reshape(count, -1).squeeze(-1)
-            if time is not None:
-                out[src_type].seed_time = out[dst_type].seed_time = torch.from_numpy(time)
-        else:
-            store = out[self.edge_type]
-            store.edge_label_index = torch.stack([torch.arange(len(src)),
-                                                  torch.arange(offset, offset + len(dst))])
-            label = self._batch_labels(positions, negatives)
-            if label is not None:
-                store.edge_label = label
-            if time is not None:
-                store.edge_label_time = torch.from_numpy(np.ascontiguousarray(src_time))
-        return self.transform(out) if self.transform is not None else out
-
-    def _build_link(self, seeds: Dict[str, np.ndarray], key: Tuple[int, int],
-                    seed_time: Optional[Dict[str, np.ndarray]],
-                    positives: Tuple[np.ndarray, np.ndarray]) -> Any:
-        """``_build``, and with ``exclude_edges`` the batch's positive pairs (global ids) gone
-        from the sampled edges: from the supervision edge type, and with ``undirected`` their
-        reverses from every edge type going from the destination type to the source type."""
-        trees: dict = {}
-        nodes, edges, counts = self._sample(seeds, key, seed_time, trees)
-        if self.exclude_edges:
-            src_type, _, dst_type = self.edge_type
-            pairs = {self.edge_type: positives}
-            if self.undirected:
-                for edge_type in edges:
-                    if (edge_type[0], edge_type[2]) == (dst_type, src_type):
-                        pairs[edge_type] = _union(pairs.get(edge_type), positives[::-1])
-            for edge_type, (src, dst) in pairs.items():
-                if edge_type in edges:
-                    edges[edge_type], counts = _without(edge_type, nodes, edges[edge_type],
-                                                        counts, src, dst)
-        return self._assemble(nodes, edges, counts, trees, {})
-
-    def _batch_labels(self, positions: np.ndarray, negatives: int) -> Any:
-        import torch
-
-        if self.edge_label is None:
-            if self.neg_sampling[0] == "none":
-                return None
-            return torch.cat([torch.ones(len(positions)), torch.zeros(negatives)])
-        labels = torch.as_tensor(self.edge_label[positions])
-        if self.neg_sampling[0] == "none":
-            return labels
-        if self.edge_label.size and self.edge_label.min() == 0:
-            labels = labels + 1
-        return torch.cat([labels, torch.zeros(negatives, dtype=labels.dtype)])
+        pairs = {self.edge_type: positives}
+        if self.undirected:
+            for edge_type in edges:
+                if (edge_type[0], edge_type[2]) == (dst_type, src_type):
+                    pairs[edge_type] = _union(pairs.get(edge_type), positives[::-1])
+        for edge_type, (src, dst) in pairs.items():
+            if edge_type in edges:
+                edges[edge_type], counts = _without(edge_type, nodes, edges[edge_type], counts,
+                                                    src, dst)
+        return edges, counts
 
     def __repr__(self) -> str:
         return "LinkNeighborLoader()"

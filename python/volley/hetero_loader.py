@@ -16,8 +16,6 @@ Example:
 
 from __future__ import annotations
 
-import collections
-import concurrent.futures
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -153,8 +151,7 @@ class HeteroNeighborLoader(NeighborLoader):
         self.graph = data.graph if isinstance(data, HeteroDataset) else HeteroGraph.from_pyg(data)
         if seed is None:
             seed = _pyg_compat.seed_from_generator(generator)
-        fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
-        hops = max([len(fanouts)] + [len(v) for _, v in by_type])
+        _policy.check_fanouts(num_neighbors, default, typed=True)
         if self._takes_input_nodes:
             self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
                 input_nodes, self.graph.num_nodes_dict)
@@ -162,7 +159,7 @@ class HeteroNeighborLoader(NeighborLoader):
                           world_size)
         times = self._temporal(time_attr, input_time, temporal_strategy)
         self.disjoint = bool(disjoint) or bool(times)
-        self.node_sampler = None if hops == 0 else HeteroNeighborSampler(
+        self.node_sampler = HeteroNeighborSampler(
             self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
             seed=self.seed, default=default, disjoint=bool(disjoint),
             temporal_strategy=temporal_strategy, device=ordinal, mode=mode, **times)
@@ -261,14 +258,6 @@ class HeteroNeighborLoader(NeighborLoader):
         return _volley.epoch_positions(len(self.input_nodes), self._options,
                                        _policy.check_epoch(epoch))
 
-    def _jobs(self, epoch: int) -> List[Tuple[int, int, np.ndarray]]:
-        """``(sampler seed, batch index, input positions)`` of every batch of epoch ``epoch``:
-        batch b is sampled with the epoch's seed and batch index b, as the homogeneous loader
-        samples it."""
-        positions, size = self.rank_positions(epoch), self.batch_size
-        seed = _volley.epoch_sampler_seed(self._options, int(epoch))  # checked just above
-        return [(seed, b, positions[b * size:(b + 1) * size]) for b in range(len(self))]
-
     def __iter__(self) -> Iterator[Any]:
         custom = self._custom_epoch()
         if custom is not None:
@@ -276,10 +265,7 @@ class HeteroNeighborLoader(NeighborLoader):
         self._refresh_attributes()
         epoch, first = self._epoch, self._begin_epoch()
         self._epoch += 1
-        if getattr(self, "_native", None) is not None:  # the C++ pipeline, as for a Data
-            return EpochIterator(self, self._start_native(epoch, first))
-        return self._counted(_ordered(self._make_batch, self._jobs(epoch)[first:],
-                                      self.num_workers, self.prefetch))
+        return EpochIterator(self, self._start_native(epoch, first))
 
     # --- the C++ pipeline ------------------------------------------------------------------
     def _native_pipeline(self) -> Any:
@@ -289,14 +275,24 @@ class HeteroNeighborLoader(NeighborLoader):
         edges (``_native_batch``), whose tables Python then gathers."""
         if self.node_sampler is None:
             return None
+        self._options.input_time = self.input_time
+        return self._typed_native(self.input_nodes, self._options)
+
+    def _typed_native(self, inputs: np.ndarray, options: Any) -> Any:
+        """The native typed loader over the input nodes ``inputs`` with ``options``: the
+        sampler's, with the attribute tables C++ gathers."""
         self._tables: Dict[Any, Dict[str, Any]] = {}
         directional = self.subgraph_type == "directional"
         node_tables = [self._native_tables(t, self._node_attrs[t]) for t in self.graph.node_types]
         edge_tables = [self._native_tables(t, self._edge_attrs[t] if directional else {})
                        for t in self.graph.edge_types]
-        self._options.input_time = self.input_time
-        return _volley.NeighborLoader(self.node_sampler._native, self.input_type, self.input_nodes,
-                                      self._options, node_tables, edge_tables)
+        return _volley.NeighborLoader(self._typed_source(), self.input_type, inputs, options,
+                                      node_tables, edge_tables)
+
+    def _typed_source(self) -> Any:
+        """What the native typed loaders sample: this process's sampler (the distributed
+        loaders: a ``DistHeteroSource`` over the service)."""
+        return self.node_sampler._native
 
     def _native_tables(self, owner: Any, attrs: Dict[str, Any]) -> List[Tuple[str, Any]]:
         """The attributes of a node or edge type that C++ gathers (host arrays and stores of a
@@ -321,11 +317,14 @@ class HeteroNeighborLoader(NeighborLoader):
         """The ``HeteroData`` of a native typed batch (``EpochIterator``)."""
         return self._finish(self._native_batch(raw), _tensor.to_numpy(raw["input_id"]))
 
-    def _native_batch(self, raw: dict) -> Any:
-        """The ``HeteroData`` of a native typed batch's nodes, edges and attributes."""
+    def _native_batch(self, raw: dict, edit: Optional[Callable[..., Any]] = None) -> Any:
+        """The ``HeteroData`` of a native typed batch's nodes, edges and attributes; ``edit``
+        (the link loader's exclusion) changes the edges an induced or bidirectional subgraph
+        recomputed: ``edit(nodes, edges, counts) -> (edges, counts)``."""
         def gathered(owner: Any, attrs: dict) -> dict:
-            tables = self._tables[owner]
-            return {k: _pyg_compat.restore(tables[k], out(v)) for k, v in attrs.items()}
+            tables = self._tables.get(owner, {})  # (a source's own fields have no table)
+            return {k: _pyg_compat.restore(tables[k], out(v)) if k in tables else out(v)
+                    for k, v in attrs.items()}
 
         out = _tensor.to_output
         nodes, trees, rows = {}, {}, {}
@@ -344,23 +343,29 @@ class HeteroNeighborLoader(NeighborLoader):
             edges, counts = {t: self._induced(t, nodes) for t in edges}, None
         elif self.subgraph_type == "bidirectional":
             edges, counts = _bidirectional(nodes, edges), None
+        if edit is not None and self.subgraph_type != "directional":
+            edges, counts = edit(nodes, edges, counts)
         return self._assemble(nodes, edges, counts, trees, rows)
 
     def __call__(self, positions: Any) -> Any:
         """The batch of the input nodes at ``positions``: batch index 0 of the current epoch's
-        seed, as the homogeneous ``loader(index)``."""
+        seed, as the homogeneous ``loader(index)`` (a one-batch native loader)."""
         self._refresh_attributes()
-        seed = _volley.epoch_sampler_seed(self._options, self._epoch)
-        return self._make_batch((seed, 0, _tensor.as_ids(positions, "positions")))
+        positions = _tensor.as_ids(positions, "positions")
+        if len(positions) == 0:
+            raise VolleyValueError("positions is empty: there is no batch of zero seeds")
+        options = _volley.LoaderOptions(self._options.sampler, batch_size=len(positions),
+                                        num_threads=1, seed=self._options.seed)
+        if self.input_time is not None:
+            options.input_time = np.ascontiguousarray(self.input_time[positions])
+        stream = self._typed_native(self.input_nodes[positions], options).start_epoch(self._epoch)
+        try:
+            raw = stream.next(0)
+        finally:
+            stream.stop()
+        return self._finish(self._native_batch(raw), positions)
 
     # --- one batch -------------------------------------------------------------------------
-    def _make_batch(self, job: Tuple[int, int, np.ndarray]) -> Any:
-        seed, batch_index, positions = job
-        seed_time = None if self.input_time is None else self.input_time[positions]
-        out = self._build({self.input_type: self.input_nodes[positions]}, (seed, batch_index),
-                          None if seed_time is None else {self.input_type: seed_time})
-        return self._finish(out, positions)
-
     def _finish(self, out: Any, positions: np.ndarray) -> Any:
         """The input fields of a batch of the input nodes at ``positions``; on ``device``;
         transformed."""
@@ -376,51 +381,6 @@ class HeteroNeighborLoader(NeighborLoader):
         if self.device is not None:
             out = out.to(self.device)
         return self.transform(out) if self.transform is not None else out
-
-    def _sample(self, seeds: Dict[str, np.ndarray], key: Tuple[int, int],
-                seed_time: Optional[Dict[str, np.ndarray]] = None,
-                trees: Optional[dict] = None) -> Tuple[dict, dict, Any]:
-        """``(nodes, edges, counts)`` of the batch ``key`` (sampler seed, batch index):
-        global ids per node type (seeds first),
-        ``(edge_index, e_id)`` per edge type, per-hop counts (None when not directional).
-        ``seed_time``: temporal sampling, ``{node_type: times}`` of the seeds (a type left out:
-        its own node times). Disjoint: ``trees`` (when given) receives ``{node_type: the seed
-        position of each node's subgraph}``."""
-        import torch
-
-        if self.node_sampler is None:  # no hops: the seeds alone, as PyG
-            empty = torch.zeros(0, dtype=torch.int64)
-            nodes = {t: torch.as_tensor(seeds.get(t, empty)) for t in self.graph.node_types}
-            edges = {t: (torch.zeros((2, 0), dtype=torch.int64), empty)
-                     for t in self.graph.edge_types}
-            counts = ({t: [len(v)] for t, v in nodes.items()}, {t: [] for t in edges})
-            if self.disjoint and trees is not None:  # each seed its own tree, in seed order
-                first = np.cumsum([0] + [len(seeds[t]) for t in seeds])
-                trees.update({t: torch.arange(int(first[i]), int(first[i + 1]))
-                              for i, t in enumerate(seeds)})
-                trees.update({t: empty for t in nodes if t not in seeds})
-            return nodes, edges, counts
-        raw = self.node_sampler.sample(seeds, key[1], seed_time=seed_time, seed=key[0])
-        if "batch" in raw and trees is not None:
-            trees.update({t: torch.as_tensor(v) for t, v in raw["batch"].items()})
-        nodes = {t: torch.as_tensor(raw["node"][t]) for t in self.graph.node_types}
-        edges = {t: (torch.as_tensor(raw["edge_index"][t]), torch.as_tensor(raw["edge"][t]))
-                 for t in self.graph.edge_types}
-        counts = (raw["num_sampled_nodes"], raw["num_sampled_edges"])
-        if self.subgraph_type == "induced":
-            edges, counts = {t: self._induced(t, nodes) for t in edges}, None
-        elif self.subgraph_type == "bidirectional":
-            edges, counts = _bidirectional(nodes, edges), None
-        return nodes, edges, counts
-
-    def _build(self, seeds: Dict[str, np.ndarray], key: Tuple[int, int],
-               seed_time: Optional[Dict[str, np.ndarray]] = None) -> Any:
-        """The ``HeteroData`` of the batch ``key`` (sampler seed, batch index) from ``seeds`` (per node type, distinct
-        unless disjoint; ``seed_time``: see ``_sample``), every attribute gathered, ``batch``
-        per node type when disjoint; the caller adds the input fields."""
-        trees: dict = {}
-        nodes, edges, counts = self._sample(seeds, key, seed_time, trees)
-        return self._assemble(nodes, edges, counts, trees, {})
 
     def _assemble(self, nodes: dict, edges: dict, counts: Any, trees: dict,
                   rows: Dict[Any, dict]) -> Any:
@@ -529,38 +489,6 @@ def _index(value: Any, ids: Any) -> Any:
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.ascontiguousarray(value[ids.numpy()]))
     return value[ids]
-
-
-def _ordered(make: Callable[[Any], Any], jobs: list, workers: int, depth: int) -> Iterator[Any]:
-    """``make(job)`` for every job, in order, ``depth`` of them in flight on ``workers`` threads.
-    The first error is raised at its batch; the threads end with the generator (a batch already
-    running finishes in the background, its result dropped)."""
-    if workers <= 1 or len(jobs) <= 1:
-        for job in jobs:
-            yield make(job)
-        return
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers,
-                                                 thread_name_prefix="volley-hetero")
-    pending: collections.deque = collections.deque()
-    try:
-        queued = iter(jobs)
-        for job in queued:
-            pending.append(pool.submit(make, job))
-            if len(pending) >= max(depth, 1):
-                break
-        while pending:
-            result = pending.popleft().result()
-            for job in queued:
-                pending.append(pool.submit(make, job))
-                break
-            yield result
-    finally:
-        for future in pending:
-            future.cancel()
-        # Not waiting for the batches still in flight: an error (a part that stopped answering)
-        # reaches the caller at once, not after the other batches' calls time out too; those
-        # finish in the background within their own deadlines, their results dropped.
-        pool.shutdown(wait=False)
 
 
 is_hetero = _pyg_compat.is_hetero

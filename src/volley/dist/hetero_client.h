@@ -40,9 +40,11 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "volley/dist/client.h"
+#include "volley/loader/batch_source.h"
 #include "volley/partition/hetero_partition.h"
 #include "volley/partition/partition_book.h"
 #include "volley/sampling/hetero_sampler.h"
@@ -116,6 +118,36 @@ class DistHeteroGraph {
  private:
   explicit DistHeteroGraph(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
+};
+
+// A DistHeteroGraph as the typed loaders read it (loader/batch_source.h): every batch sampled
+// with `options` (the fanouts resolved here: ValueError as DistHeteroGraph::sample), and, for
+// every node type that has them, its features (as `feature_dtype`; nullopt: as stored) and its
+// labels (int64) gathered into the batch as the fields "x" and "y" (`features` / `labels` false:
+// not gathered). The loaders' batches over it equal their batches over the whole renumbered
+// graph, as DistHeteroGraph::sample equals the local sampler.
+class DistHeteroSource final : public TypedBatchSource {
+ public:
+  DistHeteroSource(std::shared_ptr<const DistHeteroGraph> graph, HeteroSamplerOptions options,
+                   std::optional<DType> feature_dtype = std::nullopt, bool features = true,
+                   bool labels = true);
+
+  const std::vector<NodeTypeInfo>& node_types() const override { return node_types_; }
+  const std::vector<EdgeType>& edge_types() const override;
+  int64_t num_edges(int edge_type) const override;
+  const NeighborSamplerOptions& options() const override { return options_; }
+  void sample(const std::vector<HeteroSeeds>& groups, uint64_t seed, uint64_t batch_index,
+              HeteroSampledSubgraph& out, HeteroSamplerScratch& scratch) const override;
+  void gather_fields(int type, std::span<const int64_t> ids,
+                     std::vector<std::pair<std::string, Array>>& out) const override;
+
+ private:
+  std::shared_ptr<const DistHeteroGraph> graph_;
+  HeteroSamplerOptions options_;
+  std::vector<NodeTypeInfo> node_types_;
+  std::optional<DType> feature_dtype_;
+  bool features_ = true;
+  bool labels_ = true;
 };
 
 // Server-client mode: a trainer that holds no data asks one server (started with peers) for the

@@ -118,4 +118,48 @@ Array DistHeteroGraph::gather_labels(std::string_view node_type,
   return out;
 }
 
+DistHeteroSource::DistHeteroSource(std::shared_ptr<const DistHeteroGraph> graph,
+                                   HeteroSamplerOptions options, std::optional<DType> feature_dtype,
+                                   bool features, bool labels)
+    : graph_(std::move(graph)),
+      options_(std::move(options)),
+      feature_dtype_(feature_dtype),
+      features_(features),
+      labels_(labels) {
+  VOLLEY_REQUIRE(graph_ != nullptr, ValueError, "the typed loader needs a source, got none");
+  const HeteroServiceInfo& info = graph_->info();
+  resolve_hetero_fanouts(info.edge_types, options_);  // ValueError for fanouts it cannot serve
+  VOLLEY_REQUIRE(options_.time_source == TimeSource::kNone || !options_.weighted, ValueError,
+                 "temporal sampling does not support weighted sampling yet");
+  for (const HeteroNodeTypeService& type : info.node_types) {
+    node_types_.push_back({type.name, type.book.num_nodes()});
+  }
+}
+
+const std::vector<EdgeType>& DistHeteroSource::edge_types() const {
+  return graph_->info().edge_types;
+}
+
+int64_t DistHeteroSource::num_edges(int edge_type) const {
+  return graph_->info().num_edges.at(static_cast<size_t>(edge_type));
+}
+
+void DistHeteroSource::sample(const std::vector<HeteroSeeds>& groups, uint64_t seed,
+                              uint64_t batch_index, HeteroSampledSubgraph& out,
+                              HeteroSamplerScratch& /*scratch*/) const {
+  HeteroSamplerOptions options = options_;
+  options.seed = seed;
+  out = graph_->sample(groups, options, batch_index);
+}
+
+void DistHeteroSource::gather_fields(int type, std::span<const int64_t> ids,
+                                     std::vector<std::pair<std::string, Array>>& out) const {
+  const HeteroNodeTypeService& info = graph_->info().node_types.at(static_cast<size_t>(type));
+  if (features_ && info.feature_dim > 0) {
+    out.emplace_back(
+        "x", graph_->gather_features(info.name, ids, feature_dtype_.value_or(info.feature_dtype)));
+  }
+  if (labels_ && info.label_dtype) out.emplace_back("y", graph_->gather_labels(info.name, ids));
+}
+
 }  // namespace volley::dist

@@ -107,31 +107,21 @@ void BatchAssembly::fill_typed(const std::vector<HeteroSeeds>& groups, uint64_t 
   // One scratch (global -> local maps per node type) and one subgraph per worker thread.
   thread_local HeteroSamplerScratch scratch;
   thread_local HeteroSampledSubgraph sub;
-  typed_sampler->sample_with_seed(groups, seed, static_cast<uint64_t>(index), sub, scratch);
+  typed_source->sample(groups, seed, static_cast<uint64_t>(index), sub, scratch);
   if (edit) edit(sub);
   const auto table = [](const auto& lists, size_t t) -> const Tables& {
     static const Tables none;
     return t < lists.size() ? lists[t] : none;
   };
-  batch.node_types.resize(sub.nodes.size());
+  set_typed_parts(sub, batch);
   for (size_t t = 0; t < sub.nodes.size(); ++t) {
-    NodeTypeBatch& part = batch.node_types[t];
-    part.nodes = Array::from_vector(sub.nodes[t]);
-    part.nodes_per_hop = sub.nodes_per_hop[t];
-    if (t < sub.batch.size()) part.batch_ids = Array::from_vector(sub.batch[t]);
-    gather_tables(table(typed_attributes.node, t), sub.nodes[t], threads, prefetch, part.attrs);
+    auto& attrs = batch.node_types[t].attrs;
+    gather_tables(table(typed_attributes.node, t), sub.nodes[t], threads, prefetch, attrs);
+    typed_source->gather_fields(static_cast<int>(t), sub.nodes[t], attrs);
   }
-  batch.edge_types.resize(sub.rows.size());
   for (size_t e = 0; e < sub.rows.size(); ++e) {
-    EdgeTypeBatch& part = batch.edge_types[e];
-    const auto count = static_cast<int64_t>(sub.rows[e].size());
-    part.edge_index = Array::empty(DType::kInt64, {2, count});
-    int64_t* edge_index = part.edge_index.data<int64_t>();
-    std::copy(sub.cols[e].begin(), sub.cols[e].end(), edge_index);  // row 0: the neighbors
-    std::copy(sub.rows[e].begin(), sub.rows[e].end(), edge_index + count);
-    part.edge_ids = Array::from_vector(sub.edge_ids[e]);
-    part.edges_per_hop = sub.edges_per_hop[e];
-    gather_tables(table(typed_attributes.edge, e), sub.edge_ids[e], threads, prefetch, part.attrs);
+    gather_tables(table(typed_attributes.edge, e), sub.edge_ids[e], threads, prefetch,
+                  batch.edge_types[e].attrs);
   }
 }
 
@@ -147,7 +137,7 @@ void check_attributes(const LoaderAttributes& attributes, int64_t num_nodes, int
   check(attributes.edge, num_edges, "edge");
 }
 
-void check_attributes(const TypedAttributes& attributes, const HeteroNeighborSampler& sampler) {
+void check_attributes(const TypedAttributes& attributes, const TypedBatchSource& source) {
   const auto check = [](const auto& lists, size_t types, const auto& name_of, const auto& rows_of,
                         const char* what) {
     VOLLEY_REQUIRE(lists.size() <= types, ValueError, "{} tables for {} {} types, the graph has {}",
@@ -163,14 +153,67 @@ void check_attributes(const TypedAttributes& attributes, const HeteroNeighborSam
       }
     }
   };
-  const auto& node_types = sampler.node_types();
-  const auto& edge_types = sampler.edge_types();
+  const auto& node_types = source.node_types();
+  const auto& edge_types = source.edge_types();
   check(
       attributes.node, node_types.size(), [&](size_t t) { return node_types[t].name; },
       [&](size_t t) { return node_types[t].num_nodes; }, "node");
   check(
       attributes.edge, edge_types.size(), [&](size_t e) { return edge_types[e].name(); },
-      [&](size_t e) { return sampler.num_edges(static_cast<int>(e)); }, "edge");
+      [&](size_t e) { return source.num_edges(static_cast<int>(e)); }, "edge");
 }
 
 }  // namespace volley::loader_internal
+
+namespace volley {
+
+void set_typed_parts(const HeteroSampledSubgraph& sub, Batch& batch) {
+  batch.node_types.assign(sub.nodes.size(), {});
+  for (size_t t = 0; t < sub.nodes.size(); ++t) {
+    NodeTypeBatch& part = batch.node_types[t];
+    part.nodes = Array::from_vector(sub.nodes[t]);
+    part.nodes_per_hop = sub.nodes_per_hop[t];
+    if (t < sub.batch.size()) part.batch_ids = Array::from_vector(sub.batch[t]);
+  }
+  batch.edge_types.assign(sub.rows.size(), {});
+  for (size_t e = 0; e < sub.rows.size(); ++e) {
+    EdgeTypeBatch& part = batch.edge_types[e];
+    const auto count = static_cast<int64_t>(sub.rows[e].size());
+    part.edge_index = Array::empty(DType::kInt64, {2, count});
+    int64_t* edge_index = part.edge_index.data<int64_t>();
+    std::copy(sub.cols[e].begin(), sub.cols[e].end(), edge_index);  // row 0: the neighbors
+    std::copy(sub.rows[e].begin(), sub.rows[e].end(), edge_index + count);
+    part.edge_ids = Array::from_vector(sub.edge_ids[e]);
+    part.edges_per_hop = sub.edges_per_hop[e];
+  }
+}
+
+void TypedBatchSource::gather_fields(int /*type*/, std::span<const int64_t> /*ids*/,
+                                     std::vector<std::pair<std::string, Array>>& /*out*/) const {}
+
+TypedSamplerSource::TypedSamplerSource(std::shared_ptr<HeteroNeighborSampler> sampler)
+    : sampler_(std::move(sampler)) {
+  VOLLEY_REQUIRE(sampler_ != nullptr, ValueError, "the typed loader needs a sampler, got none");
+}
+
+const std::vector<NodeTypeInfo>& TypedSamplerSource::node_types() const {
+  return sampler_->node_types();
+}
+
+const std::vector<EdgeType>& TypedSamplerSource::edge_types() const {
+  return sampler_->edge_types();
+}
+
+int64_t TypedSamplerSource::num_edges(int edge_type) const {
+  return sampler_->num_edges(edge_type);
+}
+
+const NeighborSamplerOptions& TypedSamplerSource::options() const { return sampler_->options(); }
+
+void TypedSamplerSource::sample(const std::vector<HeteroSeeds>& groups, uint64_t seed,
+                                uint64_t batch_index, HeteroSampledSubgraph& out,
+                                HeteroSamplerScratch& scratch) const {
+  sampler_->sample_with_seed(groups, seed, batch_index, out, scratch);
+}
+
+}  // namespace volley

@@ -5,6 +5,11 @@
 // spread over servers. It asks a BatchSource to sample a subgraph and to gather rows:
 //   LocalBatchSource   a Csr and FeatureStores in this process (the default);
 //   dist::DistGraph    partitions served over gRPC (volley/dist/client.h).
+// A typed graph (node and edge types, a heterogeneous one) is read through a TypedBatchSource, the
+// same seam for the typed pipeline:
+//   TypedSamplerSource       a HeteroNeighborSampler (CPU or GPU) of this process;
+//   dist::DistHeteroSource   heterogeneous partitions served over gRPC
+//   (volley/dist/hetero_client.h).
 // A BatchStream is what a consumer iterates: an Epoch (batch.h) of the CPU or CUDA pipeline, or
 // batches streamed from a server (server-client mode, volley/dist/client.h).
 //
@@ -14,14 +19,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "volley/core/dtype.h"
 #include "volley/feature/feature_store.h"
 #include "volley/graph/csr.h"
+#include "volley/sampling/hetero_sampler.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
@@ -112,6 +121,52 @@ class LocalBatchSource final : public BatchSource {
   mutable bool rows_sorted_ = true;
   std::optional<FeatureStore> features_;
   std::optional<FeatureStore> labels_;
+};
+
+// A typed graph as the typed loaders read it (NeighborLoader and LinkLoader over node types).
+// Its sampling options are its own, bound when it was made; the loader gives each batch the
+// seed of its epoch. Contract for implementers as BatchSource's.
+class TypedBatchSource {
+ public:
+  virtual ~TypedBatchSource() = default;
+
+  // The node types (name, node count) and edge types, in graph order; edges of edge type `e`.
+  virtual const std::vector<NodeTypeInfo>& node_types() const = 0;
+  virtual const std::vector<EdgeType>& edge_types() const = 0;
+  virtual int64_t num_edges(int edge_type) const = 0;
+  // The options every batch is sampled with (time_source and disjoint are what loaders read).
+  virtual const NeighborSamplerOptions& options() const = 0;
+  // The batch of the seed `groups` with the random streams of `seed` and `batch_index` into
+  // `out`: HeteroNeighborSampler::sample_with_seed's result over the whole graph (errors as it
+  // states). `scratch`: the calling worker's, for a source that can reuse it.
+  virtual void sample(const std::vector<HeteroSeeds>& groups, uint64_t seed, uint64_t batch_index,
+                      HeteroSampledSubgraph& out, HeteroSamplerScratch& scratch) const = 0;
+  // Node fields the source holds itself (a service's features and labels, as "x" and "y") of the
+  // nodes `ids` of node type `type`, appended to `out`. The default adds none: a local graph's
+  // tables are the loader's attributes (TypedAttributes, neighbor_loader.h).
+  virtual void gather_fields(int type, std::span<const int64_t> ids,
+                             std::vector<std::pair<std::string, Array>>& out) const;
+};
+
+// The typed parts of `batch` (node_types, edge_types: ids, per-hop counts, trees and edges, no
+// tables) from a sampled typed subgraph: what every typed batch carries, in graph order.
+void set_typed_parts(const HeteroSampledSubgraph& sub, Batch& batch);
+
+// A HeteroNeighborSampler of this process (its options, on the CPU or a GPU).
+class TypedSamplerSource final : public TypedBatchSource {
+ public:
+  // ValueError for a null sampler.
+  explicit TypedSamplerSource(std::shared_ptr<HeteroNeighborSampler> sampler);
+
+  const std::vector<NodeTypeInfo>& node_types() const override;
+  const std::vector<EdgeType>& edge_types() const override;
+  int64_t num_edges(int edge_type) const override;
+  const NeighborSamplerOptions& options() const override;
+  void sample(const std::vector<HeteroSeeds>& groups, uint64_t seed, uint64_t batch_index,
+              HeteroSampledSubgraph& out, HeteroSamplerScratch& scratch) const override;
+
+ private:
+  std::shared_ptr<HeteroNeighborSampler> sampler_;
 };
 
 // Batches of one epoch, in order.

@@ -21,14 +21,14 @@ struct LinkLoader::Shared {
   std::vector<int64_t> src, dst;             // the supervision edges
   std::optional<Array> labels;               // [M], as given
   std::optional<NegativeSampler> negatives;  // seed 0; reseeded per epoch
-  loader_internal::BatchAssembly assembly;   // typed graphs: assembly.typed_sampler is set
+  loader_internal::BatchAssembly assembly;   // typed graphs: assembly.typed_source is set
   // Typed graphs: the node types of the two ends and the supervision edge type (indices into
   // the sampler's lists; -1: the graph has no edges of that type).
   int src_type = 0;
   int dst_type = 0;
   int edge_type = -1;
 
-  bool typed() const { return assembly.typed_sampler != nullptr; }
+  bool typed() const { return assembly.typed_source != nullptr; }
   // The seed group of the destinations: the sources' (0) unless the ends have two types.
   int dst_group() const { return typed() && src_type != dst_type ? 1 : 0; }
 };
@@ -133,13 +133,21 @@ LinkLoader::LinkLoader(std::shared_ptr<HeteroNeighborSampler> sampler, const Edg
                        Array edge_label_index, std::optional<Array> edge_label,
                        LinkLoaderOptions options, std::optional<NegativeSampler> negatives,
                        TypedAttributes attributes)
+    : LinkLoader(std::make_shared<const TypedSamplerSource>(std::move(sampler)), edge_type,
+                 std::move(edge_label_index), std::move(edge_label), std::move(options),
+                 std::move(negatives), std::move(attributes)) {}
+
+LinkLoader::LinkLoader(std::shared_ptr<const TypedBatchSource> source, const EdgeType& edge_type,
+                       Array edge_label_index, std::optional<Array> edge_label,
+                       LinkLoaderOptions options, std::optional<NegativeSampler> negatives,
+                       TypedAttributes attributes)
     : options_(std::move(options)) {
-  VOLLEY_REQUIRE(sampler != nullptr, ValueError, "the typed link loader needs a sampler, got none");
+  VOLLEY_REQUIRE(source != nullptr, ValueError, "the typed link loader needs a source, got none");
   auto shared = std::make_shared<Shared>();
-  const std::vector<NodeTypeInfo>& types = sampler->node_types();
+  const std::vector<NodeTypeInfo>& types = source->node_types();
   shared->src_type = node_type_of(types, edge_type.src, edge_type);
   shared->dst_type = node_type_of(types, edge_type.dst, edge_type);
-  const std::vector<EdgeType>& edge_types = sampler->edge_types();
+  const std::vector<EdgeType>& edge_types = source->edge_types();
   const auto found = std::find(edge_types.begin(), edge_types.end(), edge_type);
   shared->edge_type = found == edge_types.end() ? -1 : static_cast<int>(found - edge_types.begin());
   const NodeTypeInfo& from = types[static_cast<size_t>(shared->src_type)];
@@ -149,10 +157,10 @@ LinkLoader::LinkLoader(std::shared_ptr<HeteroNeighborSampler> sampler, const Edg
   };
   loader_internal::read_edges(edge_label_index, from.num_nodes, to.num_nodes, shared->src,
                               shared->dst, what(from), what(to));
-  options_.loader.sampler.time_source = sampler->options().time_source;  // the sampler's
-  options_.loader.sampler.disjoint = sampler->options().disjoint;
+  options_.loader.sampler.time_source = source->options().time_source;  // the source's
+  options_.loader.sampler.disjoint = source->options().disjoint;
   adopt_inputs(*shared, std::move(edge_label));
-  loader_internal::check_attributes(attributes, *sampler);
+  loader_internal::check_attributes(attributes, *source);
   if (options_.negatives.mode != NegativeMode::kNone) {
     VOLLEY_REQUIRE(negatives.has_value(), ValueError,
                    "negative sampling over edge type {} needs a negative sampler, got none",
@@ -166,7 +174,7 @@ LinkLoader::LinkLoader(std::shared_ptr<HeteroNeighborSampler> sampler, const Edg
         to.num_nodes);
     shared->negatives = std::move(negatives);
   }
-  shared->assembly.typed_sampler = std::move(sampler);
+  shared->assembly.typed_source = std::move(source);
   shared->assembly.typed_attributes = std::move(attributes);
   shared_ = std::move(shared);
 }
@@ -422,7 +430,7 @@ void LinkLoader::EpochWork::sample_typed(int64_t index, const SeedGroups& seeds,
                                          std::span<const int64_t> src, std::span<const int64_t> dst,
                                          Batch& batch) const {
   const loader_internal::BatchAssembly& assembly = shared->assembly;
-  const std::vector<NodeTypeInfo>& types = assembly.typed_sampler->node_types();
+  const std::vector<NodeTypeInfo>& types = assembly.typed_source->node_types();
   const int ends[] = {shared->src_type, shared->dst_type};
   std::vector<HeteroSeeds> groups;
   for (size_t g = 0; g < seeds.nodes.size(); ++g) {
@@ -443,9 +451,9 @@ void LinkLoader::EpochWork::sample_typed(int64_t index, const SeedGroups& seeds,
 void LinkLoader::EpochWork::exclude_typed(std::span<const int64_t> src,
                                           std::span<const int64_t> dst,
                                           HeteroSampledSubgraph& sub) const {
-  const HeteroNeighborSampler& sampler = *shared->assembly.typed_sampler;
-  const std::vector<NodeTypeInfo>& types = sampler.node_types();
-  const std::vector<EdgeType>& edge_types = sampler.edge_types();
+  const TypedBatchSource& source = *shared->assembly.typed_source;
+  const std::vector<NodeTypeInfo>& types = source.node_types();
+  const std::vector<EdgeType>& edge_types = source.edge_types();
   const std::string& from = types[static_cast<size_t>(shared->src_type)].name;
   const std::string& to = types[static_cast<size_t>(shared->dst_type)].name;
   for (size_t e = 0; e < edge_types.size(); ++e) {

@@ -129,12 +129,17 @@ class LinkLoader {
              LoaderAttributes attributes = {});
 
   // The same pipeline over a typed graph (see Typed graphs): supervision edges of `edge_type`,
-  // sampled by `sampler` (its options are the sampling options: options.loader.sampler is
-  // ignored, and temporal sampling is the sampler's), negatives drawn by `negatives` (needed
-  // unless options.negatives.mode is kNone; its distribution replaces options.negatives'),
-  // `attributes` gathered per type. Lookahead does not apply. ValueError for an unknown edge
-  // type or end type (naming the known ones), a missing sampler, negatives or their end counts
-  // other than the edge type's, and the errors above (ids checked against their end's type).
+  // sampled by `source` (batch_source.h; its options are the sampling options:
+  // options.loader.sampler is ignored, and temporal sampling is the source's), negatives drawn
+  // by `negatives` (needed unless options.negatives.mode is kNone; its distribution replaces
+  // options.negatives'), `attributes` and the source's own fields gathered per type. Lookahead
+  // does not apply. ValueError for an unknown edge type or end type (naming the known ones), a
+  // missing source, negatives or their end counts other than the edge type's, and the errors
+  // above (ids checked against their end's type).
+  LinkLoader(std::shared_ptr<const TypedBatchSource> source, const EdgeType& edge_type,
+             Array edge_label_index, std::optional<Array> edge_label, LinkLoaderOptions options,
+             std::optional<NegativeSampler> negatives, TypedAttributes attributes = {});
+  // The same over a sampler of this process (TypedSamplerSource).
   LinkLoader(std::shared_ptr<HeteroNeighborSampler> sampler, const EdgeType& edge_type,
              Array edge_label_index, std::optional<Array> edge_label, LinkLoaderOptions options,
              std::optional<NegativeSampler> negatives, TypedAttributes attributes = {});

@@ -323,9 +323,15 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
 NeighborLoader::NeighborLoader(std::shared_ptr<HeteroNeighborSampler> sampler,
                                const std::string& input_type, std::optional<Array> input_nodes,
                                LoaderOptions options, TypedAttributes attributes)
+    : NeighborLoader(std::make_shared<const TypedSamplerSource>(std::move(sampler)), input_type,
+                     std::move(input_nodes), std::move(options), std::move(attributes)) {}
+
+NeighborLoader::NeighborLoader(std::shared_ptr<const TypedBatchSource> source,
+                               const std::string& input_type, std::optional<Array> input_nodes,
+                               LoaderOptions options, TypedAttributes attributes)
     : options_(std::move(options)) {
-  VOLLEY_REQUIRE(sampler != nullptr, ValueError, "the typed loader needs a sampler, got none");
-  const auto& types = sampler->node_types();
+  VOLLEY_REQUIRE(source != nullptr, ValueError, "the typed loader needs a source, got none");
+  const auto& types = source->node_types();
   const auto found = std::find_if(types.begin(), types.end(),
                                   [&](const NodeTypeInfo& t) { return t.name == input_type; });
   if (found == types.end()) {
@@ -336,12 +342,12 @@ NeighborLoader::NeighborLoader(std::shared_ptr<HeteroNeighborSampler> sampler,
   }
   const int64_t n = found->num_nodes;
   loader_internal::check_loader_options(options_, input_nodes ? input_nodes->numel() : n);
-  loader_internal::check_attributes(attributes, *sampler);
+  loader_internal::check_attributes(attributes, *source);
   // Temporal sampling takes a node more than once (at different times), as PyG does; disjoint
   // sampling grows a tree per seed, a repeated one included.
-  const bool temporal = sampler->options().time_source != TimeSource::kNone;
+  const bool temporal = source->options().time_source != TimeSource::kNone;
   Array inputs = loader_internal::checked_input_nodes(
-      input_nodes, n, /*distinct=*/!temporal && !sampler->options().disjoint);
+      input_nodes, n, /*distinct=*/!temporal && !source->options().disjoint);
   if (options_.input_time) {
     VOLLEY_REQUIRE(temporal, ValueError, "input_time was given, but the sampler samples no times");
     VOLLEY_REQUIRE(options_.input_time->ndim() == 1 &&
@@ -354,7 +360,7 @@ NeighborLoader::NeighborLoader(std::shared_ptr<HeteroNeighborSampler> sampler,
   auto shared = std::make_shared<Shared>();
   shared->input_nodes = std::move(inputs);
   shared->assembly.input_type = static_cast<int>(found - types.begin());
-  shared->assembly.typed_sampler = std::move(sampler);
+  shared->assembly.typed_source = std::move(source);
   shared->assembly.typed_attributes = std::move(attributes);
   shared_ = std::move(shared);
 }
@@ -422,7 +428,7 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index, int64_t 
   work->prefetch = options_.prefetch == 0 ? 2 * work->threads : std::max(options_.prefetch, 1);
   work->batches = batches;
   if (shared_->lookahead && options_.lookahead > 0 && !options_.input_time &&
-      !shared_->assembly.typed_sampler && first_batch == 0) {  // (only what it caches differs)
+      !shared_->assembly.typed_source && first_batch == 0) {  // (only what it caches differs)
     // Batch b is announced as tag + b, the tag unique to this epoch in the process.
     static std::atomic<int64_t> epochs{0};
     EpochWork* raw = work.get();  // the window lives in *work: no cycle
@@ -456,12 +462,12 @@ Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subg
   int64_t* input_ids = batch.input_ids.data<int64_t>();
   const std::vector<int64_t> seeds = seeds_of(index, input_ids);
   const loader_internal::BatchAssembly& assembly = shared->assembly;
-  if (assembly.typed_sampler) {
+  if (assembly.typed_source) {
     const std::span<const int64_t> positions(input_ids, static_cast<size_t>(count));
     const std::vector<int64_t> times =
         options.input_time ? loader_internal::seed_times_at(*options.input_time, positions)
                            : std::vector<int64_t>{};
-    const std::string& type = assembly.typed_sampler->node_types()[assembly.input_type].name;
+    const std::string& type = assembly.typed_source->node_types()[assembly.input_type].name;
     assembly.fill_typed({HeteroSeeds{type, seeds, times}}, options.sampler.seed, index, threads,
                         prefetch, batch);
     return batch;

@@ -132,14 +132,18 @@ class NeighborLoader {
                  LoaderOptions options);
 
   // The same pipeline over a typed graph (a heterogeneous one; the homogeneous pipeline's
-  // policy, workers and ordered queue): `sampler` (on the CPU or a GPU; its options are the
-  // sampling options: options.sampler is ignored) samples the seeds `input_nodes` of node type
-  // `input_type` (nullopt: every node of it); each Batch is typed (node_types, edge_types; the
-  // parts as HeteroNeighborSampler returns them, copied to host arrays) with `attributes`
-  // gathered per type. options.input_time: temporal sampling, one time per input node
-  // (optional by node time: the seeds' own). Lookahead does not apply. ValueError / IndexError
-  // as above (an unknown input type naming the known ones; attribute tables:
-  // loader_internal::check_attributes).
+  // policy, workers and ordered queue): `source` (batch_source.h: a sampler of this process or
+  // a service; its options are the sampling options: options.sampler is ignored) samples the
+  // seeds `input_nodes` of node type `input_type` (nullopt: every node of it); each Batch is
+  // typed (node_types, edge_types; the parts as HeteroNeighborSampler returns them, copied to
+  // host arrays) with `attributes` and the source's own fields gathered per type.
+  // options.input_time: temporal sampling, one time per input node (optional by node time: the
+  // seeds' own). Lookahead does not apply. ValueError / IndexError as above (an unknown input
+  // type naming the known ones; attribute tables: loader_internal::check_attributes).
+  NeighborLoader(std::shared_ptr<const TypedBatchSource> source, const std::string& input_type,
+                 std::optional<Array> input_nodes, LoaderOptions options,
+                 TypedAttributes attributes = {});
+  // The same over a sampler of this process (TypedSamplerSource).
   NeighborLoader(std::shared_ptr<HeteroNeighborSampler> sampler, const std::string& input_type,
                  std::optional<Array> input_nodes, LoaderOptions options,
                  TypedAttributes attributes = {});

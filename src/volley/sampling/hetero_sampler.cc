@@ -37,8 +37,6 @@ namespace {
 constexpr size_t kMaxHops = 255;
 
 void check_fanout_list(const std::vector<int64_t>& list, const std::string& what) {
-  VOLLEY_REQUIRE(!list.empty(), ValueError, "{}: the fanout list is empty (give one per hop)",
-                 what);
   VOLLEY_REQUIRE(list.size() <= kMaxHops, ValueError, "{}: {} hops, at most {} are supported", what,
                  list.size(), kMaxHops);
   for (size_t h = 0; h < list.size(); ++h) {
@@ -131,7 +129,8 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const std::vector<EdgeT
   VOLLEY_REQUIRE(options.subgraph_type == SubgraphType::kDirectional, ValueError,
                  "the typed sampler returns the sampled edges (subgraph_type 'directional'); "
                  "induced and bidirectional subgraphs are built from them by the loader");
-  if (!options.fanouts.empty()) check_fanout_list(options.fanouts, "fanouts");
+  check_fanout_list(options.fanouts, "fanouts");
+  const bool no_hops = options.fanouts.empty() && options.fanouts_by_type.empty();
   std::vector<std::vector<int64_t>> resolved(edge_types.size());
   std::vector<bool> given(resolved.size(), false);
   for (const auto& [type, list] : options.fanouts_by_type) {
@@ -154,14 +153,12 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const std::vector<EdgeT
   for (size_t e = 0; e < resolved.size(); ++e) {
     if (given[e]) continue;
     const std::string name = edge_types[e].name();
-    VOLLEY_REQUIRE(!options.fanouts.empty(), ValueError,
+    VOLLEY_REQUIRE(no_hops || !options.fanouts.empty(), ValueError,
                    "no fanouts for edge type {} (give one list per edge type, or a default "
                    "list for the missing ones; 0 samples none)",
                    name);
     resolved[e] = options.fanouts;
   }
-  VOLLEY_REQUIRE(!resolved.empty() || !options.fanouts.empty(), ValueError,
-                 "fanouts: the fanout list is empty (give one per hop)");
   for (size_t e = 1; e < resolved.size(); ++e) {
     VOLLEY_REQUIRE(
         resolved[e].size() == resolved[0].size(), ValueError,

@@ -11,7 +11,8 @@
 //   * Fanouts: `fanouts` (one list for every edge type) or `fanouts_by_type` (a list per edge
 //     type; when it is non-empty `fanouts` is the default for the edge types it misses, and
 //     with `fanouts` empty a missing edge type is a ValueError, as in PyG). Every list has the
-//     same length, the number of hops (1..255); -1 takes all neighbors, 0 none.
+//     same length, the number of hops (0..255); -1 takes all neighbors, 0 none. No hops (no
+//     fanouts at all, or empty lists; PyG's num_neighbors=[]) gives the seeds alone.
 //   * Hop h expands, for each edge type (graph order) with fanout k = its list[h], every node
 //     of the edge type's destination type first reached at hop h - 1 (hop 0: the seeds), in
 //     node-list order; its picks (the pick rules of neighbor_sampler.h over that edge type's
@@ -55,9 +56,9 @@
 //     prefix found by binary search, and -1 / "all admissible" lists them in time order;
 //   * not with `weighted` (ValueError).
 //
-// Errors (ValueError unless stated; messages name the type): an empty fanout list, a fanout
-// < -1, lists of different lengths, more than 255 hops, fanouts for an edge type the graph does
-// not have (the known ones listed), a missing edge type without default; seeds of an unknown
+// Errors (ValueError unless stated; messages name the type): a fanout < -1, lists of different
+// lengths, more than 255 hops, fanouts for an edge type the graph does not have (the known ones
+// listed), a missing edge type without default; seeds of an unknown
 // node type, a seed type given twice, a duplicate seed (naming both positions); IndexError for
 // a seed outside its type's range. Temporal: times without time_source or of the other kind, a
 // time array of a type the graph lacks, not 1-d int64 host memory or of the wrong length (naming

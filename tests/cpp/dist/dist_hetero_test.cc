@@ -20,6 +20,7 @@
 #include "volley/dist/server.h"
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/graph/generate_hetero.h"
+#include "volley/loader/neighbor_loader.h"
 #include "volley/partition/hetero_partition.h"
 #include "volley/sampling/hetero_sampler.h"
 
@@ -251,6 +252,66 @@ TEST_F(DistHeteroTest, BadTypesAndIdsAreNamed) {
   const grpc::Status status = stub->SampleHop(&context, request, &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
   EXPECT_THAT(status.error_message(), HasSubstr("node type 'paper'"));
+}
+
+TEST_F(DistHeteroTest, TheTypedLoaderOverTheServiceEqualsItOverTheLocalSampler) {
+  // One loader pipeline, two sources: the service's (its own x and y) and this process's
+  // sampler with the oracle's tables as attributes. Zero hops give the seeds alone.
+  const HeteroGraph& graph = three_->oracle.graph;
+  const int paper = graph.node_type_index("paper");
+  for (const std::vector<int64_t>& fanouts : {std::vector<int64_t>{3, 2}, std::vector<int64_t>{}}) {
+    const HeteroSamplerOptions options{.fanouts = fanouts};
+    TypedAttributes tables;
+    tables.node.resize(static_cast<size_t>(graph.num_node_types()));
+    tables.node[static_cast<size_t>(paper)] = {
+        {"x", FeatureStore(*three_->oracle.features[static_cast<size_t>(paper)])},
+        {"y", FeatureStore(*three_->oracle.labels[static_cast<size_t>(paper)])}};
+    const LoaderOptions loader{.batch_size = 40, .shuffle = true, .num_threads = 2, .seed = 9};
+    const NeighborLoader local(std::make_shared<HeteroNeighborSampler>(graph, options), "paper",
+                               std::nullopt, loader, tables);
+    const auto source = std::make_shared<const dist::DistHeteroSource>(
+        dist::DistHeteroGraph::connect(three_->addresses()), options);
+    const NeighborLoader remote(source, "paper", std::nullopt, loader);
+    ASSERT_EQ(remote.num_batches(), local.num_batches());
+    auto want = local.start_epoch(1);
+    auto got = remote.start_epoch(1);
+    int64_t batches = 0;
+    while (auto expected = want->next()) {
+      auto batch = got->next();
+      ASSERT_TRUE(batch.has_value());
+      const std::string where =
+          "hops " + std::to_string(fanouts.size()) + " batch " + std::to_string(batch->index);
+      ASSERT_EQ(batch->node_types.size(), expected->node_types.size());
+      for (size_t t = 0; t < batch->node_types.size(); ++t) {
+        EXPECT_TRUE(same_array(batch->node_types[t].nodes, expected->node_types[t].nodes)) << where;
+        EXPECT_EQ(batch->node_types[t].nodes_per_hop, expected->node_types[t].nodes_per_hop);
+        const auto& attrs = batch->node_types[t].attrs;  // the service's x and y where served
+        const auto& tables_here = expected->node_types[t].attrs;
+        if (static_cast<int>(t) != paper) continue;
+        ASSERT_EQ(attrs.size(), 2u) << where;
+        for (size_t a = 0; a < 2; ++a) {
+          EXPECT_EQ(attrs[a].first, tables_here[a].first);
+          EXPECT_TRUE(same_array(attrs[a].second, tables_here[a].second))
+              << where << attrs[a].first;
+        }
+      }
+      for (size_t e = 0; e < batch->edge_types.size(); ++e) {
+        EXPECT_TRUE(
+            same_array(batch->edge_types[e].edge_index, expected->edge_types[e].edge_index));
+        EXPECT_TRUE(same_array(batch->edge_types[e].edge_ids, expected->edge_types[e].edge_ids));
+      }
+      if (fanouts.empty()) EXPECT_EQ(batch->node_types[paper].nodes.numel(), batch->batch_size);
+      ++batches;
+    }
+    EXPECT_FALSE(got->next().has_value());
+    EXPECT_EQ(batches, local.num_batches());
+  }
+  EXPECT_THAT(
+      [&] {
+        dist::DistHeteroSource(dist::DistHeteroGraph::connect(three_->addresses()),
+                               {.fanouts_by_type = {{{"paper", "likes", "paper"}, {2}}}});
+      },
+      ::testing::ThrowsMessage<ValueError>(HasSubstr("paper__likes__paper")));
 }
 
 TEST_F(DistHeteroTest, AHomogeneousClientIsToldToUseTheHeterogeneousOne) {

@@ -159,6 +159,33 @@ TEST(HeteroSamplerTest, WeightedNeverPicksZeroWeight) {
   }
 }
 
+TEST(HeteroSamplerTest, NoHopsGiveTheSeedsAlone) {
+  // PyG's num_neighbors=[]: no fanouts at all, or an empty list per edge type.
+  const HeteroGraph& graph = mag();
+  const std::vector<int64_t> papers = {3, 1, 4};
+  const auto paper = static_cast<size_t>(graph.node_type_index("paper"));
+  for (const bool disjoint : {false, true}) {
+    for (const bool per_type : {false, true}) {
+      HeteroSamplerOptions options;
+      options.disjoint = disjoint;
+      if (per_type) {
+        for (const EdgeType& type : graph.edge_types())
+          options.fanouts_by_type.push_back({type, {}});
+      }
+      const HeteroSampledSubgraph out =
+          sample_hetero_neighbors(graph, {{"paper", papers}}, options, 0);
+      for (size_t t = 0; t < out.nodes.size(); ++t) {
+        const std::vector<int64_t> want = t == paper ? papers : std::vector<int64_t>{};
+        EXPECT_EQ(out.nodes[t], want);
+        EXPECT_EQ(out.nodes_per_hop[t], std::vector<int64_t>{static_cast<int64_t>(want.size())});
+      }
+      EXPECT_EQ(out.total_edges(), 0);
+      for (const auto& counts : out.edges_per_hop) EXPECT_TRUE(counts.empty());
+      if (disjoint) EXPECT_EQ(out.batch[paper], (std::vector<int64_t>{0, 1, 2}));
+    }
+  }
+}
+
 TEST(HeteroSamplerTest, PreciseErrorsNamingTheType) {
   const HeteroGraph& graph = mag();
   const std::vector<int64_t> seeds = {0, 1};

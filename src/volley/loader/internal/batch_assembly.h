@@ -18,7 +18,6 @@
 #include "volley/loader/batch.h"
 #include "volley/loader/batch_source.h"
 #include "volley/loader/neighbor_loader.h"  // LoaderAttributes, TypedAttributes
-#include "volley/sampling/hetero_sampler.h"
 
 namespace volley::loader_internal {
 
@@ -27,8 +26,8 @@ namespace volley::loader_internal {
 struct BatchAssembly {
   std::shared_ptr<const BatchSource> source;
   LoaderAttributes attributes;
-  // Typed graphs: the sampler, the index of the seeds' node type, the tables per type.
-  std::shared_ptr<HeteroNeighborSampler> typed_sampler;
+  // Typed graphs: the source, the index of the seeds' node type, the tables per type.
+  std::shared_ptr<const TypedBatchSource> typed_source;
   int input_type = 0;
   TypedAttributes typed_attributes;
 
@@ -41,9 +40,9 @@ struct BatchAssembly {
 
   // Typed batches: samples the seed `groups` (one per node type; times: one per seed, temporal
   // sampling; empty: none, or the seeds' own node times) with the random streams of `seed` and
-  // batch index `index` (HeteroNeighborSampler::sample_with_seed, a scratch per thread), lets
-  // `edit` change the sampled subgraph (a link batch removes edges; null: none), then sets
-  // batch.node_types and batch.edge_types and gathers typed_attributes.
+  // batch index `index` (TypedBatchSource::sample, a scratch per thread), lets `edit` change the
+  // sampled subgraph (a link batch removes edges; null: none), then sets batch.node_types and
+  // batch.edge_types, gathers typed_attributes and adds the source's own fields.
   void fill_typed(const std::vector<HeteroSeeds>& groups, uint64_t seed, int64_t index, int threads,
                   int64_t prefetch, Batch& batch,
                   const std::function<void(HeteroSampledSubgraph&)>& edit = nullptr) const;
@@ -70,7 +69,7 @@ struct BatchAssembly {
 // (edge tables), or that lives on a GPU.
 void check_attributes(const LoaderAttributes& attributes, int64_t num_nodes, int64_t num_edges);
 // The same for a typed graph's tables (ValueError naming the type): at most one entry per node
-// (edge) type of `sampler`, each table with the type's node (edge) count of rows.
-void check_attributes(const TypedAttributes& attributes, const HeteroNeighborSampler& sampler);
+// (edge) type of `source`, each table with the type's node (edge) count of rows.
+void check_attributes(const TypedAttributes& attributes, const TypedBatchSource& source);
 
 }  // namespace volley::loader_internal
