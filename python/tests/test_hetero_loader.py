@@ -330,3 +330,31 @@ def test_one_signature_serves_both_graph_kinds():
     # The typed loader's default still fills the edge types a dict leaves out.
     loader = NeighborLoader(data, {WRITES: [2]}, default=[1], input_nodes="paper", batch_size=4)
     assert len(next(iter(loader))["paper"].n_id) >= 1
+
+
+def test_one_link_signature_serves_both_graph_kinds():
+    """LinkNeighborLoader's signature is written once too: the typed link loader inherits it
+    (default included), and the homogeneous-only options are refused by name."""
+    import inspect
+
+    from volley.hetero_link_loader import HeteroLinkNeighborLoader
+    from volley.link_loader import LinkNeighborLoader
+
+    assert HeteroLinkNeighborLoader.__init__ is LinkNeighborLoader.__init__
+    assert inspect.signature(HeteroLinkNeighborLoader) == inspect.signature(LinkNeighborLoader)
+    assert "default" in inspect.signature(LinkNeighborLoader).parameters
+    data = toy_hetero()
+    for option, value in [("copy", True), ("feature_dtype", "float16")]:
+        with pytest.raises(volley.VolleyTypeError, match=f"unexpected keyword argument '{option}'"):
+            LinkNeighborLoader(data, [2], edge_label_index=WRITES, **{option: value})
+    torch_geometric = pytest.importorskip("torch_geometric")
+    import torch
+
+    homogeneous = torch_geometric.data.Data(edge_index=torch.tensor([[0, 1], [1, 0]]),
+                                            num_nodes=2)
+    with pytest.raises(volley.VolleyTypeError, match="unexpected keyword argument 'default'"):
+        LinkNeighborLoader(homogeneous, [2], default=[1])
+    loader = LinkNeighborLoader(data, {WRITES: [2]}, default=[1], edge_label_index=WRITES,
+                                batch_size=4, neg_sampling="binary")
+    batch = next(iter(loader))
+    assert batch[WRITES].edge_label_index.shape == (2, 8)

@@ -18,8 +18,7 @@ Example:
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -100,17 +99,23 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
 
     _takes_input_nodes = False
 
-    def __init__(self, data: Any, num_neighbors: Any, edge_label_index: Any = None,
-                 edge_label: Any = None, edge_label_time: Any = None, replace: bool = False,
-                 subgraph_type: Any = "directional", disjoint: bool = False,
-                 temporal_strategy: str = "uniform", neg_sampling: Any = None,
-                 neg_sampling_ratio: Optional[float] = None, time_attr: Optional[str] = None,
-                 weight_attr: Optional[str] = None, transform: Any = None,
-                 transform_sampler_output: Any = None, is_sorted: bool = False,
-                 filter_per_worker: Optional[bool] = None, neighbor_sampler: Any = None,
-                 directed: bool = True, *, exclude_edges: bool = False, undirected: bool = False,
-                 neg_distribution: str = "uniform", neg_degree_power: float = 0.75,
-                 reject_existing: bool = False, max_draws: int = 16, **kwargs: Any):
+    # LinkNeighborLoader's __init__ (its signature, written once): a typed graph's arguments go
+    # to _init_typed_link.
+    __init__ = LinkNeighborLoader.__init__
+
+    def _init_typed_link(
+        self, *, data: Any, num_neighbors: Any, edge_label_index: Any, edge_label: Any,
+        edge_label_time: Any, replace: bool, subgraph_type: Any, disjoint: bool,
+        temporal_strategy: str, neg_sampling: Any, neg_sampling_ratio: Optional[float],
+        time_attr: Optional[str], weight_attr: Optional[str], transform: Any,
+        transform_sampler_output: Any, is_sorted: bool, filter_per_worker: Optional[bool],
+        neighbor_sampler: Any, directed: bool, exclude_edges: bool, undirected: bool,
+        neg_distribution: str, neg_degree_power: float, reject_existing: bool, max_draws: int,
+        kwargs: Dict[str, Any], **loader_args: Any,
+    ) -> None:
+        """``LinkNeighborLoader.__init__``'s body for a typed graph: the node loader's
+        (``super().__init__``: the typed ``NeighborLoader``, or the service's), then the
+        supervision edges and their negatives."""
         if (time_attr is None) != (edge_label_time is None):
             raise VolleyValueError(
                 "temporal link sampling needs time_attr and edge_label_time together: "
@@ -131,7 +136,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
                          transform=transform,
                          transform_sampler_output=transform_sampler_output, is_sorted=is_sorted,
                          filter_per_worker=filter_per_worker, neighbor_sampler=neighbor_sampler,
-                         directed=directed, **kwargs)
+                         directed=directed, **loader_args, **kwargs)
         self.edge_type = _edge_type(edge_label_index[0], self.graph)
         self.edge_label_index = self._label_index(edge_label_index[1])
         self.input_nodes = np.arange(self.edge_label_index.shape[1], dtype=np.int64)
@@ -345,8 +350,7 @@ def _weights(weight: Any, count: int) -> np.ndarray:
 
 
 TYPED_LOADERS["link"] = HeteroLinkNeighborLoader
-# inspect.signature reads this class's own __init__ (not an inherited one).
-HeteroLinkNeighborLoader.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-    list(inspect.signature(HeteroLinkNeighborLoader.__init__).parameters.values())[1:])
+# LinkNeighborLoader's one signature (its __init__, which this class inherits), for inspect.
+HeteroLinkNeighborLoader.__signature__ = LinkNeighborLoader.__signature__  # type: ignore[attr-defined]
 
 __all__ = ["HeteroLinkNeighborLoader"]

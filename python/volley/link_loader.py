@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -138,6 +138,8 @@ class LinkNeighborLoader(NeighborLoader):
             draws each; those still edges are kept, counted in ``batch.negatives_kept_existing``
             of the native batch). PyG does not reject.
         max_draws: see ``reject_existing``.
+        default: for a ``HeteroData`` with a dict ``num_neighbors``, the fanouts of the edge types
+            it leaves out (as in ``NeighborLoader``).
 
     Raises:
         VolleyValueError / VolleyIndexError: an id of ``edge_label_index`` out of range (naming
@@ -197,8 +199,15 @@ class LinkNeighborLoader(NeighborLoader):
         reject_existing: bool = False,
         max_draws: int = 16,
         _on_batch_start: Optional[Callable[[int], None]] = None,
+        default: Optional[List[int]] = None,
         **kwargs: Any,
     ):
+        if self._typed:  # a HeteroData: the same signature, the typed link loader's body
+            self._init_typed_link(**{k: v for k, v in locals().items()
+                                     if k not in ("self", "__class__")})
+            return
+        if default is not None:  # one fanout list: refused as any argument PyG does not take
+            kwargs["default"] = default
         _pyg_compat.check_loader_kwargs(kwargs)
         data = _pyg_compat.from_remote_backend(data)
         _temporal.check_strategy(temporal_strategy)
