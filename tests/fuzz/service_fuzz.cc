@@ -178,7 +178,7 @@ void write_seeds(const std::string& dir) {
   rpc::HopRequest hop;
   hop.set_targets(packed({d.begin, d.begin + 1, d.end - 1}));
   hop.set_fanout(5);
-  hop.set_seed(1);
+  hop.mutable_sampler()->set_seed(1);
   write(2, false, hop.SerializeAsString());
   hop.set_targets(packed({t.begin, t.begin + 1, t.end - 1}));
   hop.set_edge_type("paper__cites__paper");
@@ -193,8 +193,8 @@ void write_seeds(const std::string& dir) {
   rpc::EpochRequest epoch;
   epoch.set_input_nodes(packed({0, 5, 17, 400, 2000}));
   epoch.set_batch_size(2);
-  epoch.add_fanouts(3);
-  epoch.add_fanouts(2);
+  epoch.mutable_sampler()->add_fanouts(3);
+  epoch.mutable_sampler()->add_fanouts(2);
   epoch.set_features(true);
   epoch.set_feature_dtype("float32");
   epoch.set_labels(true);
@@ -207,8 +207,8 @@ void write_seeds(const std::string& dir) {
   batches.set_node_type("paper");
   batches.set_seeds(packed({0, 3, 7, 150, 299}));
   batches.set_batch_size(2);
-  batches.add_fanouts(2);
-  batches.add_fanouts(2);
+  batches.mutable_sampler()->add_fanouts(2);
+  batches.mutable_sampler()->add_fanouts(2);
   batches.set_features(true);
   batches.set_labels(true);
   write(6, true, batches.SerializeAsString());

@@ -93,13 +93,9 @@ void send_hop(const DistGraph::State& state, const internal::Piece& piece, const
        request.mutable_targets());
   request.set_hop(static_cast<uint32_t>(hop.index));
   request.set_fanout(hop.fanout);
-  request.set_replace(hop.options.replace);
-  request.set_weighted(hop.options.weighted);
-  request.set_seed(hop.options.seed);
+  internal::options_to_wire(hop.options, request.mutable_sampler(), /*with_fanouts=*/false);
   request.set_batch(hop.batch_index);
   if (hop.temporal()) {
-    request.set_time_source(hop.options.time_source == TimeSource::kEdge ? "edge" : "node");
-    request.set_temporal_strategy(temporal_strategy_name(hop.options.temporal_strategy));
     pack(std::span<const int64_t>(scratch.times[pi]).subspan(piece.begin, piece.end - piece.begin),
          request.mutable_target_times());
   }

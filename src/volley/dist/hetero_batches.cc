@@ -141,23 +141,12 @@ void HeteroBatchStream::start(const HeteroBatchesOptions& batches) {
   pack(std::span<const int64_t>(batches.seeds), request.mutable_seeds());
   request.set_batch_size(batches.batch_size);
   request.set_first_batch_index(batches.first_batch_index);
-  for (const int64_t fanout : batches.sampler.fanouts) request.add_fanouts(fanout);
-  for (const auto& [type, list] : batches.sampler.fanouts_by_type) {
-    rpc::EdgeTypeFanouts* entry = request.add_fanouts_by_type();
-    entry->set_edge_type(type.name());
-    for (const int64_t fanout : list) entry->add_fanouts(fanout);
-  }
-  request.set_replace(batches.sampler.replace);
-  request.set_weighted(batches.sampler.weighted);
-  request.set_seed(batches.sampler.seed);
+  internal::options_to_wire(batches.sampler, request.mutable_sampler());
   request.set_features(batches.features);
   request.set_feature_dtype(batches.feature_dtype);
   request.set_labels(batches.labels);
-  request.set_disjoint(batches.sampler.disjoint);
   state.trees = batches.sampler.disjoint || temporal;
   if (temporal) {
-    request.set_time_source(batches.sampler.time_source == TimeSource::kEdge ? "edge" : "node");
-    request.set_temporal_strategy(temporal_strategy_name(batches.sampler.temporal_strategy));
     pack(std::span<const int64_t>(batches.seed_times), request.mutable_seed_times());
   }
   request.set_deadline_seconds(state.options.deadline_seconds);
@@ -174,29 +163,13 @@ namespace internal {
 
 HeteroSamplerOptions hetero_batches_sampler(const rpc::HeteroBatchesRequest& request,
                                             size_t num_seeds, std::vector<int64_t>& seed_times) {
-  HeteroSamplerOptions sampler;
-  sampler.fanouts.assign(request.fanouts().begin(), request.fanouts().end());
-  for (const rpc::EdgeTypeFanouts& entry : request.fanouts_by_type()) {
-    sampler.fanouts_by_type.emplace_back(
-        EdgeType::from_name(entry.edge_type()),
-        std::vector<int64_t>(entry.fanouts().begin(), entry.fanouts().end()));
-  }
-  sampler.replace = request.replace();
-  sampler.weighted = request.weighted();
-  sampler.seed = request.seed();
-  sampler.disjoint = request.disjoint();
-  const std::string& source = request.time_source();
+  HeteroSamplerOptions sampler = internal::options_from_wire(request.sampler());
   seed_times.clear();
-  if (source.empty()) {
+  if (sampler.time_source == TimeSource::kNone) {
     VOLLEY_REQUIRE(request.seed_times().empty(), ValueError,
                    "seed_times were given, but no time_source (\"node\" or \"edge\")");
     return sampler;
   }
-  VOLLEY_REQUIRE(source == "node" || source == "edge", ValueError,
-                 "time_source must be \"node\" or \"edge\", got {}", quoted(source, 32));
-  sampler.time_source = source == "edge" ? TimeSource::kEdge : TimeSource::kNode;
-  sampler.temporal_strategy = temporal_strategy_from_name(
-      request.temporal_strategy().empty() ? "uniform" : request.temporal_strategy());
   VOLLEY_REQUIRE(unpack(request.seed_times(), seed_times) &&
                      (seed_times.empty() || seed_times.size() == num_seeds),
                  ValueError, "seed_times hold {} bytes for {} seeds (8 bytes each, or none)",

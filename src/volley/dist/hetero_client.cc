@@ -154,13 +154,9 @@ struct Sampling {
          request.mutable_targets());
     request.set_hop(static_cast<uint32_t>(hop));
     request.set_fanout(fanouts[e][static_cast<size_t>(hop)]);
-    request.set_replace(options.replace);
-    request.set_weighted(options.weighted);
-    request.set_seed(options.seed);
+    internal::options_to_wire(options, request.mutable_sampler(), /*with_fanouts=*/false);
     request.set_batch(batch_index);
     if (temporal()) {
-      request.set_time_source(options.time_source == TimeSource::kEdge ? "edge" : "node");
-      request.set_temporal_strategy(temporal_strategy_name(options.temporal_strategy));
       pack(std::span<const int64_t>(target_times[e][p]).subspan(begin, end - begin),
            request.mutable_target_times());
     }

@@ -231,18 +231,25 @@ grpc::Status Server::State::sample_hop_into(const rpc::HopRequest& request,
   const internal::ServedEdges& served = edges[static_cast<size_t>(e)];
   if (auto status = owned_ids(served.dst, request.targets(), targets, "targets"); !status.ok())
     return status;
+  NeighborSamplerOptions sampler;
+  try {
+    sampler = internal::options_from_wire(request.sampler());
+  } catch (const ValueError& error) {
+    return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                  fmt::format("part {}: {}", served_part, error.what()));
+  }
   if (request.hop() >= 256 || request.fanout() < -1) {
     return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                   fmt::format("part {}: hop {} / fanout {} invalid (hop < 256, fanout >= -1)",
                               served_part, request.hop(), request.fanout()));
   }
   // A typed partition samples the edge types without weights uniformly, as the local sampler.
-  if (request.weighted() && !typed && !served.csr->has_weights()) {
+  if (sampler.weighted && !typed && !served.csr->has_weights()) {
     return refuse(
         grpc::StatusCode::INVALID_ARGUMENT,
         fmt::format("part {}: weighted sampling asked, but the graph has no weights", served_part));
   }
-  if (request.replace() && request.fanout() > options.limits.max_fanout()) {
+  if (sampler.replace && request.fanout() > options.limits.max_fanout()) {
     return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                   fmt::format("part {}: fanout {} with replacement is more than the {} picks "
                               "one target may have (max_fanout, from max_reply_bytes {})",
@@ -252,17 +259,13 @@ grpc::Status Server::State::sample_hop_into(const rpc::HopRequest& request,
   const int64_t first = types[static_cast<size_t>(served.dst)].first;
   if (auto status =
           check_reply_size(internal::hop_reply_bound(*served.csr, first, targets, request.fanout(),
-                                                     request.replace(), kSaturated),
+                                                     sampler.replace, kSaturated),
                            "SampleHop");
       !status.ok())
     return status;
-  NeighborSamplerOptions sampler;
-  sampler.replace = request.replace();
-  sampler.weighted = request.weighted();
-  sampler.seed = request.seed();
   thread_local std::vector<int64_t> target_times;
   target_times.clear();
-  const bool temporal = !request.time_source().empty() || !request.target_times().empty();
+  const bool temporal = sampler.time_source != TimeSource::kNone || !request.target_times().empty();
   if (typed) {
     if (temporal) {
       if (auto status = internal::parse_hop_times(request, served_part, targets.size(), sampler,
@@ -274,9 +277,9 @@ grpc::Status Server::State::sample_hop_into(const rpc::HopRequest& request,
                            .targets = targets,
                            .hop = static_cast<int>(request.hop()),
                            .fanout = request.fanout(),
-                           .replace = request.replace(),
-                           .weighted = request.weighted(),
-                           .seed = request.seed(),
+                           .replace = sampler.replace,
+                           .weighted = sampler.weighted,
+                           .seed = sampler.seed,
                            .batch = request.batch(),
                            .time_source = sampler.time_source,
                            .temporal_strategy = sampler.temporal_strategy,

@@ -101,18 +101,12 @@ class StreamedEpoch final : public BatchStream {
     request.set_shuffle(share.shuffle);
     request.set_drop_last(state.options.drop_last);
     request.set_seed(share.seed);
-    for (int64_t fanout : state.options.sampler.fanouts) request.add_fanouts(fanout);
-    request.set_replace(state.options.sampler.replace);
-    request.set_weighted(state.options.sampler.weighted);
+    internal::options_to_wire(state.options.sampler, request.mutable_sampler());
     request.set_features(state.features);
     request.set_feature_dtype(std::string(dtype_name(state.options.feature_dtype)));
     request.set_labels(state.labels);
     request.set_concurrency(state.options.num_threads);
-    const NeighborSamplerOptions& sampler = state.options.sampler;
-    request.set_disjoint(sampler.disjoint);
-    if (sampler.time_source != TimeSource::kNone) {
-      request.set_time_source(sampler.time_source == TimeSource::kEdge ? "edge" : "node");
-      request.set_temporal_strategy(temporal_strategy_name(sampler.temporal_strategy));
+    if (state.options.sampler.time_source != TimeSource::kNone) {
       const Array& time = *state.options.input_time;
       const std::vector<int64_t> times =
           share.positions.defined()

@@ -123,17 +123,8 @@ grpc::Status parse_hop_times(const rpc::HopRequest& request, int64_t part, size_
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         fmt::format("part {}: {}", part, message));
   };
-  const std::string& source = request.time_source();
-  const std::string& strategy = request.temporal_strategy();
-  if (source != "edge" && source != "node") {
-    return invalid(
-        fmt::format("time_source must be \"edge\" or \"node\" with target_times, got "
-                    "{}",
-                    quoted(source, 32)));
-  }
-  if (!strategy.empty() && strategy != "uniform" && strategy != "last") {
-    return invalid(fmt::format("temporal_strategy must be \"uniform\" or \"last\", got {}",
-                               quoted(strategy, 32)));
+  if (sampler.time_source == TimeSource::kNone) {
+    return invalid("time_source must be \"edge\" or \"node\" with target_times, got none");
   }
   if (!unpack(request.target_times(), target_times) || target_times.size() != num_targets) {
     return invalid(
@@ -141,10 +132,7 @@ grpc::Status parse_hop_times(const rpc::HopRequest& request, int64_t part, size_
                     "each)",
                     request.target_times().size(), num_targets));
   }
-  if (request.weighted()) return invalid("temporal sampling is not weighted");
-  sampler.time_source = source == "edge" ? TimeSource::kEdge : TimeSource::kNode;
-  sampler.temporal_strategy =
-      strategy == "last" ? TemporalStrategy::kLast : TemporalStrategy::kUniform;
+  if (sampler.weighted) return invalid("temporal sampling is not weighted");
   return grpc::Status::OK;
 }
 
@@ -154,9 +142,9 @@ grpc::Status temporal_hop(const Partition& partition, const rpc::HopRequest& req
   if (auto status = parse_hop_times(request, partition.part, num_targets, sampler, target_times);
       !status.ok())
     return status;
-  const std::string& source = request.time_source();
+  const bool by_edge = sampler.time_source == TimeSource::kEdge;
+  const char* source = by_edge ? "edge" : "node";
   const Csr& graph = partition.data.graph;
-  const bool by_edge = source == "edge";
   if (by_edge ? !graph.has_edge_time() : !partition.node_time.has_value()) {
     return grpc::Status(
         grpc::StatusCode::FAILED_PRECONDITION,

@@ -77,9 +77,7 @@ LoaderOptions epoch_loader_options(const rpc::EpochRequest& request, int default
       request.concurrency() > 0 ? request.concurrency() : default_concurrency;
   VOLLEY_REQUIRE(loader_options.num_threads >= 0 && loader_options.num_threads <= 256, ValueError,
                  "concurrency must be in [0, 256], got {}", loader_options.num_threads);
-  loader_options.sampler.fanouts.assign(request.fanouts().begin(), request.fanouts().end());
-  loader_options.sampler.replace = request.replace();
-  loader_options.sampler.weighted = request.weighted();
+  loader_options.sampler = internal::options_from_wire(request.sampler());
   if (request.features()) loader_options.feature_dtype = dtype_from_name(request.feature_dtype());
   internal::apply_epoch_times(request, loader_options);
   return loader_options;

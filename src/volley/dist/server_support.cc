@@ -63,19 +63,10 @@ void check_limits(const ServerLimits& limits) {
 
 // `batch` (of an epoch of `num_batches`) as a stream message.
 void apply_epoch_times(const rpc::EpochRequest& request, LoaderOptions& options) {
-  NeighborSamplerOptions& sampler = options.sampler;
-  sampler.disjoint = request.disjoint();
-  const std::string& source = request.time_source();
-  if (source.empty()) {
+  if (options.sampler.time_source == TimeSource::kNone) {
     VOLLEY_REQUIRE(request.input_time().empty(), ValueError,
                    "input_time was given, but no time_source (\"edge\" or \"node\")");
     return;
-  }
-  VOLLEY_REQUIRE(source == "edge" || source == "node", ValueError,
-                 "time_source must be \"edge\" or \"node\", got {}", quoted(source, 32));
-  sampler.time_source = source == "edge" ? TimeSource::kEdge : TimeSource::kNode;
-  if (!request.temporal_strategy().empty()) {
-    sampler.temporal_strategy = temporal_strategy_from_name(request.temporal_strategy());
   }
   std::vector<int64_t> times;
   VOLLEY_REQUIRE(unpack(request.input_time(), times), ValueError,

@@ -264,8 +264,8 @@ SampledSubgraph NeighborSampler::sample_cuda(std::span<const int64_t> seeds,
   }
   sampling_internal::BackendResult result;
   backend_->sample(view, seeds,
-                   {options_.fanouts, options_.replace, options_.seed, temporal, seed_times,
-                    options_.temporal_strategy == TemporalStrategy::kLast},
+                   {options_.fanouts, sampling_internal::pick_rule_of(options_), options_.seed,
+                    temporal, seed_times, options_.temporal_strategy == TemporalStrategy::kLast},
                    batch_index, stream, result);
   auto array = [](const Buffer& buffer, int64_t count) {
     return Array(buffer.slice(0, static_cast<size_t>(count) * sizeof(int64_t)), DType::kInt64,

@@ -111,7 +111,8 @@ HeteroSampledSubgraph HeteroNeighborSampler::sample_cuda(const std::vector<Heter
     std::lock_guard lock(*mutex_);  // one workspace per sampler
     if (!backend_) backend_ = sampling_internal::make_hetero_sampler_backend(cuda_graph_.device());
     backend_->sample(device_view(cuda_graph_, options_.weighted), by_type,
-                     {fanouts_, stream_seeds, options_.replace}, batch_index, stream, result);
+                     {fanouts_, stream_seeds, sampling_internal::pick_rule_of(options_)},
+                     batch_index, stream, result);
   }
   HeteroSampledSubgraph out;
   out.nodes = std::move(result.nodes);

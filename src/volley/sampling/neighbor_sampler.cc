@@ -328,4 +328,13 @@ void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> t
                       borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
 }
 
+namespace sampling_internal {
+
+PickRule pick_rule_of(const NeighborSamplerOptions& options) {
+  PickRule rule;
+  rule.replace = options.replace;
+  return rule;
+}
+
+}  // namespace sampling_internal
 }  // namespace volley

@@ -227,7 +227,7 @@ TEST_F(DistHeteroTemporalTest, BadTimesAreNamed) {
   const std::vector<int64_t> target{
       served_->servers[0]->hetero_partition()->book("paper").begin(0)};
   request.set_targets(std::string(reinterpret_cast<const char*>(target.data()), 8));
-  request.set_time_source("node");
+  request.mutable_sampler()->set_time_source("node");
   request.set_target_times(std::string(12, '\0'));
   rpc::HopReply reply;
   grpc::ClientContext context;

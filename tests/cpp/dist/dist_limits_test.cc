@@ -62,7 +62,7 @@ class DistLimitsTest : public ::testing::Test {
     request.set_fingerprint(served_->servers[0]->fingerprint());
     request.set_targets(packed(targets));
     request.set_fanout(fanout);
-    request.set_replace(replace);
+    request.mutable_sampler()->set_replace(replace);
     return request;
   }
   rpc::RowsRequest rows(std::vector<int64_t> ids) const {

@@ -60,7 +60,7 @@ class DistProtocolTest : public ::testing::Test {
     request.set_targets(packed({begin_, begin_ + 1, end_ - 1}));
     request.set_hop(0);
     request.set_fanout(5);
-    request.set_seed(1);
+    request.mutable_sampler()->set_seed(1);
     request.set_batch(2);
     return request;
   }
@@ -135,7 +135,7 @@ TEST_F(DistProtocolTest, TemporalHopsAreCheckedPrecisely) {
   EXPECT_FALSE(info.has_edge_time());  // Cora has no times
   EXPECT_FALSE(info.has_node_time());
   rpc::HopRequest request = good_hop();  // three targets
-  request.set_time_source("edge");
+  request.mutable_sampler()->set_time_source("edge");
   request.set_target_times(packed({1, 2, 3}));
   grpc::Status status = hop(request);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
@@ -147,14 +147,14 @@ TEST_F(DistProtocolTest, TemporalHopsAreCheckedPrecisely) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(status.error_message(),
             "part 0: target_times holds 16 bytes, but there are 3 targets (8 bytes each)");
-  request.set_time_source("wall-clock");
+  request.mutable_sampler()->set_time_source("wall-clock");
   status = hop(request);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("time_source must be \"edge\" or \"node\""));
   EXPECT_THAT(status.error_message(), HasSubstr("wall-clock"));
-  request.set_time_source("node");
+  request.mutable_sampler()->set_time_source("node");
   request.set_target_times(packed({1, 2, 3}));
-  request.set_temporal_strategy("newest");
+  request.mutable_sampler()->set_temporal_strategy("newest");
   status = hop(request);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("newest"));
@@ -205,7 +205,7 @@ TEST_F(DistProtocolTest, BadFanoutsAndHopsAreInvalidArguments) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("300"));
   request = good_hop();
-  request.set_weighted(true);  // Cora has no weights
+  request.mutable_sampler()->set_weighted(true);  // Cora has no weights
   EXPECT_EQ(hop(request).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   // A huge fanout is legal: it takes every neighbor.
   request = good_hop();
@@ -263,7 +263,7 @@ TEST_F(DistProtocolTest, EpochsWithoutPeersAreRefused) {
   request.set_protocol(dist::kProtocolVersion);
   request.set_fingerprint(served_->servers[0]->fingerprint());
   request.set_batch_size(16);
-  request.add_fanouts(5);
+  request.mutable_sampler()->add_fanouts(5);
   auto call_context = context();
   auto reader = stub_->SampleEpoch(call_context.get(), request);
   rpc::BatchMessage message;

@@ -51,16 +51,16 @@ void answer_degrees(const Csr& graph, int64_t first, std::span<const int64_t> id
 // INVALID_ARGUMENT naming the edge type when a SampleHop to a homogeneous partition names one.
 grpc::Status untyped_hop(const std::string& edge_type, int64_t part);
 
-// The time options of a temporal SampleHop (time_source or target_times set, either partition
-// kind): `sampler`'s time_source and temporal_strategy, and `target_times` (the caller's buffer,
-// unpacked). INVALID_ARGUMENT naming the part and value for an unknown time_source or strategy,
+// The times of a temporal SampleHop (time_source or target_times set, either partition kind;
+// `sampler` read from the request by options_from_wire): `target_times` (the caller's buffer,
+// unpacked). INVALID_ARGUMENT naming the part and value for target_times without a time_source,
 // target_times not one int64 per target, or `weighted`.
 grpc::Status parse_hop_times(const rpc::HopRequest& request, int64_t part, size_t num_targets,
                              NeighborSamplerOptions& sampler, std::vector<int64_t>& target_times);
 
-// A temporal SampleHop (time_source or target_times set): fills `sampler`'s time options and
-// `times` (target_times: the caller's buffer, unpacked) for `partition`. INVALID_ARGUMENT for an
-// unknown time_source or strategy, target_times not one int64 per target, or `weighted`;
+// A temporal SampleHop (time_source or target_times set): `times` (target_times: the caller's
+// buffer, unpacked) for `partition`, as `sampler` (read from the request) asks.
+// INVALID_ARGUMENT as parse_hop_times;
 // FAILED_PRECONDITION when the partition lacks the times asked for, or "last" meets rows not
 // sorted by them. Messages name the part and the offending value.
 grpc::Status temporal_hop(const Partition& partition, const rpc::HopRequest& request,

@@ -50,10 +50,9 @@ class Subset final : public BatchSource {
   bool labels_;
 };
 
-// A SampleEpoch request's disjoint and temporal options into `options` (sampler.disjoint,
-// time_source, temporal_strategy, input_time). ValueError naming an unknown time_source or
-// strategy, input_time not whole int64s, or input_time without a time_source (the loader then
-// checks input_time against the input nodes).
+// A SampleEpoch request's input times into `options` (options.sampler already read from the
+// request, options_from_wire). ValueError for input_time not whole int64s, or input_time without
+// a time_source (the loader then checks input_time against the input nodes).
 void apply_epoch_times(const rpc::EpochRequest& request, LoaderOptions& options);
 
 // ValueError for limits out of their ranges (a reply must stay far below protobuf's 2 GiB).

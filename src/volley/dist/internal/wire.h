@@ -1,7 +1,8 @@
 // volley/dist/internal/wire.h — what the client and the server share about the wire (internal).
 //
-// Packed id lists (little-endian int64 in protobuf `bytes`), the mapping between Volley's error
-// kinds and gRPC status codes, and the channel / call settings both sides agree on.
+// Packed id lists (little-endian int64 in protobuf `bytes`), the sampling options as a message,
+// the mapping between Volley's error kinds and gRPC status codes, and the channel / call settings
+// both sides agree on.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -18,6 +19,8 @@
 #include <fmt/format.h>
 
 #include "volley/core/error.h"
+#include "volley/dist/volley.pb.h"
+#include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::dist::internal {
 
@@ -96,6 +99,57 @@ inline constexpr const char* kPeerFailure = "is serving, but its peer failed:";
 inline std::string quoted(std::string_view text, size_t limit = 80) {
   if (text.size() <= limit) return std::string(text);
   return fmt::format("{}... ({} bytes)", text.substr(0, limit), text.size());
+}
+
+// The sampling options on the wire: every request that samples carries them as one
+// SamplerOptions (volley.proto), written here and read below, so that a new option is one field
+// there and one line in each of these. `with_fanouts` false: a hop request, which carries its
+// one fanout itself.
+inline void options_to_wire(const NeighborSamplerOptions& options, rpc::SamplerOptions* out,
+                            bool with_fanouts = true) {
+  if (with_fanouts) {
+    for (const int64_t fanout : options.fanouts) out->add_fanouts(fanout);
+    for (const auto& [type, list] : options.fanouts_by_type) {
+      rpc::EdgeTypeFanouts* entry = out->add_fanouts_by_type();
+      entry->set_edge_type(type.name());
+      for (const int64_t fanout : list) entry->add_fanouts(fanout);
+    }
+  }
+  out->set_replace(options.replace);
+  out->set_weighted(options.weighted);
+  out->set_seed(options.seed);
+  out->set_disjoint(options.disjoint);
+  if (options.time_source != TimeSource::kNone) {
+    out->set_time_source(options.time_source == TimeSource::kEdge ? "edge" : "node");
+    out->set_temporal_strategy(temporal_strategy_name(options.temporal_strategy));
+  }
+}
+
+// The options a request's SamplerOptions give. ValueError naming the value for a time_source
+// other than "edge" / "node" (or none), a temporal_strategy other than "uniform" / "last" (or
+// none), or an edge type name that is not "src__relation__dst". The samplers check the rest.
+inline NeighborSamplerOptions options_from_wire(const rpc::SamplerOptions& wire) {
+  NeighborSamplerOptions options;
+  options.fanouts.assign(wire.fanouts().begin(), wire.fanouts().end());
+  for (const rpc::EdgeTypeFanouts& entry : wire.fanouts_by_type()) {
+    options.fanouts_by_type.emplace_back(
+        EdgeType::from_name(entry.edge_type()),
+        std::vector<int64_t>(entry.fanouts().begin(), entry.fanouts().end()));
+  }
+  options.replace = wire.replace();
+  options.weighted = wire.weighted();
+  options.seed = wire.seed();
+  options.disjoint = wire.disjoint();
+  const std::string& source = wire.time_source();
+  VOLLEY_REQUIRE(source.empty() || source == "edge" || source == "node", ValueError,
+                 "time_source must be \"edge\" or \"node\", got {}", quoted(source, 32));
+  if (!source.empty())
+    options.time_source = source == "edge" ? TimeSource::kEdge : TimeSource::kNode;
+  const std::string& strategy = wire.temporal_strategy();
+  VOLLEY_REQUIRE(strategy.empty() || strategy == "uniform" || strategy == "last", ValueError,
+                 "temporal_strategy must be \"uniform\" or \"last\", got {}", quoted(strategy, 32));
+  if (strategy == "last") options.temporal_strategy = TemporalStrategy::kLast;
+  return options;
 }
 
 // Room left in a message limit for everything but the packed ids or rows (framing, the other

@@ -46,8 +46,11 @@ class HeteroSamplerBackend final : public CudaHeteroSamplerBackend {
       for (auto& list : nodes_) list->levels.next_level();
       for (auto& edges : edges_) edges->levels.next_level();
       for (size_t e = 0; e < edges_.size(); ++e) {
-        const PickRule rule{options.fanouts[e][hop], options.replace, options.stream_seeds[e],
-                            static_cast<int>(hop), batch_index};
+        PickRule rule = options.rule;
+        rule.fanout = options.fanouts[e][hop];
+        rule.seed = options.stream_seeds[e];
+        rule.hop = static_cast<int>(hop);
+        rule.batch = batch_index;
         // Made here, not before the hop: an earlier edge type may have grown this list.
         const Frontier frontier = frontier_of(*nodes_[static_cast<size_t>(graph.dst_type[e])]);
         expand(graph, e, frontier, rule);

@@ -86,8 +86,11 @@ class SamplerBackend final : public CudaSamplerBackend {
     tally_.upload();
     nodes_.start(executor_);
     for (size_t hop = 0; hop < hops; ++hop) {
-      const PickRule rule{options.fanouts[hop], options.replace, options.seed,
-                          static_cast<int>(hop), batch_index};
+      PickRule rule = options.rule;
+      rule.fanout = options.fanouts[hop];
+      rule.seed = options.seed;
+      rule.hop = static_cast<int>(hop);
+      rule.batch = batch_index;
       nodes_.levels.next_level();
       edges_.levels.next_level();
       steps_.expand(graph, frontier_of(nodes_), nodes_, edges_, rule, tree_size, time);

@@ -20,8 +20,19 @@
 
 #include "volley/core/buffer.h"
 #include "volley/core/internal/host_executor.h"
+#include "volley/sampling/internal/pick.h"
+
+namespace volley {
+struct NeighborSamplerOptions;  // neighbor_sampler.h (not for nvcc: it includes fmt)
+}
 
 namespace volley::sampling_internal {
+
+// The part of the pick rule that the options decide, the same at every hop (replacement, and
+// any new rule's settings); a driver adds each hop's fanout, stream seed, hop and batch. Defined
+// beside the options' checks (neighbor_sampler.cc), so a new pick rule's option reaches both GPU
+// drivers without touching them.
+PickRule pick_rule_of(const NeighborSamplerOptions& options);
 
 // A placed graph as the kernels read it (device or pinned pointers).
 struct DeviceGraphView {
@@ -38,7 +49,7 @@ struct DeviceGraphView {
 
 struct BackendOptions {
   std::span<const int64_t> fanouts;
-  bool replace = false;
+  PickRule rule;  // pick_rule_of(options)
   uint64_t seed = 0;
   bool disjoint = false;  // each seed a tree of its own (keys root * num_nodes + node)
   // Temporal sampling (implies disjoint): one host time per seed, and the strategy.
@@ -89,7 +100,7 @@ struct HeteroDeviceView {
 struct HeteroBackendOptions {
   std::span<const std::vector<int64_t>> fanouts;  // per edge type, one per hop (same length)
   std::span<const uint64_t> stream_seeds;         // per edge type: edge_type_stream_seed
-  bool replace = false;
+  PickRule rule;                                  // pick_rule_of(options)
 };
 
 // One batch in host memory, laid out as HeteroSampledSubgraph (hetero_sampler.h) without

@@ -141,7 +141,8 @@ int64_t compare_with_cpu(const Csr& graph, const std::vector<std::vector<int64_t
           const SampledSubgraph expected = sample_neighbors(graph, seeds, options, batch);
           BackendResult result;
           backend->sample(placed.view(options.weighted), seeds,
-                          {options.fanouts, options.replace, options.seed}, batch, nullptr, result);
+                          {options.fanouts, sampling_internal::pick_rule_of(options), options.seed},
+                          batch, nullptr, result);
           expect_same_subgraph(
               expected, to_subgraph(result, static_cast<int64_t>(seeds.size())),
               fmt::format("{} {} fanouts [{}] replace {} weighted {} batch {}", name,
@@ -206,8 +207,8 @@ TEST(CudaSamplerGpuHost, TemporalEqualsTheCpuSampler) {
                                            ? sample_neighbors(graph, seeds, options, 2)
                                            : sample_neighbors(graph, seeds, times, options, 2);
       BackendResult result;
-      sampling_internal::BackendOptions backend_options{options.fanouts, options.replace,
-                                                        options.seed, true};
+      sampling_internal::BackendOptions backend_options{
+          options.fanouts, sampling_internal::pick_rule_of(options), options.seed, true};
       if (source != TimeSource::kNone) {
         backend_options.seed_times = times;
         backend_options.last = options.temporal_strategy == TemporalStrategy::kLast;
@@ -340,11 +341,11 @@ TEST(CudaSamplerGpuHost, HeldResultsSurviveLaterBatches) {
   std::mt19937_64 rng(2);
   const auto first_seeds = random_seeds(2000, 200, rng);
   BackendResult first;
-  backend->sample(placed.view(false), first_seeds, {options.fanouts, false, 1}, 0, nullptr, first);
+  backend->sample(placed.view(false), first_seeds, {options.fanouts, {}, 1}, 0, nullptr, first);
   const SampledSubgraph first_copy = vectors_of(to_subgraph(first, 200)).finish();  // a copy
   for (uint64_t batch = 1; batch < 5; ++batch) {
     BackendResult later;
-    backend->sample(placed.view(false), random_seeds(2000, 300, rng), {options.fanouts, false, 1},
+    backend->sample(placed.view(false), random_seeds(2000, 300, rng), {options.fanouts, {}, 1},
                     batch, nullptr, later);
   }
   expect_same_subgraph(first_copy, to_subgraph(first, 200), "held batch");
@@ -366,9 +367,9 @@ TEST(CudaSamplerGpuHost, BoundedHopsWaitOncePerBatch) {
   auto waits_of = [&](const std::vector<int64_t>& fanouts, bool disjoint) {
     const auto seeds = random_seeds(3000, 256, rng);
     BackendResult result;
-    backend.sample(view, seeds, {fanouts, false, 3, disjoint}, 0, nullptr, result);
+    backend.sample(view, seeds, {fanouts, {}, 3, disjoint}, 0, nullptr, result);
     const int64_t before = backend.executor().waits();
-    backend.sample(view, seeds, {fanouts, false, 3, disjoint}, 0, nullptr, result);
+    backend.sample(view, seeds, {fanouts, {}, 3, disjoint}, 0, nullptr, result);
     EXPECT_EQ(result.num_nodes,
               std::accumulate(result.nodes_per_hop.begin(), result.nodes_per_hop.end(), 0));
     return backend.executor().waits() - before;
