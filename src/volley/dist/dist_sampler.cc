@@ -1,293 +1,387 @@
-// DistGraph::sample: one batch sampled across partitions (see client.h). Per hop: the frontier
-// is split by owner, remote parts get one SampleHop call each (all in flight at once) while the
-// local part is sampled in-process, the replies are checked, and the picks are merged in frontier
-// order through the same SubgraphBuilder as the CPU sampler, so the result equals
-// sample_neighbors on the whole renumbered graph. Disjoint and temporal sampling run the same
-// way over tree-qualified keys (root * num_nodes + node; the CPU kernel's TypedDisjointBuilder
-// gives the same local ids): a target goes out as its node with its tree's seed time, its picks
-// come back as nodes and get the tree's key.
+// The distributed sampler of both clients (internal/service_view.h) and DistGraph::sample, its
+// one-type case (client.h). Per hop, every edge type's frontier is split by owner, remote parts
+// get SampleHop calls (every edge type's and part's in flight at once) while the local part is
+// sampled in-process, the replies are checked, and the picks are merged edge type by edge type
+// in frontier order through the CPU sampler's TypedSubgraphBuilder, so the result equals the
+// local sampler's on the whole renumbered graph. Disjoint and temporal sampling run the same way
+// over tree-qualified keys (tree × the type's node count + node; the CPU kernel's
+// TypedDisjointBuilder gives the same local ids): a target goes out as its node with its tree's
+// seed time, its picks come back as nodes and get the tree's key.
+#include <algorithm>
 #include <cstdint>
+#include <exception>
+#include <latch>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "volley/dist/client.h"
-#include "volley/dist/internal/client_calls.h"
 #include "volley/dist/internal/id_map.h"
-#include "volley/sampling/subgraph_builder.h"
+#include "volley/dist/internal/service_view.h"
+#include "volley/dist/internal/wire.h"
 
 namespace volley::dist {
+namespace internal {
 namespace {
 
-using internal::pack;
-using internal::unpack;
-using HopCall = internal::Call<rpc::HopRequest, rpc::HopReply>;
-using Builder = TypedSubgraphBuilder<internal::IdMap>;
+using HopCall = Call<rpc::HopRequest, rpc::HopReply>;
+using Builder = TypedSubgraphBuilder<IdMap>;
 
-// Per worker thread: the merge's global → local map (sized to the batch, not the graph), the
-// frontier split by owner, and each part's picks for one hop.
-struct MergeScratch {
-  internal::IdMap map;
-  TypedLists lists;                           // the builder's view of the batch
-  std::vector<int64_t> neighbors;             // the builder's: one hop's picks, frontier order
-  std::vector<int32_t> owner;                 // per frontier node
-  std::vector<int64_t> base;                  // per frontier node: its tree's key offset
-  std::vector<std::vector<int64_t>> targets;  // per part: global ids to expand
-  std::vector<std::vector<int64_t>> times;    // per part: their trees' seed times (temporal)
-  std::vector<HopSample> picks;               // per part: its answer for this hop
-  HopSample answer;                           // one call's answer
-  SamplerScratch local;
+// Per worker thread: the merge's global → local maps (sized to the batch, not the graph) and one
+// hop's frontiers split by owner, per edge type.
+struct HopScratch {
+  std::vector<IdMap> maps;                 // per node type
+  std::vector<int64_t> neighbors;          // the builder's: one edge type's picks
+  std::vector<std::vector<int64_t>> keys;  // disjoint: per seed group, its tree-qualified keys
+  // Per edge type: each frontier node's owner and tree; per edge type and part: the targets
+  // (nodes), their trees' seed times (temporal) and the part's answer.
+  std::vector<std::vector<int32_t>> owner;
+  std::vector<std::vector<int64_t>> tree;
+  std::vector<std::vector<std::vector<int64_t>>> targets, times;
+  std::vector<std::vector<HopSample>> picks;
 
-  // Ready for a new batch over `parts` partitions.
-  void reset(size_t parts) {
-    map.clear();
-    targets.resize(parts);
-    times.resize(parts);
-    picks.resize(parts);
+  // Ready for a batch (the lists keep their capacity from batch to batch).
+  void reset(size_t node_types, size_t edge_types, size_t parts) {
+    maps.resize(node_types);
+    for (IdMap& map : maps) map.clear();
+    owner.resize(edge_types);
+    tree.resize(edge_types);
+    for (auto* lists : {&targets, &times}) {
+      lists->resize(edge_types);
+      for (auto& per_part : *lists) per_part.resize(parts);
+    }
+    picks.resize(edge_types);
+    for (auto& per_part : picks) per_part.resize(parts);
   }
 };
 
-// What one hop asks of every part.
-struct Hop {
-  int index;
-  int64_t fanout;
+// One batch's hops.
+struct Across {
+  const ServiceView& service;
   const NeighborSamplerOptions& options;
   uint64_t batch_index;
-  int64_t tree_size = 0;                // disjoint: keys are root * tree_size + node
-  std::span<const int64_t> seed_times;  // temporal: per root
-  bool temporal() const { return options.time_source != TimeSource::kNone; }
-};
+  std::span<const int64_t> tree_times;
+  HopScratch& s;
+  bool disjoint = false;
+  bool temporal = false;
 
-// Splits the frontier (keys) by owner into scratch.targets (nodes, in frontier order),
-// scratch.times (temporal), scratch.owner and scratch.base.
-void split_frontier(const PartitionBook& book, std::span<const int64_t> frontier, const Hop& hop,
-                    MergeScratch& scratch) {
-  for (auto& list : scratch.targets) list.clear();
-  for (auto& list : scratch.times) list.clear();
-  scratch.owner.resize(frontier.size());
-  scratch.base.resize(frontier.size());
-  for (size_t i = 0; i < frontier.size(); ++i) {
-    const int64_t root = hop.tree_size > 0 ? frontier[i] / hop.tree_size : 0;
-    const int64_t node = frontier[i] - root * hop.tree_size;
-    const auto owner = static_cast<int32_t>(book.owner_of(node));
-    scratch.owner[i] = owner;
-    scratch.base[i] = frontier[i] - node;
-    scratch.targets[static_cast<size_t>(owner)].push_back(node);
-    if (hop.temporal()) {
-      scratch.times[static_cast<size_t>(owner)].push_back(
-          hop.seed_times[static_cast<size_t>(root)]);
+  // Keys of node type t are tree * tree_size(t) + node when disjoint.
+  int64_t tree_size(int type) const {
+    return disjoint ? service.books[static_cast<size_t>(type)]->num_nodes() : 0;
+  }
+
+  // Edge type e's frontier (keys of its destination type) split by owner.
+  void split(size_t e, std::span<const int64_t> frontier) {
+    const ServiceView::Edges& ends = service.edges[e];
+    const PartitionBook& book = *service.books[static_cast<size_t>(ends.dst)];
+    const int64_t n = tree_size(ends.dst);
+    for (auto& list : s.targets[e]) list.clear();
+    for (auto& list : s.times[e]) list.clear();
+    for (HopSample& answer : s.picks[e]) {
+      answer.counts.clear();
+      answer.neighbors.clear();
+      answer.edge_ids.clear();
+    }
+    s.owner[e].resize(frontier.size());
+    s.tree[e].resize(frontier.size());
+    for (size_t i = 0; i < frontier.size(); ++i) {
+      const int64_t tree = n > 0 ? frontier[i] / n : 0;
+      const int64_t node = frontier[i] - tree * n;
+      const auto part = static_cast<size_t>(book.owner_of(node));
+      s.owner[e][i] = static_cast<int32_t>(part);
+      s.tree[e][i] = tree;
+      s.targets[e][part].push_back(node);
+      if (temporal) s.times[e][part].push_back(tree_times[static_cast<size_t>(tree)]);
     }
   }
-}
 
-// Starts the asynchronous SampleHop call of `piece`; it counts `done` down when it ends.
-void send_hop(const DistGraph::State& state, const internal::Piece& piece, const Hop& hop,
-              const MergeScratch& scratch, std::unique_ptr<HopCall>& call, std::latch& done) {
-  const auto pi = static_cast<size_t>(piece.part);
-  call = std::make_unique<HopCall>();
-  internal::prepare(call->context, state.options, state.options.deadline_seconds);
-  rpc::HopRequest& request = call->request;
-  request.set_protocol(kProtocolVersion);
-  request.set_fingerprint(state.info.fingerprint);
-  pack(std::span<const int64_t>(scratch.targets[pi]).subspan(piece.begin, piece.end - piece.begin),
-       request.mutable_targets());
-  request.set_hop(static_cast<uint32_t>(hop.index));
-  request.set_fanout(hop.fanout);
-  internal::options_to_wire(hop.options, request.mutable_sampler(), /*with_fanouts=*/false);
-  request.set_batch(hop.batch_index);
-  if (hop.temporal()) {
-    pack(std::span<const int64_t>(scratch.times[pi]).subspan(piece.begin, piece.end - piece.begin),
-         request.mutable_target_times());
+  // Targets per call to part p for edge type e: its answers (a count and the picks a target) and
+  // the request (an id, and a time when temporal) under the part's limits.
+  int64_t targets_per_call(size_t p, size_t e, int64_t fanout) const {
+    PartLimits limits = service.limits[p];
+    const int64_t cap = limits.max_reply_bytes;  // more than one reply holds: one target a call
+    const int64_t longest = service.max_degree(p, e);
+    const int64_t degree = longest < 0 ? cap : longest;
+    int64_t picks = degree;
+    if (fanout != -1 && (options.replace || fanout < degree)) picks = fanout;
+    if (temporal) limits.max_ids = std::max<int64_t>(1, limits.max_ids / 2);
+    return internal::targets_per_call(limits, 4 + 16 * std::min(picks, cap / 16),
+                                      temporal ? 16 : 8);
   }
-  state.stubs[pi]->async()->SampleHop(&call->context, &call->request, &call->reply,
-                                      internal::record_status(*call, done));
-}
 
-// The most bytes one target's SampleHop answer may take at part p (its count and its picks).
-int64_t hop_bytes_per_target(const DistGraph::State& state, int64_t p, const Hop& hop) {
-  const internal::PartLimits& limits = state.limits[static_cast<size_t>(p)];
-  const int64_t cap = limits.max_reply_bytes;  // more than one reply holds: one target a call
-  const int64_t degree = limits.max_degree < 0 ? cap : limits.max_degree;
-  int64_t picks = degree;
-  if (hop.fanout != -1 && (hop.options.replace || hop.fanout < degree)) picks = hop.fanout;
-  return 4 + 16 * std::min(picks, cap / 16);
-}
-
-// The reply of `piece` appended to scratch.picks[part]: the call's own error, or RuntimeError
-// naming the part for a malformed reply (counts that do not match the targets or the neighbors).
-void receive_hop(const DistGraph::State& state, const internal::Piece& piece, const HopCall& call,
-                 MergeScratch& scratch) {
-  const auto pi = static_cast<size_t>(piece.part);
-  if (!call.status.ok()) state.fail_call(call.status, piece.part, "SampleHop");
-  HopSample& answer = scratch.answer;
-  const size_t targets = piece.end - piece.begin;
-  const bool well_formed = unpack(call.reply.counts(), answer.counts) &&
-                           unpack(call.reply.neighbors(), answer.neighbors) &&
-                           unpack(call.reply.edge_ids(), answer.edge_ids) &&
-                           answer.counts.size() == targets &&
-                           answer.neighbors.size() == answer.edge_ids.size();
-  int64_t total = 0;
-  if (well_formed) {
-    for (int32_t c : answer.counts) total += c < 0 ? INT64_MIN / 2 : c;
-  }
-  VOLLEY_REQUIRE(well_formed && total == static_cast<int64_t>(answer.neighbors.size()),
-                 RuntimeError,
-                 "part {} at {}: malformed SampleHop reply ({} counts for {} targets, {} "
-                 "neighbors, {} edge ids)",
-                 piece.part, state.addresses[pi], answer.counts.size(), targets,
-                 answer.neighbors.size(), answer.edge_ids.size());
-  HopSample& picks = scratch.picks[pi];
-  picks.counts.insert(picks.counts.end(), answer.counts.begin(), answer.counts.end());
-  picks.neighbors.insert(picks.neighbors.end(), answer.neighbors.begin(), answer.neighbors.end());
-  picks.edge_ids.insert(picks.edge_ids.end(), answer.edge_ids.begin(), answer.edge_ids.end());
-}
-
-// RuntimeError naming the part when a remote reply names a node outside the graph (the local
-// part's picks come from a loaded graph and are not re-checked).
-void check_reply_ids(const DistGraph::State& state, const MergeScratch& scratch) {
-  const int64_t num_nodes = state.info.book.num_nodes();
-  for (int64_t p = 0; p < state.num_parts(); ++p) {
-    const auto pi = static_cast<size_t>(p);
-    if (p == state.local_part || scratch.targets[pi].empty()) continue;
-    for (const int64_t neighbor : scratch.picks[pi].neighbors) {
-      VOLLEY_REQUIRE(neighbor >= 0 && neighbor < num_nodes, RuntimeError,
-                     "part {} at {}: SampleHop returned node {} outside [0, {})", p,
-                     state.addresses[pi], neighbor, num_nodes);
+  // Starts the SampleHop call of edge type e's targets [begin, end) at part p.
+  void send(size_t e, size_t p, size_t begin, size_t end, int hop, HopCall& call,
+            std::latch& done) const {
+    prepare(call.context, service.options, service.options.deadline_seconds);
+    rpc::HopRequest& request = call.request;
+    request.set_protocol(kProtocolVersion);
+    request.set_fingerprint(service.fingerprint);
+    request.set_edge_type(service.edges[e].name);
+    pack(std::span<const int64_t>(s.targets[e][p]).subspan(begin, end - begin),
+         request.mutable_targets());
+    request.set_hop(static_cast<uint32_t>(hop));
+    request.set_fanout(fanout_of(e, hop));
+    options_to_wire(options, request.mutable_sampler(), /*with_fanouts=*/false);
+    request.set_batch(batch_index);
+    if (temporal) {
+      pack(std::span<const int64_t>(s.times[e][p]).subspan(begin, end - begin),
+           request.mutable_target_times());
     }
+    service.stubs[p]->async()->SampleHop(&call.context, &call.request, &call.reply,
+                                         record_status(call, done));
   }
-}
 
-// Appends every frontier node's picks to the builder in frontier order: exactly the
-// single-machine sampler's order (each part's picks are grouped by target in its target order).
-void merge_hop(const MergeScratch& scratch, size_t frontier_begin, Builder& builder) {
-  const size_t parts = scratch.picks.size();
-  std::vector<size_t> next_target(parts, 0);
-  std::vector<size_t> next_neighbor(parts, 0);
-  for (size_t i = 0; i < scratch.owner.size(); ++i) {
-    const auto p = static_cast<size_t>(scratch.owner[i]);
-    const HopSample& picks = scratch.picks[p];
-    const auto count = static_cast<size_t>(picks.counts[next_target[p]++]);
-    const int64_t base = scratch.base[i];
-    if (base == 0) {
-      builder.add_edges(frontier_begin + i, picks.neighbors.data() + next_neighbor[p],
-                        picks.edge_ids.data() + next_neighbor[p], count);
-    } else {
-      for (size_t j = next_neighbor[p]; j < next_neighbor[p] + count; ++j) {
-        builder.add_edge(frontier_begin + i, base + picks.neighbors[j], picks.edge_ids[j]);
+  // A call's answer appended to the part's picks: the call's error, or RuntimeError naming the
+  // part for a malformed one (counts that do not match the targets, the neighbors, or their
+  // type's range).
+  void receive(size_t e, size_t p, size_t asked, const HopCall& call) {
+    if (!call.status.ok()) service.fail_call(call.status, static_cast<int64_t>(p), "SampleHop");
+    HopSample answer;
+    const bool well_formed = unpack(call.reply.counts(), answer.counts) &&
+                             unpack(call.reply.neighbors(), answer.neighbors) &&
+                             unpack(call.reply.edge_ids(), answer.edge_ids) &&
+                             answer.counts.size() == asked &&
+                             answer.neighbors.size() == answer.edge_ids.size();
+    int64_t total = 0;
+    if (well_formed) {
+      for (const int32_t c : answer.counts) total += c < 0 ? INT64_MIN / 2 : c;
+    }
+    const std::string& name = service.edges[e].name;
+    VOLLEY_REQUIRE(well_formed && total == static_cast<int64_t>(answer.neighbors.size()),
+                   RuntimeError,
+                   "part {} at {}: malformed SampleHop reply{}{} ({} counts for {} targets, {} "
+                   "neighbors, {} edge ids)",
+                   p, service.addresses[p], name.empty() ? "" : " for edge type ", name,
+                   answer.counts.size(), asked, answer.neighbors.size(), answer.edge_ids.size());
+    const int64_t n = service.books[static_cast<size_t>(service.edges[e].src)]->num_nodes();
+    for (const int64_t neighbor : answer.neighbors) {
+      VOLLEY_REQUIRE(neighbor >= 0 && neighbor < n, RuntimeError,
+                     "part {} at {}: SampleHop{}{} returned node {} outside [0, {})", p,
+                     service.addresses[p], name.empty() ? "" : " of edge type ", name, neighbor, n);
+    }
+    HopSample& into = s.picks[e][p];
+    into.counts.insert(into.counts.end(), answer.counts.begin(), answer.counts.end());
+    into.neighbors.insert(into.neighbors.end(), answer.neighbors.begin(), answer.neighbors.end());
+    into.edge_ids.insert(into.edge_ids.end(), answer.edge_ids.begin(), answer.edge_ids.end());
+  }
+
+  int64_t fanout_of(size_t e, int hop) const { return (*fanouts)[e][static_cast<size_t>(hop)]; }
+  const std::vector<std::vector<int64_t>>* fanouts = nullptr;
+
+  // Every active edge type's calls of hop `hop`, in waves of max(8, busy (type, part) pairs)
+  // calls, the local part sampled while the first wave is in flight (its error rethrown after
+  // the wave: the calls reference this frame).
+  void call_all(int hop, const std::vector<bool>& active) {
+    struct Piece {
+      size_t e, p, begin, end;
+    };
+    std::vector<Piece> pieces;
+    size_t busy = 0;
+    const auto local = static_cast<size_t>(service.local_part);
+    for (size_t e = 0; e < active.size(); ++e) {
+      if (!active[e]) continue;
+      for (size_t p = 0; p < s.targets[e].size(); ++p) {
+        const size_t count = s.targets[e][p].size();
+        busy += count > 0;
+        if (count == 0 || (service.local_part >= 0 && p == local)) continue;
+        const auto step =
+            static_cast<size_t>(std::max<int64_t>(1, targets_per_call(p, e, fanout_of(e, hop))));
+        for (size_t begin = 0; begin < count; begin += step) {
+          pieces.push_back({e, p, begin, std::min(count, begin + step)});
+        }
       }
     }
-    next_neighbor[p] += count;
+    bool local_done = service.local_part < 0;
+    const auto run_local = [&] {
+      if (local_done) return;
+      local_done = true;
+      for (size_t e = 0; e < active.size(); ++e) {
+        if (!active[e] || s.targets[e][local].empty()) continue;
+        service.sample_local(e, hop, fanout_of(e, hop), s.targets[e][local], s.times[e][local],
+                             s.picks[e][local]);
+      }
+    };
+    const size_t wave = std::max<size_t>(8, busy);
+    size_t next = 0;
+    do {
+      const size_t end = std::min(pieces.size(), next + wave);
+      std::vector<std::unique_ptr<HopCall>> calls(end - next);
+      std::latch done(static_cast<std::ptrdiff_t>(end - next));
+      for (size_t i = next; i < end; ++i) {
+        calls[i - next] = std::make_unique<HopCall>();
+        const Piece& piece = pieces[i];
+        send(piece.e, piece.p, piece.begin, piece.end, hop, *calls[i - next], done);
+      }
+      std::exception_ptr local_error;
+      try {
+        run_local();
+      } catch (...) {
+        local_error = std::current_exception();
+      }
+      done.wait();
+      if (local_error) std::rethrow_exception(local_error);
+      for (size_t i = next; i < end; ++i) {
+        const Piece& piece = pieces[i];
+        receive(piece.e, piece.p, piece.end - piece.begin, *calls[i - next]);
+      }
+      next = end;
+    } while (next < pieces.size());
   }
-}
 
-// The local part's picks (worker mode), in-process.
-void sample_local(const DistGraph::State& state, const Hop& hop, MergeScratch& scratch) {
-  const auto local_part = static_cast<size_t>(state.local_part);
-  const Partition& local = *state.local;
-  const Csr& graph = local.data.graph;
-  if (!hop.temporal()) {
-    sample_hop(graph, local.first_node(), scratch.targets[local_part], hop.index, hop.fanout,
-               hop.options, hop.batch_index, scratch.picks[local_part], &scratch.local);
-    return;
-  }
-  HopTimes times;
-  times.target_times = scratch.times[local_part];
-  if (hop.options.time_source == TimeSource::kEdge) {
-    if (graph.edge_time()) times.edge_time = graph.edge_time()->span<int64_t>();
-    times.rows_sorted = graph.first_row_unsorted_by_edge_time() < 0;
-  } else {
-    if (local.node_time) times.node_time = local.node_time->span<int64_t>();
-    times.rows_sorted = local.node_time_rows_sorted;
-  }
-  sample_hop(graph, local.first_node(), scratch.targets[local_part], hop.index, hop.fanout,
-             hop.options, hop.batch_index, times, scratch.picks[local_part], &scratch.local);
-}
-
-// The builder over `out` (one type) with `seeds` placed (checked by the caller; ValueError for a
-// repeated one).
-Builder start_builder(std::span<const int64_t> seeds, MergeScratch& scratch, HostSubgraph& out) {
-  point_at(out, scratch.lists);
-  Builder builder(scratch.lists, std::span<internal::IdMap>(&scratch.map, 1), scratch.neighbors);
-  const TypedSeeds group{.ids = seeds, .name = {}};
-  place_seeds(builder, std::span<const TypedSeeds>(&group, 1));
-  builder.start();
-  return builder;
-}
-
-// One hop over the builder's frontier (nothing when the fanout is 0 or the frontier empty).
-void sample_one_hop(const DistGraph::State& state, const Hop& hop, const HostSubgraph& out,
-                    MergeScratch& scratch, Builder& builder) {
-  const size_t begin = builder.frontier_begin(0);
-  const size_t end = builder.frontier_end(0);
-  builder.begin_edges(0, 0, 0);
-  if (hop.fanout != 0 && end > begin) {
-    split_frontier(state.info.book, std::span<const int64_t>(out.nodes).subspan(begin, end - begin),
-                   hop, scratch);
-    for (int64_t p = 0; p < state.num_parts(); ++p) {
-      if (p == state.local_part) continue;
-      HopSample& picks = scratch.picks[static_cast<size_t>(p)];
-      picks.counts.clear();
-      picks.neighbors.clear();
-      picks.edge_ids.clear();
+  // Edge type e's picks appended in frontier order (the frontier starting at local id `begin`):
+  // exactly the single-machine sampler's order (each part's picks are grouped by target, in its
+  // target order); a disjoint pick gets its target's tree.
+  void merge(size_t e, size_t begin, Builder& builder) const {
+    const ServiceView::Edges& ends = service.edges[e];
+    const int64_t n = tree_size(ends.src);
+    const size_t parts = s.picks[e].size();
+    std::vector<size_t> next_target(parts, 0), next_pick(parts, 0);
+    for (size_t i = 0; i < s.owner[e].size(); ++i) {
+      const auto p = static_cast<size_t>(s.owner[e][i]);
+      const HopSample& picks = s.picks[e][p];
+      const auto count = static_cast<size_t>(picks.counts[next_target[p]++]);
+      const size_t first = next_pick[p];
+      if (n == 0) {
+        builder.add_edges(begin + i, picks.neighbors.data() + first, picks.edge_ids.data() + first,
+                          count);
+      } else {
+        const int64_t base = s.tree[e][i] * n;
+        for (size_t j = first; j < first + count; ++j) {
+          builder.add_edge(begin + i, base + picks.neighbors[j], picks.edge_ids[j]);
+        }
+      }
+      next_pick[p] += count;
     }
-    internal::fan_out<HopCall>(
-        state, scratch.targets,
-        [&](int64_t p) {
-          internal::PartLimits limits = state.limits[static_cast<size_t>(p)];
-          // A temporal request carries a time beside each target: half the ids fit.
-          if (hop.temporal()) limits.max_ids = std::max<int64_t>(1, limits.max_ids / 2);
-          return internal::targets_per_call(limits, hop_bytes_per_target(state, p, hop));
-        },
-        [&](const internal::Piece& piece, std::unique_ptr<HopCall>& call, std::latch& done) {
-          send_hop(state, piece, hop, scratch, call, done);
-        },
-        [&](const internal::Piece& piece, const HopCall& call) {
-          receive_hop(state, piece, call, scratch);
-        },
-        [&] { sample_local(state, hop, scratch); });
-    check_reply_ids(state, scratch);
-    merge_hop(scratch, begin, builder);
   }
-  builder.end_edges();
-  builder.end_hop();
+
+  void run(std::span<const TypedSeeds> groups, TypedLists& lists) {
+    const size_t types = service.books.size();
+    const size_t edge_types = service.edges.size();
+    s.reset(types, edge_types, static_cast<size_t>(service.num_parts()));
+    std::vector<TypedSeeds> placed(groups.begin(), groups.end());
+    if (disjoint) {  // the seeds become keys tree * n + seed, trees numbered over all groups
+      int64_t count = 0, largest = 1;
+      for (const TypedSeeds& group : groups) count += static_cast<int64_t>(group.ids.size());
+      for (const PartitionBook* book : service.books) {
+        largest = std::max(largest, book->num_nodes());
+      }
+      VOLLEY_REQUIRE(count <= (int64_t{1} << 62) / largest, ValueError,
+                     "disjoint sampling of {} seeds over {} nodes{} exceeds 2^62 tree-qualified "
+                     "ids",
+                     count, largest, types > 1 ? " (the largest node type)" : "");
+      s.keys.resize(groups.size());
+      int64_t tree = 0;
+      for (size_t g = 0; g < groups.size(); ++g) {
+        const int64_t n = tree_size(groups[g].type);
+        s.keys[g].resize(groups[g].ids.size());
+        for (size_t i = 0; i < groups[g].ids.size(); ++i) {
+          s.keys[g][i] = tree++ * n + groups[g].ids[i];
+        }
+        placed[g].ids = s.keys[g];
+      }
+    }
+    Builder builder(lists, std::span<IdMap>(s.maps), s.neighbors);
+    place_seeds(builder, std::span<const TypedSeeds>(placed));
+    builder.start();
+    const size_t hops = fanouts->empty() ? 0 : fanouts->front().size();
+    std::vector<bool> active(edge_types);
+    std::vector<size_t> frontier(edge_types);
+    for (size_t hop = 0; hop < hops; ++hop) {
+      for (size_t e = 0; e < edge_types; ++e) {
+        const int dst = service.edges[e].dst;
+        frontier[e] = builder.frontier_begin(dst);
+        const size_t size = builder.frontier_end(dst) - frontier[e];
+        active[e] = (*fanouts)[e][hop] != 0 && size > 0;
+        if (active[e]) split(e, {builder.nodes(dst) + frontier[e], size});
+      }
+      call_all(static_cast<int>(hop), active);
+      for (size_t e = 0; e < edge_types; ++e) {
+        builder.begin_edges(static_cast<int>(e), service.edges[e].src, service.edges[e].dst);
+        if (active[e]) merge(e, frontier[e], builder);
+        builder.end_edges();
+      }
+      builder.end_hop();
+    }
+    builder.finish();
+    if (!disjoint) return;
+    for (size_t t = 0; t < types; ++t) {  // keys back to nodes and their trees
+      const int64_t n = tree_size(static_cast<int>(t));
+      std::vector<int64_t>& nodes = *lists.nodes[t];
+      std::vector<int64_t>& trees = *lists.batch[t];
+      trees.resize(nodes.size());
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        trees[i] = nodes[i] / n;
+        nodes[i] %= n;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void sample_across(const ServiceView& service, std::span<const TypedSeeds> groups,
+                   const std::vector<std::vector<int64_t>>& fanouts,
+                   const NeighborSamplerOptions& options, uint64_t batch_index,
+                   std::span<const int64_t> tree_times, TypedLists& lists) {
+  thread_local HopScratch scratch;
+  Across across{service, options, batch_index, tree_times, scratch};
+  across.temporal = options.time_source != TimeSource::kNone;
+  across.disjoint = options.disjoint || across.temporal;
+  across.fanouts = &fanouts;
+  across.run(groups, lists);
 }
 
-// Disjoint (and temporal) sampling: the seeds become keys root * n + seed, the hops run over
-// them, and the keys are split into out.nodes and out.batch at the end (as the CPU kernel does).
-void sample_trees(const DistGraph::State& state, std::span<const int64_t> seeds,
-                  std::span<const int64_t> seed_times, const NeighborSamplerOptions& options,
-                  uint64_t batch_index, SampledSubgraph& result) {
-  VOLLEY_REQUIRE(options.subgraph_type == SubgraphType::kDirectional, ValueError,
+}  // namespace internal
+
+namespace {
+
+// The one-type service of a DistGraph, its local part (worker mode) sampled with `options`.
+internal::ServiceView service_view(const DistGraph::State& state,
+                                   const NeighborSamplerOptions& options, uint64_t batch_index) {
+  internal::ServiceView service = internal::view_of(state);
+  service.sample_local = [&state, &options, batch_index](
+                             size_t, int hop, int64_t fanout, std::span<const int64_t> targets,
+                             std::span<const int64_t> times, HopSample& out) {
+    thread_local SamplerScratch scratch;
+    const Partition& local = *state.local;
+    const Csr& graph = local.data.graph;
+    if (options.time_source == TimeSource::kNone) {
+      sample_hop(graph, local.first_node(), targets, hop, fanout, options, batch_index, out,
+                 &scratch);
+      return;
+    }
+    HopTimes hop_times;
+    hop_times.target_times = times;
+    if (options.time_source == TimeSource::kEdge) {
+      if (graph.edge_time()) hop_times.edge_time = graph.edge_time()->span<int64_t>();
+      hop_times.rows_sorted = graph.first_row_unsorted_by_edge_time() < 0;
+    } else {
+      if (local.node_time) hop_times.node_time = local.node_time->span<int64_t>();
+      hop_times.rows_sorted = local.node_time_rows_sorted;
+    }
+    sample_hop(graph, local.first_node(), targets, hop, fanout, options, batch_index, hop_times,
+               out, &scratch);
+  };
+  return service;
+}
+
+void sample_one_type(const DistGraph::State& state, std::span<const int64_t> seeds,
+                     std::span<const int64_t> seed_times, const NeighborSamplerOptions& options,
+                     uint64_t batch_index, SampledSubgraph& result) {
+  const bool disjoint = options.disjoint || options.time_source != TimeSource::kNone;
+  VOLLEY_REQUIRE(!disjoint || options.subgraph_type == SubgraphType::kDirectional, ValueError,
                  "the distributed sampler samples disjoint and temporal subgraphs directional "
                  "only, got subgraph_type='{}'",
                  subgraph_type_name(options.subgraph_type));
-  const int64_t n = state.info.book.num_nodes();
-  const auto count = static_cast<int64_t>(seeds.size());
-  VOLLEY_REQUIRE(n == 0 || count <= (int64_t{1} << 62) / std::max<int64_t>(n, 1), ValueError,
-                 "disjoint sampling of {} seeds over {} nodes exceeds 2^62 tree-qualified ids",
-                 count, n);
-  std::vector<int64_t> keys(seeds.size());
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t seed = seeds[static_cast<size_t>(i)];
-    TypedHopEdges::check_seed(seed, static_cast<size_t>(i), n);
-    keys[static_cast<size_t>(i)] = i * n + seed;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    TypedHopEdges::check_seed(seeds[i], i, state.info.book.num_nodes());
   }
   HostSubgraph out;
-  const auto parts = static_cast<size_t>(state.num_parts());
-  thread_local MergeScratch scratch;
-  scratch.reset(parts);
-  Builder builder = start_builder(keys, scratch, out);
-  for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
-    sample_one_hop(
-        state, {static_cast<int>(hop), options.fanouts[hop], options, batch_index, n, seed_times},
-        out, scratch, builder);
-  }
-  builder.finish();
-  out.batch.resize(out.nodes.size());
-  for (size_t i = 0; i < out.nodes.size(); ++i) {
-    out.batch[i] = out.nodes[i] / n;
-    out.nodes[i] %= n;
-  }
+  TypedLists lists;
+  point_at(out, lists);
+  const TypedSeeds group{.ids = seeds, .name = {}};
+  internal::sample_across(service_view(state, options, batch_index), {&group, 1}, {options.fanouts},
+                          options, batch_index, seed_times, lists);
   result = out.finish();
 }
 
@@ -302,7 +396,7 @@ void DistGraph::sample_temporal(std::span<const int64_t> seeds, std::span<const 
   VOLLEY_REQUIRE(seed_times.size() == seeds.size(), ValueError,
                  "seed_times has {} entries, but there are {} seeds (one time each)",
                  seed_times.size(), seeds.size());
-  sample_trees(*state_, seeds, seed_times, options, batch_index, result);
+  sample_one_type(*state_, seeds, seed_times, options, batch_index, result);
 }
 
 void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOptions& options,
@@ -310,26 +404,7 @@ void DistGraph::sample(std::span<const int64_t> seeds, const NeighborSamplerOpti
   validate(options);
   VOLLEY_REQUIRE(options.time_source == TimeSource::kNone, ValueError,
                  "temporal sampling needs seed times (sample_temporal)");
-  if (options.disjoint) {
-    sample_trees(*state_, seeds, {}, options, batch_index, result);
-    return;
-  }
-  HostSubgraph out;
-  const State& state = *state_;
-  const auto parts = static_cast<size_t>(state.num_parts());
-  thread_local MergeScratch scratch;
-  scratch.reset(parts);
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    TypedHopEdges::check_seed(seeds[i], i, state.info.book.num_nodes());
-  }
-  Builder builder = start_builder(seeds, scratch, out);
-  for (size_t hop = 0; hop < options.fanouts.size(); ++hop) {
-    sample_one_hop(state,
-                   {static_cast<int>(hop), options.fanouts[hop], options, batch_index, 0, {}}, out,
-                   scratch, builder);
-  }
-  builder.finish();
-  result = out.finish();
+  sample_one_type(*state_, seeds, {}, options, batch_index, result);
 }
 
 SampledSubgraph DistGraph::sample(std::span<const int64_t> seeds,

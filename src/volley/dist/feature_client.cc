@@ -1,6 +1,6 @@
-// DistGraph's feature and label rows: each id's row from its owner (one GetRows call per remote
-// part, all in flight at once; the local part's rows gathered in-process), scattered back into
-// the caller's order.
+// The row gather of both clients (internal/service_view.h: each id's row from its owner, GetRows
+// calls to every remote part in flight at once, the local part's rows gathered in-process,
+// scattered back into the caller's order), and DistGraph's feature and label rows over it.
 #include <cstring>
 #include <memory>
 #include <span>
@@ -8,29 +8,39 @@
 
 #include "volley/dist/client.h"
 #include "volley/dist/internal/client_calls.h"
+#include "volley/dist/internal/service_view.h"
 #include "volley/feature/gather.h"
 
 namespace volley::dist {
+namespace internal {
 namespace {
 
-using RowsCall = internal::Call<rpc::RowsRequest, rpc::RowsReply>;
+using RowsCall = Call<rpc::RowsRequest, rpc::RowsReply>;
 
 // What one gather asks of every part: the ids each owns and where their rows go.
 struct RowRequests {
-  std::vector<std::vector<int64_t>> targets;    // per part: global ids
+  std::vector<std::vector<int64_t>> targets;    // per part: ids of the type
   std::vector<std::vector<int64_t>> positions;  // per part: positions in the caller's order
 };
 
-// Splits `ids` by owner; IndexError for an id outside the graph.
-RowRequests split_ids(const PartitionBook& book, std::span<const int64_t> ids) {
+// Splits `ids` (of node type `type`) by owner; IndexError for an id outside the type's range.
+RowRequests split_ids(const ServiceView& service, int type, std::span<const int64_t> ids) {
+  const PartitionBook& book = *service.books[static_cast<size_t>(type)];
+  const std::string& name = service.type_names[static_cast<size_t>(type)];
   const int64_t num_nodes = book.num_nodes();
   RowRequests requests;
   requests.targets.resize(static_cast<size_t>(book.num_parts()));
   requests.positions.resize(static_cast<size_t>(book.num_parts()));
   for (size_t i = 0; i < ids.size(); ++i) {
-    VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < num_nodes, IndexError,
-                   "id {} at position {} out of range for a graph with {} nodes", ids[i], i,
-                   num_nodes);
+    if (ids[i] < 0 || ids[i] >= num_nodes) {
+      if (name.empty()) {
+        throw IndexError(fmt::format("id {} at position {} out of range for a graph with {} nodes",
+                                     ids[i], i, num_nodes));
+      }
+      throw IndexError(
+          fmt::format("id {} at position {} out of range for node type '{}' ({} nodes)", ids[i], i,
+                      name, num_nodes));
+    }
     const auto owner = static_cast<size_t>(book.owner_of(ids[i]));
     requests.targets[owner].push_back(ids[i]);
     requests.positions[owner].push_back(static_cast<int64_t>(i));
@@ -38,31 +48,25 @@ RowRequests split_ids(const PartitionBook& book, std::span<const int64_t> ids) {
   return requests;
 }
 
-// Starts the asynchronous GetRows call of `piece`; it counts `done` down when it ends.
-void send_rows(const DistGraph::State& state, const internal::Piece& piece,
-               rpc::RowsRequest::Kind kind, const std::vector<int64_t>& targets, DType out_dtype,
-               std::unique_ptr<RowsCall>& slot, std::latch& done) {
-  slot = std::make_unique<RowsCall>();
-  RowsCall& call = *slot;
-  internal::prepare(call.context, state.options, state.options.deadline_seconds);
-  call.request.set_protocol(kProtocolVersion);
-  call.request.set_fingerprint(state.info.fingerprint);
-  call.request.set_kind(kind);
-  internal::pack(std::span<const int64_t>(targets).subspan(piece.begin, piece.end - piece.begin),
-                 call.request.mutable_ids());
-  call.request.set_out_dtype(std::string(dtype_name(out_dtype)));
-  state.stubs[static_cast<size_t>(piece.part)]->async()->GetRows(
-      &call.context, &call.request, &call.reply, internal::record_status(call, done));
+const char* call_name(rpc::RowsRequest::Kind kind) {
+  switch (kind) {
+    case rpc::RowsRequest::FEATURES:
+      return "GetRows(features)";
+    case rpc::RowsRequest::LABELS:
+      return "GetRows(labels)";
+    case rpc::RowsRequest::DEGREES:
+      return "GetRows(degrees)";
+    default:
+      return "GetRows(node times)";
+  }
 }
 
 }  // namespace
 
-namespace internal {
-
-void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kind kind,
-                            std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
-                            std::byte* out) {
-  const RowRequests requests = split_ids(state.info.book, ids);
+void gather_across(const ServiceView& service, int type, rpc::RowsRequest::Kind kind,
+                   std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
+                   std::byte* out) {
+  const RowRequests requests = split_ids(service, type, ids);
   const auto& targets = requests.targets;
   // Rows [begin, end) of part p's share, from `rows`, to their places in `out`.
   auto scatter = [&](size_t p, size_t begin, size_t end, const std::byte* rows) {
@@ -72,54 +76,83 @@ void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kin
                   row_bytes);
     }
   };
-  const char* what = kind == rpc::RowsRequest::FEATURES ? "GetRows(features)"
-                     : kind == rpc::RowsRequest::LABELS ? "GetRows(labels)"
-                                                        : "GetRows(degrees)";
-  internal::fan_out<RowsCall>(
-      state, targets,
+  const char* what = call_name(kind);
+  fan_out<RowsCall>(
+      service, targets,
       [&](int64_t p) {
-        const internal::PartLimits& limits = state.limits[static_cast<size_t>(p)];
+        const PartLimits& limits = service.limits[static_cast<size_t>(p)];
         VOLLEY_REQUIRE(static_cast<int64_t>(row_bytes) <= limits.max_reply_bytes, ValueError,
                        "part {} at {}: one row is {} bytes, more than the {} a reply may carry "
                        "(the server's max_reply_bytes, or this client's max_message_bytes)",
-                       p, state.addresses[static_cast<size_t>(p)], row_bytes,
+                       p, service.addresses[static_cast<size_t>(p)], row_bytes,
                        limits.max_reply_bytes);
-        return internal::targets_per_call(limits, static_cast<int64_t>(row_bytes));
+        return targets_per_call(limits, static_cast<int64_t>(row_bytes));
       },
-      [&](const internal::Piece& piece, std::unique_ptr<RowsCall>& slot, std::latch& done) {
-        send_rows(state, piece, kind, targets[static_cast<size_t>(piece.part)], out_dtype, slot,
-                  done);
+      [&](const Piece& piece, std::unique_ptr<RowsCall>& slot, std::latch& done) {
+        slot = std::make_unique<RowsCall>();
+        RowsCall& call = *slot;
+        prepare(call.context, service.options, service.options.deadline_seconds);
+        call.request.set_protocol(kProtocolVersion);
+        call.request.set_fingerprint(service.fingerprint);
+        call.request.set_kind(kind);
+        call.request.set_node_type(service.type_names[static_cast<size_t>(type)]);
+        const auto& mine = targets[static_cast<size_t>(piece.part)];
+        pack(std::span<const int64_t>(mine).subspan(piece.begin, piece.end - piece.begin),
+             call.request.mutable_ids());
+        call.request.set_out_dtype(std::string(dtype_name(out_dtype)));
+        service.stubs[static_cast<size_t>(piece.part)]->async()->GetRows(
+            &call.context, &call.request, &call.reply, record_status(call, done));
       },
-      [&](const internal::Piece& piece, const RowsCall& call) {
+      [&](const Piece& piece, const RowsCall& call) {
         const auto pi = static_cast<size_t>(piece.part);
-        if (!call.status.ok()) state.fail_call(call.status, piece.part, what);
+        if (!call.status.ok()) service.fail_call(call.status, piece.part, what);
         const size_t count = piece.end - piece.begin;
         VOLLEY_REQUIRE(call.reply.rows().size() == count * row_bytes, RuntimeError,
                        "part {} at {}: malformed {} reply: {} bytes for {} rows of {} bytes",
-                       piece.part, state.addresses[pi], what, call.reply.rows().size(), count,
+                       piece.part, service.addresses[pi], what, call.reply.rows().size(), count,
                        row_bytes);
         scatter(pi, piece.begin, piece.end,
                 reinterpret_cast<const std::byte*>(call.reply.rows().data()));
       },
       [&] {
-        const auto p = static_cast<size_t>(state.local_part);
-        const Partition& local = *state.local;
-        if (kind == rpc::RowsRequest::DEGREES) {
-          std::vector<int64_t> degrees;
-          for (const int64_t id : targets[p]) {
-            degrees.push_back(local.data.graph.degree(id - local.first_node()));
-          }
-          scatter(p, 0, degrees.size(), reinterpret_cast<const std::byte*>(degrees.data()));
-          return;
-        }
-        const Array& table =
-            kind == rpc::RowsRequest::FEATURES ? *local.data.features : *local.data.labels;
-        std::vector<int64_t> rows(targets[p]);
-        for (int64_t& id : rows) id -= local.first_node();
-        std::vector<std::byte> buffer(rows.size() * row_bytes);
-        gather_rows(table, rows, out_dtype, buffer.data());
-        scatter(p, 0, rows.size(), buffer.data());
+        const auto p = static_cast<size_t>(service.local_part);
+        std::vector<std::byte> rows(targets[p].size() * row_bytes);
+        service.local_rows(type, kind, targets[p], out_dtype, rows.data());
+        scatter(p, 0, targets[p].size(), rows.data());
       });
+}
+
+ServiceView view_of(const DistGraph::State& state) {
+  ServiceView service{state.options, state.addresses, state.stubs, state.limits,
+                      state.info.fingerprint};
+  service.local_part = state.local_part;
+  service.books = {&state.info.book};
+  service.type_names = {""};
+  service.edges = {{0, 0, ""}};
+  service.max_degree = [&state](size_t part, size_t) { return state.limits[part].max_degree; };
+  service.local_rows = [&state](int, rpc::RowsRequest::Kind kind, std::span<const int64_t> ids,
+                                DType out_dtype, std::byte* rows) {
+    const Partition& local = *state.local;
+    if (kind == rpc::RowsRequest::DEGREES) {
+      auto* degrees = reinterpret_cast<int64_t*>(rows);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        degrees[i] = local.data.graph.degree(ids[i] - local.first_node());
+      }
+      return;
+    }
+    const Array& table =
+        kind == rpc::RowsRequest::FEATURES ? *local.data.features : *local.data.labels;
+    std::vector<int64_t> local_ids(ids.begin(), ids.end());
+    for (int64_t& id : local_ids) id -= local.first_node();
+    gather_rows(table, local_ids, out_dtype, rows);
+  };
+  return service;
+}
+
+void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kind kind,
+                            std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
+                            std::byte* out) {
+  gather_across(view_of(state), 0, kind, ids, out_dtype, row_bytes, out);
 }
 
 }  // namespace internal

@@ -1,94 +1,60 @@
-// DistHeteroGraph's row gathers (hetero_client.h): features and labels of one node type from
-// their owners in calls under each server's limits, the local part's (worker mode) from memory.
-#include <algorithm>
-#include <cstring>
-#include <latch>
+// DistHeteroGraph's view of its service (internal/service_view.h: node types, edge types, the
+// local part's rows), its row gathers (features, labels and node times of one node type, through
+// the gather both clients share) and DistHeteroSource, the typed loaders' source.
+#include <vector>
 
 #include "volley/dist/internal/hetero_client_state.h"
+#include "volley/dist/internal/service_view.h"
 #include "volley/dist/internal/wire.h"
 #include "volley/feature/gather.h"
 
 namespace volley::dist {
 
-using internal::pack;
-using RowsCall = internal::Call<rpc::RowsRequest, rpc::RowsReply>;
-
 namespace internal {
+
+ServiceView view_of(const DistHeteroGraph::State& state) {
+  ServiceView service{state.options, state.addresses, state.stubs, state.limits,
+                      state.info.fingerprint};
+  service.local_part = state.local_part;
+  for (const HeteroNodeTypeService& type : state.info.node_types) {
+    service.books.push_back(&type.book);
+    service.type_names.push_back(type.name);
+  }
+  for (const EdgeType& type : state.info.edge_types) {
+    service.edges.push_back(
+        {state.info.node_type_index(type.src), state.info.node_type_index(type.dst), type.name()});
+  }
+  service.max_degree = [&state](size_t part, size_t e) {
+    const auto& longest = state.max_degree[part];
+    return e < longest.size() ? longest[e] : int64_t{-1};
+  };
+  service.local_rows = [&state](int type, rpc::RowsRequest::Kind kind, std::span<const int64_t> ids,
+                                DType out_dtype, std::byte* rows) {
+    const auto t = static_cast<size_t>(type);
+    const int64_t first = state.info.node_types[t].book.begin(state.local_part);
+    std::vector<int64_t> local_ids(ids.begin(), ids.end());
+    for (int64_t& id : local_ids) id -= first;
+    if (kind == rpc::RowsRequest::NODE_TIME) {  // the directory's times, by global id
+      const auto& times = state.local_times->node_time(t);
+      VOLLEY_REQUIRE(times.has_value(), ValueError,
+                     "node type '{}' has no node times in the local part's directory",
+                     state.info.node_types[t].name);
+      const int64_t* time = times->data<int64_t>();
+      auto* out = reinterpret_cast<int64_t*>(rows);
+      for (size_t i = 0; i < ids.size(); ++i) out[i] = time[ids[i]];
+      return;
+    }
+    const NodeTypeData& data = state.local->data.node_data[t];
+    gather_rows(*(kind == rpc::RowsRequest::FEATURES ? data.features : data.labels), local_ids,
+                out_dtype, rows);
+  };
+  return service;
+}
 
 void gather_typed_rows(const DistHeteroGraph::State& state, int type, rpc::RowsRequest::Kind kind,
                        std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
                        std::byte* out) {
-  const HeteroNodeTypeService& node_type = state.info.node_types[static_cast<size_t>(type)];
-  const int64_t n = node_type.book.num_nodes();
-  const auto parts = static_cast<size_t>(state.num_parts());
-  std::vector<std::vector<int64_t>> asked(parts), positions(parts);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
-                   "id {} at position {} out of range for node type '{}' ({} nodes)", ids[i], i,
-                   node_type.name, n);
-    const auto p = static_cast<size_t>(node_type.book.owner_of(ids[i]));
-    asked[p].push_back(ids[i]);
-    positions[p].push_back(static_cast<int64_t>(i));
-  }
-  struct Piece {
-    size_t part, begin, end;
-  };
-  std::vector<Piece> pieces;
-  if (state.local_part >= 0) {  // worker mode: the local part's rows from memory
-    const auto lp = static_cast<size_t>(state.local_part);
-    const NodeTypeData& data = state.local->data.node_data[static_cast<size_t>(type)];
-    const Array& table = *(kind == rpc::RowsRequest::FEATURES ? data.features : data.labels);
-    const int64_t first = node_type.book.begin(state.local_part);
-    std::vector<int64_t> rows(asked[lp]);
-    for (int64_t& row : rows) row -= first;
-    std::vector<std::byte> gathered(rows.size() * row_bytes);
-    gather_rows(table, rows, out_dtype, gathered.data());
-    for (size_t j = 0; j < rows.size(); ++j) {
-      std::memcpy(out + static_cast<size_t>(positions[lp][j]) * row_bytes,
-                  gathered.data() + j * row_bytes, row_bytes);
-    }
-    asked[lp].clear();
-  }
-  for (size_t p = 0; p < parts; ++p) {
-    const int64_t step =
-        internal::targets_per_call(state.limits[p], static_cast<int64_t>(row_bytes));
-    for (size_t begin = 0; begin < asked[p].size(); begin += static_cast<size_t>(step)) {
-      pieces.push_back({p, begin, std::min(asked[p].size(), begin + static_cast<size_t>(step))});
-    }
-  }
-  std::vector<std::unique_ptr<RowsCall>> calls(pieces.size());
-  std::latch done(static_cast<std::ptrdiff_t>(pieces.size()));
-  for (size_t c = 0; c < pieces.size(); ++c) {
-    const Piece& piece = pieces[c];
-    calls[c] = std::make_unique<RowsCall>();
-    RowsCall& call = *calls[c];
-    internal::prepare(call.context, state.options, state.options.deadline_seconds);
-    call.request.set_protocol(kProtocolVersion);
-    call.request.set_fingerprint(state.info.fingerprint);
-    call.request.set_kind(kind);
-    call.request.set_node_type(node_type.name);
-    call.request.set_out_dtype(std::string(dtype_name(out_dtype)));
-    pack(std::span<const int64_t>(asked[piece.part]).subspan(piece.begin, piece.end - piece.begin),
-         call.request.mutable_ids());
-    state.stubs[piece.part]->async()->GetRows(&call.context, &call.request, &call.reply,
-                                              internal::record_status(call, done));
-  }
-  done.wait();
-  for (size_t c = 0; c < pieces.size(); ++c) {
-    const Piece& piece = pieces[c];
-    const RowsCall& call = *calls[c];
-    if (!call.status.ok())
-      state.fail_call(call.status, static_cast<int64_t>(piece.part), "GetRows");
-    const std::string& rows = call.reply.rows();
-    VOLLEY_REQUIRE(rows.size() == (piece.end - piece.begin) * row_bytes, RuntimeError,
-                   "part {} at {}: malformed GetRows reply ({} bytes for {} rows of {} bytes)",
-                   piece.part, state.addresses[piece.part], rows.size(), piece.end - piece.begin,
-                   row_bytes);
-    for (size_t j = piece.begin; j < piece.end; ++j) {
-      std::memcpy(out + static_cast<size_t>(positions[piece.part][j]) * row_bytes,
-                  rows.data() + (j - piece.begin) * row_bytes, row_bytes);
-    }
-  }
+  gather_across(view_of(state), type, kind, ids, out_dtype, row_bytes, out);
 }
 
 }  // namespace internal

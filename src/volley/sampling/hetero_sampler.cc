@@ -195,32 +195,10 @@ void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& s
       typed_seeds(graph, seeds, options, seed_node_times(graph, options, times), scratch);
   const auto edges = typed_edges(graph, fanouts, options, seed,
                                  scratch.seed_times.empty() ? nullptr : scratch.seed_times.data());
-  for (auto* lists : {&out.nodes, &out.nodes_per_hop}) lists->resize(types);
-  for (auto* lists : {&out.rows, &out.cols, &out.edge_ids, &out.edges_per_hop}) {
-    lists->resize(edge_types);
-  }
-  out.batch.resize(disjoint ? types : 0);
-  out.num_seeds.assign(types, 0);
   TypedLists& lists = scratch.lists;
-  for (auto* pointers : {&lists.nodes, &lists.batch, &lists.nodes_per_hop, &lists.rows, &lists.cols,
-                         &lists.edge_ids, &lists.edges_per_hop}) {
-    pointers->clear();
-  }
-  lists.num_seeds.clear();
+  point_at(out, types, edge_types, disjoint, lists);
   std::vector<int64_t> num_nodes(types);
-  for (size_t t = 0; t < types; ++t) {
-    lists.nodes.push_back(&out.nodes[t]);
-    lists.nodes_per_hop.push_back(&out.nodes_per_hop[t]);
-    lists.num_seeds.push_back(&out.num_seeds[t]);
-    if (disjoint) lists.batch.push_back(&out.batch[t]);
-    num_nodes[t] = graph.num_nodes(static_cast<int>(t));
-  }
-  for (size_t e = 0; e < edge_types; ++e) {
-    lists.rows.push_back(&out.rows[e]);
-    lists.cols.push_back(&out.cols[e]);
-    lists.edge_ids.push_back(&out.edge_ids[e]);
-    lists.edges_per_hop.push_back(&out.edges_per_hop[e]);
-  }
+  for (size_t t = 0; t < types; ++t) num_nodes[t] = graph.num_nodes(static_cast<int>(t));
   const size_t hops = fanouts.empty() ? 0 : fanouts.front().size();
   cpu::sample_typed_cpu(edges, num_nodes, groups, hops, disjoint, options, batch_index, scratch,
                         lists);

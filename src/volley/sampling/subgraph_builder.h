@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 
 #include "volley/core/error.h"
+#include "volley/sampling/hetero_sampler.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley {
@@ -57,7 +58,7 @@ struct TypedLists {
   std::vector<std::vector<int64_t>*> rows, cols, edge_ids, edges_per_hop;  // per edge type
 };
 
-// `lists` pointed at `out`'s: one node type, one edge type.
+// `lists` pointed at `out`'s: one node type, one edge type (a homogeneous batch).
 inline void point_at(HostSubgraph& out, TypedLists& lists) {
   lists.nodes.assign(1, &out.nodes);
   lists.batch.assign(1, &out.batch);
@@ -67,6 +68,35 @@ inline void point_at(HostSubgraph& out, TypedLists& lists) {
   lists.cols.assign(1, &out.cols);
   lists.edge_ids.assign(1, &out.edge_ids);
   lists.edges_per_hop.assign(1, &out.edges_per_hop);
+}
+
+// `lists` pointed at `out`'s, `out` sized to `types` node types and `edge_types` edge types
+// (its `batch` lists only when `disjoint`).
+inline void point_at(HeteroSampledSubgraph& out, size_t types, size_t edge_types, bool disjoint,
+                     TypedLists& lists) {
+  for (auto* part : {&out.nodes, &out.nodes_per_hop}) part->resize(types);
+  for (auto* part : {&out.rows, &out.cols, &out.edge_ids, &out.edges_per_hop}) {
+    part->resize(edge_types);
+  }
+  out.batch.resize(disjoint ? types : 0);
+  out.num_seeds.assign(types, 0);
+  for (auto* pointers : {&lists.nodes, &lists.batch, &lists.nodes_per_hop, &lists.rows, &lists.cols,
+                         &lists.edge_ids, &lists.edges_per_hop}) {
+    pointers->clear();
+  }
+  lists.num_seeds.clear();
+  for (size_t t = 0; t < types; ++t) {
+    lists.nodes.push_back(&out.nodes[t]);
+    lists.nodes_per_hop.push_back(&out.nodes_per_hop[t]);
+    lists.num_seeds.push_back(&out.num_seeds[t]);
+    if (disjoint) lists.batch.push_back(&out.batch[t]);
+  }
+  for (size_t e = 0; e < edge_types; ++e) {
+    lists.rows.push_back(&out.rows[e]);
+    lists.cols.push_back(&out.cols[e]);
+    lists.edge_ids.push_back(&out.edge_ids[e]);
+    lists.edges_per_hop.push_back(&out.edges_per_hop[e]);
+  }
 }
 
 // Seeds of one node type; `name` (empty for a homogeneous graph) is named by errors.
