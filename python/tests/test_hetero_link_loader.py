@@ -205,3 +205,33 @@ def test_exclude_edges_removes_the_batch_positives_and_with_undirected_their_rev
     assert all(leaks().values())  # all neighbors: every positive is sampled, both ways
     assert leaks(exclude_edges=True) == {WRITES: 0, REV: leaks()[REV]}
     assert leaks(exclude_edges=True, undirected=True) == {WRITES: 0, REV: 0}
+
+
+def test_loader_call_builds_the_batch_of_those_edges():
+    """PyG's loader(index): a one-batch native link loader over the supervision edges at those
+    positions (their labels and, temporal, their times), as the homogeneous loader builds it."""
+    import golden_batches
+    import torch
+
+    data = golden_batches.generated_hetero_data()
+    cites = ("paper", "cites", "paper")
+    index = data[cites].edge_index[:, ::3]
+    times = data["paper"].time[index[1]] + 5
+    labels = torch.arange(index.shape[1]) % 3
+    loader = LinkNeighborLoader(data, [3, 2], edge_label_index=(cites, index), time_attr="time",
+                                edge_label_time=times, edge_label=labels, neg_sampling="binary",
+                                batch_size=8)
+    positions = [7, 4, 5]  # labels 1, 1, 2: none is 0
+    batch = loader(positions)
+    store = batch[cites]
+    assert store.input_id.tolist() == positions
+    assert store.edge_label_index.shape == (2, 6)  # the positives, then one negative each
+    # Labels start at 0, so positives move up by one (over all labels, as at construction).
+    assert store.edge_label.tolist() == (labels[positions] + 1).tolist() + [0, 0, 0]
+    assert store.edge_label_time.tolist() == times[positions].tolist() * 2
+    n_id = batch["paper"].n_id
+    src, dst = store.edge_label_index[:, :3]
+    assert n_id[src].tolist() == index[0, positions].tolist()
+    assert n_id[dst].tolist() == index[1, positions].tolist()
+    with pytest.raises(volley.VolleyIndexError, match="is not a position"):
+        loader([index.shape[1]])

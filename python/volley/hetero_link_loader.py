@@ -168,6 +168,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
                                                               max_draws)
         self._negatives = self._negative_sampler(weights, node_time, distribution, power,
                                                  bool(reject_existing), draws)
+        self._options.input_time = self.edge_label_time  # (loader(index) sets its own)
         self._native = self._native_link_pipeline()
 
     def _rebuild_native(self) -> None:
@@ -190,7 +191,6 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         node_tables = [self._native_tables(t, self._node_attrs[t]) for t in self.graph.node_types]
         edge_tables = [self._native_tables(t, self._edge_attrs[t] if directional else {})
                        for t in self.graph.edge_types]
-        self._options.input_time = self.edge_label_time
         mode, amount = self.neg_sampling[:2]
         labels = self.edge_label
         if labels is not None and self._shift_labels:
