@@ -130,6 +130,8 @@ def test_batches_equal_the_local_loader(served, fanouts):
             _expect_same(got, want, f"epoch {epoch} batch {index}")
             edges += sum(int(want[t].e_id.numel()) for t in want.edge_types)
     assert edges > 0
+    # loader(positions): the one-batch pipeline over the same source, equal too.
+    _expect_same(remote([3, 0, 9]), local([3, 0, 9]), "loader(positions)")
 
 
 def test_server_client_batches_equal_the_local_loader(served):
