@@ -15,10 +15,11 @@
 //                                            .sampler = {.fanouts = {15, 10, 5}}});
 //   // the same batches, bit for bit, as NeighborLoader over the whole (renumbered) graph
 //
-// How one batch is sampled (DistGraph::sample): per hop, the frontier is split by owner (the
-// partition book, K + 1 offsets), owned-here nodes are sampled in-process, the rest go out as
-// one asynchronous SampleHop RPC per partition, all in flight at once; the answers are merged in
-// frontier order and relabeled exactly as the single-machine sampler does. Sampling stays a
+// How one batch is sampled (DistGraph::sample, the one-type case of the sampler both clients
+// share, internal/service_view.h): per hop, the frontier is split by owner (the partition book,
+// K + 1 offsets), owned-here nodes are sampled in-process, the rest go out as asynchronous
+// SampleHop RPCs to their partitions, all in flight at once; the answers are merged in frontier
+// order and relabeled exactly as the single-machine sampler does. Sampling stays a
 // pure function of (seeds, options, batch index): the result equals sample_neighbors on the
 // whole renumbered graph. Many batches are in flight when the loader runs several workers
 // (LoaderOptions::num_threads: the concurrency; RPC waits cost no CPU, so it may exceed cores).
