@@ -9,11 +9,6 @@ thread, no features, no HeteroData) for the loader's overhead.
 
     volley -q generate /tmp/mag --model hetero --reverse        # ogbn-mag-sized
     python bench/hetero_loader.py --dataset /tmp/mag --workers 1 2
-
-``--assembly``: also times, interleaved round by round in the same process, the batches built
-by the C++ typed pipeline (the default) and by the loader's Python assembly of the same jobs
-(the sampler called per batch from Python threads, attributes gathered by torch / Feature): the
-same batches, bit for bit, so the ratio is what the pipeline saves.
 """
 
 from __future__ import annotations
@@ -40,9 +35,6 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--batches", type=int, default=30, help="timed batches per run")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--assembly", action="store_true",
-                        help="compare the C++ pipeline with the Python assembly, interleaved")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of --assembly")
     parser.add_argument("--pool-threads", type=int, default=0,
                         help="volley.set_num_threads (the gather pool; 0: every core)")
     args = parser.parse_args()
@@ -74,8 +66,6 @@ def main() -> int:
                           "fanout": fanouts, "batches": count, "batches_per_s": round(count / seconds, 2),
                           "edges_per_s": round(edges / seconds), "load_average": os.getloadavg()[0]}),
               flush=True)
-    if args.assembly:
-        compare_assembly(data, fanouts, args)
     sampler = loader.node_sampler
     seeds = loader.input_nodes[: args.batch_size * args.batches]
     started, edges = time.perf_counter(), 0
@@ -86,45 +76,6 @@ def main() -> int:
     print(json.dumps({"bench": "hetero_sampler_alone", "batches_per_s": round(args.batches / seconds, 2),
                       "edges_per_s": round(edges / seconds)}), flush=True)
     return 0
-
-
-def _time_epoch_part(loader, native, batches: int) -> float:
-    """Seconds per batch of ``batches`` batches after one warm-up, with the C++ pipeline or
-    (native None) the Python assembly."""
-    saved = loader._native
-    loader._native = native
-    try:
-        iterator = iter(loader)
-        next(iterator)
-        started = time.perf_counter()
-        for count, _ in enumerate(iterator, 1):
-            if count == batches:
-                break
-        return (time.perf_counter() - started) / batches
-    finally:
-        loader._native = saved
-
-
-def compare_assembly(data, fanouts, args) -> None:
-    """Interleaved rounds: the C++ typed pipeline against the Python assembly, per worker count
-    of ``--workers``."""
-    for workers in args.workers:
-        loader = NeighborLoader(data, fanouts, batch_size=args.batch_size, shuffle=True, seed=0,
-                                input_nodes=("paper", data["paper"].train_mask),
-                                num_workers=workers)
-        for round_index in range(args.rounds):
-            _compare_round(loader, workers, round_index, args.batches)
-
-
-def _compare_round(loader, workers: int, round_index: int, batches: int) -> None:
-    cpp = _time_epoch_part(loader, loader._native, batches)
-    python = _time_epoch_part(loader, None, batches)
-    print(json.dumps({"bench": "hetero_assembly", "round": round_index, "workers": workers,
-                      "pool_threads": volley.get_num_threads(),
-                      "cpp_ms_per_batch": round(cpp * 1e3, 2),
-                      "python_ms_per_batch": round(python * 1e3, 2),
-                      "speedup": round(python / cpp, 2),
-                      "load_average": os.getloadavg()[0]}), flush=True)
 
 
 if __name__ == "__main__":
