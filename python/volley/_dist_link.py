@@ -41,7 +41,8 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
     Heterogeneous partitions: ``edge_label_index=(edge_type, index)`` returns a
     ``_dist_hetero_link.DistHeteroLinkNeighborLoader`` whose batches are the local
     heterogeneous ``LinkNeighborLoader``'s ``HeteroData`` over the renumbered graph (binary and
-    triplet negatives; worker topology, untimed, not disjoint, one rank).
+    triplet negatives, ``disjoint``, ``exclude_edges`` / ``undirected``, the rank split; worker
+    topology, untimed).
 
     Raises:
         VolleyValueError: no ``edge_label_index``, no addresses, and what
