@@ -89,7 +89,7 @@ inline bool same_array(const Array& a, const Array& b) {
   if (a.defined() != b.defined()) return false;
   if (!a.defined()) return true;
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0;
+         (a.nbytes() == 0 || std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()) == 0);
 }
 
 inline void expect_same_batch(const Batch& got, const Batch& want, const std::string& where) {
