@@ -2,12 +2,12 @@
 partitioned directory): ``DistNeighborLoader(addresses, ..., input_nodes=("paper", ids))``
 lands here.
 
-The sampling is C++ (``volley/dist/hetero_client.h``: per hop, every edge type's frontier goes to
-its owners as typed ``SampleHop`` calls, all at once, merged and relabeled as the local
-heterogeneous sampler does); features and labels are fetched per node type with ``GetRows``.
-The batches equal ``volley.loader.NeighborLoader(hetero_data, ...)``'s over the whole renumbered
-graph (new ids per node type) with the same arguments; the batch assembly is that loader's
-(``HeteroNeighborLoader``), fed by the remote sampler and remote rows. Server-client topology:
+The batches are built by the local typed loader's C++ pipeline over the service's source
+(``DistHeteroSource``, ``volley/dist/hetero_client.h``: per hop, every edge type's frontier goes
+to its owners as typed ``SampleHop`` calls, all at once, merged and relabeled as the local
+heterogeneous sampler does; features and labels fetched per node type with ``GetRows``). They
+equal ``volley.loader.NeighborLoader(hetero_data, ...)``'s over the whole renumbered graph (new
+ids per node type) with the same arguments. Server-client topology:
 the trainer sends the epoch's seeds (in the local loader's order) to one server started with
 ``peers``, which samples and gathers every batch and streams it back
 (``volley/dist/hetero_client.h``, ``HeteroBatchStream``).
@@ -226,7 +226,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
 
     def _streamed_epoch(self) -> Iterator[Any]:
         """Server-client: the epoch's seeds (in the local loader's order) go to the server in one
-        request; each streamed batch is assembled as the local loader assembles its own."""
+        request; each streamed batch becomes a HeteroData as the local loader's batches do."""
         epoch, first = self._epoch, self._begin_epoch()
         self._epoch += 1
         positions, size = self.rank_positions(epoch), self.batch_size
