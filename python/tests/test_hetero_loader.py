@@ -358,3 +358,14 @@ def test_one_link_signature_serves_both_graph_kinds():
                                 batch_size=4, neg_sampling="binary")
     batch = next(iter(loader))
     assert batch[WRITES].edge_label_index.shape == (2, 8)
+
+
+def test_loader_call_refuses_positions_it_does_not_have():
+    """loader(positions) names a position outside the input list, and refuses an empty one."""
+    loader = NeighborLoader(toy_hetero(), [2], input_nodes=("paper", [0, 1, 2]), batch_size=2)
+    for bad in ([3], [0, -1]):
+        with pytest.raises(volley.VolleyIndexError, match="is not an input position"):
+            loader(bad)
+    with pytest.raises(volley.VolleyValueError, match="positions is empty"):
+        loader([])
+    assert loader([2, 0])["paper"].input_id.tolist() == [2, 0]

@@ -269,12 +269,10 @@ class HeteroNeighborLoader(NeighborLoader):
 
     # --- the C++ pipeline ------------------------------------------------------------------
     def _native_pipeline(self) -> Any:
-        """The homogeneous loader's C++ pipeline over the typed sampler (its epochs, workers,
-        ordered queue and attribute gathers), or None where Python builds the batches (no hops).
-        Induced and bidirectional subgraphs take the native batch's nodes and recompute its
-        edges (``_native_batch``), whose tables Python then gathers."""
-        if self.node_sampler is None:
-            return None
+        """The homogeneous loader's C++ pipeline over the typed source (its epochs, workers,
+        ordered queue and attribute gathers). Induced and bidirectional subgraphs take the
+        native batch's nodes and recompute its edges (``_native_batch``), whose tables Python
+        then gathers."""
         self._options.input_time = self.input_time
         return self._typed_native(self.input_nodes, self._options)
 
@@ -354,6 +352,12 @@ class HeteroNeighborLoader(NeighborLoader):
         positions = _tensor.as_ids(positions, "positions")
         if len(positions) == 0:
             raise VolleyValueError("positions is empty: there is no batch of zero seeds")
+        count = len(self.input_nodes)
+        bad = np.flatnonzero((positions < 0) | (positions >= count))
+        if bad.size:
+            raise _volley.VolleyIndexError(
+                f"positions[{bad[0]}] = {positions[bad[0]]} is not an input position (there are "
+                f"{count} input nodes)")
         options = _volley.LoaderOptions(self._options.sampler, batch_size=len(positions),
                                         num_threads=1, seed=self._options.seed)
         if self.input_time is not None:
