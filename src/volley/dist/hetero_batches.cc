@@ -177,33 +177,31 @@ HeteroSamplerOptions hetero_batches_sampler(const rpc::HeteroBatchesRequest& req
   return sampler;
 }
 
-// `sub` and its gathered rows (as the request asks) into `message`.
-void fill_hetero_batch(const DistHeteroGraph& graph, const HeteroSampledSubgraph& sub,
-                       const rpc::HeteroBatchesRequest& request, rpc::HeteroBatchMessage& message) {
-  const HeteroServiceInfo& info = graph.info();
-  for (size_t t = 0; t < info.node_types.size(); ++t) {
-    const HeteroNodeTypeService& type = info.node_types[t];
+// `sub` and the rows `source` gathers for it into `message`.
+void fill_hetero_batch(const DistHeteroSource& source, const HeteroSampledSubgraph& sub,
+                       rpc::HeteroBatchMessage& message) {
+  std::vector<std::pair<std::string, Array>> fields;
+  for (size_t t = 0; t < sub.nodes.size(); ++t) {
     rpc::TypedNodes* nodes = message.add_node_types();
     pack(std::span<const int64_t>(sub.nodes[t]), nodes->mutable_nodes());
     for (const int64_t count : sub.nodes_per_hop[t]) nodes->add_nodes_per_hop(count);
     nodes->set_num_seeds(sub.num_seeds[t]);
     if (!sub.batch.empty()) pack(std::span<const int64_t>(sub.batch[t]), nodes->mutable_batch());
-    if (request.features() && type.feature_dim > 0) {
-      const DType dtype = request.feature_dtype().empty()
-                              ? type.feature_dtype
-                              : dtype_from_name(request.feature_dtype());
-      const Array x = graph.gather_features(type.name, sub.nodes[t], dtype);
-      nodes->set_x(std::string(reinterpret_cast<const char*>(x.raw_data()), x.nbytes()));
-      nodes->set_x_dtype(std::string(dtype_name(dtype)));
-      nodes->set_x_width(type.feature_dim);
-    }
-    if (request.labels() && type.label_dtype) {
-      const Array y = graph.gather_labels(type.name, sub.nodes[t]);
-      nodes->set_y(std::string(reinterpret_cast<const char*>(y.raw_data()), y.nbytes()));
-      nodes->set_has_y(true);
+    fields.clear();
+    source.gather_fields(static_cast<int>(t), sub.nodes[t], fields);
+    for (const auto& [name, rows] : fields) {
+      const std::string bytes(reinterpret_cast<const char*>(rows.raw_data()), rows.nbytes());
+      if (name == "x") {
+        nodes->set_x(bytes);
+        nodes->set_x_dtype(std::string(dtype_name(rows.dtype())));
+        nodes->set_x_width(rows.dim(1));
+      } else {
+        nodes->set_y(bytes);
+        nodes->set_has_y(true);
+      }
     }
   }
-  for (size_t e = 0; e < info.edge_types.size(); ++e) {
+  for (size_t e = 0; e < sub.rows.size(); ++e) {
     rpc::TypedEdges* edges = message.add_edge_types();
     pack(std::span<const int64_t>(sub.rows[e]), edges->mutable_rows());
     pack(std::span<const int64_t>(sub.cols[e]), edges->mutable_cols());

@@ -30,11 +30,15 @@ class TypedBatches final : public internal::StreamProducer<rpc::HeteroBatchMessa
   TypedBatches(std::shared_ptr<const DistHeteroGraph> graph,
                const rpc::HeteroBatchesRequest& request, std::vector<int64_t> seeds,
                std::vector<int64_t> seed_times, HeteroSamplerOptions sampler)
-      : graph_(std::move(graph)),
+      : source_(std::move(graph), sampler,
+                request.feature_dtype().empty()
+                    ? std::nullopt
+                    : std::optional<DType>(dtype_from_name(request.feature_dtype())),
+                request.features(), request.labels()),
         request_(request),
         seeds_(std::move(seeds)),
         seed_times_(std::move(seed_times)),
-        sampler_(std::move(sampler)) {}
+        seed_(sampler.seed) {}
 
   bool next(rpc::HeteroBatchMessage& message) override {
     const auto size = static_cast<size_t>(request_.batch_size());
@@ -44,10 +48,10 @@ class TypedBatches final : public internal::StreamProducer<rpc::HeteroBatchMessa
     const std::span<const int64_t> times =
         seed_times_.empty() ? std::span<const int64_t>()
                             : std::span<const int64_t>(seed_times_).subspan(begin_, batch.size());
-    const HeteroSampledSubgraph sub = graph_->sample(
-        {{request_.node_type(), batch, times}}, sampler_, request_.first_batch_index() + index_);
+    source_.sample({{request_.node_type(), batch, times}}, seed_,
+                   request_.first_batch_index() + static_cast<uint64_t>(index_), sub_, scratch_);
     message.set_index(index_);
-    internal::fill_hetero_batch(*graph_, sub, request_, message);
+    internal::fill_hetero_batch(source_, sub_, message);
     begin_ += batch.size();
     ++index_;
     return true;
@@ -58,10 +62,12 @@ class TypedBatches final : public internal::StreamProducer<rpc::HeteroBatchMessa
   }
 
  private:
-  std::shared_ptr<const DistHeteroGraph> graph_;
+  DistHeteroSource source_;  // the typed loaders' source: sampling, then x and y as asked
   const rpc::HeteroBatchesRequest& request_;
   std::vector<int64_t> seeds_, seed_times_;
-  HeteroSamplerOptions sampler_;
+  uint64_t seed_;
+  HeteroSampledSubgraph sub_;
+  HeteroSamplerScratch scratch_;
   size_t begin_ = 0;
   int64_t index_ = 0;
 };

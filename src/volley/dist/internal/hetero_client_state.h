@@ -63,9 +63,10 @@ void gather_typed_rows(const DistHeteroGraph::State& state, int type, rpc::RowsR
 // time_source or strategy, seed times not one int64 per seed, or seed times when not temporal.
 HeteroSamplerOptions hetero_batches_sampler(const rpc::HeteroBatchesRequest& request,
                                             size_t num_seeds, std::vector<int64_t>& seed_times);
-// `sub` and its gathered rows (as the request asks) into `message`.
-void fill_hetero_batch(const DistHeteroGraph& graph, const HeteroSampledSubgraph& sub,
-                       const rpc::HeteroBatchesRequest& request, rpc::HeteroBatchMessage& message);
+// `sub` and the rows `source` gathers for it (its own fields, as the request asked for them)
+// into `message`.
+void fill_hetero_batch(const DistHeteroSource& source, const HeteroSampledSubgraph& sub,
+                       rpc::HeteroBatchMessage& message);
 
 }  // namespace internal
 }  // namespace volley::dist
