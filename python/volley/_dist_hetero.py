@@ -155,7 +155,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         if self.topology != "worker":
             return None
         self._options.input_time = self.input_time
-        return self._typed_native(self.input_nodes, self._options)
+        return self._create_native(self.input_nodes)
 
     def _typed_source(self) -> Any:
         from ._dist_service import _native

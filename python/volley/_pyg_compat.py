@@ -285,8 +285,8 @@ def attribute_key(data: Any) -> Optional[tuple]:
 
 def sample_seeds(loader: Any, index: Any, times: Optional[np.ndarray] = None) -> dict:
     """``NeighborLoader.__call__``: the raw batch of the seeds ``index``, built by a one-batch
-    native loader with the loader's options (under temporal sampling with the seed times
-    ``times``, by default each seed's own node time)."""
+    native loader with the loader's options (with the seed times ``times``; under temporal
+    sampling by default each seed's own node time)."""
     seeds = np.ascontiguousarray(_tensor.to_numpy(index), dtype=np.int64).reshape(-1)
     options = _volley.LoaderOptions(
         loader._options.sampler,
@@ -295,10 +295,12 @@ def sample_seeds(loader: Any, index: Any, times: Optional[np.ndarray] = None) ->
         seed=loader._options.seed,
         feature_dtype=loader._options.feature_dtype,
     )
-    if loader._options.sampler.time_source != "none":
+    if times is not None:  # (a typed loader's sampler holds its time options itself)
+        options.input_time = times
+    elif loader._options.sampler.time_source != "none":
         from ._temporal import call_times
 
-        options.input_time = call_times(loader, seeds) if times is None else times
+        options.input_time = call_times(loader, seeds)
     native = _native_with(loader, options, seeds)
     stream = native.start_epoch(loader._epoch)
     try:

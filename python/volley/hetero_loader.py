@@ -274,18 +274,19 @@ class HeteroNeighborLoader(NeighborLoader):
         native batch's nodes and recompute its edges (``_native_batch``), whose tables Python
         then gathers."""
         self._options.input_time = self.input_time
-        return self._typed_native(self.input_nodes, self._options)
+        return self._create_native(self.input_nodes)
 
-    def _typed_native(self, inputs: np.ndarray, options: Any) -> Any:
-        """The native typed loader over the input nodes ``inputs`` with ``options``: the
-        sampler's, with the attribute tables C++ gathers."""
+    def _create_native(self, inputs: np.ndarray) -> Any:
+        """The native typed loader over the input nodes ``inputs`` with ``self._options`` (which
+        ``_pyg_compat.sample_seeds`` replaces for ``loader(positions)``), with the attribute
+        tables C++ gathers."""
         self._tables: Dict[Any, Dict[str, Any]] = {}
         directional = self.subgraph_type == "directional"
         node_tables = [self._native_tables(t, self._node_attrs[t]) for t in self.graph.node_types]
         edge_tables = [self._native_tables(t, self._edge_attrs[t] if directional else {})
                        for t in self.graph.edge_types]
-        return _volley.NeighborLoader(self._typed_source(), self.input_type, inputs, options,
-                                      node_tables, edge_tables)
+        return _volley.NeighborLoader(self._typed_source(), self.input_type, inputs,
+                                      self._options, node_tables, edge_tables)
 
     def _typed_source(self) -> Any:
         """What the native typed loaders sample: this process's sampler (the distributed
@@ -358,15 +359,8 @@ class HeteroNeighborLoader(NeighborLoader):
             raise _volley.VolleyIndexError(
                 f"positions[{bad[0]}] = {positions[bad[0]]} is not an input position (there are "
                 f"{count} input nodes)")
-        options = _volley.LoaderOptions(self._options.sampler, batch_size=len(positions),
-                                        num_threads=1, seed=self._options.seed)
-        if self.input_time is not None:
-            options.input_time = np.ascontiguousarray(self.input_time[positions])
-        stream = self._typed_native(self.input_nodes[positions], options).start_epoch(self._epoch)
-        try:
-            raw = stream.next(0)
-        finally:
-            stream.stop()
+        times = None if self.input_time is None else self.input_time[positions]
+        raw = _pyg_compat.sample_seeds(self, self.input_nodes[positions], times)
         return self._finish(self._native_batch(raw), positions)
 
     # --- one batch -------------------------------------------------------------------------

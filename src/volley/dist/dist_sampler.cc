@@ -39,6 +39,7 @@ struct HopScratch {
   std::vector<std::vector<int64_t>> tree;
   std::vector<std::vector<std::vector<int64_t>>> targets, times;
   std::vector<std::vector<HopSample>> picks;
+  HopSample answer;  // one call's, before it joins its part's picks
 
   // Ready for a batch (the lists keep their capacity from batch to batch).
   void reset(size_t node_types, size_t edge_types, size_t parts) {
@@ -59,11 +60,12 @@ struct HopScratch {
 struct Across {
   const ServiceView& service;
   const NeighborSamplerOptions& options;
+  const std::vector<std::vector<int64_t>>& fanouts;  // per edge type, one per hop
   uint64_t batch_index;
   std::span<const int64_t> tree_times;
   HopScratch& s;
-  bool disjoint = false;
-  bool temporal = false;
+  bool temporal;
+  bool disjoint;  // or temporal
 
   // Keys of node type t are tree * tree_size(t) + node when disjoint.
   int64_t tree_size(int type) const {
@@ -136,7 +138,7 @@ struct Across {
   // type's range).
   void receive(size_t e, size_t p, size_t asked, const HopCall& call) {
     if (!call.status.ok()) service.fail_call(call.status, static_cast<int64_t>(p), "SampleHop");
-    HopSample answer;
+    HopSample& answer = s.answer;
     const bool well_formed = unpack(call.reply.counts(), answer.counts) &&
                              unpack(call.reply.neighbors(), answer.neighbors) &&
                              unpack(call.reply.edge_ids(), answer.edge_ids) &&
@@ -165,12 +167,10 @@ struct Across {
     into.edge_ids.insert(into.edge_ids.end(), answer.edge_ids.begin(), answer.edge_ids.end());
   }
 
-  int64_t fanout_of(size_t e, int hop) const { return (*fanouts)[e][static_cast<size_t>(hop)]; }
-  const std::vector<std::vector<int64_t>>* fanouts = nullptr;
+  int64_t fanout_of(size_t e, int hop) const { return fanouts[e][static_cast<size_t>(hop)]; }
 
-  // Every active edge type's calls of hop `hop`, in waves of max(8, busy (type, part) pairs)
-  // calls, the local part sampled while the first wave is in flight (its error rethrown after
-  // the wave: the calls reference this frame).
+  // Every active edge type's calls of hop `hop` (run_waves: waves of max(8, busy (type, part)
+  // pairs) calls), the local part sampled while the first wave is in flight.
   void call_all(int hop, const std::vector<bool>& active) {
     struct Piece {
       size_t e, p, begin, end;
@@ -191,41 +191,23 @@ struct Across {
         }
       }
     }
-    bool local_done = service.local_part < 0;
-    const auto run_local = [&] {
-      if (local_done) return;
-      local_done = true;
-      for (size_t e = 0; e < active.size(); ++e) {
-        if (!active[e] || s.targets[e][local].empty()) continue;
-        service.sample_local(e, hop, fanout_of(e, hop), s.targets[e][local], s.times[e][local],
-                             s.picks[e][local]);
-      }
-    };
-    const size_t wave = std::max<size_t>(8, busy);
-    size_t next = 0;
-    do {
-      const size_t end = std::min(pieces.size(), next + wave);
-      std::vector<std::unique_ptr<HopCall>> calls(end - next);
-      std::latch done(static_cast<std::ptrdiff_t>(end - next));
-      for (size_t i = next; i < end; ++i) {
-        calls[i - next] = std::make_unique<HopCall>();
-        const Piece& piece = pieces[i];
-        send(piece.e, piece.p, piece.begin, piece.end, hop, *calls[i - next], done);
-      }
-      std::exception_ptr local_error;
-      try {
-        run_local();
-      } catch (...) {
-        local_error = std::current_exception();
-      }
-      done.wait();
-      if (local_error) std::rethrow_exception(local_error);
-      for (size_t i = next; i < end; ++i) {
-        const Piece& piece = pieces[i];
-        receive(piece.e, piece.p, piece.end - piece.begin, *calls[i - next]);
-      }
-      next = end;
-    } while (next < pieces.size());
+    run_waves<HopCall>(
+        pieces, std::max<size_t>(8, busy),
+        [&](const Piece& piece, std::unique_ptr<HopCall>& call, std::latch& done) {
+          call = std::make_unique<HopCall>();
+          send(piece.e, piece.p, piece.begin, piece.end, hop, *call, done);
+        },
+        [&](const Piece& piece, const HopCall& call) {
+          receive(piece.e, piece.p, piece.end - piece.begin, call);
+        },
+        [&] {
+          if (service.local_part < 0) return;
+          for (size_t e = 0; e < active.size(); ++e) {
+            if (!active[e] || s.targets[e][local].empty()) continue;
+            service.sample_local(e, hop, fanout_of(e, hop), s.targets[e][local], s.times[e][local],
+                                 s.picks[e][local]);
+          }
+        });
   }
 
   // Edge type e's picks appended in frontier order (the frontier starting at local id `begin`):
@@ -283,7 +265,7 @@ struct Across {
     Builder builder(lists, std::span<IdMap>(s.maps), s.neighbors);
     place_seeds(builder, std::span<const TypedSeeds>(placed));
     builder.start();
-    const size_t hops = fanouts->empty() ? 0 : fanouts->front().size();
+    const size_t hops = fanouts.empty() ? 0 : fanouts.front().size();
     std::vector<bool> active(edge_types);
     std::vector<size_t> frontier(edge_types);
     for (size_t hop = 0; hop < hops; ++hop) {
@@ -291,7 +273,7 @@ struct Across {
         const int dst = service.edges[e].dst;
         frontier[e] = builder.frontier_begin(dst);
         const size_t size = builder.frontier_end(dst) - frontier[e];
-        active[e] = (*fanouts)[e][hop] != 0 && size > 0;
+        active[e] = fanouts[e][hop] != 0 && size > 0;
         if (active[e]) split(e, {builder.nodes(dst) + frontier[e], size});
       }
       call_all(static_cast<int>(hop), active);
@@ -324,10 +306,9 @@ void sample_across(const ServiceView& service, std::span<const TypedSeeds> group
                    const NeighborSamplerOptions& options, uint64_t batch_index,
                    std::span<const int64_t> tree_times, TypedLists& lists) {
   thread_local HopScratch scratch;
-  Across across{service, options, batch_index, tree_times, scratch};
-  across.temporal = options.time_source != TimeSource::kNone;
-  across.disjoint = options.disjoint || across.temporal;
-  across.fanouts = &fanouts;
+  const bool temporal = options.time_source != TimeSource::kNone;
+  Across across{service,    options, fanouts,  batch_index,
+                tree_times, scratch, temporal, options.disjoint || temporal};
   across.run(groups, lists);
 }
 

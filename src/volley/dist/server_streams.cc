@@ -30,15 +30,14 @@ class TypedBatches final : public internal::StreamProducer<rpc::HeteroBatchMessa
   TypedBatches(std::shared_ptr<const DistHeteroGraph> graph,
                const rpc::HeteroBatchesRequest& request, std::vector<int64_t> seeds,
                std::vector<int64_t> seed_times, HeteroSamplerOptions sampler)
-      : source_(std::move(graph), sampler,
+      : source_(std::move(graph), std::move(sampler),
                 request.feature_dtype().empty()
                     ? std::nullopt
                     : std::optional<DType>(dtype_from_name(request.feature_dtype())),
                 request.features(), request.labels()),
         request_(request),
         seeds_(std::move(seeds)),
-        seed_times_(std::move(seed_times)),
-        seed_(sampler.seed) {}
+        seed_times_(std::move(seed_times)) {}
 
   bool next(rpc::HeteroBatchMessage& message) override {
     const auto size = static_cast<size_t>(request_.batch_size());
@@ -48,7 +47,7 @@ class TypedBatches final : public internal::StreamProducer<rpc::HeteroBatchMessa
     const std::span<const int64_t> times =
         seed_times_.empty() ? std::span<const int64_t>()
                             : std::span<const int64_t>(seed_times_).subspan(begin_, batch.size());
-    source_.sample({{request_.node_type(), batch, times}}, seed_,
+    source_.sample({{request_.node_type(), batch, times}}, source_.options().seed,
                    request_.first_batch_index() + static_cast<uint64_t>(index_), sub_, scratch_);
     message.set_index(index_);
     internal::fill_hetero_batch(source_, sub_, message);
@@ -65,7 +64,6 @@ class TypedBatches final : public internal::StreamProducer<rpc::HeteroBatchMessa
   DistHeteroSource source_;  // the typed loaders' source: sampling, then x and y as asked
   const rpc::HeteroBatchesRequest& request_;
   std::vector<int64_t> seeds_, seed_times_;
-  uint64_t seed_;
   HeteroSampledSubgraph sub_;
   HeteroSamplerScratch scratch_;
   size_t begin_ = 0;

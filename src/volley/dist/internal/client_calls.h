@@ -159,14 +159,42 @@ struct Piece {
   size_t end;
 };
 
-// One request fanned out to the parts that have work (`targets[p]` not empty), each remote
-// part's targets cut into calls of at most `per_call(p)` targets (the server's limits).
-// `send(piece, slot, done)` starts an asynchronous call (its callback counts `done` down),
-// `local()` serves the local part meanwhile; after every call of a wave has ended,
-// `receive(piece, call)` takes the answers in piece order (each part's pieces in target
-// order). At most max(8, parts with work) calls are in flight at once: a usual request is one
-// wave of one call a part. An error of `local()` is rethrown after the wave (the calls
+// Runs `pieces` as asynchronous calls, `wave` at a time: `send(piece, slot, done)` starts one
+// (its callback counts `done` down), `local()` runs once, while the first wave is in flight
+// (also when there is no piece), and after every call of a wave has ended `receive(piece, call)`
+// takes the answers in piece order. An error of `local()` is rethrown after its wave (the calls
 // reference the caller's frame: never leave before they end).
+template <typename CallType, typename PieceType, typename Send, typename Receive, typename Local>
+void run_waves(const std::vector<PieceType>& pieces, size_t wave, Send&& send, Receive&& receive,
+               Local&& local) {
+  size_t next = 0;
+  bool local_done = false;
+  do {
+    const size_t end = std::min(pieces.size(), next + wave);
+    std::vector<std::unique_ptr<CallType>> calls(end - next);
+    std::latch done(static_cast<std::ptrdiff_t>(end - next));
+    for (size_t i = next; i < end; ++i) send(pieces[i], calls[i - next], done);
+    std::exception_ptr local_error;
+    if (!local_done) {
+      local_done = true;
+      try {
+        local();
+      } catch (...) {
+        local_error = std::current_exception();
+      }
+    }
+    done.wait();
+    if (local_error) std::rethrow_exception(local_error);
+    for (size_t i = next; i < end; ++i) receive(pieces[i], *calls[i - next]);
+    next = end;
+  } while (next < pieces.size());
+}
+
+// One request fanned out to the parts that have work (`targets[p]` not empty), each remote
+// part's targets cut into calls of at most `per_call(p)` targets (the server's limits), run by
+// run_waves: `local()` serves the local part (only when it has targets), `receive` takes the
+// answers in piece order (each part's pieces in target order). At most max(8, parts with work)
+// calls are in flight at once: a usual request is one wave of one call a part.
 // `state` is any client's state with num_parts() and local_part (-1: none).
 template <typename CallType, typename State, typename PerCall, typename Send, typename Receive,
           typename Local>
@@ -185,28 +213,10 @@ void fan_out(const State& state, const std::vector<std::vector<int64_t>>& target
       state.local_part >= 0 && !targets[static_cast<size_t>(state.local_part)].empty();
   int64_t busy_parts = 0;
   for (const auto& list : targets) busy_parts += !list.empty();
-  const size_t wave = static_cast<size_t>(std::max<int64_t>(8, busy_parts));
-  size_t next = 0;
-  bool local_done = !has_local;
-  while (next < pieces.size() || !local_done) {
-    const size_t end = std::min(pieces.size(), next + wave);
-    std::vector<std::unique_ptr<CallType>> calls(end - next);
-    std::latch done(static_cast<std::ptrdiff_t>(end - next));
-    for (size_t i = next; i < end; ++i) send(pieces[i], calls[i - next], done);
-    std::exception_ptr local_error;
-    if (!local_done) {
-      local_done = true;
-      try {
-        local();
-      } catch (...) {
-        local_error = std::current_exception();
-      }
-    }
-    done.wait();
-    if (local_error) std::rethrow_exception(local_error);
-    for (size_t i = next; i < end; ++i) receive(pieces[i], *calls[i - next]);
-    next = end;
-  }
+  run_waves<CallType>(pieces, static_cast<size_t>(std::max<int64_t>(8, busy_parts)), send, receive,
+                      [&] {
+                        if (has_local) local();
+                      });
 }
 
 }  // namespace internal
