@@ -18,11 +18,15 @@
 #include "bindings.h"
 #include "server_init.h"
 #include "volley/dist/client.h"
+#include "volley/dist/hetero_client.h"
 #include "volley/dist/node_state_client.h"
 #include "volley/dist/server.h"
 #include "volley/loader/neighbor_loader.h"
 
 namespace volley::python {
+
+nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info);  // bind_dist_hetero.cc
+
 namespace {
 
 using dist::ClientOptions;
@@ -176,31 +180,43 @@ void bind_dist_graph(nb::module_& m) {
 void bind_server_client_loader(nb::module_& m) {
   nb::class_<ServerClientLoader>(
       m, "ServerClientLoader",
-      "Server-client mode: epochs sampled and gathered by a server, streamed to this process.")
+      "Server-client mode: epochs sampled and gathered by a server, streamed to this process "
+      "(either graph kind: input_type names a heterogeneous service's input node type).")
       .def(
           "__init__",
           [](ServerClientLoader* self, const std::string& address,
              const std::optional<InputArray>& input_nodes, LoaderOptions options,
              const std::string& token, double deadline_seconds, double connect_seconds,
              int64_t max_message_bytes, bool features, bool labels, const std::string& tls_ca,
-             const std::string& tls_cert, const std::string& tls_key) {
+             const std::string& tls_cert, const std::string& tls_key, const std::string& input_type,
+             const std::string& typed_feature_dtype) {
             ClientOptions client = client_options(token, deadline_seconds, connect_seconds,
                                                   max_message_bytes, tls_ca, tls_cert, tls_key);
             auto input_array = array_from_python(input_nodes, "input_nodes");
+            dist::StreamedFields fields{
+                .features = features, .labels = labels, .input_type = input_type};
+            if (!typed_feature_dtype.empty()) {
+              fields.typed_feature_dtype = dtype_from_name(typed_feature_dtype);
+            }
             nb::gil_scoped_release release;
             new (self) ServerClientLoader(address, std::move(client), std::move(input_array),
-                                          std::move(options), features, labels);
+                                          std::move(options), std::move(fields));
           },
           nb::arg("address"), nb::arg("input_nodes").none(), nb::arg("options"), nb::kw_only(),
           nb::arg("token") = "", nb::arg("deadline_seconds") = 30.0,
           nb::arg("connect_seconds") = 30.0, nb::arg("max_message_bytes") = int64_t{512} << 20,
           nb::arg("features") = true, nb::arg("labels") = true, nb::arg("tls_ca") = "",
-          nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
-          "Connects to the server at `address`; loader options as NeighborLoader's.")
+          nb::arg("tls_cert") = "", nb::arg("tls_key") = "", nb::arg("input_type") = "",
+          nb::arg("typed_feature_dtype") = "",
+          "Connects to the server at `address`; loader options as NeighborLoader's (typed: "
+          "options.sampler with its fanouts_by_type; x as stored unless typed_feature_dtype).")
       .def_prop_ro("num_batches", &ServerClientLoader::num_batches)
       .def_prop_ro("num_inputs", &ServerClientLoader::num_inputs)
       .def_prop_ro("info",
-                   [](const ServerClientLoader& loader) { return info_to_python(loader.info()); })
+                   [](const ServerClientLoader& loader) {
+                     const dist::HeteroServiceInfo* typed = loader.typed_info();
+                     return typed ? hetero_info_to_python(*typed) : info_to_python(loader.info());
+                   })
       .def("start_epoch", &ServerClientLoader::start_epoch, nb::arg("epoch"),
            nb::arg("first_batch") = 0, nb::call_guard<nb::gil_scoped_release>(),
            "Starts streaming epoch `epoch` (a BatchStream), from batch `first_batch`.");

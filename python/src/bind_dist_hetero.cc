@@ -29,9 +29,6 @@ std::vector<HeteroSeeds> hetero_seed_groups(
     const std::vector<std::pair<std::string, InputArray>>& seeds,
     const std::vector<std::optional<InputArray>>& seed_times, std::vector<Array>& arrays);
 
-namespace {
-
-using dist::DistHeteroGraph;
 using EdgeTuple = std::tuple<std::string, std::string, std::string>;
 
 nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
@@ -61,6 +58,10 @@ nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
   d["has_edge_time"] = info.has_edge_time;
   return d;
 }
+
+namespace {
+
+using dist::DistHeteroGraph;
 
 void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
   graph
@@ -169,86 +170,6 @@ void bind_dist_hetero_graph(nb::module_& m) {
           nb::arg("node_type"), nb::arg("ids"));
 }
 
-void bind_hetero_batch_stream(nb::module_& m) {
-  nb::class_<dist::HeteroBatchStream>(m, "HeteroBatchStream",
-                                      "Server-client batches of heterogeneous partitions (see "
-                                      "volley/dist/hetero_client.h).")
-      .def(
-          "__init__",
-          [](dist::HeteroBatchStream* self, std::string address, const std::string& token,
-             double deadline_seconds, double connect_seconds, const std::string& tls_ca,
-             const std::string& tls_cert, const std::string& tls_key) {
-            dist::ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds,
-                               dist::ClientOptions{}.max_message_bytes, tls_ca, tls_cert, tls_key);
-            nb::gil_scoped_release release;
-            new (self) dist::HeteroBatchStream(std::move(address), std::move(options));
-          },
-          nb::arg("address"), nb::kw_only(), nb::arg("token") = "",
-          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
-          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "")
-      .def_prop_ro("info",
-                   [](const dist::HeteroBatchStream& stream) {
-                     return hetero_info_to_python(stream.info());
-                   })
-      .def(
-          "start",
-          [](dist::HeteroBatchStream& stream, const std::string& node_type, const InputArray& seeds,
-             int64_t batch_size, uint64_t first_batch_index, const std::vector<int64_t>& fanouts,
-             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
-             bool replace, bool weighted, uint64_t seed, bool features,
-             const std::string& feature_dtype, bool labels, bool disjoint,
-             const std::string& time_source, const std::string& temporal_strategy,
-             const std::optional<InputArray>& seed_times) {
-            dist::HeteroBatchesOptions batches;
-            batches.node_type = node_type;
-            const Array seed_array = host_ids_array(seeds, "seeds of node type " + node_type);
-            const auto ids = seed_array.span<int64_t>();
-            batches.seeds.assign(ids.begin(), ids.end());
-            batches.batch_size = batch_size;
-            batches.first_batch_index = first_batch_index;
-            batches.sampler =
-                hetero_sampler_options(fanouts, fanouts_by_type, replace, weighted, seed, disjoint,
-                                       time_source, temporal_strategy);
-            if (seed_times) {
-              const Array times =
-                  host_ids_array(*seed_times, "seed times of node type " + node_type);
-              batches.seed_times.assign(times.span<int64_t>().begin(), times.span<int64_t>().end());
-            }
-            batches.features = features;
-            batches.feature_dtype = feature_dtype;
-            batches.labels = labels;
-            nb::gil_scoped_release release;
-            stream.start(batches);
-          },
-          nb::arg("node_type"), nb::arg("seeds"), nb::arg("batch_size"),
-          nb::arg("first_batch_index"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
-          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
-          nb::arg("features") = true, nb::arg("feature_dtype") = "", nb::arg("labels") = true,
-          nb::arg("disjoint") = false, nb::arg("time_source") = "none",
-          nb::arg("temporal_strategy") = "uniform", nb::arg("seed_times").none() = nb::none())
-      .def(
-          "next",
-          [](dist::HeteroBatchStream& stream) -> nb::object {
-            Batch typed;
-            {
-              nb::gil_scoped_release release;
-              dist::HeteroBatch batch;
-              if (!stream.next(batch)) return nb::none();
-              typed.index = batch.index;
-              set_typed_parts(batch.subgraph, typed);
-              for (size_t t = 0; t < typed.node_types.size(); ++t) {
-                auto& attrs = typed.node_types[t].attrs;
-                if (t < batch.x.size() && batch.x[t]) attrs.emplace_back("x", *batch.x[t]);
-                if (t < batch.y.size() && batch.y[t]) attrs.emplace_back("y", *batch.y[t]);
-              }
-            }
-            return batch_to_python(typed);
-          },
-          "The next batch as a typed loader batch's dict (node_types / edge_types; x and y "
-          "among each node type's attrs), or None after the last.");
-}
-
 }  // namespace
 
 void bind_dist_hetero_source(nb::module_& m) {
@@ -280,7 +201,6 @@ void bind_dist_hetero_source(nb::module_& m) {
 void bind_dist_hetero(nb::module_& m) {
   bind_dist_hetero_graph(m);
   bind_dist_hetero_source(m);
-  bind_hetero_batch_stream(m);
 }
 
 }  // namespace volley::python

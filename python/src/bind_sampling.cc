@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
@@ -156,6 +158,8 @@ std::string sampler_repr(const NeighborSamplerOptions& options) {
       temporal_strategy_name(options.temporal_strategy));
 }
 
+using EdgeTuple = std::tuple<std::string, std::string, std::string>;
+
 void bind_sampler_options(nb::module_& m) {
   nb::class_<NeighborSamplerOptions>(
       m, "NeighborSamplerOptions",
@@ -210,6 +214,25 @@ void bind_sampler_options(nb::module_& m) {
           [](NeighborSamplerOptions& o, const std::string& name) {
             o.temporal_strategy = temporal_strategy_from_name(name);
           })
+      .def_prop_rw(
+          "fanouts_by_type",
+          [](const NeighborSamplerOptions& o) {
+            std::vector<std::pair<EdgeTuple, std::vector<int64_t>>> out;
+            for (const auto& [type, list] : o.fanouts_by_type) {
+              out.emplace_back(EdgeTuple{type.src, type.relation, type.dst}, list);
+            }
+            return out;
+          },
+          [](NeighborSamplerOptions& o,
+             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& by_type) {
+            o.fanouts_by_type.clear();
+            for (const auto& [type, list] : by_type) {
+              o.fanouts_by_type.emplace_back(
+                  EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
+            }
+          },
+          "Typed graphs: [((src, relation, dst), fanouts), ...], the fanouts of the edge types "
+          "named (`fanouts` is the others')")
       .def("__repr__", &sampler_repr);
 }
 

@@ -152,6 +152,16 @@ def test_server_client_batches_equal_the_local_loader(served):
                 _expect_same(got, want, f"server-client epoch {epoch} batch {index}")
                 count += 1
             assert count == len(local) == 4
+        # loader(positions) and a rank's share: the homogeneous server-client loader's, typed.
+        _expect_same(remote([3, 0, 9]), local([3, 0, 9]), "server-client loader(positions)")
+        ranked = dict(options, rank=1, world_size=2)
+        local = NeighborLoader(whole, fanouts, **ranked)
+        remote = vd.DistNeighborLoader([s.address for s in servers], fanouts,
+                                       topology="server-client", server=streaming.address,
+                                       **ranked)
+        assert len(remote) == len(local) == 2
+        for index, (got, want) in enumerate(zip(remote, local)):
+            _expect_same(got, want, f"server-client rank 1 batch {index}")
     finally:
         streaming.shutdown()
 
@@ -189,9 +199,9 @@ def test_errors_name_the_type(served):
     with pytest.raises(volley.VolleyValueError, match="paper__likes__paper"):  # as locally
         vd.DistNeighborLoader(addresses, {("paper", "likes", "paper"): [2]}, default=[1],
                               input_nodes=("paper", [0, 1]))
-    with pytest.raises(volley.VolleyValueError, match="without peers"):
-        list(vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0]),
-                                   topology="server-client"))
+    with pytest.raises(volley.VolleyValueError, match="cannot sample epochs"):  # (as Data's)
+        vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0]),
+                              topology="server-client")
     with pytest.raises(volley.VolleyValueError, match="heterogeneous"):
         vd.connect(addresses)
 

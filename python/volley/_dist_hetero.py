@@ -33,7 +33,7 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -116,7 +116,9 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
             token=token or "", deadline_seconds=_tensor.check_seconds(deadline, "deadline"),
             connect_seconds=_tensor.check_seconds(connect_timeout, "connect_timeout"), **tls)
         self.topology = topology
-        info = self._connect(addresses, local, server, connection)
+        info = self._connect(addresses, local, server, connection,
+                             input_nodes if isinstance(input_nodes, str)
+                             else input_nodes[0] if is_hetero_input(input_nodes) else "")
         self.graph = _ServiceGraph(info)
         self.data = None
         self.subgraph_type = "directional"
@@ -150,12 +152,29 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         self._native = self._native_pipeline() if self._takes_input_nodes else None
 
     def _native_pipeline(self) -> Any:
-        """Worker topology: the native typed pipeline over the service (a ``DistHeteroSource``,
-        which samples across the servers and gathers ``x`` / ``y``); None in server-client."""
-        if self.topology != "worker":
-            return None
+        """The native typed pipeline: worker topology, the typed loader over a
+        ``DistHeteroSource`` (which samples across the servers and gathers ``x`` / ``y``);
+        server-client, a ``ServerClientLoader`` whose server runs that loader."""
         self._options.input_time = self.input_time
         return self._create_native(self.input_nodes)
+
+    def _create_native(self, inputs: np.ndarray) -> Any:
+        if self.topology == "worker":
+            return super()._create_native(inputs)
+        from ._dist_service import _native
+
+        self._tables = {}
+        self._options.sampler = self._sampler_options()  # (the server's loader samples with it)
+        return _native().ServerClientLoader(
+            self._server, inputs, self._options, input_type=self.input_type,
+            typed_feature_dtype=self._feature_dtype, **self._connection)
+
+    def _sampler_options(self) -> Any:
+        """The typed sampling options as one ``NeighborSamplerOptions`` (fanouts per edge type
+        in ``fanouts_by_type``)."""
+        options = _volley.NeighborSamplerOptions(self._fanouts, **self._sampling)
+        options.fanouts_by_type = self._by_type
+        return options
 
     def _typed_source(self) -> Any:
         from ._dist_service import _native
@@ -180,8 +199,8 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
             input_time, source, self.input_type, len(self.input_nodes), timed_types)
         return source
 
-    def _connect(self, addresses: Any, local: Any, server: Any,
-                 connection: Dict[str, Any]) -> Dict[str, Any]:
+    def _connect(self, addresses: Any, local: Any, server: Any, connection: Dict[str, Any],
+                 input_type: str = "") -> Dict[str, Any]:
         """Connects (worker: every server, the local part in-process; server-client: the one
         server that streams the batches) and returns what the service describes."""
         from ._dist_service import _native
@@ -189,16 +208,19 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         if isinstance(addresses, str):
             addresses = [a.strip() for a in addresses.split(",")]
         addresses = [str(a) for a in (addresses or [])]
-        self.addresses, self.client, self._stream = addresses, None, None
+        self.addresses, self.client = addresses, None
         if self.topology == "server-client":
             if local is not None:
                 raise VolleyValueError(
                     "local= is for topology='worker'; server-client trainers hold no data")
             if server is None and not addresses:
                 raise VolleyValueError("topology='server-client' needs server= or addresses")
-            self._stream = _native().HeteroBatchStream(
-                str(server) if server is not None else addresses[0], **connection)
-            return self._stream.info
+            self._server = str(server) if server is not None else addresses[0]
+            self._connection = connection
+            probe = _native().ServerClientLoader(
+                self._server, None, _volley.LoaderOptions(_volley.NeighborSamplerOptions()),
+                input_type=input_type, **connection)  # (an unknown type: named here)
+            return probe.info
         if server is not None:
             raise VolleyValueError("server= is for topology='server-client'")
         if not addresses:
@@ -212,40 +234,6 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
         else:  # this process's Server (volley.dist.serve): its partition, shared
             self.client = native.connect_local(addresses, "", -1, local._native, **connection)
         return self.client.info
-
-    def __call__(self, positions: Any) -> Any:
-        if self.topology != "worker":
-            raise VolleyNotImplementedError(
-                "loader(positions) samples in this process: it needs topology='worker'")
-        return super().__call__(positions)
-
-    def __iter__(self) -> Iterator[Any]:
-        if self.topology == "worker":
-            return super().__iter__()
-        return self._streamed_epoch()
-
-    def _streamed_epoch(self) -> Iterator[Any]:
-        """Server-client: the epoch's seeds (in the local loader's order) go to the server in one
-        request; each streamed batch becomes a HeteroData as the local loader's batches do."""
-        epoch, first = self._epoch, self._begin_epoch()
-        self._epoch += 1
-        positions, size = self.rank_positions(epoch), self.batch_size
-        # A resumed epoch: the batches left, numbered as ever (batch b samples with index b).
-        batches = [positions[b * size:(b + 1) * size] for b in range(first, len(self))]
-        order = np.concatenate(batches + [np.zeros(0, np.int64)])
-        seed_times = None if self.input_time is None else self.input_time[order]
-        self._stream.start(self.input_type, self.input_nodes[order], self.batch_size, first,
-                           self._fanouts, self._by_type,
-                           seed=_volley.epoch_sampler_seed(self._options, int(epoch)),
-                           feature_dtype=self._feature_dtype, seed_times=seed_times,
-                           **self._sampling)
-        while True:
-            raw = self._stream.next()
-            if raw is None:
-                return
-            raw["input_id"] = batches[int(raw["index"])]
-            self._took_batch()
-            yield self._to_batch(raw)
 
     @staticmethod
     def _remote_attributes(info: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:

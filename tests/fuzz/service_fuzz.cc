@@ -4,7 +4,7 @@
 // heterogeneous dataset (the same Server); each input is one call to one method of
 // one of them:
 //   byte 0, bits 0-2: the method (Info, Health, SampleHop, GetRows, SampleEpoch, HasEdges,
-//                     SampleHeteroBatches, NodeData);
+//                     SampleEpoch again (its seeds are typed), NodeData);
 //   byte 0, bit 3:    send the rest as raw bytes (the decoder's path), else decode them as the
 //                     method's request and re-encode;
 //   byte 0, bit 4:    set the request's protocol and fingerprint to the right ones, so that the
@@ -38,8 +38,8 @@ namespace {
 namespace rpc = ::volley::rpc;
 using volley::dist_test::raw_call;
 
-const char* const kMethods[] = {"Info",        "Health",   "SampleHop",           "GetRows",
-                                "SampleEpoch", "HasEdges", "SampleHeteroBatches", "NodeData"};
+const char* const kMethods[] = {"Info",        "Health",   "SampleHop",   "GetRows",
+                                "SampleEpoch", "HasEdges", "SampleEpoch", "NodeData"};
 constexpr int kNumMethods = 8;
 
 // Two servers of one kind (part 0 with part 1 as its peer), and what a valid request names.
@@ -203,15 +203,15 @@ void write_seeds(const std::string& dir) {
   edges.set_rows(packed({d.begin, d.begin + 1}));
   edges.set_others(packed({0, 1}));
   write(5, false, edges.SerializeAsString());
-  rpc::HeteroBatchesRequest batches;
-  batches.set_node_type("paper");
-  batches.set_seeds(packed({0, 3, 7, 150, 299}));
-  batches.set_batch_size(2);
-  batches.mutable_sampler()->add_fanouts(2);
-  batches.mutable_sampler()->add_fanouts(2);
-  batches.set_features(true);
-  batches.set_labels(true);
-  write(6, true, batches.SerializeAsString());
+  rpc::EpochRequest typed_epoch;
+  typed_epoch.set_input_type("paper");
+  typed_epoch.set_input_nodes(packed({0, 3, 7, 150, 299}));
+  typed_epoch.set_batch_size(2);
+  typed_epoch.mutable_sampler()->add_fanouts(2);
+  typed_epoch.mutable_sampler()->add_fanouts(2);
+  typed_epoch.set_features(true);
+  typed_epoch.set_labels(true);
+  write(6, true, typed_epoch.SerializeAsString());
   // Node data: a table made, then read, written, stepped and checkpointed (seed files sort by
   // name: "NodeData-0-create" runs first).
   for (const bool typed : {false, true}) {
@@ -271,6 +271,7 @@ grpc::Status call(const std::shared_ptr<grpc::Channel>& channel, const std::stri
     case 3:
       return raw_call(channel, name, send(static_cast<rpc::RowsRequest*>(nullptr)));
     case 4:
+    case 6:
       return stream_call<rpc::EpochRequest, rpc::BatchMessage>(
           channel, kMethods[method], send(static_cast<rpc::EpochRequest*>(nullptr)),
           [](auto& stub, auto& context, const auto& request) {
@@ -278,14 +279,8 @@ grpc::Status call(const std::shared_ptr<grpc::Channel>& channel, const std::stri
           });
     case 5:
       return raw_call(channel, name, send(static_cast<rpc::EdgesRequest*>(nullptr)));
-    case 7:
-      return raw_call(channel, name, send(static_cast<rpc::NodeDataRequest*>(nullptr)));
     default:
-      return stream_call<rpc::HeteroBatchesRequest, rpc::HeteroBatchMessage>(
-          channel, kMethods[method], send(static_cast<rpc::HeteroBatchesRequest*>(nullptr)),
-          [](auto& stub, auto& context, const auto& request) {
-            return stub.SampleHeteroBatches(&context, request);
-          });
+      return raw_call(channel, name, send(static_cast<rpc::NodeDataRequest*>(nullptr)));
   }
 }
 

@@ -47,7 +47,7 @@
 namespace volley::dist {
 
 // The wire protocol version (volley.proto); client and servers must match.
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 
 // TLS for the service (PEM files; read once, when the server starts or the client connects;
 // IoError naming a file that cannot be read). The token still authorizes every call.
@@ -158,9 +158,25 @@ class DistGraph final : public BatchSource {
   std::unique_ptr<State> state_;
 };
 
-// Server-client mode: the loader for a trainer that holds no data. Each epoch is one
-// SampleEpoch stream from the server at `address`; the batches equal NeighborLoader's over the
-// whole graph with the same inputs and options (temporal and disjoint sampling included:
+struct HeteroServiceInfo;  // hetero_client.h
+
+// What the batches of a ServerClientLoader carry besides their subgraph, and of which seeds.
+struct StreamedFields {
+  bool features = true;  // x (of every node type that has features), when the service has them
+  bool labels = true;    // y (int64), likewise
+  // A heterogeneous partitioned dataset: the node type of the input nodes (required there; ""
+  // for a homogeneous one). The batches are then typed (Batch::node_types / edge_types, x and y
+  // among each node type's attrs), sampled with options.sampler (typed fanouts) by the typed
+  // loader over the service's DistHeteroSource, and equal its batches in this process.
+  std::string input_type;
+  // Typed batches: every node type's x in this dtype (nullopt: as stored, as the local typed
+  // loader gives it). Homogeneous batches: LoaderOptions::feature_dtype.
+  std::optional<DType> typed_feature_dtype;
+};
+
+// Server-client mode: the loader for a trainer that holds no data, of either graph kind. Each
+// epoch is one SampleEpoch stream from the server at `address`; the batches equal NeighborLoader's
+// over the whole graph with the same inputs and options (temporal and disjoint sampling included:
 // options.input_time travels with the rank's inputs, ValueError as DistGraph::validate when the
 // service lacks the times). The server samples `options.num_threads`
 // batches at once (0: its default). Errors as above; a stream that stops delivering raises
@@ -168,14 +184,18 @@ class DistGraph final : public BatchSource {
 class ServerClientLoader {
  public:
   // Connects (checks protocol and that the server can sample epochs) and validates the inputs
-  // against the service (IndexError for an input id out of range, ValueError as NeighborLoader).
+  // against the service (IndexError for an input id out of range, ValueError as NeighborLoader;
+  // ValueError for an input type a homogeneous service does not have, or a typed service's
+  // unknown or missing one, naming its node types).
   ServerClientLoader(std::string address, ClientOptions client, std::optional<Array> input_nodes,
-                     LoaderOptions options, bool features = true, bool labels = true);
+                     LoaderOptions options, StreamedFields fields = {});
   ~ServerClientLoader();
 
   int64_t num_batches() const;
   int64_t num_inputs() const;
+  // What the server serves: a homogeneous service's info (typed_info() null), or a typed one's.
   const ServiceInfo& info() const;
+  const HeteroServiceInfo* typed_info() const;
   // `first_batch` > 0 resumes the epoch there: the request has no start position, so the
   // epoch's first batches are received and dropped (ValueError unless 0 <= first_batch <=
   // num_batches()).

@@ -190,8 +190,6 @@ grpc::ServerWriteReactor<Message>* start_stream(StreamHost& host, OpenStream<Mes
 
 template grpc::ServerWriteReactor<rpc::BatchMessage>* start_stream(StreamHost&,
                                                                    OpenStream<rpc::BatchMessage>);
-template grpc::ServerWriteReactor<rpc::HeteroBatchMessage>* start_stream(
-    StreamHost&, OpenStream<rpc::HeteroBatchMessage>);
 
 std::unique_ptr<StreamProducer<rpc::BatchMessage>> epoch_producer(
     std::unique_ptr<NeighborLoader> loader, int64_t epoch) {

@@ -150,46 +150,4 @@ class DistHeteroSource final : public TypedBatchSource {
   bool labels_ = true;
 };
 
-// Server-client mode: a trainer that holds no data asks one server (started with peers) for the
-// batches of its seeds; the server samples them across all parts, gathers their rows and streams
-// them back in order. The batches equal DistHeteroGraph::sample's (and so HeteroNeighborSampler's
-// over the renumbered graph) with batch index first_batch_index + b.
-struct HeteroBatchesOptions {
-  std::string node_type;       // of the seeds
-  std::vector<int64_t> seeds;  // new ids, in epoch order: batch b is [b * size, (b + 1) * size)
-  int64_t batch_size = 1;
-  uint64_t first_batch_index = 0;
-  HeteroSamplerOptions sampler;
-  std::vector<int64_t> seed_times;  // temporal: one per seed; empty: the seeds' node times
-  bool features = true;
-  std::string feature_dtype;  // "": as stored
-  bool labels = true;
-};
-
-struct HeteroBatch {
-  int64_t index = 0;  // b
-  HeteroSampledSubgraph subgraph;
-  std::vector<std::optional<Array>> x;  // per node type: features of subgraph.nodes[t], or none
-  std::vector<std::optional<Array>> y;  // per node type: int64 labels, or none
-};
-
-class HeteroBatchStream {
- public:
-  // Asks `address` for Info (waiting up to connect_seconds): ValueError for a homogeneous server.
-  HeteroBatchStream(std::string address, ClientOptions options);
-  ~HeteroBatchStream();  // cancels a stream still open
-  const HeteroServiceInfo& info() const;
-  // Opens the stream of `batches` (a stream still open is cancelled first).
-  void start(const HeteroBatchesOptions& batches);
-  // The next batch into `out`; false after the last. The stream's errors as client.h says; a
-  // batch that does not arrive within deadline_seconds is a TimeoutError naming the server (and
-  // a peer's failure, which the server reports within half that, names the peer).
-  bool next(HeteroBatch& out);
-
-  struct State;
-
- private:
-  std::unique_ptr<State> state_;
-};
-
 }  // namespace volley::dist

@@ -23,7 +23,7 @@ int HeteroServiceInfo::node_type_index(std::string_view name) const {
 
 namespace internal {
 
-// The service an Info answer of a heterogeneous server describes (also hetero_batches.cc).
+// The service an Info answer of a heterogeneous server describes (also ServerClientLoader).
 HeteroServiceInfo hetero_service_info(const rpc::InfoReply& reply, const std::string& address) {
   VOLLEY_REQUIRE(reply.heterogeneous(), ValueError,
                  "{} serves part {} of the homogeneous partitioned dataset '{}': connect with "

@@ -22,15 +22,16 @@
 //                (homogeneous only: a typed partition's degrees are per edge type);
 //   NodeData     node tables held by this part (internal/node_tables.h);
 //   HasEdges     edge checks of link prediction (homogeneous only);
-//   SampleEpoch  server-client mode, homogeneous: a whole epoch of a trainer's seeds sampled
-//                across all partitions (the server is itself a DistGraph client of `peers`) and
-//                gathered, streamed back batch by batch with flow control as back-pressure;
-//   SampleHeteroBatches  the same for a heterogeneous partition (a DistHeteroGraph over the
-//                peers; temporal and disjoint too). Both are callback streams: a reader that
-//                pauses holds no server thread; at most max_epoch_streams are open
+//   SampleEpoch  server-client mode: a whole epoch of a trainer's seeds sampled across all
+//                partitions (the server is itself a client of `peers`: a DistGraph, or for a
+//                heterogeneous partition a DistHeteroSource, the typed loaders' source, with
+//                EpochRequest.input_type naming the seeds' type) and gathered, streamed back
+//                batch by batch with flow control as back-pressure. A callback stream: a reader
+//                that pauses holds no server thread; at most max_epoch_streams are open
 //                (RESOURCE_EXHAUSTED "busy" beyond); FAILED_PRECONDITION without peers.
-// A call of the other kind (SampleEpoch or HasEdges to a heterogeneous partition,
-// SampleHeteroBatches to a homogeneous one) is refused UNIMPLEMENTED, naming what is served.
+// A call of the other kind (HasEdges to a heterogeneous partition, SampleEpoch with an input
+// type to a homogeneous one or without one to a heterogeneous one) is refused, naming what is
+// served.
 //
 //   Server server("/data/products-2", 0, {.listen = "0.0.0.0:5000", .token = "s3cret"});
 //   server.wait();   // until shutdown() or destruction

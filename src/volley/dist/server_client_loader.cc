@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "volley/dist/client.h"
+#include "volley/dist/hetero_client.h"
 #include "volley/dist/internal/client_calls.h"
+#include "volley/dist/internal/hetero_client_state.h"
 #include "volley/feature/gather.h"
 
 namespace volley::dist {
@@ -26,10 +28,10 @@ struct ServerClientLoader::State {
   ClientOptions client;
   std::unique_ptr<rpc::PartitionService::Stub> stub;
   ServiceInfo info;
+  std::optional<HeteroServiceInfo> typed;  // a heterogeneous service
   Array input_nodes;
   LoaderOptions options;
-  bool features = true;
-  bool labels = true;
+  StreamedFields fields;
   int64_t num_batches = 0;
 };
 
@@ -74,6 +76,43 @@ Batch batch_from_message(const rpc::BatchMessage& message, const std::string& ad
   return batch;
 }
 
+// A typed batch message's parts into `batch` (one per node type and edge type of `info`), x and
+// y among each node type's attrs, as the typed loaders over DistHeteroSource put them; `trees`:
+// each node's tree (disjoint or temporal sampling).
+void typed_parts_from_message(const rpc::BatchMessage& message, const HeteroServiceInfo& info,
+                              bool trees, const std::string& address, Batch& batch) {
+  VOLLEY_REQUIRE(message.node_types_size() == static_cast<int>(info.node_types.size()) &&
+                     message.edge_types_size() == static_cast<int>(info.edge_types.size()),
+                 RuntimeError, "server {}: malformed batch ({} node types, {} edge types)", address,
+                 message.node_types_size(), message.edge_types_size());
+  batch.nodes = batch.edge_index = batch.edge_ids = Array();
+  for (const rpc::TypedNodes& nodes : message.node_types()) {
+    NodeTypeBatch& part = batch.node_types.emplace_back();
+    const auto n = static_cast<int64_t>(nodes.nodes().size() / sizeof(int64_t));
+    part.nodes = array_from_bytes(nodes.nodes(), DType::kInt64, {n}, address, "nodes");
+    part.nodes_per_hop.assign(nodes.nodes_per_hop().begin(), nodes.nodes_per_hop().end());
+    if (trees) {  // disjoint / temporal: every type's (an empty type's too)
+      part.batch_ids = array_from_bytes(nodes.batch(), DType::kInt64, {n}, address, "batch");
+    }
+    if (!nodes.x_dtype().empty()) {
+      part.attrs.emplace_back("x",
+                              array_from_bytes(nodes.x(), parse_dtype(nodes.x_dtype(), address),
+                                               {n, nodes.x_width()}, address, "x"));
+    }
+    if (nodes.has_y()) {
+      part.attrs.emplace_back("y", array_from_bytes(nodes.y(), DType::kInt64, {n}, address, "y"));
+    }
+  }
+  for (const rpc::TypedEdges& edges : message.edge_types()) {
+    EdgeTypeBatch& part = batch.edge_types.emplace_back();
+    const auto e = static_cast<int64_t>(edges.edge_ids().size() / sizeof(int64_t));
+    part.edge_index =
+        array_from_bytes(edges.edge_index(), DType::kInt64, {2, e}, address, "edge_index");
+    part.edge_ids = array_from_bytes(edges.edge_ids(), DType::kInt64, {e}, address, "edge_ids");
+    part.edges_per_hop.assign(edges.edges_per_hop().begin(), edges.edges_per_hop().end());
+  }
+}
+
 // One SampleEpoch stream. A reader thread pulls messages into a small queue (at most
 // kQueued ahead: when it is full the reader stops reading, gRPC's flow control fills the
 // window and the server's Write blocks — that is the back-pressure). next() waits for the next
@@ -102,11 +141,16 @@ class StreamedEpoch final : public BatchStream {
     request.set_drop_last(state.options.drop_last);
     request.set_seed(share.seed);
     internal::options_to_wire(state.options.sampler, request.mutable_sampler());
-    request.set_features(state.features);
-    request.set_feature_dtype(std::string(dtype_name(state.options.feature_dtype)));
-    request.set_labels(state.labels);
+    request.set_features(state.fields.features);
+    request.set_labels(state.fields.labels);
+    request.set_input_type(state.fields.input_type);
+    if (!state.typed) {
+      request.set_feature_dtype(std::string(dtype_name(state.options.feature_dtype)));
+    } else if (state.fields.typed_feature_dtype) {
+      request.set_feature_dtype(std::string(dtype_name(*state.fields.typed_feature_dtype)));
+    }
     request.set_concurrency(state.options.num_threads);
-    if (state.options.sampler.time_source != TimeSource::kNone) {
+    if (state.options.input_time) {  // temporal (typed by node time: optional)
       const Array& time = *state.options.input_time;
       const std::vector<int64_t> times =
           share.positions.defined()
@@ -152,6 +196,12 @@ class StreamedEpoch final : public BatchStream {
     lock.unlock();
     changed_.notify_all();
     Batch batch = batch_from_message(message, state.address);
+    if (state.typed) {
+      const NeighborSamplerOptions& sampler = state.options.sampler;
+      typed_parts_from_message(message, *state.typed,
+                               sampler.disjoint || sampler.time_source != TimeSource::kNone,
+                               state.address, batch);
+    }
     VOLLEY_REQUIRE(batch.index == delivered_ - 1, RuntimeError,
                    "server {}: batch {} arrived where batch {} was expected", state.address,
                    batch.index, delivered_ - 1);
@@ -213,9 +263,52 @@ class StreamedEpoch final : public BatchStream {
 
 }  // namespace
 
+namespace {
+
+// The input nodes of a homogeneous service, checked against it (what the server would refuse).
+Array checked_inputs(const ServiceInfo& info, const std::optional<Array>& input_nodes,
+                     const LoaderOptions& options, bool features) {
+  validate_sampler_options(options.sampler, info.has_weights);
+  const TimeSource time_source = options.sampler.time_source;
+  VOLLEY_REQUIRE(time_source != TimeSource::kEdge || info.has_edge_time, ValueError,
+                 "temporal sampling by edge time, but the partitioned dataset '{}' has no edge "
+                 "times (partition a dataset with edge_time.npy)",
+                 info.dataset_name);
+  VOLLEY_REQUIRE(time_source != TimeSource::kNode || info.has_node_time, ValueError,
+                 "temporal sampling by node time, but the partitioned dataset '{}' has no node "
+                 "times (partition a dataset with node_time.npy)",
+                 info.dataset_name);
+  if (features) {
+    VOLLEY_REQUIRE(gather_supports(info.feature_dtype, options.feature_dtype), ValueError,
+                   "features of dtype {} cannot be delivered as {}", dtype_name(info.feature_dtype),
+                   dtype_name(options.feature_dtype));
+  }
+  const bool temporal = time_source != TimeSource::kNone;
+  Array inputs = loader_internal::checked_input_nodes(input_nodes, info.book.num_nodes(),
+                                                      /*distinct=*/!temporal);
+  loader_internal::check_loader_options(options, inputs.numel());
+  loader_internal::check_input_time(options, inputs.numel());
+  return inputs;
+}
+
+// ... of a typed service: as the typed loader checks them (its node types and edge types).
+Array checked_typed_inputs(const HeteroServiceInfo& info, const std::optional<Array>& input_nodes,
+                           const LoaderOptions& options, const StreamedFields& fields) {
+  std::vector<NodeTypeInfo> types;
+  for (const HeteroNodeTypeService& type : info.node_types) {
+    types.push_back({type.name, type.book.num_nodes()});
+  }
+  resolve_hetero_fanouts(info.edge_types, options.sampler);  // ValueError naming the edge type
+  return loader_internal::checked_typed_inputs(types, fields.input_type, input_nodes, options,
+                                               options.sampler)
+      .inputs;
+}
+
+}  // namespace
+
 ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client,
                                        std::optional<Array> input_nodes, LoaderOptions options,
-                                       bool features, bool labels) {
+                                       StreamedFields fields) {
   VOLLEY_REQUIRE(!address.empty(), ValueError, "no server address given");
   VOLLEY_REQUIRE(client.deadline_seconds > 0 && client.connect_seconds > 0, ValueError,
                  "deadline_seconds and connect_seconds must be > 0, got {} and {}",
@@ -225,8 +318,7 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
   state->client = std::move(client);
   state->stub = rpc::PartitionService::NewStub(make_channel(state->address, state->client));
   state->options = std::move(options);
-  state->features = features;
-  state->labels = labels;
+  state->fields = std::move(fields);
 
   Call<rpc::InfoRequest, rpc::InfoReply> call;
   prepare(call.context, state->client, state->client.connect_seconds);
@@ -239,48 +331,24 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
                  "server {} cannot sample epochs: start it with --peers (the addresses of every "
                  "part's server) for server-client mode",
                  state->address);
-  state->info = service_info(reply, state->address);
-  const ServiceInfo& info = state->info;
-  state->features = features && info.feature_dim > 0;
-  state->labels = labels && info.label_dtype.has_value();
-
   // Check here what the server would refuse, so mistakes surface at construction.
-  validate_sampler_options(state->options.sampler, info.has_weights);
-  const TimeSource time_source = state->options.sampler.time_source;
-  VOLLEY_REQUIRE(time_source != TimeSource::kEdge || info.has_edge_time, ValueError,
-                 "temporal sampling by edge time, but the partitioned dataset '{}' has no edge "
-                 "times (partition a dataset with edge_time.npy)",
-                 info.dataset_name);
-  VOLLEY_REQUIRE(time_source != TimeSource::kNode || info.has_node_time, ValueError,
-                 "temporal sampling by node time, but the partitioned dataset '{}' has no node "
-                 "times (partition a dataset with node_time.npy)",
-                 info.dataset_name);
-  if (state->features) {
-    VOLLEY_REQUIRE(gather_supports(info.feature_dtype, state->options.feature_dtype), ValueError,
-                   "features of dtype {} cannot be delivered as {}", dtype_name(info.feature_dtype),
-                   dtype_name(state->options.feature_dtype));
-  }
-  const int64_t n = info.book.num_nodes();
-  Array inputs;
-  if (input_nodes) {  // an empty array: no batches (as in PyG); absent: every node
-    VOLLEY_REQUIRE(input_nodes->ndim() == 1 && input_nodes->dtype() == DType::kInt64, ValueError,
-                   "input_nodes must be a 1-d int64 array, got {}", input_nodes->describe());
-    const int64_t* ids = input_nodes->data<int64_t>();
-    for (int64_t i = 0; i < input_nodes->numel(); ++i) {
-      VOLLEY_REQUIRE(ids[i] >= 0 && ids[i] < n, IndexError,
-                     "input node {} at position {} out of range for a graph with {} nodes", ids[i],
-                     i, n);
-    }
-    inputs = *input_nodes;
+  StreamedFields& wanted = state->fields;
+  if (reply.heterogeneous()) {
+    state->typed = internal::hetero_service_info(reply, state->address);
+    state->info.dataset_name = state->typed->dataset_name;
+    state->info.fingerprint = state->typed->fingerprint;
+    state->input_nodes = checked_typed_inputs(*state->typed, input_nodes, state->options, wanted);
   } else {
-    inputs = Array::empty(DType::kInt64, {n});
-    int64_t* ids = inputs.data<int64_t>();
-    for (int64_t i = 0; i < n; ++i) ids[i] = i;
+    VOLLEY_REQUIRE(wanted.input_type.empty(), ValueError,
+                   "input_nodes: server {} serves the homogeneous partitioned dataset '{}', which "
+                   "has no node type '{}'",
+                   state->address, reply.dataset_name(), wanted.input_type);
+    state->info = service_info(reply, state->address);
+    wanted.features = wanted.features && state->info.feature_dim > 0;
+    wanted.labels = wanted.labels && state->info.label_dtype.has_value();
+    state->input_nodes = checked_inputs(state->info, input_nodes, state->options, wanted.features);
   }
-  state->input_nodes = inputs;
-  loader_internal::check_loader_options(state->options, inputs.numel());
-  loader_internal::check_input_time(state->options, inputs.numel());
-  state->num_batches = loader_internal::num_batches(inputs.numel(), state->options);
+  state->num_batches = loader_internal::num_batches(state->input_nodes.numel(), state->options);
   state_ = std::move(state);
 }
 
@@ -289,6 +357,9 @@ ServerClientLoader::~ServerClientLoader() = default;
 int64_t ServerClientLoader::num_batches() const { return state_->num_batches; }
 int64_t ServerClientLoader::num_inputs() const { return state_->input_nodes.numel(); }
 const ServiceInfo& ServerClientLoader::info() const { return state_->info; }
+const HeteroServiceInfo* ServerClientLoader::typed_info() const {
+  return state_->typed ? &*state_->typed : nullptr;
+}
 
 std::unique_ptr<BatchStream> ServerClientLoader::start_epoch(int64_t epoch_index,
                                                              int64_t first_batch) const {

@@ -1,17 +1,15 @@
-// dist::Server's server-client streams (see server.h): SampleEpoch over a homogeneous partition,
-// SampleHeteroBatches over a heterogeneous one, each a callback stream (internal/epoch_stream.h)
-// whose batches are sampled across every part (this one in-process, the peers as one graph).
+// dist::Server's server-client stream (see server.h): SampleEpoch over a partition of either
+// kind, a callback stream (internal/epoch_stream.h) of a loader's epoch whose batches are
+// sampled across every part (this one in-process, the peers as one graph).
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
 #include <mutex>
 
 #include "volley/dist/internal/epoch_stream.h"
-#include "volley/dist/internal/hetero_client_state.h"
 #include "volley/dist/internal/server_state.h"
 #include "volley/dist/internal/server_support.h"
 #include "volley/dist/internal/wire.h"
-#include "volley/sampling/hetero_sampler.h"
 
 namespace volley::dist {
 
@@ -22,53 +20,6 @@ namespace {
 grpc::Status refuse(grpc::StatusCode code, std::string message) {
   return grpc::Status(code, std::move(message));
 }
-
-// A SampleHeteroBatches stream's batches: the caller's seeds in batch_size slices, each sampled
-// across every part (`graph`) and gathered, in order, one when the client has room for it.
-class TypedBatches final : public internal::StreamProducer<rpc::HeteroBatchMessage> {
- public:
-  TypedBatches(std::shared_ptr<const DistHeteroGraph> graph,
-               const rpc::HeteroBatchesRequest& request, std::vector<int64_t> seeds,
-               std::vector<int64_t> seed_times, HeteroSamplerOptions sampler)
-      : source_(std::move(graph), std::move(sampler),
-                request.feature_dtype().empty()
-                    ? std::nullopt
-                    : std::optional<DType>(dtype_from_name(request.feature_dtype())),
-                request.features(), request.labels()),
-        request_(request),
-        seeds_(std::move(seeds)),
-        seed_times_(std::move(seed_times)) {}
-
-  bool next(rpc::HeteroBatchMessage& message) override {
-    const auto size = static_cast<size_t>(request_.batch_size());
-    if (begin_ >= seeds_.size()) return false;
-    const std::span<const int64_t> batch =
-        std::span<const int64_t>(seeds_).subspan(begin_, std::min(size, seeds_.size() - begin_));
-    const std::span<const int64_t> times =
-        seed_times_.empty() ? std::span<const int64_t>()
-                            : std::span<const int64_t>(seed_times_).subspan(begin_, batch.size());
-    source_.sample({{request_.node_type(), batch, times}}, source_.options().seed,
-                   request_.first_batch_index() + static_cast<uint64_t>(index_), sub_, scratch_);
-    message.set_index(index_);
-    internal::fill_hetero_batch(source_, sub_, message);
-    begin_ += batch.size();
-    ++index_;
-    return true;
-  }
-  // A peer that failed (unreachable, no answer in time); other errors are the request's.
-  bool blames_peer(const Error& error) const override {
-    return error.kind() == ErrorKind::kTimeout || error.kind() == ErrorKind::kConnection;
-  }
-
- private:
-  DistHeteroSource source_;  // the typed loaders' source: sampling, then x and y as asked
-  const rpc::HeteroBatchesRequest& request_;
-  std::vector<int64_t> seeds_, seed_times_;
-  HeteroSampledSubgraph sub_;
-  HeteroSamplerScratch scratch_;
-  size_t begin_ = 0;
-  int64_t index_ = 0;
-};
 
 // The loader options a SampleEpoch request asks for (validated by the loader).
 LoaderOptions epoch_loader_options(const rpc::EpochRequest& request, int default_concurrency) {
@@ -82,29 +33,28 @@ LoaderOptions epoch_loader_options(const rpc::EpochRequest& request, int default
   VOLLEY_REQUIRE(loader_options.num_threads >= 0 && loader_options.num_threads <= 256, ValueError,
                  "concurrency must be in [0, 256], got {}", loader_options.num_threads);
   loader_options.sampler = internal::options_from_wire(request.sampler());
-  if (request.features()) loader_options.feature_dtype = dtype_from_name(request.feature_dtype());
+  if (request.features() && !request.feature_dtype().empty())  // typed: "" is as stored
+    loader_options.feature_dtype = dtype_from_name(request.feature_dtype());
   internal::apply_epoch_times(request, loader_options);
   return loader_options;
 }
 
 }  // namespace
 
-grpc::Status Server::State::check_stream_call(bool typed_call, uint32_t protocol,
-                                              const std::string& request_fingerprint) const {
-  if (typed_call != (typed != nullptr)) {
-    return refuse(grpc::StatusCode::UNIMPLEMENTED,
-                  typed_call
-                      ? fmt::format("SampleHeteroBatches: this server serves part {} of a "
-                                    "homogeneous partitioned dataset; stream its batches with "
-                                    "SampleEpoch",
-                                    served_part)
-                      : fmt::format("SampleEpoch: this server serves part {} of a heterogeneous "
-                                    "partitioned dataset; stream typed batches with "
-                                    "SampleHeteroBatches",
-                                    served_part));
+grpc::Status Server::State::check_stream_call(const rpc::EpochRequest& request) const {
+  if (request.input_type().empty() == (typed != nullptr)) {
+    return refuse(grpc::StatusCode::INVALID_ARGUMENT,
+                  typed ? fmt::format("SampleEpoch: this server serves part {} of a heterogeneous "
+                                      "partitioned dataset; name the input nodes' type "
+                                      "(input_type)",
+                                      served_part)
+                        : fmt::format("SampleEpoch: this server serves part {} of a homogeneous "
+                                      "partitioned dataset; it has no node type '{}'",
+                                      served_part, internal::quoted(request.input_type(), 64)));
   }
   if (auto status = check_stream_capacity(); !status.ok()) return status;
-  if (auto status = check_request(protocol, request_fingerprint); !status.ok()) return status;
+  if (auto status = check_request(request.protocol(), request.fingerprint()); !status.ok())
+    return status;
   if (!options.peers.empty()) return grpc::Status::OK;
   return refuse(grpc::StatusCode::FAILED_PRECONDITION,
                 fmt::format("part {}: this server was started without peers; server-client "
@@ -137,55 +87,42 @@ std::shared_ptr<const DistHeteroGraph> Server::State::typed_peer_graph(double cl
   return typed_peers;
 }
 
+// The loader of a SampleEpoch stream: the homogeneous loader over the peers as one graph, or the
+// typed loader over the peers' DistHeteroSource (x in the asked dtype, or as stored).
+std::unique_ptr<NeighborLoader> Server::State::epoch_loader(const rpc::EpochRequest& request,
+                                                            std::vector<int64_t> inputs) {
+  LoaderOptions loader_options = epoch_loader_options(request, options.default_concurrency);
+  // The caller's seeds as sent: an empty list is an epoch without batches (as in PyG).
+  Array input_nodes = Array::from_vector(inputs);
+  if (!typed) {
+    auto source = std::make_shared<internal::Subset>(peer_graph(request.deadline_seconds()),
+                                                     request.features(), request.labels());
+    return std::make_unique<NeighborLoader>(source, input_nodes, loader_options);  // validates
+  }
+  if (request.input_time().empty()) loader_options.input_time.reset();  // the seeds' node times
+  std::optional<DType> x_dtype;
+  if (!request.feature_dtype().empty()) x_dtype = dtype_from_name(request.feature_dtype());
+  auto source = std::make_shared<DistHeteroSource>(typed_peer_graph(request.deadline_seconds()),
+                                                   loader_options.sampler, x_dtype,
+                                                   request.features(), request.labels());
+  return std::make_unique<NeighborLoader>(source, request.input_type(), input_nodes,
+                                          loader_options);
+}
+
 // An epoch of a loader over the peers as one graph (this part in-process), batch by batch.
 grpc::ServerWriteReactor<rpc::BatchMessage>* Server::State::SampleEpoch(
     grpc::CallbackServerContext* context, const rpc::EpochRequest* request) {
   return internal::start_stream<rpc::BatchMessage>(*this, [this, context, request](auto& producer) {
     return serve(context, [&]() -> grpc::Status {
-      if (auto status = check_stream_call(false, request->protocol(), request->fingerprint());
-          !status.ok())
-        return status;
+      if (auto status = check_stream_call(*request); !status.ok()) return status;
       std::vector<int64_t> inputs;
       if (!internal::unpack(request->input_nodes(), inputs)) {
         return refuse(grpc::StatusCode::INVALID_ARGUMENT,
                       fmt::format("part {}: input_nodes has {} bytes, not a multiple of 8",
                                   served_part, request->input_nodes().size()));
       }
-      LoaderOptions loader_options = epoch_loader_options(*request, options.default_concurrency);
-      auto source = std::make_shared<internal::Subset>(peer_graph(request->deadline_seconds()),
-                                                       request->features(), request->labels());
-      // The caller's seeds as sent: an empty list is an epoch without batches (as in PyG).
-      auto loader = std::make_unique<NeighborLoader>(source, Array::from_vector(inputs),
-                                                     loader_options);  // validates all
-      producer = internal::epoch_producer(std::move(loader), request->epoch());
-      return grpc::Status::OK;
-    });
-  });
-}
-
-// The batches of the caller's seeds (in epoch order) sampled across every part and gathered.
-grpc::ServerWriteReactor<rpc::HeteroBatchMessage>* Server::State::SampleHeteroBatches(
-    grpc::CallbackServerContext* context, const rpc::HeteroBatchesRequest* request) {
-  return internal::start_stream<rpc::HeteroBatchMessage>(*this, [this, context,
-                                                                 request](auto& producer) {
-    return serve(context, [&]() -> grpc::Status {
-      if (auto status = check_stream_call(true, request->protocol(), request->fingerprint());
-          !status.ok())
-        return status;
-      std::vector<int64_t> seeds;
-      if (!internal::unpack(request->seeds(), seeds) || request->batch_size() < 1) {
-        return refuse(grpc::StatusCode::INVALID_ARGUMENT,
-                      fmt::format("part {}: seeds of {} bytes (int64 each) / batch_size {} "
-                                  "(>= 1) invalid",
-                                  served_part, request->seeds().size(), request->batch_size()));
-      }
-      std::shared_ptr<const DistHeteroGraph> graph = typed_peer_graph(request->deadline_seconds());
-      graph->info().node_type_index(request->node_type());  // ValueError naming the types
-      std::vector<int64_t> seed_times;
-      HeteroSamplerOptions sampler =
-          internal::hetero_batches_sampler(*request, seeds.size(), seed_times);
-      producer = std::make_unique<TypedBatches>(std::move(graph), *request, std::move(seeds),
-                                                std::move(seed_times), std::move(sampler));
+      producer =
+          internal::epoch_producer(epoch_loader(*request, std::move(inputs)), request->epoch());
       return grpc::Status::OK;
     });
   });

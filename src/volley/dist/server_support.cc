@@ -79,8 +79,9 @@ void fill_batch_message(const Batch& batch, int64_t num_batches, rpc::BatchMessa
   message.set_index(batch.index);
   message.set_batch_size(batch.batch_size);
   message.set_num_batches(num_batches);
-  auto bytes_of = [](const Array& array, std::string* out) {
-    out->assign(reinterpret_cast<const char*>(array.raw_data()), array.nbytes());
+  auto bytes_of = [](const Array& array, std::string* out) {  // undefined (typed batch): none
+    if (array.defined())
+      out->assign(reinterpret_cast<const char*>(array.raw_data()), array.nbytes());
   };
   bytes_of(batch.nodes, message.mutable_nodes());
   bytes_of(batch.input_ids, message.mutable_input_ids());
@@ -98,6 +99,28 @@ void fill_batch_message(const Batch& batch, int64_t num_batches, rpc::BatchMessa
     message.set_has_y(true);
   }
   if (batch.batch_ids.defined()) bytes_of(batch.batch_ids, message.mutable_batch());
+  for (const NodeTypeBatch& part : batch.node_types) {
+    rpc::TypedNodes* nodes = message.add_node_types();
+    bytes_of(part.nodes, nodes->mutable_nodes());
+    for (int64_t v : part.nodes_per_hop) nodes->add_nodes_per_hop(v);
+    if (part.batch_ids.defined()) bytes_of(part.batch_ids, nodes->mutable_batch());
+    for (const auto& [name, rows] : part.attrs) {  // the source's fields: x and y
+      if (name == "x") {
+        bytes_of(rows, nodes->mutable_x());
+        nodes->set_x_dtype(std::string(dtype_name(rows.dtype())));
+        nodes->set_x_width(rows.ndim() == 2 ? rows.dim(1) : 1);
+      } else if (name == "y") {
+        bytes_of(rows, nodes->mutable_y());
+        nodes->set_has_y(true);
+      }
+    }
+  }
+  for (const EdgeTypeBatch& part : batch.edge_types) {
+    rpc::TypedEdges* edges = message.add_edge_types();
+    bytes_of(part.edge_index, edges->mutable_edge_index());
+    bytes_of(part.edge_ids, edges->mutable_edge_ids());
+    for (int64_t v : part.edges_per_hop) edges->add_edges_per_hop(v);
+  }
 }
 
 }  // namespace volley::dist::internal

@@ -284,6 +284,36 @@ void remap_input_ids(Batch& batch, const Array& positions) {
   }
 }
 
+TypedInputs checked_typed_inputs(const std::vector<NodeTypeInfo>& types,
+                                 const std::string& input_type,
+                                 const std::optional<Array>& input_nodes,
+                                 const LoaderOptions& options,
+                                 const NeighborSamplerOptions& sampler) {
+  const auto found = std::find_if(types.begin(), types.end(),
+                                  [&](const NodeTypeInfo& t) { return t.name == input_type; });
+  if (found == types.end()) {
+    std::string known;
+    for (const NodeTypeInfo& type : types) known += (known.empty() ? "" : ", ") + type.name;
+    throw ValueError(
+        fmt::format("input_nodes: unknown node type '{}' (node types: {})", input_type, known));
+  }
+  const int64_t n = found->num_nodes;
+  check_loader_options(options, input_nodes ? input_nodes->numel() : n);
+  // Temporal sampling takes a node more than once (at different times), as PyG does; disjoint
+  // sampling grows a tree per seed, a repeated one included.
+  const bool temporal = sampler.time_source != TimeSource::kNone;
+  Array inputs = checked_input_nodes(input_nodes, n, /*distinct=*/!temporal && !sampler.disjoint);
+  if (options.input_time) {
+    VOLLEY_REQUIRE(temporal, ValueError, "input_time was given, but the sampler samples no times");
+    VOLLEY_REQUIRE(options.input_time->ndim() == 1 &&
+                       options.input_time->dtype() == DType::kInt64 &&
+                       options.input_time->numel() == inputs.numel(),
+                   ValueError, "input_time must be int64 [{}] (one per input node), got {}",
+                   inputs.numel(), options.input_time->describe());
+  }
+  return {static_cast<int>(found - types.begin()), std::move(inputs)};
+}
+
 }  // namespace loader_internal
 
 NeighborLoader::NeighborLoader(Csr graph, std::optional<FeatureStore> features,
@@ -331,35 +361,13 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const TypedBatchSource> source,
                                LoaderOptions options, TypedAttributes attributes)
     : options_(std::move(options)) {
   VOLLEY_REQUIRE(source != nullptr, ValueError, "the typed loader needs a source, got none");
-  const auto& types = source->node_types();
-  const auto found = std::find_if(types.begin(), types.end(),
-                                  [&](const NodeTypeInfo& t) { return t.name == input_type; });
-  if (found == types.end()) {
-    std::string known;
-    for (const NodeTypeInfo& type : types) known += (known.empty() ? "" : ", ") + type.name;
-    throw ValueError(
-        fmt::format("input_nodes: unknown node type '{}' (node types: {})", input_type, known));
-  }
-  const int64_t n = found->num_nodes;
-  loader_internal::check_loader_options(options_, input_nodes ? input_nodes->numel() : n);
+  auto [type, inputs] = loader_internal::checked_typed_inputs(
+      source->node_types(), input_type, input_nodes, options_, source->options());
   loader_internal::check_attributes(attributes, *source);
-  // Temporal sampling takes a node more than once (at different times), as PyG does; disjoint
-  // sampling grows a tree per seed, a repeated one included.
-  const bool temporal = source->options().time_source != TimeSource::kNone;
-  Array inputs = loader_internal::checked_input_nodes(
-      input_nodes, n, /*distinct=*/!temporal && !source->options().disjoint);
-  if (options_.input_time) {
-    VOLLEY_REQUIRE(temporal, ValueError, "input_time was given, but the sampler samples no times");
-    VOLLEY_REQUIRE(options_.input_time->ndim() == 1 &&
-                       options_.input_time->dtype() == DType::kInt64 &&
-                       options_.input_time->numel() == inputs.numel(),
-                   ValueError, "input_time must be int64 [{}] (one per input node), got {}",
-                   inputs.numel(), options_.input_time->describe());
-  }
   input_nodes_ = inputs;
   auto shared = std::make_shared<Shared>();
   shared->input_nodes = std::move(inputs);
-  shared->assembly.input_type = static_cast<int>(found - types.begin());
+  shared->assembly.input_type = type;
   shared->assembly.typed_source = std::move(source);
   shared->assembly.typed_attributes = std::move(attributes);
   shared_ = std::move(shared);

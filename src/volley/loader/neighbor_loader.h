@@ -190,6 +190,19 @@ Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t num_n
 // there), and the seed times of a batch: input_time at `positions`.
 void check_input_time(const LoaderOptions& options, int64_t num_inputs);
 std::vector<int64_t> seed_times_at(const Array& input_time, std::span<const int64_t> positions);
+// A typed loader's input nodes of node type `input_type` (among `types`), checked as above with
+// the options of the sampler that samples them (repeated seeds allowed when it samples trees;
+// options.input_time optional: by node time, the seeds' own). ValueError naming an unknown type
+// and the known ones.
+struct TypedInputs {
+  int type = 0;  // the index of input_type in `types`
+  Array inputs;  // the input nodes (all of the type when none are given)
+};
+TypedInputs checked_typed_inputs(const std::vector<NodeTypeInfo>& types,
+                                 const std::string& input_type,
+                                 const std::optional<Array>& input_nodes,
+                                 const LoaderOptions& options,
+                                 const NeighborSamplerOptions& sampler);
 // Positions into the input nodes in the order epoch `epoch` visits them (int64 [num_inputs]).
 Array epoch_order(int64_t num_inputs, bool shuffle, uint64_t seed, int64_t epoch);
 // The sampler seed of epoch `epoch` (batch b is then sampled with batch index b).

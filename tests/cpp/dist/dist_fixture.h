@@ -105,6 +105,36 @@ inline void expect_same_batch(const Batch& got, const Batch& want, const std::st
   EXPECT_EQ(got.edges_per_hop, want.edges_per_hop) << where;
 }
 
+// The typed parts of two batches (nodes, trees, edges, counts; not the attributes), and their
+// seeds.
+inline void expect_same_typed_batch(const Batch& got, const Batch& want, const std::string& where) {
+  EXPECT_EQ(got.index, want.index) << where;
+  EXPECT_EQ(got.batch_size, want.batch_size) << where;
+  EXPECT_TRUE(same_array(got.input_ids, want.input_ids)) << where << ": input_ids";
+  ASSERT_EQ(got.node_types.size(), want.node_types.size()) << where;
+  ASSERT_EQ(got.edge_types.size(), want.edge_types.size()) << where;
+  for (size_t t = 0; t < got.node_types.size(); ++t) {
+    const NodeTypeBatch &a = got.node_types[t], &b = want.node_types[t];
+    EXPECT_TRUE(same_array(a.nodes, b.nodes)) << where << ": nodes of type " << t;
+    EXPECT_TRUE(same_array(a.batch_ids, b.batch_ids)) << where << ": trees of type " << t;
+    EXPECT_EQ(a.nodes_per_hop, b.nodes_per_hop) << where << ": type " << t;
+  }
+  for (size_t e = 0; e < got.edge_types.size(); ++e) {
+    const EdgeTypeBatch &a = got.edge_types[e], &b = want.edge_types[e];
+    EXPECT_TRUE(same_array(a.edge_index, b.edge_index)) << where << ": edge type " << e;
+    EXPECT_TRUE(same_array(a.edge_ids, b.edge_ids)) << where << ": edge type " << e;
+    EXPECT_EQ(a.edges_per_hop, b.edges_per_hop) << where << ": edge type " << e;
+  }
+}
+
+// The rows of table `name` among `part`'s attributes, or an undefined array.
+inline Array typed_attr(const NodeTypeBatch& part, const std::string& name) {
+  for (const auto& [key, rows] : part.attrs) {
+    if (key == name) return rows;
+  }
+  return Array();
+}
+
 // Seconds since `start`.
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

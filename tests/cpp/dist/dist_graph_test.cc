@@ -301,14 +301,20 @@ TEST_F(DistGraphTest, ServerClientLoaderEqualsTheLoaderOverTheWholeGraph) {
     EXPECT_FALSE(got->next().has_value());
     EXPECT_EQ(count, rank == 1 ? 2 : 3);  // 150 inputs each, batches of 64
   }
-  // An input id out of range is refused when the loader is built.
+  // An input id out of range is refused when the loader is built, as is a node type.
   EXPECT_THROW(
       dist::ServerClientLoader(front.address(), {},
                                Array::from_vector(std::vector<int64_t>{5, 2708}), loader_options),
       IndexError);
+  EXPECT_THAT(
+      [&] {
+        dist::ServerClientLoader(front.address(), {}, std::nullopt, loader_options,
+                                 {.input_type = "paper"});
+      },
+      ::testing::ThrowsMessage<ValueError>(HasSubstr("has no node type 'paper'")));
   // Without features and labels, and stopped early.
   dist::ServerClientLoader bare(front.address(), {}, Array::from_vector(inputs), loader_options,
-                                /*features=*/false, /*labels=*/false);
+                                {.features = false, .labels = false});
   auto epoch = bare.start_epoch(0);
   auto first = epoch->next();
   ASSERT_TRUE(first.has_value());
@@ -322,7 +328,7 @@ TEST_F(DistGraphTest, ServerClientLoaderEqualsTheLoaderOverTheWholeGraph) {
   // ~15 s, when keepalive gave up on the stalled transport.)
   for (int round = 0; round < 6; ++round) {
     dist::ServerClientLoader again(front.address(), {}, Array::from_vector(inputs), loader_options,
-                                   /*features=*/false, /*labels=*/false);
+                                   {.features = false, .labels = false});
     auto stopped = again.start_epoch(round);
     ASSERT_TRUE(stopped->next().has_value()) << "round " << round;
     stopped->stop();

@@ -5,6 +5,7 @@
 // returns over the whole renumbered graph with the same times, bit for bit (trees included).
 // Failure paths: a time file of the wrong length (naming the type), seed times missing or of the
 // wrong length, a malformed temporal SampleHop.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 #include "volley/dist/volley.grpc.pb.h"
 #include "volley/graph/generate_hetero.h"
 #include "volley/graph/io/npy.h"
+#include "volley/loader/neighbor_loader.h"
 
 namespace volley::dist_test {
 namespace {
@@ -164,32 +166,31 @@ TEST_F(DistHeteroTemporalTest, ServerClientBatchesCarryTheTrees) {
   std::vector<std::string> peers = served_->addresses();
   peers[0] = "";
   dist::Server streaming(served_->directory, 0, {.peers = peers});
-  dist::HeteroBatchStream stream(streaming.address(), {});
-  dist::HeteroBatchesOptions batches;
-  batches.node_type = "paper";
-  batches.seeds = distinct_ids(served_->oracle.graph.num_nodes("paper"), 30, 9);
-  batches.seed_times = distinct_ids(100, 30, 10);
-  batches.batch_size = 8;
-  batches.first_batch_index = 5;
-  batches.sampler = {.fanouts = {2, 2}, .seed = 6};
-  batches.sampler.time_source = TimeSource::kNode;
-  HeteroNeighborSampler local = local_sampler(batches.sampler);
-  stream.start(batches);
-  dist::HeteroBatch batch;
-  int64_t count = 0;
-  while (stream.next(batch)) {
-    const auto begin = static_cast<size_t>(batch.index * 8);
-    const size_t size = std::min<size_t>(8, batches.seeds.size() - begin);
-    const std::vector<int64_t> ids(batches.seeds.begin() + begin,
-                                   batches.seeds.begin() + begin + size);
-    const std::vector<int64_t> times(batches.seed_times.begin() + begin,
-                                     batches.seed_times.begin() + begin + size);
-    const HeteroSampledSubgraph want =
-        local.sample({{"paper", ids, times}}, 5 + static_cast<uint64_t>(batch.index));
-    expect_same_hetero(batch.subgraph, want, "streamed batch " + std::to_string(batch.index));
-    ++count;
+  LoaderOptions options{.batch_size = 8, .shuffle = true, .seed = 6};
+  options.sampler = {.fanouts = {2, 2}};
+  options.sampler.time_source = TimeSource::kNode;
+  const Array inputs =
+      Array::from_vector(distinct_ids(served_->oracle.graph.num_nodes("paper"), 30, 9));
+  auto local_source = std::make_shared<HeteroNeighborSampler>(local_sampler(options.sampler));
+  for (const bool given_times : {true, false}) {  // input_time, or the seeds' own node times
+    if (given_times) options.input_time = Array::from_vector(distinct_ids(100, 30, 10));
+    dist::ServerClientLoader loader(streaming.address(), {}, inputs, options,
+                                    {.input_type = "paper"});
+    NeighborLoader local(local_source, "paper", inputs, options);
+    auto got = loader.start_epoch(1);
+    auto want = local.start_epoch(1);
+    int64_t count = 0;
+    while (auto expected = want->next()) {
+      auto batch = got->next();
+      ASSERT_TRUE(batch.has_value());
+      ASSERT_TRUE(batch->node_types[0].batch_ids.defined());
+      expect_same_typed_batch(*batch, *expected,
+                              fmt::format("times given {}, batch {}", given_times, count++));
+    }
+    EXPECT_FALSE(got->next().has_value());
+    EXPECT_EQ(count, 4);
+    options.input_time.reset();
   }
-  EXPECT_EQ(count, 4);
 }
 
 TEST_F(DistHeteroTemporalTest, BadTimesAreNamed) {

@@ -4,6 +4,7 @@
 // whole renumbered graph (the parts' rows concatenated in part order), bit for bit, for uniform,
 // per-type and replacement fanouts and several batches; gathers return the renumbered rows;
 // typed requests with a bad edge type, node type or id are refused naming it.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -140,49 +141,58 @@ TEST_F(DistHeteroTest, WorkerModeSamplesTheLocalPartInProcess) {
       ::testing::ThrowsMessage<ValueError>(HasSubstr("2 parts")));
 }
 
-TEST_F(DistHeteroTest, ServerClientBatchesEqualTheLocalSampler) {
+TEST_F(DistHeteroTest, ServerClientBatchesEqualTheLocalLoader) {
   std::vector<std::string> peers = three_->addresses();
   peers[0] = "";
   dist::Server server(three_->directory, 0, {.peers = peers});
-  dist::HeteroBatchStream stream(server.address(), {});
-  dist::HeteroBatchesOptions batches{.node_type = "paper",
-                                     .seeds = distinct_ids(600, 50, 4),
-                                     .batch_size = 16,
-                                     .first_batch_index = 10};
-  batches.sampler = {.fanouts = {3, 2}, .seed = 5};
-  HeteroNeighborSampler local(three_->oracle.graph, batches.sampler);
+  LoaderOptions options{.batch_size = 16, .shuffle = true, .seed = 5};
+  options.sampler = {.fanouts = {3, 2}};
+  const Array inputs = Array::from_vector(distinct_ids(600, 50, 4));
+  dist::ServerClientLoader loader(server.address(), {}, inputs, options, {.input_type = "paper"});
+  ASSERT_NE(loader.typed_info(), nullptr);
+  NeighborLoader local(
+      std::make_shared<HeteroNeighborSampler>(three_->oracle.graph, options.sampler), "paper",
+      inputs, options);
   const int paper = three_->oracle.graph.node_type_index("paper");
   const Array& features = *three_->oracle.features[static_cast<size_t>(paper)];
   const size_t row = features.nbytes() / static_cast<size_t>(features.dim(0));
-  for (int epoch = 0; epoch < 2; ++epoch) {  // a second start() on the same stream object
-    stream.start(batches);
-    dist::HeteroBatch batch;
+  for (int64_t epoch : {0, 3}) {
+    auto got = loader.start_epoch(epoch);
+    auto want = local.start_epoch(epoch);
     int64_t count = 0;
-    while (stream.next(batch)) {
-      const auto begin = static_cast<size_t>(batch.index * batches.batch_size);
-      const size_t size = std::min<size_t>(16, batches.seeds.size() - begin);
-      const std::vector<int64_t> seeds(batches.seeds.begin() + static_cast<int64_t>(begin),
-                                       batches.seeds.begin() + static_cast<int64_t>(begin + size));
-      const HeteroSampledSubgraph want =
-          local.sample({{"paper", seeds}}, batches.first_batch_index + batch.index);
-      expect_same_hetero(batch.subgraph, want, "batch " + std::to_string(batch.index));
-      ASSERT_TRUE(batch.x[static_cast<size_t>(paper)].has_value());
-      ASSERT_TRUE(batch.y[static_cast<size_t>(paper)].has_value());
-      const auto& nodes = want.nodes[static_cast<size_t>(paper)];
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        ASSERT_EQ(std::memcmp(batch.x[static_cast<size_t>(paper)]->raw_data() + i * row,
+    while (auto expected = want->next()) {
+      auto batch = got->next();
+      ASSERT_TRUE(batch.has_value());
+      const std::string where = fmt::format("epoch {}, batch {}", epoch, count++);
+      expect_same_typed_batch(*batch, *expected, where);
+      const NodeTypeBatch& papers = batch->node_types[static_cast<size_t>(paper)];
+      const Array x = typed_attr(papers, "x");
+      ASSERT_TRUE(x.defined() && typed_attr(papers, "y").defined()) << where;
+      const int64_t* nodes = papers.nodes.data<int64_t>();
+      for (int64_t i = 0; i < papers.nodes.numel(); ++i) {
+        ASSERT_EQ(std::memcmp(x.raw_data() + static_cast<size_t>(i) * row,
                               features.raw_data() + static_cast<size_t>(nodes[i]) * row, row),
-                  0);
+                  0)
+            << where;
       }
-      EXPECT_EQ(batch.index, count++);
     }
+    EXPECT_FALSE(got->next().has_value());
     EXPECT_EQ(count, 4);
   }
-  // A server without peers refuses, naming the fix.
-  dist::HeteroBatchStream alone(three_->servers[1]->address(), {});
-  alone.start(batches);
-  dist::HeteroBatch batch;
-  EXPECT_THAT([&] { alone.next(batch); }, ::testing::ThrowsMessage<Error>(HasSubstr("peers")));
+  // A server without peers refuses, naming the fix; so does an unknown input type.
+  EXPECT_THAT(
+      [&] {
+        dist::ServerClientLoader(three_->servers[1]->address(), {}, inputs, options,
+                                 {.input_type = "paper"});
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("peers")));
+  EXPECT_THAT(
+      [&] {
+        dist::ServerClientLoader(server.address(), {}, inputs, options, {.input_type = "venue"});
+      },
+      ::testing::ThrowsMessage<ValueError>(HasSubstr("unknown node type 'venue'")));
+  EXPECT_THAT([&] { dist::ServerClientLoader(server.address(), {}, inputs, options); },
+              ::testing::ThrowsMessage<ValueError>(HasSubstr("unknown node type ''")));
 }
 
 TEST_F(DistHeteroTest, GathersReturnTheRenumberedRows) {
@@ -322,17 +332,18 @@ TEST_F(DistHeteroTest, AHomogeneousClientIsToldToUseTheHeterogeneousOne) {
 TEST_F(DistHeteroTest, CallsOfAHomogeneousPartitionAreRefusedByName) {
   const auto channel =
       grpc::CreateChannel(two_->addresses()[0], grpc::InsecureChannelCredentials());
-  for (const char* method : {"HasEdges", "SampleEpoch"}) {
-    const std::string bytes = std::string(method) == "HasEdges"
-                                  ? rpc::EdgesRequest().SerializeAsString()
-                                  : rpc::EpochRequest().SerializeAsString();
-    const grpc::Status status =
-        raw_call(channel, std::string("/volley.rpc.PartitionService/") + method, bytes);
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << method;
-    EXPECT_THAT(status.error_message(),
-                HasSubstr(std::string(method) + ": this server serves "
-                                                "part 0 of a heterogeneous"));
-  }
+  const grpc::Status edges = raw_call(channel, "/volley.rpc.PartitionService/HasEdges",
+                                      rpc::EdgesRequest().SerializeAsString());
+  EXPECT_EQ(edges.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_THAT(edges.error_message(),
+              HasSubstr("HasEdges: this server serves part 0 of a heterogeneous"));
+  // An epoch without an input type: the seeds of a typed partition need one.
+  const grpc::Status epoch = raw_call(channel, "/volley.rpc.PartitionService/SampleEpoch",
+                                      rpc::EpochRequest().SerializeAsString());
+  EXPECT_EQ(epoch.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(epoch.error_message(),
+              HasSubstr("SampleEpoch: this server serves part 0 of a heterogeneous partitioned "
+                        "dataset; name the input nodes' type"));
 }
 
 }  // namespace

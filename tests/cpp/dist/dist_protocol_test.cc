@@ -336,12 +336,14 @@ TEST_F(DistProtocolTest, AnUndecodableRequestIsInvalidArgumentNamingTheMethod) {
     EXPECT_THAT(status.error_message(), HasSubstr("could not be decoded")) << method;
     EXPECT_THAT(status.error_message(), HasSubstr(method));
   }
-  // A heterogeneous partition's call is refused by name.
-  const grpc::Status typed = raw_call(channel, "/volley.rpc.PartitionService/SampleHeteroBatches",
-                                      rpc::HeteroBatchesRequest().SerializeAsString());
-  EXPECT_EQ(typed.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  // A typed epoch (an input type) asked of a homogeneous partition is refused by name.
+  rpc::EpochRequest typed_epoch;
+  typed_epoch.set_input_type("paper");
+  const grpc::Status typed = raw_call(channel, "/volley.rpc.PartitionService/SampleEpoch",
+                                      typed_epoch.SerializeAsString());
+  EXPECT_EQ(typed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(typed.error_message(),
-              HasSubstr("SampleHeteroBatches: this server serves part 0 of a homogeneous"));
+              HasSubstr("SampleEpoch: this server serves part 0 of a homogeneous"));
   // A valid encoding still works through the same path.
   std::string reply;
   const grpc::Status ok = raw_call(channel, "/volley.rpc.PartitionService/Health",

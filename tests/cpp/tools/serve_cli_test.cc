@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -338,11 +339,11 @@ TEST_F(ServeCliTest, FrozenHeteroServersAreReportedWithinTheDeadline) {
   const std::string address0 = line0.substr(line0.rfind(' ') + 1);
   const double deadline = 2;
   const volley::dist::ClientOptions client{.deadline_seconds = deadline, .connect_seconds = 20};
-  volley::dist::HeteroBatchesOptions batches;
-  batches.node_type = "paper";
-  for (int64_t i = 0; i < 20000; ++i) batches.seeds.push_back(i);
-  batches.batch_size = 8;
-  batches.sampler.fanouts = {3, 3};
+  volley::LoaderOptions options{.batch_size = 8, .num_threads = 2};
+  options.sampler.fanouts = {3, 3};
+  std::vector<int64_t> seeds(20000);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  const volley::Array inputs = volley::Array::from_vector(seeds);
   // Runs `f`, which must throw a volley::Error of `kind` whose message has `words`, within the
   // deadline + 1 s.
   const auto expect_failure = [&](const auto& f, volley::ErrorKind kind, const std::string& words) {
@@ -359,27 +360,28 @@ TEST_F(ServeCliTest, FrozenHeteroServersAreReportedWithinTheDeadline) {
     EXPECT_LT(seconds, deadline + 1) << words;
   };
   const auto graph = volley::dist::DistHeteroGraph::connect({address0, address1}, client);
-  volley::dist::HeteroBatchStream stream(address0, client);
-  volley::dist::HeteroBatch batch;
+  volley::dist::ServerClientLoader loader(address0, client, inputs, options,
+                                          {.input_type = "paper"});
+  std::unique_ptr<volley::BatchStream> stream;
   const auto drain = [&] {
-    while (stream.next(batch)) {
+    while (stream->next()) {
     }
   };
-  stream.start(batches);
-  ASSERT_TRUE(stream.next(batch));
+  stream = loader.start_epoch(0);
+  ASSERT_TRUE(stream->next().has_value());
   ASSERT_EQ(kill(part1.pid, SIGSTOP), 0);
   ASSERT_TRUE(wait_until_stopped(part1.pid));
   expect_failure(drain, volley::ErrorKind::kTimeout, fmt::format("part 1 at {}", address1));
-  const std::vector<int64_t> seeds = {0, 1, 2, 3, 19998, 19999};
+  const std::vector<int64_t> few = {0, 1, 2, 3, 19998, 19999};
   expect_failure(
       [&] {
-        graph->sample({{"paper", seeds}}, batches.sampler, 0);
+        graph->sample({{"paper", few}}, options.sampler, 0);
       },
       volley::ErrorKind::kTimeout, "part 1");
   ASSERT_EQ(kill(part1.pid, SIGCONT), 0);
 
-  stream.start(batches);
-  ASSERT_TRUE(stream.next(batch));
+  stream = loader.start_epoch(1);
+  ASSERT_TRUE(stream->next().has_value());
   ASSERT_EQ(kill(part0.pid, SIGSTOP), 0);
   ASSERT_TRUE(wait_until_stopped(part0.pid));
   expect_failure(drain, volley::ErrorKind::kTimeout,

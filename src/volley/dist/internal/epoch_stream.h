@@ -1,6 +1,6 @@
 // volley/dist/internal/epoch_stream.h — a server-client batch stream without a held thread.
 //
-// SampleEpoch and SampleHeteroBatches (server-client mode, either graph kind) stream batches to a
+// SampleEpoch (server-client mode, either graph kind) streams batches to a
 // trainer that reads at its own pace. With gRPC's synchronous API the handler's thread waited
 // inside Write() while the reader paused, so trainers that paused could exhaust the server's
 // threads. Here the stream is a callback reactor: a batch is fetched and its write started by a
@@ -84,10 +84,10 @@ class StreamHost {
 template <typename Message>
 using OpenStream = std::function<grpc::Status(std::unique_ptr<StreamProducer<Message>>&)>;
 
-// The reactor of one streaming call (SampleEpoch: rpc::BatchMessage; SampleHeteroBatches:
-// rpc::HeteroBatchMessage); its work starts on host.pump() at once. The host, its pump and what
-// `open` refers to (the call's request) must outlive the stream (gRPC keeps the request until
-// the stream is done; the servers join their pump after gRPC's shutdown).
+// The reactor of one streaming call (SampleEpoch: rpc::BatchMessage); its work starts on
+// host.pump() at once. The host, its pump and what `open` refers to (the call's request) must
+// outlive the stream (gRPC keeps the request until the stream is done; the servers join their pump
+// after gRPC's shutdown).
 template <typename Message>
 grpc::ServerWriteReactor<Message>* start_stream(StreamHost& host, OpenStream<Message> open);
 

@@ -57,16 +57,5 @@ void gather_typed_rows(const DistHeteroGraph::State& state, int type, rpc::RowsR
                        std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
                        std::byte* out);
 
-// Server-client batches (hetero_batches.cc, both ends of SampleHeteroBatches):
-// The sampler options a request asks for, and its seed times (one per seed, or none: by node
-// time, the seeds' own) into `seed_times`. ValueError naming the value for an unknown
-// time_source or strategy, seed times not one int64 per seed, or seed times when not temporal.
-HeteroSamplerOptions hetero_batches_sampler(const rpc::HeteroBatchesRequest& request,
-                                            size_t num_seeds, std::vector<int64_t>& seed_times);
-// `sub` and the rows `source` gathers for it (its own fields, as the request asked for them)
-// into `message`.
-void fill_hetero_batch(const DistHeteroSource& source, const HeteroSampledSubgraph& sub,
-                       rpc::HeteroBatchMessage& message);
-
 }  // namespace internal
 }  // namespace volley::dist

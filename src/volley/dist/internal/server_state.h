@@ -5,9 +5,9 @@
 // partition has one, unnamed) and its edge types (one, unnamed), each with its owned id range,
 // tables and rows. The calls that name a type (SampleHop's edge_type, GetRows' and NodeData's
 // node_type) resolve it against that view, and the rest of each handler is written once; only
-// Info's reply layout, the link calls (HasEdges, GetRows(DEGREES): homogeneous) and the
-// server-client streams (SampleEpoch: homogeneous, SampleHeteroBatches: heterogeneous) depend on
-// the kind.
+// Info's reply layout, the link calls (HasEdges, GetRows(DEGREES): homogeneous) and the source
+// a server-client stream's loader samples (a DistGraph or a DistHeteroSource over the peers)
+// depend on the kind.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -56,9 +56,8 @@ struct ServedEdges {
 }  // namespace internal
 
 namespace rpc_base = ::volley::rpc;
-using ServerService = rpc_base::PartitionService::WithCallbackMethod_SampleEpoch<
-    rpc_base::PartitionService::WithCallbackMethod_SampleHeteroBatches<
-        rpc_base::PartitionService::Service>>;
+using ServerService =
+    rpc_base::PartitionService::WithCallbackMethod_SampleEpoch<rpc_base::PartitionService::Service>;
 
 struct Server::State final : ServerService, internal::ServiceCore {
   std::string directory;
@@ -116,14 +115,14 @@ struct Server::State final : ServerService, internal::ServiceCore {
   // --- server-client streams (server_streams.cc) --------------------------------------------
   grpc::ServerWriteReactor<rpc_base::BatchMessage>* SampleEpoch(
       grpc::CallbackServerContext* context, const rpc_base::EpochRequest* request) override;
-  grpc::ServerWriteReactor<rpc_base::HeteroBatchMessage>* SampleHeteroBatches(
-      grpc::CallbackServerContext* context, const rpc_base::HeteroBatchesRequest* request) override;
 
-  // A stream call's checks, in order: the partition's kind (`typed_call`: SampleHeteroBatches;
-  // UNIMPLEMENTED naming the other call), the cap on open streams, protocol and fingerprint,
-  // peers to sample across (FAILED_PRECONDITION without).
-  grpc::Status check_stream_call(bool typed_call, uint32_t protocol,
-                                 const std::string& request_fingerprint) const;
+  // A stream call's checks, in order: the input type against the partition's kind
+  // (INVALID_ARGUMENT: a typed partition needs one, a homogeneous one takes none), the cap on
+  // open streams, protocol and fingerprint, peers to sample across (FAILED_PRECONDITION without).
+  grpc::Status check_stream_call(const rpc_base::EpochRequest& request) const;
+  // The loader of a SampleEpoch stream over the peers as one graph (either kind).
+  std::unique_ptr<NeighborLoader> epoch_loader(const rpc_base::EpochRequest& request,
+                                               std::vector<int64_t> inputs);
   std::shared_ptr<const DistGraph> peer_graph(double client_deadline);
   std::shared_ptr<const DistHeteroGraph> typed_peer_graph(double client_deadline);
 };
