@@ -152,6 +152,7 @@ def test_server_client_batches_equal_the_local_loader(served):
                 _expect_same(got, want, f"server-client epoch {epoch} batch {index}")
                 count += 1
             assert count == len(local) == 4
+        assert isinstance(remote, vd.DistNeighborLoader)  # one class per PyG class
         # loader(positions) and a rank's share: the homogeneous server-client loader's, typed.
         _expect_same(remote([3, 0, 9]), local([3, 0, 9]), "server-client loader(positions)")
         ranked = dict(options, rank=1, world_size=2)

@@ -106,6 +106,7 @@ def test_batches_equal_the_local_loader(served, case):
                                        edge_label_index=(edge_type, torch.from_numpy(index)),
                                        **options)
     assert isinstance(remote, DistHeteroLinkNeighborLoader)
+    assert isinstance(remote, vd.DistLinkNeighborLoader)  # one class per PyG class
     assert isinstance(remote, torch.utils.data.DataLoader) and len(remote.dataset) == 60
     assert len(remote) == len(local) == (2 if "world_size" in options else 4)
     assert repr(remote) == "LinkNeighborLoader()"
@@ -239,9 +240,19 @@ def test_what_is_not_served_says_so(served):
     }
     for what, options in refused.items():
         with pytest.raises(volley.VolleyNotImplementedError,
-                           match=f"{what}.*link prediction over heterogeneous partitions"):
+                           match=f"{what}.*link prediction over (the service|heterogeneous "
+                                 "partitions)"):
             vd.DistLinkNeighborLoader(addresses, [2], edge_label_index=(WRITES, [[0], [0]]),
                                       **options)
+    # What neither kind serves is refused with one message for both (one signature, one check).
+    for what in ("temporal link sampling", "topology='server-client'", "subgraph_type='induced'"):
+        messages = []
+        for index in ((WRITES, [[0], [0]]), np.zeros((2, 1), dtype=np.int64)):
+            with pytest.raises(volley.VolleyNotImplementedError) as refusal:
+                vd.DistLinkNeighborLoader(addresses, [2], edge_label_index=index,
+                                          **refused[what])
+            messages.append(str(refusal.value))
+        assert messages[0] == messages[1] and what in messages[0]
     with pytest.raises(TypeError, match="'input_nodes'"):
         vd.DistLinkNeighborLoader(addresses, [2], edge_label_index=(WRITES, [[0], [0]]),
                                   input_nodes=("paper", [0]))

@@ -85,6 +85,21 @@ def test_link_batches_equal_single_machine(parts_dir, whole, servers, neg_sampli
     assert "DistLinkNeighborLoader" in repr(actual)
 
 
+@pytest.mark.timeout(120)
+def test_disjoint_link_batches_equal_single_machine(whole, servers):
+    edges = _supervision(whole, 64)
+    options = dict(edge_label_index=torch.from_numpy(edges), neg_sampling="binary",
+                   batch_size=16, shuffle=True, seed=7, disjoint=True)
+    expected = LinkNeighborLoader(whole, [3, 2], num_workers=2, **options)
+    actual = vd.DistLinkNeighborLoader(servers["addresses"], [3, 2], num_workers=2, **options)
+    pairs = list(zip(actual, expected))
+    assert len(pairs) == len(expected) == 4
+    for a, b in pairs:
+        for field in ["n_id", "e_id", "edge_index", "batch", "x", "edge_label_index",
+                      "edge_label", "input_id"]:
+            assert torch.equal(getattr(a, field), getattr(b, field)), field
+
+
 def test_argument_errors(servers):
     with pytest.raises(volley.VolleyValueError, match="edge_label_index is needed"):
         vd.DistLinkNeighborLoader(servers["addresses"], [2])

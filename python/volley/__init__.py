@@ -68,6 +68,7 @@ from .generic_loader import LinkLoader as _LinkLoader, NodeLoader as _NodeLoader
 
 loader.NodeLoader, loader.LinkLoader = _NodeLoader, _LinkLoader
 from . import dist
+from . import _dist_hetero, _dist_hetero_link  # DistNeighborLoader's typed subclasses register
 
 from ._volley import __version__  # noqa: E402 (project(VERSION) in CMakeLists.txt)
 

@@ -38,14 +38,11 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from . import _policy, _tensor, _volley
+from ._policy import is_hetero_input
 from ._volley import VolleyNotImplementedError, VolleyValueError
+from .dist import DistNeighborLoader
 from .hetero_loader import HeteroNeighborLoader
-
-
-def is_hetero_input(input_nodes: Any) -> bool:
-    """Whether ``input_nodes`` names a node type (``"paper"`` or ``("paper", ids)``)."""
-    return isinstance(input_nodes, str) or (
-        isinstance(input_nodes, tuple) and len(input_nodes) == 2 and isinstance(input_nodes[0], str))
+from .loader import TYPED_LOADERS
 
 
 class _ServiceGraph:
@@ -66,7 +63,7 @@ def _fanout_lists(num_neighbors: Any, default: Optional[List[int]]) -> tuple:
     return fanouts, [(tuple(edge_type), values) for edge_type, values in by_type]
 
 
-class DistHeteroNeighborLoader(HeteroNeighborLoader):
+class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
     """``DistNeighborLoader`` over heterogeneous partitions (see the module docstring and
     ``DistNeighborLoader``), in either topology. Each batch is a ``HeteroData`` as the local
     heterogeneous loader gives: per node type ``n_id`` (new ids), ``x`` / ``y`` where the type has
@@ -94,18 +91,25 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
             length naming its type) as ``DistGraph``.
     """
 
-    def __init__(self, addresses: Any, num_neighbors: Any, batch_size: int = 1,
-                 input_nodes: Any = None, shuffle: bool = False,
-                 num_workers: Optional[int] = None, seed: Optional[int] = None, *,
-                 topology: Optional[str] = None, local: Any = None, server: Any = None,
-                 token: Optional[str] = None, deadline: float = 30.0,
-                 connect_timeout: float = 30.0, replace: bool = False, weighted: bool = False,
-                 drop_last: bool = False, prefetch: Optional[int] = None, transform: Any = None,
-                 feature_dtype: Optional[str] = None, default: Optional[List[int]] = None,
-                 rank: Optional[int] = None, world_size: Optional[int] = None,
-                 mode: Optional[str] = None, tls_ca: Any = None, tls_cert: Any = None,
-                 tls_key: Any = None, time_attr: Optional[str] = None, input_time: Any = None,
-                 temporal_strategy: str = "uniform", disjoint: bool = False, **ignored: Any):
+    # DistNeighborLoader's __init__ (its signature, written once), which hands a typed loader's
+    # arguments to _init_typed.
+    __init__ = DistNeighborLoader.__init__
+
+    def _init_typed(self, *, addresses: Any, num_neighbors: Any, batch_size: int,
+                    input_nodes: Any, shuffle: bool, num_workers: Optional[int],
+                    seed: Optional[int], topology: Optional[str], local: Any, server: Any,
+                    token: Optional[str], deadline: float, connect_timeout: float,
+                    replace: bool, weighted: bool, drop_last: bool, prefetch: Optional[int],
+                    copy: bool, transform: Any, feature_dtype: Optional[str],
+                    rank: Optional[int], world_size: Optional[int], mode: Optional[str],
+                    tls_ca: Any, tls_cert: Any, tls_key: Any, time_attr: Optional[str],
+                    input_time: Any, temporal_strategy: str, disjoint: bool,
+                    default: Optional[List[int]], **discovery: Any) -> None:
+        """``DistNeighborLoader.__init__``'s body over heterogeneous partitions (``discovery``:
+        the rendezvous arguments, already applied to ``addresses``)."""
+        if copy:
+            raise VolleyNotImplementedError(
+                "copy=True is not supported for heterogeneous graphs yet")
         topology = topology or mode or "worker"  # (dist.py checks the names of the homogeneous)
         if topology not in ("worker", "server-client"):
             raise VolleyNotImplementedError(
@@ -254,5 +258,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader):
                 + (f", rank={self.rank}/{self.world_size}" if self.world_size > 1 else "")
                 + (f", time_attr={self.time_attr!r}" if self.time_attr else "") + ")")
 
+
+TYPED_LOADERS["dist-node"] = DistHeteroNeighborLoader  # DistNeighborLoader's typed subclass
 
 __all__ = ["DistHeteroNeighborLoader", "is_hetero_input"]

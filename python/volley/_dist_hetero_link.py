@@ -14,8 +14,9 @@ which the servers describe.
 The batches are built by the local loader's C++ pipeline (``volley/loader/link_loader.h``) over
 the service's typed source (``DistHeteroSource``), so ``disjoint``, ``exclude_edges`` /
 ``undirected`` and a ``rank`` / ``world_size`` split work as locally. Worker topology only and
-untimed (the homogeneous link loader has no server-client mode either); negatives by degree or
-rejecting existing edges need the whole graph on the trainer. The rest is refused by name.
+untimed, as the homogeneous distributed link loader (the same signature and refusals); negatives
+by degree or rejecting existing edges need the whole graph on the trainer. The rest is refused
+by name.
 
 Example:
     >>> servers = [volley.dist.serve("data/mag-2", p) for p in range(2)]
@@ -29,36 +30,22 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+import inspect
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from ._dist_hetero import DistHeteroNeighborLoader
-from ._volley import VolleyNotImplementedError, VolleyTypeError, VolleyValueError
+from .dist import DistNeighborLoader
+from ._dist_link import DistLinkNeighborLoader, _refuse_unserved
+from ._policy import is_typed_edge_label_index
+from ._volley import VolleyNotImplementedError, VolleyValueError
 from .hetero_link_loader import HeteroLinkNeighborLoader
+from .loader import TYPED_LOADERS
 
 
-def is_typed_edge_label_index(edge_label_index: Any) -> bool:
-    """Whether ``edge_label_index`` names an edge type: ``(edge_type, index)`` with the edge
-    type a ``(src, rel, dst)`` / ``(src, dst)`` tuple of names or ``"src__rel__dst"``, or an
-    edge type alone."""
-    def names_a_type(value: Any) -> bool:
-        return isinstance(value, str) or (
-            isinstance(value, tuple) and len(value) in (2, 3)
-            and all(isinstance(part, str) for part in value))
-
-    if names_a_type(edge_label_index):
-        return True
-    return (isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 2
-            and names_a_type(edge_label_index[0]))
-
-
-# Options of the link loaders that need the whole graph on the trainer (its degrees and edges),
-# and their defaults.
-_HOMOGENEOUS_ONLY = dict(neg_distribution="uniform", reject_existing=False, copy=False)
-
-
-class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborLoader):
+class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborLoader,
+                                   DistLinkNeighborLoader):
     """``DistLinkNeighborLoader`` over heterogeneous partitions (see the module docstring).
 
     Args:
@@ -75,9 +62,8 @@ class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborL
         local: the partition this trainer holds, ``(directory, part)`` or this process's
             ``Server`` (``addresses[part]`` may then be ``""``).
         token, deadline, connect_timeout, tls_ca, tls_cert, tls_key: as ``DistGraph``.
-        The other arguments (``batch_size``, ``shuffle``, ``num_workers``, ``seed``,
-        ``replace``, ``weighted``, ``drop_last``, ``prefetch``, ``transform``,
-        ``feature_dtype``, ``default``) are ``DistNeighborLoader``'s.
+        The other arguments are ``DistLinkNeighborLoader``'s (its ``__init__``: one signature
+        for both graph kinds).
 
     Each batch is the local heterogeneous link loader's ``HeteroData``: per node type ``n_id``
     (the distinct end points of each type first, sorted), ``x`` / ``y`` where served,
@@ -97,34 +83,40 @@ class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborL
             ``reject_existing``, ``copy``).
     """
 
-    def __init__(self, addresses: Any, num_neighbors: Any, edge_label_index: Any = None,
-                 edge_label: Any = None, *, neg_sampling: Any = None,
-                 neg_sampling_ratio: Optional[float] = None, batch_size: int = 1,
-                 shuffle: bool = False, num_workers: Optional[int] = None,
-                 seed: Optional[int] = None, topology: Optional[str] = None, local: Any = None,
-                 token: Optional[str] = None, deadline: float = 30.0,
-                 connect_timeout: float = 30.0, replace: bool = False, weighted: bool = False,
-                 drop_last: bool = False, prefetch: Optional[int] = None, transform: Any = None,
-                 feature_dtype: Optional[str] = None, default: Optional[List[int]] = None,
-                 rank: Optional[int] = None, world_size: Optional[int] = None,
-                 tls_ca: Any = None, tls_cert: Any = None, tls_key: Any = None,
-                 time_attr: Optional[str] = None, edge_label_time: Any = None,
-                 disjoint: bool = False, subgraph_type: Any = "directional",
-                 **homogeneous_only: Any):
-        _refuse(topology, time_attr, edge_label_time, subgraph_type, homogeneous_only)
-        # HeteroLinkNeighborLoader checks the link inputs and draws the negatives; its
-        # super().__init__ is DistHeteroNeighborLoader's (the MRO), which connects.
-        HeteroLinkNeighborLoader.__init__(
-            self, addresses, num_neighbors, edge_label_index, edge_label, replace=replace,
-            neg_sampling=neg_sampling, neg_sampling_ratio=neg_sampling_ratio,
-            transform=transform, batch_size=batch_size, shuffle=shuffle,
-            num_workers=num_workers, seed=seed, topology="worker", local=local, token=token,
-            deadline=deadline, connect_timeout=connect_timeout, weighted=weighted,
-            drop_last=drop_last, prefetch=prefetch, feature_dtype=feature_dtype,
-            default=default, rank=rank, world_size=world_size, tls_ca=tls_ca, tls_cert=tls_cert,
-            tls_key=tls_key, disjoint=disjoint,
-            exclude_edges=bool(homogeneous_only.pop("exclude_edges", False)),
-            undirected=bool(homogeneous_only.pop("undirected", False)))
+    # DistLinkNeighborLoader's __init__ (its signature, written once), which hands a typed
+    # loader's arguments to _init_typed_link.
+    __init__ = DistLinkNeighborLoader.__init__
+
+    def _init_typed_link(self, *, addresses: Any, topology: Optional[str], subgraph_type: Any,
+                         time_attr: Optional[str], edge_label_time: Any, neg_distribution: str,
+                         reject_existing: bool, copy: bool, **args: Any) -> None:
+        """``DistLinkNeighborLoader.__init__``'s body over heterogeneous partitions: the local
+        typed link loader's body (``HeteroLinkNeighborLoader._init_typed_link``), whose node
+        loader is the service's (``_init_nodes``)."""
+        _refuse_unserved(topology, subgraph_type, time_attr, edge_label_time)
+        refused = {
+            f"neg_distribution={neg_distribution!r}": neg_distribution != "uniform",
+            "reject_existing=True": bool(reject_existing),
+            "copy=True": bool(copy),
+        }
+        for what, asked in refused.items():
+            if asked:
+                raise VolleyNotImplementedError(
+                    f"{what} is not supported for link prediction over heterogeneous partitions "
+                    "yet")
+        HeteroLinkNeighborLoader._init_typed_link(
+            self, data=addresses, edge_label_time=None, subgraph_type="directional",
+            time_attr=None, temporal_strategy="uniform", weight_attr=None,
+            transform_sampler_output=None, is_sorted=False, filter_per_worker=None,
+            neighbor_sampler=None, directed=True, neg_distribution="uniform",
+            reject_existing=False, kwargs={}, topology="worker", **args)
+
+    def _init_nodes(self, addresses: Any, num_neighbors: Any, args: Dict[str, Any]) -> None:
+        """The node loader's part: ``DistNeighborLoader.__init__`` (the typed body of
+        ``DistHeteroNeighborLoader``) with the arguments it takes."""
+        taken = inspect.signature(DistNeighborLoader.__init__).parameters
+        DistNeighborLoader.__init__(self, addresses, num_neighbors, input_nodes=None,
+                                    **{k: v for k, v in args.items() if k in taken})
 
     def _label_index(self, index: Any) -> np.ndarray:
         if index is None:
@@ -140,28 +132,6 @@ class DistHeteroLinkNeighborLoader(HeteroLinkNeighborLoader, DistHeteroNeighborL
                 f"batch_size={self.batch_size}, neg_sampling={self.neg_sampling[:2]})")
 
 
-def _refuse(topology: Optional[str], time_attr: Any, edge_label_time: Any, subgraph_type: Any,
-            homogeneous_only: dict) -> None:
-    """``VolleyNotImplementedError`` naming what heterogeneous link prediction over the service
-    does not do; ``VolleyTypeError`` for an argument no distributed link loader takes."""
-    unknown = sorted(set(homogeneous_only) - set(_HOMOGENEOUS_ONLY) - {
-        "neg_degree_power", "max_draws", "exclude_edges", "undirected"})
-    if unknown:
-        raise VolleyTypeError(
-            f"DistLinkNeighborLoader got an unexpected keyword argument '{unknown[0]}'")
-    name = getattr(subgraph_type, "value", subgraph_type)
-    refused = {
-        f"topology={topology!r}": topology not in (None, "worker"),
-        "temporal link sampling (time_attr / edge_label_time)": time_attr is not None
-        or edge_label_time is not None,
-        f"subgraph_type={name!r}": name != "directional",
-    }
-    refused.update({f"{key}={value!r}": value != _HOMOGENEOUS_ONLY[key]
-                    for key, value in homogeneous_only.items() if key in _HOMOGENEOUS_ONLY})
-    for what, asked in refused.items():
-        if asked:
-            raise VolleyNotImplementedError(
-                f"{what} is not supported for link prediction over heterogeneous partitions yet")
-
+TYPED_LOADERS["dist-link"] = DistHeteroLinkNeighborLoader  # DistLinkNeighborLoader's typed subclass
 
 __all__ = ["DistHeteroLinkNeighborLoader", "is_typed_edge_label_index"]

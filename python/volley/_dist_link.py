@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _policy, _volley
+from . import _policy, _pyg_compat, _volley
 from ._dist_service import DistGraph, Local, _native
-from ._volley import VolleyValueError
+from ._volley import VolleyNotImplementedError, VolleyValueError
 from .link_loader import LinkNeighborLoader
+from .loader import TYPED_LOADERS
 
 
 class DistLinkNeighborLoader(LinkNeighborLoader):
@@ -37,9 +38,16 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
         local: the partition this trainer holds, ``(directory, part)`` or this process's
             ``Server``; None samples every partition over RPC.
         token, deadline, connect_timeout, tls_ca, tls_cert, tls_key: as ``DistGraph``.
+        disjoint: every supervision edge's end points grow subgraphs of their own (``batch``),
+            as ``LinkNeighborLoader``.
+        feature_dtype: dtype of ``x``; None: ``float32`` (heterogeneous partitions: as stored).
+        topology, subgraph_type, time_attr, edge_label_time: only ``"worker"``, the directional
+            subgraph and untimed sampling are served (the others are refused by name, for both
+            graph kinds); ``default``: heterogeneous partitions, as ``LinkNeighborLoader``.
 
     Heterogeneous partitions: ``edge_label_index=(edge_type, index)`` returns a
-    ``_dist_hetero_link.DistHeteroLinkNeighborLoader`` whose batches are the local
+    ``_dist_hetero_link.DistHeteroLinkNeighborLoader`` (a subclass with the same signature)
+    whose batches are the local
     heterogeneous ``LinkNeighborLoader``'s ``HeteroData`` over the renumbered graph (binary and
     triplet negatives, ``disjoint``, ``exclude_edges`` / ``undirected``, the rank split; worker
     topology, untimed).
@@ -47,18 +55,17 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
     Raises:
         VolleyValueError: no ``edge_label_index``, no addresses, and what
             ``LinkNeighborLoader`` refuses. The network errors of ``DistGraph``.
+        VolleyNotImplementedError: another topology than ``"worker"``, induced or
+            bidirectional subgraphs, temporal link sampling (one message for both graph kinds).
         VolleyRuntimeError: a build without gRPC.
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         """``edge_label_index=(edge_type, index)``: heterogeneous partitions
         (``_dist_hetero_link.DistHeteroLinkNeighborLoader``)."""
-        from . import _dist_hetero_link
-
         edge_label_index = kwargs.get("edge_label_index", args[2] if len(args) > 2 else None)
-        if cls is DistLinkNeighborLoader and _dist_hetero_link.is_typed_edge_label_index(
-                edge_label_index):
-            return _dist_hetero_link.DistHeteroLinkNeighborLoader(*args, **kwargs)
+        if cls is DistLinkNeighborLoader and _policy.is_typed_edge_label_index(edge_label_index):
+            cls = TYPED_LOADERS["dist-link"]  # (_dist_hetero_link.py; the same __init__)
         return object.__new__(cls)
 
     def __init__(
@@ -84,7 +91,7 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
         prefetch: Optional[int] = None,
         copy: bool = False,
         transform: Any = None,
-        feature_dtype: str = "float32",
+        feature_dtype: Optional[str] = None,
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         exclude_edges: bool = False,
@@ -96,8 +103,21 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
         tls_ca: Optional[str] = None,
         tls_cert: Optional[str] = None,
         tls_key: Optional[str] = None,
+        topology: Optional[str] = None,
+        disjoint: bool = False,
+        subgraph_type: Any = "directional",
+        time_attr: Optional[str] = None,
+        edge_label_time: Any = None,
+        default: Optional[List[int]] = None,
     ):
+        if self._typed:  # heterogeneous partitions: the same signature, the typed body
+            self._init_typed_link(**{k: v for k, v in locals().items()
+                                     if k not in ("self", "__class__")})
+            return
         _native()  # VolleyRuntimeError without gRPC
+        if default is not None:  # one fanout list: refused as any argument PyG does not take
+            _pyg_compat.check_loader_kwargs({"default": default})
+        _refuse_unserved(topology, subgraph_type, time_attr, edge_label_time)
         if isinstance(addresses, DistGraph):
             if local is not None:
                 raise VolleyValueError("pass local= to volley.dist.connect, not with a DistGraph")
@@ -112,7 +132,7 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
                               tls_cert=tls_cert, tls_key=tls_key)
         self.topology = "worker"
         self.data, self.graph = None, graph
-        self.subgraph_type, self.disjoint = "directional", False
+        self.subgraph_type, self.disjoint = "directional", bool(disjoint)
         self.filter_per_worker, self.is_sorted = None, False
         self.transform_sampler_output = None
         self.pin_memory = False
@@ -145,7 +165,8 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
             prefetch=prefetch,
             replace=replace,
             weighted=weighted,
-            feature_dtype=feature_dtype,
+            feature_dtype=feature_dtype or "float32",
+            disjoint=self.disjoint,
         )
 
     def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
@@ -167,3 +188,21 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
             f"batch_size={self.batch_size}, edges={self.edge_label_index.shape[1]}, "
             f"batches={len(self)}, neg_sampling={self.neg_sampling}, shuffle={self.shuffle})"
         )
+
+
+def _refuse_unserved(topology: Optional[str], subgraph_type: Any, time_attr: Any,
+                     edge_label_time: Any) -> None:
+    """``VolleyNotImplementedError`` naming what link prediction over the service does not do
+    (for both graph kinds): another topology than the worker's, induced or bidirectional
+    subgraphs, temporal link sampling."""
+    name = getattr(subgraph_type, "value", subgraph_type)
+    refused = {
+        f"topology={topology!r}": topology not in (None, "worker"),
+        f"subgraph_type={name!r}": name != "directional",
+        "temporal link sampling (time_attr / edge_label_time)":
+            time_attr is not None or edge_label_time is not None,
+    }
+    for what, asked in refused.items():
+        if asked:
+            raise VolleyNotImplementedError(
+                f"{what} is not supported for link prediction over the service yet")

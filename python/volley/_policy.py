@@ -141,3 +141,24 @@ def typed_input_nodes(value: Any, counts: Dict[str, int]) -> Tuple[str, np.ndarr
             f"input_nodes of node type '{node_type}': id {int(ids[bad[0]])} at position "
             f"{int(bad[0])} is outside [0, {count})")
     return node_type, ids, is_mask
+
+
+def is_hetero_input(input_nodes: Any) -> bool:
+    """Whether ``input_nodes`` names a node type (``"paper"`` or ``("paper", ids)``)."""
+    return isinstance(input_nodes, str) or (
+        isinstance(input_nodes, tuple) and len(input_nodes) == 2 and isinstance(input_nodes[0], str))
+
+
+def is_typed_edge_label_index(edge_label_index: Any) -> bool:
+    """Whether ``edge_label_index`` names an edge type: ``(edge_type, index)`` with the edge
+    type a ``(src, rel, dst)`` / ``(src, dst)`` tuple of names or ``"src__rel__dst"``, or an
+    edge type alone."""
+    def names_a_type(value: Any) -> bool:
+        return isinstance(value, str) or (
+            isinstance(value, tuple) and len(value) in (2, 3)
+            and all(isinstance(part, str) for part in value))
+
+    if names_a_type(edge_label_index):
+        return True
+    return (isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 2
+            and names_a_type(edge_label_index[0]))

@@ -44,11 +44,11 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _dist_hetero, _temporal, _tensor, _volley
+from . import _policy, _pyg_compat, _temporal, _tensor, _volley
 from ._dist_service import (
     DistFeatureStore,
     DistGraph,
@@ -62,7 +62,7 @@ from ._dist_service import (
     serve,
 )
 from ._volley import VolleyValueError
-from .loader import NeighborLoader
+from .loader import TYPED_LOADERS, NeighborLoader
 from ._tensor import rank_and_world_size as _rank_and_world_size
 from .sampler import NeighborSampler
 
@@ -175,8 +175,10 @@ class DistNeighborLoader(NeighborLoader):
             string works too), or a connected ``DistGraph`` (worker topology).
         num_neighbors: as ``NeighborLoader``, and so are ``batch_size``, ``input_nodes`` (new
             ids or a boolean mask over them), ``shuffle``, ``seed``, ``replace``, ``weighted``,
-            ``drop_last``, ``prefetch``, ``copy``, ``transform``, ``feature_dtype``, ``rank``
-            and ``world_size``.
+            ``drop_last``, ``prefetch``, ``copy``, ``transform``, ``rank``, ``world_size`` and
+            ``default`` (heterogeneous partitions only).
+        feature_dtype: dtype of ``x``; None: ``float32`` over homogeneous partitions, each node
+            type's stored dtype over heterogeneous ones.
         num_workers: batches in flight at once (worker topology: this process's loader threads;
             server-client: batches the server samples at once). Network waits cost no CPU, so
             it may exceed the cores; default max(4, cores).
@@ -211,7 +213,8 @@ class DistNeighborLoader(NeighborLoader):
         service: the name the servers registered under.
 
     Heterogeneous partitions: ``input_nodes=(node_type, ids)`` (or a node type name) returns a
-    ``_dist_hetero.DistHeteroNeighborLoader`` whose batches are the local heterogeneous loader's
+    ``_dist_hetero.DistHeteroNeighborLoader`` (a subclass: the same signature, and
+    ``isinstance(loader, DistNeighborLoader)`` holds) whose batches are the local heterogeneous loader's
     ``HeteroData`` over the renumbered graph (``num_neighbors`` a list or a per-edge-type dict,
     ``default`` for the missing types); either topology (server-client: the server was started
     with ``peers``), temporal (times per type written with
@@ -226,16 +229,11 @@ class DistNeighborLoader(NeighborLoader):
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        """``input_nodes=(node_type, ids)`` (or a type name): heterogeneous partitions
-        (``_dist_hetero.DistHeteroNeighborLoader``)."""
+        """``input_nodes=(node_type, ids)`` (or a type name): heterogeneous partitions, the
+        subclass ``_dist_hetero.DistHeteroNeighborLoader`` (the same ``__init__``)."""
         input_nodes = kwargs.get("input_nodes", args[3] if len(args) > 3 else None)
-        if cls is DistNeighborLoader and _dist_hetero.is_hetero_input(input_nodes):
-            rendezvous, service = kwargs.pop("rendezvous", None), kwargs.pop("service", "default")
-            if rendezvous is not None:  # the addresses from the store, then as given
-                args = (_discovered(args[0] if args else kwargs.pop("addresses", None),
-                                    rendezvous, service,
-                                    kwargs.get("connect_timeout", 30.0)),) + tuple(args[1:])
-            return _dist_hetero.DistHeteroNeighborLoader(*args, **kwargs)
+        if cls is DistNeighborLoader and _policy.is_hetero_input(input_nodes):
+            cls = TYPED_LOADERS["dist-node"]  # (_dist_hetero.py, loaded by `import volley`)
         return object.__new__(cls)
 
     def __init__(
@@ -260,7 +258,7 @@ class DistNeighborLoader(NeighborLoader):
         prefetch: Optional[int] = None,
         copy: bool = False,
         transform: Any = None,
-        feature_dtype: str = "float32",
+        feature_dtype: Optional[str] = None,
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         mode: Optional[str] = None,
@@ -273,11 +271,18 @@ class DistNeighborLoader(NeighborLoader):
         disjoint: bool = False,
         rendezvous: Any = None,
         service: str = "default",
+        default: Optional[List[int]] = None,
     ):
-        native = _native()
-        topology = _topology(topology, mode)
         if rendezvous is not None:
             addresses = _discovered(addresses, rendezvous, service, connect_timeout)
+        if self._typed:  # heterogeneous partitions: the same signature, the typed body
+            self._init_typed(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})
+            return
+        if default is not None:  # one fanout list: refused as any argument PyG does not take
+            _pyg_compat.check_loader_kwargs({"default": default})
+        feature_dtype = feature_dtype or "float32"
+        native = _native()
+        topology = _topology(topology, mode)
         if isinstance(addresses, str):
             addresses = [a.strip() for a in addresses.split(",")]
         self.topology = topology

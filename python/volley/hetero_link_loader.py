@@ -26,7 +26,7 @@ from . import _hetero_temporal, _policy, _pyg_compat, _tensor, _volley
 from ._volley import VolleyIndexError, VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
 from .link_loader import LinkNeighborLoader
-from .loader import TYPED_LOADERS
+from .loader import TYPED_LOADERS, NeighborLoader
 
 
 def _edge_type(value: Any, data: Any) -> Tuple[str, str, str]:
@@ -114,7 +114,7 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         kwargs: Dict[str, Any], **loader_args: Any,
     ) -> None:
         """``LinkNeighborLoader.__init__``'s body for a typed graph: the node loader's
-        (``super().__init__``: the typed ``NeighborLoader``, or the service's), then the
+        (``_init_nodes``: the typed ``NeighborLoader``'s, or the service's), then the
         supervision edges and their negatives."""
         if (time_attr is None) != (edge_label_time is None):
             raise VolleyValueError(
@@ -130,13 +130,12 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         if isinstance(edge_label_index, tuple) and len(edge_label_index) in (2, 3) and all(
                 isinstance(part, str) for part in edge_label_index):
             edge_label_index = (edge_label_index, None)  # an edge type alone
-        super().__init__(data, num_neighbors, input_nodes=None, replace=replace,
-                         subgraph_type=subgraph_type, disjoint=disjoint, time_attr=time_attr,
-                         temporal_strategy=temporal_strategy, weight_attr=weight_attr,
-                         transform=transform,
-                         transform_sampler_output=transform_sampler_output, is_sorted=is_sorted,
-                         filter_per_worker=filter_per_worker, neighbor_sampler=neighbor_sampler,
-                         directed=directed, **loader_args, **kwargs)
+        self._init_nodes(data, num_neighbors, dict(
+            replace=replace, subgraph_type=subgraph_type, disjoint=disjoint, time_attr=time_attr,
+            temporal_strategy=temporal_strategy, weight_attr=weight_attr, transform=transform,
+            transform_sampler_output=transform_sampler_output, is_sorted=is_sorted,
+            filter_per_worker=filter_per_worker, neighbor_sampler=neighbor_sampler,
+            directed=directed, **loader_args, **kwargs))
         self.edge_type = _edge_type(edge_label_index[0], self.graph)
         self.edge_label_index = self._label_index(edge_label_index[1])
         self.input_nodes = np.arange(self.edge_label_index.shape[1], dtype=np.int64)
@@ -170,6 +169,11 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
                                                  bool(reject_existing), draws)
         self._options.input_time = self.edge_label_time  # (loader(index) sets its own)
         self._native = self._native_link_pipeline()
+
+    def _init_nodes(self, data: Any, num_neighbors: Any, args: Dict[str, Any]) -> None:
+        """The node loader's part of the link loader over ``data`` (``NeighborLoader.__init__``
+        with no input nodes: the typed body of this class's node loader)."""
+        NeighborLoader.__init__(self, data, num_neighbors, input_nodes=None, **args)
 
     def _rebuild_native(self) -> None:
         self._native = self._native_link_pipeline()
