@@ -162,32 +162,33 @@ void check_info(const grpc::Status& status, const rpc::InfoReply& reply, const s
                  who, reply.protocol(), reply.volley_version(), kProtocolVersion);
 }
 
-void check_parts(const std::vector<std::unique_ptr<InfoCall>>& calls,
-                 const std::vector<std::string>& addresses, const ClientOptions& options,
-                 std::string fingerprint, std::string reference,
+void check_parts(const std::vector<std::vector<std::unique_ptr<InfoCall>>>& calls,
+                 const Servers& servers, const ClientOptions& options, std::string fingerprint,
+                 std::string reference,
                  const std::function<void(int64_t, const rpc::InfoReply&)>& each) {
-  const auto parts = static_cast<int64_t>(addresses.size());
+  const auto parts = static_cast<int64_t>(servers.size());
   for (int64_t p = 0; p < parts; ++p) {
-    const auto& call = calls[static_cast<size_t>(p)];
-    if (!call) continue;
-    const std::string& address = addresses[static_cast<size_t>(p)];
-    const rpc::InfoReply& reply = call->reply;
-    check_info(call->status, reply, address, p, options.connect_seconds);
-    VOLLEY_REQUIRE(reply.part() == p && reply.num_parts() == parts, ValueError,
-                   "{} serves part {} of {}, but it was given as the address of part {} of {}; "
-                   "list the addresses in part order",
-                   address, reply.part(), reply.num_parts(), p, parts);
-    if (fingerprint.empty()) {
-      fingerprint = reply.fingerprint();
-      reference = fmt::format("part {} at {}", p, address);
+    const auto& replicas = calls[static_cast<size_t>(p)];
+    for (size_t r = 0; r < replicas.size(); ++r) {
+      const std::string& address = servers[static_cast<size_t>(p)]->address(r);
+      const rpc::InfoReply& reply = replicas[r]->reply;
+      check_info(replicas[r]->status, reply, address, p, options.connect_seconds);
+      VOLLEY_REQUIRE(reply.part() == p && reply.num_parts() == parts, ValueError,
+                     "{} serves part {} of {}, but it was given as the address of part {} of {}; "
+                     "list the addresses in part order",
+                     address, reply.part(), reply.num_parts(), p, parts);
+      if (fingerprint.empty()) {
+        fingerprint = reply.fingerprint();
+        reference = fmt::format("part {} at {}", p, address);
+      }
+      VOLLEY_REQUIRE(
+          reply.fingerprint() == fingerprint, ValueError,
+          "part {} at {} serves dataset '{}' with fingerprint {}, but {} has fingerprint {}: the "
+          "servers must serve parts of the same partitioned dataset",
+          p, address, quoted(reply.dataset_name()), quoted(reply.fingerprint()), reference,
+          fingerprint);
+      if (r == 0) each(p, reply);
     }
-    VOLLEY_REQUIRE(
-        reply.fingerprint() == fingerprint, ValueError,
-        "part {} at {} serves dataset '{}' with fingerprint {}, but {} has fingerprint {}: the "
-        "servers must serve parts of the same partitioned dataset",
-        p, address, quoted(reply.dataset_name()), quoted(reply.fingerprint()), reference,
-        fingerprint);
-    each(p, reply);
   }
 }
 
@@ -225,40 +226,96 @@ std::string tls_failure(const std::string& message, bool client_tls, bool client
   return "";
 }
 
-std::vector<std::unique_ptr<InfoCall>> info_from_all(
-    const std::vector<std::unique_ptr<rpc::PartitionService::Stub>>& stubs,
-    const std::vector<std::string>& addresses, const ClientOptions& options) {
-  std::vector<std::unique_ptr<InfoCall>> calls(stubs.size());
-  std::vector<size_t> asked;
-  for (size_t p = 0; p < stubs.size(); ++p) {
-    if (stubs[p]) asked.push_back(p);
+std::vector<std::vector<std::unique_ptr<InfoCall>>> info_from_all(const Servers& servers,
+                                                                  const ClientOptions& options) {
+  std::vector<std::vector<std::unique_ptr<InfoCall>>> calls(servers.size());
+  std::vector<std::pair<size_t, size_t>> asked;  // (part, replica)
+  for (size_t p = 0; p < servers.size(); ++p) {
+    if (!servers[p]) continue;
+    calls[p].resize(servers[p]->size());
+    for (size_t r = 0; r < servers[p]->size(); ++r) asked.emplace_back(p, r);
   }
   for (const bool wait : {false, true}) {
     std::latch done(static_cast<std::ptrdiff_t>(asked.size()));
-    for (const size_t p : asked) {
-      calls[p] = std::make_unique<InfoCall>();
-      prepare(calls[p]->context, options, options.connect_seconds);
-      calls[p]->context.set_wait_for_ready(wait);
-      calls[p]->request.set_protocol(kProtocolVersion);
-      stubs[p]->async()->Info(&calls[p]->context, &calls[p]->request, &calls[p]->reply,
-                              record_status(*calls[p], done));
+    for (const auto& [p, r] : asked) {
+      auto& call = calls[p][r];
+      call = std::make_unique<InfoCall>();
+      prepare(call->context, options, options.connect_seconds);
+      call->context.set_wait_for_ready(wait);
+      call->request.set_protocol(kProtocolVersion);
+      servers[p]->stub(r)->async()->Info(&call->context, &call->request, &call->reply,
+                                         record_status(*call, done));
     }
     done.wait();
-    std::vector<size_t> again;  // not listening yet: asked again, waiting for them
-    for (const size_t p : asked) {
-      const grpc::Status& status = calls[p]->status;
+    std::vector<std::pair<size_t, size_t>> again;  // not listening yet: asked again, waiting
+    for (const auto& [p, r] : asked) {
+      const grpc::Status& status = calls[p][r]->status;
       if (wait || status.error_code() != grpc::StatusCode::UNAVAILABLE) continue;
       const std::string reason = tls_failure(status.error_message(), !options.tls.ca_file.empty(),
                                              !options.tls.cert_file.empty());
       if (!reason.empty()) {
-        throw ConnectionError(fmt::format("part {} at {}: {} ({})", p, addresses[p], reason,
-                                          quoted(status.error_message(), 512)));
+        throw ConnectionError(fmt::format("part {} at {}: {} ({})", p, servers[p]->address(r),
+                                          reason, quoted(status.error_message(), 512)));
       }
-      again.push_back(p);
+      again.emplace_back(p, r);
     }
     asked = std::move(again);
   }
   return calls;
+}
+
+PartServers::PartServers(const std::string& address, const ClientOptions& options) {
+  for (size_t begin = 0;;) {
+    const size_t end = std::min(address.find('|', begin), address.size());
+    addresses_.push_back(address.substr(begin, end - begin));
+    VOLLEY_REQUIRE(!addresses_.back().empty(), ValueError,
+                   "an empty address among the replicas '{}' of a part", quoted(address, 256));
+    if (end == address.size()) break;
+    begin = end + 1;
+  }
+  VOLLEY_REQUIRE(addresses_.size() <= kMaxReplicas, ValueError,
+                 "{} replicas of one part ('{}'), more than {}", addresses_.size(),
+                 quoted(address, 256), kMaxReplicas);
+  for (const std::string& replica : addresses_) {
+    stubs_.push_back(rpc::PartitionService::NewStub(make_channel(replica, options)));
+  }
+}
+
+size_t PartServers::pick() const {
+  const size_t n = addresses_.size();
+  const uint64_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t failed = failed_.load(std::memory_order_relaxed);
+  if (failed == (n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1)) {
+    failed_.store(0, std::memory_order_relaxed);  // every replica failed: all are tried again
+    failed = 0;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const size_t r = (turn + k) % n;
+    if (!(failed >> r & 1)) return r;
+  }
+  return turn % n;
+}
+
+bool PartServers::fail_over(size_t replica, const grpc::Status& status) const {
+  const auto code = status.error_code();
+  if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return false;  // the request's error (or the caller's): every replica would give it
+  }
+  const uint64_t all = addresses_.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << size()) - 1;
+  const uint64_t failed =
+      failed_.fetch_or(uint64_t{1} << replica, std::memory_order_relaxed) | uint64_t{1} << replica;
+  return failed != all;
+}
+
+Servers connect_parts(const std::vector<std::string>& addresses, const ClientOptions& options,
+                      int64_t local) {
+  Servers servers(addresses.size());
+  for (size_t p = 0; p < addresses.size(); ++p) {
+    if (static_cast<int64_t>(p) == local) continue;
+    VOLLEY_REQUIRE(!addresses[p].empty(), ValueError, "no address given for part {}", p);
+    servers[p] = std::make_unique<PartServers>(addresses[p], options);
+  }
+  return servers;
 }
 
 // What an Info answer from `address` describes.
@@ -341,8 +398,8 @@ using internal::service_info;
 // Info from every remote server (all in flight at once; wait_for_ready so servers that are still
 // starting are waited for, up to connect_seconds), checked against each other and `local`.
 void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
-  const auto calls = internal::info_from_all(state.stubs, state.addresses, state.options);
-  internal::check_parts(calls, state.addresses, state.options, local_fingerprint,
+  const auto calls = internal::info_from_all(state.servers, state.options);
+  internal::check_parts(calls, state.servers, state.options, local_fingerprint,
                         local_fingerprint.empty() ? "" : "the local partition",
                         [&](int64_t p, const rpc::InfoReply& reply) {
                           const std::string& address = state.addresses[static_cast<size_t>(p)];
@@ -392,15 +449,8 @@ std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> add
     state->local = local;
     state->local_part = local->part;
   }
-  state->stubs.resize(static_cast<size_t>(parts));
+  state->servers = internal::connect_parts(state->addresses, state->options, state->local_part);
   state->limits.resize(static_cast<size_t>(parts));
-  for (int64_t p = 0; p < parts; ++p) {
-    const std::string& address = state->addresses[static_cast<size_t>(p)];
-    if (p == state->local_part) continue;
-    VOLLEY_REQUIRE(!address.empty(), ValueError, "no address given for part {}", p);
-    state->stubs[static_cast<size_t>(p)] =
-        rpc::PartitionService::NewStub(make_channel(address, state->options));
-  }
   if (local) {
     ServiceInfo& info = state->info;
     const Dataset& data = local->data;

@@ -129,8 +129,9 @@ struct Across {
       pack(std::span<const int64_t>(s.times[e][p]).subspan(begin, end - begin),
            request.mutable_target_times());
     }
-    service.stubs[p]->async()->SampleHop(&call.context, &call.request, &call.reply,
-                                         record_status(call, done));
+    stub_for(service.servers, static_cast<int64_t>(p), call)
+        ->async()
+        ->SampleHop(&call.context, &call.request, &call.reply, record_status(call, done));
   }
 
   // A call's answer appended to the part's picks: the call's error, or RuntimeError naming the
@@ -173,7 +174,7 @@ struct Across {
   // pairs) calls), the local part sampled while the first wave is in flight.
   void call_all(int hop, const std::vector<bool>& active) {
     struct Piece {
-      size_t e, p, begin, end;
+      size_t e, part, begin, end;
     };
     std::vector<Piece> pieces;
     size_t busy = 0;
@@ -192,13 +193,13 @@ struct Across {
       }
     }
     run_waves<HopCall>(
-        pieces, std::max<size_t>(8, busy),
+        service.servers, pieces, std::max<size_t>(8, busy),
         [&](const Piece& piece, std::unique_ptr<HopCall>& call, std::latch& done) {
           call = std::make_unique<HopCall>();
-          send(piece.e, piece.p, piece.begin, piece.end, hop, *call, done);
+          send(piece.e, piece.part, piece.begin, piece.end, hop, *call, done);
         },
         [&](const Piece& piece, const HopCall& call) {
-          receive(piece.e, piece.p, piece.end - piece.begin, call);
+          receive(piece.e, piece.part, piece.end - piece.begin, call);
         },
         [&] {
           if (service.local_part < 0) return;

@@ -100,8 +100,9 @@ void gather_across(const ServiceView& service, int type, rpc::RowsRequest::Kind 
         pack(std::span<const int64_t>(mine).subspan(piece.begin, piece.end - piece.begin),
              call.request.mutable_ids());
         call.request.set_out_dtype(std::string(dtype_name(out_dtype)));
-        service.stubs[static_cast<size_t>(piece.part)]->async()->GetRows(
-            &call.context, &call.request, &call.reply, record_status(call, done));
+        stub_for(service.servers, piece.part, call)
+            ->async()
+            ->GetRows(&call.context, &call.request, &call.reply, record_status(call, done));
       },
       [&](const Piece& piece, const RowsCall& call) {
         const auto pi = static_cast<size_t>(piece.part);
@@ -123,7 +124,7 @@ void gather_across(const ServiceView& service, int type, rpc::RowsRequest::Kind 
 }
 
 ServiceView view_of(const DistGraph::State& state) {
-  ServiceView service{state.options, state.addresses, state.stubs, state.limits,
+  ServiceView service{state.options, state.addresses, state.servers, state.limits,
                       state.info.fingerprint};
   service.local_part = state.local_part;
   service.books = {&state.info.book};

@@ -93,10 +93,10 @@ HeteroServiceInfo local_service_info(const HeteroPartition& local,
 // Info from every remote server at once (waiting for servers still starting), checked against
 // each other and the local part.
 void handshake(DistHeteroGraph::State& state) {
-  const auto calls = internal::info_from_all(state.stubs, state.addresses, state.options);
+  const auto calls = internal::info_from_all(state.servers, state.options);
   const bool local = state.local_part >= 0;
   internal::check_parts(
-      calls, state.addresses, state.options, local ? state.info.fingerprint : "",
+      calls, state.servers, state.options, local ? state.info.fingerprint : "",
       local ? "the local partition" : "", [&](int64_t p, const rpc::InfoReply& reply) {
         const auto part = static_cast<size_t>(p);
         if (state.info.fingerprint.empty()) {
@@ -148,13 +148,7 @@ std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(
   }
   state->limits.resize(parts);
   state->max_degree.resize(parts);
-  state->stubs.resize(parts);
-  for (size_t p = 0; p < parts; ++p) {
-    if (static_cast<int64_t>(p) == state->local_part) continue;
-    VOLLEY_REQUIRE(!state->addresses[p].empty(), ValueError, "no address given for part {}", p);
-    state->stubs[p] =
-        rpc::PartitionService::NewStub(internal::make_channel(state->addresses[p], state->options));
-  }
+  state->servers = internal::connect_parts(state->addresses, state->options, state->local_part);
   handshake(*state);
   return std::shared_ptr<const DistHeteroGraph>(new DistHeteroGraph(std::move(state)));
 }

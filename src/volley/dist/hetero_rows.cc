@@ -13,7 +13,7 @@ namespace volley::dist {
 namespace internal {
 
 ServiceView view_of(const DistHeteroGraph::State& state) {
-  ServiceView service{state.options, state.addresses, state.stubs, state.limits,
+  ServiceView service{state.options, state.addresses, state.servers, state.limits,
                       state.info.fingerprint};
   service.local_part = state.local_part;
   for (const HeteroNodeTypeService& type : state.info.node_types) {

@@ -59,8 +59,9 @@ void send_edges(const DistGraph::State& state, const internal::Piece& piece,
                  call.request.mutable_rows());
   internal::pack(std::span<const int64_t>(requests.others[pi]).subspan(piece.begin, count),
                  call.request.mutable_others());
-  state.stubs[pi]->async()->HasEdges(&call.context, &call.request, &call.reply,
-                                     internal::record_status(call, done));
+  internal::stub_for(state.servers, piece.part, call)
+      ->async()
+      ->HasEdges(&call.context, &call.request, &call.reply, internal::record_status(call, done));
 }
 
 }  // namespace

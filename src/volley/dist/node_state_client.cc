@@ -19,7 +19,7 @@ struct NodeDataService::State {
   ClientOptions options;
   std::vector<std::string> addresses;
   std::string fingerprint;
-  std::vector<std::unique_ptr<rpc::PartitionService::Stub>> stubs;
+  internal::Servers servers;  // per part: its first replica (it holds the part's node tables)
   std::vector<internal::PartLimits> limits;  // per part
   std::vector<std::string> type_names;       // "" alone: homogeneous
   std::vector<PartitionBook> books;          // per node type
@@ -44,8 +44,8 @@ struct NodeDataService::State {
   // One call of `request` to part `p` (started; `done` counted down when it ends).
   void send(int64_t p, DataCall& call, std::latch& done) const {
     internal::prepare(call.context, options, options.deadline_seconds);
-    stubs[static_cast<size_t>(p)]->async()->NodeData(&call.context, &call.request, &call.reply,
-                                                     internal::record_status(call, done));
+    servers[static_cast<size_t>(p)]->stub(0)->async()->NodeData(
+        &call.context, &call.request, &call.reply, internal::record_status(call, done));
   }
 };
 
@@ -57,15 +57,15 @@ std::shared_ptr<const NodeDataService> NodeDataService::connect(std::vector<std:
   state->addresses = std::move(addresses);
   const auto parts = static_cast<size_t>(state->num_parts());
   state->limits.resize(parts);
-  for (const std::string& address : state->addresses) {
+  for (std::string& address : state->addresses) {
     VOLLEY_REQUIRE(!address.empty(), ValueError, "an empty server address among {} addresses",
                    parts);
-    state->stubs.push_back(
-        rpc::PartitionService::NewStub(internal::make_channel(address, state->options)));
+    address = address.substr(0, address.find('|'));  // node tables live on the first replica
   }
-  const auto calls = internal::info_from_all(state->stubs, state->addresses, state->options);
+  state->servers = internal::connect_parts(state->addresses, state->options, -1);
+  const auto calls = internal::info_from_all(state->servers, state->options);
   internal::check_parts(
-      calls, state->addresses, state->options, "", "", [&](int64_t p, const rpc::InfoReply& reply) {
+      calls, state->servers, state->options, "", "", [&](int64_t p, const rpc::InfoReply& reply) {
         state->limits[static_cast<size_t>(p)] = internal::part_limits(reply, state->options);
         if (!state->fingerprint.empty()) return;
         state->fingerprint = reply.fingerprint();

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -55,13 +56,53 @@ void check_info(const grpc::Status& status, const rpc::InfoReply& reply, const s
 // What an Info answer from `address` describes.
 ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address);
 
-// One RPC in flight.
+// The servers of one part: its replicas (an address "host:port|host:port" lists several), each
+// with its own channel. Calls are spread over the replicas in turn; a replica whose call failed
+// as a server's failure (unreachable, or no answer within the deadline) is passed over from then
+// on, and the call is made again on another (run_waves): a call is a pure function of its
+// request, so any replica gives the same answer. When every replica has failed, the next call
+// tries them all again.
+class PartServers {
+ public:
+  static constexpr size_t kMaxReplicas = 64;
+  // ValueError for an empty address among the replicas or more than kMaxReplicas.
+  PartServers(const std::string& address, const ClientOptions& options);
+
+  size_t size() const { return addresses_.size(); }
+  const std::string& address(size_t replica) const { return addresses_[replica]; }
+  rpc::PartitionService::Stub* stub(size_t replica) const { return stubs_[replica].get(); }
+  // The replica for the next call: the next live one in turn.
+  size_t pick() const;
+  // After a call to `replica` ended with `status`: whether it is to be made again on another
+  // replica (the status a server's failure, and another replica live); marks `replica` failed.
+  bool fail_over(size_t replica, const grpc::Status& status) const;
+
+ private:
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<rpc::PartitionService::Stub>> stubs_;
+  mutable std::atomic<uint64_t> turn_{0};
+  mutable std::atomic<uint64_t> failed_{0};  // bit r: replica r failed
+};
+
+// Every part's servers (null: the local part, served in-process).
+using Servers = std::vector<std::unique_ptr<PartServers>>;
+
+// The stub of the replica of part `part` that `call` goes to (recorded in call.replica).
+template <typename CallType>
+rpc::PartitionService::Stub* stub_for(const Servers& servers, int64_t part, CallType& call) {
+  const PartServers& replicas = *servers[static_cast<size_t>(part)];
+  call.replica = replicas.pick();
+  return replicas.stub(call.replica);
+}
+
+// One RPC in flight (`replica`: the replica of its part it went to).
 template <typename Request, typename Reply>
 struct Call {
   grpc::ClientContext context;
   Request request;
   Reply reply;
   grpc::Status status;
+  size_t replica = 0;
 };
 
 // The completion callback of an asynchronous call: stores its status, counts `done` down.
@@ -75,14 +116,14 @@ auto record_status(CallType& call, std::latch& done) {
 
 using InfoCall = Call<rpc::InfoRequest, rpc::InfoReply>;
 
-// Info from the server behind each stub (a null stub is skipped; calls[p] stays null), all in
+// Info from every replica of every part (a null part is skipped; calls[p] stays empty), all in
 // flight at once, in two rounds: first without waiting for a connection, so that a failed TLS
 // handshake is reported at once (tls_failure: ConnectionError naming the address, the part and
 // the reason); then, for the servers that were not listening yet, waiting for them up to
-// options.connect_seconds. The callers check each call's status (check_info).
-std::vector<std::unique_ptr<InfoCall>> info_from_all(
-    const std::vector<std::unique_ptr<rpc::PartitionService::Stub>>& stubs,
-    const std::vector<std::string>& addresses, const ClientOptions& options);
+// options.connect_seconds. calls[p][r] is replica r's; the callers check each call's status
+// (check_info).
+std::vector<std::vector<std::unique_ptr<InfoCall>>> info_from_all(const Servers& servers,
+                                                                  const ClientOptions& options);
 
 // What a failed first connection attempt (UNAVAILABLE, `message` gRPC's) says about TLS: the
 // reason in words when the TLS handshake failed (the server's certificate does not verify, TLS
@@ -91,15 +132,20 @@ std::vector<std::unique_ptr<InfoCall>> info_from_all(
 // whether it presents a certificate.
 std::string tls_failure(const std::string& message, bool client_tls, bool client_certificate);
 
-// Checks the Info answers of the parts (calls[p] null: the local part, not asked): each from
-// a server of the part its address stands for, of `addresses.size()` parts, all of one dataset
+// Checks the Info answers of the parts (calls[p] empty: the local part, not asked): each from
+// a server of the part its address stands for, of `servers.size()` parts, all of one dataset
 // (the fingerprint of the first answer, or `fingerprint` when given, which `reference` names:
-// "the local partition"). Then each(p, reply) for every answer. Errors as check_info, and
-// ValueError naming the address for a part out of order or another dataset.
-void check_parts(const std::vector<std::unique_ptr<InfoCall>>& calls,
-                 const std::vector<std::string>& addresses, const ClientOptions& options,
-                 std::string fingerprint, std::string reference,
+// "the local partition"). Then each(p, reply) for every part's first answer. Errors as
+// check_info, and ValueError naming the address for a part out of order or another dataset.
+void check_parts(const std::vector<std::vector<std::unique_ptr<InfoCall>>>& calls,
+                 const Servers& servers, const ClientOptions& options, std::string fingerprint,
+                 std::string reference,
                  const std::function<void(int64_t, const rpc::InfoReply&)>& each);
+
+// Every part's servers for `addresses` (addresses[p] those of part p; the local part's, `local`,
+// null and its address may be empty). ValueError naming a part without an address.
+Servers connect_parts(const std::vector<std::string>& addresses, const ClientOptions& options,
+                      int64_t local);
 
 // What one call to a part may carry: its server's limits (Info), capped by the client's own
 // message limit. max_degree < 0: unknown (a server that does not say).
@@ -124,8 +170,8 @@ struct DistGraph::State {
   ClientOptions options;
   std::vector<std::string> addresses;
   ServiceInfo info;
-  std::vector<std::unique_ptr<rpc::PartitionService::Stub>> stubs;  // null for the local part
-  std::vector<internal::PartLimits> limits;                         // per part
+  internal::Servers servers;                 // per part (null for the local part)
+  std::vector<internal::PartLimits> limits;  // per part
   std::shared_ptr<const Partition> local;
   int64_t local_part = -1;
   // Link prediction (link_client.cc): the degrees, fetched on first use; whether the local
@@ -160,13 +206,14 @@ struct Piece {
 };
 
 // Runs `pieces` as asynchronous calls, `wave` at a time: `send(piece, slot, done)` starts one
-// (its callback counts `done` down), `local()` runs once, while the first wave is in flight
-// (also when there is no piece), and after every call of a wave has ended `receive(piece, call)`
-// takes the answers in piece order. An error of `local()` is rethrown after its wave (the calls
-// reference the caller's frame: never leave before they end).
+// (its callback counts `done` down) on servers[piece.part]'s next replica, `local()` runs once,
+// while the first wave is in flight (also when there is no piece), and after every call of a
+// wave has ended (a call that failed over, PartServers::fail_over, made again on another
+// replica) `receive(piece, call)` takes the answers in piece order. An error of `local()` is
+// rethrown after its wave (the calls reference the caller's frame: never leave before they end).
 template <typename CallType, typename PieceType, typename Send, typename Receive, typename Local>
-void run_waves(const std::vector<PieceType>& pieces, size_t wave, Send&& send, Receive&& receive,
-               Local&& local) {
+void run_waves(const Servers& servers, const std::vector<PieceType>& pieces, size_t wave,
+               Send&& send, Receive&& receive, Local&& local) {
   size_t next = 0;
   bool local_done = false;
   do {
@@ -185,6 +232,17 @@ void run_waves(const std::vector<PieceType>& pieces, size_t wave, Send&& send, R
     }
     done.wait();
     if (local_error) std::rethrow_exception(local_error);
+    for (std::vector<size_t> again;; again.clear()) {  // failed over: made again elsewhere
+      for (size_t i = next; i < end; ++i) {
+        const CallType& call = *calls[i - next];
+        const auto& part = *servers[static_cast<size_t>(pieces[i].part)];
+        if (!call.status.ok() && part.fail_over(call.replica, call.status)) again.push_back(i);
+      }
+      if (again.empty()) break;
+      std::latch retried(static_cast<std::ptrdiff_t>(again.size()));
+      for (const size_t i : again) send(pieces[i], calls[i - next], retried);
+      retried.wait();
+    }
     for (size_t i = next; i < end; ++i) receive(pieces[i], *calls[i - next]);
     next = end;
   } while (next < pieces.size());
@@ -213,8 +271,8 @@ void fan_out(const State& state, const std::vector<std::vector<int64_t>>& target
       state.local_part >= 0 && !targets[static_cast<size_t>(state.local_part)].empty();
   int64_t busy_parts = 0;
   for (const auto& list : targets) busy_parts += !list.empty();
-  run_waves<CallType>(pieces, static_cast<size_t>(std::max<int64_t>(8, busy_parts)), send, receive,
-                      [&] {
+  run_waves<CallType>(state.servers, pieces, static_cast<size_t>(std::max<int64_t>(8, busy_parts)),
+                      send, receive, [&] {
                         if (has_local) local();
                       });
 }

@@ -31,8 +31,8 @@ namespace volley::dist::internal {
 struct ServiceView {
   const ClientOptions& options;
   const std::vector<std::string>& addresses;
-  const std::vector<std::unique_ptr<rpc::PartitionService::Stub>>& stubs;  // null: local part
-  const std::vector<PartLimits>& limits;                                   // per part
+  const Servers& servers;                 // per part (null: the local part)
+  const std::vector<PartLimits>& limits;  // per part
   const std::string& fingerprint;
   int64_t local_part = -1;  // worker mode: the part sampled in-process (sample_local)
   std::vector<const PartitionBook*> books;  // per node type: new ids [begin(p), end(p)) on p
