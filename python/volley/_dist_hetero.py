@@ -207,11 +207,9 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
                  input_type: str = "") -> Dict[str, Any]:
         """Connects (worker: every server, the local part in-process; server-client: the one
         server that streams the batches) and returns what the service describes."""
-        from ._dist_service import _native
+        from ._dist_service import _native, part_addresses
 
-        if isinstance(addresses, str):
-            addresses = [a.strip() for a in addresses.split(",")]
-        addresses = [str(a) for a in (addresses or [])]
+        addresses = part_addresses(addresses)
         self.addresses, self.client = addresses, None
         if self.topology == "server-client":
             if local is not None:

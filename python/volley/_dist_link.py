@@ -8,7 +8,7 @@ from typing import Any, List, Optional, Sequence, Union
 import numpy as np
 
 from . import _policy, _pyg_compat, _volley
-from ._dist_service import DistGraph, Local, _native
+from ._dist_service import DistGraph, Local, _native, part_addresses
 from ._volley import VolleyNotImplementedError, VolleyValueError
 from .link_loader import LinkNeighborLoader
 from .loader import TYPED_LOADERS
@@ -123,8 +123,7 @@ class DistLinkNeighborLoader(LinkNeighborLoader):
                 raise VolleyValueError("pass local= to volley.dist.connect, not with a DistGraph")
             graph = addresses
         else:
-            if isinstance(addresses, str):
-                addresses = [a.strip() for a in addresses.split(",")]
+            addresses = part_addresses(addresses)
             if not addresses:
                 raise VolleyValueError("addresses must list every partition's server")
             graph = DistGraph(addresses, token=token, deadline=deadline,

@@ -37,6 +37,16 @@ def _native() -> Any:
     return _volley
 
 
+def part_addresses(addresses: Any) -> List[str]:
+    """Every part's servers, one entry per part in part order: ``"host:port"``, or a part's
+    replicas as ``"host:port|host:port"`` or a list / tuple of addresses. A string lists the
+    parts separated by commas. ``None`` and ``""`` entries stay (the local part's place)."""
+    if isinstance(addresses, str):
+        addresses = [a.strip() for a in addresses.split(",")]
+    return ["|".join(str(r).strip() for r in a) if isinstance(a, (list, tuple))
+            else "" if a is None else str(a) for a in (addresses or [])]
+
+
 def read_token(path: PathLike) -> str:
     """The access token in a token file: its first line without surrounding white space (what
     ``volley serve --token-file`` reads).
@@ -162,7 +172,8 @@ def serve(
         listen: ``host:port``; port 0 picks a free port (read it back from ``Server.address``).
             The default listens on loopback only; ``"0.0.0.0:PORT"`` for other machines.
         token: the access token every call must carry; None serves anyone who reaches the port.
-        peers: every partition's server address in part order (this one's may be ``""``):
+        peers: every partition's server address in part order (this one's may be ``""``; a
+            part's replicas as ``"a|b"`` or a list, as ``DistGraph``):
             needed for the server-client topology, where this server samples across all
             partitions.
         threads: RPC handler threads at most (0: the default, 8 × cores, at least 32).
@@ -231,7 +242,7 @@ def serve(
         listen=str(listen),
         token=token or "",
         threads=numbers["threads"],
-        peers=[str(p) for p in (peers or [])],
+        peers=part_addresses(peers),
         peer_token=token or "",
         peer_deadline_seconds=peer_deadline,
         max_request_bytes=numbers["max_request_bytes"],
@@ -307,7 +318,12 @@ class DistGraph:
 
     Args:
         addresses: ``addresses[p]`` serves part ``p`` (``"host:port"``); the local part's entry
-            may be ``""``.
+            may be ``""``. Replicas: several servers of one part, as ``"host:port|host:port"``
+            or a list of addresses; calls are spread over them in turn, and a call to a replica
+            that is unreachable or does not answer within ``deadline`` is made again on another
+            (the same answer: sampling is a pure function of the request), so an epoch survives
+            a lost replica with the same batches. Node tables (``RemoteNodeState``) live on each
+            part's first server.
         token: the servers' access token (None: none).
         deadline: seconds each call may take before ``VolleyTimeoutError``.
         connect_timeout: seconds to wait for servers that are still starting.
@@ -354,9 +370,7 @@ class DistGraph:
             timeout = _tensor.check_seconds(connect_timeout, "connect_timeout")
             addresses = _rendezvous.discover(_rendezvous.store_of(rendezvous, timeout),
                                              str(service), timeout)
-        if isinstance(addresses, str):
-            addresses = [a.strip() for a in addresses.split(",")]
-        self._addresses = [str(a) for a in addresses]
+        self._addresses = part_addresses(addresses)
         self._token = token or ""
         self._deadline = _tensor.check_seconds(deadline, "deadline")
         self._connect_timeout = _tensor.check_seconds(connect_timeout, "connect_timeout")

@@ -58,6 +58,7 @@ from ._dist_service import (
     _native,
     available,
     connect,
+    part_addresses,
     read_token,
     serve,
 )
@@ -283,8 +284,8 @@ class DistNeighborLoader(NeighborLoader):
         feature_dtype = feature_dtype or "float32"
         native = _native()
         topology = _topology(topology, mode)
-        if isinstance(addresses, str):
-            addresses = [a.strip() for a in addresses.split(",")]
+        if not isinstance(addresses, DistGraph):
+            addresses = part_addresses(addresses)
         self.topology = topology
         self.data = None
         self.disjoint = bool(disjoint) or time_attr is not None  # PyG: temporal means disjoint
