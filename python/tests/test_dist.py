@@ -505,6 +505,29 @@ def test_a_lost_replica_is_failed_over_with_the_same_batches(parts_dir, whole, s
             os.kill(first.pid, signal.SIGCONT)
 
 
+@pytest.mark.timeout(120)
+def test_a_lost_streaming_server_is_replaced_with_the_same_batches(parts_dir, whole, spawn):
+    # Server-client: two streaming servers; the one streaming killed mid-epoch: the other
+    # streams the rest of the epoch, from the first batch not yet delivered.
+    s1 = spawn(parts_dir, 1)
+    first = spawn(parts_dir, 0, peers=["", s1.address])
+    second = spawn(parts_dir, 0, peers=["", s1.address])
+    options = dict(batch_size=16, shuffle=True, seed=6)
+    expected = list(NeighborLoader(whole, [5, 3], num_workers=2, **options))
+    loader = vd.DistNeighborLoader([first.address, s1.address], [5, 3],
+                                   topology="server-client", num_workers=2, deadline=2.0,
+                                   server=[first.address, second.address], **options)
+    actual = []
+    for batch in loader:
+        actual.append(batch)
+        if len(actual) == 3:
+            os.kill(first.pid, signal.SIGKILL)
+    assert len(actual) == len(expected) == len(loader)
+    for a, b in zip(actual, expected):
+        for field in FIELDS:
+            assert torch.equal(getattr(a, field), getattr(b, field)), field
+
+
 @pytest.mark.timeout(int(os.environ.get("VOLLEY_LOAD_TEST_SECONDS", "30")) + 120)
 @same_in_every_torch
 def test_load_of_eight_clients(parts_dir, spawn):

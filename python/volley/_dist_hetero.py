@@ -217,7 +217,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
                     "local= is for topology='worker'; server-client trainers hold no data")
             if server is None and not addresses:
                 raise VolleyValueError("topology='server-client' needs server= or addresses")
-            self._server = str(server) if server is not None else addresses[0]
+            self._server = part_addresses([server])[0] if server is not None else addresses[0]
             self._connection = connection
             probe = _native().ServerClientLoader(
                 self._server, None, _volley.LoaderOptions(_volley.NeighborSamplerOptions()),

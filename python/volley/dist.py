@@ -190,7 +190,10 @@ class DistNeighborLoader(NeighborLoader):
         local: worker topology: the partition this trainer holds, ``(directory, part)`` or this
             process's ``Server``. Required unless ``addresses`` is a ``DistGraph``.
         server: server-client topology: the server that streams this trainer's batches; default
-            ``addresses[rank % len(addresses)]`` (trainers spread over the servers).
+            ``addresses[rank % len(addresses)]`` (trainers spread over the servers). Several
+            (``"a|b"`` or a list, each started with the peers): a stream whose server is lost
+            (unreachable, no batch within ``deadline``) goes on from another one, from the
+            first batch not yet delivered, with the same batches.
         token: the servers' access token (None: none).
         deadline: seconds a call (worker) or the next batch (server-client) may take before
             ``VolleyTimeoutError``; a dead server raises ``VolleyConnectionError`` sooner.
@@ -343,7 +346,7 @@ class DistNeighborLoader(NeighborLoader):
                 index, _ = _rank_and_world_size(rank, world_size)
                 server = list(addresses)[index % len(addresses)]
             self.graph = None
-            self.server = str(server)
+            self.server = part_addresses([server])[0]  # "a|b" or a list: any of these servers
             # The graph's size (for masks and the rank split) comes from the server's Info.
             fanouts = native.NeighborSamplerOptions([int(k) for k in num_neighbors])
             probe = native.ServerClientLoader(

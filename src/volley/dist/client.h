@@ -175,7 +175,10 @@ struct StreamedFields {
 };
 
 // Server-client mode: the loader for a trainer that holds no data, of either graph kind. Each
-// epoch is one SampleEpoch stream from the server at `address`; the batches equal NeighborLoader's
+// epoch is one SampleEpoch stream from the server at `address` ("a|b": any of these servers,
+// each started with the peers; a stream whose server fails, unreachable or without a batch
+// within the deadline, is opened again on another from the first batch not yet delivered, so
+// the epoch completes with the same batches); the batches equal NeighborLoader's
 // over the whole graph with the same inputs and options (temporal and disjoint sampling included:
 // options.input_time travels with the rank's inputs, ValueError as DistGraph::validate when the
 // service lacks the times). The server samples `options.num_threads`
@@ -196,9 +199,8 @@ class ServerClientLoader {
   // What the server serves: a homogeneous service's info (typed_info() null), or a typed one's.
   const ServiceInfo& info() const;
   const HeteroServiceInfo* typed_info() const;
-  // `first_batch` > 0 resumes the epoch there: the request has no start position, so the
-  // epoch's first batches are received and dropped (ValueError unless 0 <= first_batch <=
-  // num_batches()).
+  // `first_batch` > 0 resumes the epoch there (the server starts its stream at that batch;
+  // ValueError unless 0 <= first_batch <= num_batches()).
   std::unique_ptr<BatchStream> start_epoch(int64_t epoch_index, int64_t first_batch = 0) const;
 
   struct State;

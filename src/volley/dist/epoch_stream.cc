@@ -164,8 +164,8 @@ class Stream final : public grpc::ServerWriteReactor<Message> {
 // A SampleEpoch stream's batches: the native loader's epoch (its workers sample ahead).
 class EpochProducer final : public StreamProducer<rpc::BatchMessage> {
  public:
-  EpochProducer(std::unique_ptr<NeighborLoader> loader, int64_t epoch)
-      : loader_(std::move(loader)), epoch_(loader_->start_epoch(epoch)) {}
+  EpochProducer(std::unique_ptr<NeighborLoader> loader, int64_t epoch, int64_t first_batch)
+      : loader_(std::move(loader)), epoch_(loader_->start_epoch(epoch, first_batch)) {}
 
   bool next(rpc::BatchMessage& message) override {
     std::optional<Batch> batch = epoch_->next();
@@ -192,8 +192,8 @@ template grpc::ServerWriteReactor<rpc::BatchMessage>* start_stream(StreamHost&,
                                                                    OpenStream<rpc::BatchMessage>);
 
 std::unique_ptr<StreamProducer<rpc::BatchMessage>> epoch_producer(
-    std::unique_ptr<NeighborLoader> loader, int64_t epoch) {
-  return std::make_unique<EpochProducer>(std::move(loader), epoch);
+    std::unique_ptr<NeighborLoader> loader, int64_t epoch, int64_t first_batch) {
+  return std::make_unique<EpochProducer>(std::move(loader), epoch, first_batch);
 }
 
 }  // namespace volley::dist::internal

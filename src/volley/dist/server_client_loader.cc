@@ -26,7 +26,7 @@ using internal::service_info;
 struct ServerClientLoader::State {
   std::string address;
   ClientOptions client;
-  std::unique_ptr<rpc::PartitionService::Stub> stub;
+  std::unique_ptr<internal::PartServers> servers;  // the streaming servers (replicas)
   ServiceInfo info;
   std::optional<HeteroServiceInfo> typed;  // a heterogeneous service
   Array input_nodes;
@@ -113,28 +113,79 @@ void typed_parts_from_message(const rpc::BatchMessage& message, const HeteroServ
   }
 }
 
-// One SampleEpoch stream. A reader thread pulls messages into a small queue (at most
+// One epoch's SampleEpoch stream. A reader thread pulls messages into a small queue (at most
 // kQueued ahead: when it is full the reader stops reading, gRPC's flow control fills the
 // window and the server's Write blocks — that is the back-pressure). next() waits for the next
-// message at most deadline_seconds.
+// message at most deadline_seconds. A stream that fails as its server's failure (unreachable, no
+// batch within the deadline) is opened again on another of the servers (`address` "a|b"), from
+// the first batch not yet delivered: the epoch goes on with the same batches.
 class StreamedEpoch final : public BatchStream {
  public:
   static constexpr size_t kQueued = 2;
 
-  StreamedEpoch(std::shared_ptr<const ServerClientLoader::State> loader, int64_t epoch)
-      : loader_(std::move(loader)) {
+  StreamedEpoch(std::shared_ptr<const ServerClientLoader::State> loader, int64_t epoch,
+                int64_t first_batch)
+      : loader_(std::move(loader)), delivered_(first_batch) {
+    request_ = epoch_request(*loader_, epoch, positions_);
+    open();
+  }
+
+  ~StreamedEpoch() override { stop(); }
+
+  std::optional<Batch> next() override {
     const auto& state = *loader_;
-    if (!state.client.token.empty()) context_.AddMetadata(internal::kTokenKey, state.client.token);
+    for (;;) {
+      std::unique_lock lock(mutex_);
+      if (delivered_ >= state.num_batches || stopped_) return std::nullopt;
+      const auto timeout = internal::bounded_wait(state.client.deadline_seconds);
+      const bool ready = changed_.wait_for(lock, timeout,
+                                           [&] { return stopped_ || !queue_.empty() || finished_; });
+      if (stopped_) return std::nullopt;
+      if (ready && !queue_.empty()) return take(lock);
+      const std::string address = state.servers->address(replica_);
+      const grpc::Status status =
+          ready ? status_ : grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "no batch in time");
+      lock.unlock();
+      close();
+      if (!status.ok() && state.servers->fail_over(replica_, status)) {
+        open();  // another server, from batch delivered_
+        continue;
+      }
+      stop();
+      if (!ready) {
+        throw TimeoutError(fmt::format(
+            "server {}: no batch within the deadline of {} s (waiting for batch {} of {}); the "
+            "server may be overloaded or stuck",
+            address, state.client.deadline_seconds, delivered_, state.num_batches));
+      }
+      if (!status.ok()) fail(status, address, -1, "SampleEpoch", state.client.deadline_seconds);
+      throw RuntimeError(fmt::format("server {}: the epoch stream ended after {} of {} batches",
+                                     address, delivered_, state.num_batches));
+    }
+  }
+
+  void stop() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopped_ = true;
+    }
+    close();
+  }
+
+  int64_t num_batches() const override { return loader_->num_batches; }
+
+ private:
+  // The request of this rank's share of epoch `epoch` (and its positions, several ranks).
+  static rpc::EpochRequest epoch_request(const ServerClientLoader::State& state, int64_t epoch,
+                                         Array& positions) {
     // This rank's share of the epoch, as the server's loader (one rank) must be asked for it.
     loader_internal::EpochShare share =
         loader_internal::epoch_share(state.input_nodes, state.options, epoch);
-    positions_ = share.positions;
+    positions = share.positions;
     rpc::EpochRequest request;
     request.set_protocol(kProtocolVersion);
     request.set_fingerprint(state.info.fingerprint);
-    pack(std::span<const int64_t>(share.input_nodes.data<int64_t>(),
-                                  static_cast<size_t>(share.input_nodes.numel())),
-         request.mutable_input_nodes());
+    pack(share.input_nodes.span<int64_t>(), request.mutable_input_nodes());
     request.set_epoch(epoch);
     request.set_batch_size(state.options.batch_size);
     request.set_shuffle(share.shuffle);
@@ -159,77 +210,67 @@ class StreamedEpoch final : public BatchStream {
       pack(std::span<const int64_t>(times), request.mutable_input_time());
     }
     request.set_deadline_seconds(state.client.deadline_seconds);
-    reader_ = state.stub->SampleEpoch(&context_, request);
+    return request;
+  }
+
+  // Opens the stream from batch delivered_ on the next server.
+  void open() {
+    const auto& state = *loader_;
+    replica_ = state.servers->pick();
+    context_ = std::make_unique<grpc::ClientContext>();
+    if (!state.client.token.empty()) context_->AddMetadata(internal::kTokenKey, state.client.token);
+    request_.set_first_batch(delivered_);
+    {
+      std::lock_guard lock(mutex_);
+      queue_.clear();
+      finished_ = closing_ = false;
+    }
+    reader_ = state.servers->stub(replica_)->SampleEpoch(context_.get(), request_);
     thread_ = std::thread([this] { read_loop(); });
   }
 
-  ~StreamedEpoch() override { stop(); }
+  // Ends the open stream (its reader thread joined).
+  void close() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!thread_.joinable()) return;
+      closing_ = true;
+    }
+    context_->TryCancel();
+    changed_.notify_all();
+    thread_.join();
+  }
 
-  std::optional<Batch> next() override {
+  // The batch at the front of the queue (lock held), delivered.
+  Batch take(std::unique_lock<std::mutex>& lock) {
     const auto& state = *loader_;
-    std::unique_lock lock(mutex_);
-    if (delivered_ >= state.num_batches || stopped_) return std::nullopt;
-    const auto timeout = internal::bounded_wait(state.client.deadline_seconds);
-    const bool ready =
-        changed_.wait_for(lock, timeout, [&] { return stopped_ || !queue_.empty() || finished_; });
-    if (stopped_) return std::nullopt;
-    if (!ready) {
-      lock.unlock();
-      stop();
-      throw TimeoutError(fmt::format(
-          "server {}: no batch within the deadline of {} s (waiting for batch {} of {}); the "
-          "server may be overloaded or stuck",
-          state.address, state.client.deadline_seconds, delivered_, state.num_batches));
-    }
-    if (queue_.empty()) {  // the stream ended early
-      const grpc::Status status = status_;
-      lock.unlock();
-      stop();
-      if (!status.ok())
-        fail(status, state.address, -1, "SampleEpoch", state.client.deadline_seconds);
-      throw RuntimeError(fmt::format("server {}: the epoch stream ended after {} of {} batches",
-                                     state.address, delivered_, state.num_batches));
-    }
     rpc::BatchMessage message = std::move(queue_.front());
     queue_.pop_front();
     ++delivered_;
     lock.unlock();
     changed_.notify_all();
-    Batch batch = batch_from_message(message, state.address);
+    const std::string& address = state.servers->address(replica_);
+    Batch batch = batch_from_message(message, address);
     if (state.typed) {
       const NeighborSamplerOptions& sampler = state.options.sampler;
       typed_parts_from_message(message, *state.typed,
                                sampler.disjoint || sampler.time_source != TimeSource::kNone,
-                               state.address, batch);
+                               address, batch);
     }
     VOLLEY_REQUIRE(batch.index == delivered_ - 1, RuntimeError,
-                   "server {}: batch {} arrived where batch {} was expected", state.address,
-                   batch.index, delivered_ - 1);
+                   "server {}: batch {} arrived where batch {} was expected", address, batch.index,
+                   delivered_ - 1);
     loader_internal::remap_input_ids(batch, positions_);
     return batch;
   }
 
-  void stop() override {
-    {
-      std::lock_guard lock(mutex_);
-      if (stopped_ && !thread_.joinable()) return;
-      stopped_ = true;
-    }
-    context_.TryCancel();
-    changed_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
-  int64_t num_batches() const override { return loader_->num_batches; }
-
- private:
   void read_loop() {
     while (true) {
       rpc::BatchMessage message;
       {
         std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return stopped_ || queue_.size() < kQueued; });
-        if (stopped_) break;
+        changed_.wait(lock, [&] { return stopped_ || closing_ || queue_.size() < kQueued; });
+        if (stopped_ || closing_) break;
       }
       if (!reader_->Read(&message)) break;
       {
@@ -249,7 +290,9 @@ class StreamedEpoch final : public BatchStream {
 
   std::shared_ptr<const ServerClientLoader::State> loader_;
   Array positions_;  // this rank's input positions (several ranks), for the batches' input_ids
-  grpc::ClientContext context_;
+  rpc::EpochRequest request_;
+  size_t replica_ = 0;  // the server of the open stream
+  std::unique_ptr<grpc::ClientContext> context_;
   std::unique_ptr<grpc::ClientReader<rpc::BatchMessage>> reader_;
   std::thread thread_;
   std::mutex mutex_;
@@ -257,13 +300,11 @@ class StreamedEpoch final : public BatchStream {
   std::deque<rpc::BatchMessage> queue_;
   grpc::Status status_;
   bool finished_ = false;
+  bool closing_ = false;  // the open stream is being ended (a fail-over, or stop())
   bool stopped_ = false;
   int64_t delivered_ = 0;
 };
 
-}  // namespace
-
-namespace {
 
 // The input nodes of a homogeneous service, checked against it (what the server would refuse).
 Array checked_inputs(const ServiceInfo& info, const std::optional<Array>& input_nodes,
@@ -304,6 +345,26 @@ Array checked_typed_inputs(const HeteroServiceInfo& info, const std::optional<Ar
       .inputs;
 }
 
+// Info from the first of the streaming servers that answers (waiting up to connect_seconds for
+// one still starting): the last one's error when none does. ValueError when it cannot sample
+// epochs (started without peers).
+rpc::InfoReply streaming_info(const internal::PartServers& servers, const ClientOptions& client) {
+  for (size_t r = 0;; ++r) {
+    Call<rpc::InfoRequest, rpc::InfoReply> call;
+    prepare(call.context, client, client.connect_seconds);
+    call.context.set_wait_for_ready(true);
+    call.request.set_protocol(kProtocolVersion);
+    call.status = servers.stub(r)->Info(&call.context, call.request, &call.reply);
+    if (!call.status.ok() && r + 1 < servers.size() && servers.fail_over(r, call.status)) continue;
+    check_info(call.status, call.reply, servers.address(r), -1, client.connect_seconds);
+    VOLLEY_REQUIRE(call.reply.can_sample_epochs(), ValueError,
+                   "server {} cannot sample epochs: start it with --peers (the addresses of every "
+                   "part's server) for server-client mode",
+                   servers.address(r));
+    return call.reply;
+  }
+}
+
 }  // namespace
 
 ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client,
@@ -316,21 +377,10 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
   auto state = std::make_shared<State>();
   state->address = std::move(address);
   state->client = std::move(client);
-  state->stub = rpc::PartitionService::NewStub(make_channel(state->address, state->client));
+  state->servers = std::make_unique<internal::PartServers>(state->address, state->client);
   state->options = std::move(options);
   state->fields = std::move(fields);
-
-  Call<rpc::InfoRequest, rpc::InfoReply> call;
-  prepare(call.context, state->client, state->client.connect_seconds);
-  call.context.set_wait_for_ready(true);
-  call.request.set_protocol(kProtocolVersion);
-  call.status = state->stub->Info(&call.context, call.request, &call.reply);
-  const rpc::InfoReply& reply = call.reply;
-  check_info(call.status, reply, state->address, -1, state->client.connect_seconds);
-  VOLLEY_REQUIRE(reply.can_sample_epochs(), ValueError,
-                 "server {} cannot sample epochs: start it with --peers (the addresses of every "
-                 "part's server) for server-client mode",
-                 state->address);
+  const rpc::InfoReply reply = streaming_info(*state->servers, state->client);
   // Check here what the server would refuse, so mistakes surface at construction.
   StreamedFields& wanted = state->fields;
   if (reply.heterogeneous()) {
@@ -366,10 +416,7 @@ std::unique_ptr<BatchStream> ServerClientLoader::start_epoch(int64_t epoch_index
   VOLLEY_REQUIRE(first_batch >= 0 && first_batch <= state_->num_batches, ValueError,
                  "an epoch of {} batches cannot resume at batch {}", state_->num_batches,
                  first_batch);
-  auto stream = std::make_unique<StreamedEpoch>(state_, epoch_index);
-  for (int64_t b = 0; b < first_batch && stream->next(); ++b) {
-  }
-  return stream;
+  return std::make_unique<StreamedEpoch>(state_, epoch_index, first_batch);
 }
 
 }  // namespace volley::dist

@@ -122,7 +122,8 @@ grpc::ServerWriteReactor<rpc::BatchMessage>* Server::State::SampleEpoch(
                                   served_part, request->input_nodes().size()));
       }
       producer =
-          internal::epoch_producer(epoch_loader(*request, std::move(inputs)), request->epoch());
+          internal::epoch_producer(epoch_loader(*request, std::move(inputs)), request->epoch(),
+                                   request->first_batch());
       return grpc::Status::OK;
     });
   });

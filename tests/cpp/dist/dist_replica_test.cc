@@ -117,6 +117,44 @@ TEST_F(DistReplicaTest, EveryReplicaGoneFailsWithinTheDeadlineNamingThePart) {
   EXPECT_LT(seconds_since(start), deadline + 1) << message;
 }
 
+TEST_F(DistReplicaTest, AStreamIsOpenedAgainOnAnotherServerFromTheBatchItLost) {
+  // Two streaming servers (part 0, each with the peers); the trainer lists both.
+  const std::vector<std::string> peers = {"", data_->servers[1]->address()};
+  auto first = std::make_unique<dist::Server>(data_->directory, 0,
+                                              dist::ServerOptions{.peers = peers});
+  auto second = std::make_unique<dist::Server>(data_->directory, 0,
+                                               dist::ServerOptions{.peers = peers});
+  NeighborLoader oracle(data_->whole, *features_, *labels_, std::nullopt, kOptions);
+  dist::ServerClientLoader loader(first->address() + "|" + second->address(),
+                                  {.deadline_seconds = 2}, std::nullopt, kOptions);
+  // A resumed epoch starts at its batch on the server (no batch before it is made).
+  auto want = oracle.start_epoch(2, 5);
+  auto got = loader.start_epoch(2, 5);
+  for (int64_t b = 5; auto expected = want->next(); ++b) {
+    auto batch = got->next();
+    ASSERT_TRUE(batch.has_value()) << "batch " << b;
+    expect_same_batch(*batch, *expected, fmt::format("resumed epoch, batch {}", b));
+  }
+  EXPECT_FALSE(got->next().has_value());
+  // The streaming server shut down mid-epoch: the other one streams the rest, bit for bit. (A
+  // new loader's first stream goes to the first server listed.)
+  dist::ServerClientLoader fresh(first->address() + "|" + second->address(),
+                                 {.deadline_seconds = 2}, std::nullopt, kOptions);
+  want = oracle.start_epoch(3);
+  got = fresh.start_epoch(3);
+  const int64_t streamed_before = second->stats().requests;
+  int64_t count = 0;
+  while (auto expected = want->next()) {
+    if (count == 4) first->shutdown(0.0);
+    auto batch = got->next();
+    ASSERT_TRUE(batch.has_value()) << "batch " << count;
+    expect_same_batch(*batch, *expected, fmt::format("epoch 3, batch {}", count++));
+  }
+  EXPECT_FALSE(got->next().has_value());
+  EXPECT_EQ(count, oracle.num_batches());
+  EXPECT_EQ(second->stats().requests, streamed_before + 1) << "the stream opened again there";
+}
+
 TEST_F(DistReplicaTest, ReplicasMustServeTheirPart) {
   // A server of part 0 listed among part 1's replicas is refused by name, as a part out of order.
   auto replica = std::make_unique<dist::Server>(data_->directory, 1);

@@ -91,8 +91,9 @@ using OpenStream = std::function<grpc::Status(std::unique_ptr<StreamProducer<Mes
 template <typename Message>
 grpc::ServerWriteReactor<Message>* start_stream(StreamHost& host, OpenStream<Message> open);
 
-// The producer of a SampleEpoch stream: `loader`'s epoch `epoch`, each batch as a BatchMessage.
+// The producer of a SampleEpoch stream: `loader`'s epoch `epoch` from batch `first_batch`
+// (ValueError outside [0, batches]), each batch as a BatchMessage.
 std::unique_ptr<StreamProducer<rpc::BatchMessage>> epoch_producer(
-    std::unique_ptr<NeighborLoader> loader, int64_t epoch);
+    std::unique_ptr<NeighborLoader> loader, int64_t epoch, int64_t first_batch);
 
 }  // namespace volley::dist::internal
