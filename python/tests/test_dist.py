@@ -471,63 +471,6 @@ def test_killed_server_raises_in_the_trainer_within_the_deadline(parts_dir, spaw
     assert re.search(r"\d+\.\d+\.\d+\.\d+:\d+", str(raised.value)), str(raised.value)
 
 
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSTOP"])
-def test_a_lost_replica_is_failed_over_with_the_same_batches(parts_dir, whole, spawn,
-                                                            signal_name):
-    # Part 1 served twice (replicas "a|b"); one replica killed or frozen mid-epoch: the epoch
-    # completes with the single-machine batches, none lost or repeated, the frozen one costing
-    # one deadline.
-    deadline = 2.0
-    first, second = spawn(parts_dir, 1), spawn(parts_dir, 1)
-    options = dict(batch_size=16, shuffle=True, seed=5)
-    expected = list(NeighborLoader(whole, [5, 3], num_workers=2, **options))
-    loader = vd.DistNeighborLoader(["", [first.address, second.address]], [5, 3],
-                                   topology="worker", local=(parts_dir, 0), num_workers=2,
-                                   deadline=deadline, **options)
-    actual, lost_at = [], None
-    for batch in loader:
-        actual.append(batch)
-        if len(actual) == 3:
-            os.kill(first.pid, getattr(signal, signal_name))
-            lost_at = time.monotonic()
-    elapsed = time.monotonic() - lost_at
-    try:
-        assert len(actual) == len(expected) == len(loader)
-        for a, b in zip(actual, expected):
-            for field in FIELDS:
-                assert torch.equal(getattr(a, field), getattr(b, field)), field
-        assert elapsed < deadline + 10, elapsed
-        seen = torch.cat([b.input_id for b in actual]).sort().values  # each seed once
-        assert torch.equal(seen, torch.arange(len(seen)))
-    finally:
-        if signal_name == "SIGSTOP":
-            os.kill(first.pid, signal.SIGCONT)
-
-
-@pytest.mark.timeout(120)
-def test_a_lost_streaming_server_is_replaced_with_the_same_batches(parts_dir, whole, spawn):
-    # Server-client: two streaming servers; the one streaming killed mid-epoch: the other
-    # streams the rest of the epoch, from the first batch not yet delivered.
-    s1 = spawn(parts_dir, 1)
-    first = spawn(parts_dir, 0, peers=["", s1.address])
-    second = spawn(parts_dir, 0, peers=["", s1.address])
-    options = dict(batch_size=16, shuffle=True, seed=6)
-    expected = list(NeighborLoader(whole, [5, 3], num_workers=2, **options))
-    loader = vd.DistNeighborLoader([first.address, s1.address], [5, 3],
-                                   topology="server-client", num_workers=2, deadline=2.0,
-                                   server=[first.address, second.address], **options)
-    actual = []
-    for batch in loader:
-        actual.append(batch)
-        if len(actual) == 3:
-            os.kill(first.pid, signal.SIGKILL)
-    assert len(actual) == len(expected) == len(loader)
-    for a, b in zip(actual, expected):
-        for field in FIELDS:
-            assert torch.equal(getattr(a, field), getattr(b, field)), field
-
-
 @pytest.mark.timeout(int(os.environ.get("VOLLEY_LOAD_TEST_SECONDS", "30")) + 120)
 @same_in_every_torch
 def test_load_of_eight_clients(parts_dir, spawn):

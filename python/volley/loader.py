@@ -50,9 +50,8 @@ def _pyg_data_class() -> Optional[type]:
     return Data
 
 
-# The typed (heterogeneous) loaders, subclasses that register themselves when their modules
-# load (``import volley`` loads them): "node" (hetero_loader.py), "link" (hetero_link_loader.py),
-# and the distributed loaders' "dist-node" (_dist_hetero.py), "dist-link" (_dist_hetero_link.py).
+# The typed loaders, subclasses that register themselves when ``import volley`` loads them: "node"
+# (hetero_loader.py), "link" (hetero_link_loader.py), "dist-node", "dist-link" (_dist_hetero*.py).
 TYPED_LOADERS: Dict[str, type] = {}
 
 

@@ -138,8 +138,8 @@ class StreamedEpoch final : public BatchStream {
       std::unique_lock lock(mutex_);
       if (delivered_ >= state.num_batches || stopped_) return std::nullopt;
       const auto timeout = internal::bounded_wait(state.client.deadline_seconds);
-      const bool ready = changed_.wait_for(lock, timeout,
-                                           [&] { return stopped_ || !queue_.empty() || finished_; });
+      const bool ready = changed_.wait_for(
+          lock, timeout, [&] { return stopped_ || !queue_.empty() || finished_; });
       if (stopped_) return std::nullopt;
       if (ready && !queue_.empty()) return take(lock);
       const std::string address = state.servers->address(replica_);
@@ -304,7 +304,6 @@ class StreamedEpoch final : public BatchStream {
   bool stopped_ = false;
   int64_t delivered_ = 0;
 };
-
 
 // The input nodes of a homogeneous service, checked against it (what the server would refuse).
 Array checked_inputs(const ServiceInfo& info, const std::optional<Array>& input_nodes,

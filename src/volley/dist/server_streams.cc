@@ -121,9 +121,8 @@ grpc::ServerWriteReactor<rpc::BatchMessage>* Server::State::SampleEpoch(
                       fmt::format("part {}: input_nodes has {} bytes, not a multiple of 8",
                                   served_part, request->input_nodes().size()));
       }
-      producer =
-          internal::epoch_producer(epoch_loader(*request, std::move(inputs)), request->epoch(),
-                                   request->first_batch());
+      producer = internal::epoch_producer(epoch_loader(*request, std::move(inputs)),
+                                          request->epoch(), request->first_batch());
       return grpc::Status::OK;
     });
   });

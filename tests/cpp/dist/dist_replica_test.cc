@@ -120,10 +120,10 @@ TEST_F(DistReplicaTest, EveryReplicaGoneFailsWithinTheDeadlineNamingThePart) {
 TEST_F(DistReplicaTest, AStreamIsOpenedAgainOnAnotherServerFromTheBatchItLost) {
   // Two streaming servers (part 0, each with the peers); the trainer lists both.
   const std::vector<std::string> peers = {"", data_->servers[1]->address()};
-  auto first = std::make_unique<dist::Server>(data_->directory, 0,
-                                              dist::ServerOptions{.peers = peers});
-  auto second = std::make_unique<dist::Server>(data_->directory, 0,
-                                               dist::ServerOptions{.peers = peers});
+  auto first =
+      std::make_unique<dist::Server>(data_->directory, 0, dist::ServerOptions{.peers = peers});
+  auto second =
+      std::make_unique<dist::Server>(data_->directory, 0, dist::ServerOptions{.peers = peers});
   NeighborLoader oracle(data_->whole, *features_, *labels_, std::nullopt, kOptions);
   dist::ServerClientLoader loader(first->address() + "|" + second->address(),
                                   {.deadline_seconds = 2}, std::nullopt, kOptions);
@@ -160,15 +160,17 @@ TEST_F(DistReplicaTest, ReplicasMustServeTheirPart) {
   auto replica = std::make_unique<dist::Server>(data_->directory, 1);
   EXPECT_THAT(
       [&] {
-        dist::DistGraph::connect({data_->servers[0]->address(),
-                                  replica->address() + "|" + data_->servers[0]->address()},
-                                 {.deadline_seconds = 2, .connect_seconds = 2});
+        dist::DistGraph::connect(
+            {data_->servers[0]->address(), replica->address() + "|" + data_->servers[0]->address()},
+            {.deadline_seconds = 2, .connect_seconds = 2});
       },
       ::testing::ThrowsMessage<ValueError>(HasSubstr(
           data_->servers[0]->address() + " serves part 0 of 2, but it was given as the address "
                                          "of part 1")));
   EXPECT_THAT(
-      [&] { dist::DistGraph::connect({data_->servers[0]->address(), replica->address() + "|"}); },
+      [&] {
+        dist::DistGraph::connect({data_->servers[0]->address(), replica->address() + "|"});
+      },
       ::testing::ThrowsMessage<ValueError>(HasSubstr("an empty address among the replicas")));
 }
 

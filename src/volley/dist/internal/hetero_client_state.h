@@ -18,7 +18,7 @@ struct DistHeteroGraph::State {
   ClientOptions options;
   std::vector<std::string> addresses;
   HeteroServiceInfo info;
-  internal::Servers servers;  // per part (null for the local part)
+  internal::Servers servers;                     // per part (null for the local part)
   std::vector<internal::PartLimits> limits;      // per part
   std::vector<std::vector<int64_t>> max_degree;  // [part][edge type]
   std::shared_ptr<const HeteroPartition> local;  // worker mode: sampled and gathered in-process
