@@ -56,6 +56,35 @@ def test_worker_topology_needs_no_address_list(parts_dir, whole, store):  # noqa
             server.shutdown(0.1)
 
 
+def test_replicas_register_beside_each_other(parts_dir, whole, store):  # noqa: F811
+    # Two servers of part 1 registered as replicas: the loader finds both ("a|b") and goes on
+    # with the same batches when the first is shut down mid-epoch.
+    _, endpoint = store
+    servers = [vd.serve(parts_dir, 0, rendezvous=endpoint, service="replicas")]
+    servers += [vd.serve(parts_dir, 1, rendezvous=endpoint, service="replicas", replica=True)
+                for _ in range(2)]
+    try:
+        graph = vd.DistGraph(None, rendezvous=endpoint, service="replicas")
+        assert graph.addresses == [servers[0].address,
+                                   f"{servers[1].address}|{servers[2].address}"]
+        expected, options = _expected(parts_dir, whole)
+        loader = vd.DistNeighborLoader(None, [5, 3], num_workers=2, local=servers[0],
+                                       rendezvous=endpoint, service="replicas", deadline=5,
+                                       **options)
+        batches = []
+        for batch in loader:
+            batches.append(batch)
+            if len(batches) == 2:
+                servers[1].shutdown(0)
+        want = list(expected)
+        assert len(batches) == len(want)
+        for a, b in zip(batches, want):
+            assert torch.equal(a.n_id, b.n_id) and torch.equal(a.edge_index, b.edge_index)
+    finally:
+        for server in servers:
+            server.shutdown(0.1)
+
+
 def test_server_client_servers_find_their_peers(parts_dir, whole, store):  # noqa: F811
     _, endpoint = store
     servers = [None, None]

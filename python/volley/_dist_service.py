@@ -160,6 +160,7 @@ def serve(
     rendezvous: Any = None,
     service: str = "default",
     advertise: Optional[str] = None,
+    replica: bool = False,
 ) -> Server:
     """Serves partition ``part`` of a partitioned dataset from this process (memory-mapped).
 
@@ -209,6 +210,9 @@ def serve(
         service: the name parts register under (one per partitioned dataset served).
         advertise: the ``host:port`` to register (default: ``listen``'s, or for a wildcard host
             this machine's address on the route to the rendezvous host).
+        replica: with ``rendezvous``: this server is one more replica of its part (its address
+            joins the part's, ``"a|b"``, and loaders spread their calls over them and fail over
+            between them); default: it replaces the part's entry (a restarted server).
 
     A heterogeneous partitioned directory (``volley partition`` of a heterogeneous dataset) is
     served too: typed sampling and per-type rows for ``DistNeighborLoader(...,
@@ -232,7 +236,7 @@ def serve(
     if rendezvous is not None:
         listen, peers, registered = _rendezvous_setup(
             directory, numbers["part"], str(listen), peers, rendezvous, str(service), advertise,
-            peer_deadline)
+            peer_deadline, bool(replica))
     elif isinstance(peers, str) and peers == "rendezvous":
         raise VolleyValueError("peers='rendezvous' needs rendezvous= (where the parts register)")
     # Either kind of partition: the server reads it from the directory (server.h).
@@ -263,7 +267,8 @@ def serve(
 
 
 def _rendezvous_setup(directory: PathLike, part: int, listen: str, peers: Any, rendezvous: Any,
-                      service: str, advertise: Optional[str], timeout: float) -> tuple:
+                      service: str, advertise: Optional[str], timeout: float,
+                      replica: bool) -> tuple:
     """serve's rendezvous: a fixed port for ``listen`` (a free one when it says 0), this part's
     address registered once the server listens (the returned callable), and with
     ``peers="rendezvous"`` every part's address (this one registered first, so that the parts
@@ -288,7 +293,7 @@ def _rendezvous_setup(directory: PathLike, part: int, listen: str, peers: Any, r
     fingerprint = _native().dataset_fingerprint(os.fspath(directory))
 
     def register() -> None:
-        _rendezvous.register(store, service, part, num_parts, address, fingerprint)
+        _rendezvous.register(store, service, part, num_parts, address, fingerprint, replica)
 
     if isinstance(peers, str) and peers == "rendezvous":
         register()

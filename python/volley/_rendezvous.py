@@ -13,7 +13,8 @@ address list by hand::
 ``torchrun --rdzv-endpoint``'s), or ``"env"``: the store torch.distributed uses when it is
 initialised, else the one at ``MASTER_ADDR:MASTER_PORT`` (torchrun sets both). Keys live under
 ``volley/<service>/``: the number of parts, and each part's address and dataset fingerprint. A
-restarted server overwrites its part's entry.
+restarted server overwrites its part's entry; a replica (``serve(..., replica=True)``) adds its
+address to the part's replicas.
 """
 
 from __future__ import annotations
@@ -80,11 +81,25 @@ def advertised_address(listen: str, port: int, rendezvous_host: Optional[str]) -
 
 
 def register(store: Any, service: str, part: int, num_parts: int, address: str,
-             fingerprint: str) -> None:
-    """Publishes part ``part``'s address (and the dataset's fingerprint and part count)."""
+             fingerprint: str, replica: bool = False) -> None:
+    """Publishes part ``part``'s address (and the dataset's fingerprint and part count); with
+    ``replica`` the address joins the part's replicas ("a|b", appended atomically with the
+    store's compare-and-set) instead of replacing its entry."""
     store.set(_key(service, "num_parts"), str(num_parts))
     store.set(_key(service, "fingerprint", part), fingerprint)
-    store.set(_key(service, "part", part), address)
+    key = _key(service, "part", part)
+    if not replica:
+        store.set(key, address)
+        return
+    current = ""  # compare_set answers the entry as it is when it was not `current`
+    while True:
+        listed = [a for a in current.split("|") if a]
+        if address in listed:
+            return
+        desired = "|".join(listed + [address])
+        current = store.compare_set(key, current, desired).decode()
+        if current == desired:
+            return
 
 
 def discover(store: Any, service: str, timeout: float) -> List[str]:

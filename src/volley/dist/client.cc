@@ -297,9 +297,13 @@ size_t PartServers::pick() const {
 }
 
 bool PartServers::fail_over(size_t replica, const grpc::Status& status) const {
+  // A server's failure: unreachable, no answer in time, or its calls cancelled as it shut down
+  // (the client cancels no call it waits for). Any other status is the request's error, which
+  // every replica would give.
   const auto code = status.error_code();
-  if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
-    return false;  // the request's error (or the caller's): every replica would give it
+  if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED &&
+      code != grpc::StatusCode::CANCELLED) {
+    return false;
   }
   const uint64_t all = addresses_.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << size()) - 1;
   const uint64_t failed =
