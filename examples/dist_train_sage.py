@@ -2,6 +2,7 @@
 
     torchrun --nproc_per_node 2 examples/dist_train_sage.py --topology worker
     torchrun --nproc_per_node 2 examples/dist_train_sage.py --topology server-client
+    torchrun --nproc_per_node 4 examples/dist_train_sage.py --replicas 2   # 2 parts, 2 servers each
 
 (With Debian's torch 1.13 on Python 3.11 add ``--redirects 1 --tee 1`` after ``torchrun``, and
 ``torchrun`` is ``.venv/bin/python -m torch.distributed.run`` where it is not on PATH.)
@@ -17,7 +18,9 @@ names a partitioned dataset), then:
 
 On several machines, start the servers yourself and pass their addresses (see
 docs/guide/distributed.md, "Several machines"): ``--servers host0:5000,host1:5000 --token-file F``.
-All servers check a token (rank 0 draws one when none is given). The trainers' gradients are
+``--replicas 2`` (with twice the ranks) gives every partition two servers, listed as one part's
+replicas (``"a|b"``): the calls are spread over them, and a call to one that is lost is made again
+on the other. All servers check a token (rank 0 draws one when none is given). The trainers' gradients are
 all-reduced by DDP (gloo on CPU); the batches equal those of ``volley.loader.NeighborLoader``
 over the whole graph, so accuracy matches ``examples/train_sage_ddp.py``-style training.
 Evaluation runs on rank 0 with all neighbors (fanout -1): exact 2-layer inference, fetched
@@ -111,6 +114,12 @@ def parse_args() -> argparse.Namespace:
                                           "per partition in part order (default: start them)")
     parser.add_argument("--token-file", help="the servers' access token (first line)")
     parser.add_argument("--deadline", type=float, default=30.0, help="seconds per call")
+    parser.add_argument("--listen", default="127.0.0.1",
+                        help="worker topology: the host each trainer's server listens on "
+                             "(0.0.0.0 on several machines)")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="servers per partition (ranks r and r + parts serve the same one; "
+                             "calls are spread over them and fail over between them)")
     parser.add_argument("--min-test-accuracy", type=float, default=0.70)
     return parser.parse_args()
 
@@ -128,12 +137,13 @@ def agree_on_data(args: argparse.Namespace, rank: int, world_size: int) -> tuple
         if not shared[0]:
             shared[3] = tempfile.mkdtemp(prefix="volley-dist-example-")
             shared[0] = os.path.join(shared[3], "cora")
-            result = volley.partition(volley.datasets.bundled_dir("cora"), shared[0], world_size,
-                                      method="random", seed=args.seed)
-            print(f"partitioned cora into {world_size} parts: edge cut "
+            result = volley.partition(volley.datasets.bundled_dir("cora"), shared[0],
+                                      world_size // args.replicas, method="random",
+                                      seed=args.seed)
+            print(f"partitioned cora into {world_size // args.replicas} parts: edge cut "
                   f"{result.quality['edge_cut_fraction']:.2f}", flush=True)
         if args.topology == "server-client" and not args.servers:
-            shared[2] = [f"127.0.0.1:{port}" for port in free_ports(world_size)]
+            shared[2] = [f"127.0.0.1:{port}" for port in free_ports(world_size)]  # one per rank
     dist.broadcast_object_list(shared, src=0)
     return tuple(shared)
 
@@ -148,19 +158,26 @@ class Servers:
         if args.servers:
             self.addresses = [a.strip() for a in args.servers.split(",")]
             return
-        if world_size != num_parts:
-            raise SystemExit("without --servers, run one rank per partition")
+        if world_size != num_parts * args.replicas:
+            raise SystemExit(f"without --servers, run {args.replicas} rank(s) per partition")
         if args.topology == "worker":
-            self.server = volley.dist.serve(directory, part, token=token)
-            self.addresses = [None] * world_size
-            dist.all_gather_object(self.addresses, self.server.address)
+            # Registered in torchrun's store (the address on the route to MASTER_ADDR when
+            # listening on every interface), each as one of its part's replicas.
+            self.server = volley.dist.serve(directory, part, listen=f"{args.listen}:0",
+                                            token=token, rendezvous="env",
+                                            service="dist_train_sage",
+                                            replica=args.replicas > 1)
+            dist.barrier()  # every rank registered
+            self.addresses = volley.dist.DistGraph(None, token=token, rendezvous="env",
+                                                   service="dist_train_sage").addresses
             return
-        self.addresses = planned
+        # Part p's servers, those of ranks p, p + parts, ...: "a|b" when replicated.
+        self.addresses = ["|".join(planned[p::num_parts]) for p in range(num_parts)]
         with tempfile.NamedTemporaryFile("w", suffix=".token", delete=False) as stream:
             stream.write(token + "\n")
             self.token_file = stream.name
-        self.process = start_server_process(directory, part, planned[part], self.token_file,
-                                            planned)
+        self.process = start_server_process(directory, part, planned[dist.get_rank()],
+                                            self.token_file, self.addresses)
 
     def stop(self) -> None:
         if self.server is not None:

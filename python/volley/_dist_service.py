@@ -210,9 +210,10 @@ def serve(
         service: the name parts register under (one per partitioned dataset served).
         advertise: the ``host:port`` to register (default: ``listen``'s, or for a wildcard host
             this machine's address on the route to the rendezvous host).
-        replica: with ``rendezvous``: this server is one more replica of its part (its address
-            joins the part's, ``"a|b"``, and loaders spread their calls over them and fail over
-            between them); default: it replaces the part's entry (a restarted server).
+        replica: with ``rendezvous``: this server is one of its part's replicas (its address
+            joins the part's entry, ``"a|b"``; loaders spread their calls over them and fail over
+            between them). Every server of a replicated part registers so; default: the server
+            replaces its part's entry (one server a part, a restarted one included).
 
     A heterogeneous partitioned directory (``volley partition`` of a heterogeneous dataset) is
     served too: typed sampling and per-type rows for ``DistNeighborLoader(...,

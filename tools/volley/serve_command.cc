@@ -104,7 +104,8 @@ struct ServeArguments {
 
 #ifdef VOLLEY_WITH_DIST
 
-// --peers as one address per part; a usage error for the wrong count.
+// --peers as one entry per part (its replicas separated by '|'); a usage error for the wrong
+// count or a bad address.
 std::vector<std::string> peer_list(const std::string& text, int64_t num_parts) {
   std::vector<std::string> peers;
   if (text.empty()) return peers;
@@ -122,12 +123,18 @@ std::vector<std::string> peer_list(const std::string& text, int64_t num_parts) {
   }
   for (size_t part = 0; part < peers.size(); ++part) {
     if (peers[part].empty()) continue;
-    std::string problem = listen_problem(peers[part]);
-    if (problem.empty() && peers[part].substr(peers[part].rfind(':') + 1) == "0") {
-      problem = "port 0 names no server in '" + peers[part] + "'";
-    }
-    if (!problem.empty()) {
-      throw CLI::ValidationError("--peers", fmt::format("part {}'s address: {}", part, problem));
+    for (size_t start = 0;;) {  // a part's replicas: "a|b"
+      const size_t bar = peers[part].find('|', start);
+      const std::string address = peers[part].substr(start, bar - start);
+      std::string problem = listen_problem(address);
+      if (problem.empty() && address.substr(address.rfind(':') + 1) == "0") {
+        problem = "port 0 names no server in '" + address + "'";
+      }
+      if (!problem.empty()) {
+        throw CLI::ValidationError("--peers", fmt::format("part {}'s address: {}", part, problem));
+      }
+      if (bar == std::string::npos) break;
+      start = bar + 1;
     }
   }
   return peers;
@@ -264,7 +271,8 @@ void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
       ->check(kNonNegative);
   command->add_option("--peers", arguments->peers,
                       "Every partition's server address in part order, comma separated (this "
-                      "one's may be empty), for server-client mode");
+                      "one's may be empty; a part's replicas as host:port|host:port), for "
+                      "server-client mode");
   command->add_option("--deadline", arguments->deadline, "Seconds per call to peers")
       ->check(kPositiveSeconds)
       ->capture_default_str();

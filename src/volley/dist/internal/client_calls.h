@@ -59,9 +59,9 @@ ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address
 // The servers of one part: its replicas (an address "host:port|host:port" lists several), each
 // with its own channel. Calls are spread over the replicas in turn; a replica whose call failed
 // as a server's failure (unreachable, no answer within the deadline, cancelled by a server that
-// shut down) is passed over from then on, and the call is made again on another (run_waves): a call is a pure function of its
-// request, so any replica gives the same answer. When every replica has failed, the next call
-// tries them all again.
+// shut down) is passed over from then on, and the call is made again on another (run_waves): a call
+// is a pure function of its request, so any replica gives the same answer. When every replica has
+// failed, the next call tries them all again.
 class PartServers {
  public:
   static constexpr size_t kMaxReplicas = 64;
