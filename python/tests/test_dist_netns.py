@@ -60,3 +60,34 @@ def test_a_partition_or_a_killed_server_is_an_error_not_a_hang(parts, topology, 
     assert seconds != float("inf"), f"{topology} / {fault}: no Volley network error"
     # A hang guard, not a timing figure (the bench measures those).
     assert seconds < 15.0
+
+
+_replicas_spec = importlib.util.spec_from_file_location(
+    "netns_replicas", os.path.join(ROOT, "bench", "netns_replicas.py"))
+netns_replicas = importlib.util.module_from_spec(_replicas_spec)
+_replicas_spec.loader.exec_module(netns_replicas)
+
+
+@pytest.fixture(scope="module")
+def parts3(tmp_path_factory):
+    out = tmp_path_factory.mktemp("netns") / "cora-3"
+    netns_fault.sh(CLI, "partition", volley.datasets.bundled_dir("cora"), str(out), "--parts",
+                   "3", "--method", "random")
+    return str(out)
+
+
+@pytest.mark.timeout(180)
+@same_in_every_torch
+@pytest.mark.skipif(
+    os.environ.get("VOLLEY_TEST_SANITIZED") == "1",
+    reason="the trainer started by `ip netns exec` does not start under the preloaded ASan "
+    "runtime (see above)",
+)
+def test_a_replica_cut_off_mid_epoch_is_failed_over_across_hosts(parts3):
+    # 3 parts x 2 replicas, each server in a namespace of its own: replica 0 of part 1 cut off
+    # after the first batches; the epoch ends with the batches of a run without the fault.
+    reference = netns_replicas.run(CLI, parts3, None, deadline=1.0)
+    assert reference["outcome"] == "done"
+    cut = netns_replicas.run(CLI, parts3, "link-down", deadline=1.0)
+    assert cut["outcome"] == "done", cut["outcome"]
+    assert cut["digests"] == reference["digests"]

@@ -56,9 +56,11 @@ def test_a_lost_replica_is_failed_over_with_the_same_batches(parts_dir, whole, s
 
 
 @pytest.mark.timeout(120)
-def test_a_lost_streaming_server_is_replaced_with_the_same_batches(parts_dir, whole, spawn):
-    # Server-client: two streaming servers; the one streaming killed mid-epoch: the other
-    # streams the rest of the epoch, from the first batch not yet delivered.
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGSTOP"])
+def test_a_lost_streaming_server_is_replaced_with_the_same_batches(parts_dir, whole, spawn,
+                                                                  signal_name):
+    # Server-client: two streaming servers; the one streaming killed or frozen mid-epoch: the
+    # other streams the rest of the epoch, from the first batch not yet delivered.
     s1 = spawn(parts_dir, 1)
     first = spawn(parts_dir, 0, peers=["", s1.address])
     second = spawn(parts_dir, 0, peers=["", s1.address])
@@ -71,7 +73,7 @@ def test_a_lost_streaming_server_is_replaced_with_the_same_batches(parts_dir, wh
     for batch in loader:
         actual.append(batch)
         if len(actual) == 3:
-            os.kill(first.pid, signal.SIGKILL)
+            os.kill(first.pid, getattr(signal, signal_name))
     assert len(actual) == len(expected) == len(loader)
     for a, b in zip(actual, expected):
         for field in FIELDS:
