@@ -62,29 +62,32 @@ grpc::Status Server::State::check_stream_call(const rpc::EpochRequest& request) 
                             served_part));
 }
 
-// The peers as one graph, this part in-process (connected once), with calls that end within half
-// the client's deadline (internal::peer_options_within: a stream's own connection then).
-std::shared_ptr<const DistGraph> Server::State::peer_graph(double client_deadline) {
+namespace {
+
+// The peers as one graph of either kind (`Graph`: DistGraph, DistHeteroGraph), this part
+// in-process, connected once into `cached`; with calls that end within half the client's
+// deadline (internal::peer_options_within) a stream's own connection instead.
+template <typename Graph, typename Part>
+std::shared_ptr<const Graph> peers_as_one(const ServerOptions& options, std::mutex& mutex,
+                                          std::shared_ptr<const Graph>& cached,
+                                          const std::shared_ptr<const Part>& part,
+                                          const std::string& fingerprint, double client_deadline) {
   if (auto shorter = internal::peer_options_within(options.peer_client, client_deadline)) {
-    return DistGraph::connect(options.peers, *shorter, partition, fingerprint);
+    return Graph::connect(options.peers, *shorter, part, fingerprint);
   }
-  std::lock_guard lock(peers_mutex);
-  if (!peers) {
-    std::vector<std::string> addresses = options.peers;
-    peers = DistGraph::connect(std::move(addresses), options.peer_client, partition, fingerprint);
-  }
-  return peers;
+  std::lock_guard lock(mutex);
+  if (!cached) cached = Graph::connect(options.peers, options.peer_client, part, fingerprint);
+  return cached;
+}
+
+}  // namespace
+
+std::shared_ptr<const DistGraph> Server::State::peer_graph(double client_deadline) {
+  return peers_as_one(options, peers_mutex, peers, partition, fingerprint, client_deadline);
 }
 
 std::shared_ptr<const DistHeteroGraph> Server::State::typed_peer_graph(double client_deadline) {
-  if (auto shorter = internal::peer_options_within(options.peer_client, client_deadline)) {
-    return DistHeteroGraph::connect(options.peers, *shorter, typed, fingerprint);
-  }
-  std::lock_guard lock(peers_mutex);
-  if (!typed_peers) {
-    typed_peers = DistHeteroGraph::connect(options.peers, options.peer_client, typed, fingerprint);
-  }
-  return typed_peers;
+  return peers_as_one(options, peers_mutex, typed_peers, typed, fingerprint, client_deadline);
 }
 
 // The loader of a SampleEpoch stream: the homogeneous loader over the peers as one graph, or the
