@@ -30,6 +30,12 @@
 // each naming the partition and address — in the training loop, never a hang. connect() waits
 // up to connect_seconds for servers that are still starting.
 //
+// Replicas: a part's address may list several servers, "host:port|host:port". Calls are spread
+// over them in turn, and a call that fails as a server's failure (unreachable, no answer in time,
+// cancelled by a server that shut down) is made again on another replica before its answer is
+// read (internal/client_calls.h, PartServers): the batches are the same, none lost or repeated.
+// When every replica of a part has failed, the call's error is raised as above.
+//
 // Thread safety: a DistGraph is immutable after connect(); any number of threads may sample and
 // gather concurrently.
 #pragma once
@@ -94,11 +100,12 @@ std::string dataset_fingerprint(const std::string& directory);
 
 class DistGraph final : public BatchSource {
  public:
-  // Connects to `addresses` (addresses[p] serves part p; every part needs one, except
-  // `local_part` in worker mode, whose address may be "") and checks that every server speaks
-  // this protocol, serves the part its position says, and serves the same dataset (fingerprint)
-  // — ValueError naming the address otherwise. Worker mode: `local_directory` and `local_part`
-  // name the partition this process holds (memory-mapped, sampled and gathered without RPC).
+  // Connects to `addresses` (addresses[p] serves part p, "a|b" its replicas; every part needs
+  // one, except `local_part` in worker mode, whose address may be "") and checks that every
+  // server (every replica) speaks this protocol, serves the part its position says, and serves
+  // the same dataset (fingerprint) — ValueError naming the address otherwise. Worker mode:
+  // `local_directory` and `local_part` name the partition this process holds (memory-mapped,
+  // sampled and gathered without RPC).
   static std::shared_ptr<const DistGraph> connect(std::vector<std::string> addresses,
                                                   ClientOptions options = {},
                                                   const std::string& local_directory = "",

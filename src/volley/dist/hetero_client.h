@@ -78,9 +78,10 @@ struct HeteroServiceInfo {
 
 class DistHeteroGraph {
  public:
-  // Connects to `addresses` (addresses[p] serves part p of a heterogeneous partitioned dataset)
-  // and checks every server: protocol, part, heterogeneous, same fingerprint (ValueError naming
-  // the address otherwise). Waits up to options.connect_seconds for servers still starting.
+  // Connects to `addresses` (addresses[p] serves part p of a heterogeneous partitioned dataset;
+  // "a|b" lists its replicas, as DistGraph's) and checks every server: protocol, part,
+  // heterogeneous, same fingerprint (ValueError naming the address otherwise). Waits up to
+  // options.connect_seconds for servers still starting.
   static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
                                                         ClientOptions options = {});
   // Worker mode: `local` (part local->part, e.g. an in-process Server's hetero_partition(), with
