@@ -56,6 +56,7 @@ def link_of(part: int, replica: int) -> Tuple[str, str, str]:
 # <digest>", "done" at the end, or "error <monotonic time> <class name>" on the first error.
 TRAINER = r"""
 import hashlib, sys, time
+import numpy as np
 import volley, volley.dist as vd
 directory, deadline, addresses = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(",")
 try:
@@ -63,7 +64,8 @@ try:
     loader = vd.DistNeighborLoader(graph, [10, 10], batch_size=64, shuffle=True, seed=1,
                                    num_workers=2)
     for i, batch in enumerate(loader):
-        digest = hashlib.sha1(batch.n_id.numpy().tobytes() + batch.edge_index.numpy().tobytes())
+        digest = hashlib.sha1(np.asarray(batch.n_id).tobytes()  # (torch or numpy batches)
+                              + np.asarray(batch.edge_index).tobytes())
         print(time.monotonic(), digest.hexdigest()[:16], flush=True)
         if i == 2:
             print("ready", flush=True)
