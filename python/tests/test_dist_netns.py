@@ -36,13 +36,18 @@ if _why_not:
     pytest.skip(f"network namespaces not permitted here: {_why_not}", allow_module_level=True)
 
 
+def _cora_in(tmp_path_factory, count: int) -> str:
+    """The bundled Cora (wherever volley is installed: the wheel check runs a copy of the tests)
+    in `count` random parts."""
+    out = tmp_path_factory.mktemp("netns") / f"cora-{count}"
+    netns_fault.sh(CLI, "partition", volley.datasets.bundled_dir("cora"), str(out), "--parts",
+                   str(count), "--method", "random")
+    return str(out)
+
+
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory):
-    out = tmp_path_factory.mktemp("netns") / "cora-2"
-    # The bundled Cora wherever volley is installed (the wheel check runs a copy of the tests).
-    netns_fault.sh(CLI, "partition", volley.datasets.bundled_dir("cora"), str(out), "--parts",
-                   "2", "--method", "random")
-    return str(out)
+    return _cora_in(tmp_path_factory, 2)
 
 
 @pytest.mark.timeout(120)
@@ -70,10 +75,7 @@ _replicas_spec.loader.exec_module(netns_replicas)
 
 @pytest.fixture(scope="module")
 def parts3(tmp_path_factory):
-    out = tmp_path_factory.mktemp("netns") / "cora-3"
-    netns_fault.sh(CLI, "partition", volley.datasets.bundled_dir("cora"), str(out), "--parts",
-                   "3", "--method", "random")
-    return str(out)
+    return _cora_in(tmp_path_factory, 3)
 
 
 @pytest.mark.timeout(180)

@@ -281,11 +281,15 @@ PartServers::PartServers(const std::string& address, const ClientOptions& option
   }
 }
 
+uint64_t PartServers::every_replica() const {
+  return size() == 64 ? ~uint64_t{0} : (uint64_t{1} << size()) - 1;
+}
+
 size_t PartServers::pick() const {
   const size_t n = addresses_.size();
   const uint64_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
   uint64_t failed = failed_.load(std::memory_order_relaxed);
-  if (failed == (n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1)) {
+  if (failed == every_replica()) {
     failed_.store(0, std::memory_order_relaxed);  // every replica failed: all are tried again
     failed = 0;
   }
@@ -305,10 +309,8 @@ bool PartServers::fail_over(size_t replica, const grpc::Status& status) const {
       code != grpc::StatusCode::CANCELLED) {
     return false;
   }
-  const uint64_t all = addresses_.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << size()) - 1;
-  const uint64_t failed =
-      failed_.fetch_or(uint64_t{1} << replica, std::memory_order_relaxed) | uint64_t{1} << replica;
-  return failed != all;
+  const uint64_t mine = uint64_t{1} << replica;
+  return (failed_.fetch_or(mine, std::memory_order_relaxed) | mine) != every_replica();
 }
 
 Servers connect_parts(const std::vector<std::string>& addresses, const ClientOptions& options,

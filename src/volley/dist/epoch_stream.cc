@@ -55,10 +55,9 @@ void TaskQueue::stop() {
 
 namespace {
 
-template <typename Message>
-class Stream final : public grpc::ServerWriteReactor<Message> {
+class Stream final : public grpc::ServerWriteReactor<rpc::BatchMessage> {
  public:
-  Stream(StreamHost& host, OpenStream<Message> open) : host_(host), open_(std::move(open)) {
+  Stream(StreamHost& host, OpenStream open) : host_(host), open_(std::move(open)) {
     host_.stream_opened();
     self_ = std::shared_ptr<Stream>(this);
     host_.pump().submit([keep = self_] { keep->start(); });
@@ -89,7 +88,7 @@ class Stream final : public grpc::ServerWriteReactor<Message> {
  private:
   // First task: checks the call and builds the producer, then sends the first batch.
   void start() {
-    std::unique_ptr<StreamProducer<Message>> producer;
+    std::unique_ptr<StreamProducer> producer;
     const grpc::Status status = open_(producer);
     if (!status.ok()) {
       this->Finish(status);  // counted as failed by the host
@@ -115,10 +114,8 @@ class Stream final : public grpc::ServerWriteReactor<Message> {
       more = producer_->next(message_);
     } catch (const Error& e) {
       // A peer's failure while the batch was made: this server is healthy, say whose it is.
-      const bool peer = producer_->blames_peer(e);
       fail(grpc::Status(status_code_for(e.kind()),
-                        peer ? fmt::format("part {} {} {}", host_.part(), kPeerFailure, e.what())
-                             : fmt::format("part {}: {}", host_.part(), e.what())));
+                        fmt::format("part {} {} {}", host_.part(), kPeerFailure, e.what())));
       return;
     }
     if (!more) {
@@ -153,16 +150,16 @@ class Stream final : public grpc::ServerWriteReactor<Message> {
   }
 
   StreamHost& host_;
-  OpenStream<Message> open_;
+  OpenStream open_;
   std::shared_ptr<Stream> self_;  // released when gRPC reports the stream done
   std::atomic<bool> cancelled_{false};
   std::mutex mutex_;  // guards producer_ against OnCancel
-  std::unique_ptr<StreamProducer<Message>> producer_;
-  Message message_;
+  std::unique_ptr<StreamProducer> producer_;
+  rpc::BatchMessage message_;
 };
 
 // A SampleEpoch stream's batches: the native loader's epoch (its workers sample ahead).
-class EpochProducer final : public StreamProducer<rpc::BatchMessage> {
+class EpochProducer final : public StreamProducer {
  public:
   EpochProducer(std::unique_ptr<NeighborLoader> loader, int64_t epoch, int64_t first_batch)
       : loader_(std::move(loader)), epoch_(loader_->start_epoch(epoch, first_batch)) {}
@@ -174,7 +171,6 @@ class EpochProducer final : public StreamProducer<rpc::BatchMessage> {
     return true;
   }
   void stop() override { epoch_->request_stop(); }
-  bool blames_peer(const Error&) const override { return true; }  // the request was checked
 
  private:
   std::unique_ptr<NeighborLoader> loader_;
@@ -183,16 +179,12 @@ class EpochProducer final : public StreamProducer<rpc::BatchMessage> {
 
 }  // namespace
 
-template <typename Message>
-grpc::ServerWriteReactor<Message>* start_stream(StreamHost& host, OpenStream<Message> open) {
-  return new Stream<Message>(host, std::move(open));
+grpc::ServerWriteReactor<rpc::BatchMessage>* start_stream(StreamHost& host, OpenStream open) {
+  return new Stream(host, std::move(open));
 }
 
-template grpc::ServerWriteReactor<rpc::BatchMessage>* start_stream(StreamHost&,
-                                                                   OpenStream<rpc::BatchMessage>);
-
-std::unique_ptr<StreamProducer<rpc::BatchMessage>> epoch_producer(
-    std::unique_ptr<NeighborLoader> loader, int64_t epoch, int64_t first_batch) {
+std::unique_ptr<StreamProducer> epoch_producer(std::unique_ptr<NeighborLoader> loader,
+                                               int64_t epoch, int64_t first_batch) {
   return std::make_unique<EpochProducer>(std::move(loader), epoch, first_batch);
 }
 

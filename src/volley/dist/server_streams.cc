@@ -115,7 +115,7 @@ std::unique_ptr<NeighborLoader> Server::State::epoch_loader(const rpc::EpochRequ
 // An epoch of a loader over the peers as one graph (this part in-process), batch by batch.
 grpc::ServerWriteReactor<rpc::BatchMessage>* Server::State::SampleEpoch(
     grpc::CallbackServerContext* context, const rpc::EpochRequest* request) {
-  return internal::start_stream<rpc::BatchMessage>(*this, [this, context, request](auto& producer) {
+  return internal::start_stream(*this, [this, context, request](auto& producer) {
     return serve(context, [&]() -> grpc::Status {
       if (auto status = check_stream_call(*request); !status.ok()) return status;
       std::vector<int64_t> inputs;

@@ -78,6 +78,8 @@ class PartServers {
   bool fail_over(size_t replica, const grpc::Status& status) const;
 
  private:
+  uint64_t every_replica() const;  // the mask of all replicas
+
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<rpc::PartitionService::Stub>> stubs_;
   mutable std::atomic<uint64_t> turn_{0};

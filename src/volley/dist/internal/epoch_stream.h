@@ -51,17 +51,15 @@ class TaskQueue {
 };
 
 // One stream's batches, made on the pump: next() fills `message` with the next batch (false:
-// the stream's batches are done) and throws Error when a batch cannot be made; stop() makes a
-// next() that waits return soon (called from another thread when the client cancels).
-template <typename Message>
+// the stream's batches are done) and throws Error when a batch cannot be made (the request was
+// checked when the stream opened, so such an Error is a peer's failure: this server is healthy);
+// stop() makes a next() that waits return soon (called from another thread when the client
+// cancels).
 class StreamProducer {
  public:
   virtual ~StreamProducer() = default;
-  virtual bool next(Message& message) = 0;
+  virtual bool next(rpc::BatchMessage& message) = 0;
   virtual void stop() {}
-  // Whether a failure of next() is a peer's (named as such: this server is healthy) rather than
-  // the request's.
-  virtual bool blames_peer(const Error& error) const = 0;
 };
 
 // What a stream needs from its server (the servers' State implements it).
@@ -81,19 +79,16 @@ class StreamHost {
 
 // Checks a stream's call and builds its producer (run as the stream's first pump task). A
 // refusal is the returned status, counted as a failed request by the host.
-template <typename Message>
-using OpenStream = std::function<grpc::Status(std::unique_ptr<StreamProducer<Message>>&)>;
+using OpenStream = std::function<grpc::Status(std::unique_ptr<StreamProducer>&)>;
 
-// The reactor of one streaming call (SampleEpoch: rpc::BatchMessage); its work starts on
-// host.pump() at once. The host, its pump and what `open` refers to (the call's request) must
-// outlive the stream (gRPC keeps the request until the stream is done; the servers join their pump
-// after gRPC's shutdown).
-template <typename Message>
-grpc::ServerWriteReactor<Message>* start_stream(StreamHost& host, OpenStream<Message> open);
+// The reactor of one SampleEpoch call; its work starts on host.pump() at once. The host, its pump
+// and what `open` refers to (the call's request) must outlive the stream (gRPC keeps the request
+// until the stream is done; the servers join their pump after gRPC's shutdown).
+grpc::ServerWriteReactor<rpc::BatchMessage>* start_stream(StreamHost& host, OpenStream open);
 
 // The producer of a SampleEpoch stream: `loader`'s epoch `epoch` from batch `first_batch`
 // (ValueError outside [0, batches]), each batch as a BatchMessage.
-std::unique_ptr<StreamProducer<rpc::BatchMessage>> epoch_producer(
-    std::unique_ptr<NeighborLoader> loader, int64_t epoch, int64_t first_batch);
+std::unique_ptr<StreamProducer> epoch_producer(std::unique_ptr<NeighborLoader> loader,
+                                               int64_t epoch, int64_t first_batch);
 
 }  // namespace volley::dist::internal
