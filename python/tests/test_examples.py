@@ -89,3 +89,22 @@ def test_learnable_embeddings_beat_zero_inputs():
     if volley._volley._has_dist:  # the store on two servers learns as well
         assert re.search(r"on 2 servers 0\.\d{3} \(\+", result.stdout), result.stdout
 
+
+
+@trains_a_model
+def test_control_variates_train_with_histories_on_servers():
+    """train_gcn_cv.py end to end on a small generated graph, the histories on 2 servers: both
+    runs train (well above the 1/47 of chance) and the summary names both figures."""
+    if _cli() is None:
+        pytest.skip("no volley CLI of this build to generate the graph (set VOLLEY_CLI)")
+    result = _run_example("train_gcn_cv.py", "--nodes", "6000", "--edges", "90000", "--epochs",
+                          "10", "--batch-size", "64", "--hidden", "32", "--servers", "2",
+                          "--max-gap", "100")
+    assert result.returncode == 0, result.stderr
+    plain = re.search(r"plain neighbor sampling \[10, 10\]: test acc (\d\.\d{4}), epoch",
+                      result.stdout)
+    variate = re.search(r"control variates \[2\] \(histories in 2 servers\): test acc "
+                        r"(\d\.\d{4}), epoch .* faster\), [+-]\d+\.\d{2} accuracy points",
+                        result.stdout)
+    assert plain and variate, result.stdout
+    assert float(plain.group(1)) > 0.3 and float(variate.group(1)) > 0.3, result.stdout

@@ -55,6 +55,7 @@ from .hetero_partition import HeteroPartition, HeteroPartitionResult
 from .negative import NegativeSampler
 from .node_store import NodeStore
 from .aggregate import aggregate, layerwise_inference
+from .control_variate import ControlVariate
 from .sampler import Adj, NeighborSampler
 from . import loader
 from .link_loader import LinkNeighborLoader as _LinkNeighborLoader
@@ -74,6 +75,7 @@ from ._volley import __version__  # noqa: E402 (project(VERSION) in CMakeLists.t
 
 __all__ = [
     "Adj",
+    "ControlVariate",
     "Dataset",
     "Feature",
     "Graph",

@@ -35,16 +35,16 @@ __all__ = ["aggregate", "layerwise_inference"]
 OPS = ("sum", "mean", "gcn")
 
 
-def _csr_of(graph: Any) -> Any:
-    """The native in-CSR of a ``volley.Graph``, or of a PyG ``Data`` / an edge_index."""
+def graph_of(graph: Any) -> Any:
+    """A ``volley.Graph`` as it is, or the in-CSR ``volley.Graph`` of a PyG ``Data``."""
     from .graph import Graph
 
     if isinstance(graph, Graph):
-        return graph._csr
+        return graph
     edge_index = getattr(graph, "edge_index", None)
     if edge_index is not None:
         return Graph.from_edge_index(edge_index, num_nodes=graph.num_nodes,
-                                     edge_weight=getattr(graph, "edge_weight", None))._csr
+                                     edge_weight=getattr(graph, "edge_weight", None))
     raise VolleyTypeError(f"graph must be a volley.Graph or a PyG Data with edge_index, got "
                           f"{type(graph).__name__}")
 
@@ -76,14 +76,14 @@ def aggregate(graph: Any, x: Any, op: str = "mean", *, weighted: bool = False,
         if x.dim() != 2 or x.dtype != torch.float32:
             raise VolleyValueError(f"x must be float32 [num_nodes, dim], got {x.dtype} "
                                    f"{tuple(x.shape)}")
-        return _tensor.to_output(_volley.aggregate(_csr_of(graph), x.contiguous(), op,
+        return _tensor.to_output(_volley.aggregate(graph_of(graph)._csr, x.contiguous(), op,
                                                    bool(weighted), bool(self_loops)))
     rows = _tensor.to_numpy(x) if not isinstance(x, np.ndarray) else x
     if rows.ndim != 2 or rows.dtype != np.float32:
         raise VolleyValueError(f"x must be float32 [num_nodes, dim], got {rows.dtype} "
                                f"{tuple(rows.shape)}")
-    return _tensor.to_output(_volley.aggregate(_csr_of(graph), np.ascontiguousarray(rows), op,
-                                               bool(weighted), bool(self_loops)))
+    return _tensor.to_output(_volley.aggregate(graph_of(graph)._csr, np.ascontiguousarray(rows),
+                                               op, bool(weighted), bool(self_loops)))
 
 
 def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_size: int = 4096,
