@@ -264,6 +264,17 @@ void bind_remote_node_state(nb::module_& m) {
       .def_static("open", &dist::RemoteNodeState::open, nb::arg("service"), nb::arg("name"),
                   nb::arg("node_type"), nb::call_guard<nb::gil_scoped_release>())
       .def("remove", &dist::RemoteNodeState::remove, nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "aggregate_from",
+          [](dist::RemoteNodeState& self, const dist::RemoteNodeState& source,
+             const std::string& op, bool weighted, bool self_loops) {
+            const AggregateOptions options{
+                .op = aggregation_from_name(op), .weighted = weighted, .self_loops = self_loops};
+            nb::gil_scoped_release release;
+            self.aggregate_from(source, options);
+          },
+          nb::arg("source"), nb::arg("op"), nb::arg("weighted"), nb::arg("self_loops"),
+          "This table's rows from source's, aggregated by the servers over their graph.")
       .def_prop_ro("name", &dist::RemoteNodeState::name)
       .def_prop_ro("node_type", &dist::RemoteNodeState::node_type);
 }

@@ -224,3 +224,53 @@ def test_aggregation_between_tables_on_the_servers(served):
                        local.pull("hop1", np.arange(n), node_type=node_type))
     remote.remove("feat", node_type)
     remote.remove("hop1", node_type)
+
+
+def _free_addresses(count: int) -> list:
+    """Loopback addresses free a moment ago (servers that are each other's peers need them
+    before either starts)."""
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [f"127.0.0.1:{sock.getsockname()[1]}" for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def test_servers_aggregate_the_rows_they_own(tmp_path, cora_dir):
+    """graph=None: each server aggregates its own rows over its part of the graph, fetching the
+    other part's rows from its peer; equal to the aggregation of the whole renumbered graph."""
+    parts = str(tmp_path / "parts")
+    volley.partition(cora_dir, parts, 2, method="random", seed=1)
+    addresses = _free_addresses(2)
+    servers = [vd.serve(parts, p, listen=addresses[p], peers=addresses, **LIMITS)
+               for p in range(2)]
+    try:
+        store = NodeStore(servers=addresses, deadline=20)
+        n = 2708
+        store.init("x", n, 12, init="normal", seed=4)
+        x = store.pull("x", np.arange(n))
+        from volley.partition import load_node_map
+
+        new_id = torch.as_tensor(load_node_map(parts))
+        edge_index = new_id[volley.load_dataset(str(cora_dir)).graph.to_edge_index()]
+        graph = volley.Graph.from_edge_index(edge_index, n)
+        for op in ("sum", "mean", "gcn"):
+            store.aggregate(None, "x", f"on-servers-{op}", op=op)
+            got = store.pull(f"on-servers-{op}", np.arange(n))
+            assert torch.allclose(got, volley.aggregate(graph, x, op), atol=1e-5), op
+        with pytest.raises(volley.VolleyValueError, match="cannot be aggregated into itself"):
+            store.aggregate(None, "x", "x")
+        with pytest.raises(volley.VolleyValueError, match="weighted 'gcn' on the servers"):
+            store.aggregate(None, "x", "w", op="gcn", weighted=True)
+        with pytest.raises(volley.VolleyValueError, match="placement is 'local': pass the graph"):
+            local = NodeStore()
+            local.init("x", n, 2)
+            local.aggregate(None, "x", "y")
+    finally:
+        for server in servers:
+            server.shutdown()

@@ -255,22 +255,38 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
         """Writes into table ``target`` every node's aggregation of its neighbors' rows of
         ``source`` over ``graph`` (``volley.aggregate``: ``"sum"``, ``"mean"`` or ``"gcn"``),
         e.g. the preprocessing pass ``U = Â X`` of control-variate training. ``target`` is
-        created (float32, same width) when it does not exist. Either table may live in any
-        placement; on the servers the rows travel to this process and back.
+        created (float32, same width) when it does not exist.
+
+        Where the graph lives decides where the aggregation runs. ``graph`` given (a
+        ``volley.Graph`` or a PyG ``Data`` in the table's ids): in this process, the rows of
+        tables on the servers travelling here and back. ``graph=None`` on a store with
+        ``servers=``: the servers' own partitioned graph, each server aggregating the rows it
+        owns with the other parts' rows fetched from its peers (start every server with
+        ``peers=``), one server after the other; the same rows, bit for bit, as one
+        aggregation of the whole partitioned graph. Homogeneous partitionings; weighted
+        ``"gcn"`` is refused there.
 
         Raises:
             VolleyValueError: a missing ``source``, a ``target`` of another shape, a graph of
-                another node count, or the errors of ``volley.aggregate``.
+                another node count, ``graph=None`` without servers (or servers without peers,
+                or ``target`` = ``source``), or the errors of ``volley.aggregate``.
         """
-        from .aggregate import aggregate
+        from .aggregate import OPS, aggregate
 
+        op = _tensor.check_choice(op, "op", OPS)
         table = self.table(source, node_type)
-        rows = self.pull(source, np.arange(table.rows, dtype=np.int64), node_type=node_type)
-        out = aggregate(graph, rows, op, weighted=weighted, self_loops=self_loops)
-        if int(out.shape[0]) != table.rows:
-            raise VolleyValueError(f"the graph has {int(out.shape[0])} nodes, node data "
-                                   f"{self._describe(self._key(source, node_type))} "
-                                   f"{table.rows} rows")
+        if graph is None and self._service is None:
+            raise VolleyValueError(f"graph=None aggregates over the servers' graph, but this "
+                                   f"store's placement is {self.placement!r}: pass the graph")
+        if graph is None:
+            out = None
+        else:
+            rows = self.pull(source, np.arange(table.rows, dtype=np.int64), node_type=node_type)
+            out = aggregate(graph, rows, op, weighted=weighted, self_loops=self_loops)
+            if int(out.shape[0]) != table.rows:
+                raise VolleyValueError(f"the graph has {int(out.shape[0])} nodes, node data "
+                                       f"{self._describe(self._key(source, node_type))} "
+                                       f"{table.rows} rows")
         if self._key(target, node_type) not in self._tables and (
                 self._service is None or not self._exists_remotely(target, node_type)):
             self.init(target, table.rows, table.dim, node_type=node_type)
@@ -279,7 +295,11 @@ class NodeStore(_feature_store_base()):  # type: ignore[misc]
                 f"node data {self._describe(self._key(target, node_type))} is "
                 f"{list(self.size(target, node_type))}, the aggregation of "
                 f"{self._describe(self._key(source, node_type))} [{table.rows}, {table.dim}]")
-        self.push(target, np.arange(table.rows, dtype=np.int64), out, node_type=node_type)
+        if out is None:
+            self.table(target, node_type).aggregate_from(table, op, bool(weighted),
+                                                         bool(self_loops))
+        else:
+            self.push(target, np.arange(table.rows, dtype=np.int64), out, node_type=node_type)
 
     def _exists_remotely(self, name: str, node_type: Optional[str]) -> bool:
         try:

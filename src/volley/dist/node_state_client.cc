@@ -336,6 +336,20 @@ void RemoteNodeState::remove() {
   state_->run(calls, "NodeData(remove)", [](size_t, const rpc::NodeDataReply&) {});
 }
 
+void RemoteNodeState::aggregate_from(const RemoteNodeState& source,
+                                     const AggregateOptions& options) {
+  for (int64_t p = 0; p < state_->num_parts(); ++p) {
+    rpc::NodeDataRequest request = source.state_->request(Op::AGGREGATE);
+    request.set_target(state_->name);
+    request.set_aggregation(std::string(aggregation_name(options.op)));
+    request.set_weighted(options.weighted);
+    request.set_self_loops(options.self_loops);
+    std::vector<std::pair<int64_t, rpc::NodeDataRequest>> calls;
+    calls.emplace_back(p, std::move(request));
+    state_->run(calls, "NodeData(aggregate)", [](size_t, const rpc::NodeDataReply&) {});
+  }
+}
+
 RemoteNodeState::RemoteNodeState(std::shared_ptr<const State> state) : state_(std::move(state)) {}
 const std::string& RemoteNodeState::name() const { return state_->name; }
 const std::string& RemoteNodeState::node_type() const { return state_->node_type; }

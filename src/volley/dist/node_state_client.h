@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "volley/dist/client.h"
+#include "volley/feature/aggregate.h"
 #include "volley/feature/node_state.h"
 
 namespace volley::dist {
@@ -89,6 +90,16 @@ class RemoteNodeState final : public NodeTable {
                const OptimizerStep& step) override;
   NodeStateSnapshot snapshot(int64_t begin = 0, int64_t end = -1) const override;
   void restore(const NodeStateSnapshot& snapshot, int64_t first_row = 0) override;
+
+  // This table's rows = the aggregation of `source`'s rows (feature/aggregate.h) over the
+  // served partitioning's graph, computed by the servers: each its own rows, with the other
+  // parts' rows it needs fetched from its peers (the servers were started with peers). One
+  // server after the other, so that no server's handler threads all wait on peers; each one's
+  // share must end within the deadline. Homogeneous partitionings. ValueError (from the
+  // servers) for a typed partitioning, a server without peers, weighted "gcn" (the servers do
+  // not serve weighted degrees), `source` being this table, or this table not float32 of
+  // source's dim.
+  void aggregate_from(const RemoteNodeState& source, const AggregateOptions& options);
 
   struct State;
 

@@ -88,6 +88,17 @@ std::shared_ptr<NodeState> NodeTables::find(const Key& key) const {
   return it == tables_.end() ? nullptr : it->second;
 }
 
+std::shared_ptr<NodeState> NodeTables::existing(const std::string& node_type,
+                                                const std::string& name, int64_t part) const {
+  Request request;
+  request.set_node_type(node_type);
+  request.set_name(name);
+  std::shared_ptr<NodeState> table = find({node_type, name});
+  VOLLEY_REQUIRE(table != nullptr, ValueError, "no {} on part {} (create it first)",
+                 describe(request), part);
+  return table;
+}
+
 void NodeTables::create(const Request& request, const OwnedRange& range,
                         const ServerLimits& limits) {
   const std::string table = describe(request);
@@ -138,8 +149,7 @@ grpc::Status NodeTables::answer(const Request& request, const OwnedRange& range,
     return grpc::Status::OK;
   }
   const std::string what = describe(request);
-  VOLLEY_REQUIRE(table != nullptr, ValueError, "no {} on part {} (create it first)", what,
-                 range.part);
+  if (!table) table = existing(request.node_type(), request.name(), range.part);
   if (request.op() == Request::REMOVE) {
     std::lock_guard lock(mutex_);
     if (tables_.erase(key) > 0) {

@@ -410,6 +410,7 @@ grpc::Status Server::State::NodeData(grpc::ServerContext* context,
   return serve(context, [&] {
     int type = 0;
     if (auto status = node_type(request->node_type(), type); !status.ok()) return status;
+    if (request->op() == rpc::NodeDataRequest::AGGREGATE) return aggregate_node_data(*request);
     return answer_node_data(*request, owned(type), *reply);
   });
 }

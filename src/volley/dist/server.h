@@ -20,7 +20,9 @@
 //   GetRows      FEATURES / LABELS of owned ids (of RowsRequest.node_type when heterogeneous),
 //                NODE_TIME (int64) of owned ids of a type with node times, DEGREES
 //                (homogeneous only: a typed partition's degrees are per edge type);
-//   NodeData     node tables held by this part (internal/node_tables.h);
+//   NodeData     node tables held by this part (internal/node_tables.h); AGGREGATE computes
+//                one table's owned rows from another's over this part's in-neighbors, the
+//                other parts' rows fetched from `peers` (server_aggregate.cc);
 //   HasEdges     edge checks of link prediction (homogeneous only);
 //   SampleEpoch  server-client mode: a whole epoch of a trainer's seeds sampled across all
 //                partitions (the server is itself a client of `peers`: a DistGraph, or for a

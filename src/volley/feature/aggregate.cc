@@ -49,6 +49,13 @@ class EdgeWeights {
   const double* f64_ = nullptr;
 };
 
+// A graph row's d(v) as the kernels count it: the self loop's 1 first, then each edge's weight.
+float gcn_degree(const Csr& graph, int64_t v, const EdgeWeights& weight, bool self_loops) {
+  float degree = self_loops ? 1.0f : 0.0f;
+  for (int64_t k = graph.begin(v); k < graph.end(v); ++k) degree += weight(k);
+  return degree;
+}
+
 }  // namespace
 
 Aggregation aggregation_from_name(std::string_view name) {
@@ -56,6 +63,10 @@ Aggregation aggregation_from_name(std::string_view name) {
   if (name == "mean") return Aggregation::kMean;
   if (name == "gcn") return Aggregation::kGcn;
   throw ValueError(fmt::format("aggregation must be 'sum', 'mean' or 'gcn', got '{}'", name));
+}
+
+std::string_view aggregation_name(Aggregation op) {
+  return op == Aggregation::kSum ? "sum" : op == Aggregation::kMean ? "mean" : "gcn";
 }
 
 namespace {
@@ -123,28 +134,45 @@ Array aggregate(const Csr& graph, const Array& x, const AggregateOptions& option
 }
 
 void aggregate_into(const Csr& graph, const Array& x, const AggregateOptions& options, float* out) {
+  aggregate_into(graph, x, SourceRows{}, options, out);
+}
+
+void aggregate_into(const Csr& graph, const Array& x, const SourceRows& sources,
+                    const AggregateOptions& options, float* out) {
   VOLLEY_REQUIRE(x.dtype() == DType::kFloat32 && x.ndim() == 2, ValueError,
                  "aggregate: x must be float32 [num_nodes, dim], got {}", x.describe());
   VOLLEY_REQUIRE(x.buffer().host_accessible(), ValueError, "aggregate: x must be in host memory");
-  const int64_t rows = graph.num_nodes(), sources = x.dim(0), dim = x.dim(1);
+  const int64_t rows = graph.num_nodes(), count = x.dim(0), dim = x.dim(1);
   const bool gcn = options.op == Aggregation::kGcn;
   const bool self_loops = gcn && options.self_loops;
-  VOLLEY_REQUIRE(!self_loops || sources >= rows, ValueError,
+  const bool by_position = !sources.positions.empty();
+  VOLLEY_REQUIRE(sources.positions.empty() ||
+                     static_cast<int64_t>(sources.positions.size()) == graph.num_edges(),
+                 ValueError, "aggregate: {} source positions for {} edges",
+                 sources.positions.size(), graph.num_edges());
+  VOLLEY_REQUIRE(!(self_loops || !sources.positions.empty()) || count >= rows, ValueError,
                  "aggregate: gcn's self loops need a row of x per node ({}), x has {}", rows,
-                 sources);
+                 count);
+  VOLLEY_REQUIRE(!gcn || sources.positions.empty() ||
+                     static_cast<int64_t>(sources.degrees.size()) >= count - rows,
+                 ValueError, "aggregate: {} degrees for x's {} rows beyond the graph's {}",
+                 sources.degrees.size(), count - rows, rows);
   const EdgeWeights weight(graph, options.weighted);
   const float* data = x.data<float>();
+  auto source = [&](int64_t k) { return by_position ? sources.positions[k] : graph.neighbor(k); };
   // gcn: 1 / sqrt(d(v)) for every node that is a row or a source.
   std::vector<float> inverse_root;
   if (gcn) {
-    inverse_root.assign(static_cast<size_t>(std::max(rows, sources)), self_loops ? 1.0f : 0.0f);
+    inverse_root.assign(static_cast<size_t>(std::max(rows, count)), self_loops ? 1.0f : 0.0f);
+    auto root = [](float degree) { return degree > 0 ? 1.0f / std::sqrt(degree) : 0.0f; };
     parallel_for(0, rows, 4096, [&](int64_t begin, int64_t end) {
       for (int64_t v = begin; v < end; ++v) {
-        float degree = self_loops ? 1.0f : 0.0f;
-        for (int64_t k = graph.begin(v); k < graph.end(v); ++k) degree += weight(k);
-        inverse_root[v] = degree > 0 ? 1.0f / std::sqrt(degree) : 0.0f;
+        inverse_root[v] = root(gcn_degree(graph, v, weight, self_loops));
       }
     });
+    if (!sources.positions.empty()) {
+      for (int64_t r = rows; r < count; ++r) inverse_root[r] = root(sources.degrees[r - rows]);
+    }
   }
   parallel_for(0, rows, 256, [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
@@ -153,16 +181,16 @@ void aggregate_into(const Csr& graph, const Array& x, const AggregateOptions& op
       const int64_t first = graph.begin(v), last = graph.end(v);
       for (int64_t k = first; k < last; ++k) {
         if (k + kPrefetchAhead < last) {
-          const int64_t ahead = graph.neighbor(k + kPrefetchAhead);
-          if (ahead >= 0 && ahead < sources) {
+          const int64_t ahead = source(k + kPrefetchAhead);
+          if (ahead >= 0 && ahead < count) {
             const float* row = data + ahead * dim;
             for (int64_t j = 0; j < dim; j += 16) __builtin_prefetch(row + j);
             if (gcn) __builtin_prefetch(inverse_root.data() + ahead);
           }
         }
-        const int64_t u = graph.neighbor(k);
-        VOLLEY_REQUIRE(u >= 0 && u < sources, IndexError,
-                       "aggregate: row {} has neighbor {}, outside x's {} rows", v, u, sources);
+        const int64_t u = source(k);
+        VOLLEY_REQUIRE(u >= 0 && u < count, IndexError,
+                       "aggregate: row {} has neighbor {}, outside x's {} rows", v, u, count);
         const float scale = gcn ? weight(k) * inverse_root[u] * inverse_root[v] : weight(k);
         add_scaled(dim, target, data + u * dim, scale);
       }

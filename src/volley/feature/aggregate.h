@@ -24,6 +24,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 #include "volley/core/array.h"
 #include "volley/graph/csr.h"
@@ -40,10 +42,29 @@ struct AggregateOptions {
 
 // Parses "sum", "mean" or "gcn" (ValueError naming the value otherwise).
 Aggregation aggregation_from_name(std::string_view name);
+// "sum", "mean" or "gcn".
+std::string_view aggregation_name(Aggregation op);
 
 // out = the aggregation of x over `graph` (see above); a new [N, D] float32 array.
 Array aggregate(const Csr& graph, const Array& x, const AggregateOptions& options = {});
 // The same into `out` (N × D floats, not aliasing x).
 void aggregate_into(const Csr& graph, const Array& x, const AggregateOptions& options, float* out);
+
+// Where a graph's sources are read when they are not x's rows by id (a partition server's rows:
+// its own nodes first, then the rows it fetched of the other parts' nodes).
+struct SourceRows {
+  // Per CSR position k: the row of x that neighbor k reads. Row v of x is graph row v's own
+  // (its self loop).
+  std::span<const int64_t> positions;
+  // kGcn: d(r) of each row r >= graph.num_nodes() of x, in order, counted as the kernel counts a
+  // graph row's (the self loop's 1 first, then each edge's weight); the graph rows' own come
+  // from the CSR.
+  std::span<const float> degrees;
+};
+// aggregate_into over sources given by position: x is float32 [S, D] in host memory with S >=
+// N; a neighbor's position outside [0, S), or too few degrees for kGcn, is a ValueError. The
+// same operations in the same order as aggregate_into, so the same bits for the same rows.
+void aggregate_into(const Csr& graph, const Array& x, const SourceRows& sources,
+                    const AggregateOptions& options, float* out);
 
 }  // namespace volley

@@ -1,9 +1,14 @@
 // RemoteNodeState (dist/node_state_client.h): a table on two servers holds, bit for bit, what one
 // NodeState of the whole node type holds after the same calls — with server limits small enough
 // that every call is split, repeated ids across the pieces of one part included — and its errors
-// name the table and the value.
+// name the table and the value. Servers that are each other's peers aggregate their rows into
+// what one aggregation of the whole renumbered graph gives, bit for bit.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <random>
@@ -119,6 +124,88 @@ TEST_F(NodeStateClientTest, ErrorsNameTheTableAndValue) {
   EXPECT_THAT(message_of<ValueError>(
                   [&] { table.push(std::span(bad).first(1), values, WriteOp::kAssign); }),
               HasSubstr("holds 8 values, 1 ids × dim 4 need 4"));
+}
+
+// A loopback port free a moment ago (servers that name each other as peers need their
+// addresses before either starts).
+std::string free_address() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof(address);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), size), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size), 0);
+  close(fd);
+  return "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+}
+
+// Two servers of random-2, each the other's peer, with limits that split every fetch.
+struct PeeredParts {
+  std::vector<std::string> addresses{free_address(), free_address()};
+  std::vector<std::unique_ptr<dist::Server>> servers;
+  explicit PeeredParts(const std::string& directory) {
+    for (int64_t p = 0; p < 2; ++p) {
+      dist::ServerOptions options = small_limits();
+      options.listen = addresses[static_cast<size_t>(p)];
+      options.peers = addresses;
+      servers.push_back(std::make_unique<dist::Server>(directory, p, options));
+    }
+  }
+};
+
+TEST_F(NodeStateClientTest, ServersAggregateTheirRowsAsOneWholeGraph) {
+  const std::string directory = *dir_ / "random-2";
+  PeeredParts parts(directory);
+  auto service = dist::NodeDataService::connect(parts.addresses, {.deadline_seconds = 20});
+  const int64_t n = service->num_nodes("");
+  auto x =
+      dist::RemoteNodeState::create(service, "x", "", {.dim = 24}, Init::kNormal, 1.0, 5, false);
+  auto out =
+      dist::RemoteNodeState::create(service, "out", "", {.dim = 24}, Init::kZeros, 0, 0, false);
+  const Csr whole = whole_renumbered_graph(directory);
+  const Array rows = x.snapshot().values;
+  ASSERT_EQ(rows.dim(0), n);
+  for (const AggregateOptions& options :
+       {AggregateOptions{.op = Aggregation::kSum}, AggregateOptions{.op = Aggregation::kMean},
+        AggregateOptions{.op = Aggregation::kGcn},
+        AggregateOptions{.op = Aggregation::kGcn, .self_loops = false}}) {
+    out.aggregate_from(x, options);
+    const Array want = aggregate(whole, rows, options);
+    const Array got = out.snapshot().values;
+    ASSERT_EQ(got.nbytes(), want.nbytes());
+    EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()), 0)
+        << aggregation_name(options.op) << " self loops " << options.self_loops;
+  }
+}
+
+TEST_F(NodeStateClientTest, ServerAggregationErrorsNameTheCause) {
+  const std::string directory = *dir_ / "random-2";
+  PeeredParts parts(directory);
+  auto service = dist::NodeDataService::connect(parts.addresses);
+  auto x = dist::RemoteNodeState::create(service, "x", "", {.dim = 4}, Init::kNormal, 1, 0, false);
+  auto wide =
+      dist::RemoteNodeState::create(service, "wide", "", {.dim = 5}, Init::kZeros, 0, 0, false);
+  EXPECT_THAT(message_of<ValueError>([&] { x.aggregate_from(x, {}); }),
+              HasSubstr("'x' cannot be aggregated into itself"));
+  EXPECT_THAT(message_of<ValueError>([&] { wide.aggregate_from(x, {}); }),
+              HasSubstr("node data 'wide' is float32 of dim 5; the aggregation of 'x' needs "
+                        "float32 of dim 4"));
+  EXPECT_THAT(message_of<ValueError>(
+                  [&] { wide.aggregate_from(x, {.op = Aggregation::kGcn, .weighted = true}); }),
+              HasSubstr("weighted 'gcn' on the servers"));
+  auto out =
+      dist::RemoteNodeState::create(service, "out", "", {.dim = 4}, Init::kZeros, 0, 0, false);
+  EXPECT_THAT(message_of<ValueError>(
+                  [&] { out.aggregate_from(x, {.op = Aggregation::kSum, .weighted = true}); }),
+              HasSubstr("the graph has no edge weights"));
+  // Servers without peers cannot read the other part's rows.
+  dist::Server alone0(directory, 0), alone1(directory, 1);
+  auto lonely = dist::NodeDataService::connect({alone0.address(), alone1.address()});
+  auto y = dist::RemoteNodeState::create(lonely, "y", "", {.dim = 4}, Init::kZeros, 0, 0, false);
+  auto z = dist::RemoteNodeState::create(lonely, "z", "", {.dim = 4}, Init::kZeros, 0, 0, false);
+  EXPECT_THAT(message_of<ValueError>([&] { z.aggregate_from(y, {}); }),
+              HasSubstr("part 0 was started without peers"));
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ class NodeTables {
   // owns), under `limits`.
   grpc::Status answer(const rpc::NodeDataRequest& request, const OwnedRange& range,
                       const ServerLimits& limits, rpc::NodeDataReply& reply);
+  // Table `name` of `node_type`; ValueError naming it and `part` when there is none.
+  std::shared_ptr<NodeState> existing(const std::string& node_type, const std::string& name,
+                                      int64_t part) const;
 
  private:
   using Key = std::pair<std::string, std::string>;  // (node type, name)

@@ -31,6 +31,8 @@
 
 namespace volley::dist {
 
+class NodeDataService;
+
 namespace internal {
 
 // Reply size estimates stop growing here (no overflow for any fanout).
@@ -71,6 +73,7 @@ struct Server::State final : ServerService, internal::ServiceCore {
   std::mutex peers_mutex;  // the peers as one graph, connected on the first stream
   std::shared_ptr<const DistGraph> peers;
   std::shared_ptr<const DistHeteroGraph> typed_peers;
+  std::shared_ptr<const NodeDataService> node_data_peers;  // the peers' tables (AGGREGATE)
 
   std::once_flag rows_sorted_once;  // HasEdges: binary search in sorted rows, else a scan
   bool rows_sorted = false;
@@ -125,6 +128,14 @@ struct Server::State final : ServerService, internal::ServiceCore {
                                                std::vector<int64_t> inputs);
   std::shared_ptr<const DistGraph> peer_graph(double client_deadline);
   std::shared_ptr<const DistHeteroGraph> typed_peer_graph(double client_deadline);
+
+  // --- NodeData AGGREGATE (server_aggregate.cc) -----------------------------------------------
+  // The owned rows of request.target() from request.name()'s rows over this part's
+  // in-neighbors, the other parts' rows fetched from the peers (ValueError without peers, for a
+  // typed partition, weighted "gcn", a missing table or a target of another shape).
+  grpc::Status aggregate_node_data(const rpc_base::NodeDataRequest& request);
+  // The peers' node tables, connected once (this part's own entry is its own address).
+  std::shared_ptr<const NodeDataService> peer_node_data();
 };
 
 }  // namespace volley::dist
