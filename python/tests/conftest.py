@@ -97,9 +97,11 @@ runs_other_interpreters = pytest.mark.skipif(
 
 # Tests whose subject does not change with torch's, PyG's or numpy's version: the native service
 # under load or faults, process lifecycle, the CLI's checks. The second leg (the newest torch /
-# PyG / numpy, scripts/dev.sh latest) skips them; the first leg runs them.
+# PyG / numpy, scripts/dev.sh latest) and the wheel's check in a torch-less venv
+# (scripts/wheel_check.py: the same binaries with their libraries bundled) skip them; the first
+# leg runs them.
 same_in_every_torch = pytest.mark.skipif(
-    __import__("os").environ.get("VOLLEY_TEST_LEG") == "latest",
+    __import__("os").environ.get("VOLLEY_TEST_LEG") in ("latest", "wheel"),
     reason="does not depend on torch / PyG / numpy versions; runs in the first leg, skipped in "
-           "the second for CI time",
+           "the second and in the wheel's check for CI time",
 )
