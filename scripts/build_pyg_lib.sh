@@ -17,10 +17,12 @@
 #
 # Usage: PYTHON=/path/to/venv/bin/python scripts/build_pyg_lib.sh PYG_LIB_SRC PHMAP_SRC METIS_SRC GKLIB_SRC
 # What it runs (in a copy under $WORK, default /tmp/pyglib-build):
-#   FORCE_CUDA=0 CUDA_VISIBLE_DEVICES= MAX_JOBS=2 CMAKE_BUILD_PARALLEL_LEVEL=2 FORCE_NINJA=1 \
-#     $PYTHON -m pip install --no-build-isolation --no-deps -v .
+#   PATH=<venv>/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0 FORCE_CUDA=0 CUDA_VISIBLE_DEVICES= \
+#   MAX_JOBS=2 CMAKE_BUILD_PARALLEL_LEVEL=2 FORCE_NINJA=1 \
+#     nice -n 5 $PYTHON -m pip install --no-build-isolation --no-deps -v .
 # setup.py then runs: cmake <src> -DBUILD_TEST=OFF -DBUILD_BENCHMARK=OFF -DWITH_CUDA=OFF
 #   -DCMAKE_BUILD_TYPE=RELEASE -DCMAKE_PREFIX_PATH=<torch cmake prefix> -GNinja ; cmake --build .
+# (~12.5 min on 2 cores; only the METIS/GKlib sources are needed, not METIS's graphs/ dir.)
 set -euo pipefail
 
 PYTHON=${PYTHON:-/root/.cache/volley/venv-latest/bin/python}
