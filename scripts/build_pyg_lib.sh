@@ -5,7 +5,7 @@
 # Sources used (obtain with git clone; submodule commits are those pinned by
 # pyg-lib at that commit, see `git ls-tree HEAD third_party/`):
 #   PYG_LIB_SRC : https://github.com/pyg-team/pyg-lib      @ 764e3a492eb0d1ed9616808ec9fec2416f8d6b7d
-#                 (master, 2026-07-22, version 0.9.0 dev; after tag 0.8.0)
+#                 (master, version 0.9.0 dev, after tag 0.8.0)
 #   PHMAP_SRC   : https://github.com/greg7mdp/parallel-hashmap @ 2ec799017610ef831f4dc29c21fb3cce7e4a19b9 (v2.0.0)
 #   METIS_SRC   : https://github.com/KarypisLab/METIS       @ 22008804e8c9b78893ae10a94c0d8b4b592438b4
 #   GKLIB_SRC   : https://github.com/KarypisLab/GKlib       @ 3eabb216ac97e11ce7e7a9b90f4c90778d9e7c18

@@ -135,6 +135,36 @@ def test_layerwise_inference_equals_the_full_batch_model(kind, cora_dir):
         volley.layerwise_inference([], data.x, data)
 
 
+def test_known_layers_run_over_the_whole_graph_as_over_blocks(cora_dir):
+    """SAGEConv (mean; root weight, normalisation, each map direction) and GCNConv with its own
+    normalisation run over every node at once, equal to the layers on the whole graph; the same
+    callables wrapped (unknown to Volley) run over blocks: the same for SAGEConv, block-normalised
+    (so different) for GCNConv."""
+    from torch_geometric.data import Data
+    from torch_geometric.nn import GCNConv, SAGEConv
+
+    dataset = volley.load_dataset(cora_dir)
+    data = dataset.to_pyg()
+    x, data = data.x.float(), Data(edge_index=data.edge_index, num_nodes=data.num_nodes)
+    torch.manual_seed(1)
+    stacks = [[SAGEConv(1433, 16), SAGEConv(16, 40, normalize=True)],
+              [SAGEConv(1433, 8, root_weight=False), SAGEConv(8, 7)],
+              [GCNConv(1433, 16), GCNConv(16, 7)], [GCNConv(1433, 16), SAGEConv(16, 7)]]
+    for stack in stacks:
+        layers = torch.nn.ModuleList(stack).eval()
+        with torch.no_grad():
+            full = layers[1](torch.relu(layers[0](x, data.edge_index)), data.edge_index)
+        fast = volley.layerwise_inference(layers, x, data, activation=torch.relu)
+        wrapped = [lambda h, e, layer=layer: layer(h, e) for layer in layers]
+        blocks = volley.layerwise_inference(wrapped, x, data, batch_size=900,
+                                            activation=torch.relu)
+        assert torch.allclose(fast, full, atol=1e-5), stack
+        if not any(isinstance(layer, GCNConv) for layer in stack):
+            assert torch.allclose(blocks, full, atol=1e-5), stack
+        else:  # over blocks GCNConv would normalise by a block's degrees, not the graph's
+            assert not torch.allclose(blocks, full, atol=1e-3), stack
+
+
 @pytest.mark.parametrize("shared", [False, True])
 def test_store_aggregates_one_table_into_another(shared):
     edge_index, weights, n = _random_graph(seed=7, n=300, e=2000)

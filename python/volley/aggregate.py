@@ -18,7 +18,9 @@ order: the result is the same, bit for bit, on any number of threads.
 ``layerwise_inference`` is PyG's ``model.inference(x_all, subgraph_loader)`` pattern as one
 call: each layer runs over every node, in batches of target nodes with their full
 in-neighborhoods (a one-hop ``volley.loader.NeighborLoader`` with fanout -1), before the next
-layer starts; the result equals the model run on the whole graph at once.
+layer starts; the result equals the model run on the whole graph at once. PyG's ``SAGEConv``
+(mean) and ``GCNConv`` (its own normalisation) run over every node at once through
+``aggregate`` instead (``_WholeGraph``), when the rows are a float32 tensor in host memory.
 """
 
 from __future__ import annotations
@@ -117,6 +119,11 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
             ``volley.NodeStore`` (created, float32; any placement: local, shared, the servers)
             and read the next layer's input from it; default names ``layer0``, ``layer1``, ...
 
+    Layers whose message passing is one of ``aggregate``'s ops (PyG's ``SAGEConv`` with mean
+    aggregation, ``GCNConv`` with its own normalisation on a graph without self-loops) run over
+    every node at once, without blocks, when ``x`` is a float32 tensor in host memory and no
+    ``store``, ``device`` or edge weights are given.
+
     Returns:
         The last layer's output for every node, ``[num_nodes, out_dim]`` on the CPU, equal to
         running the layers on the whole graph at once (float rounding aside); with ``store``,
@@ -145,9 +152,22 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
             raise VolleyValueError(f"names lists {len(names)} tables for {len(layers)} layers")
     if edge_weight is None:
         edge_weight = getattr(data, "edge_weight", None)
-    loader = NeighborLoader(_block_source(data, num_nodes, edge_weight), num_neighbors=[-1],
-                            batch_size=batch_size, shuffle=False, num_workers=num_workers)
+    whole = None if store is not None or device is not None or edge_weight is not None \
+        else _WholeGraph(data, x)
+    loader = None
+    current = x
     for index, layer in enumerate(layers):
+        with torch.no_grad():
+            out = whole.layer(layer, current) if whole is not None else None
+        if out is not None:  # the layer over every node at once (see _WholeGraph)
+            current = activation(out) if activation is not None and index < len(layers) - 1 \
+                else out
+            rows_of = current.__getitem__
+            continue
+        if loader is None:
+            loader = NeighborLoader(_block_source(data, num_nodes, edge_weight),
+                                    num_neighbors=[-1], batch_size=batch_size, shuffle=False,
+                                    num_workers=num_workers)
         outputs = []
         with torch.no_grad():
             for batch in loader:
@@ -173,6 +193,62 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
         else:
             rows_of = _row_reader(names[index], store, num_nodes)
     return current if store is None else names[-1]
+
+
+class _WholeGraph:
+    """Layers whose message passing is one of ``aggregate``'s ops, run over every node at once
+    instead of over blocks: PyG's ``SAGEConv`` with mean aggregation (``lin_l(mean_j x_j) +
+    lin_r(x_i)``) and ``GCNConv`` with its own normalisation (``Â (x W) + b``), on float32
+    rows in host memory. No block is sampled and no row is gathered twice; as the linear maps
+    commute with the aggregation, the narrower side is aggregated (``mean(x) W = mean(x W)``).
+    The result equals the layer on the whole graph (float rounding aside)."""
+
+    def __init__(self, data: Any, x: Any):
+        self.data, self.graph, self.loops = data, None, None
+        torch = _tensor.torch_module()
+        self.usable = isinstance(x, torch.Tensor) and not x.is_cuda
+
+    def _graph(self) -> Any:
+        if self.graph is None:
+            self.graph = graph_of(self.data)
+        return self.graph
+
+    def _has_self_loops(self) -> bool:
+        if self.loops is None:
+            graph = self._graph()
+            indptr = _tensor.to_numpy(graph.indptr).astype(np.int64)
+            rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+            self.loops = bool((_tensor.to_numpy(graph.indices) == rows).any())
+        return self.loops
+
+    def layer(self, layer: Any, x: Any) -> Any:
+        """``layer(x, edge_index)`` for every node, or None when the layer is not one of these
+        (or x is not float32 rows in host memory)."""
+        if not self.usable or getattr(x, "dtype", None) is None or str(x.dtype) != "torch.float32":
+            return None
+        try:
+            from torch_geometric.nn import GCNConv, SAGEConv
+        except Exception:  # PyG absent: blocks
+            return None
+        if type(layer) is SAGEConv and layer.aggr == "mean" and not layer.project:
+            out = self._linear_of_aggregate(layer.lin_l, x, "mean")
+            if layer.root_weight:
+                out = out + layer.lin_r(x)
+            if layer.normalize:
+                out = _tensor.torch_module().nn.functional.normalize(out, p=2.0, dim=-1)
+            return out
+        if (type(layer) is GCNConv and layer.normalize and layer.add_self_loops
+                and not layer.improved and not self._has_self_loops()):
+            out = aggregate(self._graph(), layer.lin(x).contiguous(), "gcn")
+            return out if layer.bias is None else out + layer.bias
+        return None
+
+    def _linear_of_aggregate(self, linear: Any, x: Any, op: str) -> Any:
+        weight = linear.weight
+        if weight.shape[0] < weight.shape[1]:  # narrower after the map: aggregate its output
+            out = aggregate(self._graph(), (x @ weight.t()).contiguous(), op)
+            return out if linear.bias is None else out + linear.bias
+        return linear(aggregate(self._graph(), x.contiguous(), op))
 
 
 def _row_reader(x: Any, store: Any, num_nodes: int) -> Callable:
