@@ -51,9 +51,9 @@ def batches_per_second(loader, batches: int) -> float:
     return batches / (time.perf_counter() - started)
 
 
-def interleaved(runs: dict, rounds: int) -> dict:
-    """name -> median of `rounds` calls of runs[name](), called in turn after one warm-up."""
-    for run in runs.values():
+def interleaved(runs: dict, rounds: int, warm_up: bool = True) -> dict:
+    """name -> median of `rounds` calls of runs[name](), called in turn (after one warm-up)."""
+    for run in runs.values() if warm_up else ():
         run()
     seen = {name: [] for name in runs}
     for _ in range(rounds):
@@ -127,7 +127,7 @@ def inference(args) -> None:
                                                        activation=torch.relu)
         return time.perf_counter() - started
 
-    seconds = interleaved({"volley": ours, "pyg": pyg}, args.rounds)
+    seconds = interleaved({"volley": ours, "pyg": pyg}, args.rounds, not args.no_warm_up)
     error = float((outputs["volley"] - outputs["pyg"]).abs().max())
     print(json.dumps({"figure": "layer-wise inference, 2-layer SAGE", "seconds": seconds,
                       "ratio": seconds["pyg"] / seconds["volley"], "max_abs_difference": error,
@@ -147,6 +147,8 @@ def main() -> int:
     parser.add_argument("--batches", type=int, default=30, help="timed batches a round")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--no-warm-up", action="store_true",
+                        help="inference: time the first runs (a products-sized PyG run is minutes)")
     parser.add_argument("--threads", type=int, default=1, help="torch's and Volley's threads")
     args = parser.parse_args()
     if args.fanout is None:

@@ -98,8 +98,10 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
         layers: the layers in order, each called as ``layer(x_block, edge_index)`` on a
             bipartite block whose first ``batch_size`` rows are the targets (PyG's convolutions,
             or any callable of that form); the target rows of its output are kept.
-        x: the input rows of every node: a ``[num_nodes, dim]`` tensor, or the name of a table
-            of ``store`` (rows are then pulled per block, never all at once).
+        x: the input rows of every node: a ``[num_nodes, dim]`` tensor, a ``volley.Feature``
+            (any tier, a disk tier included: the loader's workers gather each block's rows a
+            few blocks ahead), or the name of a table of ``store`` (rows are then pulled per
+            block, never all at once).
         data: the graph: a PyG ``Data`` (its ``edge_index``) or a ``volley.Graph``.
         batch_size: target nodes per block.
         activation: applied to every layer's output but the last (e.g. ``torch.relu``).
@@ -138,6 +140,7 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
         from ._volley import VolleyImportError
 
         raise VolleyImportError("layerwise_inference needs torch")
+    from .feature import Feature
     from .graph import Graph
     from .loader import NeighborLoader
 
@@ -164,14 +167,20 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
                 else out
             rows_of = current.__getitem__
             continue
-        if loader is None:
-            loader = NeighborLoader(_block_source(data, num_nodes, edge_weight),
-                                    num_neighbors=[-1], batch_size=batch_size, shuffle=False,
-                                    num_workers=num_workers)
+        # A volley.Feature's rows (a disk tier, say) are gathered by the loader's workers, a
+        # few blocks ahead of the layer; other rows are read by id here.
+        reading = index == 0 and isinstance(x, Feature)
+        if loader is None or reading:
+            source = _block_source(data, num_nodes, edge_weight)
+            if reading:
+                source.x = x
+            loader = NeighborLoader(source, num_neighbors=[-1], batch_size=batch_size,
+                                    shuffle=False,
+                                    num_workers=max(1, num_workers) if reading else num_workers)
         outputs = []
         with torch.no_grad():
             for batch in loader:
-                arguments = [rows_of(batch.n_id), batch.edge_index]
+                arguments = [batch.x if reading else rows_of(batch.n_id), batch.edge_index]
                 if edge_weight is not None:
                     arguments.append(batch.edge_weight)
                 if device is not None:
@@ -187,6 +196,8 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
                     store.init(names[index], num_nodes, int(out.shape[1]))
                     outputs.append(True)
                 store.push(names[index], batch.n_id[:batch.batch_size], out.float())
+        if reading:
+            loader = None  # the next layers' blocks carry no rows
         if store is None:
             current = torch.cat(outputs, dim=0)
             rows_of = current.__getitem__
@@ -199,14 +210,16 @@ class _WholeGraph:
     """Layers whose message passing is one of ``aggregate``'s ops, run over every node at once
     instead of over blocks: PyG's ``SAGEConv`` with mean aggregation (``lin_l(mean_j x_j) +
     lin_r(x_i)``) and ``GCNConv`` with its own normalisation (``Â (x W) + b``), on float32
-    rows in host memory. No block is sampled and no row is gathered twice; as the linear maps
-    commute with the aggregation, the narrower side is aggregated (``mean(x) W = mean(x W)``).
-    The result equals the layer on the whole graph (float rounding aside)."""
+    rows in host memory, or on a ``volley.Feature``'s rows (any tier, a disk tier included)
+    when the layer's maps come first. No block is sampled and no row is gathered twice; as the
+    linear maps commute with the aggregation, the narrower side is aggregated (``mean(x) W =
+    mean(x W)``), and a Feature's rows are read once, in order, a chunk at a time, through the
+    maps. The result equals the layer on the whole graph (float rounding aside)."""
+
+    CHUNK_BYTES = 64 << 20  # a Feature's rows read at once
 
     def __init__(self, data: Any, x: Any):
         self.data, self.graph, self.loops = data, None, None
-        torch = _tensor.torch_module()
-        self.usable = isinstance(x, torch.Tensor) and not x.is_cuda
 
     def _graph(self) -> Any:
         if self.graph is None:
@@ -223,32 +236,58 @@ class _WholeGraph:
 
     def layer(self, layer: Any, x: Any) -> Any:
         """``layer(x, edge_index)`` for every node, or None when the layer is not one of these
-        (or x is not float32 rows in host memory)."""
-        if not self.usable or getattr(x, "dtype", None) is None or str(x.dtype) != "torch.float32":
+        (or x is neither float32 rows in host memory nor a Feature whose rows the layer maps
+        before aggregating)."""
+        from .feature import Feature
+
+        torch = _tensor.torch_module()
+        streamed = isinstance(x, Feature)
+        if not streamed and not (isinstance(x, torch.Tensor) and not x.is_cuda
+                                 and x.dtype == torch.float32):
             return None
         try:
             from torch_geometric.nn import GCNConv, SAGEConv
         except Exception:  # PyG absent: blocks
             return None
         if type(layer) is SAGEConv and layer.aggr == "mean" and not layer.project:
-            out = self._linear_of_aggregate(layer.lin_l, x, "mean")
-            if layer.root_weight:
-                out = out + layer.lin_r(x)
-            if layer.normalize:
-                out = _tensor.torch_module().nn.functional.normalize(out, p=2.0, dim=-1)
+            out = self._sage(layer, x, streamed)
+            if out is not None and layer.normalize:
+                out = torch.nn.functional.normalize(out, p=2.0, dim=-1)
             return out
         if (type(layer) is GCNConv and layer.normalize and layer.add_self_loops
                 and not layer.improved and not self._has_self_loops()):
-            out = aggregate(self._graph(), layer.lin(x).contiguous(), "gcn")
+            out = aggregate(self._graph(), self._mapped(x, layer.lin.weight), "gcn")
             return out if layer.bias is None else out + layer.bias
         return None
 
-    def _linear_of_aggregate(self, linear: Any, x: Any, op: str) -> Any:
-        weight = linear.weight
-        if weight.shape[0] < weight.shape[1]:  # narrower after the map: aggregate its output
-            out = aggregate(self._graph(), (x @ weight.t()).contiguous(), op)
-            return out if linear.bias is None else out + linear.bias
-        return linear(aggregate(self._graph(), x.contiguous(), op))
+    def _sage(self, layer: Any, x: Any, streamed: bool) -> Any:
+        lin_l, lin_r = layer.lin_l, layer.lin_r if layer.root_weight else None
+        width = int(lin_l.weight.shape[0])
+        if width < int(lin_l.weight.shape[1]):  # narrower after the map: aggregate its output
+            weights = [lin_l.weight] + ([lin_r.weight] if lin_r is not None else [])
+            mapped = self._mapped(x, _tensor.torch_module().cat(weights))
+            out = aggregate(self._graph(), mapped[:, :width].contiguous(), "mean")
+            if lin_l.bias is not None:
+                out = out + lin_l.bias
+            return out if lin_r is None else out + mapped[:, width:]
+        if streamed:  # the aggregation would need every row in memory: blocks
+            return None
+        out = lin_l(aggregate(self._graph(), x.contiguous(), "mean"))
+        return out if lin_r is None else out + lin_r(x)
+
+    def _mapped(self, x: Any, weight: Any) -> Any:
+        """``x @ weight.T`` (contiguous): at once for a tensor, a chunk of rows at a time, in
+        order, for a Feature."""
+        torch = _tensor.torch_module()
+        if isinstance(x, torch.Tensor):
+            return (x @ weight.t()).contiguous()
+        rows, dim = int(x.shape[0]), int(x.shape[1])
+        out = torch.empty(rows, int(weight.shape[0]), dtype=torch.float32)
+        chunk = max(1, self.CHUNK_BYTES // max(1, dim * 4))
+        for begin in range(0, rows, chunk):
+            end = min(rows, begin + chunk)
+            out[begin:end] = x[torch.arange(begin, end)].float() @ weight.t()
+        return out
 
 
 def _row_reader(x: Any, store: Any, num_nodes: int) -> Callable:
