@@ -11,11 +11,14 @@ same thread count.
     volley -q generate /tmp/products --model powerlaw --nodes 2400000 --edges 62000000 \\
         --feature-dim 100 --classes 47
     python bench/vs_pyg.py homo --dataset /tmp/products                  # Data loaders
+    python bench/vs_pyg.py link --dataset /tmp/products                  # link loaders
     python bench/vs_pyg.py inference --dataset /tmp/products             # 2-layer SAGE, every node
 
 ``hetero`` / ``homo``: batches per second of ``volley.loader.NeighborLoader`` and
 ``torch_geometric.loader.NeighborLoader`` with the same arguments (training seeds shuffled,
 ``--fanout`` per hop and per edge type, every node attribute gathered), ``num_workers=0``.
+``link``: the same for ``LinkNeighborLoader``: ``--batch-size`` supervision edges drawn from the
+graph's edges (seeded), binary negatives 1:1.
 ``inference``: every node's output of a 2-layer GraphSAGE (PyG's ``SAGEConv``), by PyG's
 documented pattern (``NeighborLoader(data, [-1], input_nodes=None, shuffle=False)`` and the
 ``inference(x_all, subgraph_loader)`` loop) and by ``volley.layerwise_inference``; the outputs
@@ -39,6 +42,7 @@ except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import volley  # noqa: E402
 import volley.loader  # noqa: E402
+from torch_geometric.loader import LinkNeighborLoader as PygLinkNeighborLoader  # noqa: E402
 from torch_geometric.loader import NeighborLoader as PygNeighborLoader  # noqa: E402
 
 
@@ -65,16 +69,23 @@ def interleaved(runs: dict, rounds: int, warm_up: bool = True) -> dict:
 def loaders(args) -> None:
     dataset = volley.load_dataset(args.dataset, mmap=False)
     data = dataset.to_pyg()
-    if args.command == "hetero":
-        fanout = {edge_type: args.fanout for edge_type in data.edge_types}
-        seeds = ("paper", data["paper"].train_mask.nonzero().view(-1))
+    common = dict(batch_size=args.batch_size, shuffle=True, num_workers=0)
+    if args.command == "link":
+        picked = torch.randperm(data.edge_index.shape[1],
+                                generator=torch.Generator().manual_seed(0))
+        common.update(num_neighbors=args.fanout, neg_sampling="binary",
+                      edge_label_index=data.edge_index[:, picked[:args.batches * args.batch_size]])
+        made = {"volley": lambda: volley.loader.LinkNeighborLoader(data, seed=0, **common),
+                "pyg": lambda: PygLinkNeighborLoader(data, **common)}
     else:
-        fanout = args.fanout
-        seeds = data.train_mask.nonzero().view(-1)
-    common = dict(num_neighbors=fanout, input_nodes=seeds, batch_size=args.batch_size,
-                  shuffle=True, num_workers=0)
-    made = {"volley": lambda: volley.loader.NeighborLoader(data, seed=0, **common),
-            "pyg": lambda: PygNeighborLoader(data, **common)}
+        if args.command == "hetero":
+            fanout = {edge_type: args.fanout for edge_type in data.edge_types}
+            seeds = ("paper", data["paper"].train_mask.nonzero().view(-1))
+        else:
+            fanout, seeds = args.fanout, data.train_mask.nonzero().view(-1)
+        common.update(num_neighbors=fanout, input_nodes=seeds)
+        made = {"volley": lambda: volley.loader.NeighborLoader(data, seed=0, **common),
+                "pyg": lambda: PygNeighborLoader(data, **common)}
     rates = interleaved({name: (lambda make=make: batches_per_second(make(), args.batches))
                          for name, make in made.items()}, args.rounds)
     print(json.dumps({"figure": f"{args.command} loader", "batches_per_s": rates,
@@ -138,7 +149,7 @@ def inference(args) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["hetero", "homo", "inference"])
+    parser.add_argument("command", choices=["hetero", "homo", "link", "inference"])
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--fanout", type=int, nargs="+", default=None,
                         help="default: 15 10 (hetero), 15 10 5 (homo)")
