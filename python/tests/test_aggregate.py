@@ -194,6 +194,27 @@ def test_layerwise_inference_reads_a_feature_of_any_tier(cora_dir, tmp_path, dis
         assert feature.disk_stats[1] > 0  # rows came from the disk
 
 
+def test_layer_outputs_go_to_files_in_a_directory(cora_dir, tmp_path):
+    """store= a directory: each layer's output is written block by block to <name>.npy and the
+    next layer reads it back by id; the last file holds the model's output."""
+    from torch_geometric.data import Data
+    from torch_geometric.nn import SAGEConv
+
+    data = volley.load_dataset(cora_dir).to_pyg()
+    x, graph = data.x.float(), Data(edge_index=data.edge_index, num_nodes=data.num_nodes)
+    torch.manual_seed(3)
+    layers = torch.nn.ModuleList([SAGEConv(1433, 16), SAGEConv(16, 7)]).eval()
+    want = volley.layerwise_inference(layers, x, graph, activation=torch.relu)
+    name = volley.layerwise_inference(layers, x, graph, batch_size=700, store=tmp_path / "out",
+                                      activation=torch.relu)
+    assert name == "layer1"
+    assert np.load(tmp_path / "out" / "layer0.npy").shape == (2708, 16)
+    assert torch.allclose(torch.from_numpy(np.load(tmp_path / "out" / "layer1.npy")), want,
+                          atol=1e-5)
+    with pytest.raises(volley.VolleyValueError, match="layer0.npy exists"):
+        volley.layerwise_inference(layers, x, graph, store=tmp_path / "out")
+
+
 @pytest.mark.parametrize("shared", [False, True])
 def test_store_aggregates_one_table_into_another(shared):
     edge_index, weights, n = _random_graph(seed=7, n=300, e=2000)

@@ -25,6 +25,7 @@ layer starts; the result equals the model run on the whole graph at once. PyG's 
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
@@ -120,6 +121,10 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
         store, names: write layer i's output, block by block, to table ``names[i]`` of this
             ``volley.NodeStore`` (created, float32; any placement: local, shared, the servers)
             and read the next layer's input from it; default names ``layer0``, ``layer1``, ...
+            ``store`` may instead be a directory: layer i's output is then written block by
+            block to ``<directory>/<names[i]>.npy`` and read back by id through a
+            ``volley.Feature`` (the disk tier when the file is over half the RAM), for outputs
+            larger than memory.
 
     Layers whose message passing is one of ``aggregate``'s ops (PyG's ``SAGEConv`` with mean
     aggregation, ``GCNConv`` with its own normalisation on a graph without self-loops) run over
@@ -148,6 +153,8 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
     if not layers:
         raise VolleyValueError("layerwise_inference needs at least one layer")
     num_nodes = data.num_nodes if isinstance(data, Graph) else int(data.num_nodes)
+    if isinstance(store, (str, os.PathLike)):
+        store = _DirectoryStore(os.fspath(store))
     rows_of = _row_reader(x, store, num_nodes)
     if store is not None:
         names = list(names) if names is not None else [f"layer{i}" for i in range(len(layers))]
@@ -288,6 +295,47 @@ class _WholeGraph:
             end = min(rows, begin + chunk)
             out[begin:end] = x[torch.arange(begin, end)].float() @ weight.t()
         return out
+
+
+class _DirectoryStore:
+    """The NodeStore calls layerwise_inference makes, over ``.npy`` files in a directory: a
+    table written block by block through a memory map, read back by id through a
+    ``volley.Feature`` once written."""
+
+    def __init__(self, directory: str):
+        os.makedirs(directory, exist_ok=True)
+        self.directory, self.writing, self.reading = directory, {}, {}
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.directory, f"{name}.npy")
+
+    def init(self, name: str, rows: int, dim: int) -> None:
+        path = self._path(name)
+        if os.path.exists(path):
+            raise VolleyValueError(f"{path} exists: remove it or name another table (names=)")
+        self.writing[name] = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32,
+                                                       shape=(rows, dim))
+
+    def push(self, name: str, ids: Any, values: Any) -> None:
+        self.writing[name][_tensor.to_numpy(ids)] = _tensor.to_numpy(values)
+
+    def _feature(self, name: str) -> Any:
+        from .feature import Feature
+
+        if name in self.writing:  # written: flushed and read from the file from now on
+            self.writing.pop(name).flush()
+        if name not in self.reading:
+            path = self._path(name)
+            if not os.path.exists(path):
+                raise VolleyValueError(f"no table {name!r}: {path} does not exist")
+            self.reading[name] = Feature(path)
+        return self.reading[name]
+
+    def size(self, name: str) -> tuple:
+        return tuple(int(n) for n in self._feature(name).shape)
+
+    def pull(self, name: str, ids: Any) -> Any:
+        return self._feature(name)[ids]
 
 
 def _row_reader(x: Any, store: Any, num_nodes: int) -> Callable:
