@@ -124,7 +124,13 @@ __all__ = [
 
 # Submodules that import torch (or PyTorch Lightning) load on first use: `import volley` stays
 # torch-free, and `volley.nn.Embedding` works after `import volley`.
-_LAZY_SUBMODULES = ("lightning", "nn", "optim")
+_LAZY_SUBMODULES = ("lightning", "nn", "numa", "optim")
+
+# VOLLEY_NUMA_BIND=1: each process (a torchrun rank, say) binds itself to a NUMA node on import.
+if __import__("os").environ.get("VOLLEY_NUMA_BIND") == "1":
+    from . import numa as _numa
+
+    _numa.bind()
 
 
 def __getattr__(name: str):
