@@ -20,10 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import select
 import statistics
-import subprocess
 import sys
 import time
 
@@ -33,31 +30,24 @@ except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import volley  # noqa: E402
 import volley.dist as vd  # noqa: E402
+from dist_failover import serve  # noqa: E402  (bench/ is the script's folder)
 
 CGROUP = "/sys/fs/cgroup/cpu"
 
 
 def limited_server(cli: str, directory: str, part: int, share: float, name: str) -> tuple:
-    """A ``volley serve`` of ``part`` in cgroup ``name`` with ``share`` of a core; (process,
-    address)."""
+    """A ``volley serve`` of ``part`` (dist_failover.py's), moved into cgroup ``name`` with
+    ``share`` of a core; (process, address)."""
     group = os.path.join(CGROUP, name)
     os.makedirs(group, exist_ok=True)
     with open(os.path.join(group, "cpu.cfs_period_us"), "w") as f:
         f.write("100000")
     with open(os.path.join(group, "cpu.cfs_quota_us"), "w") as f:
         f.write(str(int(share * 100000)))
-    process = subprocess.Popen([cli, "serve", directory, "--part", str(part), "--listen",
-                                "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env=dict(os.environ, VOLLEY_PROGRESS="0"))
+    process, address = serve(cli, directory, part)
     with open(os.path.join(group, "cgroup.procs"), "w") as f:
-        f.write(str(process.pid))
-    ready, _, _ = select.select([process.stdout], [], [], 60)
-    line = process.stdout.readline() if ready else ""
-    match = re.search(r"listening on (\S+)", line)
-    if not match:
-        process.kill()
-        raise RuntimeError(f"server did not start: {line!r}")
-    return process, match.group(1)
+        f.write(str(process.pid))  # its threads follow it into the group
+    return process, address
 
 
 def rate(addresses: list, args: argparse.Namespace) -> float:

@@ -56,6 +56,7 @@ from .negative import NegativeSampler
 from .node_store import NodeStore
 from .aggregate import aggregate, layerwise_inference
 from .control_variate import ControlVariate
+from . import numa
 from .sampler import Adj, NeighborSampler
 from . import loader
 from .link_loader import LinkNeighborLoader as _LinkNeighborLoader
@@ -124,13 +125,11 @@ __all__ = [
 
 # Submodules that import torch (or PyTorch Lightning) load on first use: `import volley` stays
 # torch-free, and `volley.nn.Embedding` works after `import volley`.
-_LAZY_SUBMODULES = ("lightning", "nn", "numa", "optim")
+_LAZY_SUBMODULES = ("lightning", "nn", "optim")
 
 # VOLLEY_NUMA_BIND=1: each process (a torchrun rank, say) binds itself to a NUMA node on import.
 if __import__("os").environ.get("VOLLEY_NUMA_BIND") == "1":
-    from . import numa as _numa
-
-    _numa.bind()
+    numa.bind()
 
 
 def __getattr__(name: str):

@@ -163,7 +163,7 @@ def layerwise_inference(layers: Sequence[Callable], x: Any, data: Any, *, batch_
     if edge_weight is None:
         edge_weight = getattr(data, "edge_weight", None)
     whole = None if store is not None or device is not None or edge_weight is not None \
-        else _WholeGraph(data, x)
+        else _WholeGraph(data)
     loader = None
     current = x
     for index, layer in enumerate(layers):
@@ -225,7 +225,7 @@ class _WholeGraph:
 
     CHUNK_BYTES = 64 << 20  # a Feature's rows read at once
 
-    def __init__(self, data: Any, x: Any):
+    def __init__(self, data: Any):
         self.data, self.graph, self.loops = data, None, None
 
     def _graph(self) -> Any:
@@ -235,10 +235,8 @@ class _WholeGraph:
 
     def _has_self_loops(self) -> bool:
         if self.loops is None:
-            graph = self._graph()
-            indptr = _tensor.to_numpy(graph.indptr).astype(np.int64)
-            rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-            self.loops = bool((_tensor.to_numpy(graph.indices) == rows).any())
+            source, target = _tensor.to_numpy(self._graph().to_edge_index())
+            self.loops = bool((source == target).any())
         return self.loops
 
     def layer(self, layer: Any, x: Any) -> Any:
