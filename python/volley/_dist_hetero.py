@@ -191,7 +191,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         """Sets ``time_attr``, ``temporal_strategy`` and ``input_time`` (per input node, or None:
         the seeds' own node times); returns the time source ("none", "node", "edge") the
         service's times give ``time_attr`` (dist.py's rules), checked as the local loader."""
-        from . import _hetero_temporal, _temporal
+        from . import _temporal
 
         timed_types = {t["name"]: None for t in info["node_types"] if t.get("has_node_time")}
         service = dict(dataset_name=info["dataset_name"], has_node_time=bool(timed_types),
@@ -199,8 +199,10 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
                        time_hint="add them with volley.hetero_partition.write_times")
         source = _temporal.service_time_source(service, time_attr, input_time, temporal_strategy, None)
         self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
-        self.input_time = _hetero_temporal.input_times(
-            input_time, source, self.input_type, len(self.input_nodes), timed_types)
+        self.input_time = _temporal.input_times(
+            input_time, source, len(self.input_nodes),
+            (lambda: None) if self.input_type in timed_types else None,
+            of=f" of type '{self.input_type}'")
         return source
 
     def _connect(self, addresses: Any, local: Any, server: Any, connection: Dict[str, Any],

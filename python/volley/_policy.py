@@ -19,6 +19,18 @@ from . import _tensor, _volley
 _FANOUT_MAX = 2**31 - 1
 
 
+def input_positions(value: Any, count: int, what: str) -> np.ndarray:
+    """``value`` as int64 positions in the input list of ``count`` entries (VolleyIndexError
+    naming the first one outside it)."""
+    positions = _tensor.as_ids(value, what)
+    bad = np.flatnonzero((positions < 0) | (positions >= count))
+    if bad.size:
+        raise _volley.VolleyIndexError(
+            f"{what}[{bad[0]}] = {positions[bad[0]]} is not an input position (there are "
+            f"{count} input nodes)")
+    return positions
+
+
 def check_fanout_list(values: Any, what: str = "num_neighbors") -> List[int]:
     """A list of hop fanouts: each an integer (not a bool, float or string) >= -1."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):

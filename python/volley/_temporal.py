@@ -1,13 +1,15 @@
-"""Temporal sampling for the loaders: PyG's ``time_attr`` / ``input_time`` / ``temporal_strategy``.
+"""Temporal sampling for the loaders of both graph kinds: PyG's ``time_attr`` / ``input_time`` /
+``temporal_strategy``.
 
 A neighbor is admissible when its time (the edge's, or the neighbor node's) is at or before the
 time of the seed whose subgraph it joins; sampling is then disjoint, as PyG makes it. See
-``src/volley/sampling/neighbor_sampler.h`` for the rules.
+``src/volley/sampling/neighbor_sampler.h`` (and ``hetero_sampler.h``: types without times are
+not constrained) for the rules.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -88,34 +90,76 @@ def attach(graph: Graph, data: Any, time_attr: Optional[str], is_dataset: bool) 
     return graph, kind
 
 
-def input_times(
-    input_time: Any, time_source: str, graph: Graph, input_nodes: Optional[np.ndarray],
-    what: str = "input_time",
-) -> Optional[np.ndarray]:
-    """The int64 time of every input node: ``input_time`` checked, or — node time without
-    ``input_time``, as pyg-lib does — each seed's own node time. VolleyValueError when
-    ``input_time`` comes without ``time_attr``, is missing with edge time, or has the wrong
-    length or dtype."""
+def as_times(value: Any, what: str) -> np.ndarray:
+    """``value`` as a contiguous 1-d int64 numpy array; VolleyValueError naming ``what`` for
+    another shape or a non-integer dtype."""
+    times = _tensor.to_numpy(value)
+    if times.ndim != 1:
+        raise _volley.VolleyValueError(f"{what} must be 1-d, got shape {list(times.shape)}")
+    return _tensor.int64_times(times, what)
+
+
+def typed_times(data: Any, time_attr: str) -> Tuple[str, Dict[Any, np.ndarray]]:
+    """``("node", {node_type: times})`` or ``("edge", {edge_type: times})``: where ``time_attr``
+    is in a PyG ``HeteroData`` (as PyG's ``data.collect(time_attr)`` finds it; types without it
+    are sampled without a time constraint, as pyg-lib does), checked. VolleyValueError: on
+    neither node nor edge types, on both, not 1-d integers (naming the type)."""
+    nodes = {t: data[t][time_attr] for t in data.node_types if time_attr in data[t]}
+    edges = {t: data[t][time_attr] for t in data.edge_types if time_attr in data[t]}
+    if nodes and edges:
+        raise _volley.VolleyValueError(
+            f"time_attr={time_attr!r} is both a node attribute (of {', '.join(nodes)}) and an "
+            f"edge attribute (of {', '.join('__'.join(t) for t in edges)}): name one kind")
+    if not nodes and not edges:
+        raise _volley.VolleyValueError(
+            f"time_attr={time_attr!r} is neither a node nor an edge attribute of any type")
+    if nodes:
+        return "node", {t: as_times(v, f"data['{t}'].{time_attr}") for t, v in nodes.items()}
+    return "edge", {t: as_times(v, f"data[{t!r}].{time_attr}") for t, v in edges.items()}
+
+
+def input_times(input_time: Any, time_source: str, count: int,
+                own_times: Optional[Callable[[], Optional[np.ndarray]]], what: str = "input_time",
+                of: str = "") -> Optional[np.ndarray]:
+    """The int64 time of each of the ``count`` input nodes (``of``: their type, as
+    `` of type 'paper'``, for a typed graph): ``input_time`` checked, or, by node time without
+    it (as pyg-lib does), ``own_times()``: the seeds' own node times (None: the sampler reads them
+    itself); ``own_times`` None: the input nodes have no node time. VolleyValueError when
+    ``input_time`` comes without ``time_attr``, is missing (edge time, or no node time to default
+    to), or has the wrong length or dtype."""
     if time_source == "none":
         if input_time is not None:
             raise _volley.VolleyValueError(
                 "input_time was given without time_attr: name the node or edge time to sample by"
             )
         return None
-    count = graph.num_nodes if input_nodes is None else len(input_nodes)
     if input_time is None:
         if time_source == "edge":
             raise _volley.VolleyValueError(
-                "temporal sampling by edge time needs input_time (one time per input node)"
-            )
-        node_time = _tensor.to_numpy(graph.node_time)
-        return node_time.copy() if input_nodes is None else node_time[input_nodes]
+                f"temporal sampling by edge time needs input_time (one time per input node{of})")
+        if own_times is None:
+            raise _volley.VolleyValueError(
+                f"temporal sampling needs input_time: the input nodes{of} have no node time to "
+                "default to")
+        return own_times()
     times = _tensor.to_numpy(input_time)
     if times.ndim != 1 or times.shape[0] != count:
         raise _volley.VolleyValueError(
-            f"input_time must have one entry per input node ({count}), got shape {list(times.shape)}"
-        )
+            f"{what} must have one entry per input node{of} ({count}), got shape "
+            f"{list(times.shape)}")
     return _tensor.int64_times(times, what)
+
+
+def graph_input_times(input_time: Any, time_source: str, graph: Graph,
+                      input_nodes: Optional[np.ndarray], what: str = "input_time"
+                      ) -> Optional[np.ndarray]:
+    """``input_times`` of the input nodes of a homogeneous ``graph`` (None: every node), whose
+    own times are ``graph.node_time``."""
+    def own() -> np.ndarray:
+        node_time = _tensor.to_numpy(graph.node_time)
+        return node_time.copy() if input_nodes is None else node_time[input_nodes]
+    count = graph.num_nodes if input_nodes is None else len(input_nodes)
+    return input_times(input_time, time_source, count, own, what)
 
 
 def call_times(loader: Any, seeds: np.ndarray) -> np.ndarray:

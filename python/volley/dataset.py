@@ -20,20 +20,21 @@ import numpy as np
 from . import _share, _tensor
 from ._volley import Dataset as _NativeDataset
 from ._volley import dataset_store as _dataset_store
-from ._volley import VolleyImportError, VolleyTypeError, VolleyValueError
+from ._volley import VolleyTypeError, VolleyValueError
 from ._volley import is_hetero_dataset_directory as _is_hetero_dataset_directory
 from ._volley import load_dataset as _load_dataset
 from ._volley import planetoid_split as _planetoid_split
 from ._volley import random_split as _random_split
 from ._volley import save_dataset as _save_dataset
 from ._volley import verify_dataset as _verify_dataset
+from ._dataset_base import NativeDatasetView
 from .feature import Feature
 from .graph import Graph
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-class Dataset:
+class Dataset(NativeDatasetView):
     """A graph with its node data.
 
     Array attributes are zero-copy views (torch tensors when torch is importable, numpy arrays
@@ -51,6 +52,8 @@ class Dataset:
         num_classes: number of label classes (0 without labels).
         name: the dataset's name ("cora").
     """
+
+    _graph_class = Graph
 
     def __init__(
         self,
@@ -151,22 +154,6 @@ class Dataset:
             test_idx=splits["test"],
             name=name,
         )
-
-    @classmethod
-    def _from_native(cls, native: _NativeDataset) -> "Dataset":
-        dataset = cls.__new__(cls)
-        dataset._native = native
-        return dataset
-
-    @property
-    def name(self) -> str:
-        """The dataset's name."""
-        return self._native.name
-
-    @property
-    def graph(self) -> Graph:
-        """The ``Graph``."""
-        return Graph(self._native.graph)
 
     @property
     def num_nodes(self) -> int:
@@ -321,15 +308,7 @@ class Dataset:
         Raises:
             VolleyImportError: torch or torch_geometric is not importable.
         """
-        torch = _tensor.torch_module()
-        if torch is None:
-            raise VolleyImportError("Dataset.to_pyg() needs torch (and torch_geometric)")
-        try:
-            from torch_geometric.data import Data
-        except ImportError as error:
-            raise VolleyImportError(
-                "Dataset.to_pyg() needs torch_geometric (pip install torch_geometric)"
-            ) from error
+        torch, Data = self._pyg_class("Data")  # pylint: disable=invalid-name
         graph = self.graph
         fields = {"edge_index": graph.to_edge_index(), "num_nodes": self.num_nodes}
         x = self.x

@@ -415,7 +415,7 @@ def _discovered(addresses: Any, rendezvous: Any, service: str, timeout: float) -
 
 
 class _NoGraph:
-    """What ``_temporal.input_times`` reads of a graph, for a loader that holds none: the node
+    """What ``_temporal.graph_input_times`` reads of a graph, for a loader that holds none: the node
     count, and the node times by new id when the trainer reads its partitioned directory (the
     seeds' own times are then the default ``input_time``)."""
 

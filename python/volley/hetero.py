@@ -21,12 +21,13 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _tensor
+from ._dataset_base import NativeDatasetView
 from ._volley import Csr as _Csr
 from ._volley import HeteroDatasetNative as _NativeDataset
 from ._volley import HeteroGraph as _NativeGraph
 from ._volley import HeteroNeighborSampler as _NativeSampler
 from ._volley import NodeTypeData as _NodeTypeData
-from ._volley import VolleyImportError, VolleyTypeError, VolleyValueError
+from ._volley import VolleyTypeError, VolleyValueError
 from ._volley import build_bipartite_csr as _build_bipartite_csr
 from ._volley import load_hetero_dataset as _load_hetero_dataset
 from ._volley import read_hetero_edge_directory as _read_hetero_edge_directory
@@ -217,7 +218,7 @@ def _rebuild_hetero_graph(node_types: list, edges: list) -> HeteroGraph:
     return HeteroGraph(_NativeGraph([tuple(n) for n in node_types], csrs, False))
 
 
-class HeteroDataset:
+class HeteroDataset(NativeDatasetView):
     """A heterogeneous graph with per-node-type data (features, labels, splits).
 
     Dict attributes are keyed by node type and hold only the types that have the array
@@ -230,6 +231,8 @@ class HeteroDataset:
         num_classes_dict: number of classes per node type (0 without labels).
         name: the dataset's name.
     """
+
+    _graph_class = HeteroGraph
 
     def __init__(
         self,
@@ -289,12 +292,6 @@ class HeteroDataset:
         self._native = native
 
     @classmethod
-    def _from_native(cls, native: _NativeDataset) -> "HeteroDataset":
-        dataset = cls.__new__(cls)
-        dataset._native = native
-        return dataset
-
-    @classmethod
     def from_pyg(cls, data: Any, *, name: str = "") -> "HeteroDataset":
         """A dataset from a PyG ``HeteroData`` (the inverse of ``to_pyg``).
 
@@ -320,16 +317,6 @@ class HeteroDataset:
                     fields[split][node_type] = store[f"{split}_idx"]
         return cls(graph, fields["x"], fields["y"], train_idx_dict=fields["train"],
                    val_idx_dict=fields["val"], test_idx_dict=fields["test"], name=name)
-
-    @property
-    def name(self) -> str:
-        """The dataset's name."""
-        return self._native.name
-
-    @property
-    def graph(self) -> HeteroGraph:
-        """The ``HeteroGraph``."""
-        return HeteroGraph(self._native.graph)
 
     @property
     def node_types(self) -> List[str]:
@@ -399,15 +386,7 @@ class HeteroDataset:
         Raises:
             VolleyImportError: torch or torch_geometric is not importable.
         """
-        torch = _tensor.torch_module()
-        if torch is None:
-            raise VolleyImportError("HeteroDataset.to_pyg() needs torch (and torch_geometric)")
-        try:
-            from torch_geometric.data import HeteroData
-        except ImportError as error:
-            raise VolleyImportError(
-                "HeteroDataset.to_pyg() needs torch_geometric (pip install torch_geometric)"
-            ) from error
+        torch, HeteroData = self._pyg_class("HeteroData")  # pylint: disable=invalid-name
         data = HeteroData()
         graph = self.graph
         x, y = self.x_dict, self.y_dict

@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _hetero_temporal, _policy, _pyg_compat, _tensor, _volley
+from . import _policy, _pyg_compat, _temporal, _tensor, _volley
 from ._volley import VolleyIndexError, VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
 from .link_loader import LinkNeighborLoader
@@ -154,12 +154,12 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
             else _weights(weight, self._count(self.edge_type[index])) for end, index, weight in ends}
         self.edge_label_time, node_time = None, {}
         if time_attr is not None:
-            self.edge_label_time = _hetero_temporal.as_times(edge_label_time, "edge_label_time")
+            self.edge_label_time = _temporal.as_times(edge_label_time, "edge_label_time")
             if self.edge_label_time.shape[0] != self.edge_label_index.shape[1]:
                 raise VolleyValueError(
                     f"edge_label_time must have one entry per supervision edge "
                     f"({self.edge_label_index.shape[1]}), got {self.edge_label_time.shape[0]}")
-            source, times = _hetero_temporal.collect(self.data, time_attr)
+            source, times = _temporal.typed_times(self.data, time_attr)
             node_time = times if source == "node" else {}
         self._time_bounded = any(t in node_time for t in (self.edge_type[0], self.edge_type[2]))
         self.exclude_edges, self.undirected = bool(exclude_edges), bool(undirected)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from . import _cuda, _hetero_temporal, _policy, _pyg_compat, _tensor, _volley
+from . import _cuda, _policy, _pyg_compat, _temporal, _tensor, _volley
 from ._data_loader import LoaderBase
 from ._epoch import EpochIterator
 from .loader import TYPED_LOADERS, NeighborLoader
@@ -196,11 +196,13 @@ class HeteroNeighborLoader(NeighborLoader):
         self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
         source, times = "none", {}
         if time_attr is not None:
-            source, times = _hetero_temporal.collect(self.data, time_attr)
+            source, times = _temporal.typed_times(self.data, time_attr)
         self.input_time = None  # the link loader's seed times come with its edges
         if self._takes_input_nodes:
-            self.input_time = _hetero_temporal.input_times(
-                input_time, source, self.input_type, len(self.input_nodes), times)
+            self.input_time = _temporal.input_times(
+                input_time, source, len(self.input_nodes),
+                (lambda: None) if self.input_type in times else None,
+                of=f" of type '{self.input_type}'")
         if source == "none":
             return {}
         return {"node_time": times} if source == "node" else {"edge_time": times}
@@ -350,15 +352,9 @@ class HeteroNeighborLoader(NeighborLoader):
         """The batch of the input nodes at ``positions``: batch index 0 of the current epoch's
         seed, as the homogeneous ``loader(index)`` (a one-batch native loader)."""
         self._refresh_attributes()
-        positions = _tensor.as_ids(positions, "positions")
+        positions = _policy.input_positions(positions, len(self.input_nodes), "positions")
         if len(positions) == 0:
             raise VolleyValueError("positions is empty: there is no batch of zero seeds")
-        count = len(self.input_nodes)
-        bad = np.flatnonzero((positions < 0) | (positions >= count))
-        if bad.size:
-            raise _volley.VolleyIndexError(
-                f"positions[{bad[0]}] = {positions[bad[0]]} is not an input position (there are "
-                f"{count} input nodes)")
         times = None if self.input_time is None else self.input_time[positions]
         raw = _pyg_compat.sample_seeds(self, self.input_nodes[positions], times)
         return self._finish(self._native_batch(raw), positions)

@@ -76,39 +76,10 @@ def is_hetero_partitioned(path: Any) -> bool:
     return isinstance(path, (str, os.PathLike)) and _is_hetero_partitioned(os.fspath(path))
 
 
-def partition_hetero(
-    dataset: Union[PathLike, HeteroDataset],
-    output: PathLike,
-    num_parts: int,
-    *,
-    method: str = "metis",
-    balance_tolerance: float = 0.05,
-    seed: int = 0,
-) -> HeteroPartitionResult:
-    """Partitions a heterogeneous dataset (``volley.partition`` calls this for one).
-
-    Args:
-        dataset: a heterogeneous dataset directory (read memory-mapped) or a
-            ``volley.HeteroDataset``.
-        output: the directory to write (a previous partitioned dataset there is replaced).
-        num_parts: K, in ``[1, nodes of the smallest node type]``.
-        method: ``"random"``, ``"metis"`` or ``"stream"`` (Fennel, one pass per node type).
-        balance_tolerance: allowed imbalance per node type (METIS treats it as a target).
-        seed: random seed (shuffles, METIS).
-
-    Returns:
-        A ``HeteroPartitionResult``.
-
-    Raises:
-        VolleyValueError: a bad option, e.g. an unknown method or K larger than a node type
-            (both named in the message).
-        VolleyOSError: the dataset cannot be read or the output cannot be written.
-    """
-    if method not in METHODS:
-        raise VolleyValueError(
-            f"method must be one of {', '.join(METHODS)} for a heterogeneous dataset, "
-            f"got {method!r}")
-    options = dict(method=method, balance_tolerance=float(balance_tolerance), seed=int(seed))
+def partition_typed(dataset: Union[PathLike, HeteroDataset], output: PathLike, num_parts: int,
+                    options: Dict[str, Any]) -> HeteroPartitionResult:
+    """``volley.partition`` of a heterogeneous dataset (``options``: method, balance_tolerance,
+    seed, already checked)."""
     if isinstance(dataset, HeteroDataset):
         raw = _partition_in_memory(dataset._native, os.fspath(output), int(num_parts), **options)
     else:
@@ -222,7 +193,7 @@ def write_times(path: PathLike, node_time: Optional[Dict[str, Any]] = None,
         VolleyValueError: an unknown type, or times that are not 1-d integers with one entry per
             node of the type / edge of the edge type (naming the type and both lengths).
     """
-    from ._hetero_temporal import as_times
+    from ._temporal import as_times
     from .hetero import edge_type_of
 
     path = os.fspath(path)

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
-from . import _cuda, _hetero_temporal, _policy, _tensor
+from . import _cuda, _policy, _temporal, _tensor
 from ._volley import HeteroNeighborSampler as _NativeSampler
 from ._volley import VolleyNotImplementedError, VolleyTypeError, VolleyValueError
 from .hetero import EdgeType, HeteroDataset, HeteroGraph, edge_type_of
@@ -104,7 +104,7 @@ class HeteroNeighborSampler:
                 raise VolleyValueError(
                     "time_attr names an attribute of a PyG HeteroData: with a HeteroGraph, pass "
                     "node_time= or edge_time= (and not both kinds)")
-            source, times = _hetero_temporal.collect(graph, time_attr)
+            source, times = _temporal.typed_times(graph, time_attr)
             node_time, edge_time = (times, None) if source == "node" else (None, times)
         if isinstance(graph, HeteroDataset):
             graph = graph.graph
@@ -121,9 +121,9 @@ class HeteroNeighborSampler:
         if node_time and edge_time:
             raise VolleyValueError("give node_time or edge_time, not both")
         self._time_source = "node" if node_time else "edge" if edge_time else "none"
-        self._node_time = {str(t): _hetero_temporal.as_times(v, f"node time of node type '{t}'")
+        self._node_time = {str(t): _temporal.as_times(v, f"node time of node type '{t}'")
                            for t, v in (node_time or {}).items()}
-        edge_times = [(edge_type_of(t), _hetero_temporal.as_times(
+        edge_times = [(edge_type_of(t), _temporal.as_times(
             v, f"edge time of edge type {edge_type_of(t)}")) for t, v in (edge_time or {}).items()]
         self._disjoint = bool(disjoint) or self._time_source != "none"
         self._native = _NativeSampler(
@@ -243,7 +243,7 @@ class HeteroNeighborSampler:
             raise VolleyValueError(
                 f"seed_time for node type(s) {sorted(unknown)} without seeds")
         return [None if seed_time.get(t) is None else
-                _hetero_temporal.as_times(seed_time[t], f"seed times of node type '{t}'")
+                _temporal.as_times(seed_time[t], f"seed times of node type '{t}'")
                 for t, _ in groups]
 
     def __repr__(self) -> str:

@@ -378,7 +378,7 @@ class NeighborLoader(LoaderBase):
 
     def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
         """The native options' input_time: one time per input node (temporal sampling)."""
-        return _temporal.input_times(temporal[2], temporal[0], temporal[3], self.input_nodes)
+        return _temporal.graph_input_times(temporal[2], temporal[0], temporal[3], self.input_nodes)
 
     def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
         """The native loader over ``input_nodes`` (None: all nodes) with this loader's options."""
@@ -476,12 +476,7 @@ class NeighborLoader(LoaderBase):
         """The batch of the input positions ``index`` (PyG's ``collate_fn``): their input nodes
         as seeds (with their ``input_time``), ``input_id`` = ``index``; batch index 0 of the
         current epoch's seed."""
-        positions, count = _tensor.as_ids(index, "index"), self._num_inputs()
-        bad = np.flatnonzero((positions < 0) | (positions >= count))
-        if bad.size:
-            raise _volley.VolleyIndexError(
-                f"index[{bad[0]}] = {positions[bad[0]]} is not an input position (there are "
-                f"{count} input nodes)")
+        positions = _policy.input_positions(index, self._num_inputs(), "index")
         seeds = positions if self.input_nodes is None else self.input_nodes[positions]
         times = self._options.input_time
         self._refresh_attributes()

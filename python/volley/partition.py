@@ -88,10 +88,9 @@ def partition(
 
     Args:
         dataset: a dataset directory (read memory-mapped) or a ``volley.Dataset``; a
-            heterogeneous one (directory or ``volley.HeteroDataset``) goes to
-            ``volley.hetero_partition.partition_hetero`` (methods random and metis; the other
-            arguments but ``balance_tolerance`` and ``seed`` are ignored) and returns its
-            ``HeteroPartitionResult``.
+            heterogeneous one (directory or ``volley.HeteroDataset``) is partitioned per node
+            type (methods random, metis and stream; the arguments after ``seed`` are ignored)
+            and gives a ``volley.hetero_partition.HeteroPartitionResult``.
         output: the directory to write (created; a previous partition.json there is replaced).
         num_parts: number of partitions K >= 1.
         method: ``"random"``, ``"metis"``, ``"hotness"`` or ``"stream"``.
@@ -115,21 +114,19 @@ def partition(
     num_parts = _tensor.check_int(num_parts, "num_parts", 1, 2**20)
     seed = _tensor.check_int(seed, "seed", 0, 2**64 - 1)
     balance_tolerance = _tensor.check_real(balance_tolerance, "balance_tolerance")
-    if _is_hetero_dataset(dataset):
-        return hetero_partition.partition_hetero(
-            dataset, output, num_parts, method=method, balance_tolerance=balance_tolerance,
-            seed=seed)
-    if method not in METHODS:
-        raise VolleyValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    options = dict(
-        method=method,
-        balance_tolerance=balance_tolerance,
-        seed=seed,
+    typed = _is_hetero_dataset(dataset)
+    methods = hetero_partition.METHODS if typed else METHODS
+    if method not in methods:
+        raise VolleyValueError(f"method must be one of {', '.join(methods)}"
+                               f"{' for a heterogeneous dataset' if typed else ''}, got {method!r}")
+    options = dict(method=method, balance_tolerance=balance_tolerance, seed=seed)
+    if typed:
+        return hetero_partition.partition_typed(dataset, output, num_parts, options)
+    options.update(
         fanouts=_policy.check_fanout_list(fanouts, "fanouts"),
         batch_size=_tensor.check_int(batch_size, "batch_size", 1, 2**31 - 1),
         cache_bytes=_tensor.byte_size(cache_bytes, "cache_bytes"),
-        simulate_epoch=bool(simulate_epoch),
-    )
+        simulate_epoch=bool(simulate_epoch))
     if isinstance(dataset, Dataset):
         raw = _partition_dataset_in_memory(dataset._native, os.fspath(output), num_parts, **options)
     else:

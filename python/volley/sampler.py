@@ -297,7 +297,7 @@ def _seed_times(seed_time: Any, time_source: str, graph: Graph, seeds: np.ndarra
             raise VolleyValueError(
                 f"seed_time must have one entry per seed ({len(seeds)}), got shape {list(times.shape)}"
             )
-    return _temporal.input_times(seed_time, time_source, graph, seeds, "seed_time")
+    return _temporal.graph_input_times(seed_time, time_source, graph, seeds, "seed_time")
 
 
 def _stack(first: Any, second: Any) -> Any:

@@ -49,8 +49,8 @@ inline Csr skewed_random_graph(int64_t n, int64_t m, uint64_t seed,
 // features), built once.
 inline const HeteroGraph& small_mag() {
   static const HeteroGraph graph = [] {
-    HeteroGeneratorOptions options;
-    options.num_papers = 2000;
+    GeneratorOptions options = mag_generator_options();
+    options.num_nodes = 2000;
     options.num_classes = 5;
     options.feature_dim = 0;
     options.reverse = true;

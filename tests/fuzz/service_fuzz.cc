@@ -92,9 +92,10 @@ Deployment<volley::dist::Server>& typed_deployment() {
   static auto* const served = [] {
     auto* d = new Deployment<volley::dist::Server>;
     const std::string dir = volley::fuzz::scratch_dir();
-    volley::generate_hetero_dataset(
-        {.num_papers = 300, .feature_dim = 4, .num_classes = 3, .seed = 2, .reverse = true},
-        dir + "/mag");
+    volley::GeneratorOptions generator = volley::mag_generator_options();
+    generator.num_nodes = 300, generator.feature_dim = 4, generator.num_classes = 3;
+    generator.seed = 2, generator.reverse = true;
+    volley::generate_hetero_dataset(generator, dir + "/mag");
     volley::partition_hetero_dataset(dir + "/mag", dir + "/mag-2",
                                      {.method = volley::PartitionMethod::kRandom, .num_parts = 2});
     serve(*d, dir + "/mag-2");

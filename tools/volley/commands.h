@@ -159,9 +159,11 @@ void print_partitioned_json(const std::string& manifest_json, const std::string&
 // prints the quality figures (or partition.json with `as_json`).
 void run_hetero_partition(const std::string& input, const std::string& output,
                           const volley::PartitionOptions& options, bool as_json);
-// `volley info` on a heterogeneous partitioned directory (partition_hetero.cc): prints it and
-// returns true, or returns false when `path` is not one.
-bool describe_hetero_partitioned(const std::string& path, bool as_json, bool verify);
+// `volley info` on a part-P directory of a heterogeneous partitioned directory
+// (partition_hetero.cc): prints it and returns true, or returns false when `path` is not one.
+bool describe_hetero_part(const std::string& path, bool as_json, bool verify);
+// The text description of a heterogeneous partitioned directory (partition_hetero.cc).
+void print_hetero_partitioned(const std::string& path);
 // `volley info` on a heterogeneous dataset directory (info_hetero.cc).
 void describe_hetero_dataset(const std::string& path, bool as_json, bool verify);
 // `volley info --verify` (info_command.cc): nothing when `problems` is empty; else prints them

@@ -22,34 +22,19 @@ struct Arguments {
   std::string model = "powerlaw";
   std::string feature_dtype = "float32";
   GeneratorOptions options;
-  bool reverse = false;
 };
 
-void generate_hetero(Arguments& arguments, const CLI::App& command) {
+// --model hetero: ogbn-mag's defaults for what the command line leaves out.
+void use_mag_defaults(GeneratorOptions& options, const CLI::App& command) {
   VOLLEY_REQUIRE(command.count("--edges") == 0, ValueError,
                  "--model hetero takes no --edges: degrees follow ogbn-mag's (--nodes sets the "
                  "number of papers)");
   VOLLEY_REQUIRE(command.count("--gamma") == 0, ValueError, "--model hetero takes no --gamma");
-  HeteroGeneratorOptions options;
-  const GeneratorOptions& given = arguments.options;
-  if (command.count("--nodes") > 0) options.num_papers = given.num_nodes;
-  if (command.count("--feature-dim") > 0) options.feature_dim = given.feature_dim;
-  if (command.count("--classes") > 0) options.num_classes = given.num_classes;
-  if (command.count("--homophily") > 0) options.homophily = given.homophily;
-  options.feature_dtype = dtype_from_name(arguments.feature_dtype);
-  options.seed = given.seed;
-  options.reverse = arguments.reverse;
-  const auto start = std::chrono::steady_clock::now();
-  const GeneratedDataset result = generate_hetero_dataset(options, arguments.output);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf(
-      "generated %s: %lld nodes, %lld edges (4 node types, %d edge types), %lld classes, %lld "
-      "%s paper features in %.1f s -> %s\n",
-      result.name.c_str(), static_cast<long long>(result.num_nodes),
-      static_cast<long long>(result.num_edges), options.reverse ? 8 : 4,
-      static_cast<long long>(options.num_classes), static_cast<long long>(options.feature_dim),
-      arguments.feature_dtype.c_str(), seconds, arguments.output.c_str());
+  const GeneratorOptions mag = mag_generator_options();
+  if (command.count("--nodes") == 0) options.num_nodes = mag.num_nodes;
+  if (command.count("--feature-dim") == 0) options.feature_dim = mag.feature_dim;
+  if (command.count("--classes") == 0) options.num_classes = mag.num_classes;
+  options.feature_noise = mag.feature_noise;
 }
 }  // namespace
 
@@ -77,7 +62,7 @@ void add_generate_command(CLI::App& app, GlobalOptions& /*global*/) {
                    "interactions, each stored both ways; hetero: not given, degrees follow "
                    "ogbn-mag)")
       ->check(kInt64);
-  command->add_flag("--reverse", arguments->reverse,
+  command->add_flag("--reverse", options.reverse,
                     "hetero: also write the reverse edge types (rev_writes, ...)");
   command->add_option("--feature-dim", options.feature_dim, "Feature columns (0: no features)")
       ->check(kInt64)
@@ -101,25 +86,28 @@ void add_generate_command(CLI::App& app, GlobalOptions& /*global*/) {
 
   command->callback([arguments, command] {
     GeneratorOptions& options = arguments->options;
-    if (arguments->model == "hetero") {
-      generate_hetero(*arguments, *command);
-      return;
-    }
-    if (command->count("--nodes") == 0 || command->count("--edges") == 0) {
+    options.model = graph_model_from_name(arguments->model);
+    const bool hetero = options.model == GraphModel::kHetero;
+    if (hetero) {
+      use_mag_defaults(options, *command);
+    } else if (command->count("--nodes") == 0 || command->count("--edges") == 0) {
       throw ValueError(fmt::format("--model {} needs --nodes and --edges", arguments->model));
     }
-    if (arguments->reverse) throw ValueError("--reverse is for --model hetero only");
-    options.model = graph_model_from_name(arguments->model);
+    if (options.reverse && !hetero) throw ValueError("--reverse is for --model hetero only");
     options.feature_dtype = dtype_from_name(arguments->feature_dtype);
     const auto start = std::chrono::steady_clock::now();
     const GeneratedDataset result = generate_dataset(options, arguments->output);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string types =
+        hetero ? fmt::format(" (4 node types, {} edge types)", options.reverse ? 8 : 4) : "";
     std::printf(
-        "generated %s: %lld nodes, %lld edges, %lld classes, %lld %s features in %.1f s -> %s\n",
+        "generated %s: %lld nodes, %lld edges%s, %lld classes, %lld %s %sfeatures in "
+        "%.1f s -> %s\n",
         result.name.c_str(), static_cast<long long>(result.num_nodes),
-        static_cast<long long>(result.num_edges), static_cast<long long>(options.num_classes),
-        static_cast<long long>(options.feature_dim), arguments->feature_dtype.c_str(), seconds,
+        static_cast<long long>(result.num_edges), types.c_str(),
+        static_cast<long long>(options.num_classes), static_cast<long long>(options.feature_dim),
+        arguments->feature_dtype.c_str(), hetero ? "paper " : "", seconds,
         arguments->output.c_str());
   });
 }

@@ -16,6 +16,7 @@
 #include "text.h"
 #include "volley/core/error.h"
 #include "volley/graph/hetero_dataset.h"
+#include "volley/partition/hetero_partition.h"
 #include "volley/partition/partition.h"
 
 namespace volley::cli {
@@ -251,21 +252,9 @@ void print_partitioned_json(const std::string& manifest_json, const std::string&
   std::printf("%s\n", json.dump().c_str());
 }
 
-bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
-  if (describe_hetero_partitioned(path, as_json, verify)) return true;
-  std::error_code error;
-  if (fs::is_regular_file(fs::path(path) / "part.json", error)) {
-    describe_one_partition(path, as_json, verify);
-    return true;
-  }
-  if (!is_partitioned_directory(path)) return false;
-
-  if (verify) report_partitioned_problems(path, as_json, verify_partitioned_dataset(path));
+// The text description of a homogeneous partitioned directory.
+void print_partitioned(const std::string& path) {
   const PartitionManifest manifest = read_partition_manifest(path);
-  if (as_json) {
-    print_partitioned_json(manifest.json, path, verify);
-    return true;
-  }
   std::printf("partitioned dataset: %s (%s)\n", manifest.name.c_str(), path.c_str());
   std::printf("method: %s, %lld partitions\n",
               std::string(partition_method_name(manifest.method)).c_str(),
@@ -276,6 +265,28 @@ bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
       static_cast<long long>(manifest.feature_dim), static_cast<long long>(manifest.num_classes));
   print_quality(manifest.quality, manifest.num_edges);
   print_parts(manifest.book, manifest.part_edges, manifest.part_train, manifest.part_cached);
+}
+
+bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
+  std::error_code error;
+  if (fs::is_regular_file(fs::path(path) / "part.json", error)) {
+    if (!describe_hetero_part(path, as_json, verify)) describe_one_partition(path, as_json, verify);
+    return true;
+  }
+  const bool typed = is_hetero_partitioned_directory(path);
+  if (!typed && !is_partitioned_directory(path)) return false;
+  if (verify) {
+    report_partitioned_problems(
+        path, as_json,
+        typed ? verify_hetero_partitioned_dataset(path) : verify_partitioned_dataset(path));
+  }
+  if (as_json) {
+    print_partitioned_json(
+        typed ? read_hetero_partition_manifest(path).json : read_partition_manifest(path).json,
+        path, verify);
+    return true;
+  }
+  typed ? print_hetero_partitioned(path) : print_partitioned(path);
   if (verify) std::printf("verify: ok (every file matches its manifest, checksums included)\n");
   return true;
 }

@@ -143,27 +143,20 @@ void run_hetero_partition(const std::string& input, const std::string& output,
   print_parts(manifest.node_types, manifest.books);
 }
 
-bool describe_hetero_partitioned(const std::string& path, bool as_json, bool verify) {
-  std::error_code error;
-  if (fs::is_regular_file(fs::path(path) / "part.json", error)) {
-    fs::path part_dir = fs::path(path).lexically_normal();
-    if (part_dir.filename().empty()) part_dir = part_dir.parent_path();  // "out/part-2/"
-    const std::string parent =
-        part_dir.parent_path().empty() ? "." : part_dir.parent_path().string();
-    const std::string name = part_dir.filename().string();
-    const bool numbered = name.size() > 5 && name.size() < 15 && name.starts_with("part-") &&
-                          name.find_first_not_of("0123456789", 5) == std::string::npos;
-    if (!numbered || !is_hetero_partitioned_directory(parent)) return false;
-    describe_hetero_part(path, parent, std::stoll(name.substr(5)), as_json, verify);
-    return true;
-  }
-  if (!is_hetero_partitioned_directory(path)) return false;
-  if (verify) report_partitioned_problems(path, as_json, verify_hetero_partitioned_dataset(path));
+bool describe_hetero_part(const std::string& path, bool as_json, bool verify) {
+  fs::path part_dir = fs::path(path).lexically_normal();
+  if (part_dir.filename().empty()) part_dir = part_dir.parent_path();  // "out/part-2/"
+  const std::string parent = part_dir.parent_path().empty() ? "." : part_dir.parent_path().string();
+  const std::string name = part_dir.filename().string();
+  const bool numbered = name.size() > 5 && name.size() < 15 && name.starts_with("part-") &&
+                        name.find_first_not_of("0123456789", 5) == std::string::npos;
+  if (!numbered || !is_hetero_partitioned_directory(parent)) return false;
+  describe_hetero_part(path, parent, std::stoll(name.substr(5)), as_json, verify);
+  return true;
+}
+
+void print_hetero_partitioned(const std::string& path) {
   const HeteroPartitionManifest manifest = read_hetero_partition_manifest(path);
-  if (as_json) {
-    print_partitioned_json(manifest.json, path, verify);
-    return true;
-  }
   std::printf("heterogeneous partitioned dataset: %s (%s)\n", manifest.name.c_str(), path.c_str());
   std::printf("method: %s, %lld partitions, %zu node types, %zu edge types\n",
               std::string(partition_method_name(manifest.method)).c_str(),
@@ -172,8 +165,6 @@ bool describe_hetero_partitioned(const std::string& path, bool as_json, bool ver
   print_quality(manifest.quality, manifest.node_types, manifest.edge_types, manifest.num_edges);
   print_parts(manifest.node_types, manifest.books);
   print_times(manifest);
-  if (verify) std::printf("verify: ok (every file matches its manifest, checksums included)\n");
-  return true;
 }
 
 }  // namespace volley::cli

@@ -15,16 +15,12 @@ namespace volley::dist {
 using Op = rpc::NodeDataRequest;
 using DataCall = internal::Call<rpc::NodeDataRequest, rpc::NodeDataReply>;
 
-struct NodeDataService::State {
-  ClientOptions options;
-  std::vector<std::string> addresses;
+// `servers`: per part its first replica (it holds the part's node tables).
+struct NodeDataService::State : internal::PartClients {
   std::string fingerprint;
-  internal::Servers servers;  // per part: its first replica (it holds the part's node tables)
-  std::vector<internal::PartLimits> limits;  // per part
-  std::vector<std::string> type_names;       // "" alone: homogeneous
-  std::vector<PartitionBook> books;          // per node type
+  std::vector<std::string> type_names;  // "" alone: homogeneous
+  std::vector<PartitionBook> books;     // per node type
 
-  int64_t num_parts() const { return static_cast<int64_t>(addresses.size()); }
   const PartitionBook& book(const std::string& node_type) const {
     for (size_t t = 0; t < type_names.size(); ++t) {
       if (type_names[t] == node_type) return books[t];
@@ -145,8 +141,7 @@ struct RemoteNodeState::State {
       for (size_t k = 0; k < wave.size(); ++k) {
         const int64_t part = calls[wave[k]].first;
         if (!flying[k]->status.ok()) {
-          internal::fail(flying[k]->status, servers->addresses[static_cast<size_t>(part)], part,
-                         what, servers->options.deadline_seconds);
+          servers->fail_call(flying[k]->status, part, what);
         }
         receive(wave[k], flying[k]->reply);
       }

@@ -26,6 +26,7 @@ using Json = nlohmann::ordered_json;
 constexpr char kFormatName[] = "volley-dataset";
 constexpr int64_t kFormatVersion = 1;
 constexpr char kManifestFile[] = "volley.json";
+using graph_internal::manifest_path;
 
 // The arrays of the format, in manifest order.
 constexpr const char* kFields[] = {"indptr",    "indices",    "edge_ids",      "weights",
@@ -134,17 +135,7 @@ class ManifestReader {
   explicit ManifestReader(std::string path) : path_(path), check_(std::move(path)) {}
 
   Manifest read(const std::string& directory) {
-    require_regular_file(path_, "dataset manifest");
-    std::ifstream stream(path_);
-    if (!stream) {
-      throw IoError(
-          fmt::format("{}: cannot open the dataset manifest: {} (is '{}' a Volley "
-                      "dataset directory?)",
-                      path_, internal::errno_text(errno), directory));
-    }
-    std::stringstream text;
-    text << stream.rdbuf();
-    const Json json = check_.parse(text.str());
+    const Json json = graph_internal::read_manifest_json(directory, check_);
 
     Manifest manifest;
     manifest.path = path_;
@@ -260,10 +251,6 @@ class ManifestReader {
   JsonChecker check_;
 };
 
-std::string manifest_path(const std::string& directory) {
-  return (fs::path(directory) / kManifestFile).string();
-}
-
 // Reads one array and checks it against its manifest entry (dtype and shape from the .npy
 // header; checksum when asked).
 Array open_array(const std::string& directory, const ArrayEntry& entry, bool memory_map,
@@ -313,6 +300,24 @@ bool topology_resident(const Manifest& manifest, const DatasetLoadOptions& optio
 }  // namespace
 
 namespace graph_internal {
+
+std::string manifest_path(const std::string& directory) {
+  return (fs::path(directory) / kManifestFile).string();
+}
+
+Json read_manifest_json(const std::string& directory, const JsonChecker& check) {
+  const std::string& path = check.path();
+  require_regular_file(path, "dataset manifest");
+  std::ifstream stream(path);
+  if (!stream) {
+    throw IoError(fmt::format(
+        "{}: cannot open the dataset manifest: {} (is '{}' a Volley dataset directory?)", path,
+        internal::errno_text(errno), directory));
+  }
+  std::stringstream text;
+  text << stream.rdbuf();
+  return check.parse(text.str());
+}
 
 std::string value_problem(std::string_view field, const Array& array, int64_t num_nodes,
                           int64_t num_classes) {

@@ -15,22 +15,24 @@
 #include "volley/core/philox.h"
 #include "volley/core/progress.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/generate_hetero.h"
 #include "volley/graph/internal/generator.h"
 #include "volley/graph/io/npy.h"
 
 namespace volley {
 
 std::string_view graph_model_name(GraphModel model) {
-  if (model == GraphModel::kTemporal) return "temporal";
-  return model == GraphModel::kPowerLaw ? "powerlaw" : "rmat";
+  constexpr std::string_view kNames[] = {"powerlaw", "rmat", "temporal", "hetero"};
+  return kNames[static_cast<size_t>(model)];
 }
 
 GraphModel graph_model_from_name(std::string_view name) {
   if (name == "powerlaw") return GraphModel::kPowerLaw;
   if (name == "rmat") return GraphModel::kRmat;
   if (name == "temporal") return GraphModel::kTemporal;
-  throw ValueError(
-      fmt::format("unknown graph model '{}': expected 'powerlaw', 'rmat' or 'temporal'", name));
+  if (name == "hetero") return GraphModel::kHetero;
+  throw ValueError(fmt::format(
+      "unknown graph model '{}': expected 'powerlaw', 'rmat', 'temporal' or 'hetero'", name));
 }
 
 namespace generator_internal {
@@ -84,6 +86,67 @@ void build_alias(std::span<const double> weights, std::span<const int32_t> ids,
   // Leftovers are 1 up to rounding: they always keep their own item.
   for (uint32_t i : large) set_slot(i, 1.0, i);
   for (uint32_t i : small) set_slot(i, 1.0, i);
+}
+
+void SourcePool::fill_row(PhiloxStream& rng, int32_t row_class, uint64_t homophily_threshold,
+                          int64_t self, int64_t degree, int32_t* out) const {
+  constexpr int kMaxRounds = 8;
+  int64_t have = 0;
+  for (int round = 0; round < kMaxRounds && have < degree; ++round) {
+    int64_t budget = 2 * (degree - have) + 16;  // bounds self-loop redraws
+    while (have < degree && budget-- > 0) {
+      const int32_t source = draw(rng, row_class, homophily_threshold);
+      if (source != self) out[have++] = source;
+    }
+    std::sort(out, out + have);
+    have = std::unique(out, out + have) - out;
+  }
+  if (have == degree) return;
+  const int64_t drawn = have;
+  int64_t candidate = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(size)));
+  while (have < degree) {
+    if (candidate != self && !std::binary_search(out, out + drawn, candidate)) {
+      out[have++] = static_cast<int32_t>(candidate);
+    }
+    candidate = candidate + 1 == size ? 0 : candidate + 1;
+  }
+  std::sort(out, out + degree);
+}
+
+SourcePool build_source_pool(std::span<const double> weights, std::span<const int32_t> classes,
+                             int64_t num_classes) {
+  const size_t count = weights.size();
+  SourcePool pool;
+  pool.size = static_cast<int64_t>(count);
+  std::vector<int32_t> ids(count);
+  std::iota(ids.begin(), ids.end(), 0);
+  pool.global.resize(count);
+  build_alias(weights, ids, pool.global);
+  if (classes.empty()) return pool;
+  pool.class_offset.assign(static_cast<size_t>(num_classes) + 1, 0);
+  for (int32_t c : classes) ++pool.class_offset[static_cast<size_t>(c) + 1];
+  std::partial_sum(pool.class_offset.begin(), pool.class_offset.end(), pool.class_offset.begin());
+  // Members of each class in id order, with their weights.
+  std::vector<int64_t> cursor(pool.class_offset.begin(), pool.class_offset.end() - 1);
+  std::vector<double> member_weights(count);
+  for (size_t v = 0; v < count; ++v) {
+    const size_t k = static_cast<size_t>(cursor[static_cast<size_t>(classes[v])]++);
+    ids[k] = static_cast<int32_t>(v);
+    member_weights[k] = weights[v];
+  }
+  pool.by_class.resize(count);
+  parallel_for(0, num_classes, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const size_t first = static_cast<size_t>(pool.class_offset[static_cast<size_t>(c)]);
+      const size_t size =
+          static_cast<size_t>(pool.class_offset[static_cast<size_t>(c) + 1]) - first;
+      if (size == 0) continue;
+      build_alias(std::span(member_weights).subspan(first, size),
+                  std::span(ids).subspan(first, size),
+                  std::span(pool.by_class).subspan(first, size));
+    }
+  });
+  return pool;
 }
 
 }  // namespace generator_internal
@@ -164,58 +227,6 @@ std::vector<int64_t> degrees_from_weights(std::span<const double> weights, doubl
   return degrees;
 }
 
-struct PowerLawSampler {
-  uint64_t seed = 0;
-  int64_t num_nodes = 0;
-  std::vector<AliasSlot> global;      // all nodes ∝ weight
-  std::vector<AliasSlot> by_class;    // per class, its members ∝ weight
-  std::vector<int64_t> class_offset;  // class c's slots: [class_offset[c], class_offset[c+1])
-  std::vector<int32_t> labels;        // empty when no class tables
-  uint64_t homophily_threshold = 0;   // draw from own class when 32 random bits are below
-
-  int32_t draw(PhiloxStream& rng, int64_t row) const {
-    const uint32_t coin = rng.next(), index_bits = rng.next(), accept_bits = rng.next();
-    if (!labels.empty() && coin < homophily_threshold) {
-      const int32_t label = labels[static_cast<size_t>(row)];
-      const int64_t begin = class_offset[static_cast<size_t>(label)];
-      const int64_t size = class_offset[static_cast<size_t>(label) + 1] - begin;
-      if (size > 1) {
-        return sample_alias(by_class.data() + begin, static_cast<uint32_t>(size), index_bits,
-                            accept_bits);
-      }
-    }
-    return sample_alias(global.data(), static_cast<uint32_t>(num_nodes), index_bits, accept_bits);
-  }
-
-  // Fills row `row` with `degree` distinct sorted sources other than `row`: draws in rounds
-  // (sort, drop duplicates, draw what is missing), then, if bounded rounds did not suffice
-  // (rows nearly as long as the graph is wide), takes the next free ids from a random start.
-  void fill_row(int64_t row, int64_t degree, int32_t* out) const {
-    constexpr int kMaxRounds = 8;
-    PhiloxStream rng = stream_for(seed, Purpose::kRowSources, static_cast<uint64_t>(row));
-    int64_t have = 0;
-    for (int round = 0; round < kMaxRounds && have < degree; ++round) {
-      int64_t budget = 2 * (degree - have) + 16;  // bounds self-loop redraws
-      while (have < degree && budget-- > 0) {
-        const int32_t source = draw(rng, row);
-        if (source != row) out[have++] = source;
-      }
-      std::sort(out, out + have);
-      have = std::unique(out, out + have) - out;
-    }
-    if (have == degree) return;
-    const int64_t drawn = have;
-    int64_t candidate = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(num_nodes)));
-    while (have < degree) {
-      if (candidate != row && !std::binary_search(out, out + drawn, candidate)) {
-        out[have++] = static_cast<int32_t>(candidate);
-      }
-      candidate = candidate + 1 == num_nodes ? 0 : candidate + 1;
-    }
-    std::sort(out, out + degree);
-  }
-};
-
 Csr generate_power_law(const GeneratorOptions& options) {
   const int64_t n = options.num_nodes, m = options.num_edges;
   const size_t count = static_cast<size_t>(n);
@@ -236,48 +247,16 @@ Csr generate_power_law(const GeneratorOptions& options) {
   for (double w : weights) total += w;
   const std::vector<int64_t> degrees = degrees_from_weights(weights, total, m);
 
-  PowerLawSampler sampler;
-  sampler.seed = options.seed;
-  sampler.num_nodes = n;
-  std::vector<int32_t> ids(count);
-  std::iota(ids.begin(), ids.end(), 0);
-  sampler.global.resize(count);
-  build_alias(weights, ids, sampler.global);
-
+  std::vector<int32_t> labels;
+  uint64_t threshold = 0;
   if (options.homophily > 0 && options.num_classes > 1 && m > 0) {
-    const Array labels = generate_labels(options);
-    const int64_t* label = labels.data<int64_t>();
-    const size_t classes = static_cast<size_t>(options.num_classes);
-    sampler.labels.assign(label, label + n);
-    sampler.class_offset.assign(classes + 1, 0);
-    for (int32_t c : sampler.labels) ++sampler.class_offset[static_cast<size_t>(c) + 1];
-    std::partial_sum(sampler.class_offset.begin(), sampler.class_offset.end(),
-                     sampler.class_offset.begin());
-    // Members of each class in id order, with their weights.
-    std::vector<int64_t> cursor(sampler.class_offset.begin(), sampler.class_offset.end() - 1);
-    std::vector<double> member_weights(count);
-    for (int64_t v = 0; v < n; ++v) {
-      const size_t k = static_cast<size_t>(cursor[static_cast<size_t>(label[v])]++);
-      ids[k] = static_cast<int32_t>(v);
-      member_weights[k] = weights[static_cast<size_t>(v)];
-    }
-    sampler.by_class.resize(count);
-    parallel_for(0, options.num_classes, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c) {
-        const size_t first = static_cast<size_t>(sampler.class_offset[static_cast<size_t>(c)]);
-        const size_t size =
-            static_cast<size_t>(sampler.class_offset[static_cast<size_t>(c) + 1]) - first;
-        if (size == 0) continue;
-        build_alias(std::span(member_weights).subspan(first, size),
-                    std::span(ids).subspan(first, size),
-                    std::span(sampler.by_class).subspan(first, size));
-      }
-    });
-    sampler.homophily_threshold =
-        static_cast<uint64_t>(std::llround(std::ldexp(options.homophily, 32)));
+    const Array label_array = generate_labels(options);
+    labels.assign(label_array.data<int64_t>(), label_array.data<int64_t>() + n);
+    threshold = homophily_threshold(options.homophily);
   }
+  SourcePool pool = build_source_pool(weights, labels, options.num_classes);
+  pool.min_class_size = 2;  // a class of one would only offer the row itself
   std::vector<double>().swap(weights);
-  std::vector<int32_t>().swap(ids);
 
   Array indptr = Array::empty(DType::kInt64, {n + 1});
   int64_t* row_start = indptr.data<int64_t>();
@@ -288,7 +267,9 @@ Csr generate_power_law(const GeneratorOptions& options) {
   ProgressBar progress("edges", m);
   parallel_for(0, n, 4096, [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
-      sampler.fill_row(v, degrees[static_cast<size_t>(v)], sources + row_start[v]);
+      PhiloxStream rng = stream_for(options.seed, Purpose::kRowSources, static_cast<uint64_t>(v));
+      pool.fill_row(rng, labels.empty() ? 0 : labels[static_cast<size_t>(v)], threshold, v,
+                    degrees[static_cast<size_t>(v)], sources + row_start[v]);
     }
     progress.advance(row_start[end] - row_start[begin]);
   });
@@ -386,6 +367,15 @@ void validate_generator_options(const GeneratorOptions& options) {
                  "got {}",
                  kMaxNodes, n);
   VOLLEY_REQUIRE(m >= 0, ValueError, "num_edges (--edges) must be >= 0, got {}", m);
+  const bool hetero = options.model == GraphModel::kHetero;
+  VOLLEY_REQUIRE(
+      !hetero || (m == 0 && n <= kMaxNodes / 2), ValueError,
+      "the hetero model takes num_nodes (--nodes, the papers) in [1, {}] and no num_edges "
+      "(degrees follow ogbn-mag's), got {} and {}",
+      kMaxNodes / 2, n, m);
+  VOLLEY_REQUIRE(hetero || !options.reverse, ValueError,
+                 "reverse (--reverse) is for the hetero model only, got model {}",
+                 graph_model_name(options.model));
   VOLLEY_REQUIRE(m <= n * (n - 1), ValueError,
                  "num_edges (--edges) = {} exceeds the {} edges a simple directed graph on {} "
                  "nodes can have",
@@ -429,12 +419,18 @@ void validate_generator_options(const GeneratorOptions& options) {
 }
 
 std::string default_dataset_name(const GeneratorOptions& options) {
+  if (options.model == GraphModel::kHetero) {
+    return fmt::format("mag-{}-seed{}{}", options.num_nodes, options.seed,
+                       options.reverse ? "-rev" : "");
+  }
   return fmt::format("{}-{}-{}-seed{}", graph_model_name(options.model), options.num_nodes,
                      options.num_edges, options.seed);
 }
 
 Csr generate_graph(const GeneratorOptions& options) {
   validate_generator_options(options);
+  VOLLEY_REQUIRE(options.model != GraphModel::kHetero, ValueError,
+                 "the hetero model's graph is typed: generate it with generate_hetero_graph");
   if (options.model == GraphModel::kTemporal) return generate_temporal(options).graph;
   return options.model == GraphModel::kPowerLaw ? generate_power_law(options)
                                                 : generate_rmat(options);
@@ -483,6 +479,7 @@ GeneratedSplit generate_split(const GeneratorOptions& options) {
 }
 
 GeneratedDataset generate_dataset(const GeneratorOptions& options, const std::string& directory) {
+  if (options.model == GraphModel::kHetero) return generate_hetero_dataset(options, directory);
   validate_generator_options(options);
   GeneratedDataset result{.name = default_dataset_name(options), .num_nodes = options.num_nodes};
   DatasetWriter writer(directory, result.name);

@@ -60,16 +60,17 @@ enum class GraphModel {
   kPowerLaw,  // Chung–Lu with power-law weights
   kRmat,      // recursive matrix
   kTemporal,  // interaction stream with timestamps
+  kHetero,    // an ogbn-mag-shaped typed graph (generate_hetero.h)
 };
 
 std::string_view graph_model_name(GraphModel model);
-// "powerlaw", "rmat" or "temporal"; ValueError otherwise.
+// "powerlaw", "rmat", "temporal" or "hetero"; ValueError otherwise.
 GraphModel graph_model_from_name(std::string_view name);
 
 struct GeneratorOptions {
   GraphModel model = GraphModel::kPowerLaw;
-  int64_t num_nodes = 0;                  // >= 1 and < 2^31 (indices are int32)
-  int64_t num_edges = 0;                  // >= 0 and <= num_nodes * (num_nodes - 1)
+  int64_t num_nodes = 0;                  // >= 1 and < 2^31 (indices are int32); hetero: papers
+  int64_t num_edges = 0;                  // >= 0 and <= num_nodes * (num_nodes - 1); hetero: 0
   int64_t feature_dim = 0;                // 0: no features
   DType feature_dtype = DType::kFloat32;  // float32 or float16
   int64_t num_classes = 2;                // in [1, 65536]
@@ -89,6 +90,8 @@ struct GeneratorOptions {
   double train_fraction = 0.1;
   double val_fraction = 0.05;
   double test_fraction = 0.1;
+  // Hetero: also the reverse edge types (rev_writes, ...); refused for the other models.
+  bool reverse = false;
 };
 
 // Throws ValueError naming the first bad option and its value.
@@ -122,7 +125,8 @@ struct GeneratedDataset {
   int64_t num_edges = 0;  // the real count (R-MAT may drop duplicates)
 };
 
-// Generates everything and writes a dataset directory (dataset.h) at `directory`: indptr,
+// Generates everything and writes a dataset directory (dataset.h; kHetero: hetero_dataset.h, as
+// generate_hetero.h says) at `directory`: indptr,
 // indices (int32), labels, features (streamed; absent when feature_dim == 0), train/val/test
 // idx, and volley.json (written last, with num_classes). Shows progress bars for long phases.
 GeneratedDataset generate_dataset(const GeneratorOptions& options, const std::string& directory);

@@ -43,12 +43,12 @@ struct Plan {
   int64_t counts[kNumKinds];
 };
 
-Plan plan_of(const HeteroGeneratorOptions& options) {
-  const double papers = static_cast<double>(options.num_papers);
+Plan plan_of(const GeneratorOptions& options) {
+  const double papers = static_cast<double>(options.num_nodes);
   auto scaled = [&](double mag_count) {
     return std::max<int64_t>(1, std::llround(papers * mag_count / kMagPapers));
   };
-  return {{options.num_papers, scaled(kMagAuthors), scaled(kMagInstitutions), scaled(kMagFields)}};
+  return {{options.num_nodes, scaled(kMagAuthors), scaled(kMagInstitutions), scaled(kMagFields)}};
 }
 
 struct Relation {
@@ -63,10 +63,10 @@ constexpr Relation kRelations[] = {
     {kPaper, kField, "has_topic", kPapersPerField}};
 
 // The class of every node of a kind: paper labels, a uniform home class for the others.
-std::vector<int32_t> classes_of(const HeteroGeneratorOptions& options, NodeKind kind, int64_t n) {
+std::vector<int32_t> classes_of(const GeneratorOptions& options, NodeKind kind, int64_t n) {
   std::vector<int32_t> classes(static_cast<size_t>(n));
   if (kind == kPaper) {
-    const Array labels = generate_labels(paper_generator_options(options));
+    const Array labels = generate_labels(options);
     std::copy_n(labels.data<int64_t>(), n, classes.begin());
     return classes;
   }
@@ -81,28 +81,7 @@ std::vector<int32_t> classes_of(const HeteroGeneratorOptions& options, NodeKind 
   return classes;
 }
 
-// The sources of one node kind: drawn ∝ popularity, overall or within a class.
-struct SourcePool {
-  int64_t size = 0;
-  std::vector<AliasSlot> global;
-  std::vector<AliasSlot> by_class;
-  std::vector<int64_t> class_offset;
-
-  int32_t draw(PhiloxStream& rng, int32_t row_class, uint64_t homophily_threshold) const {
-    const uint32_t coin = rng.next(), index_bits = rng.next(), accept_bits = rng.next();
-    if (coin < homophily_threshold) {
-      const int64_t begin = class_offset[static_cast<size_t>(row_class)];
-      const int64_t count = class_offset[static_cast<size_t>(row_class) + 1] - begin;
-      if (count > 0) {
-        return sample_alias(by_class.data() + begin, static_cast<uint32_t>(count), index_bits,
-                            accept_bits);
-      }
-    }
-    return sample_alias(global.data(), static_cast<uint32_t>(size), index_bits, accept_bits);
-  }
-};
-
-SourcePool pool_of(const HeteroGeneratorOptions& options, NodeKind kind,
+SourcePool pool_of(const GeneratorOptions& options, NodeKind kind,
                    const std::vector<int32_t>& classes) {
   const int64_t n = static_cast<int64_t>(classes.size());
   const size_t count = classes.size();
@@ -113,66 +92,11 @@ SourcePool pool_of(const HeteroGeneratorOptions& options, NodeKind kind,
     weights[static_cast<size_t>(node_of_rank[rank])] =
         std::pow(static_cast<double>(rank) + kPopularityOffset, -kPopularityAlpha);
   }
-  SourcePool pool;
-  pool.size = n;
-  std::vector<int32_t> ids(count);
-  std::iota(ids.begin(), ids.end(), 0);
-  pool.global.resize(count);
-  build_alias(weights, ids, pool.global);
-  const size_t num_classes = static_cast<size_t>(options.num_classes);
-  pool.class_offset.assign(num_classes + 1, 0);
-  for (int32_t c : classes) ++pool.class_offset[static_cast<size_t>(c) + 1];
-  std::partial_sum(pool.class_offset.begin(), pool.class_offset.end(), pool.class_offset.begin());
-  std::vector<int64_t> cursor(pool.class_offset.begin(), pool.class_offset.end() - 1);
-  std::vector<double> member_weights(count);
-  for (size_t v = 0; v < count; ++v) {
-    const size_t k = static_cast<size_t>(cursor[static_cast<size_t>(classes[v])]++);
-    ids[k] = static_cast<int32_t>(v);
-    member_weights[k] = weights[v];
-  }
-  pool.by_class.resize(count);
-  parallel_for(0, options.num_classes, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) {
-      const size_t first = static_cast<size_t>(pool.class_offset[static_cast<size_t>(c)]);
-      const size_t size =
-          static_cast<size_t>(pool.class_offset[static_cast<size_t>(c) + 1]) - first;
-      if (size == 0) continue;
-      build_alias(std::span(member_weights).subspan(first, size),
-                  std::span(ids).subspan(first, size),
-                  std::span(pool.by_class).subspan(first, size));
-    }
-  });
-  return pool;
-}
-
-// Fills `out` with `degree` distinct sorted sources (not `self` when self >= 0): rounds of
-// draws (sort, unique), then the next free ids from a random start if rounds did not suffice.
-void fill_row(const SourcePool& pool, PhiloxStream& rng, int32_t row_class, uint64_t threshold,
-              int64_t self, int64_t degree, int32_t* out) {
-  int64_t have = 0;
-  for (int round = 0; round < 8 && have < degree; ++round) {
-    int64_t budget = 2 * (degree - have) + 16;
-    while (have < degree && budget-- > 0) {
-      const int32_t source = pool.draw(rng, row_class, threshold);
-      if (source != self) out[have++] = source;
-    }
-    std::sort(out, out + have);
-    have = std::unique(out, out + have) - out;
-  }
-  if (have == degree) return;
-  const int64_t drawn = have;
-  int64_t candidate = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(pool.size)));
-  while (have < degree) {
-    if (candidate != self && !std::binary_search(out, out + drawn, candidate)) {
-      out[have++] = static_cast<int32_t>(candidate);
-    }
-    candidate = candidate + 1 == pool.size ? 0 : candidate + 1;
-  }
-  std::sort(out, out + degree);
+  return build_source_pool(weights, classes, options.num_classes);
 }
 
 // One forward edge type: rows of kind `relation.dst`, sources from `pool`.
-Csr generate_relation(const HeteroGeneratorOptions& options, int index, const Relation& relation,
+Csr generate_relation(const GeneratorOptions& options, int index, const Relation& relation,
                       const SourcePool& pool, const std::vector<int32_t>& row_classes) {
   const int64_t rows = static_cast<int64_t>(row_classes.size());
   const bool self_type = relation.src == relation.dst;
@@ -196,14 +120,14 @@ Csr generate_relation(const HeteroGeneratorOptions& options, int index, const Re
   const int64_t edges = row_start[rows];
   Array indices = Array::empty(DType::kInt32, {edges});
   int32_t* sources = indices.data<int32_t>();
-  const uint64_t threshold = static_cast<uint64_t>(std::llround(std::ldexp(options.homophily, 32)));
+  const uint64_t threshold = homophily_threshold(options.homophily);
   ProgressBar progress(relation.name, edges);
   parallel_for(0, rows, 1024, [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
       PhiloxStream rng =
           stream_for(options.seed, purpose(HeteroPurpose::kRow, index), static_cast<uint64_t>(v));
-      fill_row(pool, rng, row_classes[static_cast<size_t>(v)], threshold, self_type ? v : -1,
-               degree[static_cast<size_t>(v)], sources + row_start[v]);
+      pool.fill_row(rng, row_classes[static_cast<size_t>(v)], threshold, self_type ? v : -1,
+                    degree[static_cast<size_t>(v)], sources + row_start[v]);
     }
     progress.advance(row_start[end] - row_start[begin]);
   });
@@ -229,7 +153,7 @@ Csr reverse_of(const Csr& forward, int64_t num_src) {
 }
 
 // Generates every edge type in order, handing each to `sink` (forward, then its reverse).
-void for_each_edge_type(const HeteroGeneratorOptions& options, const Plan& plan,
+void for_each_edge_type(const GeneratorOptions& options, const Plan& plan,
                         const std::function<void(const EdgeType&, const Csr&)>& sink) {
   std::vector<int32_t> classes[kNumKinds];
   for (int kind = 0; kind < kNumKinds; ++kind) {
@@ -260,7 +184,7 @@ std::vector<NodeTypeInfo> node_types_of(const Plan& plan) {
   return types;
 }
 
-std::vector<EdgeType> edge_types_of(const HeteroGeneratorOptions& options) {
+std::vector<EdgeType> edge_types_of(const GeneratorOptions& options) {
   std::vector<EdgeType> types;
   for (const Relation& relation : kRelations) {
     types.push_back({kNodeNames[relation.src], relation.name, kNodeNames[relation.dst]});
@@ -272,40 +196,24 @@ std::vector<EdgeType> edge_types_of(const HeteroGeneratorOptions& options) {
   return types;
 }
 
+void validate_hetero(const GeneratorOptions& options) {
+  validate_generator_options(options);
+  VOLLEY_REQUIRE(options.model == GraphModel::kHetero, ValueError,
+                 "a typed graph needs the hetero model, got {}", graph_model_name(options.model));
+}
+
 }  // namespace
 
-GeneratorOptions paper_generator_options(const HeteroGeneratorOptions& options) {
-  GeneratorOptions paper;
-  paper.model = GraphModel::kPowerLaw;
-  paper.num_nodes = options.num_papers;
-  paper.num_edges = 0;
-  paper.feature_dim = options.feature_dim;
-  paper.feature_dtype = options.feature_dtype;
-  paper.num_classes = options.num_classes;
-  paper.seed = options.seed;
-  paper.feature_noise = options.feature_noise;
-  paper.train_fraction = options.train_fraction;
-  paper.val_fraction = options.val_fraction;
-  paper.test_fraction = options.test_fraction;
-  return paper;
+GeneratorOptions mag_generator_options() {
+  return {.model = GraphModel::kHetero,
+          .num_nodes = static_cast<int64_t>(kMagPapers),
+          .feature_dim = 128,
+          .num_classes = 349,
+          .feature_noise = 1.5};
 }
 
-void validate_hetero_generator_options(const HeteroGeneratorOptions& options) {
-  VOLLEY_REQUIRE(options.num_papers >= 1 && options.num_papers <= kMaxNodes / 2, ValueError,
-                 "num_papers (--nodes) must be in [1, {}], got {}", kMaxNodes / 2,
-                 options.num_papers);
-  VOLLEY_REQUIRE(options.homophily >= 0.0 && options.homophily <= 1.0, ValueError,
-                 "homophily (--homophily) must be in [0, 1], got {}", options.homophily);
-  validate_generator_options(paper_generator_options(options));
-}
-
-std::string default_hetero_dataset_name(const HeteroGeneratorOptions& options) {
-  return fmt::format("mag-{}-seed{}{}", options.num_papers, options.seed,
-                     options.reverse ? "-rev" : "");
-}
-
-HeteroGraph generate_hetero_graph(const HeteroGeneratorOptions& options) {
-  validate_hetero_generator_options(options);
+HeteroGraph generate_hetero_graph(const GeneratorOptions& options) {
+  validate_hetero(options);
   const Plan plan = plan_of(options);
   std::vector<std::pair<EdgeType, Csr>> edges;
   for_each_edge_type(options, plan,
@@ -313,11 +221,11 @@ HeteroGraph generate_hetero_graph(const HeteroGeneratorOptions& options) {
   return HeteroGraph(node_types_of(plan), std::move(edges), /*validate=*/false);
 }
 
-GeneratedDataset generate_hetero_dataset(const HeteroGeneratorOptions& options,
+GeneratedDataset generate_hetero_dataset(const GeneratorOptions& options,
                                          const std::string& directory) {
-  validate_hetero_generator_options(options);
+  validate_hetero(options);
   const Plan plan = plan_of(options);
-  GeneratedDataset result{.name = default_hetero_dataset_name(options)};
+  GeneratedDataset result{.name = default_dataset_name(options)};
   for (int64_t count : plan.counts) result.num_nodes += count;
   HeteroDatasetWriter writer(directory, result.name, node_types_of(plan), edge_types_of(options));
   for_each_edge_type(options, plan, [&](const EdgeType& type, const Csr& csr) {
@@ -326,23 +234,22 @@ GeneratedDataset generate_hetero_dataset(const HeteroGeneratorOptions& options,
     if (csr.has_edge_ids()) writer.add_edge_array(type, "edge_ids", *csr.edge_ids());
     result.num_edges += csr.num_edges();
   });
-  const GeneratorOptions paper = paper_generator_options(options);
-  writer.add_node_array("paper", "labels", generate_labels(paper));
+  writer.add_node_array("paper", "labels", generate_labels(options));
   {
-    const GeneratedSplit split = generate_split(paper);
+    const GeneratedSplit split = generate_split(options);
     writer.add_node_array("paper", "train_idx", split.train_idx);
     writer.add_node_array("paper", "val_idx", split.val_idx);
     writer.add_node_array("paper", "test_idx", split.test_idx);
   }
   if (options.feature_dim > 0) {
-    const int64_t n = options.num_papers, dim = options.feature_dim;
+    const int64_t n = options.num_nodes, dim = options.feature_dim;
     const size_t row_bytes = static_cast<size_t>(dim) * dtype_size(options.feature_dtype);
     const int64_t batch =
         std::clamp<int64_t>(static_cast<int64_t>((size_t{16} << 20) / row_bytes), 1, n);
     NpyWriter features(writer.node_path("paper", "features"), options.feature_dtype, {n, dim});
     ProgressBar progress("features", n);
     for (int64_t first = 0; first < n; first += batch) {
-      const Array rows = generate_features(paper, first, std::min(batch, n - first));
+      const Array rows = generate_features(options, first, std::min(batch, n - first));
       features.write(rows.raw_data(), rows.nbytes());
       progress.advance(rows.shape()[0]);
     }

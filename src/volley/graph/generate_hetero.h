@@ -7,8 +7,8 @@
 // and with `reverse` also paper__rev_writes__author, paper__rev_cites__paper,
 // institution__rev_affiliated_with__author, field_of_study__rev_has_topic__paper (each the
 // forward edges turned around; a reverse edge's id is the id of the forward edge it reverses).
-// Counts follow ogbn-mag's ratios to the number of papers (num_papers = 736,389 gives ogbn-mag's
-// 1,134,649 authors, 8,740 institutions, 59,965 fields and about 21.1M forward edges):
+// Counts follow ogbn-mag's ratios to the number of papers (num_nodes, the papers: 736,389 gives
+// ogbn-mag's 1,134,649 authors, 8,740 institutions, 59,965 fields and about 21.1M forward edges):
 //   authors 1.5408 x papers, institutions 0.011869 x, fields 0.081430 x (each at least 1);
 //   mean in-degrees: writes 9.704 authors per paper, cites 7.355 per paper, affiliated_with
 //   119.45 authors per institution, has_topic 125.16 papers per field.
@@ -35,38 +35,18 @@
 
 namespace volley {
 
-struct HeteroGeneratorOptions {
-  int64_t num_papers = 736'389;  // >= 1 and < 2^31
-  int64_t feature_dim = 128;     // paper features; 0: none
-  DType feature_dtype = DType::kFloat32;
-  int64_t num_classes = 349;  // in [1, 65536]
-  uint64_t seed = 0;
-  bool reverse = false;
-  // Fraction of each row's sources drawn from the row's own class, in [0, 1].
-  double homophily = 0.5;
-  // Standard deviation of the paper features' noise (> 0); centroids are about 2.8 apart.
-  double feature_noise = 1.5;
-  double train_fraction = 0.1;
-  double val_fraction = 0.05;
-  double test_fraction = 0.1;
-};
+// GeneratorOptions with model kHetero and ogbn-mag's defaults: 736,389 papers, 128 float32 paper
+// features (noise 1.5), 349 classes.
+GeneratorOptions mag_generator_options();
 
-// Throws ValueError naming the first bad option.
-void validate_hetero_generator_options(const HeteroGeneratorOptions& options);
-// "mag-736389-seed0" (with "-rev" when reverse).
-std::string default_hetero_dataset_name(const HeteroGeneratorOptions& options);
-
-// The graph alone, in memory.
-HeteroGraph generate_hetero_graph(const HeteroGeneratorOptions& options);
-
-// The homogeneous generator options that describe the papers (num_nodes = num_papers, classes,
-// seed, features, split): generate_labels / generate_features / generate_split of these give
-// the papers' labels, features and split.
-GeneratorOptions paper_generator_options(const HeteroGeneratorOptions& options);
+// The graph alone, in memory (`options.model` must be kHetero).
+HeteroGraph generate_hetero_graph(const GeneratorOptions& options);
 
 // Writes a heterogeneous dataset directory (hetero_dataset.h), edge type by edge type, features
 // streamed. Returns the name and total node and edge counts (reverses included).
-GeneratedDataset generate_hetero_dataset(const HeteroGeneratorOptions& options,
+// generate_dataset calls it for kHetero. Paper labels, features and split are those that
+// generate_labels / generate_features / generate_split give for the same options.
+GeneratedDataset generate_hetero_dataset(const GeneratorOptions& options,
                                          const std::string& directory);
 
 }  // namespace volley

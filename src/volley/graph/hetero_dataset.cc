@@ -20,6 +20,7 @@ namespace volley {
 namespace {
 
 using namespace hetero_internal;
+using graph_internal::manifest_path;
 namespace fs = std::filesystem;
 using Json = JsonChecker::Json;
 
@@ -47,25 +48,6 @@ struct HeteroManifest {
   std::vector<NodeEntry> nodes;
   std::vector<EdgeEntry> edges;
 };
-
-std::string manifest_path(const std::string& directory) {
-  return (fs::path(directory) / "volley.json").string();
-}
-
-Json read_json(const std::string& directory, const JsonChecker& check) {
-  const std::string path = check.path();
-  require_regular_file(path, "dataset manifest");
-  std::ifstream stream(path);
-  if (!stream) {
-    throw IoError(
-        fmt::format("{}: cannot open the dataset manifest: {} (is '{}' a Volley dataset "
-                    "directory?)",
-                    path, internal::errno_text(errno), directory));
-  }
-  std::stringstream text;
-  text << stream.rdbuf();
-  return check.parse(text.str());
-}
 
 // One "arrays" object: entries checked for names (`known`), file, dtype, shape and crc32.
 template <typename Known>
@@ -160,7 +142,7 @@ void read_edge_types(const JsonChecker& check, const Json& json, HeteroManifest&
 
 HeteroManifest read_manifest(const std::string& directory) {
   const JsonChecker check(manifest_path(directory));
-  const Json json = read_json(directory, check);
+  const Json json = graph_internal::read_manifest_json(directory, check);
   const Json& format = check.require(json, "format");
   if (format != "volley-dataset")
     check.fail("format", "\"volley-dataset\"", JsonChecker::brief(format));
@@ -251,7 +233,7 @@ std::optional<Array> pick(std::map<std::string, Array>& arrays, const char* fiel
 
 int64_t dataset_format_version(const std::string& directory) {
   const JsonChecker check(manifest_path(directory));
-  return check.integer(read_json(directory, check), "version");
+  return check.integer(graph_internal::read_manifest_json(directory, check), "version");
 }
 
 bool is_hetero_dataset_directory(const std::string& path) {

@@ -112,7 +112,7 @@ HeteroDatasetWriter::HeteroDatasetWriter(std::string directory, std::string name
     throw IoError(fmt::format("cannot create the dataset directory '{}': {}", directory_,
                               error ? error.message() : "a file of that name exists"));
   }
-  fs::remove(fs::path(directory_) / "volley.json", error);
+  fs::remove(graph_internal::manifest_path(directory_), error);
   if (error) {
     throw IoError(
         fmt::format("cannot remove the old manifest in '{}': {}", directory_, error.message()));
@@ -273,7 +273,7 @@ void HeteroDatasetWriter::finish(const std::vector<std::pair<std::string, int64_
                          {"name", name_},
                          {"node_types", nodes},
                          {"edge_types", edges}};
-  write_file_atomically((fs::path(directory_) / "volley.json").string(), manifest.dump(2) + "\n");
+  write_file_atomically(graph_internal::manifest_path(directory_), manifest.dump(2) + "\n");
 }
 
 void save_hetero_dataset(const HeteroDataset& dataset, const std::string& directory) {

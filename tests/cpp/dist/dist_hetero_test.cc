@@ -34,8 +34,9 @@ class DistHeteroTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir("volley-dist-hetero-test");
-    const HeteroGeneratorOptions generator{
-        .num_papers = 600, .feature_dim = 6, .num_classes = 5, .seed = 11, .reverse = true};
+    GeneratorOptions generator = mag_generator_options();
+    generator.num_nodes = 600, generator.feature_dim = 6, generator.num_classes = 5;
+    generator.seed = 11, generator.reverse = true;
     generate_hetero_dataset(generator, *dir_ / "mag");
     partition_hetero_dataset(*dir_ / "mag", *dir_ / "mag-2",
                              {.method = PartitionMethod::kRandom, .num_parts = 2, .seed = 3});

@@ -161,8 +161,8 @@ TEST(HeteroEdgeDirectoryTest, ReadsNpyAndTextEdgeFiles) {
 }
 
 TEST(HeteroGeneratorTest, ShapeAndDeterminism) {
-  HeteroGeneratorOptions options;
-  options.num_papers = 3000;
+  GeneratorOptions options = mag_generator_options();
+  options.num_nodes = 3000;
   options.num_classes = 5;
   options.feature_dim = 8;
   options.reverse = true;
@@ -208,13 +208,13 @@ TEST(HeteroGeneratorTest, ShapeAndDeterminism) {
 TEST(HeteroGeneratorTest, LabelsFollowAuthors) {
   // Homophily: a paper's authors mostly share a home class, so two papers with a common author
   // agree on their label far more often than chance (1 / classes).
-  HeteroGeneratorOptions options;
-  options.num_papers = 4000;
+  GeneratorOptions options = mag_generator_options();
+  options.num_nodes = 4000;
   options.num_classes = 10;
   options.feature_dim = 0;
   options.homophily = 0.8;
   const HeteroGraph graph = generate_hetero_graph(options);
-  const Array labels = generate_labels(paper_generator_options(options));
+  const Array labels = generate_labels(options);
   const int64_t* y = labels.data<int64_t>();
   const Csr rev = graph.edges({"paper", "cites", "paper"}).transposed();
   const Csr by_author = graph.edges({"author", "writes", "paper"}).transposed();  // rows: authors
@@ -233,8 +233,8 @@ TEST(HeteroGeneratorTest, LabelsFollowAuthors) {
 
 TEST(HeteroGeneratorTest, WritesADirectoryThatVerifies) {
   TempDir dir;
-  HeteroGeneratorOptions options;
-  options.num_papers = 500;
+  GeneratorOptions options = mag_generator_options();
+  options.num_nodes = 500;
   options.num_classes = 4;
   options.feature_dim = 4;
   const GeneratedDataset result = generate_hetero_dataset(options, dir.path());
@@ -245,11 +245,11 @@ TEST(HeteroGeneratorTest, WritesADirectoryThatVerifies) {
   EXPECT_EQ(dataset.node("paper").features->dim(1), 4);
   EXPECT_FALSE(dataset.node("author").features.has_value());
   EXPECT_THAT(message_of<ValueError>([] {
-                HeteroGeneratorOptions bad;
+                GeneratorOptions bad = mag_generator_options();
                 bad.homophily = 2;
-                validate_hetero_generator_options(bad);
+                generate_hetero_graph(bad);
               }),
-              HasSubstr("homophily (--homophily) must be in [0, 1], got 2"));
+              HasSubstr("homophily must be in [0, 1], got 2"));
 }
 
 }  // namespace

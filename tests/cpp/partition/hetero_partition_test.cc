@@ -31,8 +31,9 @@ class HeteroPartitionTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir("volley-hetero-partition-test");
-    HeteroGeneratorOptions options{
-        .num_papers = 1500, .feature_dim = 8, .num_classes = 7, .seed = 3, .reverse = true};
+    GeneratorOptions options = mag_generator_options();
+    options.num_nodes = 1500, options.feature_dim = 8, options.num_classes = 7;
+    options.seed = 3, options.reverse = true;
     generate_hetero_dataset(options, *dir_ / "source");
   }
   static void TearDownTestSuite() {

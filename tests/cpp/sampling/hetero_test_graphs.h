@@ -20,8 +20,8 @@ namespace volley {
 // that every kind of Csr is sampled: even edge types get weights (0.5..50, every seventh 0),
 // the second keeps int64 indices, the third drops its edge ids (CSR positions). Deterministic.
 inline HeteroGraph varied_mag_graph(int64_t num_papers, bool reverse, uint64_t seed) {
-  HeteroGeneratorOptions options;
-  options.num_papers = num_papers;
+  GeneratorOptions options = mag_generator_options();
+  options.num_nodes = num_papers;
   options.num_classes = 5;
   options.feature_dim = 0;
   options.reverse = reverse;

@@ -166,16 +166,26 @@ PartLimits part_limits(const rpc::InfoReply& reply, const ClientOptions& options
 int64_t targets_per_call(const PartLimits& limits, int64_t bytes_per_target,
                          int64_t request_bytes_per_target = 8);
 
-}  // namespace internal
-
-struct DistGraph::State {
+// What every client of the service holds, whatever the graph kind: its options, and per part an
+// address entry, a connection and the limits its server stated. The clients' states extend it.
+struct PartClients {
   ClientOptions options;
   std::vector<std::string> addresses;
+  Servers servers;                 // per part (null for the local part)
+  std::vector<PartLimits> limits;  // per part
+  int64_t local_part = -1;         // worker mode: the part read in-process (-1: none)
+
+  int64_t num_parts() const { return static_cast<int64_t>(addresses.size()); }
+  [[noreturn]] void fail_call(const grpc::Status& status, int64_t part, const char* call) const {
+    fail(status, addresses[static_cast<size_t>(part)], part, call, options.deadline_seconds);
+  }
+};
+
+}  // namespace internal
+
+struct DistGraph::State : internal::PartClients {
   ServiceInfo info;
-  internal::Servers servers;                 // per part (null for the local part)
-  std::vector<internal::PartLimits> limits;  // per part
   std::shared_ptr<const Partition> local;
-  int64_t local_part = -1;
   // Link prediction (link_client.cc): the degrees, fetched on first use; whether the local
   // part's rows are sorted.
   mutable std::mutex link_mutex;
@@ -184,11 +194,6 @@ struct DistGraph::State {
   mutable bool local_sorted = false;
 
   int64_t num_parts() const { return info.book.num_parts(); }
-
-  [[noreturn]] void fail_call(const grpc::Status& status, int64_t part, const char* call) const {
-    internal::fail(status, addresses[static_cast<size_t>(part)], part, call,
-                   options.deadline_seconds);
-  }
 };
 
 namespace internal {

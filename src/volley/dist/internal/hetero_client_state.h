@@ -14,22 +14,11 @@
 
 namespace volley::dist {
 
-struct DistHeteroGraph::State {
-  ClientOptions options;
-  std::vector<std::string> addresses;
+struct DistHeteroGraph::State : internal::PartClients {
   HeteroServiceInfo info;
-  internal::Servers servers;                     // per part (null for the local part)
-  std::vector<internal::PartLimits> limits;      // per part
   std::vector<std::vector<int64_t>> max_degree;  // [part][edge type]
   std::shared_ptr<const HeteroPartition> local;  // worker mode: sampled and gathered in-process
-  int64_t local_part = -1;
   std::unique_ptr<internal::HeteroHopTimes> local_times;  // the local part's directory's
-
-  int64_t num_parts() const { return static_cast<int64_t>(addresses.size()); }
-  [[noreturn]] void fail_call(const grpc::Status& status, int64_t part, const char* call) const {
-    internal::fail(status, addresses[static_cast<size_t>(part)], part, call,
-                   options.deadline_seconds);
-  }
 };
 
 namespace internal {

@@ -2,6 +2,7 @@
 // layout of its random streams and Walker's alias method. See generate.h for the contract.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -56,6 +57,45 @@ inline int32_t sample_alias(const AliasSlot* slots, uint32_t size, uint32_t inde
                             uint32_t accept_bits) {
   const AliasSlot& slot = slots[(static_cast<uint64_t>(index_bits) * size) >> 32];
   return accept_bits < slot.threshold ? slot.accept : slot.reject;
+}
+
+// Sources drawn ∝ weight, overall or, when 32 random bits fall below the homophily threshold,
+// among the members of the row's class (the power-law models of both graph kinds).
+struct SourcePool {
+  int64_t size = 0;
+  std::vector<AliasSlot> global;      // every source ∝ weight
+  std::vector<AliasSlot> by_class;    // per class, its members ∝ weight (empty: no classes)
+  std::vector<int64_t> class_offset;  // class c's slots: [class_offset[c], class_offset[c+1])
+  int64_t min_class_size = 1;         // a smaller class draws from `global` instead
+
+  int32_t draw(PhiloxStream& rng, int32_t row_class, uint64_t homophily_threshold) const {
+    const uint32_t coin = rng.next(), index_bits = rng.next(), accept_bits = rng.next();
+    if (coin < homophily_threshold) {
+      const int64_t begin = class_offset[static_cast<size_t>(row_class)];
+      const int64_t count = class_offset[static_cast<size_t>(row_class) + 1] - begin;
+      if (count >= min_class_size) {
+        return sample_alias(by_class.data() + begin, static_cast<uint32_t>(count), index_bits,
+                            accept_bits);
+      }
+    }
+    return sample_alias(global.data(), static_cast<uint32_t>(size), index_bits, accept_bits);
+  }
+
+  // Fills `out` with `degree` distinct sorted sources other than `self` (none when self < 0):
+  // draws in rounds (sort, drop duplicates, draw what is missing), then, if bounded rounds did
+  // not suffice (rows nearly as long as the pool), the next free ids from a random start.
+  void fill_row(PhiloxStream& rng, int32_t row_class, uint64_t homophily_threshold, int64_t self,
+                int64_t degree, int32_t* out) const;
+};
+
+// A pool over `weights` (one per source); `classes` (one per source, in [0, num_classes)) adds
+// the class tables, none when empty.
+SourcePool build_source_pool(std::span<const double> weights, std::span<const int32_t> classes,
+                             int64_t num_classes);
+
+// The draw threshold of a homophily in [0, 1]: round(homophily * 2^32).
+inline uint64_t homophily_threshold(double homophily) {
+  return static_cast<uint64_t>(std::llround(std::ldexp(homophily, 32)));
 }
 
 // The R-MAT model (generate_rmat.cc); options already validated.
