@@ -164,12 +164,12 @@ def test_time_errors_name_the_type(timed, tmp_path):
     with pytest.raises(volley.VolleyValueError, match="integer"):
         write_times(parts_dir, node_time={"paper": np.zeros(300)})
     base = dict(input_nodes=("paper", np.arange(10)), batch_size=5)
-    with pytest.raises(volley.VolleyValueError, match="input_time .*type 'paper' \\(10\\), got 3"):
+    with pytest.raises(volley.VolleyValueError, match="input_time .*type 'paper' \\(10\\), got shape \\[3\\]"):
         vd.DistNeighborLoader(addresses, FANOUTS, time_attr="node_time", input_time=[1, 2, 3],
                               **base)
     with pytest.raises(volley.VolleyValueError, match="edge time needs input_time.*'paper'"):
         vd.DistNeighborLoader(addresses, FANOUTS, time_attr="edge_time", **base)
-    with pytest.raises(volley.VolleyValueError, match="'institution' has no node time"):
+    with pytest.raises(volley.VolleyValueError, match="of type 'institution' have no node time"):
         vd.DistNeighborLoader(addresses, FANOUTS, time_attr="node_time",
                               input_nodes=("institution", [0, 1]))
     with pytest.raises(volley.VolleyValueError, match="input_time was given without time_attr"):

@@ -244,12 +244,12 @@ def test_errors_name_the_type():
     data, loader = _pyg(edge_time=True), volley.loader.NeighborLoader
     with pytest.raises(volley.VolleyValueError, match="edge time needs input_time .*'paper'"):
         loader(data, [2], input_nodes="paper", time_attr="time")
-    with pytest.raises(volley.VolleyValueError, match=r"input node of type 'paper' \(60\), got 3"):
+    with pytest.raises(volley.VolleyValueError, match=r"input node of type 'paper' \(60\), got shape \[3\]"):
         loader(data, [2], input_nodes="paper", time_attr="time", input_time=torch.arange(3))
     with pytest.raises(volley.VolleyValueError, match="input_time must hold integer"):
         loader(data, [2], input_nodes="paper", time_attr="time", input_time=torch.rand(60))
     data = _pyg()
-    with pytest.raises(volley.VolleyValueError, match="'venue' has no node time"):
+    with pytest.raises(volley.VolleyValueError, match="of type 'venue' have no node time"):
         loader(data, [2], input_nodes="venue", time_attr="time")
     with pytest.raises(volley.VolleyValueError, match="without time_attr"):
         loader(data, [2], input_nodes="paper", input_time=torch.arange(60))

@@ -45,9 +45,10 @@ class DistHeteroTemporalTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new TempDir("volley-dist-hetero-temporal-test");
-    generate_hetero_dataset(
-        {.num_papers = 500, .feature_dim = 4, .num_classes = 3, .seed = 5, .reverse = true},
-        *dir_ / "mag");
+    GeneratorOptions generator = mag_generator_options();
+    generator.num_nodes = 500, generator.feature_dim = 4, generator.num_classes = 3;
+    generator.seed = 5, generator.reverse = true;
+    generate_hetero_dataset(generator, *dir_ / "mag");
     const std::string parts = *dir_ / "mag-2";
     partition_hetero_dataset(*dir_ / "mag", parts,
                              {.method = PartitionMethod::kRandom, .num_parts = 2, .seed = 3});
