@@ -2,11 +2,15 @@
 # scripts/gpu_check.sh — everything the GPU data path needs checked on a machine with a GPU.
 #
 #   scripts/gpu_check.sh            # all steps
-#   scripts/gpu_check.sh build test # some steps: build test sanitize pytest bench e2e
+#   scripts/gpu_check.sh build test # some steps: build test multi_gpu sanitize pytest bench e2e
 #
 # Steps (run in the repository root; each writes a log under $OUT, default build/gpu-check):
 #   build     configure + build: Release, CUDA on, Python on ($PYTHON, default python3), no gRPC
 #   test      volley_cuda_tests (GoogleTest; GPU tests compare with the CPU implementation)
+#   multi_gpu (two or more GPUs; skipped with fewer) the feature cache sharded over every GPU:
+#             the driver's peer-access matrix and cliques (nvidia-smi topo -m), the sharded
+#             gather on each GPU against the CPU (CudaGatherMultiGpu*), and volley.Feature(x,
+#             devices=[...]) on each GPU against x[ids] — what CI checks only on emulated devices
 #   sanitize  compute-sanitizer memcheck over volley_cuda_tests (skipped when absent)
 #   pytest    python/tests/test_cuda.py, then the other Python tests (not test_dist.py)
 #   bench     volley bench sample --device cuda --mode GPU / UVA and bench gather --device cuda
@@ -128,6 +132,7 @@ do_session() {
   [[ -f "$RMAT/volley.json" ]] || step generate_rmat "$BUILD/volley" --quiet generate "$RMAT" \
     --model rmat --nodes 2400000 --edges 62000000 --feature-dim 0 --seed 0
   step cuda_tests bounded 120 "$BUILD/tests/cpp/volley_cuda_tests"
+  do_multi_gpu
   step pytest_cuda bounded 60 env PYTHONPATH=python "$PYTHON" -m pytest python/tests/test_cuda.py -q -rs
   step memcheck bounded 120 "$sanitizer" --tool memcheck --error-exitcode 1 --leak-check full \
     "$BUILD/tests/cpp/volley_cuda_tests" --gtest_filter='CudaSampler*:CudaGather*:CudaLoader*:-*Thousand*'
@@ -245,6 +250,32 @@ do_test() {
   step cuda_tests "$BUILD/tests/cpp/volley_cuda_tests" --gtest_output="xml:$OUT/cuda_tests.xml"
 }
 
+# The sharded device cache on real peers: only the routing ran in CI (emulated devices).
+do_multi_gpu() {
+  need_build
+  local gpus
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  if ((gpus < 2)); then
+    log "== multi_gpu: $gpus GPU(s) visible, skipped (needs two or more)"
+    return
+  fi
+  nvidia-smi topo -m 2>&1 | sed 's/^/[gpu_check] topo: /' | tee -a "$SUMMARY" || true
+  step multi_gpu_tests "$BUILD/tests/cpp/volley_cuda_tests" --gtest_filter='CudaGatherMultiGpu*'
+  step multi_gpu_python env PYTHONPATH=python "$PYTHON" -c '
+import torch, volley
+from volley import _volley
+count = min(_volley.cuda_device_count(), 8)
+x = torch.randn(300000, 32)
+ids = torch.randint(0, 300000, (100000,))
+for device in range(count):
+    feature = volley.Feature(x, devices=list(range(count)), device=device, device_cache_size="4M")
+    rows = feature[ids.cuda(device)]
+    assert rows.device == torch.device("cuda", device), rows.device
+    assert torch.equal(rows.cpu(), x[ids]), device
+    print("cuda:%d ok, tiers:" % device, feature.tiers)
+'
+}
+
 do_sanitize() {
   need_build
   local sanitizer
@@ -299,18 +330,18 @@ do_e2e() {
 }
 
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(build test sanitize pytest bench e2e)
+[[ ${#steps[@]} -eq 0 ]] && steps=(build test multi_gpu sanitize pytest bench e2e)
 use_deps
 log "volley gpu_check $(date -u +%FT%TZ) on $(hostname): steps ${steps[*]}; logs in $OUT"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version \
   --format=csv,noheader | sed 's/^/[gpu_check] gpu: /' | tee -a "$SUMMARY" || true
 for s in "${steps[@]}"; do
   case "$s" in
-    build | test | sanitize | pytest | bench | e2e | pack | session) "do_$s" ;;
+    build | test | multi_gpu | sanitize | pytest | bench | e2e | pack | session) "do_$s" ;;
     oracle) step oracle env PYTHONPATH=python "$PYTHON" bench/gpu_oracle.py --dataset "$DATA" ;;
     fetch-deps) do_fetch_deps ;;
     *)
-      log "unknown step '$s' (build test sanitize pytest bench e2e oracle pack session)"
+      log "unknown step '$s' (build test multi_gpu sanitize pytest bench e2e oracle pack session)"
       exit 2
       ;;
   esac

@@ -73,12 +73,15 @@ Location parse_location(const std::string& name) {
 }
 
 FeatureStoreOptions store_options(const std::vector<std::pair<std::string, int64_t>>& tiers,
-                                  const std::optional<InputArray>& hot_order, int device = 0) {
+                                  const std::optional<InputArray>& hot_order, int device = 0,
+                                  const std::vector<int>& devices = {}) {
   FeatureStoreOptions options;
   for (const auto& [location, budget] : tiers) {
-    options.tiers.push_back({.location = parse_location(location),
+    const Location where = parse_location(location);
+    options.tiers.push_back({.location = where,
                              .byte_budget = budget < 0 ? Buffer::npos : static_cast<size_t>(budget),
-                             .device = device});
+                             .device = device,
+                             .devices = where == Location::kCuda ? devices : std::vector<int>()});
   }
   options.hot_order = array_from_python(hot_order, "hot_order");
   return options;
@@ -166,16 +169,19 @@ void bind_store_construction(StoreClass& store) {
       .def_static(
           "build",
           [](const InputArray& matrix, const Tiers& tiers,
-             const std::optional<InputArray>& hot_order, int device) {
+             const std::optional<InputArray>& hot_order, int device,
+             const std::vector<int>& devices) {
             Array array = array_from_python(matrix, "features");
-            FeatureStoreOptions options = store_options(tiers, hot_order, device);
+            FeatureStoreOptions options = store_options(tiers, hot_order, device, devices);
             nb::gil_scoped_release release;
             return FeatureStore::build(array, options);
           },
           nb::arg("matrix"), nb::arg("tiers"), nb::arg("hot_order").none() = nb::none(),
-          nb::arg("device") = 0,
+          nb::arg("device") = 0, nb::arg("devices") = std::vector<int>(),
           "Hottest rows into cache tiers [(location, byte_budget or -1), ...]; the rest stay in "
-          "`matrix`. GPU tiers: [(\"cuda\", bytes)] on CUDA device `device`, the rest pinned.")
+          "`matrix`. GPU tiers: [(\"cuda\", bytes)] on CUDA device `device`, the rest pinned; "
+          "with `devices`, a cache of `bytes` per device sharded over their peer-access cliques "
+          "(the first device gathers).")
       .def_static(
           "from_npy",
           [](const std::string& path, const Tiers& tiers,
@@ -218,6 +224,8 @@ void bind_store_properties(StoreClass& store) {
       .def_prop_ro("has_lookup", &FeatureStore::has_lookup)
       .def_prop_ro("on_cuda", &FeatureStore::on_cuda)
       .def_prop_ro("device", &FeatureStore::device)
+      .def_prop_ro("devices", &FeatureStore::devices,
+                   "Every CUDA device that holds a shard of the device cache (first: gathers).")
       .def("describe", &FeatureStore::describe)
       .def_prop_ro("disk_io", &FeatureStore::disk_io,
                    "How the disk tier reads (\"io_uring, O_DIRECT, ...\"); \"\" without one.")
@@ -242,18 +250,22 @@ void bind_store_properties(StoreClass& store) {
               entry["rows"] = tier.num_slots();
               entry["nbytes"] = tier.nbytes();
               entry["shared_name"] = tier.rows().buffer().shared_name();
+              entry["device"] = tier.rows().buffer().device();
               tiers.append(entry);
             }
             return tiers;
           },
-          "One dict per tier, fastest first: location, rows, nbytes, shared_name.")
+          "One dict per tier, fastest first: location, rows, nbytes, shared_name, device (the "
+          "CUDA ordinal of a cuda tier, else -1).")
       .def(
           "locate",
-          [](const FeatureStore& self, int64_t id) {
-            const RowLocation where = self.locate(id);
+          [](const FeatureStore& self, int64_t id, int device) {
+            const RowLocation where = self.locate(id, device);
             return std::make_pair(where.tier, where.slot);
           },
-          nb::arg("id"), "(tier, slot) of row `id`.");
+          nb::arg("id"), nb::arg("device") = -1,
+          "(tier, slot) of row `id`; GPU stores: as a gather on `device` reads it (-1: the first "
+          "device).");
 }
 
 void bind_hotness(nb::module_& m) {

@@ -22,7 +22,7 @@ default.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from . import _tensor
 from . import _volley
@@ -78,6 +78,44 @@ def parse_device(device: Any) -> Optional[int]:
         if text.startswith("cuda:") and text[5:].isdigit():
             return int(text[5:])
     raise _volley.VolleyValueError(f"device must be None, 'cpu', 'cuda', 'cuda:N' or an ordinal, got {device!r}")
+
+
+def parse_device_list(devices: Optional[Sequence[Any]], device: Optional[int]) -> List[int]:
+    """The CUDA ordinals of a ``devices=[...]`` argument ([] when None), each as ``parse_device``
+    reads it, distinct and visible; ``device``, when given, must be one of them.
+
+    Raises:
+        TypeError: not a list or tuple. ValueError: empty, a device twice, a CPU device, an
+        ordinal the machine does not have, ``device`` not listed (the message names the
+        value). RuntimeError: no CUDA device is visible.
+    """
+    if devices is None:
+        return []
+    if isinstance(devices, (str, bytes)) or not isinstance(devices, Sequence):
+        raise _volley.VolleyTypeError(
+            f"devices must be a list of CUDA devices, got {type(devices).__name__} {devices!r}")
+    if len(devices) == 0:
+        raise _volley.VolleyValueError("devices must list at least one CUDA device, got []")
+    ordinals = []
+    for entry in devices:
+        ordinal = parse_device(entry)
+        if ordinal is None:
+            raise _volley.VolleyValueError(f"devices must be CUDA devices, got {entry!r} in {list(devices)!r}")
+        if ordinal in ordinals:
+            raise _volley.VolleyValueError(f"devices lists cuda:{ordinal} twice: {list(devices)!r}")
+        ordinals.append(ordinal)
+    count = int(_volley.cuda_device_count())
+    if count == 0:
+        raise _volley.VolleyRuntimeError(
+            f"devices={ordinals}: no CUDA device is visible (a build without CUDA, or no GPU)")
+    for ordinal in ordinals:
+        if ordinal >= count:
+            raise _volley.VolleyValueError(
+                f"devices lists cuda:{ordinal}, but {count} CUDA device(s) are visible "
+                f"(ordinals 0..{count - 1})")
+    if device is not None and device not in ordinals:
+        raise _volley.VolleyValueError(f"device cuda:{device} is not one of devices {ordinals}")
+    return ordinals
 
 
 def resolve(device: Any, mode: Optional[str]) -> Tuple[Optional[int], str]:

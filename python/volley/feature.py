@@ -25,6 +25,9 @@ On a GPU (``device="cuda"``): the hottest rows (``device_cache_size`` / ``cache_
 all rows when neither is given) live in device memory, the rest in pinned host memory read by
 the GPU directly (UVA); ``feature[n_id]`` gathers on the GPU and returns a CUDA tensor, ready on
 torch's current stream.
+
+On several GPUs (``devices=[0, 1, 2, 3]``, Quiver's "p2p_clique_replicate"): the cache is
+sharded within each peer-access clique and replicated across cliques (docs/guide/gpu.md).
 """
 
 from __future__ import annotations
@@ -216,6 +219,9 @@ class Feature:
             ``device_cache_size`` is taken as ``cache_bytes`` and ``csr_topo`` (a
             ``volley.Graph``) as ``graph`` with ``hot_order="degree"``; the others are accepted
             and ignored on the CPU.
+        devices: distinct visible CUDA devices (ordinals or ``"cuda:N"``) holding the device
+            cache together, each up to ``cache_bytes`` / ``device_cache_size`` bytes of rows,
+            sharded per peer-access clique; ``device`` (default: the first) gathers.
         device: None (the CPU tiers above) or a CUDA device (``"cuda"``, ``"cuda:N"``, an
             ordinal, a ``torch.device``): the rows go to that GPU's tiers — the hottest
             ``cache_bytes`` (or ``device_cache_size``) bytes of rows in device memory, all rows
@@ -224,10 +230,11 @@ class Feature:
             ``dtype`` converts on the GPU; ``out`` receives a copy.
 
     Raises:
-        VolleyValueError / VolleyIndexError: a bad hot order or unsupported array.
+        VolleyValueError / VolleyIndexError: a bad hot order or unsupported array; ``devices``
+            empty, with a device twice or unknown, or without ``device``.
         VolleyOSError: an unreadable ``.npy`` file.
         VolleyRuntimeError: a CUDA ``device`` in a build without CUDA or on a machine without
-            that device.
+            that device; ``devices`` where no CUDA device is visible.
     """
 
     def __init__(
@@ -248,8 +255,12 @@ class Feature:
         disk: Optional[bool] = None,
         io_uring: bool = True,
         read_ahead: bool = False,
+        devices: Optional[Sequence[Any]] = None,
     ):
         self._device = _cuda.parse_device(device)
+        self._devices = _cuda.parse_device_list(devices, self._device)
+        if self._devices and self._device is None:
+            self._device = self._devices[0]
         if self._device is not None and shared:
             raise VolleyValueError(
                 "shared=True is for host memory; a Feature on a CUDA device cannot be shared"
@@ -400,7 +411,9 @@ class Feature:
         matrix = _tensor.to_input(data)
         hot_order = self._hot_order_ids()
         budget = self._cache_bytes if self._cache_bytes > 0 else -1
-        self._store = _NativeStore.build(matrix, [("cuda", budget)], hot_order, self._device)
+        devices = [self._device] + [d for d in self._devices if d != self._device]  # gathers: first
+        self._store = _NativeStore.build(
+            matrix, [("cuda", budget)], hot_order, self._device, devices if self._devices else [])
 
     @property
     def device(self) -> Any:
@@ -409,6 +422,11 @@ class Feature:
         name = "cpu" if self._device is None else f"cuda:{self._device}"
         torch = _tensor.torch_module()
         return torch.device(name) if torch is not None else name
+
+    @property
+    def devices(self) -> List[int]:
+        """CUDA ordinals holding the device cache, the gathering one first ([] on the CPU)."""
+        return [int(d) for d in self._native().devices]
 
     def _native(self) -> _NativeStore:
         if self._store is None:

@@ -180,9 +180,7 @@ class CudaStorage final : public Storage {
     device = device_ordinal;
     if (bytes == 0) return;
     if (cuda_emulated()) {  // the host-executor device: host memory, tagged as device / pinned
-      VOLLEY_REQUIRE(device <= 0, RuntimeError,
-                     "CUDA device {} requested, but 1 CUDA device(s) are visible (emulated)",
-                     device);
+      if (where == Location::kCuda) check_emulated_ordinal(device);
       emulated_ = true;
       data = static_cast<std::byte*>(emulated_allocate(bytes));
       return;

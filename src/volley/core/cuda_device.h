@@ -16,25 +16,42 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace volley {
 
 // Whether this build of Volley has CUDA support (VOLLEY_CUDA), or the host-executor device
 // stands in for one (cuda_emulated()).
 bool cuda_built();
-// Visible CUDA devices; 0 without CUDA support or when the driver reports none; 1 (the
-// emulated device) when cuda_emulated(). Never throws.
+// Visible CUDA devices; 0 without CUDA support or when the driver reports none; the emulated
+// devices' count (1 unless a test asks for more) when cuda_emulated(). Throws only as
+// cuda_emulated() does.
 int cuda_device_count();
-// Whether the host-executor device stands in for CUDA device 0 in this process: only when the
+// Whether host-executor devices stand in for CUDA devices in this process: only when the
 // environment variable VOLLEY_HOST_EXECUTOR=1 was set (read once, at the first query) in a
 // build with the host executor, for testing the GPU paths on a machine without a GPU. Then
 // "device" and "pinned" memory are host memory, streams and events do nothing, cuda_copy is a
-// memmove, and the GPU kernels run on host threads (core/internal/emulated_device.h). Never
-// the default; never throws.
+// memmove, and the GPU kernels run on host threads (core/internal/emulated_device.h; one
+// device unless VOLLEY_HOST_EXECUTOR_DEVICES / _PEERS say more). Never the default; throws
+// only ValueError for malformed VOLLEY_HOST_EXECUTOR_DEVICES / _PEERS.
 bool cuda_emulated();
 // "NVIDIA H100 80GB HBM3" for device `device`.
 std::string cuda_device_name(int device);
+// Whether a kernel on `device` can read `peer`'s memory once peer access is enabled
+// (cudaDeviceCanAccessPeer; true for device == peer; the emulated peer-access matrix when
+// cuda_emulated()). RuntimeError without CUDA support or for a failed query or a bad ordinal.
+bool cuda_can_access_peer(int device, int peer);
+// Lets kernels on `device` read `peer`'s memory (cudaDeviceEnablePeerAccess; process-wide,
+// idempotent; a no-op for device == peer). RuntimeError when cuda_can_access_peer is false.
+void cuda_enable_peer_access(int device, int peer);
+// `devices` grouped into peer-access cliques: in each, every device can read every other's
+// memory. Greedy in list order: a device joins the first clique whose every member it can read
+// and be read by, else starts its own, so devices without peer access are cliques of one. The
+// devices must be distinct (not checked here); RuntimeError as cuda_can_access_peer.
+//   cuda_peer_cliques({0, 1, 2, 3}) == {{0, 1}, {2, 3}}   // two NVLink pairs, no link between
+std::vector<std::vector<int>> cuda_peer_cliques(std::span<const int> devices);
 // Free memory of `device` in bytes now (cudaMemGetInfo); the host's available memory for the
 // emulated device. RuntimeError without CUDA support or for a failed query.
 size_t cuda_free_memory(int device);

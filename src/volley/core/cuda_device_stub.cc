@@ -18,10 +18,20 @@ namespace {
 
 // The host-executor device (cuda_emulated()) works here too: it needs no CUDA runtime.
 bool cuda_built() { return cuda_emulated(); }
-int cuda_device_count() { return cuda_emulated() ? 1 : 0; }
+int cuda_device_count() { return cuda_emulated() ? internal::emulated_devices().count : 0; }
 std::string cuda_device_name(int) {
   if (cuda_emulated()) return "Volley host executor (emulated CUDA device)";
   no_cuda("cuda_device_name");
+}
+bool cuda_can_access_peer(int device, int peer) {
+  if (!cuda_emulated()) no_cuda("cuda_can_access_peer");
+  internal::check_emulated_ordinal(device);
+  internal::check_emulated_ordinal(peer);
+  return internal::emulated_can_access_peer(device, peer);
+}
+void cuda_enable_peer_access(int device, int peer) {
+  if (!cuda_emulated()) no_cuda("cuda_enable_peer_access");
+  internal::enable_emulated_peer_access(device, peer);
 }
 size_t cuda_free_memory(int) {
   if (!cuda_emulated()) no_cuda("cuda_free_memory");

@@ -375,10 +375,17 @@ int64_t FeatureStore::ndim() const { return state_ ? state_->ndim : 0; }
 DType FeatureStore::dtype() const { return state_ ? state_->dtype : DType::kFloat32; }
 size_t FeatureStore::row_bytes() const { return state_ ? state_->row_bytes : 0; }
 bool FeatureStore::has_lookup() const {
-  return state_ && (!state_->lookup.empty() || !state_->device_lookup.empty());
+  return state_ && (!state_->lookup.empty() || !state_->host_lookup.empty());
 }
 bool FeatureStore::on_cuda() const { return state_ && state_->on_cuda(); }
 int FeatureStore::device() const { return state_ ? state_->device : -1; }
+std::vector<int> FeatureStore::devices() const {
+  std::vector<int> result;
+  if (state_) {
+    for (const State::DeviceView& view : state_->views) result.push_back(view.device);
+  }
+  return result;
+}
 
 const std::vector<Tier>& FeatureStore::tiers() const {
   static const std::vector<Tier> kNone;
@@ -390,10 +397,10 @@ const std::string& FeatureStore::shared_name() const {
   return state_ ? state_->shared_name : kNone;
 }
 
-RowLocation FeatureStore::locate(int64_t id) const {
+RowLocation FeatureStore::locate(int64_t id, int device) const {
   VOLLEY_REQUIRE(id >= 0 && id < num_rows(), IndexError,
                  "row id {} out of range for a feature store with {} rows", id, num_rows());
-  if (state_->on_cuda()) return fi::locate_on_gpu(*state_, id);
+  if (state_->on_cuda()) return fi::locate_on_gpu(*state_, id, device);
   return fi::locate_host(*state_, id);
 }
 
@@ -444,9 +451,12 @@ std::string FeatureStore::describe() const {
   for (size_t t = 0; t < state_->tiers.size(); ++t) {
     const Tier& tier = state_->tiers[t];
     const bool on_disk = state_->disk && t + 1 == state_->tiers.size();
-    text += fmt::format("{} {} ({} rows, {:.1f} MB)", t == 0 ? "" : ",",
-                        on_disk ? std::string_view("disk") : location_name(tier.location()),
-                        tier.num_slots(), static_cast<double>(tier.nbytes()) / 1e6);
+    const std::string where = on_disk ? std::string("disk")
+                              : state_->views.size() > 1 && tier.location() == Location::kCuda
+                                  ? fmt::format("cuda:{}", tier.rows().buffer().device())
+                                  : std::string(location_name(tier.location()));
+    text += fmt::format("{} {} ({} rows, {:.1f} MB)", t == 0 ? "" : ",", where, tier.num_slots(),
+                        static_cast<double>(tier.nbytes()) / 1e6);
   }
   if (state_->disk) {
     text += fmt::format("; disk reads: {}", state_->disk->reader->describe());

@@ -26,6 +26,10 @@
 //       big_matrix, {.tiers = {{.location = Location::kCuda, .byte_budget = 8ull << 30}},
 //                    .hot_order = hotness_by_degree(graph)});   // in pinned host memory
 //   gpu.gather(device_ids, device_out, {.stream = stream.handle()});   // on the GPU
+//   FeatureStore four = FeatureStore::build(              // 8 GiB of hot rows per GPU: sharded
+//       big_matrix, {.tiers = {{.location = Location::kCuda, .byte_budget = 8ull << 30,
+//                               .devices = {0, 1, 2, 3}}}});   // over peers, replicated across
+//   four.gather(ids_on_2, out_on_2, {.stream = stream_on_2});    // cliques; gathered on cuda:2
 //
 // Ids → rows: with a single tier in id order there is no lookup (row id is slot id). Otherwise
 // one packed lookup entry per row gives (tier, slot): uint32 with the tier in bits 28–31 when
@@ -48,6 +52,18 @@
 // check_ids (the default) the call then waits for the stream and throws IndexError naming the
 // first out-of-range id and its position; without, it returns at once and rows of
 // out-of-range ids are zero-filled (nothing is read out of bounds either way).
+//
+// Several devices (TierSpec::devices, Quiver's p2p_clique_replicate): the devices are grouped
+// into peer-access cliques (cuda_peer_cliques: every member reads every other's memory; a
+// device without peer access to the others is a clique of one, the fallback). Each clique
+// caches the hottest byte_budget × (its size) bytes of rows, dealt round-robin over its
+// members (the i-th hottest row on member i mod size), so each device holds up to byte_budget;
+// every clique holds its own replica. Peer access is enabled between the members of a clique.
+// A gather on device d reads a row from d's shard, from a peer's shard of d's clique, or from
+// pinned host memory (the rows no clique of d caches); the lookup (placement slot per row) is
+// replicated on every device. The gathering device is options.device, else the device `out`
+// lives on, else the device the ids live on, else the first device. One device is the case of
+// one clique of one.
 //
 // Disk tier: the last (source) tier of a store over a mapped file may be read from the disk
 // instead of through the map. The rows a gather needs that no faster tier or the row cache
@@ -114,6 +130,10 @@ struct TierSpec {
   size_t byte_budget = Buffer::npos;    // rows that fit entirely; npos = all remaining rows
   std::string shared_name;              // kSharedMemory: segment name ("" = a unique one)
   int device = 0;                       // kCuda / kPinnedHost: the CUDA device that reads it
+  // kCuda: the devices of a sharded cache (each holds up to byte_budget; see "Several devices"
+  // above), distinct ordinals of visible devices; empty: {device}. The pinned tier's device
+  // must be one of them.
+  std::vector<int> devices;
 };
 
 // How the source tier of a mapped file is read (see "Disk tier" above).
@@ -166,6 +186,9 @@ struct GatherOptions {
   // to wait for it and throw IndexError for an out-of-range id (see above).
   void* stream = nullptr;
   bool check_ids = true;
+  // GPU stores: the device whose kernel gathers (one of devices(); -1: where out lives, else
+  // where the ids live, else the first device). ValueError for a device without a shard.
+  int device = -1;
 };
 
 struct RowLocation {
@@ -195,10 +218,10 @@ class FeatureStore {
   // A tiered store: the hottest rows go to options.tiers in order, as their byte budgets allow;
   // the rest stay in `matrix` (not copied) — or, for GPU tiers, go to pinned host memory.
   // ValueError for a bad option (a tier location not listed at TierSpec, host and GPU tiers
-  // mixed, more than 7 tiers, a malformed hot order, a negative device, zero-width rows for GPU
-  // tiers), IndexError for a hot order id out of range; RuntimeError for GPU tiers in a build
-  // without CUDA ("this build of Volley has no CUDA support"), a missing device, or a failed
-  // allocation or copy.
+  // mixed, more than 7 tiers, a malformed hot order, a negative device, a device listed twice,
+  // zero-width rows for GPU tiers), IndexError for a hot order id out of range; RuntimeError for
+  // GPU tiers in a build without CUDA ("this build of Volley has no CUDA support"), a missing
+  // device, or a failed allocation or copy.
   static FeatureStore build(const Array& matrix, const FeatureStoreOptions& options);
 
   bool defined() const { return state_ != nullptr; }
@@ -212,11 +235,16 @@ class FeatureStore {
   const std::vector<Tier>& tiers() const;
   // Whether ids go through a lookup (false: one tier in id order).
   bool has_lookup() const;
-  // Whether the tiers are GPU tiers (gathered by the CUDA kernel), and their device (-1 if not).
+  // Whether the tiers are GPU tiers (gathered by the CUDA kernel), and their device (-1 if not;
+  // the first of devices() for a sharded cache).
   bool on_cuda() const;
   int device() const;
-  // Tier and slot of row `id` (IndexError when out of range).
-  RowLocation locate(int64_t id) const;
+  // Every device that holds a shard of the cache, in the order given (empty for a host store).
+  std::vector<int> devices() const;
+  // Tier and slot of row `id` (IndexError when out of range). GPU stores: as a gather on
+  // `device` reads it (-1: the first device; ValueError for a device without a shard), so the
+  // tier is that device's shard, a peer's shard or the pinned tier.
+  RowLocation locate(int64_t id, int device = -1) const;
   // The segment name when the store is a single shared-memory tier made by create_shared, else "".
   const std::string& shared_name() const;
   // "float32[2449029, 100] in 2 tiers: host 1.2 GB (300000 rows), mapped_file (2149029 rows)"

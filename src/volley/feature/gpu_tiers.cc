@@ -1,27 +1,42 @@
-// The GPU tiers of FeatureStore (every build): a device cache of the hottest rows and pinned host
-// memory for the rest, placed here and gathered by the kernel behind
-// internal/cuda_gather_kernel.h (cuda/gather_kernel.cu; cuda_gather_stub.cc throws without CUDA).
+// The GPU tiers of FeatureStore (every build): a device cache of the hottest rows, sharded over
+// the peer-access cliques of its devices (one device: one shard), and pinned host memory for
+// the rest, placed here and gathered by the kernel behind internal/cuda_gather_kernel.h
+// (cuda/gather_kernel.cu; cuda_gather_stub.cc throws without CUDA).
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
+#include "volley/core/internal/emulated_device.h"
 #include "volley/feature/gather.h"
 #include "volley/feature/internal/store_state.h"
 
 namespace volley {
 
-feature_internal::DeviceGatherPlan FeatureStore::State::plan() const {
+const FeatureStore::State::DeviceView* FeatureStore::State::view_of(int cuda_device) const {
+  for (const DeviceView& view : views) {
+    if (view.device == cuda_device) return &view;
+  }
+  return nullptr;
+}
+
+feature_internal::DeviceGatherPlan FeatureStore::State::plan(int cuda_device) const {
+  const DeviceView* view = view_of(cuda_device);
+  VOLLEY_ASSERT(view != nullptr);
   feature_internal::DeviceGatherPlan plan;
-  plan.device_rows = tiers[0].rows().raw_data();
-  plan.pinned_rows = tiers[1].rows().raw_data();
-  plan.lookup = device_lookup.empty() ? nullptr : device_lookup.data();
+  plan.shard_rows = reinterpret_cast<const std::byte* const*>(view->shard_table.data());
+  plan.shards = static_cast<int>(cliques[static_cast<size_t>(view->clique)].size());
+  plan.shard_address_bits = view->shard_address_bits;
+  plan.pinned_rows = tiers.back().rows().raw_data();
+  plan.pinned_first = pinned_first;
+  plan.lookup = view->lookup.empty() ? nullptr : view->lookup.data();
   plan.lookup_is_32bit = device_lookup_is_32bit;
-  plan.hot_rows = hot_rows;
+  plan.hot_rows = view->hot_rows;
   plan.num_rows = num_rows;
   plan.row_bytes = row_bytes;
-  plan.device = device;
+  plan.device = cuda_device;
   return plan;
 }
 
@@ -38,9 +53,25 @@ bool is_gpu_location(Location location) {
   return location == Location::kCuda || location == Location::kPinnedHost;
 }
 
-// The device budget of the tier specs ({kCuda}, {kCuda, kPinnedHost} or {kPinnedHost}) and
-// their device; ValueError for any other list.
-std::pair<size_t, int> device_budget(const FeatureStoreOptions& options) {
+// What the GPU tier specs ask for: each device's cache budget and the devices.
+struct DeviceTiers {
+  size_t budget = 0;
+  std::vector<int> devices;
+};
+
+std::string device_list(const std::vector<int>& devices) {
+  return fmt::format("[{}]", fmt::join(devices, ", "));
+}
+
+std::string device_list(const FeatureStore::State& state) {
+  std::vector<int> devices;
+  for (const FeatureStore::State::DeviceView& view : state.views) devices.push_back(view.device);
+  return device_list(devices);
+}
+
+// The tier specs ({kCuda}, {kCuda, kPinnedHost} or {kPinnedHost}) checked; ValueError for any
+// other list, a negative or repeated device, or a pinned tier read by a device without a shard.
+DeviceTiers device_tiers(const FeatureStoreOptions& options) {
   const auto& tiers = options.tiers;
   const bool cuda_first = tiers[0].location == Location::kCuda;
   const bool valid =
@@ -56,13 +87,26 @@ std::pair<size_t, int> device_budget(const FeatureStoreOptions& options) {
         "tiers; got [{}]",
         listed));
   }
-  const int device = tiers[0].device;
-  VOLLEY_REQUIRE(device >= 0, ValueError, "CUDA device must be >= 0, got {}", device);
-  VOLLEY_REQUIRE(tiers.size() == 1 || tiers[1].device == device, ValueError,
-                 "the pinned tier is read by cuda:{}, the device tier lives on cuda:{}; use one "
-                 "device",
-                 tiers[1].device, device);
-  return {cuda_first ? tiers[0].byte_budget : 0, device};
+  DeviceTiers result{cuda_first ? tiers[0].byte_budget : 0, tiers[0].devices};
+  if (result.devices.empty()) result.devices = {tiers[0].device};
+  for (size_t i = 0; i < result.devices.size(); ++i) {
+    const int device = result.devices[i];
+    VOLLEY_REQUIRE(device >= 0, ValueError, "CUDA device must be >= 0, got {}", device);
+    const auto earlier = result.devices.begin() + static_cast<std::ptrdiff_t>(i);
+    VOLLEY_REQUIRE(std::find(result.devices.begin(), earlier, device) == earlier, ValueError,
+                   "CUDA device {} is listed twice in devices {}", device,
+                   device_list(result.devices));
+  }
+  if (tiers.size() == 2) {
+    const int reader = tiers[1].device;
+    const bool listed =
+        std::find(result.devices.begin(), result.devices.end(), reader) != result.devices.end();
+    VOLLEY_REQUIRE(listed, ValueError,
+                   "the pinned tier is read by cuda:{}, the device tier lives on {}; use one "
+                   "device of the device tier",
+                   reader, device_list(result.devices));
+  }
+  return result;
 }
 
 // Copies rows `ids` of `matrix` to `destination`: one memcpy when they are a contiguous range.
@@ -77,34 +121,110 @@ void fill_rows(const Array& matrix, std::span<const int64_t> ids, bool in_id_ord
   }
 }
 
-// Uploads the lookup (slot s >= 0 in the device tier, ~s in the pinned tier) of `order`.
-void build_device_lookup(const std::vector<int64_t>& order, FeatureStore::State& state) {
-  const int64_t n = state.num_rows;
-  state.device_lookup_is_32bit = n < (int64_t{1} << 31);
-  state.host_lookup.resize(static_cast<size_t>(n));
-  for (int64_t slot = 0; slot < n; ++slot) {
-    const int64_t id = order[static_cast<size_t>(slot)];
-    state.host_lookup[static_cast<size_t>(id)] =
-        slot < state.hot_rows ? slot : ~(slot - state.hot_rows);
-  }
-  const size_t entry_bytes = state.device_lookup_is_32bit ? 4 : 8;
-  Buffer staging =
-      Buffer::allocate_pinned(std::max<size_t>(static_cast<size_t>(n) * entry_bytes, 1));
-  if (state.device_lookup_is_32bit) {
-    auto* entries = reinterpret_cast<int32_t*>(staging.data());
-    for (int64_t id = 0; id < n; ++id)
-      entries[id] = static_cast<int32_t>(state.host_lookup[static_cast<size_t>(id)]);
-  } else {
-    std::memcpy(staging.data(), state.host_lookup.data(), static_cast<size_t>(n) * 8);
-  }
-  state.device_lookup = Buffer::allocate_device(staging.size(), state.device);
-  cuda_copy(state.device_lookup.data(), staging.data(), staging.size(), nullptr);
-  cuda_synchronize(nullptr);
-}
-
 std::vector<int64_t> tier_shape(const FeatureStore::State& state, int64_t rows) {
   if (state.ndim == 1) return {rows};
   return {rows, state.width};
+}
+
+// Copies `bytes` of pinned `staging` to a new allocation on `device`.
+Buffer upload(const Buffer& staging, size_t bytes, int device) {
+  Buffer on_device = Buffer::allocate_device(std::max<size_t>(bytes, 1), device);
+  if (bytes > 0) {
+    cuda_copy(on_device.data(), staging.data(), bytes, nullptr);
+    cuda_synchronize(nullptr);
+  }
+  return on_device;
+}
+
+// The clique member `member` of `size`'s shard: slots member, member + size, ... below
+// `hot_rows`, in the order of placement `order` (size 1: a prefix of it, not copied; in id
+// order that is a contiguous range, one memcpy).
+Array fill_shard(const Array& matrix, const std::vector<int64_t>& order, bool in_id_order,
+                 int64_t member, int64_t size, int64_t hot_rows, int device,
+                 const FeatureStore::State& state) {
+  std::vector<int64_t> strided;
+  std::span<const int64_t> ids(order.data(), static_cast<size_t>(hot_rows));
+  if (size > 1) {
+    for (int64_t slot = member; slot < hot_rows; slot += size) {
+      strided.push_back(order[static_cast<size_t>(slot)]);
+    }
+    ids = strided;
+  }
+  const size_t bytes = ids.size() * state.row_bytes;
+  Buffer staging = Buffer::allocate_pinned(std::max<size_t>(bytes, 1));
+  fill_rows(matrix, ids, in_id_order && size == 1, state.row_bytes, staging.data());
+  return Array(upload(staging, bytes, device), state.dtype,
+               tier_shape(state, static_cast<int64_t>(ids.size())));
+}
+
+// The cliques of `devices`, a view and a shard tier per device (tiers in `devices` order), and
+// peer access within each clique. `per_device`: rows one device caches.
+void place_shards(const Array& matrix, const std::vector<int64_t>& order, bool in_id_order,
+                  int64_t per_device, const std::vector<int>& devices, FeatureStore::State& state) {
+  const int64_t n = state.num_rows;
+  state.views.resize(devices.size());
+  for (size_t v = 0; v < devices.size(); ++v) state.views[v].device = devices[v];
+  state.pinned_first = n;
+  for (const std::vector<int>& members : cuda_peer_cliques(devices)) {
+    std::vector<int>& clique = state.cliques.emplace_back();
+    const auto size = static_cast<int64_t>(members.size());
+    const int64_t hot_rows = per_device >= (n + size - 1) / size ? n : per_device * size;
+    state.pinned_first = std::min(state.pinned_first, hot_rows);
+    for (const int device : members) {
+      const auto view =
+          static_cast<int>(std::find(devices.begin(), devices.end(), device) - devices.begin());
+      clique.push_back(view);
+      state.views[static_cast<size_t>(view)].clique = static_cast<int>(state.cliques.size() - 1);
+      state.views[static_cast<size_t>(view)].hot_rows = hot_rows;
+      for (const int peer : members) cuda_enable_peer_access(device, peer);
+    }
+  }
+  std::vector<Array> shards(devices.size());
+  for (const std::vector<int>& clique : state.cliques) {
+    const auto size = static_cast<int64_t>(clique.size());
+    for (int64_t member = 0; member < size; ++member) {
+      const auto view = static_cast<size_t>(clique[static_cast<size_t>(member)]);
+      shards[view] = fill_shard(matrix, order, in_id_order, member, size,
+                                state.views[view].hot_rows, devices[view], state);
+    }
+  }
+  for (Array& shard : shards) state.tiers.emplace_back(std::move(shard));
+}
+
+// Each view's shard table (its clique's shard pointers, on its device) and, with a hot order,
+// its copy of the lookup (placement slot per row).
+void upload_tables(const std::vector<int64_t>& order, bool in_id_order,
+                   FeatureStore::State& state) {
+  const int64_t n = state.num_rows;
+  Buffer lookup_staging;
+  size_t lookup_bytes = 0;
+  if (!in_id_order) {
+    state.host_lookup.resize(static_cast<size_t>(n));
+    for (int64_t slot = 0; slot < n; ++slot)
+      state.host_lookup[static_cast<size_t>(order[static_cast<size_t>(slot)])] = slot;
+    state.device_lookup_is_32bit = n < (int64_t{1} << 31);
+    lookup_bytes = static_cast<size_t>(n) * (state.device_lookup_is_32bit ? 4 : 8);
+    lookup_staging = Buffer::allocate_pinned(std::max<size_t>(lookup_bytes, 1));
+    if (state.device_lookup_is_32bit) {
+      auto* entries = reinterpret_cast<int32_t*>(lookup_staging.data());
+      for (int64_t id = 0; id < n; ++id)
+        entries[id] = static_cast<int32_t>(state.host_lookup[static_cast<size_t>(id)]);
+    } else {
+      std::memcpy(lookup_staging.data(), state.host_lookup.data(), lookup_bytes);
+    }
+  }
+  for (FeatureStore::State::DeviceView& view : state.views) {
+    const std::vector<int>& clique = state.cliques[static_cast<size_t>(view.clique)];
+    Buffer table = Buffer::allocate_pinned(clique.size() * sizeof(const std::byte*));
+    auto* pointers = reinterpret_cast<const std::byte**>(table.data());
+    view.shard_address_bits = 0;
+    for (size_t member = 0; member < clique.size(); ++member) {
+      pointers[member] = state.tiers[static_cast<size_t>(clique[member])].rows().raw_data();
+      view.shard_address_bits |= reinterpret_cast<uintptr_t>(pointers[member]);
+    }
+    view.shard_table = upload(table, table.size(), view.device);
+    if (!in_id_order) view.lookup = upload(lookup_staging, lookup_bytes, view.device);
+  }
 }
 
 }  // namespace
@@ -116,52 +236,50 @@ bool wants_gpu_tiers(const FeatureStoreOptions& options) {
 
 void build_gpu_tiers(const Array& matrix, const FeatureStoreOptions& options,
                      FeatureStore::State& state) {
-  const auto [budget, device] = device_budget(options);
+  const DeviceTiers spec = device_tiers(options);
   VOLLEY_REQUIRE(state.row_bytes > 0, ValueError,
                  "GPU feature tiers need rows of at least one element, got {}", matrix.describe());
   const int64_t n = state.num_rows;
   std::vector<int64_t> order = placement_order(options.hot_order, n);  // checks the hot order
   if (!cuda_built()) no_cuda_support();
   const int count = cuda_device_count();
-  VOLLEY_REQUIRE(device < count, RuntimeError,
-                 "CUDA device {} requested, but {} CUDA device(s) are visible", device, count);
+  for (const int device : spec.devices) {
+    VOLLEY_REQUIRE(device < count, RuntimeError,
+                   "CUDA device {} requested, but {} CUDA device(s) are visible", device, count);
+  }
   const bool in_id_order = order.empty();
   if (in_id_order) {
     order.resize(static_cast<size_t>(n));
     for (int64_t id = 0; id < n; ++id) order[static_cast<size_t>(id)] = id;
   }
-  state.device = device;
+  state.device = spec.devices.front();
   // In unsigned arithmetic: an "everything" budget (~0) over 1-byte rows is past int64's range.
-  state.hot_rows =
-      static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(n), budget / state.row_bytes));
-  const int64_t cold_rows = n - state.hot_rows;
-  const size_t hot_bytes = static_cast<size_t>(state.hot_rows) * state.row_bytes;
-  const size_t cold_bytes = static_cast<size_t>(cold_rows) * state.row_bytes;
-  const std::span<const int64_t> hot_ids(order.data(), static_cast<size_t>(state.hot_rows));
-  const std::span<const int64_t> cold_ids(order.data() + state.hot_rows,
+  const auto per_device = static_cast<int64_t>(
+      std::min<uint64_t>(static_cast<uint64_t>(n), spec.budget / state.row_bytes));
+  place_shards(matrix, order, in_id_order, per_device, spec.devices, state);
+  // The pinned tier: every slot some clique does not cache, filled in its final home.
+  const int64_t cold_rows = n - state.pinned_first;
+  const std::span<const int64_t> cold_ids(order.data() + state.pinned_first,
                                           static_cast<size_t>(cold_rows));
-  // Both tiers are filled through pinned memory: the cold tier is its final home, the hot one
-  // a staging copy uploaded to the device.
-  Buffer pinned = Buffer::allocate_pinned(std::max<size_t>(cold_bytes, 1));
+  Buffer pinned = Buffer::allocate_pinned(
+      std::max<size_t>(static_cast<size_t>(cold_rows) * state.row_bytes, 1));
   fill_rows(matrix, cold_ids, in_id_order, state.row_bytes, pinned.data());
-  Buffer on_device = Buffer::allocate_device(std::max<size_t>(hot_bytes, 1), device);
-  if (hot_bytes > 0) {
-    Buffer staging = Buffer::allocate_pinned(hot_bytes);
-    fill_rows(matrix, hot_ids, in_id_order, state.row_bytes, staging.data());
-    cuda_copy(on_device.data(), staging.data(), hot_bytes, nullptr);
-    cuda_synchronize(nullptr);
-  }
-  state.tiers.emplace_back(Array(on_device, state.dtype, tier_shape(state, state.hot_rows)));
   state.tiers.emplace_back(Array(pinned, state.dtype, tier_shape(state, cold_rows)));
-  if (!in_id_order) build_device_lookup(order, state);
+  upload_tables(order, in_id_order, state);
 }
 
-RowLocation locate_on_gpu(const FeatureStore::State& state, int64_t id) {
-  if (state.host_lookup.empty()) {
-    return id < state.hot_rows ? RowLocation{0, id} : RowLocation{1, id - state.hot_rows};
+RowLocation locate_on_gpu(const FeatureStore::State& state, int64_t id, int device) {
+  const FeatureStore::State::DeviceView* view = state.view_of(device < 0 ? state.device : device);
+  VOLLEY_REQUIRE(view != nullptr, ValueError,
+                 "cuda:{} holds no shard of this feature store (devices {})", device,
+                 device_list(state));
+  const int64_t slot = state.host_lookup.empty() ? id : state.host_lookup[static_cast<size_t>(id)];
+  if (slot >= view->hot_rows) {
+    return {static_cast<int>(state.tiers.size() - 1), slot - state.pinned_first};
   }
-  const int64_t entry = state.host_lookup[static_cast<size_t>(id)];
-  return entry >= 0 ? RowLocation{0, entry} : RowLocation{1, ~entry};
+  const std::vector<int>& clique = state.cliques[static_cast<size_t>(view->clique)];
+  const auto size = static_cast<int64_t>(clique.size());
+  return {clique[static_cast<size_t>(slot % size)], slot / size};
 }
 
 namespace {
@@ -172,14 +290,41 @@ bool device_reachable(const Buffer& buffer, int device) {
          buffer.location() == Location::kPinnedHost;
 }
 
-// The gather kernel on the CUDA executor, or on the host executor when the host-executor device
-// stands in for CUDA (cuda_emulated(): every pointer is host memory).
-int64_t run_gather(const FeatureStore::State& state, const int64_t* ids, int64_t n, void* out,
-                   void* stream, bool check) {
+// The gather kernel of `device` on the CUDA executor, or on the host executor when host-executor
+// devices stand in for CUDA (cuda_emulated(): every pointer is host memory, so there the plan's
+// shards are checked against the emulated peer-access matrix, as the hardware would fault).
+int64_t run_gather(const FeatureStore::State& state, int device, const int64_t* ids, int64_t n,
+                   void* out, void* stream, bool check) {
 #if defined(VOLLEY_WITH_GPU_HOST)
-  if (cuda_emulated()) return launch_host_gather(state.plan(), ids, n, out, check);
+  if (cuda_emulated()) {
+    const FeatureStore::State::DeviceView& view = *state.view_of(device);
+    for (const int member : state.cliques[static_cast<size_t>(view.clique)]) {
+      VOLLEY_ASSERT(internal::emulated_can_access_peer(
+          device, state.views[static_cast<size_t>(member)].device));
+    }
+    return launch_host_gather(state.plan(device), ids, n, out, check);
+  }
 #endif
-  return launch_device_gather(state.plan(), ids, n, out, stream, check);
+  return launch_device_gather(state.plan(device), ids, n, out, stream, check);
+}
+
+// The device whose kernel gathers: options.device, else where out lives, else where the ids
+// live (when the store has a shard there), else the first device.
+int gathering_device(const FeatureStore::State& state, const Array& ids, const Array& out,
+                     const GatherOptions& options) {
+  if (options.device >= 0 || options.device < -1) {
+    VOLLEY_REQUIRE(state.view_of(options.device) != nullptr, ValueError,
+                   "cannot gather on cuda:{}: it holds no shard of this feature store (devices "
+                   "{})",
+                   options.device, device_list(state));
+    return options.device;
+  }
+  for (const Buffer* buffer : {&out.buffer(), &ids.buffer()}) {
+    if (buffer->location() == Location::kCuda && state.view_of(buffer->device()) != nullptr) {
+      return buffer->device();
+    }
+  }
+  return state.device;
 }
 
 [[noreturn]] void throw_bad_id(int64_t id, int64_t position, int64_t num_rows) {
@@ -199,13 +344,14 @@ void gather_on_gpu(const FeatureStore::State& state, const Array& ids, const Arr
                  "out must have the stored dtype {} of a GPU feature store, got {}",
                  dtype_name(state.dtype), out.describe());
   const int64_t n = ids.numel();
-  const bool ids_on_device = device_reachable(ids.buffer(), state.device);
+  const int device = gathering_device(state, ids, out, options);
+  const bool ids_on_device = device_reachable(ids.buffer(), device);
   VOLLEY_REQUIRE(ids_on_device || ids.buffer().host_accessible(), ValueError,
-                 "ids live on cuda:{}, the feature store on cuda:{}", ids.buffer().device(),
-                 state.device);
-  VOLLEY_REQUIRE(device_reachable(out.buffer(), state.device) || out.buffer().host_accessible(),
-                 ValueError, "out lives on cuda:{}, the feature store on cuda:{}",
-                 out.buffer().device(), state.device);
+                 "ids live on cuda:{}, the feature store gathers on cuda:{}", ids.buffer().device(),
+                 device);
+  VOLLEY_REQUIRE(device_reachable(out.buffer(), device) || out.buffer().host_accessible(),
+                 ValueError, "out lives on cuda:{}, the feature store gathers on cuda:{}",
+                 out.buffer().device(), device);
   if (n == 0) return;
   const int64_t* id_pointer = ids.data<int64_t>();
   Buffer staged_ids, staged_out;
@@ -214,17 +360,17 @@ void gather_on_gpu(const FeatureStore::State& state, const Array& ids, const Arr
       if (id_pointer[i] < 0 || id_pointer[i] >= state.num_rows)
         throw_bad_id(id_pointer[i], i, state.num_rows);
     }
-    staged_ids = Buffer::allocate_device(ids.nbytes(), state.device);
+    staged_ids = Buffer::allocate_device(ids.nbytes(), device);
     cuda_copy(staged_ids.data(), id_pointer, ids.nbytes(), options.stream);
     id_pointer = reinterpret_cast<const int64_t*>(staged_ids.data());
   }
   std::byte* out_pointer = out.raw_data();
-  if (!device_reachable(out.buffer(), state.device)) {
-    staged_out = Buffer::allocate_device(out.nbytes(), state.device);
+  if (!device_reachable(out.buffer(), device)) {
+    staged_out = Buffer::allocate_device(out.nbytes(), device);
     out_pointer = staged_out.data();
   }
   const bool check = options.check_ids && ids_on_device;
-  const int64_t bad = run_gather(state, id_pointer, n, out_pointer, options.stream, check);
+  const int64_t bad = run_gather(state, device, id_pointer, n, out_pointer, options.stream, check);
   if (bad >= 0) {
     int64_t id = 0;
     cuda_copy(&id, id_pointer + bad, sizeof id, options.stream);

@@ -15,7 +15,7 @@ namespace volley {
 bool cuda_built() { return true; }
 
 int cuda_device_count() {
-  if (cuda_emulated()) return 1;
+  if (cuda_emulated()) return internal::emulated_devices().count;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();
@@ -29,6 +29,33 @@ std::string cuda_device_name(int device) {
   cudaDeviceProp properties{};
   VOLLEY_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
   return properties.name;
+}
+
+bool cuda_can_access_peer(int device, int peer) {
+  if (cuda_emulated()) {
+    internal::check_emulated_ordinal(device);
+    internal::check_emulated_ordinal(peer);
+    return internal::emulated_can_access_peer(device, peer);
+  }
+  if (device == peer) return true;
+  int can = 0;
+  VOLLEY_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device, peer));
+  return can != 0;
+}
+
+void cuda_enable_peer_access(int device, int peer) {
+  if (cuda_emulated()) return internal::enable_emulated_peer_access(device, peer);
+  if (device == peer) return;
+  VOLLEY_REQUIRE(cuda_can_access_peer(device, peer), RuntimeError,
+                 "cuda:{} cannot read cuda:{}'s memory (no peer access between them)", device,
+                 peer);
+  cuda::DeviceGuard guard(device);
+  const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // enabled before: what this call promises
+    return;
+  }
+  VOLLEY_CUDA_CHECK(status);
 }
 
 size_t cuda_free_memory(int device) {

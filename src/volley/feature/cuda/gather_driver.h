@@ -1,6 +1,7 @@
-// volley/feature/cuda/gather_driver.h — the two-tier row gather of FeatureStore's GPU tiers,
-// written once for both executors (core/internal/executor.h): gather_kernel.cu runs it with the
-// CUDA executor, gather_kernel_host.cc with the host executor (gpu-host tests).
+// volley/feature/cuda/gather_driver.h — the row gather of FeatureStore's GPU tiers (the own
+// cache shard, peers' shards, pinned host memory), written once for both executors
+// (core/internal/executor.h): gather_kernel.cu runs it with the CUDA executor,
+// gather_kernel_host.cc with the host executor (gpu-host tests).
 //
 // Item t of a launch copies part of one row: `lanes` items (a power of two <= 32, the fewest
 // that cover the row with kPerLane vectors each) share row t / lanes; lane t % lanes moves
@@ -24,8 +25,8 @@
 
 namespace volley::feature_internal {
 
-// Entry type of the lookup: int32_t, int64_t, or void (no lookup: ids below hot_rows are device
-// slots, the rest pinned slots id - hot_rows).
+// Entry type of the lookup: int32_t, int64_t, or void (no lookup: the slot of a row is its id).
+// Slots route as DeviceGatherPlan says: the own shard, a peer's shard or the pinned tier.
 template <typename Vector, typename Entry>
 struct GatherBody {
   static constexpr const char* kName = "gather rows";
@@ -51,14 +52,17 @@ struct GatherBody {
       return;
     }
     const auto row_bytes = static_cast<int64_t>(plan.row_bytes);
+    int64_t slot = id;
+    if constexpr (!std::is_void_v<Entry>) {
+      slot = static_cast<int64_t>(static_cast<const Entry*>(plan.lookup)[id]);
+    }
     const std::byte* source;
-    if constexpr (std::is_void_v<Entry>) {
-      source = id < plan.hot_rows ? plan.device_rows + id * row_bytes
-                                  : plan.pinned_rows + (id - plan.hot_rows) * row_bytes;
+    if (slot >= plan.hot_rows) {
+      source = plan.pinned_rows + (slot - plan.pinned_first) * row_bytes;
+    } else if (plan.shards == 1) {  // one device in the clique: no division
+      source = plan.shard_rows[0] + slot * row_bytes;
     } else {
-      const auto entry = static_cast<int64_t>(static_cast<const Entry*>(plan.lookup)[id]);
-      source = entry >= 0 ? plan.device_rows + entry * row_bytes
-                          : plan.pinned_rows + (~entry) * row_bytes;
+      source = plan.shard_rows[slot % plan.shards] + (slot / plan.shards) * row_bytes;
     }
     const auto* from = reinterpret_cast<const Vector*>(source);
     for (int64_t first = lane; first < vectors_per_row; first += lanes * kPerLane) {
@@ -78,8 +82,7 @@ struct GatherBody {
 // The widest access (16, 8, 4, 2 or 1 bytes) that the row size and every base pointer allow.
 inline size_t vector_bytes(const DeviceGatherPlan& plan, const void* out) {
   const uintptr_t bits = plan.row_bytes | reinterpret_cast<uintptr_t>(out) |
-                         reinterpret_cast<uintptr_t>(plan.device_rows) |
-                         reinterpret_cast<uintptr_t>(plan.pinned_rows);
+                         plan.shard_address_bits | reinterpret_cast<uintptr_t>(plan.pinned_rows);
   for (size_t width : {16, 8, 4, 2}) {
     if ((bits & (width - 1)) == 0) return width;
   }

@@ -1,5 +1,9 @@
-// The row gather of FeatureStore's GPU tiers on a CUDA device: gather_driver.h's body run by
-// the CUDA executor (CUDA builds only; gather_kernel_host.cc runs it on the host executor).
+// The row gather of FeatureStore's GPU tiers on a CUDA device (any device of a sharded cache):
+// gather_driver.h's body run by the CUDA executor (CUDA builds only; gather_kernel_host.cc runs it
+// on the host executor).
+#include <memory>
+#include <unordered_map>
+
 #include "volley/core/buffer.h"
 #include "volley/core/cuda/cuda_executor.cuh"
 #include "volley/feature/cuda/gather_driver.h"
@@ -9,7 +13,6 @@ namespace {
 
 // Per thread and device: the executor, the word the kernel reports a bad id in.
 struct GatherState {
-  int device = -1;
   std::unique_ptr<cuda::CudaExecutor> executor;
   Buffer first_bad;
 };
@@ -20,11 +23,11 @@ int64_t launch_device_gather(const DeviceGatherPlan& plan, const int64_t* ids, i
                              void* out, void* stream, bool check) {
   if (count == 0) return -1;
   cuda::DeviceGuard guard(plan.device);
-  thread_local GatherState state;
-  if (state.device != plan.device) {
+  thread_local std::unordered_map<int, GatherState> states;  // a sharded store: one per device
+  GatherState& state = states[plan.device];
+  if (state.executor == nullptr) {
     state.executor = std::make_unique<cuda::CudaExecutor>(plan.device);
     state.first_bad = Buffer::allocate_device(sizeof(unsigned long long), plan.device);
-    state.device = plan.device;
   }
   cuda::CudaExecutor& executor = *state.executor;
   executor.set_stream(stream);

@@ -14,12 +14,20 @@
 
 namespace volley::feature_internal {
 
-// Where the rows of a FeatureStore's GPU tiers live, as the kernel sees them.
+// Where the rows of a FeatureStore's GPU tiers live, as the kernel on `device` sees them.
+// Rows are ranked by placement slot (hottest first). The device cache of the gathering
+// device's peer-access clique holds slots [0, hot_rows), dealt round-robin over the clique's
+// `shards` devices: slot s is row s / shards of shard s % shards (the device's own shard or a
+// peer's, read over peer access). Pinned host memory holds slots [pinned_first, num_rows)
+// (pinned_first <= hot_rows; slots in between are also in the cache). One device alone is the
+// one-shard case: its cache holds slots [0, hot_rows), pinned memory the rest.
 struct DeviceGatherPlan {
-  const std::byte* device_rows = nullptr;  // device tier, hot_rows × row_bytes
-  const std::byte* pinned_rows = nullptr;  // pinned host tier (device-readable), the rest
-  // Per row: slot s >= 0 in the device tier or ~s in the pinned tier (int32 or int64 entries);
-  // null: rows [0, hot_rows) are device slots, the rest pinned slot id - hot_rows.
+  const std::byte* const* shard_rows = nullptr;  // device-readable table of `shards` pointers
+  int shards = 1;
+  uintptr_t shard_address_bits = 0;        // the OR of the shard pointers (vector width)
+  const std::byte* pinned_rows = nullptr;  // pinned host tier (device-readable)
+  int64_t pinned_first = 0;                // the slot of pinned_rows' first row
+  // Per row: its placement slot (int32 or int64 entries); null: the slot is the id.
   const void* lookup = nullptr;
   bool lookup_is_32bit = true;
   int64_t hot_rows = 0;

@@ -34,15 +34,31 @@ struct FeatureStore::State {
   // The disk tier (internal/disk_tier.h): the last tier is read from its file, not its map.
   std::shared_ptr<const feature_internal::DiskTier> disk;
 
-  // GPU tiers (device >= 0): tiers = {device rows (kCuda), pinned rows (kPinnedHost)}.
-  int device = -1;
-  int64_t hot_rows = 0;  // rows in the device tier
-  Buffer device_lookup;  // kCuda; empty without a hot order
+  // GPU tiers (device >= 0): tiers = {the cache shard of each device, in `views` order (kCuda),
+  // pinned rows (kPinnedHost)}. Rows are ranked by placement slot (hot order, then id order);
+  // each peer-access clique caches slots [0, its hot_rows) dealt round-robin over its members'
+  // shards, and the pinned tier holds slots [pinned_first, num_rows). One device: one clique of
+  // one shard.
+  struct DeviceView {
+    int device = 0;
+    int clique = 0;        // index into `cliques`
+    int64_t hot_rows = 0;  // slots its clique caches
+    Buffer shard_table;    // on `device`: the clique's shard pointers, in member order
+    uintptr_t shard_address_bits = 0;
+    Buffer lookup;  // on `device`: the placement slot of every row; empty in id order
+  };
+  int device = -1;                        // the first device of `views`
+  std::vector<DeviceView> views;          // one per device, in the order the caller gave
+  std::vector<std::vector<int>> cliques;  // view indices, members in shard order
+  int64_t pinned_first = 0;
   bool device_lookup_is_32bit = true;
-  std::vector<int64_t> host_lookup;  // the same entries on the host (locate())
+  std::vector<int64_t> host_lookup;  // the same slots on the host (locate()); empty in id order
 
   bool on_cuda() const { return device >= 0; }
-  feature_internal::DeviceGatherPlan plan() const;
+  // The view of `device`, or null when the store has no shard there.
+  const DeviceView* view_of(int cuda_device) const;
+  // What the kernel on `cuda_device` (a device of `views`) reads.
+  feature_internal::DeviceGatherPlan plan(int cuda_device) const;
 };
 
 namespace feature_internal {
@@ -59,7 +75,9 @@ void build_gpu_tiers(const Array& matrix, const FeatureStoreOptions& options,
 // The GPU gather (gpu_tiers.cc); arguments as FeatureStore::gather(ids, out, options).
 void gather_on_gpu(const FeatureStore::State& state, const Array& ids, const Array& out,
                    const GatherOptions& options);
-RowLocation locate_on_gpu(const FeatureStore::State& state, int64_t id);
+// Tier and slot of row `id` (in range) as a gather on `device` reads it (-1: the first device);
+// ValueError for a device that holds no shard of the store.
+RowLocation locate_on_gpu(const FeatureStore::State& state, int64_t id, int device);
 
 // Tier and slot of row `id` of a host store (id in range).
 inline RowLocation locate_host(const FeatureStore::State& state, int64_t id) {

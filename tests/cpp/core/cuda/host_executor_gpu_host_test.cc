@@ -1,6 +1,7 @@
 // The host executor itself: every item of a launch runs exactly once, in a shuffled order, on
-// several threads; launches are ordered; scans and Scratch behave as on the CUDA executor.
-// Label gpu-host.
+// several threads; launches are ordered; scans and Scratch behave as on the CUDA executor. The
+// emulated devices: their count and peer-access matrix, from the environment's syntax or a test,
+// and the allocations and peer access they allow. Label gpu-host.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,10 +10,16 @@
 #include <mutex>
 #include <numeric>
 #include <set>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "test_util.h"
+#include "volley/core/buffer.h"
+#include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
+#include "volley/core/internal/emulated_device.h"
 #include "volley/core/internal/host_executor.h"
 
 namespace volley::internal {
@@ -103,6 +110,58 @@ TEST(HostExecutor, ScratchGrowsKeepsAndNeverOverwritesAHeldBuffer) {
   auto* fresh = scratch.reserve(10);
   EXPECT_NE(fresh, held.data());
   EXPECT_EQ(scratch.allocations(), 3);
+}
+
+TEST(EmulatedDevices, TheEnvironmentSyntaxGivesTheMatrix) {
+  EXPECT_EQ(parse_emulated_devices("", "").count, 1);
+  const EmulatedDevices pairs = parse_emulated_devices("3", "110,110,001");
+  EXPECT_EQ(pairs.count, 3);
+  EXPECT_EQ(pairs.peer_access, (std::vector<uint8_t>{1, 1, 0, 1, 1, 0, 0, 0, 1}));
+  EXPECT_TRUE(parse_emulated_devices("4", "all").peer_access.empty());
+  EXPECT_EQ(parse_emulated_devices("2", "none").peer_access, (std::vector<uint8_t>(4, 0)));
+  for (const auto& [count, peers, expected] :
+       std::vector<std::tuple<const char*, const char*, const char*>>{
+           {"0", "", "must be a count in [1, 64], got \"0\""},
+           {"x2", "", "got \"x2\""},
+           {"65", "", "got \"65\""},
+           {"2", "11,1", "for 2 device(s) must be"},
+           {"2", "111,11", "got \"111,11\""},
+           {"2", "12,11", "got \"12,11\""},
+           {"2", "11,11,11", "got \"11,11,11\""}}) {
+    const std::string message =
+        message_of<ValueError>([&] { parse_emulated_devices(count, peers); });
+    EXPECT_NE(message.find(expected), std::string::npos)
+        << count << " " << peers << ": " << message;
+  }
+  EXPECT_NE(message_of<ValueError>([] {
+              set_cuda_emulated(true, {.count = 2, .peer_access = {1, 1, 1}});
+            }).find("needs 4 entries, got 3"),
+            std::string::npos);
+}
+
+TEST(EmulatedDevices, CountsAllocationsAndPeerAccessFollowTheTopology) {
+  {
+    ScopedCudaEmulation three({.count = 3, .peer_access = {1, 0, 0, 0, 1, 1, 0, 1, 1}});
+    EXPECT_EQ(cuda_device_count(), 3);
+    const Buffer on_two = Buffer::allocate_device(64, 2);
+    EXPECT_EQ(on_two.device(), 2);
+    EXPECT_EQ(on_two.location(), Location::kCuda);
+    EXPECT_TRUE(cuda_can_access_peer(1, 2));
+    EXPECT_FALSE(cuda_can_access_peer(0, 1));
+    EXPECT_THROW(cuda_can_access_peer(0, 3), RuntimeError);
+    EXPECT_THROW(cuda_enable_peer_access(2, 0), RuntimeError);
+    EXPECT_NO_THROW(cuda_enable_peer_access(2, 1));
+    {
+      ScopedCudaEmulation one;  // nested: one device, then the three again
+      EXPECT_EQ(cuda_device_count(), 1);
+      EXPECT_THROW(Buffer::allocate_device(8, 1), RuntimeError);
+    }
+    EXPECT_EQ(cuda_device_count(), 3);
+    EXPECT_FALSE(cuda_can_access_peer(0, 2));
+  }
+  ScopedCudaEmulation off(false);
+  EXPECT_EQ(emulated_devices().count, 1);
+  EXPECT_FALSE(emulated_can_access_peer(0, 0));
 }
 
 }  // namespace

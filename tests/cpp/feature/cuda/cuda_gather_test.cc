@@ -1,10 +1,14 @@
 // The GPU gather returns exactly the CPU gather's bytes for every dtype, row width and tier mix,
-// reports bad ids, and does not leak. Skips without a CUDA device. (A .cc: public API only.)
+// reports bad ids, and does not leak; a cache sharded over every visible GPU (two or more: the
+// peer-access cliques the driver reports) gathers the same bytes on each of them. Skips without
+// a CUDA device (the sharded test: with fewer than two). (A .cc: public API only.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <optional>
 #include <random>
 
@@ -190,6 +194,58 @@ TEST(CudaGather, NoLeakOverAThousandGathers) {
   stream.synchronize();
   ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
   EXPECT_LE(free_before - std::min(free_before, free_after), size_t{2} << 20);
+}
+
+// Every visible GPU (up to 8) holds a shard of the cache, grouped by the driver's peer access;
+// a gather on each device, into its own memory, reads its rows, its peers' and pinned memory.
+TEST(CudaGatherMultiGpu, ShardedCacheEqualsTheCpuGatherOnEveryDevice) {
+  const int count = std::min(cuda_device_count(), 8);
+  if (count < 2) GTEST_SKIP() << "needs two or more CUDA devices, found " << count;
+  std::vector<int> devices(static_cast<size_t>(count));
+  for (int d = 0; d < count; ++d) devices[static_cast<size_t>(d)] = d;
+  const auto cliques = cuda_peer_cliques(devices);
+  std::string described;
+  for (const auto& clique : cliques) described += fmt::format(" [{}]", fmt::join(clique, ", "));
+  RecordProperty("peer_cliques", described);
+  std::printf("peer-access cliques of %d GPUs:%s\n", count, described.c_str());
+  const int64_t n = 200000, per_device = 20000;
+  const Array matrix = random_matrix(DType::kFloat32, n, 64, 17);
+  std::mt19937_64 rng(8);
+  std::vector<int64_t> ids(50000), hot(n);
+  for (auto& id : ids) id = static_cast<int64_t>(rng() % n);
+  std::iota(hot.begin(), hot.end(), int64_t{0});
+  std::shuffle(hot.begin(), hot.end(), rng);
+  const Array expected = FeatureStore(matrix).gather(ids);
+  for (const bool hot_order : {false, true}) {
+    std::optional<Array> order;
+    if (hot_order) order = Array::from_vector(hot);
+    const FeatureStore store =
+        FeatureStore::build(matrix, {.tiers = {{.location = Location::kCuda,
+                                                .byte_budget = per_device * 256,
+                                                .devices = devices}},
+                                     .hot_order = order});
+    for (const int device : devices) {
+      CudaStream stream = CudaStream::create(device);
+      const Array device_ids(Buffer::allocate_device(ids.size() * 8, device), DType::kInt64,
+                             {static_cast<int64_t>(ids.size())});
+      cuda_copy(device_ids.raw_data(), ids.data(), ids.size() * 8, stream.handle());
+      const Array out(Buffer::allocate_device(expected.nbytes(), device), DType::kFloat32,
+                      {static_cast<int64_t>(ids.size()), 64});
+      store.gather(device_ids, out, {.stream = stream.handle()});  // on `device`: out is there
+      stream.synchronize();
+      EXPECT_EQ(std::memcmp(to_host(out).data(), expected.raw_data(), expected.nbytes()), 0)
+          << "cuda:" << device << " hot order " << hot_order << ": " << store.describe();
+      const Array host = store.gather(ids, {.device = device});
+      EXPECT_EQ(std::memcmp(host.raw_data(), expected.raw_data(), expected.nbytes()), 0);
+      int64_t local = 0;
+      for (int64_t id = 0; id < n; ++id) {
+        const RowLocation at = store.locate(id, device);
+        local += store.tiers()[static_cast<size_t>(at.tier)].rows().buffer().device() == device &&
+                 store.tiers()[static_cast<size_t>(at.tier)].location() == Location::kCuda;
+      }
+      EXPECT_EQ(local, per_device) << "cuda:" << device;
+    }
+  }
 }
 
 }  // namespace

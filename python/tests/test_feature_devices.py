@@ -1,0 +1,122 @@
+"""``volley.Feature(..., devices=[...])``: a device cache sharded over several GPUs.
+
+Argument checks run everywhere. The gathers run on emulated devices: a child process started
+with ``VOLLEY_HOST_EXECUTOR=1``, four emulated devices and a peer-access matrix of two cliques
+({0, 1} and {2, 3}), gathers on every device and compares with the CPU rows; it also runs with
+no peer access at all (four cliques of one). Real GPUs: scripts/gpu_check.sh.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import volley
+from volley import _volley
+
+torch = pytest.importorskip("torch")
+
+X = np.arange(60 * 4, dtype=np.float32).reshape(60, 4)
+
+
+@pytest.mark.parametrize(
+    "devices, error, match",
+    [
+        ([], volley.VolleyValueError, r"devices must list at least one CUDA device, got \[\]"),
+        ([0, 1, 1], volley.VolleyValueError, r"devices lists cuda:1 twice: \[0, 1, 1\]"),
+        (["cuda:0", "cuda:0"], volley.VolleyValueError, r"devices lists cuda:0 twice"),
+        ([0, -2], volley.VolleyValueError, r"CUDA device ordinal must be >= 0, got -2"),
+        ([0, "cpu"], volley.VolleyValueError, r"devices must be CUDA devices, got 'cpu'"),
+        ("cuda:0", volley.VolleyTypeError, r"devices must be a list of CUDA devices"),
+        (3, volley.VolleyTypeError, r"devices must be a list of CUDA devices, got int 3"),
+    ],
+)
+def test_bad_device_lists_name_the_offending_value(devices, error, match):
+    with pytest.raises(error, match=match):
+        volley.Feature(X, devices=devices, device_cache_size=64)
+
+
+def test_unknown_ordinals_are_refused_before_any_allocation():
+    count = int(_volley.cuda_device_count())
+    if count == 0:
+        with pytest.raises(volley.VolleyRuntimeError, match=r"devices=\[0, 1\]: no CUDA device is visible"):
+            volley.Feature(X, devices=[0, 1])
+        return
+    with pytest.raises(volley.VolleyValueError, match=rf"devices lists cuda:{count}, but {count} CUDA"):
+        volley.Feature(X, devices=[0, count])
+
+
+CHILD = textwrap.dedent(
+    """
+    import numpy as np, torch, volley
+    from volley import _volley
+    assert _volley.cuda_emulated() and _volley.cuda_device_count() == 4
+    x = torch.from_numpy(np.random.default_rng(1).standard_normal((300, 6)).astype(np.float32))
+    ids = torch.from_numpy(np.random.default_rng(2).integers(0, 300, 900))
+    order = torch.from_numpy(np.random.default_rng(3).permutation(300))
+    row_bytes = 6 * 4
+    for hot_order in (None, order):
+        for device in range(4):
+            feature = volley.Feature(x, devices=[0, 1, 2, 3], device=device,
+                                     device_cache_size=20 * row_bytes, hot_order=hot_order)
+            assert feature.devices[0] == device and sorted(feature.devices) == [0, 1, 2, 3]
+            assert torch.equal(feature[ids], x[ids]), device
+            tiers = feature.tiers
+            cached = [t for t in tiers if t["location"] == "cuda"]
+            assert sorted(t["device"] for t in cached) == [0, 1, 2, 3]
+            assert all(t["rows"] == 20 for t in cached), tiers
+            assert tiers[-1]["location"] == "pinned_host"
+            assert tiers[-1]["rows"] == 300 - MIN_CLIQUE * 20, tiers
+    first = volley.Feature(x, devices=["cuda:2", 3])
+    assert first.devices == [2, 3] and torch.equal(first[ids], x[ids])
+    try:
+        volley.Feature(x, devices=[0, 4])
+        raise SystemExit("no error for cuda:4")
+    except volley.VolleyValueError as error:
+        assert "devices lists cuda:4, but 4 CUDA device(s) are visible" in str(error), error
+    try:
+        volley.Feature(x, devices=[0, 1], device="cuda:2")
+        raise SystemExit("no error for device cuda:2")
+    except volley.VolleyValueError as error:
+        assert "device cuda:2 is not one of devices [0, 1]" in str(error), error
+    print("sharded gathers ok")
+    """
+)
+
+
+def _can_emulate() -> bool:
+    env = dict(os.environ, VOLLEY_HOST_EXECUTOR="1")
+    probe = "from volley import _volley; print(_volley.cuda_emulated())"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    return result.returncode == 0 and result.stdout.strip() == "True"
+
+
+@pytest.mark.parametrize("peers, min_clique", [("1100,1100,0011,0011", 2), ("none", 1)])
+def test_sharded_gathers_equal_the_cpu_rows_on_emulated_devices(peers, min_clique):
+    if not _can_emulate():
+        pytest.skip("this build has no host executor (the CUDA toolkit's CCCL headers were not found)")
+    env = dict(
+        os.environ,
+        VOLLEY_HOST_EXECUTOR="1",
+        VOLLEY_HOST_EXECUTOR_DEVICES="4",
+        VOLLEY_HOST_EXECUTOR_PEERS=peers,
+    )
+    script = f"MIN_CLIQUE = {min_clique}\n" + CHILD
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0 and "sharded gathers ok" in result.stdout, result.stdout + result.stderr[-4000:]
+
+
+def test_a_malformed_peer_matrix_is_a_clear_error():
+    if not _can_emulate():
+        pytest.skip("this build has no host executor")
+    env = dict(os.environ, VOLLEY_HOST_EXECUTOR="1", VOLLEY_HOST_EXECUTOR_DEVICES="2", VOLLEY_HOST_EXECUTOR_PEERS="11,1")
+    probe = "from volley import _volley; _volley.cuda_device_count()"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode != 0
+    assert "VOLLEY_HOST_EXECUTOR_PEERS for 2 device(s) must be" in result.stderr
+    assert '"11,1"' in result.stderr
