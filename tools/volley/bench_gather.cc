@@ -6,10 +6,12 @@
 // The table is generated (seeded) in the chosen tier: heap memory, a shared-memory segment, or
 // an .npy file that is then memory-mapped (written to --file, removed afterwards). Batches are
 // uniform random ids; gathers and memcpys alternate batch by batch, so both see the same machine
-// state. Prints one JSON line.
+// state. On one thread the same rows are also read once without writing anything (prefetched as
+// the gather prefetches): the random-access limit no gather can beat. Prints one JSON line.
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -149,6 +151,32 @@ FeatureStore table_store(const GatherSettings& settings, DType dtype, std::strin
   return store;
 }
 
+// The random-read limit a gather cannot beat: every row of `ids` read once (summed, nothing
+// written), its lines prefetched `prefetch` bytes of rows ahead as the gather kernel does.
+// Returns the seconds it took; `sink` keeps the sums alive.
+double random_read_seconds(const std::byte* base, size_t row_bytes, const std::vector<int64_t>& ids,
+                           size_t prefetch, uint64_t& sink) {
+  const size_t ahead = std::clamp<size_t>((prefetch + row_bytes - 1) / row_bytes, 1, 32);
+  const size_t words = row_bytes / sizeof(uint64_t);
+  const auto start = Clock::now();
+  uint64_t sums[4] = {};  // independent chains: the loads, not the adds, set the pace
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i + ahead < ids.size()) {
+      const std::byte* next = base + static_cast<size_t>(ids[i + ahead]) * row_bytes;
+      for (size_t line = 0; line < row_bytes; line += 64) __builtin_prefetch(next + line, 0, 2);
+    }
+    const auto* row =
+        reinterpret_cast<const uint64_t*>(base + static_cast<size_t>(ids[i]) * row_bytes);
+    size_t w = 0;
+    for (; w + 4 <= words; w += 4) {
+      sums[0] += row[w], sums[1] += row[w + 1], sums[2] += row[w + 2], sums[3] += row[w + 3];
+    }
+    for (; w < words; ++w) sums[0] += row[w];
+  }
+  sink += sums[0] + sums[1] + sums[2] + sums[3];
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 void run_gather_bench(const GatherSettings& settings) {
   const DType dtype = dtype_from_name(settings.dtype);
   VOLLEY_REQUIRE(settings.device == "cpu" || settings.device == "cuda", ValueError,
@@ -188,7 +216,11 @@ void run_gather_bench(const GatherSettings& settings) {
   }
   store.gather(batches.front(), out.data(), options);
 
-  double gather_seconds = 0, memcpy_seconds = 0;
+  double gather_seconds = 0, memcpy_seconds = 0, read_seconds = 0;
+  uint64_t sink = 0;
+  const size_t row_bytes = static_cast<size_t>(settings.dim) * dtype_size(dtype);
+  const size_t prefetch =
+      settings.prefetch_bytes > 0 ? static_cast<size_t>(settings.prefetch_bytes) : size_t{4096};
   const size_t windows = table_bytes / out_bytes;
   for (size_t k = 0; k < batches.size(); ++k) {
     const auto start = Clock::now();
@@ -198,6 +230,9 @@ void run_gather_bench(const GatherSettings& settings) {
     const auto end = Clock::now();
     gather_seconds += std::chrono::duration<double>(middle - start).count();
     memcpy_seconds += std::chrono::duration<double>(end - middle).count();
+    if (settings.threads == 1) {
+      read_seconds += random_read_seconds(rows.raw_data(), row_bytes, batches[k], prefetch, sink);
+    }
   }
   if (!file.empty()) std::remove(file.c_str());
 
@@ -221,6 +256,10 @@ void run_gather_bench(const GatherSettings& settings) {
       {"gather_gbps", gather_gbps},
       {"memcpy_gbps", memcpy_gbps},
       {"ratio_to_memcpy", gather_gbps / memcpy_gbps},
+      // One thread: the same rows read once (no output), the random-access limit of the gather.
+      {"random_read_gbps", read_seconds > 0 ? total / read_seconds / 1e9 : 0.0},
+      {"ratio_to_random_read", read_seconds > 0 ? read_seconds / gather_seconds : 0.0},
+      {"read_checksum", sink % 1000},
       {"rows_per_second", static_cast<double>(settings.batch * settings.batches) / gather_seconds},
       {"load_average", load_average().one}};
   std::cout << line.dump() << std::endl;
