@@ -177,6 +177,39 @@ double random_read_seconds(const std::byte* base, size_t row_bytes, const std::v
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+struct Timings {
+  double gather = 0, memcpy = 0, read = 0;  // seconds over all batches
+  uint64_t sink = 0;                        // the read pass's sums
+};
+
+// Gathers each batch, then copies the same bytes sequentially, then (one thread) reads its rows
+// without writing: the three alternate batch by batch.
+Timings time_batches(const GatherSettings& settings, const FeatureStore& store,
+                     const std::vector<std::vector<int64_t>>& batches, const GatherOptions& options,
+                     Buffer& out, DType dtype) {
+  const Array& rows = store.tiers().front().rows();
+  const size_t out_bytes = out.size();
+  const size_t row_bytes = static_cast<size_t>(settings.dim) * dtype_size(dtype);
+  const size_t prefetch =
+      settings.prefetch_bytes > 0 ? static_cast<size_t>(settings.prefetch_bytes) : size_t{4096};
+  const size_t windows = rows.nbytes() / out_bytes;
+  Timings timed;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const auto start = Clock::now();
+    store.gather(batches[k], out.data(), options);
+    const auto middle = Clock::now();
+    std::memcpy(out.data(), rows.raw_data() + (k % windows) * out_bytes, out_bytes);
+    const auto end = Clock::now();
+    timed.gather += std::chrono::duration<double>(middle - start).count();
+    timed.memcpy += std::chrono::duration<double>(end - middle).count();
+    if (settings.threads == 1) {
+      timed.read +=
+          random_read_seconds(rows.raw_data(), row_bytes, batches[k], prefetch, timed.sink);
+    }
+  }
+  return timed;
+}
+
 void run_gather_bench(const GatherSettings& settings) {
   const DType dtype = dtype_from_name(settings.dtype);
   VOLLEY_REQUIRE(settings.device == "cpu" || settings.device == "cuda", ValueError,
@@ -216,24 +249,10 @@ void run_gather_bench(const GatherSettings& settings) {
   }
   store.gather(batches.front(), out.data(), options);
 
-  double gather_seconds = 0, memcpy_seconds = 0, read_seconds = 0;
-  uint64_t sink = 0;
-  const size_t row_bytes = static_cast<size_t>(settings.dim) * dtype_size(dtype);
-  const size_t prefetch =
-      settings.prefetch_bytes > 0 ? static_cast<size_t>(settings.prefetch_bytes) : size_t{4096};
-  const size_t windows = table_bytes / out_bytes;
-  for (size_t k = 0; k < batches.size(); ++k) {
-    const auto start = Clock::now();
-    store.gather(batches[k], out.data(), options);
-    const auto middle = Clock::now();
-    std::memcpy(out.data(), rows.raw_data() + (k % windows) * out_bytes, out_bytes);
-    const auto end = Clock::now();
-    gather_seconds += std::chrono::duration<double>(middle - start).count();
-    memcpy_seconds += std::chrono::duration<double>(end - middle).count();
-    if (settings.threads == 1) {
-      read_seconds += random_read_seconds(rows.raw_data(), row_bytes, batches[k], prefetch, sink);
-    }
-  }
+  const Timings timed = time_batches(settings, store, batches, options, out, dtype);
+  const double gather_seconds = timed.gather, memcpy_seconds = timed.memcpy;
+  const double read_seconds = timed.read;
+  const uint64_t sink = timed.sink;
   if (!file.empty()) std::remove(file.c_str());
 
   const double total = static_cast<double>(out_bytes) * static_cast<double>(settings.batches);
