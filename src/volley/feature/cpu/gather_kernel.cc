@@ -266,6 +266,14 @@ RowConverter converter_for(DType from, DType to) {
   return nullptr;
 }
 
+// Rows of a size known at compile time, copied with cached stores (the copy compiles to one or
+// two moves instead of a call per row).
+template <size_t kBytes, typename Locator>
+void gather_fixed(const Locator& locator, std::span<const int64_t> ids, std::byte* out) {
+  gather_loop(locator, ids, kBytes,
+              [&](size_t i, const std::byte* row) { std::memcpy(out + i * kBytes, row, kBytes); });
+}
+
 template <typename Locator>
 void run(const Locator& locator, const RowMap& map, std::span<const int64_t> ids, DType out_dtype,
          std::byte* out, bool stream) {
@@ -278,6 +286,10 @@ void run(const Locator& locator, const RowMap& map, std::span<const int64_t> ids
         stream_row(out + i * row_bytes, row, row_bytes);
       });
       store_fence();
+    } else if (row_bytes == 8) {  // int64 labels, float64 scalars: a move, not a memcpy call
+      gather_fixed<8>(locator, ids, out);
+    } else if (row_bytes == 4) {
+      gather_fixed<4>(locator, ids, out);
     } else {
       gather_loop(locator, ids, row_bytes, [&](size_t i, const std::byte* row) {
         std::memcpy(out + i * row_bytes, row, row_bytes);
