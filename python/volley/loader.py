@@ -467,10 +467,10 @@ class NeighborLoader(LoaderBase):
         return _cuda.current_stream(device) if device is not None else 0
 
     def __call__(self, index: Any) -> Any:
-        """The batch of the seeds ``index`` (ids: list, tensor or array), as PyG's ``loader(index)``;
-        batch index 0 of the current epoch's seed; ``input_id``: positions in ``index``."""
-        self._refresh_attributes()
-        return self._to_batch(_pyg_compat.sample_seeds(self, index))
+        """The batch of the input nodes at positions ``index`` (a list, tensor or array), as
+        PyG's ``loader(index)`` (its ``collate_fn``): without ``input_nodes`` the positions are
+        node ids. VolleyIndexError for a position outside the input nodes."""
+        return self.collate_fn(index)
 
     def collate_fn(self, index: Any) -> Any:  # pylint: disable=method-hidden
         """The batch of the input positions ``index`` (PyG's ``collate_fn``): their input nodes
