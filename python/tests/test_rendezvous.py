@@ -1,11 +1,19 @@
 """Discovery through torch.distributed's key-value store: servers register their part's address
 (volley.dist.serve(..., rendezvous=...)) and loaders, DistGraph and server-client servers read
 every part's address from it — both topologies give the local loader's batches with no address
-list; a part that never registers, two datasets under one name and bad arguments are errors."""
+list; a part that never registers, two datasets under one name and bad arguments are errors.
+``python -m volley serve`` starts such servers as a group of their own, claiming distinct parts
+with ``--part auto``."""
 
 from __future__ import annotations
 
 import datetime
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -15,7 +23,7 @@ import volley
 from volley.loader import NeighborLoader
 from volley.partition import split_ids
 
-from conftest import as_numpy
+from conftest import as_numpy, runs_other_interpreters, volley_cli
 from test_dist import assert_same_batches, parts_dir, whole  # noqa: F401 (fixtures)
 
 if not volley._volley._has_dist:
@@ -172,3 +180,116 @@ def test_heterogeneous_partitions_register_too(tmp_path, store):
     finally:
         for server in servers:
             server.shutdown(0.1)
+
+
+# --- python -m volley serve: a server group of its own -------------------------------------------
+
+
+@pytest.fixture
+def commands():
+    """Starts ``python -m volley serve ARGS`` (each in a process group of its own, killed at
+    the end of the test)."""
+    import volley as package
+
+    started = []
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(package.__file__)))
+
+    def start(*args):
+        process = subprocess.Popen([sys.executable, "-m", "volley", "serve", *args], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+SERVING = re.compile(r"^volley serve: part (\d+) of 'cora' \(2 parts\) listening on \S+, "
+                     r"registered as (\S+) under rendezvous service '(\w+)'$")
+
+
+def serving(process, timeout=60):
+    """(part, registered address) from a command's first line (its stderr when it ends)."""
+    if not select.select([process.stdout], [], [], timeout)[0]:
+        pytest.fail(f"python -m volley serve printed nothing within {timeout} s")
+    line = process.stdout.readline().rstrip("\n")
+    match = SERVING.match(line)
+    assert match, (line, process.stderr.read() if process.poll() is not None else "")
+    return int(match.group(1)), match.group(2)
+
+
+def stopped(process, timeout=30):
+    """A command's stderr after SIGTERM (its exit status must be 0)."""
+    process.send_signal(signal.SIGTERM)
+    _, errors = process.communicate(timeout=timeout)
+    assert process.returncode == 0, errors
+    return errors
+
+
+@runs_other_interpreters
+def test_serve_command_claims_distinct_parts_that_loaders_find(parts_dir, whole, store,
+                                                               commands):  # noqa: F811
+    master, endpoint = store
+    auto = [parts_dir, "--part", "auto", "--rendezvous", endpoint, "--service", "group"]
+    first = [commands(*auto, "--peers", "rendezvous") for _ in range(2)]  # starting together
+    lines = [serving(process) for process in first]
+    found = dict(lines)
+    assert sorted(found) == [0, 1]
+    expected, options = _expected(parts_dir, whole)
+    loader = vd.DistNeighborLoader(None, [5, 3], num_workers=2, topology="server-client",
+                                   rendezvous=endpoint, service="group", **options)
+    listed = vd.DistNeighborLoader([found[0], found[1]], [5, 3], num_workers=2,
+                                   topology="server-client", **options)
+    assert_same_batches(listed, loader, epochs=1)  # each loader's first epoch
+    assert_same_batches(expected, vd.DistNeighborLoader(
+        None, [5, 3], num_workers=2, topology="server-client", rendezvous=endpoint,
+        service="group", **options), epochs=1)
+
+    # Every part claimed: one more server is refused, a replica claims part 0 again.
+    extra = commands(*auto)
+    assert extra.wait(60) == 2 and "all 2 parts are claimed" in extra.stderr.read()
+    replica = commands(*auto, "--replica")
+    part, address = serving(replica)
+    assert part == 0
+    assert master.get("volley/group/part/0").decode() == f"{found[0]}|{address}"
+    # A stopped server gives its claim up and leaves its part's replicas; the next 'auto'
+    # server takes its part.
+    assert "stopped after" in stopped(replica)
+    assert master.get("volley/group/part/0").decode() == found[0]
+    stopped(first[[part for part, _ in lines].index(1)])
+    part, address = serving(commands(*auto))
+    assert part == 1 and master.get("volley/group/part/1").decode() == address
+
+
+def test_serve_command_names_bad_values(parts_dir, store, capsys):  # noqa: F811
+    from volley._serve import main
+
+    _, endpoint = store
+    for argv, status, message in [
+        (["--part", "x"], 2, "--part must be a partition number (0, 1, ...) or 'auto', got 'x'"),
+        (["--part", "2"], 2, f"--part 2 out of range: {parts_dir!r} has 2 partitions (0..1)"),
+        (["--part", "0", "--deadline", "0"], 2, "--deadline must be > 0, got 0"),
+        (["--part", "auto", "--rendezvous", "nowhere"], 2, "got 'nowhere'"),
+    ]:
+        argv = [parts_dir] + (argv if "--rendezvous" in argv else argv + ["--rendezvous",
+                                                                          endpoint])
+        assert main(argv) == status, argv
+        assert message in capsys.readouterr().err, argv
+    missing = parts_dir + "-missing"
+    assert main([missing, "--part", "auto", "--rendezvous", endpoint]) == 1
+    assert f"{missing!r} holds no partition.json" in capsys.readouterr().err
+
+
+def test_the_cli_points_to_the_python_command(parts_dir):  # noqa: F811
+    cli = volley_cli()
+    if cli is None:
+        pytest.skip("no volley CLI of this build (set VOLLEY_CLI)")
+    run = subprocess.run([cli, "serve", parts_dir, "--part", "auto", "--rendezvous",
+                          "host0:29400"], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    assert "'host0:29400': this command cannot register" in run.stderr
+    assert "python -m volley serve DATASET --part N|auto --rendezvous host0:29400" in run.stderr

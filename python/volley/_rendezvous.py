@@ -14,7 +14,8 @@ address list by hand::
 initialised, else the one at ``MASTER_ADDR:MASTER_PORT`` (torchrun sets both). Keys live under
 ``volley/<service>/``: the number of parts, and each part's address and dataset fingerprint. A
 restarted server overwrites its part's entry; a replica (``serve(..., replica=True)``) adds its
-address to the part's replicas.
+address to the part's replicas. ``python -m volley serve --part auto`` (``volley._serve``) claims
+its part under ``volley/<service>/claim/`` first, and gives the claim up when it stops.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def store_of(rendezvous: Any, timeout: float) -> Any:
     host, port = _host_port(str(rendezvous))
     try:
         return dist.TCPStore(host, port, is_master=False, timeout=wait)
-    except RuntimeError as error:
+    except (RuntimeError, OSError) as error:  # torch 1.13 and newer raise TimeoutError too
         raise VolleyConnectionError(f"no c10d store answered at {host}:{port} within "
                                     f"{timeout} s ({error})") from None
 
@@ -137,3 +138,47 @@ def _wait(store: Any, keys: List[str], timeout: datetime.timedelta) -> bool:
         return True
     except RuntimeError:  # torch 1.13: RuntimeError; newer: DistStoreError (a RuntimeError)
         return False
+
+
+def claim_part(store: Any, service: str, num_parts: int, owner: str,
+               replica: bool = False) -> Tuple[int, str]:
+    """The first part of ``num_parts`` no other server of ``service`` has claimed, claimed for
+    ``owner`` with the store's compare-and-set (so servers starting together get distinct
+    parts), and its claim's key. With ``replica``, once every part is claimed the parts are
+    claimed again, in order (a second replica of each, then a third, ...).
+
+    Raises:
+        VolleyValueError: every part is claimed and ``replica`` is False.
+    """
+    replica_index = 0
+    while True:
+        for part in range(num_parts):
+            key = _key(service, "claim", part, replica_index)
+            if store.compare_set(key, "", owner).decode() == owner:
+                return part, key
+        if not replica:
+            raise VolleyValueError(
+                f"part 'auto': all {num_parts} parts are claimed under rendezvous service "
+                f"{service!r}; restart a part's server with its number, or add servers of a "
+                f"part as replicas")
+        replica_index += 1
+
+
+def release(store: Any, service: str, part: int, address: str, claim: Optional[str],
+            owner: str) -> None:
+    """Undoes what a stopping server registered: its claim (``claim_part``) is given up, so that
+    a server started later with part 'auto' takes its part, and its address leaves its part's
+    replicas (the last one stays: loaders then fail to connect to it and say so)."""
+    if claim is not None:
+        store.compare_set(claim, owner, "")
+    key = _key(service, "part", part)
+    current = store.get(key).decode()
+    while True:
+        listed = current.split("|")
+        if address not in listed or len(listed) == 1:
+            return
+        desired = "|".join(a for a in listed if a != address)
+        answer = store.compare_set(key, current, desired).decode()
+        if answer == desired:
+            return
+        current = answer

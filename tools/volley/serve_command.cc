@@ -6,6 +6,8 @@
 //   volley serve: part 0 of 'cora' (1354 nodes) listening on 127.0.0.1:40123
 // (launchers read the address from it; with port 0 the system picks the port). Without a token
 // a warning goes to stderr: anyone who reaches the port may read the partition.
+// --rendezvous is refused with a pointer to `python -m volley serve` (python/volley/_serve.py),
+// which registers the same server in torch.distributed's key-value store.
 // Usage mistakes (missing --part, a part out of range, an unreadable or empty token file, a
 // malformed --listen) are CLI11 usage errors; an address that cannot be bound is an IoError.
 // A build without gRPC keeps the command and fails with kNoDistService.
@@ -241,6 +243,25 @@ void serve(const ServeArguments& arguments) {
 
 #endif  // VOLLEY_WITH_DIST
 
+// --rendezvous, refused with a pointer to `python -m volley serve`. Its check runs before the
+// options defined after it (CLI11 runs them in order), --part's conversion included.
+void add_rendezvous_refusal(CLI::App& command) {
+  command
+      .add_option("--rendezvous",
+                  "Not here: python -m volley serve registers in "
+                  "torch.distributed's store")
+      ->check(CLI::Validator(
+          [](std::string& endpoint) -> std::string {
+            return "'" + endpoint +
+                   "': this command cannot register in torch.distributed's "
+                   "store (the C++ core does not speak c10d's protocol, which changes with "
+                   "torch's version); run the same server from the Python package: python -m "
+                   "volley serve DATASET --part N|auto --rendezvous " +
+                   endpoint + " (python -m volley serve --help), or give this command --peers";
+          },
+          "HOST:PORT"));
+}
+
 }  // namespace
 
 void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
@@ -250,6 +271,7 @@ void add_serve_command(CLI::App& app, GlobalOptions& /*global*/) {
       "Serve one partition of a partitioned dataset (homogeneous or heterogeneous) over gRPC "
       "(until SIGINT/SIGTERM)");
   command->add_option("dataset", arguments->directory, "Partitioned dataset directory")->required();
+  add_rendezvous_refusal(*command);  // before --part, so that `--part auto` gets its message
   command->add_option("-p,--part", arguments->part, "The partition to serve")
       ->required()
       ->check(kNonNegative);
