@@ -2,7 +2,7 @@
 # scripts/gpu_check.sh — everything the GPU data path needs checked on a machine with a GPU.
 #
 #   scripts/gpu_check.sh            # all steps
-#   scripts/gpu_check.sh build test # some steps: build test multi_gpu sanitize pytest bench e2e
+#   scripts/gpu_check.sh build test # some steps: build test multi_gpu ipc sanitize pytest bench e2e
 #
 # Steps (run in the repository root; each writes a log under $OUT, default build/gpu-check):
 #   build     configure + build: Release, CUDA on, Python on ($PYTHON, default python3), no gRPC
@@ -11,6 +11,11 @@
 #             the driver's peer-access matrix and cliques (nvidia-smi topo -m), the sharded
 #             gather on each GPU against the CPU (CudaGatherMultiGpu*), and volley.Feature(x,
 #             devices=[...]) on each GPU against x[ids] — what CI checks only on emulated devices
+#   ipc       bench/gpu_ipc.py: two processes on one GPU share one placed graph by CUDA IPC
+#             (GPU and UVA modes): the receiver's batches equal the sender's and the CPU
+#             sampler's, the device's free memory does not drop by the graph's size when the
+#             receiver opens it, and a handle of an exited sender fails by name — what CI checks
+#             only on emulated devices (ctest -L gpu-host Ipc.*, python/tests/test_cuda_ipc.py)
 #   sanitize  compute-sanitizer memcheck over volley_cuda_tests (skipped when absent)
 #   pytest    python/tests/test_cuda.py, then the other Python tests (not test_dist.py)
 #   bench     volley bench sample --device cuda --mode GPU / UVA and bench gather --device cuda
@@ -276,6 +281,12 @@ for device in range(count):
 '
 }
 
+# CUDA IPC between two processes on one GPU: only the emulated hand-off ran in CI.
+do_ipc() {
+  need_build
+  step ipc env PYTHONPATH=python "$PYTHON" bench/gpu_ipc.py
+}
+
 do_sanitize() {
   need_build
   local sanitizer
@@ -330,18 +341,18 @@ do_e2e() {
 }
 
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(build test multi_gpu sanitize pytest bench e2e)
+[[ ${#steps[@]} -eq 0 ]] && steps=(build test multi_gpu ipc sanitize pytest bench e2e)
 use_deps
 log "volley gpu_check $(date -u +%FT%TZ) on $(hostname): steps ${steps[*]}; logs in $OUT"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version \
   --format=csv,noheader | sed 's/^/[gpu_check] gpu: /' | tee -a "$SUMMARY" || true
 for s in "${steps[@]}"; do
   case "$s" in
-    build | test | multi_gpu | sanitize | pytest | bench | e2e | pack | session) "do_$s" ;;
+    build | test | multi_gpu | ipc | sanitize | pytest | bench | e2e | pack | session) "do_$s" ;;
     oracle) step oracle env PYTHONPATH=python "$PYTHON" bench/gpu_oracle.py --dataset "$DATA" ;;
     fetch-deps) do_fetch_deps ;;
     *)
-      log "unknown step '$s' (build test multi_gpu sanitize pytest bench e2e oracle pack session)"
+      log "unknown step '$s' (build test multi_gpu ipc sanitize pytest bench e2e oracle pack session)"
       exit 2
       ;;
   esac

@@ -44,12 +44,13 @@ void bind_cuda(nb::module_& m) {
   nb::class_<CudaGraph>(m, "CudaGraph", "A graph placed for CUDA sampling (sampling/cuda_graph.h).")
       .def_static(
           "place",
-          [](const Csr& graph, const std::string& mode, int device) {
+          [](const Csr& graph, const std::string& mode, int device, bool shareable) {
             const CudaSamplingMode parsed = parse_cuda_sampling_mode(mode);
             nb::gil_scoped_release release;
-            return CudaGraph::place(graph, {.mode = parsed, .device = device});
+            return CudaGraph::place(graph,
+                                    {.mode = parsed, .device = device, .shareable = shareable});
           },
-          nb::arg("graph"), nb::arg("mode"), nb::arg("device"))
+          nb::arg("graph"), nb::arg("mode"), nb::arg("device"), nb::arg("shareable") = false)
       .def_prop_ro(
           "mode", [](const CudaGraph& g) { return std::string(cuda_sampling_mode_name(g.mode())); })
       .def_prop_ro("device", &CudaGraph::device)
@@ -57,7 +58,30 @@ void bind_cuda(nb::module_& m) {
       .def_prop_ro("num_edges", &CudaGraph::num_edges)
       .def_prop_ro("has_weights", &CudaGraph::has_weights)
       .def_prop_ro("device_bytes", &CudaGraph::device_bytes)
-      .def_prop_ro("pinned_bytes", &CudaGraph::pinned_bytes);
+      .def_prop_ro("pinned_bytes", &CudaGraph::pinned_bytes)
+      .def_prop_ro("shareable", &CudaGraph::shareable,
+                   "Whether every array is shareable by IPC handle (pickles without a copy).")
+      .def(
+          "share_memory_",
+          [](CudaGraph& graph) {
+            if (!graph.shareable()) {
+              nb::gil_scoped_release release;
+              graph = graph.to_shareable();
+            }
+          },
+          "Moves the arrays to memory other processes open by IPC handle, once, in place.")
+      .def(
+          "ipc_handles",
+          [](const CudaGraph& graph) {
+            const CudaGraphArrays arrays = graph.arrays();
+            return nb::make_tuple(arrays.indptr.buffer().shared_name(),
+                                  arrays.indices.buffer().shared_name());
+          },
+          "The IPC handles of indptr and indices ('' when not shareable): for tests and logs.")
+      .def("__getstate__", &cuda_graph_state)
+      .def("__setstate__", [](CudaGraph& graph, nb::handle state) {
+        new (&graph) CudaGraph(cuda_graph_from_state(state));
+      });
 }
 
 }  // namespace volley::python

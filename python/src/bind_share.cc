@@ -6,7 +6,9 @@
 // already in shared memory — memfd or /dev/shm — are kept as they are, so sharing is idempotent.
 // A handle to one shared array is a tuple (segment, offset, dtype, shape): the segment's
 // shared_name() in this process, the byte offset of the array in it, the dtype name and the
-// shape. Rebuilding from handles attaches the segments: zero-copy.
+// shape. Rebuilding from handles attaches the segments: zero-copy. A graph placed on a GPU
+// (CudaGraph) is handed over the same way, its device and pinned arrays named by IPC handles
+// (core/ipc.h) instead of memfd handles.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
@@ -15,9 +17,11 @@
 #include <vector>
 
 #include "bindings.h"
+#include "volley/core/ipc.h"
 #include "volley/feature/feature_store.h"
 #include "volley/graph/csr.h"
 #include "volley/graph/dataset.h"
+#include "volley/sampling/cuda_graph.h"
 
 namespace volley::python {
 
@@ -45,7 +49,7 @@ std::optional<Array> share_array(const std::optional<Array>& array, std::string_
 }
 
 nb::object handle_of(const Array& array, std::string_view what) {
-  VOLLEY_REQUIRE(is_shared(array), ValueError,
+  VOLLEY_REQUIRE(is_shared(array) || ipc_shareable(array.buffer()), ValueError,
                  "{} ({}) is not in shared memory: call share_memory_() first", what,
                  array.describe());
   nb::list shape;
@@ -86,7 +90,10 @@ Array attach(const ArrayHandle& handle) {
   int64_t count = 1;
   for (int64_t size : handle.shape) count *= size;
   const size_t bytes = static_cast<size_t>(count) * dtype_size(handle.dtype);
-  Buffer segment = Buffer::attach_shared(handle.segment);
+  // Device and pinned blocks are named by IPC handles (core/ipc.h), host segments by memfd
+  // handles or /dev/shm names.
+  Buffer segment = handle.segment.rfind("ipc:", 0) == 0 ? open_ipc(IpcHandle::parse(handle.segment))
+                                                        : Buffer::attach_shared(handle.segment);
   return Array(segment.slice(handle.offset, bytes), handle.dtype, handle.shape);
 }
 
@@ -185,7 +192,47 @@ nb::object store_state(const FeatureStore& store) {
   return handle_of(store.tiers()[0].rows(), "features");
 }
 
+// --- CudaGraph ------------------------------------------------------------------------------
+
+nb::object placed_state(const CudaGraph& graph) {
+  const CudaGraphArrays arrays = graph.arrays();
+  return nb::make_tuple(
+      handle_of(arrays.indptr, "indptr"), handle_of(arrays.indices, "indices"),
+      handle_of(arrays.edge_ids, "edge_ids"), handle_of(arrays.weights, "weights"),
+      handle_of(arrays.node_time, "node_time"), handle_of(arrays.edge_time, "edge_time"),
+      arrays.first_row_unsorted_by_node_time, arrays.first_row_unsorted_by_edge_time);
+}
+
 }  // namespace
+
+nb::object cuda_graph_state(CudaGraph& graph) {
+  if (!graph.shareable()) {
+    nb::gil_scoped_release release;
+    graph = graph.to_shareable();
+  }
+  return placed_state(graph);
+}
+
+CudaGraph cuda_graph_from_state(nb::handle state) {
+  VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 8, ValueError,
+                 "a placed-graph state is a tuple of 8 entries");
+  const ArrayHandle indptr = parse_handle(state[0], "indptr");
+  const ArrayHandle indices = parse_handle(state[1], "indices");
+  std::optional<ArrayHandle> optional[4];
+  const char* names[4] = {"edge_ids", "weights", "node_time", "edge_time"};
+  for (int i = 0; i < 4; ++i) optional[i] = parse_optional_handle(state[2 + i], names[i]);
+  const auto node_time_row = nb::cast<int64_t>(state[6]);
+  const auto edge_time_row = nb::cast<int64_t>(state[7]);
+  nb::gil_scoped_release release;
+  return CudaGraph::from_arrays({.indptr = attach(indptr),
+                                 .indices = attach(indices),
+                                 .edge_ids = attach(optional[0]),
+                                 .weights = attach(optional[1]),
+                                 .node_time = attach(optional[2]),
+                                 .edge_time = attach(optional[3]),
+                                 .first_row_unsorted_by_node_time = node_time_row,
+                                 .first_row_unsorted_by_edge_time = edge_time_row});
+}
 
 void bind_share(nb::module_& m) {
   m.def("share_csr", &share_csr, nb::arg("csr"), nb::call_guard<nb::gil_scoped_release>(),

@@ -45,6 +45,7 @@
 #include "volley/feature/node_state.h"
 
 namespace volley {
+class CudaGraph;
 struct SampledSubgraph;
 struct HeteroSampledSubgraph;
 struct NeighborSamplerOptions;
@@ -70,6 +71,13 @@ nb::object array_to_python(const std::optional<Array>& array);
 Array array_from_python(const InputArray& input, std::string_view what);
 std::optional<Array> array_from_python(const std::optional<InputArray>& input,
                                        std::string_view what);
+
+// A placed graph pickled by handle (bind_share.cc; CudaGraph's __getstate__ / __setstate__ in
+// bind_cuda.cc): the state first moves `graph` to shareable memory in place when it is not
+// there yet (one copy; core/ipc.h), then names each array by its IPC handle. From the state,
+// another process opens the same memory (never a copy). Need the GIL.
+nb::object cuda_graph_state(CudaGraph& graph);
+CudaGraph cuda_graph_from_state(nb::handle state);
 
 // Shared by the sampling and distributed-service bindings (bind_sampling.cc):
 // A 1-d int64 host Array over `ids` (ValueError naming `what` otherwise). Needs the GIL.

@@ -149,11 +149,19 @@ def current_stream(device: int) -> int:
     return int(torch.cuda.current_stream(device).cuda_stream)
 
 
-def place_graph(graph: Any, mode: str, device: int) -> Any:
+def place_graph(graph: Any, mode: str, device: int, shareable: bool = False) -> Any:
     """The native ``CudaGraph`` of a ``volley.Graph``: copied to the device (GPU) or to pinned
     host memory (UVA).
+
+    With ``shareable=True`` the arrays go to memory other processes of this machine open by
+    handle (CUDA IPC for device memory, a memfd segment registered as pinned memory in each
+    process for UVA): the placed graph then pickles by handle, and unpickling in another process
+    (a DDP rank on the same GPU) opens the same memory instead of a second copy. Pickling a graph
+    placed without it moves it to shareable memory first, in place (one copy; samplers built on
+    it earlier keep the old arrays). See docs/guide/gpu.md, "Sharing placed objects between
+    processes".
 
     Raises:
         VolleyRuntimeError: a build without CUDA, no such device, or a failed copy.
     """
-    return _volley.CudaGraph.place(graph._csr, mode, device)
+    return _volley.CudaGraph.place(graph._csr, mode, device, shareable)

@@ -123,7 +123,12 @@ class NeighborSampler:
         self._configure(sizes, replace, weighted, seed, has_weights=graph.weights is not None)
         self.device, self.mode = _cuda.resolve(device, mode)
         # One native sampler: where the graph lives (host, or placed for the GPU) picks the kernel.
-        native_graph = graph._csr if self.mode == "CPU" else _cuda.place_graph(graph, self.mode, self.device)
+        self._use_graph(graph._csr if self.mode == "CPU" else _cuda.place_graph(graph, self.mode, self.device))
+
+    def _use_graph(self, native_graph: Any) -> None:
+        """Builds the one native sampler over ``native_graph`` (the host ``Csr``, or the graph
+        placed for ``self.device``: a native ``CudaGraph``, kept as ``self._placed``)."""
+        self._placed = None if self.mode == "CPU" else native_graph
         self._native_sampler = _volley.NeighborSampler(
             native_graph,
             self.sizes,
@@ -155,6 +160,7 @@ class NeighborSampler:
         self.device: Optional[int] = None
         self.mode = "CPU"
         self._native_sampler: Any = None
+        self._placed: Any = None  # the graph placed for the GPU (a native CudaGraph)
 
     def _sample_raw(self, seeds: np.ndarray, batch_index: int) -> dict:
         """The native sampler's dict for int64 ``seeds`` (overridden by ``DistSampler``)."""
@@ -238,8 +244,16 @@ class NeighborSampler:
         the copy continues the same sequence of default batch indices); a child process then
         samples exactly what this one would, from the same memory. Pickling shares the graph
         first when it is not shared yet.
+
+        A GPU sampler (``mode`` GPU or UVA) also moves its placed graph, once, to memory other
+        processes open by handle (CUDA IPC for device memory; pinned memory registered in each
+        process): the unpickled sampler opens the same placed graph, with no second copy on
+        the device (docs/guide/gpu.md, "Sharing placed objects between processes").
         """
         self.graph.share_memory_()
+        if self._placed is not None and not self._placed.shareable:
+            self._placed.share_memory_()  # in place: one copy, the old arrays freed
+            self._use_graph(self._placed)
         return self
 
     def __reduce__(self) -> tuple:
@@ -253,7 +267,8 @@ class NeighborSampler:
             temporal_strategy=self.temporal_strategy,
         )
         if self.mode != "CPU":
-            options.update(device=self.device, mode=self.mode)
+            self.share_memory_()
+            options.update(device=self.device, mode=self.mode, placed=self._placed)
         return _rebuild_sampler, (self.graph, options)
 
     def __repr__(self) -> str:
@@ -268,7 +283,14 @@ class NeighborSampler:
 def _rebuild_sampler(graph: Graph, options: dict) -> NeighborSampler:
     """Unpickles a ``NeighborSampler``: its graph (attached by handle) plus its options."""
     calls = options.pop("calls", 0)
-    sampler = NeighborSampler(graph, **options)
+    placed = options.pop("placed", None)
+    if placed is None:
+        sampler = NeighborSampler(graph, **options)
+    else:  # a GPU sampler: the placed graph, opened by handle (no second device copy)
+        device, mode = options.pop("device"), options.pop("mode")
+        sampler = NeighborSampler(graph, **options)
+        sampler.device, sampler.mode = device, mode
+        sampler._use_graph(placed)
     sampler._calls = calls
     return sampler
 

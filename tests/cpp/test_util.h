@@ -1,9 +1,11 @@
-// tests/cpp/test_util.h — helpers shared by the C++ tests: error messages and temporary
-// directories. Small graphs are in test_graphs.h.
+// tests/cpp/test_util.h — helpers shared by the C++ tests: error messages, temporary
+// directories and lines over a pipe to a forked child. Small graphs are in test_graphs.h.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -19,6 +21,22 @@ std::string message_of(F&& f) {
     return error.what();
   }
   return "<no exception>";
+}
+
+// Writes `text` and a newline to `fd` (a pipe between a test and a process it forked).
+inline void write_line(int fd, const std::string& text) {
+  const std::string line = text + "\n";
+  ASSERT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+}
+
+// One line from `fd`, without its newline; what came so far once 30 s pass without a byte, or
+// the pipe closes (never a hang).
+inline std::string read_line(int fd) {
+  std::string line;
+  char c = 0;
+  pollfd ready{.fd = fd, .events = POLLIN, .revents = 0};
+  while (poll(&ready, 1, 30000) == 1 && read(fd, &c, 1) == 1 && c != '\n') line += c;
+  return line;
 }
 
 // A fresh directory under the system's temporary directory ("<prefix>-XXXXXX"), removed with

@@ -507,7 +507,7 @@ Buffer Buffer::allocate_device(size_t bytes, int device) {
 }
 
 Buffer Buffer::borrow(void* data, size_t bytes, std::shared_ptr<void> keep_alive, bool writable,
-                      Location location, int device) {
+                      Location location, int device, std::string shared_name) {
   VOLLEY_REQUIRE(data != nullptr || bytes == 0, ValueError,
                  "cannot borrow {} bytes from a null pointer", bytes);
   Buffer buffer;
@@ -515,6 +515,7 @@ Buffer Buffer::borrow(void* data, size_t bytes, std::shared_ptr<void> keep_alive
       std::make_shared<internal::ExternalStorage>(data, bytes, std::move(keep_alive), location);
   storage->writable = writable;
   storage->device = device;
+  storage->name = std::move(shared_name);
   buffer.storage_ = std::move(storage);
   buffer.data_ = static_cast<std::byte*>(data);
   buffer.size_ = bytes;

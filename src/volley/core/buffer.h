@@ -87,9 +87,11 @@ class Buffer {
   // Device memory on CUDA device `device` (CUDA builds; RuntimeError otherwise).
   static Buffer allocate_device(size_t bytes, int device);
   // Wraps memory owned elsewhere; `keep_alive` is held until the last copy of this Buffer goes.
+  // `shared_name`, when given, is what shared_name() returns (core/ipc.h names its shareable
+  // device and pinned blocks so).
   static Buffer borrow(void* data, size_t bytes, std::shared_ptr<void> keep_alive,
                        bool writable = true, Location location = Location::kExternal,
-                       int device = -1);
+                       int device = -1, std::string shared_name = "");
 
   static constexpr size_t npos = static_cast<size_t>(-1);
 
@@ -103,8 +105,10 @@ class Buffer {
   bool writable() const;
   // Whether the CPU can dereference data() (false only for kCuda).
   bool host_accessible() const;
-  // Name of the shared-memory segment ("" unless kSharedMemory): a /dev/shm name ("/volley-...")
-  // or a memfd handle ("memfd:..."); either one is what attach_shared() takes.
+  // Name of the shared-memory segment (kSharedMemory): a /dev/shm name ("/volley-...") or a
+  // memfd handle ("memfd:..."); either one is what attach_shared() takes. For device or pinned
+  // memory another process can open (core/ipc.h): its IPC handle ("ipc:..."), what open_ipc
+  // takes. "" otherwise.
   const std::string& shared_name() const;
   // Byte offset of data() from the start of the underlying allocation (non-zero for slices):
   // with shared_name(), it locates a view inside a shared segment.

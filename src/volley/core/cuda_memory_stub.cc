@@ -17,5 +17,10 @@ void* cuda_allocate_pinned(size_t) { no_cuda("pinned host memory"); }
 void cuda_free_pinned(void*) noexcept {}
 void* cuda_allocate_device(size_t, int) { no_cuda("device memory"); }
 void cuda_free_device(void*, int) noexcept {}
+void cuda_ipc_get_handle(void*, int, unsigned char*) { no_cuda("CUDA IPC"); }
+void* cuda_ipc_open(const unsigned char*, int) { no_cuda("CUDA IPC"); }
+void cuda_ipc_close(void*, int) noexcept {}
+void cuda_host_register(void*, size_t) { no_cuda("registering pinned host memory"); }
+void cuda_host_unregister(void*) noexcept {}
 
 }  // namespace volley::internal

@@ -61,6 +61,19 @@ struct CudaGraphOptions {
   CudaSamplingMode mode = CudaSamplingMode::kGpu;
   int device = 0;  // CUDA device ordinal
   TimePlacement times = TimePlacement::kAuto;
+  // Every array in memory other processes of this machine open by handle (core/ipc.h): the
+  // placed graph pickles by handle, and a DDP rank that opens it samples from the same copy.
+  bool shareable = false;
+};
+
+// A placed graph's arrays: what CudaGraph::arrays returns and CudaGraph::from_arrays takes (the
+// parts another process opens by IPC handle). The row indices say where sorting by time stops
+// (-1: every row sorted).
+struct CudaGraphArrays {
+  Array indptr, indices;
+  std::optional<Array> edge_ids, weights, node_time, edge_time;
+  int64_t first_row_unsorted_by_node_time = -1;
+  int64_t first_row_unsorted_by_edge_time = -1;
 };
 
 // A Csr placed for CUDA sampling. Copies only what is not already where the mode needs it (an
@@ -98,6 +111,19 @@ class CudaGraph {
   // Bytes of the graph in device memory / in pinned host memory.
   size_t device_bytes() const;
   size_t pinned_bytes() const;
+
+  // The placed arrays (shared, not copied).
+  CudaGraphArrays arrays() const;
+  // The graph of placed arrays: indptr int64 [N + 1] in device memory; indices int32/int64 [E],
+  // edge ids int64 [E] and weights float32 [E] all in device memory of indptr's device (GPU) or
+  // all in pinned memory (UVA); times in either. Nothing is copied. ValueError naming the array
+  // that is elsewhere or whose length disagrees.
+  static CudaGraph from_arrays(CudaGraphArrays arrays);
+  // Whether every array is shareable by IPC handle (core/ipc.h).
+  bool shareable() const;
+  // This graph with every array shareable: itself when it is, else the arrays that are not are
+  // copied once into shareable memory of the same location (core/ipc.h shareable_array).
+  CudaGraph to_shareable() const;
 
  private:
   Array indptr_, indices_;

@@ -10,6 +10,7 @@
 
 #include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
+#include "volley/core/ipc.h"
 #include "volley/sampling/internal/cuda_sampler_backend.h"
 #include "volley/sampling/internal/cuda_sampler_checks.h"
 #include "volley/sampling/neighbor_sampler.h"
@@ -27,14 +28,17 @@ bool valid_mode(CudaSamplingMode mode) {
   return mode == CudaSamplingMode::kGpu || mode == CudaSamplingMode::kUva;
 }
 
-// `array` in `location` (kCuda on `device`, or kPinnedHost): shared when it is there already.
-Array place_array(const Array& array, Location location, int device) {
+// `array` in `location` (kCuda on `device`, or kPinnedHost), shareable by IPC handle when asked:
+// shared when it is there already.
+Array place_array(const Array& array, Location location, int device, bool shareable) {
   const Buffer& buffer = array.buffer();
-  if (buffer.location() == location && (location != Location::kCuda || buffer.device() == device))
+  if (buffer.location() == location && (location != Location::kCuda || buffer.device() == device) &&
+      (!shareable || ipc_shareable(buffer)))
     return array;
   const size_t bytes = std::max<size_t>(array.nbytes(), 1);
-  Buffer placed = location == Location::kCuda ? Buffer::allocate_device(bytes, device)
-                                              : Buffer::allocate_pinned(bytes);
+  Buffer placed = shareable                     ? allocate_shareable(bytes, location, device)
+                  : location == Location::kCuda ? Buffer::allocate_device(bytes, device)
+                                                : Buffer::allocate_pinned(bytes);
   if (location == Location::kPinnedHost && buffer.host_accessible()) {
     if (array.nbytes() > 0) std::memcpy(placed.data(), array.raw_data(), array.nbytes());
   } else {
@@ -98,21 +102,106 @@ CudaGraph CudaGraph::place(const Csr& graph, const CudaGraphOptions& options) {
                  count);
   const Location bulk =
       options.mode == CudaSamplingMode::kGpu ? Location::kCuda : Location::kPinnedHost;
-  CudaGraph placed;
-  placed.device_ = options.device;
-  placed.num_nodes_ = graph.num_nodes();
-  placed.num_edges_ = graph.num_edges();
-  placed.indptr_ = place_array(graph.indptr(), Location::kCuda, options.device);
-  placed.indices_ = place_array(graph.indices(), bulk, options.device);
-  if (graph.edge_ids()) placed.edge_ids_ = place_array(*graph.edge_ids(), bulk, options.device);
-  if (graph.weights()) placed.weights_ = place_array(*graph.weights(), bulk, options.device);
+  const auto place = [&](const std::optional<Array>& array, Location location) {
+    return array ? std::optional(place_array(*array, location, options.device, options.shareable))
+                 : std::nullopt;
+  };
   const Location times = time_location(graph, options, bulk);
-  if (graph.node_time()) placed.node_time_ = place_array(*graph.node_time(), times, options.device);
-  if (graph.edge_time()) placed.edge_time_ = place_array(*graph.edge_time(), times, options.device);
-  placed.node_time_unsorted_row_ = graph.first_row_unsorted_by_node_time();
-  placed.edge_time_unsorted_row_ = graph.first_row_unsorted_by_edge_time();
+  CudaGraphArrays arrays{
+      .indptr = *place(graph.indptr(), Location::kCuda),
+      .indices = *place(graph.indices(), bulk),
+      .edge_ids = place(graph.edge_ids(), bulk),
+      .weights = place(graph.weights(), bulk),
+      .node_time = place(graph.node_time(), times),
+      .edge_time = place(graph.edge_time(), times),
+      .first_row_unsorted_by_node_time = graph.first_row_unsorted_by_node_time(),
+      .first_row_unsorted_by_edge_time = graph.first_row_unsorted_by_edge_time(),
+  };
   cuda_synchronize(nullptr);  // the copies above ran on the legacy default stream
-  return placed;
+  return from_arrays(std::move(arrays));
+}
+
+CudaGraphArrays CudaGraph::arrays() const {
+  return {indptr_,
+          indices_,
+          edge_ids_,
+          weights_,
+          node_time_,
+          edge_time_,
+          node_time_unsorted_row_,
+          edge_time_unsorted_row_};
+}
+
+CudaGraph CudaGraph::from_arrays(CudaGraphArrays arrays) {
+  VOLLEY_REQUIRE(arrays.indptr.defined() && arrays.indptr.ndim() == 1 &&
+                     arrays.indptr.numel() >= 1 && arrays.indptr.dtype() == DType::kInt64 &&
+                     arrays.indptr.buffer().location() == Location::kCuda,
+                 ValueError,
+                 "a placed graph's indptr must be int64 [N + 1] in device memory, got {}",
+                 arrays.indptr.defined() ? arrays.indptr.describe() : "none");
+  const int device = arrays.indptr.buffer().device();
+  const Location bulk = arrays.indices.buffer().location();
+  const int64_t edges = arrays.indices.defined() ? arrays.indices.numel() : -1;
+  const auto check = [&](const std::optional<Array>& array, const char* name, bool times) {
+    if (!array) return;
+    const Location where = array->buffer().location();
+    const bool on_device = where == Location::kCuda && array->buffer().device() == device;
+    const bool placed = times ? on_device || where == Location::kPinnedHost
+                              : where == bulk && (on_device || where == Location::kPinnedHost);
+    VOLLEY_REQUIRE(placed && array->ndim() == 1, ValueError,
+                   "a placed graph's {} ({}, {} memory) must be one-dimensional in {} memory", name,
+                   array->describe(), location_name(where),
+                   times ? "device or pinned" : location_name(bulk));
+    VOLLEY_REQUIRE(name == std::string_view("node_time") || array->numel() == edges, ValueError,
+                   "a placed graph's {} has {} entries, but indices has {}", name, array->numel(),
+                   edges);
+  };
+  VOLLEY_REQUIRE(
+      arrays.indices.defined() && (bulk == Location::kCuda || bulk == Location::kPinnedHost),
+      ValueError, "a placed graph's indices must be in device or pinned memory, got {}",
+      arrays.indices.defined() ? location_name(bulk) : "none");
+  check(arrays.indices, "indices", false);
+  check(arrays.edge_ids, "edge_ids", false);
+  check(arrays.weights, "weights", false);
+  check(arrays.node_time, "node_time", true);
+  check(arrays.edge_time, "edge_time", true);
+  CudaGraph graph;
+  graph.device_ = device;
+  graph.num_nodes_ = arrays.indptr.numel() - 1;
+  graph.num_edges_ = edges;
+  graph.indptr_ = std::move(arrays.indptr);
+  graph.indices_ = std::move(arrays.indices);
+  graph.edge_ids_ = std::move(arrays.edge_ids);
+  graph.weights_ = std::move(arrays.weights);
+  graph.node_time_ = std::move(arrays.node_time);
+  graph.edge_time_ = std::move(arrays.edge_time);
+  graph.node_time_unsorted_row_ = arrays.first_row_unsorted_by_node_time;
+  graph.edge_time_unsorted_row_ = arrays.first_row_unsorted_by_edge_time;
+  return graph;
+}
+
+bool CudaGraph::shareable() const {
+  const auto shared = [](const std::optional<Array>& array) {
+    return !array || ipc_shareable(array->buffer());
+  };
+  return defined() && shared(indptr_) && shared(indices_) && shared(edge_ids_) &&
+         shared(weights_) && shared(node_time_) && shared(edge_time_);
+}
+
+CudaGraph CudaGraph::to_shareable() const {
+  VOLLEY_REQUIRE(defined(), ValueError, "an empty (default) CudaGraph cannot be shared");
+  if (shareable()) return *this;
+  const auto share = [](const std::optional<Array>& array) {
+    return array ? std::optional(shareable_array(*array)) : std::nullopt;
+  };
+  CudaGraphArrays parts = arrays();
+  parts.indptr = shareable_array(parts.indptr);
+  parts.indices = shareable_array(parts.indices);
+  parts.edge_ids = share(parts.edge_ids);
+  parts.weights = share(parts.weights);
+  parts.node_time = share(parts.node_time);
+  parts.edge_time = share(parts.edge_time);
+  return from_arrays(std::move(parts));
 }
 
 CudaSamplingMode CudaGraph::mode() const {

@@ -8,24 +8,12 @@
 #include <filesystem>
 #include <string>
 
+#include "test_util.h"
 #include "volley/core/buffer.h"
 #include "volley/core/error.h"
 
 namespace volley {
 namespace {
-
-// Writes all of `text` (plus a terminating newline) to `fd`; reads one line back.
-void write_line(int fd, const std::string& text) {
-  const std::string line = text + "\n";
-  ASSERT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
-}
-
-std::string read_line(int fd) {
-  std::string line;
-  char c = 0;
-  while (read(fd, &c, 1) == 1 && c != '\n') line += c;
-  return line;
-}
 
 size_t volley_entries_in_dev_shm() {
   size_t count = 0;
