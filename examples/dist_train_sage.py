@@ -202,7 +202,7 @@ def accuracy(model: torch.nn.Module, loader: volley.dist.DistNeighborLoader) -> 
 
 def main() -> int:
     args = parse_args()
-    dist.init_process_group("gloo")
+    volley.dist.init_process_group("gloo")  # restart-safe under torchrun (its store per attempt)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(args.seed)
 

@@ -36,7 +36,6 @@ go back to the system when torch frees them; ``--malloc-defaults`` keeps glibc's
 from __future__ import annotations
 
 import ctypes
-import datetime
 import glob
 import hashlib
 import json
@@ -143,24 +142,6 @@ def resume(checkpoints, model, optimizer, loader, rank: int):
     return step, epoch
 
 
-def init_process_group(backend: str) -> None:
-    """``dist.init_process_group(backend)``, in a store of this attempt's own under torchrun.
-
-    torchrun's agent serves the workers' store (``TORCHELASTIC_USE_AGENT_STORE``) and keeps it
-    across restarts. Newer torch no longer gives each attempt its own prefix there (torch 1.13
-    did), so a restarted group would find the killed attempt's keys (its ranks' gloo addresses)
-    and connect to a dead rank; prefixing the store with the attempt keeps the attempts apart.
-    """
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        dist.init_process_group(backend)
-        return
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
-                          is_master=False, timeout=datetime.timedelta(minutes=5))
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-    dist.init_process_group(backend, store=dist.PrefixStore(f"attempt{attempt}", store),
-                            rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]))
-
-
 def checksum(model: torch.nn.Module) -> str:
     """A digest of every parameter's bytes (equal models, equal digests)."""
     digest = hashlib.sha256()
@@ -194,7 +175,7 @@ def main() -> int:
         limit_heap_retention()
 
     backend = "nccl" if torch.cuda.is_available() else "gloo"
-    init_process_group(backend)
+    volley.dist.init_process_group(backend)  # restart-safe under torchrun
     rank, world_size = dist.get_rank(), dist.get_world_size()
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
                           if backend == "nccl" else "cpu")

@@ -28,6 +28,34 @@ from typing import Any, List, Optional, Tuple
 from ._volley import VolleyConnectionError, VolleyValueError
 
 
+def init_process_group(backend: Optional[str] = None, **kwargs: Any) -> None:
+    """``torch.distributed.init_process_group(backend, **kwargs)`` that survives torchrun's
+    restarts (``volley.dist.init_process_group``).
+
+    Under torchrun the workers share the agent's store (``TORCHELASTIC_USE_AGENT_STORE``), which
+    outlives a restart. Newer torch no longer gives each attempt a prefix of its own there
+    (torch 1.13 did), so a restarted group would read the killed attempt's keys, its ranks' gloo
+    addresses among them, and connect to a dead rank; Volley's registrations (``rendezvous=``)
+    would carry over as well. Here the group's store is prefixed with the attempt
+    (``TORCHELASTIC_RESTART_COUNT``). Outside torchrun, or given ``store`` / ``init_method``, it
+    is torch's call unchanged.
+    """
+    import torch.distributed as dist
+
+    if (os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True" or "store" in kwargs
+            or "init_method" in kwargs):
+        dist.init_process_group(backend, **kwargs)
+        return
+    timeout = kwargs.pop("timeout", datetime.timedelta(minutes=5))
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                          is_master=False, timeout=timeout)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    kwargs.setdefault("rank", int(os.environ["RANK"]))
+    kwargs.setdefault("world_size", int(os.environ["WORLD_SIZE"]))
+    dist.init_process_group(backend, store=dist.PrefixStore(f"attempt{attempt}", store),
+                            timeout=timeout, **kwargs)
+
+
 def store_of(rendezvous: Any, timeout: float) -> Any:
     """The c10d store ``rendezvous`` names (see the module docstring)."""
     import torch.distributed as dist

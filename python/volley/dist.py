@@ -434,6 +434,7 @@ def _partition_node_time(local: Any) -> Optional[np.ndarray]:
 
 
 from ._dist_link import DistLinkNeighborLoader  # noqa: E402 (after DistNeighborLoader)
+from ._rendezvous import init_process_group  # noqa: E402
 
 __all__ = [
     "DistFeatureStore",
@@ -445,6 +446,7 @@ __all__ = [
     "Server",
     "available",
     "connect",
+    "init_process_group",
     "read_token",
     "serve",
 ]
