@@ -128,8 +128,10 @@ TEST(EmulatedDevices, TheEnvironmentSyntaxGivesTheMatrix) {
            {"2", "111,11", "got \"111,11\""},
            {"2", "12,11", "got \"12,11\""},
            {"2", "11,11,11", "got \"11,11,11\""}}) {
+    const char* const devices = count;  // (clang 14 cannot capture a structured binding)
+    const char* const matrix = peers;
     const std::string message =
-        message_of<ValueError>([&] { parse_emulated_devices(count, peers); });
+        message_of<ValueError>([&] { parse_emulated_devices(devices, matrix); });
     EXPECT_NE(message.find(expected), std::string::npos)
         << count << " " << peers << ": " << message;
   }
