@@ -128,6 +128,36 @@ def test_each_tree_is_the_sample_of_its_seed_alone(temporal):
                 _arrays(alone, "edge", edge_type)), (tree, edge_type)
 
 
+@pytest.mark.parametrize("kind", ["plain", "node_time", "edge_time"])
+def test_a_pickled_sampler_gives_the_same_batches(kind):
+    """The typed sampler pickles as the homogeneous one does (its graph and options): the copy
+    samples the same batches, times and disjoint trees included."""
+    import pickle
+
+    graph, _, rng = _graph(5)
+    times = {}
+    if kind == "node_time":
+        times = {"node_time": _node_times(rng)}
+    elif kind == "edge_time":
+        times = {"edge_time": {t: rng.integers(0, 1000, graph.num_edges_dict[t])
+                               for t in graph.edge_types}}
+    sampler = volley.HeteroNeighborSampler(graph, [3, 2], seed=11, disjoint=kind == "plain",
+                                           **times)
+    copy = pickle.loads(pickle.dumps(sampler))
+    assert (copy.seed, copy.time_source, copy.disjoint) == (sampler.seed, sampler.time_source,
+                                                            sampler.disjoint)
+    seed_time = None if kind == "plain" else {"paper": np.array([500, 900, 100])}
+    for index in (0, 4):
+        want = sampler.sample({"paper": [4, 9, 17]}, index, seed_time=seed_time)
+        got = copy.sample({"paper": [4, 9, 17]}, index, seed_time=seed_time)
+        for node_type in NODES:
+            assert list(_arrays(got, "node", node_type)) == list(_arrays(want, "node", node_type))
+        for edge_type in graph.edge_types:
+            for field in ("row", "col", "edge"):
+                assert list(_arrays(got, field, edge_type)) == list(
+                    _arrays(want, field, edge_type)), (index, edge_type, field)
+
+
 def test_seeds_default_to_their_node_time():
     graph, _, rng = _graph(4)
     times = _node_times(rng)

@@ -126,6 +126,12 @@ class HeteroNeighborSampler:
         edge_times = [(edge_type_of(t), _temporal.as_times(
             v, f"edge time of edge type {edge_type_of(t)}")) for t, v in (edge_time or {}).items()]
         self._disjoint = bool(disjoint) or self._time_source != "none"
+        # What a copy is built from (``__reduce__``): the options, the times as given.
+        self._arguments = dict(
+            num_neighbors=num_neighbors, replace=bool(replace), weighted=bool(weighted),
+            seed=self._seed, default=default, disjoint=bool(disjoint),
+            node_time=dict(self._node_time) or None, edge_time=dict(edge_times) or None,
+            temporal_strategy=str(temporal_strategy), device=ordinal, mode=self._mode)
         self._native = _NativeSampler(
             graph._native, fanouts, by_type, replace=bool(replace), weighted=bool(weighted),
             seed=self._seed, disjoint=bool(disjoint), time_source=self._time_source,
@@ -246,5 +252,16 @@ class HeteroNeighborSampler:
                 _temporal.as_times(seed_time[t], f"seed times of node type '{t}'")
                 for t, _ in groups]
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its graph (by value, as ``HeteroGraph`` pickles) and its options: the copy
+        gives the same batches. On a CUDA device the copy places the graph again, on the same
+        device (typed graphs do not travel by IPC handle yet)."""
+        return _rebuild_hetero_sampler, (self._graph, self._arguments)
+
     def __repr__(self) -> str:
         return f"HeteroNeighborSampler(graph={self._graph!r}, seed={self._seed})"
+
+
+def _rebuild_hetero_sampler(graph: HeteroGraph, arguments: dict) -> HeteroNeighborSampler:
+    """Unpickles a ``HeteroNeighborSampler``."""
+    return HeteroNeighborSampler(graph, **arguments)
