@@ -20,6 +20,12 @@ import pytest
 
 import volley
 
+from conftest import same_in_every_torch
+
+# The hand-off is native (handles, mappings); the subprocesses only import the package: once, on
+# the first leg, is enough.
+pytestmark = same_in_every_torch
+
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(volley.__file__)))
 SEEDS = np.arange(0, 400, 7, dtype=np.int64)
 TIMEOUT = 120

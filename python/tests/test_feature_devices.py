@@ -19,6 +19,12 @@ import pytest
 import volley
 from volley import _volley
 
+from conftest import same_in_every_torch
+
+# The routing over devices is native; the subprocesses only import the package: once, on the
+# first leg, is enough.
+pytestmark = same_in_every_torch
+
 torch = pytest.importorskip("torch")
 
 X = np.arange(60 * 4, dtype=np.float32).reshape(60, 4)
