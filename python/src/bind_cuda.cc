@@ -61,19 +61,12 @@ void bind_cuda(nb::module_& m) {
       .def_prop_ro("pinned_bytes", &CudaGraph::pinned_bytes)
       .def_prop_ro("shareable", &CudaGraph::shareable,
                    "Whether every array is shareable by IPC handle (pickles without a copy).")
-      .def(
-          "share_memory_",
-          [](CudaGraph& graph) {
-            if (!graph.shareable()) {
-              nb::gil_scoped_release release;
-              graph = graph.to_shareable();
-            }
-          },
-          "Moves the arrays to memory other processes open by IPC handle, once, in place.")
+      .def("share_memory_", &make_cuda_graph_shareable,
+           "Moves the arrays to memory other processes open by IPC handle, once, in place.")
       .def(
           "ipc_handles",
           [](const CudaGraph& graph) {
-            const CudaGraphArrays arrays = graph.arrays();
+            const CudaGraphArrays& arrays = graph.arrays();
             return nb::make_tuple(arrays.indptr.buffer().shared_name(),
                                   arrays.indices.buffer().shared_name());
           },

@@ -195,7 +195,7 @@ nb::object store_state(const FeatureStore& store) {
 // --- CudaGraph ------------------------------------------------------------------------------
 
 nb::object placed_state(const CudaGraph& graph) {
-  const CudaGraphArrays arrays = graph.arrays();
+  const CudaGraphArrays& arrays = graph.arrays();
   return nb::make_tuple(
       handle_of(arrays.indptr, "indptr"), handle_of(arrays.indices, "indices"),
       handle_of(arrays.edge_ids, "edge_ids"), handle_of(arrays.weights, "weights"),
@@ -205,11 +205,14 @@ nb::object placed_state(const CudaGraph& graph) {
 
 }  // namespace
 
+void make_cuda_graph_shareable(CudaGraph& graph) {
+  if (graph.shareable()) return;
+  nb::gil_scoped_release release;
+  graph = graph.to_shareable();
+}
+
 nb::object cuda_graph_state(CudaGraph& graph) {
-  if (!graph.shareable()) {
-    nb::gil_scoped_release release;
-    graph = graph.to_shareable();
-  }
+  make_cuda_graph_shareable(graph);
   return placed_state(graph);
 }
 

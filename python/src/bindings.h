@@ -78,6 +78,8 @@ std::optional<Array> array_from_python(const std::optional<InputArray>& input,
 // another process opens the same memory (never a copy). Need the GIL.
 nb::object cuda_graph_state(CudaGraph& graph);
 CudaGraph cuda_graph_from_state(nb::handle state);
+// The state's first step: `graph` moved, once, to shareable memory (the GIL released).
+void make_cuda_graph_shareable(CudaGraph& graph);
 
 // Shared by the sampling and distributed-service bindings (bind_sampling.cc):
 // A 1-d int64 host Array over `ids` (ValueError naming `what` otherwise). Needs the GIL.

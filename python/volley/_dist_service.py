@@ -5,6 +5,7 @@ which adds the sampler, feature and loader views on top; see its docstring for t
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import threading
@@ -45,6 +46,20 @@ def part_addresses(addresses: Any) -> List[str]:
         addresses = [a.strip() for a in addresses.split(",")]
     return ["|".join(str(r).strip() for r in a) if isinstance(a, (list, tuple))
             else "" if a is None else str(a) for a in (addresses or [])]
+
+
+def partition_manifest(directory: PathLike) -> dict:
+    """The partitioned dataset's ``partition.json`` (either kind of partitioning)."""
+    directory = os.fspath(directory)
+    path = os.path.join(directory, "partition.json")
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return json.load(stream)
+    except FileNotFoundError:
+        raise VolleyOSError(f"{directory!r} holds no partition.json: not a partitioned dataset "
+                            f"(write one with `volley partition`)") from None
+    except (OSError, ValueError) as error:
+        raise VolleyOSError(f"cannot read {path!r}: {error}") from None
 
 
 def read_token(path: PathLike) -> str:
@@ -274,8 +289,6 @@ def _rendezvous_setup(directory: PathLike, part: int, listen: str, peers: Any, r
     address registered once the server listens (the returned callable), and with
     ``peers="rendezvous"`` every part's address (this one registered first, so that the parts
     wait for each other, not for themselves)."""
-    import json
-
     from . import _rendezvous
 
     store = _rendezvous.store_of(rendezvous, timeout)
@@ -289,8 +302,7 @@ def _rendezvous_setup(directory: PathLike, part: int, listen: str, peers: Any, r
     rendezvous_host = rendezvous.rpartition(":")[0] if isinstance(rendezvous, str) and \
         rendezvous != "env" else None
     address = advertise or _rendezvous.advertised_address(listen, port, rendezvous_host)
-    with open(os.path.join(os.fspath(directory), "partition.json")) as manifest:
-        num_parts = int(json.load(manifest)["num_parts"])  # either kind of partitioning
+    num_parts = int(partition_manifest(directory)["num_parts"])  # either kind of partitioning
     fingerprint = _native().dataset_fingerprint(os.fspath(directory))
 
     def register() -> None:

@@ -20,7 +20,6 @@ when it gives up its claim and leaves its part's replicas.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import socket
@@ -30,7 +29,7 @@ import uuid
 from typing import Any, NoReturn, Optional, Sequence, Tuple
 
 from ._tensor import check_seconds
-from ._volley import VolleyError, VolleyIndexError, VolleyOSError, VolleyTypeError, VolleyValueError
+from ._volley import VolleyError, VolleyIndexError, VolleyTypeError, VolleyValueError
 
 USAGE_ERROR = 2
 
@@ -43,19 +42,6 @@ def parse_part(text: str) -> Any:
         return int(text)
     raise VolleyValueError(f"--part must be a partition number (0, 1, ...) or 'auto', "
                            f"got {text!r}")
-
-
-def read_manifest(directory: str) -> dict:
-    """The partitioned dataset's ``partition.json`` (either kind of partitioning)."""
-    path = os.path.join(directory, "partition.json")
-    try:
-        with open(path, encoding="utf-8") as stream:
-            return json.load(stream)
-    except FileNotFoundError:
-        raise VolleyOSError(f"{directory!r} holds no partition.json: not a partitioned dataset "
-                            f"(write one with `volley partition`)") from None
-    except (OSError, ValueError) as error:
-        raise VolleyOSError(f"cannot read {path!r}: {error}") from None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -95,15 +81,15 @@ def parser() -> argparse.ArgumentParser:
     return command
 
 
-def start(args: argparse.Namespace, owner: str) -> Tuple[Any, int, Optional[str], Any]:
-    """The running server, its part, its claim's key (None for a numbered part) and the
-    store."""
+def start(args: argparse.Namespace, owner: str) -> Tuple[Any, int, Optional[str], Any, dict]:
+    """The running server, its part, its claim's key (None for a numbered part), the store and
+    the dataset's ``partition.json``."""
     from . import _rendezvous
-    from ._dist_service import read_token, serve
+    from ._dist_service import partition_manifest, read_token, serve
 
     part = parse_part(args.part)
     check_seconds(args.deadline, "--deadline")
-    manifest = read_manifest(args.dataset)
+    manifest = partition_manifest(args.dataset)
     num_parts, claim = int(manifest["num_parts"]), None
     if part != "auto" and part >= num_parts:
         raise VolleyIndexError(f"--part {part} out of range: {args.dataset!r} has {num_parts} "
@@ -125,7 +111,7 @@ def start(args: argparse.Namespace, owner: str) -> Tuple[Any, int, Optional[str]
         if claim is not None:  # the part is free for another server
             store.compare_set(claim, owner, "")
         raise
-    return server, part, claim, store
+    return server, part, claim, store, manifest
 
 
 def serve_until_signal(args: argparse.Namespace) -> NoReturn:
@@ -134,11 +120,10 @@ def serve_until_signal(args: argparse.Namespace) -> NoReturn:
     from . import _rendezvous
 
     owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    server, part, claim, store = start(args, owner)
+    server, part, claim, store, manifest = start(args, owner)
     stop = threading.Event()
     previous = {number: signal.signal(number, lambda received, frame: stop.set())
                 for number in (signal.SIGINT, signal.SIGTERM)}
-    manifest = read_manifest(args.dataset)
     rendezvous_host = None if args.rendezvous == "env" else args.rendezvous.rpartition(":")[0]
     address = args.advertise or _rendezvous.advertised_address(server.address, server.port,
                                                                rendezvous_host)

@@ -74,6 +74,24 @@ struct CudaGraphArrays {
   std::optional<Array> edge_ids, weights, node_time, edge_time;
   int64_t first_row_unsorted_by_node_time = -1;
   int64_t first_row_unsorted_by_edge_time = -1;
+
+  // Calls f(array) for indptr, indices and each optional array present.
+  template <typename Self, typename F>
+  static void each(Self& self, F&& f) {
+    f(self.indptr);
+    f(self.indices);
+    for (auto* array : {&self.edge_ids, &self.weights, &self.node_time, &self.edge_time}) {
+      if (*array) f(**array);
+    }
+  }
+  template <typename F>
+  void for_each(F&& f) const {
+    each(*this, f);
+  }
+  template <typename F>
+  void for_each(F&& f) {
+    each(*this, f);
+  }
 };
 
 // A Csr placed for CUDA sampling. Copies only what is not already where the mode needs it (an
@@ -86,34 +104,38 @@ class CudaGraph {
   // a build without CUDA, a missing device, or a failed allocation or copy). Synchronous.
   static CudaGraph place(const Csr& graph, const CudaGraphOptions& options = {});
 
-  bool defined() const { return indptr_.defined(); }
+  bool defined() const { return arrays_.indptr.defined(); }
   // Where the graph lives decides the mode: indices in device memory → GPU, pinned → UVA.
   CudaSamplingMode mode() const;
   int device() const { return device_; }
-  int64_t num_nodes() const { return num_nodes_; }
-  int64_t num_edges() const { return num_edges_; }
-  DType index_dtype() const { return indices_.dtype(); }
-  bool has_edge_ids() const { return edge_ids_.has_value(); }
-  bool has_weights() const { return weights_.has_value(); }
+  int64_t num_nodes() const { return defined() ? arrays_.indptr.numel() - 1 : 0; }
+  int64_t num_edges() const { return defined() ? arrays_.indices.numel() : 0; }
+  DType index_dtype() const { return arrays_.indices.dtype(); }
+  bool has_edge_ids() const { return arrays_.edge_ids.has_value(); }
+  bool has_weights() const { return arrays_.weights.has_value(); }
   // int64 [N + 1], device memory.
-  const Array& indptr() const { return indptr_; }
+  const Array& indptr() const { return arrays_.indptr; }
   // int32/int64 [E]; device memory (GPU) or pinned host memory (UVA). Same for the next two.
-  const Array& indices() const { return indices_; }
-  const std::optional<Array>& edge_ids() const { return edge_ids_; }
-  const std::optional<Array>& weights() const { return weights_; }
+  const Array& indices() const { return arrays_.indices; }
+  const std::optional<Array>& edge_ids() const { return arrays_.edge_ids; }
+  const std::optional<Array>& weights() const { return arrays_.weights; }
   // Temporal sampling's times (Csr::node_time / edge_time), placed as CudaGraphOptions::times
   // says, and the first row not sorted by each (-1: all sorted; the CUDA sampler needs sorted
   // rows).
-  const std::optional<Array>& node_time() const { return node_time_; }
-  const std::optional<Array>& edge_time() const { return edge_time_; }
-  int64_t first_row_unsorted_by_node_time() const { return node_time_unsorted_row_; }
-  int64_t first_row_unsorted_by_edge_time() const { return edge_time_unsorted_row_; }
+  const std::optional<Array>& node_time() const { return arrays_.node_time; }
+  const std::optional<Array>& edge_time() const { return arrays_.edge_time; }
+  int64_t first_row_unsorted_by_node_time() const {
+    return arrays_.first_row_unsorted_by_node_time;
+  }
+  int64_t first_row_unsorted_by_edge_time() const {
+    return arrays_.first_row_unsorted_by_edge_time;
+  }
   // Bytes of the graph in device memory / in pinned host memory.
   size_t device_bytes() const;
   size_t pinned_bytes() const;
 
   // The placed arrays (shared, not copied).
-  CudaGraphArrays arrays() const;
+  const CudaGraphArrays& arrays() const { return arrays_; }
   // The graph of placed arrays: indptr int64 [N + 1] in device memory; indices int32/int64 [E],
   // edge ids int64 [E] and weights float32 [E] all in device memory of indptr's device (GPU) or
   // all in pinned memory (UVA); times in either. Nothing is copied. ValueError naming the array
@@ -126,13 +148,8 @@ class CudaGraph {
   CudaGraph to_shareable() const;
 
  private:
-  Array indptr_, indices_;
-  std::optional<Array> edge_ids_, weights_;
-  std::optional<Array> node_time_, edge_time_;
-  int64_t node_time_unsorted_row_ = -1, edge_time_unsorted_row_ = -1;
+  CudaGraphArrays arrays_;
   int device_ = 0;
-  int64_t num_nodes_ = 0;
-  int64_t num_edges_ = 0;
 };
 
 // A HeteroGraph placed for CUDA sampling: every edge type's Csr placed as CudaGraph::place

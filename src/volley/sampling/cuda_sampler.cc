@@ -121,17 +121,6 @@ CudaGraph CudaGraph::place(const Csr& graph, const CudaGraphOptions& options) {
   return from_arrays(std::move(arrays));
 }
 
-CudaGraphArrays CudaGraph::arrays() const {
-  return {indptr_,
-          indices_,
-          edge_ids_,
-          weights_,
-          node_time_,
-          edge_time_,
-          node_time_unsorted_row_,
-          edge_time_unsorted_row_};
-}
-
 CudaGraph CudaGraph::from_arrays(CudaGraphArrays arrays) {
   VOLLEY_REQUIRE(arrays.indptr.defined() && arrays.indptr.ndim() == 1 &&
                      arrays.indptr.numel() >= 1 && arrays.indptr.dtype() == DType::kInt64 &&
@@ -167,75 +156,43 @@ CudaGraph CudaGraph::from_arrays(CudaGraphArrays arrays) {
   check(arrays.edge_time, "edge_time", true);
   CudaGraph graph;
   graph.device_ = device;
-  graph.num_nodes_ = arrays.indptr.numel() - 1;
-  graph.num_edges_ = edges;
-  graph.indptr_ = std::move(arrays.indptr);
-  graph.indices_ = std::move(arrays.indices);
-  graph.edge_ids_ = std::move(arrays.edge_ids);
-  graph.weights_ = std::move(arrays.weights);
-  graph.node_time_ = std::move(arrays.node_time);
-  graph.edge_time_ = std::move(arrays.edge_time);
-  graph.node_time_unsorted_row_ = arrays.first_row_unsorted_by_node_time;
-  graph.edge_time_unsorted_row_ = arrays.first_row_unsorted_by_edge_time;
+  graph.arrays_ = std::move(arrays);
   return graph;
 }
 
 bool CudaGraph::shareable() const {
-  const auto shared = [](const std::optional<Array>& array) {
-    return !array || ipc_shareable(array->buffer());
-  };
-  return defined() && shared(indptr_) && shared(indices_) && shared(edge_ids_) &&
-         shared(weights_) && shared(node_time_) && shared(edge_time_);
+  bool shared = defined();
+  arrays_.for_each([&](const Array& array) { shared = shared && ipc_shareable(array.buffer()); });
+  return shared;
 }
 
 CudaGraph CudaGraph::to_shareable() const {
   VOLLEY_REQUIRE(defined(), ValueError, "an empty (default) CudaGraph cannot be shared");
   if (shareable()) return *this;
-  const auto share = [](const std::optional<Array>& array) {
-    return array ? std::optional(shareable_array(*array)) : std::nullopt;
-  };
-  CudaGraphArrays parts = arrays();
-  parts.indptr = shareable_array(parts.indptr);
-  parts.indices = shareable_array(parts.indices);
-  parts.edge_ids = share(parts.edge_ids);
-  parts.weights = share(parts.weights);
-  parts.node_time = share(parts.node_time);
-  parts.edge_time = share(parts.edge_time);
+  CudaGraphArrays parts = arrays_;
+  parts.for_each([](Array& array) { array = shareable_array(array); });
   return from_arrays(std::move(parts));
 }
 
 CudaSamplingMode CudaGraph::mode() const {
-  return indices_.buffer().location() == Location::kCuda ? CudaSamplingMode::kGpu
-                                                         : CudaSamplingMode::kUva;
+  return arrays_.indices.buffer().location() == Location::kCuda ? CudaSamplingMode::kGpu
+                                                                : CudaSamplingMode::kUva;
 }
 
-size_t CudaGraph::device_bytes() const {
+namespace {
+// Bytes of the graph's arrays in `location`.
+size_t bytes_in(const CudaGraphArrays& arrays, Location location) {
   size_t bytes = 0;
-  auto add = [&](const Array& array) {
-    if (array.buffer().location() == Location::kCuda) bytes += array.nbytes();
-  };
-  add(indptr_);
-  add(indices_);
-  if (edge_ids_) add(*edge_ids_);
-  if (weights_) add(*weights_);
-  if (node_time_) add(*node_time_);
-  if (edge_time_) add(*edge_time_);
+  arrays.for_each([&](const Array& array) {
+    if (array.buffer().location() == location) bytes += array.nbytes();
+  });
   return bytes;
 }
+}  // namespace
 
-size_t CudaGraph::pinned_bytes() const {
-  size_t bytes = 0;
-  auto add = [&](const Array& array) {
-    if (array.buffer().location() == Location::kPinnedHost) bytes += array.nbytes();
-  };
-  add(indptr_);
-  add(indices_);
-  if (edge_ids_) add(*edge_ids_);
-  if (weights_) add(*weights_);
-  if (node_time_) add(*node_time_);
-  if (edge_time_) add(*edge_time_);
-  return bytes;
-}
+size_t CudaGraph::device_bytes() const { return bytes_in(arrays_, Location::kCuda); }
+
+size_t CudaGraph::pinned_bytes() const { return bytes_in(arrays_, Location::kPinnedHost); }
 
 namespace sampling_internal {
 
