@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The figures of issue 22 (features larger than memory), in one process order, one run, on one
+# The figures of features larger than memory, in one process order, one run, on one
 # dataset directory (made by `volley generate`), printed as one table of ratios at the end:
 #   1. `volley bench disk`: the disk's 4 KiB random-read limit (io_uring, O_DIRECT, depth 64);
 #   2. `volley bench sample` before any feature I/O;

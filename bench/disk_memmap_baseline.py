@@ -5,7 +5,7 @@ against Volley's disk tier, same batches, one process.
 Usage (from the checkout, after a build): PYTHONPATH=python python bench/disk_memmap_baseline.py
 BATCHES DATASET_DIR [--e2e]. Without --e2e the batches are sampled first and only the gathers
 are timed, memmap then Volley's disk tier (cold 8 GB SIEVE cache), as in bench/RESULTS.md
-("features larger than memory (issue 22)"). With --e2e it times PyG's route end to end, one
+("features larger than memory"). With --e2e it times PyG's route end to end, one
 thread, batch by batch: sample (Volley's sampler, 512 seeds, fanout [10, 5]), index the memmap
 by n_id, torch.from_numpy; and prints one JSON line (bench/disk_e2e.sh reads it).
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Heterogeneous sampling over the service (issue 14): batches per second of the local
+"""Heterogeneous sampling over the service: batches per second of the local
 heterogeneous loader against ``volley.dist.DistNeighborLoader`` on the same dataset partitioned
 in 2 and served on localhost, worker topology (part 0 in-process) and server-client (part 0's
 server, started with peers, samples and gathers every batch and streams it back).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Distributed temporal sampling (issue 16): sampled edges per second of
+"""Distributed temporal sampling: sampled edges per second of
 ``volley.dist.DistNeighborLoader`` (worker topology, 2 parts served in-process over loopback)
 by edge time ("uniform", "last") against the same loader untimed and disjoint, and against the
 local temporal loader over the whole graph.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end GraphSAGE training on Volley's GPU data path (issue 5's benchmark).
+"""End-to-end GraphSAGE training on Volley's GPU data path.
 
 For one epoch (or ``--max-batches``) of GraphSAGE (3 layers, hidden 256, fanouts 15,10,5, batch
 1024) on a dataset directory (e.g. a products-sized power-law graph from ``volley generate``),

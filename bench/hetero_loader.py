@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Heterogeneous loader throughput: batches per second with features (issue 14's figure).
+"""Heterogeneous loader throughput: batches per second with features.
 
 For a heterogeneous dataset directory (``volley generate --model hetero --reverse``), prints one
 JSON line per worker count: HeteroData batches per second of ``volley.loader.NeighborLoader``

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Link-prediction loader throughput (issue 15): batches per second of
+"""Link-prediction loader throughput: batches per second of
 ``volley.loader.LinkNeighborLoader`` with features, and the share of a batch spent drawing
 negatives.
 

@@ -1,4 +1,4 @@
-"""Cost of carrying an edge attribute: loader batches/s with and without ``edge_attr`` (issue 19).
+"""Cost of carrying an edge attribute: loader batches/s with and without ``edge_attr``.
 
     volley generate /work/tmp/pyg/products --nodes 2449029 --edges 61859140 \\
         --feature-dim 100 --classes 47 --seed 0

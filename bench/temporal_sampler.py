@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Temporal sampling through the Python API, each strategy in a fresh process (issue 16).
+"""Temporal sampling through the Python API, each strategy in a fresh process.
 
 ``volley bench sample --time`` measures the C++ sampler; users call ``volley.NeighborSampler``
 from Python. This script gives the graph random edge times (seeded, uniform in [0, 2^20), as the

@@ -548,7 +548,7 @@ def test_server_handle(parts_dir):
 
 
 def test_large_gathers_and_hops_are_split_under_the_server_limits(parts_dir, whole):
-    """Issue 17, item 1: ``gather(np.arange(800_000) % 2708)`` over 2 GB aborted both servers.
+    """``gather(np.arange(800_000) % 2708)`` over 2 GB aborted both servers.
     The same request shape under tiny limits (64 KiB replies: 11 float32 Cora rows a call)
     is split by the client and gives exactly the local answer."""
     limits = dict(max_reply_bytes=64 << 10, max_ids_per_call=500)

@@ -102,7 +102,7 @@ TEST_F(DistLimitsTest, InfoAdvertisesTheLimits) {
   EXPECT_EQ(info.max_degree(), max_degree);
 }
 
-// Issue 17, item 1: 400,000 float32 Cora rows (2.3 GB, over protobuf's 2 GB) aborted the server.
+// 400,000 float32 Cora rows (2.3 GB, over protobuf's 2 GB) aborted the server.
 // Now the call is refused before a byte of the reply exists, and the server keeps serving.
 TEST_F(DistLimitsTest, ARowsReplyOverTheLimitIsRefusedNotAnAbort) {
   rpc::RowsReply reply;
@@ -115,7 +115,7 @@ TEST_F(DistLimitsTest, ARowsReplyOverTheLimitIsRefusedNotAnAbort) {
   EXPECT_EQ(reply.rows().size(), 10u * 1433 * 4);
 }
 
-// Issue 17, item 2: a 31-byte SampleHop with fanout 2^40 and replacement allocated until
+// A 31-byte SampleHop with fanout 2^40 and replacement allocated until
 // bad_alloc. Now it is refused by the fanout limit; so is a reply too large in total.
 TEST_F(DistLimitsTest, AHopReplyOverTheLimitIsRefusedBeforeSampling) {
   rpc::HopReply reply;
@@ -145,7 +145,7 @@ TEST_F(DistLimitsTest, TooManyIdsInOneCallAreRefused) {
   EXPECT_THAT(status.error_message(), HasSubstr("max_ids_per_call"));
 }
 
-// Issue 17, item 10: a 1 MB fingerprint (or dtype name) was echoed into the error until gRPC
+// A 1 MB fingerprint (or dtype name) was echoed into the error until gRPC
 // refused the metadata; now the quote is cut and says how long the value was.
 TEST_F(DistLimitsTest, HugeValuesAreNotEchoedIntoErrors) {
   rpc::RowsRequest request = rows({begin_});
@@ -164,7 +164,7 @@ TEST_F(DistLimitsTest, HugeValuesAreNotEchoedIntoErrors) {
   EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
-// Issue 17, item 10: a server out of threads (RESOURCE_EXHAUSTED, still so after the channel's
+// a server out of threads (RESOURCE_EXHAUSTED, still so after the channel's
 // retries) was a RuntimeError; it is a ConnectionError that says the server is busy.
 TEST(DistErrors, ABusyServerIsAConnectionError) {
   try {

@@ -1,4 +1,4 @@
-// The `volley` binary on hostile or careless input (issue 17): truncated and impossible .npy
+// The `volley` binary on hostile or careless input truncated and impossible .npy
 // files, named pipes, nested manifests, out-of-range option values, too many partitions for the
 // open-file limit. Each must end in one clear error line, never a crash, a hang or half output.
 #include <gmock/gmock.h>

@@ -279,7 +279,7 @@ TEST_F(ServeCliTest, AFrozenServerIsATimeoutWithinTheDeadline) {
   EXPECT_EQ(part1.stop(SIGTERM, 10), 0);
 }
 
-// Issue 17, item 10: in server-client mode a frozen peer was blamed on the healthy streaming
+// In server-client mode a frozen peer was blamed on the healthy streaming
 // server. The server's calls to its peer now end within half the client's deadline and the error
 // says the peer failed.
 TEST_F(ServeCliTest, AFrozenPeerIsBlamedOnThePeerNotOnTheStreamingServer) {
@@ -399,7 +399,7 @@ int64_t resident_bytes(pid_t pid) {
   return resident * sysconf(_SC_PAGESIZE);
 }
 
-// Issue 17, item 2: a server kept a large call's peak (per-thread buffers, glibc's arenas). After
+// A server kept a large call's peak (per-thread buffers, glibc's arenas). After
 // 4M labels (32 MB of ids in, 32 MB of rows out), it comes back to within 40 MB of before (it
 // kept 65 MB before the fix).
 // Whether this build runs under AddressSanitizer (gcc defines the macro, clang the feature).

@@ -1,4 +1,4 @@
-// The CLI's temporal pieces (issue 16): generate --model temporal, info on times, convert
+// The CLI's temporal pieces: generate --model temporal, info on times, convert
 // --sort-by-time, bench sample --time.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -304,7 +304,7 @@ TEST(CudaLoaderGpuHost, ArgumentsAreCheckedAsOnAGpu) {
   EXPECT_EQ(bytes_of(rows), want);
 }
 
-// Temporal sampling (issue 16): input_time reaches the CUDA sampler, and the batch stream equals
+// Temporal sampling: input_time reaches the CUDA sampler, and the batch stream equals
 // the CPU loader's — node and edge time, both strategies, GPU and UVA placement, input nodes
 // repeating at different times, batch_ids (disjoint trees) included. Rows must be sorted by the
 // time in use; input_time is checked as in the CPU loader.
