@@ -212,7 +212,8 @@ def test_what_is_not_served_says_so(served):
     addresses = [s.address for s in servers]
     with pytest.raises(volley.VolleyValueError, match="peers must list one address per part"):
         vd.serve(parts_dir, 0, peers=[""])
-    with pytest.raises(volley.VolleyNotImplementedError, match="heterogeneous partitions"):
+    # An unknown topology is refused as for homogeneous partitions, by the same check.
+    with pytest.raises(volley.VolleyValueError, match="topology must be 'worker' or 'server-client'"):
         vd.DistNeighborLoader(addresses, [2], input_nodes=("paper", [0, 1]), topology="ring")
     # (temporal, disjoint and multi-rank sampling: test_dist_hetero_temporal.py)
 

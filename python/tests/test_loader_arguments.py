@@ -132,6 +132,23 @@ def test_distributed_loaders_check_arguments_as_the_local_ones(served, arguments
         assert got[0] == error and message in got[1], (kind, got)
 
 
+DIST_BAD = [  # where a distributed loader's batches come from: checked once for both kinds
+    (dict(topology="ring"), "VolleyValueError",
+     "topology must be 'worker' or 'server-client', got 'ring'"),
+    (dict(server="127.0.0.1:1"), "VolleyValueError", "server= is for topology='server-client'"),
+    (dict(topology="server-client"), "VolleyValueError",
+     "local= is for topology='worker'; server-client trainers hold no data"),
+    (dict(deadline=-1), "VolleyValueError", "deadline"),
+]
+
+
+@pytest.mark.parametrize("arguments, error, message", DIST_BAD, ids=[str(b[0]) for b in DIST_BAD])
+def test_distributed_loaders_check_their_endpoints_once(served, arguments, error, message):
+    for kind in ("Data", "HeteroData"):
+        got = _error_of(_dist_loader(kind, served), arguments)
+        assert got[0] == error and message in got[1], (kind, got)
+
+
 def test_typed_fanouts_are_checked_per_edge_type():
     make = _local_loader("HeteroData")
     with pytest.raises(volley.VolleyValueError, match="names no edge type"):

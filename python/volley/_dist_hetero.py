@@ -40,7 +40,7 @@ import numpy as np
 from . import _policy, _tensor, _volley
 from ._policy import is_hetero_input
 from ._volley import VolleyNotImplementedError, VolleyValueError
-from .dist import DistNeighborLoader
+from .dist import DistNeighborLoader, _connection, _stream_server, _topology
 from .hetero_loader import HeteroNeighborLoader
 from .loader import TYPED_LOADERS
 
@@ -110,17 +110,11 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         if copy:
             raise VolleyNotImplementedError(
                 "copy=True is not supported for heterogeneous graphs yet")
-        topology = topology or mode or "worker"  # (dist.py checks the names of the homogeneous)
-        if topology not in ("worker", "server-client"):
-            raise VolleyNotImplementedError(
-                f"topology={topology!r} is not supported over heterogeneous partitions yet")
-        tls = {k: "" if v is None else os.fspath(v)
-               for k, v in dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key).items()}
-        connection = dict(
-            token=token or "", deadline_seconds=_tensor.check_seconds(deadline, "deadline"),
-            connect_seconds=_tensor.check_seconds(connect_timeout, "connect_timeout"), **tls)
+        topology = _topology(topology, mode)
+        connection = _connection(token, deadline, connect_timeout,
+                                 dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key))
         self.topology = topology
-        info = self._connect(addresses, local, server, connection,
+        info = self._connect(addresses, local, server, connection, rank, world_size,
                              input_nodes if isinstance(input_nodes, str)
                              else input_nodes[0] if is_hetero_input(input_nodes) else "")
         self.graph = _ServiceGraph(info)
@@ -206,27 +200,22 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         return source
 
     def _connect(self, addresses: Any, local: Any, server: Any, connection: Dict[str, Any],
-                 input_type: str = "") -> Dict[str, Any]:
+                 rank: Optional[int], world_size: Optional[int], input_type: str = "",
+                 ) -> Dict[str, Any]:
         """Connects (worker: every server, the local part in-process; server-client: the one
-        server that streams the batches) and returns what the service describes."""
+        server that streams the batches, ``dist._stream_server``) and returns what the service
+        describes."""
         from ._dist_service import _native, part_addresses
 
         addresses = part_addresses(addresses)
         self.addresses, self.client = addresses, None
-        if self.topology == "server-client":
-            if local is not None:
-                raise VolleyValueError(
-                    "local= is for topology='worker'; server-client trainers hold no data")
-            if server is None and not addresses:
-                raise VolleyValueError("topology='server-client' needs server= or addresses")
-            self._server = part_addresses([server])[0] if server is not None else addresses[0]
+        self._server = _stream_server(self.topology, addresses, local, server, rank, world_size)
+        if self._server is not None:
             self._connection = connection
             probe = _native().ServerClientLoader(
                 self._server, None, _volley.LoaderOptions(_volley.NeighborSamplerOptions()),
                 input_type=input_type, **connection)  # (an unknown type: named here)
             return probe.info
-        if server is not None:
-            raise VolleyValueError("server= is for topology='server-client'")
         if not addresses:
             raise VolleyValueError("addresses must list every partition's server in part order")
         native = _native().DistHeteroGraph

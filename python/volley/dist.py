@@ -155,6 +155,37 @@ def _topology(topology: Optional[str], mode: Optional[str]) -> str:
     return topology
 
 
+def _connection(token: Optional[str], deadline: float, connect_timeout: float,
+                tls: Dict[str, Any]) -> Dict[str, Any]:
+    """The native clients' connection keywords, checked (both graph kinds)."""
+    return dict(token=token or "", deadline_seconds=_tensor.check_seconds(deadline, "deadline"),
+                connect_seconds=_tensor.check_seconds(connect_timeout, "connect_timeout"),
+                **{k: "" if v is None else os.fspath(v) for k, v in tls.items()})
+
+
+def _stream_server(topology: str, addresses: List[str], local: Any, server: Optional[str],
+                   rank: Optional[int], world_size: Optional[int]) -> Optional[str]:
+    """Checks ``local=`` / ``server=`` against the topology (both graph kinds) and returns the
+    server that streams a server-client trainer's batches: ``server``, else
+    ``addresses[rank % len(addresses)]``; None in the worker topology."""
+    if topology == "worker":
+        if server is not None:
+            raise VolleyValueError(
+                "server= is for topology='server-client'; topology='worker' uses local=")
+        return None
+    if local is not None:
+        raise VolleyValueError(
+            "local= is for topology='worker'; server-client trainers hold no data")
+    if server is None:
+        if not addresses:
+            raise VolleyValueError(
+                "topology='server-client' needs server='host:port' (or addresses to pick one "
+                "from by rank)")
+        index, _ = _rank_and_world_size(rank, world_size)
+        server = list(addresses)[index % len(addresses)]
+    return part_addresses([server])[0]  # "a|b" or a list: any of these servers
+
+
 def __getattr__(name: str) -> Any:
     if name == "MODES":  # the name before topology=; kept for one release
         warnings.warn("volley.dist.MODES is now volley.dist.TOPOLOGIES", DeprecationWarning,
@@ -294,18 +325,12 @@ class DistNeighborLoader(NeighborLoader):
         self.disjoint = bool(disjoint) or time_attr is not None  # PyG: temporal means disjoint
         self._token = token or ""
         tls = dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
-        self._connection = dict(
-            token=self._token,
-            deadline_seconds=_tensor.check_seconds(deadline, "deadline"),
-            connect_seconds=_tensor.check_seconds(connect_timeout, "connect_timeout"),
-            **{k: "" if v is None else os.fspath(v) for k, v in tls.items()},
-        )
+        self._connection = _connection(token, deadline, connect_timeout, tls)
         rank_and_world = dict(rank=rank, world_size=world_size)
+        self.server = _stream_server(
+            topology, addresses.addresses if isinstance(addresses, DistGraph) else addresses,
+            local, server, rank, world_size)
         if topology == "worker":
-            if server is not None:
-                raise VolleyValueError(
-                    "server= is for topology='server-client'; topology='worker' uses local="
-                )
             if isinstance(addresses, DistGraph):
                 if local is not None:
                     raise VolleyValueError(
@@ -325,28 +350,12 @@ class DistNeighborLoader(NeighborLoader):
                     addresses, token=token, deadline=deadline, connect_timeout=connect_timeout,
                     local=local, **tls,
                 )
-            self.server = None
             num_nodes = self.graph.num_nodes
             node_time = _partition_node_time(local)
             time_source = _temporal.service_time_source(self.graph.info, time_attr, input_time,
                                                         temporal_strategy, node_time is not None)
         else:
-            if local is not None:
-                raise VolleyValueError(
-                    "local= is for topology='worker'; server-client trainers hold no data"
-                )
-            if isinstance(addresses, DistGraph):
-                addresses = addresses.addresses
-            if server is None:
-                if not addresses:
-                    raise VolleyValueError(
-                        "topology='server-client' needs server='host:port' (or addresses to pick "
-                        "one from by rank)"
-                    )
-                index, _ = _rank_and_world_size(rank, world_size)
-                server = list(addresses)[index % len(addresses)]
             self.graph = None
-            self.server = part_addresses([server])[0]  # "a|b" or a list: any of these servers
             # The graph's size (for masks and the rank split) comes from the server's Info.
             fanouts = native.NeighborSamplerOptions([int(k) for k in num_neighbors])
             probe = native.ServerClientLoader(
