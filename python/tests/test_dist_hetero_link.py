@@ -198,13 +198,14 @@ def test_errors_name_the_type_and_the_value(served):
                                          **options)
 
     with pytest.raises(volley.VolleyIndexError,
-                       match=f"row 1 \\(node type 'paper'\\): id {papers} at position 1 is "
-                             f"outside \\[0, {papers}\\)"):
+                       match=f"edge_label_index\\[1, 1\\] = {papers} is out of range for node "
+                             f"type 'paper' with {papers} nodes"):
         loader((WRITES, [[0, 1], [0, papers]]))
     with pytest.raises(volley.VolleyIndexError,
-                       match="row 0 \\(node type 'author'\\): id -1 at position 0"):
+                       match="edge_label_index\\[0, 0\\] = -1 is out of range for node type "
+                             "'author'"):
         loader((WRITES, [[-1, 1], [0, 2]]))
-    with pytest.raises(volley.VolleyIndexError, match=f"node type 'author'\\): id {authors}"):
+    with pytest.raises(volley.VolleyIndexError, match=f"= {authors} is out of range for node type 'author'"):
         loader((("paper", "rev_writes", "author"), [[0], [authors]]))
     with pytest.raises(volley.VolleyValueError, match="unknown node type 'venue'"):
         loader((("paper", "published_in", "venue"), [[0], [0]]))
@@ -215,7 +216,7 @@ def test_errors_name_the_type_and_the_value(served):
         loader((WRITES, None))
     with pytest.raises(volley.VolleyValueError, match="must be given"):
         loader(WRITES)
-    with pytest.raises(volley.VolleyValueError, match="one entry per supervision edge \\(2\\)"):
+    with pytest.raises(volley.VolleyValueError, match="one label per supervision edge \\(2\\)"):
         loader((WRITES, [[0, 1], [0, 1]]), edge_label=torch.ones(3))
     with pytest.raises(volley.VolleyValueError, match="triplet"):
         loader((WRITES, [[0, 1], [0, 1]]), edge_label=torch.ones(2), neg_sampling="triplet")

@@ -96,18 +96,22 @@ def test_labels_shift_and_zero_hops_without_message_passing_edges():
 
 def test_errors_name_the_edge_type():
     data = toy_hetero()
-    with pytest.raises(volley.VolleyIndexError, match="row 1 \\(node type 'paper'\\): id 60 at position 1"):
+    with pytest.raises(volley.VolleyIndexError, match="edge_label_index\\[1, 1\\] = 60 is out of range for node type 'paper'"):
         LinkNeighborLoader(data, [2], edge_label_index=(WRITES, torch.tensor([[0, 1], [0, 60]])))
     data["author", "likes", "paper"].edge_index = data[WRITES].edge_index
     with pytest.raises(volley.VolleyValueError, match="2 edge types go from 'author' to 'paper'"):
         LinkNeighborLoader(data, [2], edge_label_index=("author", "paper"))
-    with pytest.raises(volley.VolleyValueError, match="one entry per supervision edge"):
+    with pytest.raises(volley.VolleyValueError, match="one label per supervision edge \\(300\\), got shape \\[3\\]"):
         LinkNeighborLoader(data, [2], edge_label_index=(REV, None), edge_label=torch.ones(3))
     with pytest.raises(volley.VolleyValueError, match="triplet"):
         LinkNeighborLoader(data, [2], edge_label_index=(REV, None),
                            edge_label=torch.ones(data[REV].edge_index.shape[1]), neg_sampling="triplet")
-    with pytest.raises(volley.VolleyValueError, match="'edge_label_time' is not set"):
+    with pytest.raises(volley.VolleyValueError, match="time_attr='time' is neither a node nor"):
         LinkNeighborLoader(data, [2], edge_label_index=(REV, None), time_attr="time")
+    timed = toy_hetero()
+    timed["paper"].time = torch.arange(timed["paper"].num_nodes)
+    with pytest.raises(volley.VolleyValueError, match="time_attr, node time\\) needs edge_label_time"):
+        LinkNeighborLoader(timed, [2], edge_label_index=(WRITES, None), time_attr="time")
     with pytest.raises(volley.VolleyValueError, match="names an edge type"):
         LinkNeighborLoader(pyg_data.Data(edge_index=torch.tensor([[0], [1]]), num_nodes=2), [2],
                            edge_label_index=(("a", "to", "b"), None))

@@ -23,9 +23,9 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from . import _policy, _pyg_compat, _temporal, _tensor, _volley
-from ._volley import VolleyIndexError, VolleyValueError
+from ._volley import VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
-from .link_loader import LinkNeighborLoader
+from .link_loader import LinkNeighborLoader, _edge_label, _edge_label_index, _edge_label_time
 from .loader import TYPED_LOADERS, NeighborLoader
 
 
@@ -116,11 +116,6 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         """``LinkNeighborLoader.__init__``'s body for a typed graph: the node loader's
         (``_init_nodes``: the typed ``NeighborLoader``'s, or the service's), then the
         supervision edges and their negatives."""
-        if (time_attr is None) != (edge_label_time is None):
-            raise VolleyValueError(
-                "temporal link sampling needs time_attr and edge_label_time together: "
-                + ("'edge_label_time' is not set" if edge_label_time is None
-                   else "'time_attr' is not set"))
         if not (isinstance(edge_label_index, (tuple, list)) and len(edge_label_index) == 2
                 and isinstance(edge_label_index[0], (str, tuple))) and not isinstance(
                     edge_label_index, (str, tuple)):
@@ -140,27 +135,17 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         self.edge_label_index = self._label_index(edge_label_index[1])
         self.input_nodes = np.arange(self.edge_label_index.shape[1], dtype=np.int64)
         len(self)  # the epoch policy's checks against the supervision edges (ranks, ...)
-        self.edge_label = self._labels(edge_label)
         self.neg_sampling = _pyg_compat.negative_sampling(neg_sampling, neg_sampling_ratio)
-        if self.neg_sampling[0] == "triplet" and self.edge_label is not None:
-            raise VolleyValueError("edge_label cannot be given with triplet negative sampling")
-        # Binary negatives are labelled 0: labels starting at 0 move up by one (PyG).
-        self._shift_labels = bool(self.neg_sampling[0] == "binary" and self.edge_label is not None
-                                  and self.edge_label.size and self.edge_label.min() == 0)
+        self.edge_label = _edge_label(edge_label, len(self.input_nodes), self.neg_sampling[0])
         src_weight, dst_weight = self.neg_sampling[2:]
         ends = (("src", 0, src_weight), ("dst", 2, dst_weight))  # triplet draws no sources
         weights = {
             end: None if weight is None or (end == "src" and self.neg_sampling[0] != "binary")
             else _weights(weight, self._count(self.edge_type[index])) for end, index, weight in ends}
-        self.edge_label_time, node_time = None, {}
-        if time_attr is not None:
-            self.edge_label_time = _temporal.as_times(edge_label_time, "edge_label_time")
-            if self.edge_label_time.shape[0] != self.edge_label_index.shape[1]:
-                raise VolleyValueError(
-                    f"edge_label_time must have one entry per supervision edge "
-                    f"({self.edge_label_index.shape[1]}), got {self.edge_label_time.shape[0]}")
-            source, times = _temporal.typed_times(self.data, time_attr)
-            node_time = times if source == "node" else {}
+        source, times = ("none", {}) if time_attr is None else _temporal.typed_times(self.data,
+                                                                                     time_attr)
+        self.edge_label_time = _edge_label_time(edge_label_time, source, len(self.input_nodes))
+        node_time = times if source == "node" else {}
         self._time_bounded = any(t in node_time for t in (self.edge_type[0], self.edge_type[2]))
         self.exclude_edges, self.undirected = bool(exclude_edges), bool(undirected)
         distribution, power, draws = _policy.negative_options(neg_distribution, neg_degree_power,
@@ -196,11 +181,9 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         edge_tables = [self._native_tables(t, self._edge_attrs[t] if directional else {})
                        for t in self.graph.edge_types]
         mode, amount = self.neg_sampling[:2]
-        labels = self.edge_label
-        if labels is not None and self._shift_labels:
-            labels = labels + 1  # PyG: 0 means "negative"
         return _volley.LinkLoader(
-            self._typed_source(), self.edge_type, self.edge_label_index, labels, self._options,
+            self._typed_source(), self.edge_type, self.edge_label_index, self.edge_label,
+            self._options,
             None if mode == "none" else self._negatives, mode=mode, amount=float(amount),
             exclude_edges=self.exclude_edges, undirected=self.undirected,
             node_attrs=node_tables, edge_attrs=edge_tables)
@@ -260,31 +243,13 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         return counts[node_type]
 
     def _label_index(self, index: Any) -> np.ndarray:
+        """The supervision edges (default: every edge of the type), checked as the homogeneous
+        loader's (their ids against the node types: the native link loader, naming the type)."""
         if index is None:
             if self.edge_type not in self.graph.edge_types:
                 raise VolleyValueError(f"edge type {self.edge_type} has no edges to supervise on")
             index = self.data[self.edge_type].edge_index
-        index = np.ascontiguousarray(_tensor.to_numpy(index), dtype=np.int64)
-        if index.ndim != 2 or index.shape[0] != 2:
-            raise VolleyValueError(f"edge_label_index must have shape [2, M], got {list(index.shape)}")
-        for row, node_type in ((0, self.edge_type[0]), (1, self.edge_type[2])):
-            count = self._count(node_type)
-            bad = np.flatnonzero((index[row] < 0) | (index[row] >= count))
-            if bad.size:
-                raise VolleyIndexError(
-                    f"edge_label_index row {row} (node type '{node_type}'): id "
-                    f"{int(index[row, bad[0]])} at position {int(bad[0])} is outside [0, {count})")
-        return index
-
-    def _labels(self, edge_label: Any) -> Any:
-        if edge_label is None:
-            return None
-        labels = _tensor.to_numpy(edge_label)
-        if labels.shape[:1] != (self.edge_label_index.shape[1],):
-            raise VolleyValueError(
-                f"edge_label must have one entry per supervision edge "
-                f"({self.edge_label_index.shape[1]}), got shape {list(labels.shape)}")
-        return labels
+        return _edge_label_index(index, None)
 
     def _exclude(self, nodes: dict, edges: dict, counts: Any,
                  positives: Tuple[np.ndarray, np.ndarray]) -> Tuple[dict, Any]:

@@ -77,6 +77,22 @@ def _edge_label_time(value: Any, time_source: str, count: int) -> Optional[np.nd
     return _tensor.int64_times(times, "edge_label_time")
 
 
+def _edge_label(value: Any, count: int, mode: str) -> Optional[np.ndarray]:
+    """``edge_label`` checked (one label per supervision edge; none with triplet negatives, as
+    in PyG), moved up by one when binary negatives take the label 0 (PyG); both graph kinds."""
+    if value is None:
+        return None
+    if mode == "triplet":
+        raise _volley.VolleyValueError(
+            "edge_label must be None for triplet negative sampling (as in PyG)")
+    labels = _tensor.to_numpy(value)
+    if labels.ndim != 1 or labels.shape[0] != count:
+        raise _volley.VolleyValueError(
+            f"edge_label must hold one label per supervision edge ({count}), got shape "
+            f"{list(labels.shape)}")
+    return labels + 1 if mode == "binary" and labels.size and labels.min() == 0 else labels
+
+
 class LinkNeighborLoader(NeighborLoader):
     """Mini-batches for link prediction: supervision edges, negatives, and the sampled
     neighborhood of every end point, as PyG's ``torch_geometric.loader.LinkNeighborLoader``.
@@ -288,21 +304,7 @@ class LinkNeighborLoader(NeighborLoader):
                 "negatives are drawn from one distribution (give weight, or the same tensor twice)"
             )
         self.neg_sampling = (mode, amount) if mode != "none" else None
-        if edge_label is not None:
-            if mode == "triplet":
-                raise _volley.VolleyValueError(
-                    "edge_label must be None for triplet negative sampling (as in PyG)"
-                )
-            labels = _tensor.to_numpy(edge_label)
-            if labels.ndim != 1 or labels.shape[0] != self.edge_label_index.shape[1]:
-                raise _volley.VolleyValueError(
-                    f"edge_label must hold one label per supervision edge "
-                    f"({self.edge_label_index.shape[1]}), got shape {list(labels.shape)}"
-                )
-            if mode == "binary" and labels.size and labels.min() == 0:
-                edge_label = edge_label + 1  # PyG: 0 is kept for negatives
-            edge_label = _tensor.to_input(edge_label)
-        self.edge_label = edge_label
+        self.edge_label = _edge_label(edge_label, self.edge_label_index.shape[1], mode)
         self._weights = None
         if weight is not None:
             self._weights = np.ascontiguousarray(_tensor.to_numpy(weight), dtype=np.float64).reshape(-1)
