@@ -107,3 +107,71 @@ except volley.VolleyOSError as error:
                          env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "refused: set_mempolicy(MPOL_PREFERRED, node 1000) failed:" in out.stdout
+
+
+# --- placing a host tier: interleaved over the nodes, or a replica on the process's node -----
+
+
+def _recording(monkeypatch):
+    """Replaces the mbind call by a recorder of (mode, nodes): the fake trees' nodes are not
+    this machine's."""
+    calls = []
+    monkeypatch.setattr(numa, "_mbind", lambda address, length, mode, nodes, what:
+                        calls.append((mode, list(nodes), length)))
+    return calls
+
+
+@pytest.mark.parametrize("cpulists", [["0", "1"], ["0", "1", "2", "3"]], ids=["2 nodes", "4 nodes"])
+def test_place_interleaves_over_every_node_or_binds_to_one(tmp_path, monkeypatch, cpulists):
+    import numpy as np
+
+    root = _tree(tmp_path / "tree", cpulists)
+    calls = _recording(monkeypatch)
+    x = np.arange(6000, dtype=np.float32).reshape(1000, 6)
+    spread = numa.place(x, root=root)
+    assert calls[-1] == (numa.MPOL_INTERLEAVE, list(range(len(cpulists))), x.nbytes)
+    assert spread is not x and np.array_equal(spread, x) and spread.dtype == x.dtype
+    on_last = numa.place(x, node=len(cpulists) - 1, root=root)
+    assert calls[-1] == (numa.MPOL_BIND, [len(cpulists) - 1], x.nbytes)
+    assert np.array_equal(on_last, x)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {1})  # bound to node 1
+    local = numa.place(x, "local", root=root)
+    assert calls[-1] == (numa.MPOL_BIND, [1], x.nbytes) and np.array_equal(local, x)
+
+
+def test_place_keeps_torch_tensors_and_one_node_is_a_no_op(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    calls = _recording(monkeypatch)
+    x = torch.randn(50, 3)
+    assert numa.place(x, root=_tree(tmp_path / "one", ["0-3"])) is x
+    assert calls == []
+    copy = numa.place(x, root=_tree(tmp_path / "two", ["0", "1"]))
+    assert isinstance(copy, torch.Tensor) and torch.equal(copy, x) and copy.data_ptr() != x.data_ptr()
+    feature = volley.Feature(copy)  # a host tier over the placed pages
+    assert torch.equal(torch.as_tensor(feature[torch.tensor([3, 1])]), x[[3, 1]])
+
+
+def test_place_errors_name_the_value(tmp_path, monkeypatch):
+    import numpy as np
+
+    root = _tree(tmp_path / "two", ["0", "1"])
+    _recording(monkeypatch)
+    with pytest.raises(volley.VolleyValueError, match="policy must be one of .*got 'spread'"):
+        numa.place(np.zeros(3), "spread", root=root)
+    with pytest.raises(volley.VolleyValueError, match=r"no NUMA node 7 \(nodes: 0, 1\)"):
+        numa.place(np.zeros(3), node=7, root=root)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    with pytest.raises(volley.VolleyValueError, match=r"CPUs of NUMA nodes \[0, 1\], not of one"):
+        numa.place(np.zeros(3), "local", root=root)
+
+
+def test_place_asks_the_kernel_for_real(tmp_path):
+    """The real mbind: node 0 (every Linux machine has it) is granted and the copy holds the
+    values; a node this machine lacks is refused with the kernel's reason, naming the call."""
+    import numpy as np
+
+    root = _tree(tmp_path / "two", ["0", "1"])  # node 1 of the tree does not exist here
+    x = np.random.default_rng(0).normal(size=(2000, 8)).astype(np.float32)
+    assert np.array_equal(numa.place(x, node=0, root=root), x)
+    with pytest.raises(volley.VolleyOSError, match=r"mbind\(MPOL_BIND, nodes \[1\]\) failed: "):
+        numa.place(x, node=1, root=root)

@@ -11,7 +11,8 @@ affinity of every thread of the process to that node's CPUs (threads started lat
 Volley's own pools included) and asks the kernel to place the process's new memory there
 (``set_mempolicy(MPOL_PREFERRED)``). On a machine with one node it does nothing. Setting
 ``VOLLEY_NUMA_BIND=1`` in the environment makes ``import volley`` call ``bind()``, for ranks that
-``torchrun`` starts.
+``torchrun`` starts. ``place(x, policy)`` copies a host feature tier onto pages interleaved over
+every node, or onto the process's own node (a replica per node with one trainer per node).
 """
 
 from __future__ import annotations
@@ -21,15 +22,19 @@ import os
 import platform
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
 
 from ._volley import VolleyOSError, VolleyValueError
 
-__all__ = ["NumaNode", "bind", "topology"]
+__all__ = ["NumaNode", "bind", "place", "topology"]
 
 SYSFS_NODES = "/sys/devices/system/node"
-MPOL_PREFERRED = 1
+MPOL_PREFERRED, MPOL_BIND, MPOL_INTERLEAVE = 1, 2, 3
 _SET_MEMPOLICY = {"x86_64": 238, "aarch64": 237}  # syscall numbers
+_MBIND = {"x86_64": 237, "aarch64": 235}
+_POLICIES = ("interleave", "local")
 
 
 @dataclass(frozen=True)
@@ -97,17 +102,34 @@ def _pick(nodes: Sequence[NumaNode], rank: Optional[int], node: Optional[int]) -
     return nodes[rank % len(nodes)]
 
 
-def _prefer_memory_of(node: int) -> None:
-    number = _SET_MEMPOLICY.get(platform.machine())
+def _syscall(table: dict, name: str, *args: Any) -> None:
+    """Calls the memory-policy syscall ``name`` (its number by machine in ``table``);
+    VolleyOSError naming the call and the kernel's reason when it fails."""
+    number = table.get(platform.machine())
     if number is None:
-        raise VolleyOSError(f"set_mempolicy: unknown syscall number on {platform.machine()}")
-    mask = (ctypes.c_ulong * 16)()  # 1024 nodes
-    mask[node // 64] = 1 << (node % 64)
+        raise VolleyOSError(f"{name}: unknown syscall number on {platform.machine()}")
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.syscall(number, MPOL_PREFERRED, mask, ctypes.c_ulong(1024)) != 0:
-        error = ctypes.get_errno()
-        raise VolleyOSError(f"set_mempolicy(MPOL_PREFERRED, node {node}) failed: "
-                            f"{os.strerror(error)}")
+    if libc.syscall(number, *args) != 0:
+        raise VolleyOSError(f"{name} failed: {os.strerror(ctypes.get_errno())}")
+
+
+def _node_mask(nodes: Sequence[int]) -> Any:
+    mask = (ctypes.c_ulong * 16)()  # 1024 nodes
+    for node in nodes:
+        mask[node // 64] |= 1 << (node % 64)
+    return mask
+
+
+def _prefer_memory_of(node: int) -> None:
+    _syscall(_SET_MEMPOLICY, f"set_mempolicy(MPOL_PREFERRED, node {node})", MPOL_PREFERRED,
+             _node_mask([node]), ctypes.c_ulong(1024))
+
+
+def _mbind(address: int, length: int, mode: int, nodes: Sequence[int], what: str) -> None:
+    """Asks the kernel to place the (not yet touched) pages of [address, address + length) on
+    ``nodes`` by ``mode``."""
+    _syscall(_MBIND, f"mbind({what}, nodes {list(nodes)})", ctypes.c_void_p(address),
+             ctypes.c_ulong(length), mode, _node_mask(nodes), ctypes.c_ulong(1024), 0)
 
 
 def bind(rank: Optional[int] = None, *, node: Optional[int] = None,
@@ -144,3 +166,66 @@ def bind(rank: Optional[int] = None, *, node: Optional[int] = None,
     if memory:
         _prefer_memory_of(chosen.id)
     return chosen
+
+
+def _local_node(nodes: Sequence[NumaNode]) -> NumaNode:
+    """The node whose CPUs hold every CPU this process may run on (``bind`` makes it so)."""
+    allowed = set(os.sched_getaffinity(0))
+    for node in nodes:
+        if allowed <= set(node.cpus):
+            return node
+    spanned = sorted(node.id for node in nodes if allowed & set(node.cpus))
+    raise VolleyValueError(
+        f"place(policy='local'): this process runs on the CPUs of NUMA nodes {spanned}, not of "
+        "one node; call volley.numa.bind() first (or pass node=)")
+
+
+def place(array: Any, policy: str = "interleave", *, node: Optional[int] = None,
+          root: str = SYSFS_NODES) -> Any:
+    """A copy of ``array`` whose memory pages lie on the NUMA nodes ``policy`` names: the host
+    feature tier of ``volley.Feature(place(x, ...))`` read at the bandwidth of the nodes that
+    read it, as DGL's NUMA guide advises.
+
+    Args:
+        array: a numpy array or a CPU torch tensor (any dtype and shape).
+        policy: ``"interleave"``: pages spread over every node in turn (one trainer reading
+            from all sockets gets their combined bandwidth); ``"local"``: on the node this
+            process is bound to (``bind``), so that one trainer per node, each calling it,
+            holds a replica on its own node.
+        node: place every page on this node instead.
+        root: the sysfs node directory (a fake tree in tests).
+
+    Returns:
+        The copy, of the input's kind (numpy or torch), with the input's values; on a machine
+        with one node, ``array`` itself (nothing to place).
+
+    Raises:
+        VolleyValueError: an unknown policy or node; ``"local"`` in a process not bound to
+            one node. VolleyOSError: the kernel refused the placement (naming it).
+    """
+    import mmap
+
+    from . import _tensor
+
+    if policy not in _POLICIES:
+        raise VolleyValueError(f"policy must be one of {_POLICIES}, got {policy!r}")
+    nodes = topology(root)
+    if len(nodes) == 1:
+        return array
+    if node is not None:
+        targets, mode = [_pick(nodes, None, node).id], MPOL_BIND
+    elif policy == "local":
+        targets, mode = [_local_node(nodes).id], MPOL_BIND
+    else:
+        targets, mode = [n.id for n in nodes], MPOL_INTERLEAVE
+    values = np.ascontiguousarray(_tensor.to_numpy(array))
+    length = max(values.nbytes, 1)
+    pages = mmap.mmap(-1, length)  # fresh anonymous pages: placed when first written
+    address = ctypes.addressof(ctypes.c_char.from_buffer(pages))
+    _mbind(address, length, mode, targets, "MPOL_BIND" if mode == MPOL_BIND else "MPOL_INTERLEAVE")
+    copy = np.frombuffer(pages, dtype=values.dtype, count=values.size).reshape(values.shape)
+    copy[...] = values
+    torch = _tensor.torch_module()
+    if torch is not None and isinstance(array, torch.Tensor):
+        return torch.from_numpy(copy)
+    return copy
