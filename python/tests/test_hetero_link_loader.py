@@ -106,7 +106,7 @@ def test_errors_name_the_edge_type():
     with pytest.raises(volley.VolleyValueError, match="triplet"):
         LinkNeighborLoader(data, [2], edge_label_index=(REV, None),
                            edge_label=torch.ones(data[REV].edge_index.shape[1]), neg_sampling="triplet")
-    with pytest.raises(volley.VolleyValueError, match="time_attr='time' is neither a node nor"):
+    with pytest.raises(volley.VolleyValueError, match="time_attr='time': data has no attribute 'time'"):
         LinkNeighborLoader(data, [2], edge_label_index=(REV, None), time_attr="time")
     timed = toy_hetero()
     timed["paper"].time = torch.arange(timed["paper"].num_nodes)

@@ -125,7 +125,7 @@ def test_errors_name_the_type():
         NeighborLoader(data, [2], input_nodes=[0, 1])
     with pytest.raises(volley.VolleyNotImplementedError, match="disjoint"):
         NeighborLoader(data, [2], input_nodes="paper", disjoint=True, subgraph_type="induced")
-    with pytest.raises(volley.VolleyValueError, match="'time' is neither a node nor an edge"):
+    with pytest.raises(volley.VolleyValueError, match="time_attr='time': data has no attribute 'time'"):
         NeighborLoader(data, [2], input_nodes="paper", time_attr="time")
     with pytest.raises(volley.VolleyValueError, match="names a node type"):
         NeighborLoader(_homogeneous(), [2], input_nodes=("paper", [0]))
@@ -369,3 +369,24 @@ def test_loader_call_refuses_positions_it_does_not_have():
     with pytest.raises(volley.VolleyValueError, match="positions is empty"):
         loader([])
     assert loader([2, 0])["paper"].input_id.tolist() == [2, 0]
+
+
+def test_weight_attr_names_the_edge_weights():
+    """weight_attr='w' weighs the edge types that have 'w' (the others uniformly): the batches of
+    weighted=True over the same weights stored as 'edge_weight'."""
+    named, plain = toy_hetero(), toy_hetero()
+    weights = torch.rand(named[WRITES].edge_index.shape[1]) + 0.1
+    named[WRITES].w = weights
+    plain[WRITES].edge_weight = weights
+    seeds = ("paper", torch.arange(20))
+    by_name = NeighborLoader(named, [3, 2], input_nodes=seeds, batch_size=10, weight_attr="w",
+                             seed=4)
+    by_default = NeighborLoader(plain, [3, 2], input_nodes=seeds, batch_size=10, weighted=True,
+                                seed=4)
+    for a, b in zip(by_name, by_default):
+        for edge_type in a.edge_types:
+            assert torch.equal(a[edge_type].e_id, b[edge_type].e_id)
+        assert torch.equal(a["author"].n_id, b["author"].n_id)
+    unweighted = next(iter(NeighborLoader(named, [3, 2], input_nodes=seeds, batch_size=10,
+                                          seed=4)))
+    assert not torch.equal(unweighted[WRITES].e_id, next(iter(by_name))[WRITES].e_id)

@@ -109,6 +109,17 @@ BAD = [  # (arguments, error class, message): the same for every loader
     (dict(rank=0, world_size=PAPERS + 1, drop_last=True), "VolleyValueError",
      f"{PAPERS} input nodes cannot be split over {PAPERS + 1} ranks with drop_last"),
 ]
+LOCAL_BAD = BAD + [  # options of the local loaders only
+    (dict(time_attr="when"), "VolleyValueError", "time_attr='when': data has no attribute 'when'"),
+    (dict(input_time=torch.zeros(PAPERS, dtype=torch.long)), "VolleyValueError",
+     "input_time was given without time_attr"),
+    (dict(temporal_strategy="first"), "VolleyValueError",
+     "temporal_strategy must be 'uniform' or 'last', got 'first'"),
+    (dict(subgraph_type="weird"), "VolleyValueError", "subgraph_type must be one of"),
+    (dict(weight_attr="w"), "VolleyValueError", "weighted sampling needs data"),
+    (dict(device="tpu"), "VolleyValueError", "device must be None, 'cpu', 'cuda'"),
+    (dict(bogus=1), "VolleyTypeError", "NeighborLoader got an unexpected keyword argument 'bogus'"),
+]
 
 
 def _error_of(make, arguments):
@@ -118,7 +129,7 @@ def _error_of(make, arguments):
     return type(caught.value).__name__, str(caught.value)
 
 
-@pytest.mark.parametrize("arguments, error, message", BAD, ids=[str(b[0]) for b in BAD])
+@pytest.mark.parametrize("arguments, error, message", LOCAL_BAD, ids=[str(b[0]) for b in LOCAL_BAD])
 def test_the_same_bad_argument_gives_the_same_error_everywhere(arguments, error, message):
     for kind in ("Data", "HeteroData"):
         got = _error_of(_local_loader(kind), arguments)

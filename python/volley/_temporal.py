@@ -112,7 +112,8 @@ def typed_times(data: Any, time_attr: str) -> Tuple[str, Dict[Any, np.ndarray]]:
             f"edge attribute (of {', '.join('__'.join(t) for t in edges)}): name one kind")
     if not nodes and not edges:
         raise _volley.VolleyValueError(
-            f"time_attr={time_attr!r} is neither a node nor an edge attribute of any type")
+            f"time_attr={time_attr!r}: data has no attribute {time_attr!r} (on any node or edge "
+            "type)")
     if nodes:
         return "node", {t: as_times(v, f"data['{t}'].{time_attr}") for t, v in nodes.items()}
     return "edge", {t: as_times(v, f"data[{t!r}].{time_attr}") for t, v in edges.items()}

@@ -128,16 +128,15 @@ class HeteroGraph:
         return cls(_NativeGraph(list(num_nodes.items()), edges))
 
     @classmethod
-    def from_pyg(cls, data: Any) -> "HeteroGraph":
-        """The graph of a PyG ``HeteroData`` (its ``edge_index`` and ``edge_weight`` per edge
+    def from_pyg(cls, data: Any, *, weight_attr: str = "edge_weight") -> "HeteroGraph":
+        """The graph of a PyG ``HeteroData`` (its ``edge_index`` and ``weight_attr`` per edge
         type, ``num_nodes`` per node type). See ``from_edge_index_dict``."""
         if not hasattr(data, "node_types") or not hasattr(data, "edge_types"):
             raise VolleyTypeError(
                 f"HeteroGraph.from_pyg() takes a HeteroData, got {type(data).__name__}")
         num_nodes = {t: int(data[t].num_nodes) for t in data.node_types}
         edge_index = {t: data[t].edge_index for t in data.edge_types}
-        weights = {t: data[t].edge_weight for t in data.edge_types
-                   if "edge_weight" in data[t]}
+        weights = {t: data[t][weight_attr] for t in data.edge_types if weight_attr in data[t]}
         return cls.from_edge_index_dict(edge_index, num_nodes, edge_weight_dict=weights)
 
     @property

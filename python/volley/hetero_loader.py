@@ -52,7 +52,8 @@ class HeteroNeighborLoader(NeighborLoader):
             most recent).
         disjoint: every seed grows its own subgraph; batches carry ``batch`` per node type.
         replace, weighted: with replacement; proportionally to ``edge_weight`` where an edge
-            type has one (``weight_attr="edge_weight"`` too).
+            type has one. weight_attr: weigh by this edge attribute instead (on the edge types
+            that have it; the others uniformly).
         batch_size, shuffle, drop_last: as in ``torch.utils.data.DataLoader``.
         num_workers: threads preparing batches (0: all cores).
         rank, world_size: this process's share of the input nodes in data-parallel training,
@@ -143,12 +144,9 @@ class HeteroNeighborLoader(NeighborLoader):
             if asked:
                 raise VolleyNotImplementedError(
                     f"{what} is not supported for heterogeneous graphs yet")
-        if weight_attr not in (None, "edge_weight"):
-            raise VolleyNotImplementedError(
-                f"weight_attr={weight_attr!r}: heterogeneous sampling weighs by 'edge_weight'")
         self.subgraph_type = _pyg_compat.subgraph_type_name(subgraph_type, directed)
         self.data = data.to_pyg() if isinstance(data, HeteroDataset) else data
-        self.graph = data.graph if isinstance(data, HeteroDataset) else HeteroGraph.from_pyg(data)
+        self.graph = _typed_graph(data, weight_attr)
         if seed is None:
             seed = _pyg_compat.seed_from_generator(generator)
         _policy.check_fanouts(num_neighbors, default, typed=True)
@@ -445,6 +443,23 @@ class HeteroNeighborLoader(NeighborLoader):
         return (f"HeteroNeighborLoader(input_type='{self.input_type}', "
                 f"input_nodes={len(self.input_nodes)}, batch_size={self.batch_size}, "
                 f"node_types={self.graph.node_types}, edge_types={len(self.graph.edge_types)})")
+
+
+def _typed_graph(data: Any, weight_attr: Optional[str]) -> HeteroGraph:
+    """The graph of a ``HeteroDataset`` or ``HeteroData``, weighted by ``weight_attr`` (default
+    ``edge_weight``) on the edge types that have it; VolleyValueError when none has the named
+    attribute, as the homogeneous loader refuses a missing one."""
+    if isinstance(data, HeteroDataset):
+        if weight_attr not in (None, "edge_weight"):
+            raise VolleyValueError(
+                f"weight_attr={weight_attr!r}: a volley.HeteroDataset is weighted by its graph's "
+                "edge weights ('edge_weight')")
+        return data.graph
+    if weight_attr is not None and not any(weight_attr in data[t] for t in data.edge_types):
+        raise VolleyValueError(
+            f"weighted sampling needs data[edge_type].{weight_attr}, but no edge type has "
+            f"attribute {weight_attr!r}")
+    return HeteroGraph.from_pyg(data, weight_attr=weight_attr or "edge_weight")
 
 
 def _bidirectional(nodes: Dict[str, Any], edges: Dict[Any, Tuple[Any, Any]]) -> dict:
