@@ -174,7 +174,8 @@ def test_time_errors_name_the_type(timed, tmp_path):
                               input_nodes=("institution", [0, 1]))
     with pytest.raises(volley.VolleyValueError, match="input_time was given without time_attr"):
         vd.DistNeighborLoader(addresses, FANOUTS, input_time=np.arange(10), **base)
-    with pytest.raises(volley.VolleyNotImplementedError, match="weighted temporal"):
+    with pytest.raises(volley.VolleyValueError,  # as for a homogeneous graph
+                       match="temporal sampling does not support weighted sampling yet"):
         vd.DistNeighborLoader(addresses, FANOUTS, time_attr="node_time", weighted=True, **base)
     # A directory without times, and a time file of the wrong length written by hand.
     bare = str(tmp_path / "bare-2")

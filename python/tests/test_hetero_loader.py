@@ -123,7 +123,7 @@ def test_errors_name_the_type():
         NeighborLoader(data, {("paper", "x", "paper"): [2], **FANOUTS}, input_nodes="paper")
     with pytest.raises(volley.VolleyValueError, match=r"input_nodes=\(node_type"):
         NeighborLoader(data, [2], input_nodes=[0, 1])
-    with pytest.raises(volley.VolleyNotImplementedError, match="disjoint"):
+    with pytest.raises(volley.VolleyValueError, match="disjoint sampling does not support subgraph_type="):
         NeighborLoader(data, [2], input_nodes="paper", disjoint=True, subgraph_type="induced")
     with pytest.raises(volley.VolleyValueError, match="time_attr='time': data has no attribute 'time'"):
         NeighborLoader(data, [2], input_nodes="paper", time_attr="time")
@@ -390,3 +390,40 @@ def test_weight_attr_names_the_edge_weights():
     unweighted = next(iter(NeighborLoader(named, [3, 2], input_nodes=seeds, batch_size=10,
                                           seed=4)))
     assert not torch.equal(unweighted[WRITES].e_id, next(iter(by_name))[WRITES].e_id)
+
+
+def test_transform_sampler_output_sees_and_edits_the_typed_sample():
+    """transform_sampler_output gets a HeteroSamplerOutput; the identity changes nothing, and a
+    transform that drops a type's edges (and keeps the first nodes of another) is what the batch
+    holds, its attributes indexed anew."""
+    from torch_geometric.sampler import HeteroSamplerOutput
+
+    data = toy_hetero()
+    data["author"].score = torch.arange(data["author"].num_nodes) * 10
+    seen = []
+
+    def identity(out):
+        seen.append(out)
+        return out
+
+    def edit(out):
+        node = dict(out.node, author=out.node["author"][:2])
+        row, col, edge = dict(out.row), dict(out.col), dict(out.edge)
+        for t in row:
+            if t[0] == "author" or t[2] == "author":
+                row[t] = col[t] = edge[t] = row[t][:0]
+        return HeteroSamplerOutput(node=node, row=row, col=col, edge=edge,
+                                   num_sampled_nodes=out.num_sampled_nodes,
+                                   num_sampled_edges=out.num_sampled_edges)
+
+    kw = dict(input_nodes=("paper", torch.arange(10)), batch_size=10, seed=2)
+    plain = next(iter(NeighborLoader(data, [3, 2], **kw)))
+    same = next(iter(NeighborLoader(data, [3, 2], transform_sampler_output=identity, **kw)))
+    assert isinstance(seen[0], HeteroSamplerOutput)
+    for t in plain.node_types:
+        assert torch.equal(plain[t].n_id, same[t].n_id)
+    edited = next(iter(NeighborLoader(data, [3, 2], transform_sampler_output=edit, **kw)))
+    assert torch.equal(edited["author"].n_id, plain["author"].n_id[:2])
+    assert torch.equal(edited["author"].score, plain["author"].n_id[:2] * 10)
+    assert edited[WRITES].edge_index.shape[1] == 0
+    assert torch.equal(edited["paper"].x, plain["paper"].x)

@@ -286,7 +286,7 @@ def test_errors_name_the_type():
     data["paper", "cites", "paper"].time = torch.arange(240)
     with pytest.raises(volley.VolleyValueError, match="both a node attribute"):
         loader(data, [2], input_nodes="paper", time_attr="time")
-    with pytest.raises(volley.VolleyNotImplementedError, match="induced"):
+    with pytest.raises(volley.VolleyValueError, match="does not support subgraph_type=.induced."):
         loader(_pyg(), [2], input_nodes="paper", time_attr="time", subgraph_type="induced")
 
 

@@ -119,6 +119,10 @@ LOCAL_BAD = BAD + [  # options of the local loaders only
     (dict(weight_attr="w"), "VolleyValueError", "weighted sampling needs data"),
     (dict(device="tpu"), "VolleyValueError", "device must be None, 'cpu', 'cuda'"),
     (dict(bogus=1), "VolleyTypeError", "NeighborLoader got an unexpected keyword argument 'bogus'"),
+    (dict(subgraph_type="induced", disjoint=True), "VolleyValueError",
+     "disjoint sampling does not support subgraph_type='induced'"),
+    (dict(neighbor_sampler=object()), "VolleyNotImplementedError",
+     "neighbor_sampler=object: a custom PyG sampler cannot drive Volley's C++ pipeline"),
 ]
 
 

@@ -127,9 +127,6 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         else:  # the link loader's seeds are edges, untimed (_dist_hetero_link refuses time)
             self.time_attr, self.temporal_strategy, self.input_time = None, temporal_strategy, None
             time_source = "none"
-        if time_source != "none" and weighted:
-            raise VolleyNotImplementedError(
-                "weighted temporal sampling is not supported for heterogeneous graphs yet")
         self.disjoint = bool(disjoint) or time_source != "none"
         self._set_options(batch_size, shuffle, drop_last,
                           num_workers if num_workers else max(4, os.cpu_count() or 1), prefetch,

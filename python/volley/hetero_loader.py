@@ -85,11 +85,14 @@ class HeteroNeighborLoader(NeighborLoader):
         VolleyValueError / VolleyIndexError: bad input nodes (an unknown type, an id outside its
             type's range), fanouts for an unknown edge type, a dict missing an edge type, bad
             times (not integers, the wrong length, ``input_time`` missing with edge time or for
-            an input type without node time): the message names the type.
-            VolleyNotImplementedError: what is not supported for heterogeneous graphs yet
-            (``disjoint`` or temporal with ``subgraph_type="induced"``, weighted temporal
-            sampling, a custom ``neighbor_sampler``, a CUDA device with disjoint or temporal
-            sampling or for the link loader).
+            an input type without node time): the message names the type. As for a ``Data``:
+            ``disjoint`` or temporal with ``subgraph_type="induced"``, weighted temporal
+            sampling. VolleyNotImplementedError: a custom ``neighbor_sampler`` (as for a
+            ``Data``); what is not supported for heterogeneous graphs yet: a CUDA device with
+            disjoint or temporal sampling or for the link loader.
+
+    ``transform_sampler_output`` gets the batch's PyG ``HeteroSamplerOutput``; the attributes of
+    the node and edge types whose ids it replaces are indexed anew.
     """
 
     _takes_input_nodes = True  # the link loader's seeds are edges
@@ -128,13 +131,15 @@ class HeteroNeighborLoader(NeighborLoader):
         ordinal, mode = _cuda.resolve(device, mode)
         # Batches land where the model is: the device's tensors (the CPU on the emulated one).
         self.device = None if ordinal is None else _cuda.torch_device(ordinal)
+        # As the homogeneous loader refuses them (and the C++ sampler weighted temporal picks).
+        if (bool(disjoint) or temporal) and _pyg_compat.subgraph_type_name(
+                subgraph_type, directed) == "induced":
+            raise VolleyValueError("disjoint sampling does not support subgraph_type='induced'")
+        if neighbor_sampler is not None:
+            raise VolleyNotImplementedError(
+                f"neighbor_sampler={type(neighbor_sampler).__name__}: a custom PyG sampler cannot "
+                "drive Volley's C++ pipeline; pass None")
         refused = {
-            "disjoint / temporal sampling with subgraph_type='induced'":
-                (bool(disjoint) or temporal)
-                and _pyg_compat.subgraph_type_name(subgraph_type, directed) == "induced",
-            "weighted temporal sampling": temporal and (weighted or weight_attr is not None),
-            "transform_sampler_output": transform_sampler_output is not None,
-            "a custom neighbor_sampler": neighbor_sampler is not None,
             f"device={device!r} with disjoint or temporal sampling (they run on the CPU)":
                 _cuda.parse_device(device) is not None and (bool(disjoint) or temporal),
             f"device={device!r} for the heterogeneous link loader":
@@ -161,7 +166,7 @@ class HeteroNeighborLoader(NeighborLoader):
             self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
             seed=self.seed, default=default, disjoint=bool(disjoint),
             temporal_strategy=temporal_strategy, device=ordinal, mode=mode, **times)
-        self.transform = transform
+        self.transform, self.transform_sampler_output = transform, transform_sampler_output
         self.is_sorted, self.filter_per_worker = bool(is_sorted), filter_per_worker
         self.pin_memory = bool(pin_memory)
         self._epoch = 0
@@ -344,6 +349,9 @@ class HeteroNeighborLoader(NeighborLoader):
             edges, counts = _bidirectional(nodes, edges), None
         if edit is not None and self.subgraph_type != "directional":
             edges, counts = edit(nodes, edges, counts)
+        if self.transform_sampler_output is not None:
+            nodes, edges, counts, trees = _transformed(self.transform_sampler_output, nodes, edges,
+                                                       counts, trees, rows)
         return self._assemble(nodes, edges, counts, trees, rows)
 
     def __call__(self, positions: Any) -> Any:
@@ -443,6 +451,29 @@ class HeteroNeighborLoader(NeighborLoader):
         return (f"HeteroNeighborLoader(input_type='{self.input_type}', "
                 f"input_nodes={len(self.input_nodes)}, batch_size={self.batch_size}, "
                 f"node_types={self.graph.node_types}, edge_types={len(self.graph.edge_types)})")
+
+
+def _transformed(transform: Callable[[Any], Any], nodes: dict, edges: dict, counts: Any,
+                 trees: dict, rows: Dict[Any, dict]) -> Tuple[dict, dict, Any, dict]:
+    """PyG's ``transform_sampler_output`` over the batch's ``HeteroSamplerOutput``: its nodes,
+    edges, counts and trees; the gathered attributes of a type whose ids it replaced are dropped
+    from ``rows`` (indexed anew by ``_assemble``)."""
+    import torch
+    from torch_geometric.sampler import HeteroSamplerOutput
+
+    out = transform(HeteroSamplerOutput(
+        node=dict(nodes), row={t: e[0][0] for t, e in edges.items()},
+        col={t: e[0][1] for t, e in edges.items()}, edge={t: e[1] for t, e in edges.items()},
+        batch=dict(trees) or None, num_sampled_nodes=None if counts is None else counts[0],
+        num_sampled_edges=None if counts is None else counts[1]))
+    for owner, before, after in [*((t, nodes[t], out.node.get(t)) for t in nodes),
+                                 *((t, edges[t][1], (out.edge or {}).get(t)) for t in edges)]:
+        if after is not before:
+            rows.pop(owner, None)
+    edges = {t: (torch.stack([out.row[t], out.col[t]]), (out.edge or {}).get(t)) for t in out.row}
+    counts = (None if out.num_sampled_nodes is None
+              else (out.num_sampled_nodes, out.num_sampled_edges))
+    return dict(out.node), edges, counts, dict(out.batch or {})
 
 
 def _typed_graph(data: Any, weight_attr: Optional[str]) -> HeteroGraph:
