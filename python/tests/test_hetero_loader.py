@@ -316,8 +316,7 @@ def test_one_signature_serves_both_graph_kinds():
     assert HeteroNeighborLoader.__init__ is NeighborLoader.__init__
     assert inspect.signature(HeteroNeighborLoader) == inspect.signature(NeighborLoader)
     data = toy_hetero()
-    for option, value in [("copy", True), ("feature_dtype", "float16"), ("lookahead", 4),
-                          ("cache_bytes", 1 << 20)]:
+    for option, value in [("lookahead", 4), ("cache_bytes", 1 << 20)]:  # a Dataset's disk tier
         with pytest.raises(volley.VolleyTypeError, match=f"unexpected keyword argument '{option}'"):
             NeighborLoader(data, [2], input_nodes="paper", batch_size=4, **{option: value})
     torch_geometric = pytest.importorskip("torch_geometric")
@@ -344,11 +343,11 @@ def test_one_link_signature_serves_both_graph_kinds():
     assert inspect.signature(HeteroLinkNeighborLoader) == inspect.signature(LinkNeighborLoader)
     assert "default" in inspect.signature(LinkNeighborLoader).parameters
     data = toy_hetero()
-    for option, value in [("copy", True), ("feature_dtype", "float16")]:
-        with pytest.raises(volley.VolleyTypeError, match=f"unexpected keyword argument '{option}'"):
-            LinkNeighborLoader(data, [2], edge_label_index=WRITES, **{option: value})
+    plain = next(iter(LinkNeighborLoader(data, [2], edge_label_index=WRITES, batch_size=4)))
+    converted = next(iter(LinkNeighborLoader(data, [2], edge_label_index=WRITES, batch_size=4,
+                                             copy=True, feature_dtype="float16")))
+    assert torch.equal(converted["paper"].x, plain["paper"].x.half())
     torch_geometric = pytest.importorskip("torch_geometric")
-    import torch
 
     homogeneous = torch_geometric.data.Data(edge_index=torch.tensor([[0, 1], [1, 0]]),
                                             num_nodes=2)
@@ -427,3 +426,21 @@ def test_transform_sampler_output_sees_and_edits_the_typed_sample():
     assert torch.equal(edited["author"].score, plain["author"].n_id[:2] * 10)
     assert edited[WRITES].edge_index.shape[1] == 0
     assert torch.equal(edited["paper"].x, plain["paper"].x)
+
+
+def test_copy_and_feature_dtype_are_taken_as_for_a_data():
+    """copy=True hands out batches that own their memory; feature_dtype converts every node
+    type's x (checked by the same native options as for a Data)."""
+    data = toy_hetero()
+    kw = dict(input_nodes=("paper", torch.arange(10)), batch_size=10, seed=2)
+    plain = next(iter(NeighborLoader(data, [3, 2], **kw)))
+    copied = next(iter(NeighborLoader(data, [3, 2], copy=True, **kw)))
+    half = next(iter(NeighborLoader(data, [3, 2], feature_dtype="float16", **kw)))
+    for t in plain.node_types:
+        assert torch.equal(plain[t].n_id, copied[t].n_id)
+        if "x" in plain[t]:
+            assert torch.equal(plain[t].x, copied[t].x)
+            assert half[t].x.dtype == torch.float16
+            assert torch.equal(half[t].x, plain[t].x.half())
+    with pytest.raises(volley.VolleyValueError, match="float128"):
+        NeighborLoader(data, [3, 2], feature_dtype="float128", **kw)

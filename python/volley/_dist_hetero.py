@@ -39,7 +39,7 @@ import numpy as np
 
 from . import _policy, _tensor, _volley
 from ._policy import is_hetero_input
-from ._volley import VolleyNotImplementedError, VolleyValueError
+from ._volley import VolleyValueError
 from .dist import DistNeighborLoader, _connection, _stream_server, _topology
 from .hetero_loader import HeteroNeighborLoader
 from .loader import TYPED_LOADERS
@@ -107,9 +107,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
                     default: Optional[List[int]], **discovery: Any) -> None:
         """``DistNeighborLoader.__init__``'s body over heterogeneous partitions (``discovery``:
         the rendezvous arguments, already applied to ``addresses``)."""
-        if copy:
-            raise VolleyNotImplementedError(
-                "copy=True is not supported for heterogeneous graphs yet")
+        self.copy = bool(copy)
         topology = _topology(topology, mode)
         connection = _connection(token, deadline, connect_timeout,
                                  dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key))

@@ -185,6 +185,15 @@ def dtype_name(value: Any) -> str:
     return str(np.asarray(value).dtype)
 
 
+def to_dtype(value: Any, name: str) -> Any:
+    """A torch tensor or numpy array converted to the dtype named ``name`` (a name the native
+    loader options accept: float32, float16, bfloat16, uint8, ...); itself when already so."""
+    torch = torch_module()
+    if torch is not None and isinstance(value, torch.Tensor):
+        return value.to(getattr(torch, name))
+    return value.astype(name, copy=False)
+
+
 def shape_of(value: Any) -> tuple:
     """The shape of a torch tensor or numpy array as a tuple of ints."""
     return tuple(int(n) for n in value.shape)

@@ -106,8 +106,10 @@ class HeteroNeighborLoader(NeighborLoader):
     # NeighborLoader's arguments that a typed graph does not take (homogeneous features' dtype,
     # row cache, lookahead, per-batch hook), with their defaults: any other value is refused as an
     # unknown argument, as PyG refuses one.
-    _HOMOGENEOUS_ONLY = {"copy": False, "feature_dtype": None, "cache_bytes": None,
-                         "policy": None, "lookahead": None, "_on_batch_start": None}
+    _HOMOGENEOUS_ONLY = {"cache_bytes": None, "policy": None, "lookahead": None,
+                         "_on_batch_start": None}
+    copy = False  # hand out copies of the pipeline's batch memory
+    _x_dtype = None  # feature_dtype: x of every node type converted to it (None: as stored)
 
     def _init_typed(
         self, *, data: Any, num_neighbors: Any, input_nodes: Any, input_time: Any, replace: bool,
@@ -118,7 +120,8 @@ class HeteroNeighborLoader(NeighborLoader):
         batch_size: int, shuffle: bool, num_workers: int, drop_last: bool, pin_memory: bool,
         generator: Any, seed: Optional[int], weighted: bool, prefetch: Optional[int],
         rank: Optional[int], world_size: Optional[int], device: Any, mode: Optional[str],
-        default: Optional[List[int]], kwargs: Dict[str, Any], **homogeneous_only: Any,
+        default: Optional[List[int]], copy: bool, feature_dtype: Optional[str],
+        kwargs: Dict[str, Any], **homogeneous_only: Any,
     ) -> None:
         """``NeighborLoader.__init__``'s body for a typed graph (its signature, written once,
         holds the defaults and the documentation)."""
@@ -159,7 +162,8 @@ class HeteroNeighborLoader(NeighborLoader):
             self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
                 input_nodes, self.graph.num_nodes_dict)
         self._set_options(batch_size, shuffle, drop_last, num_workers, prefetch, seed, rank,
-                          world_size)
+                          world_size, feature_dtype)
+        self.copy, self._x_dtype = bool(copy), feature_dtype
         times = self._temporal(time_attr, input_time, temporal_strategy)
         self.disjoint = bool(disjoint) or bool(times)
         self.node_sampler = HeteroNeighborSampler(
@@ -211,14 +215,16 @@ class HeteroNeighborLoader(NeighborLoader):
         return {"node_time": times} if source == "node" else {"edge_time": times}
 
     def _set_options(self, batch_size: Any, shuffle: Any, drop_last: Any, num_workers: Any,
-                     prefetch: Any, seed: Any, rank: Any, world_size: Any) -> None:
+                     prefetch: Any, seed: Any, rank: Any, world_size: Any,
+                     feature_dtype: Optional[str] = None) -> None:
         """The epoch policy's options (``_policy.loader_options``: the homogeneous loader's
-        checks, epoch order, rank split and epoch seeds), and their values as attributes."""
+        checks, epoch order, rank split and epoch seeds, and of ``feature_dtype``), and their
+        values as attributes."""
         inputs = len(self.input_nodes) if self._takes_input_nodes else 0
         self._options = _policy.loader_options(
             None, num_inputs=inputs, batch_size=batch_size, shuffle=shuffle,
             drop_last=drop_last, num_workers=num_workers, prefetch=prefetch, seed=seed,
-            rank=rank, world_size=world_size)
+            rank=rank, world_size=world_size, feature_dtype=feature_dtype or "float32")
         self._adopt_options()
         self.prefetch = self._options.prefetch or 2 * self.num_workers
 
@@ -330,7 +336,7 @@ class HeteroNeighborLoader(NeighborLoader):
             return {k: _pyg_compat.restore(tables[k], out(v)) if k in tables else out(v)
                     for k, v in attrs.items()}
 
-        out = _tensor.to_output
+        out = _tensor.to_output if not self.copy else (lambda v: _copied(_tensor.to_output(v)))
         nodes, trees, rows = {}, {}, {}
         for node_type, part in zip(self.graph.node_types, raw["node_types"]):
             nodes[node_type] = out(part["n_id"])
@@ -397,6 +403,8 @@ class HeteroNeighborLoader(NeighborLoader):
             for key, value in attrs.items():
                 done = rows.get(node_type, {})
                 store[key] = done[key] if key in done else _index(value, n_id)
+                if key == "x" and self._x_dtype is not None:
+                    store.x = _tensor.to_dtype(store.x, self._x_dtype)
             if counts is not None:
                 store.num_sampled_nodes = list(counts[0][node_type])
             if node_type in self._explicit_num_nodes:  # as PyG: only where data sets it
@@ -505,6 +513,13 @@ def _bidirectional(nodes: Dict[str, Any], edges: Dict[Any, Tuple[Any, Any]]) -> 
 
     return {t: (torch.stack([out.row[t], out.col[t]]), (out.edge or {}).get(t))
             for t in edges}
+
+
+def _copied(value: Any) -> Any:
+    """``value`` copied out of the pipeline's batch memory (``copy=True``)."""
+    if value is None:
+        return None
+    return value.clone() if hasattr(value, "clone") else value.copy()
 
 
 def _gatherable(value: Any) -> Any:
