@@ -18,7 +18,9 @@
 // The crc32 is zlib's CRC-32 of the array's data bytes (not the .npy header), as 8 lowercase hex
 // digits. Label values lie in [0, num_classes), or are -1 for an unlabelled node; split ids lie
 // in [0, N). "name", "num_classes" (default 0) and "orientation" (default "in") may be absent;
-// the other fields and the indptr / indices arrays are required.
+// the other fields and the indptr / indices arrays are required. Version 2 (hetero_dataset.h) is
+// the typed form: this layout is its case of one node type and one edge type, files without a
+// "<type>." prefix; one core (internal/dataset_format.h) reads, checks and writes both.
 //
 //   Dataset cora = load_dataset("data/cora");      // arrays memory-mapped, nothing copied
 //   save_dataset(cora, "/tmp/cora-copy");
@@ -39,6 +41,18 @@
 #include "volley/graph/csr.h"
 
 namespace volley {
+
+namespace graph_internal {
+// An array a dataset writer has written: its manifest entry before the counts are known
+// (internal/dataset_format.h).
+struct WrittenArray {
+  std::string owner;  // "" (version 1), or the node or edge type's name
+  std::string field;
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint32_t crc32;
+};
+}  // namespace graph_internal
 
 struct Dataset {
   std::string name;
@@ -115,15 +129,9 @@ class DatasetWriter {
   void finish(int64_t num_nodes, int64_t num_edges, int64_t num_classes, Orientation orientation);
 
  private:
-  struct Entry {
-    std::string field;
-    DType dtype;
-    std::vector<int64_t> shape;
-    uint32_t crc32;
-  };
   std::string directory_;
   std::string name_;
-  std::vector<Entry> entries_;
+  std::vector<graph_internal::WrittenArray> written_;
 };
 
 // Whether `path` is a dataset directory (has a volley.json).

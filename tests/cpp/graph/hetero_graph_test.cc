@@ -6,6 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "test_util.h"
 #include "volley/graph/generate_hetero.h"
@@ -137,6 +140,53 @@ TEST(HeteroDatasetTest, SaveRefusesBadArraysNamingTheType) {
   dataset.node_data = {NodeTypeData{}, author};
   EXPECT_THAT(message_of<ValueError>([&] { save_hetero_dataset(dataset, dir.path()); }),
               HasSubstr("node type author: labels: shape: expected [2], found [3]"));
+}
+
+TEST(HeteroDatasetTest, ReadsWithTheChecksOfAHomogeneousDataset) {
+  TempDir dir;
+  HeteroDataset dataset;
+  dataset.graph = toy_graph();
+  NodeTypeData paper;
+  paper.labels = Array::from_vector<int64_t>({0, 1, 0});
+  paper.num_classes = 2;
+  dataset.node_data = {paper, NodeTypeData{}};
+  save_hetero_dataset(dataset, dir.path());
+  // The topology read into memory is read-only, as a homogeneous dataset's.
+  const HeteroDataset loaded = load_hetero_dataset(dir.path());
+  EXPECT_FALSE(loaded.graph.edges(0).indptr().buffer().writable());
+  EXPECT_TRUE(load_hetero_dataset(dir.path(), {.memory_map = false})
+                  .graph.edges(0)
+                  .indptr()
+                  .buffer()
+                  .writable());
+
+  // Counts that disagree with a file: the error names the type, the field and the counts.
+  const std::string manifest = (fs::path(dir.path()) / "volley.json").string();
+  std::stringstream text;
+  text << std::ifstream(manifest).rdbuf();
+  auto json = nlohmann::ordered_json::parse(text.str());
+  json["node_types"][0]["num_nodes"] = 4;
+  std::ofstream(manifest) << json.dump(2);
+  EXPECT_THAT(
+      message_of<ValueError>([&] { load_hetero_dataset(dir.path()); }),
+      HasSubstr(manifest + ": node type paper: arrays.labels.shape: expected [4], found [3] "
+                           "(num_nodes 4)"));
+  const DatasetCheck check = verify_hetero_dataset(dir.path());
+  ASSERT_EQ(check.problems.size(), 3u);  // the labels, writes' and cites' indptr
+  EXPECT_THAT(check.problems[1], HasSubstr("edge type author__writes__paper: arrays.indptr.shape: "
+                                           "expected [5], found [4] (4 nodes of type paper, "
+                                           "num_edges 3)"));
+
+  // A version-1 field is not a typed one; the writer names the kind.
+  json["node_types"][0]["num_nodes"] = 3;
+  json["node_types"][0]["arrays"]["node_time"] = json["node_types"][0]["arrays"]["labels"];
+  std::ofstream(manifest) << json.dump(2);
+  EXPECT_THAT(message_of<IoError>([&] { load_hetero_dataset(dir.path()); }),
+              HasSubstr("node_types[0].arrays.node_time: expected one of features, labels, "
+                        "train_idx, val_idx, test_idx, found 'node_time'"));
+  HeteroDatasetWriter writer(dir.path(), "toy", {{"paper", 3}}, {});
+  EXPECT_THAT(message_of<ValueError>([&] { writer.node_path("paper", "indptr"); }),
+              HasSubstr("HeteroDatasetWriter: unknown node array 'indptr'"));
 }
 
 TEST(HeteroEdgeDirectoryTest, ReadsNpyAndTextEdgeFiles) {
