@@ -168,21 +168,26 @@ static void bind_partition_readers(nb::module_& m) {
       nb::call_guard<nb::gil_scoped_release>(), "Loads one partition.");
   m.def(
       "partition_manifest_json",
-      [](const std::string& directory) { return read_partition_manifest(directory).json; },
+      [](const std::string& directory) {
+        return is_hetero_partitioned_directory(directory)
+                   ? read_hetero_partition_manifest(directory).json
+                   : read_partition_manifest(directory).json;
+      },
       nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>(),
-      "partition.json of a partitioned dataset (checked), as text.");
+      "partition.json of a partitioned dataset of either kind (checked), as text.");
   m.def(
       "load_node_map",
-      [](const std::string& directory, bool verify_checksums) {
+      [](const std::string& directory, const std::string& node_type, bool verify_checksums) {
         Array map;
         {
           nb::gil_scoped_release release;
-          map = load_node_map(directory, verify_checksums);
+          map = load_node_map(directory, node_type, verify_checksums);
         }
         return array_to_python(map);
       },
-      nb::arg("directory"), nb::kw_only(), nb::arg("verify_checksums") = false,
-      "node_map.npy: int64 [N], old id -> new id.");
+      nb::arg("directory"), nb::arg("node_type") = "", nb::kw_only(),
+      nb::arg("verify_checksums") = false,
+      "The node map of `node_type` (\"\": the only one): int64 [N_T], old id -> new id.");
   m.def(
       "invert_node_map",
       [](const InputArray& node_map) {
@@ -197,7 +202,7 @@ static void bind_partition_readers(nb::module_& m) {
       nb::arg("node_map"), "new id -> old id.");
   m.def("verify_partitioned_dataset", &verify_partitioned_dataset, nb::arg("directory"),
         nb::call_guard<nb::gil_scoped_release>(),
-        "Checks every file of a partitioned dataset; returns the problems.");
+        "Checks every file of a partitioned dataset of either kind; returns the problems.");
   m.def("is_partitioned_directory", &is_partitioned_directory, nb::arg("path"));
 }
 
@@ -285,27 +290,7 @@ static void bind_hetero_partition(nb::module_& m) {
       nb::arg("directory"), nb::arg("part"), nb::kw_only(), nb::arg("memory_map") = true,
       nb::arg("verify_checksums") = false, nb::arg("validate_graph") = true,
       nb::call_guard<nb::gil_scoped_release>(), "Loads one heterogeneous partition.");
-  m.def(
-      "load_hetero_node_map",
-      [](const std::string& directory, const std::string& node_type, bool verify_checksums) {
-        Array map;
-        {
-          nb::gil_scoped_release release;
-          map = load_hetero_node_map(directory, node_type, verify_checksums);
-        }
-        return array_to_python(map);
-      },
-      nb::arg("directory"), nb::arg("node_type"), nb::kw_only(),
-      nb::arg("verify_checksums") = false, "T.node_map.npy: int64 [N_T], old id -> new id.");
   m.def("is_hetero_partitioned_directory", &is_hetero_partitioned_directory, nb::arg("path"));
-  m.def("verify_hetero_partitioned_dataset", &verify_hetero_partitioned_dataset,
-        nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>(),
-        "Checks every file of a heterogeneous partitioned dataset; returns the problems.");
-  m.def(
-      "hetero_partition_manifest_json",
-      [](const std::string& directory) { return read_hetero_partition_manifest(directory).json; },
-      nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>(),
-      "partition.json of a heterogeneous partitioned dataset (checked), as text.");
 }
 
 void bind_partition(nb::module_& m) {

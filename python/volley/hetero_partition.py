@@ -34,13 +34,13 @@ import numpy as np
 
 from . import _tensor
 from ._volley import HeteroPartition as _NativePartition
-from ._volley import hetero_partition_manifest_json as _manifest_json
 from ._volley import is_hetero_partitioned_directory as _is_hetero_partitioned
-from ._volley import load_hetero_node_map as _load_node_map
 from ._volley import load_hetero_partition as _load_partition
+from ._volley import load_node_map as _load_node_map
 from ._volley import partition_hetero_dataset as _partition
 from ._volley import partition_hetero_dataset_in_memory as _partition_in_memory
-from ._volley import verify_hetero_partitioned_dataset as _verify
+from ._volley import partition_manifest_json as _manifest_json
+from ._volley import verify_partitioned_dataset as _verify
 from ._volley import VolleyValueError
 from .hetero import HeteroDataset
 from .partition_book import PartitionBook

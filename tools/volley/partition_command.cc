@@ -276,9 +276,7 @@ bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
   const bool typed = is_hetero_partitioned_directory(path);
   if (!typed && !is_partitioned_directory(path)) return false;
   if (verify) {
-    report_partitioned_problems(
-        path, as_json,
-        typed ? verify_hetero_partitioned_dataset(path) : verify_partitioned_dataset(path));
+    report_partitioned_problems(path, as_json, verify_partitioned_dataset(path));
   }
   if (as_json) {
     print_partitioned_json(

@@ -1,7 +1,6 @@
 // Front end of heterogeneous partitioning (hetero_partition.h): options, the per-type random and
 // the type-merged METIS assignment, quality figures, and the timing of partition_hetero_dataset.
-// The directory is written in hetero_partitioned_writer.cc and read in
-// hetero_partitioned_reader.cc.
+// The directory is written in hetero_partitioned_writer.cc and read in partitioned_reader.cc.
 #include "volley/partition/hetero_partition.h"
 
 #include <algorithm>
@@ -13,7 +12,7 @@
 #include <numeric>
 
 #include "volley/core/philox.h"
-#include "volley/partition/internal/hetero_partitioned_dataset.h"
+#include "volley/partition/internal/partitioned_dataset.h"
 #include "volley/partition/internal/partitioners.h"
 
 namespace volley {

@@ -149,10 +149,7 @@ struct HeteroPartition {
 HeteroPartition load_hetero_partition(const std::string& directory, int64_t part,
                                       const PartitionLoadOptions& options = {});
 
-// "T.node_map.npy" (int64 [N_T], old id → new id of node type T), checked against partition.json
-// (shape, and CRC with `verify_checksums`).
-Array load_hetero_node_map(const std::string& directory, std::string_view node_type,
-                           bool verify_checksums = false);
+// Node maps: load_node_map(directory, node_type) (partition.h), one loader for both kinds.
 
 // The optional time files of a partitioned directory (format above), memory-mapped.
 struct HeteroPartitionTimes {
@@ -163,9 +160,6 @@ struct HeteroPartitionTimes {
 // that is not 1-d int64 of the type's length, IoError for an unreadable one.
 HeteroPartitionTimes load_hetero_partition_times(const HeteroPartitionManifest& manifest);
 
-// Checks every file of a heterogeneous partitioned directory (partition.json, every node map and
-// every part, checksums and graph validation included, the time files present); one line per
-// problem, empty when intact.
-std::vector<std::string> verify_hetero_partitioned_dataset(const std::string& directory);
+// Verification: verify_partitioned_dataset (partition.h) checks either kind.
 
 }  // namespace volley

@@ -13,7 +13,6 @@
 #include "volley/core/files.h"
 #include "volley/graph/io/npy.h"
 #include "volley/partition/internal/format.h"
-#include "volley/partition/internal/hetero_partitioned_dataset.h"
 #include "volley/partition/internal/partitioned_dataset.h"
 
 namespace volley::internal {
@@ -178,7 +177,7 @@ Json finish_part(HeteroWrite& write, int64_t p) {
   }
   write.parts[i]->finish(classes);
   const Json part_json = {{"format", kPartFormatName},
-                          {"version", kHeteroFormatVersion},
+                          {"version", kTypedFormatVersion},
                           {"part", p},
                           {"num_parts", write.num_parts()},
                           {"node_types", types}};
@@ -201,15 +200,14 @@ Json manifest_json(const HeteroWrite& write, const PartitionOptions& options,
   for (int t = 0; t < graph.num_node_types(); ++t) {
     const auto i = static_cast<size_t>(t);
     const NodeTypeData& data = write.dataset.node_data[i];
-    node_types.push_back(
-        {{"name", write.type_name(t)},
-         {"num_nodes", graph.num_nodes(t)},
-         {"num_classes", data.num_classes},
-         {"feature_dim", data.features ? data.features->dim(1) : 0},
-         {"offsets", write.result.books[i].offsets()},
-         {"node_map", array_json(hetero_node_map_file(write.type_name(t)), DType::kInt64,
-                                 {graph.num_nodes(t)}, node_map_crcs[i])},
-         {"balance", quality.node_balance[i]}});
+    node_types.push_back({{"name", write.type_name(t)},
+                          {"num_nodes", graph.num_nodes(t)},
+                          {"num_classes", data.num_classes},
+                          {"feature_dim", data.features ? data.features->dim(1) : 0},
+                          {"offsets", write.result.books[i].offsets()},
+                          {"node_map", array_json(node_map_file(write.type_name(t)), DType::kInt64,
+                                                  {graph.num_nodes(t)}, node_map_crcs[i])},
+                          {"balance", quality.node_balance[i]}});
     balance[write.type_name(t)] = quality.node_balance[i];
   }
   for (int r = 0; r < graph.num_edge_types(); ++r) {
@@ -221,7 +219,7 @@ Json manifest_json(const HeteroWrite& write, const PartitionOptions& options,
                           {"cut_edges", quality.cut_edges_per_type[static_cast<size_t>(r)]}});
   }
   return {{"format", kFormatName},
-          {"version", kHeteroFormatVersion},
+          {"version", kTypedFormatVersion},
           {"heterogeneous", true},
           {"name", write.dataset.name},
           {"method", partition_method_name(options.method)},
@@ -249,7 +247,7 @@ void write_everything(const HeteroDataset& dataset, const std::vector<Array>& as
     write.new_id.push_back(
         renumber(result.books[static_cast<size_t>(t)], write.part_of(t), graph.num_nodes(t)));
     const std::vector<int64_t>& ids = write.new_id.back();
-    NpyWriter map(join_path(output, hetero_node_map_file(write.type_name(t))), DType::kInt64,
+    NpyWriter map(join_path(output, node_map_file(write.type_name(t))), DType::kInt64,
                   {static_cast<int64_t>(ids.size())});
     map.write(ids.data(), ids.size() * sizeof(int64_t));
     map.close();

@@ -177,8 +177,11 @@ struct PartitionManifest {
   std::string json;  // the whole manifest text, for tools
 };
 
-// Whether `path` is a partitioned dataset directory (has a partition.json).
+// Whether `path` is a partitioned dataset directory of either kind (has a partition.json).
 bool is_partitioned_directory(const std::string& path);
+// partition.json of a homogeneous (version 1) directory. Both kinds' manifests are read by one
+// reader: the homogeneous layout is the one-type case of the heterogeneous one (one node type with
+// its book and node map, one edge type); IoError naming load_hetero_partition for a version-2 one.
 PartitionManifest read_partition_manifest(const std::string& directory);
 
 // One partition, loaded without the rest of the graph.
@@ -212,14 +215,18 @@ struct PartitionLoadOptions {
 Partition load_partition(const std::string& directory, int64_t part,
                          const PartitionLoadOptions& options = {});
 
-// node_map.npy (int64 [N], old id → new id), checked against partition.json (shape, and CRC
-// with `verify_checksums`).
-Array load_node_map(const std::string& directory, bool verify_checksums = false);
+// The node map of `node_type` in a partitioned directory of either kind (int64 [N_T], old id →
+// new id: node_map.npy, or "T.node_map.npy" in a heterogeneous one), checked against
+// partition.json (shape, and CRC with `verify_checksums`). "" names the only node type (the one
+// of a homogeneous directory); ValueError listing the node types for an unknown one.
+Array load_node_map(const std::string& directory, std::string_view node_type = "",
+                    bool verify_checksums = false);
 // The inverse permutation (new id → old id); ValueError if `node_map` is not a permutation.
 Array invert_node_map(const Array& node_map);
 
-// Checks every file of a partitioned directory (manifests, node map, every part with checksums
-// and graph validation); one line per problem, empty when intact.
+// Checks every file of a partitioned directory of either kind (partition.json, every node map,
+// every part with checksums and graph validation, and a heterogeneous one's time files); one line
+// per problem, empty when intact.
 std::vector<std::string> verify_partitioned_dataset(const std::string& directory);
 
 }  // namespace volley

@@ -1,5 +1,6 @@
-// volley/partition/internal/partitioned_dataset.h — writing the partitioned dataset directory
-// (format: partition.h). Reading is public (load_partition and friends).
+// volley/partition/internal/partitioned_dataset.h — writing the partitioned dataset directory of
+// either kind (formats: partition.h, hetero_partition.h). Reading is public (load_partition and
+// friends; the one reader: partitioned_directory.h).
 #pragma once
 
 #include <functional>
@@ -8,7 +9,9 @@
 #include <vector>
 
 #include "volley/graph/dataset.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/graph/io/npy.h"
+#include "volley/partition/hetero_partition.h"
 #include "volley/partition/partition.h"
 
 namespace volley::internal {
@@ -41,5 +44,16 @@ void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
                                const std::vector<std::vector<int64_t>>& cached,
                                const PartitionOptions& options, const PartitionResult& result,
                                const std::string& output, const std::function<double()>& elapsed);
+
+// Writes `output` from `dataset` and `assignment` (int32 [N_T] per node type): the node maps,
+// each part's heterogeneous dataset directory and part.json, then partition.json, in a staging
+// directory renamed onto `output`. `result` holds the books, loads and quality; `elapsed` the
+// seconds so far, for the manifest.
+void write_hetero_partitioned_dataset(const HeteroDataset& dataset,
+                                      const std::vector<Array>& assignment,
+                                      const PartitionOptions& options,
+                                      const HeteroPartitionResult& result,
+                                      const std::string& output,
+                                      const std::function<double()>& elapsed);
 
 }  // namespace volley::internal
