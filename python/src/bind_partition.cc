@@ -252,15 +252,9 @@ static void bind_partition_readers(nb::module_& m) {
       nb::arg("directory"), nb::arg("part"), nb::kw_only(), nb::arg("memory_map") = true,
       nb::arg("verify_checksums") = false, nb::arg("validate_graph") = true,
       "Loads one partition: a Partition, or a HeteroPartition of a heterogeneous directory.");
-  m.def(
-      "partition_manifest_json",
-      [](const std::string& directory) {
-        return is_hetero_partitioned_directory(directory)
-                   ? read_hetero_partition_manifest(directory).json
-                   : read_partition_manifest(directory).json;
-      },
-      nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>(),
-      "partition.json of a partitioned dataset of either kind (checked), as text.");
+  m.def("partition_manifest_json", &read_partition_manifest_text, nb::arg("directory"),
+        nb::call_guard<nb::gil_scoped_release>(),
+        "partition.json of a partitioned dataset of either kind (checked), as text.");
   m.def(
       "load_node_map",
       [](const std::string& directory, const std::string& node_type, bool verify_checksums) {

@@ -183,6 +183,9 @@ bool is_partitioned_directory(const std::string& path);
 // reader: the homogeneous layout is the one-type case of the heterogeneous one (one node type with
 // its book and node map, one edge type); IoError naming load_hetero_partition for a version-2 one.
 PartitionManifest read_partition_manifest(const std::string& directory);
+// partition.json of a directory of either kind as text, checked as the kind's reader checks it
+// (read_partition_manifest, read_hetero_partition_manifest): for tools.
+std::string read_partition_manifest_text(const std::string& directory);
 
 // One partition, loaded without the rest of the graph.
 struct Partition {

@@ -185,6 +185,13 @@ PartitionManifest read_partition_manifest(const std::string& directory) {
   return homogeneous_manifest(internal::read_partitioned_directory(directory));
 }
 
+std::string read_partition_manifest_text(const std::string& directory) {
+  const PartitionedDirectory model = internal::read_partitioned_directory(directory);
+  model.version == kTypedFormatVersion ? (void)typed_manifest(model)
+                                       : (void)homogeneous_manifest(model);
+  return model.text;
+}
+
 HeteroPartitionManifest read_hetero_partition_manifest(const std::string& directory) {
   return typed_manifest(internal::read_partitioned_directory(directory));
 }
