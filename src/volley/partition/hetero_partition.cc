@@ -18,10 +18,6 @@
 namespace volley {
 namespace {
 
-double elapsed_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // Options the heterogeneous partitioner accepts, and at least K nodes in every node type.
 void check_hetero(const HeteroDataset& dataset, const PartitionOptions& options) {
   validate_partition_options(options);
@@ -189,14 +185,6 @@ std::vector<Array> assign_stream_typed(const HeteroDataset& dataset,
   return result;
 }
 
-double balance_of(const std::vector<int64_t>& loads) {
-  const int64_t total = std::accumulate(loads.begin(), loads.end(), int64_t{0});
-  if (total == 0) return 1.0;
-  const int64_t largest = *std::max_element(loads.begin(), loads.end());
-  return static_cast<double>(largest) * static_cast<double>(loads.size()) /
-         static_cast<double>(total);
-}
-
 }  // namespace
 
 std::vector<Array> assign_hetero_partitions(const HeteroDataset& dataset,
@@ -239,24 +227,21 @@ HeteroPartitionQuality hetero_partition_quality(const HeteroDataset& dataset,
     const int32_t* dst =
         assignment[static_cast<size_t>(graph.node_type_index(type.dst))].data<int32_t>();
     const Csr& csr = graph.edges(r);
-    int64_t cut = 0;
     for (int64_t v = 0; v < csr.num_nodes(); ++v) {
       edge_loads[static_cast<size_t>(dst[v])] += csr.degree(v);
-      for (int64_t pos = csr.begin(v); pos < csr.end(v); ++pos) {
-        cut += src[csr.neighbor(pos)] != dst[v] ? 1 : 0;
-      }
     }
+    const int64_t cut = internal::count_cut_edges(csr, src, dst, int64_t{64} << 20);
     quality.cut_edges_per_type.push_back(cut);
     quality.cut_edges += cut;
   }
   const int64_t total = graph.total_edges();
   quality.edge_cut_fraction =
       total > 0 ? static_cast<double>(quality.cut_edges) / static_cast<double>(total) : 0.0;
-  quality.edge_balance = balance_of(edge_loads);
+  quality.edge_balance = internal::balance_of(edge_loads);
   for (const Array& part : assignment) {
     std::vector<int64_t> loads(static_cast<size_t>(num_parts), 0);
     for (int32_t p : part.span<int32_t>()) ++loads[static_cast<size_t>(p)];
-    quality.node_balance.push_back(balance_of(loads));
+    quality.node_balance.push_back(internal::balance_of(loads));
   }
   return quality;
 }
@@ -267,7 +252,7 @@ HeteroPartitionResult partition_hetero_dataset(const HeteroDataset& dataset,
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Array> assignment = assign_hetero_partitions(dataset, options);
   HeteroPartitionResult result;
-  result.assign_seconds = elapsed_since(start);
+  result.assign_seconds = internal::elapsed_since(start);
   result.quality = hetero_partition_quality(dataset, assignment, options.num_parts);
   const HeteroGraph& graph = dataset.graph;
   for (const Array& part : assignment) {
@@ -288,8 +273,8 @@ HeteroPartitionResult partition_hetero_dataset(const HeteroDataset& dataset,
     }
   }
   internal::write_hetero_partitioned_dataset(dataset, assignment, options, result, output,
-                                             [&] { return elapsed_since(start); });
-  result.seconds = elapsed_since(start);
+                                             [&] { return internal::elapsed_since(start); });
+  result.seconds = internal::elapsed_since(start);
   return result;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -108,6 +109,18 @@ AccessFigures measure_accesses(const Dataset& dataset, const Array& assignment,
 Array refine_by_hotness(const Dataset& dataset, const Array& initial,
                         const PartitionOptions& options, const std::vector<uint8_t>& train,
                         const std::vector<uint32_t>& reads_per_part);
+
+// Edges of `graph` (rows: nodes whose part is `row_part`; indices: sources whose part is
+// `source_part`, the same array for a homogeneous graph) that cross partitions, counted in
+// parallel over row chunks of about `chunk_bytes` of indices whose mapped pages are dropped after.
+int64_t count_cut_edges(const Csr& graph, const int32_t* source_part, const int32_t* row_part,
+                        int64_t chunk_bytes);
+// Seconds since `start` (the timings of a partitioning run).
+inline double elapsed_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+// Largest load / mean load (1 when all are 0).
+double balance_of(const std::vector<int64_t>& loads);
 
 // Drops the pages of a memory-mapped array's bytes [first, end) from this process (they are
 // re-read from the file if touched again): keeps the resident memory of a streaming pass
