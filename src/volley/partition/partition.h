@@ -1,5 +1,8 @@
 // volley/partition/partition.h — cutting a graph into K partitions, and partitioned datasets.
-// (Heterogeneous datasets: hetero_partition.h, a version-2 partitioned directory.)
+// (Heterogeneous datasets: hetero_partition.h, a version-2 partitioned directory.) One writer and
+// one reader serve both kinds: a homogeneous directory is the one-type case of a typed one (one
+// node type with its book and node map, one edge type), so the node-map loader, the manifest and
+// part checks and verify_partitioned_dataset below take a directory of either kind.
 //
 // One entry point, four methods (PartitionOptions::method):
 //   kRandom   balanced random: nodes in a seeded random order, each to the partition whose
@@ -39,9 +42,10 @@
 //   node_time.npy    int64 [N] (when the input has node times): the time of each NEW id, and
 //                    "node_time": {file, dtype, shape, crc32} in partition.json (every part's
 //                    sampler needs its neighbors' times, which may be owned elsewhere)
-//   Rows of a part are in new-id order; when the input's rows were sorted by time (edge time,
-//   else the neighbor's node time; sort_rows_by_time) they are sorted by (time, new id), so they
-//   stay sorted and temporal_strategy "last" works on the parts.
+//   Rows of a part are in new-id order, each row's neighbors sorted by (new id, edge id); when the
+//   input's rows were sorted by time (edge time, else the neighbor's node time;
+//   sort_rows_by_time) by (time, new id, edge id), so they stay sorted and temporal_strategy
+//   "last" works on the parts.
 //   part-P/          a dataset directory (dataset.h) of the n_P owned nodes: row r is new id
 //                    offsets[P] + r; `indices` are neighbor ids in the NEW GLOBAL numbering (so
 //                    they may exceed n_P: load it with load_partition, not load_dataset's graph
