@@ -5,13 +5,11 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <numeric>
 
-#include "volley/core/philox.h"
 #include "volley/partition/internal/partitioned_dataset.h"
 #include "volley/partition/internal/partitioners.h"
 
@@ -39,16 +37,13 @@ void check_hetero(const HeteroDataset& dataset, const PartitionOptions& options)
 }
 
 std::vector<uint8_t> training_flags(const HeteroDataset& dataset, int t) {
-  std::vector<uint8_t> flags(static_cast<size_t>(dataset.graph.num_nodes(t)), 0);
-  const auto& train = dataset.node_data[static_cast<size_t>(t)].train_idx;
-  if (train) {
-    for (int64_t id : train->span<int64_t>()) flags[static_cast<size_t>(id)] = 1;
-  }
-  return flags;
+  return internal::training_flags(dataset.graph.num_nodes(t),
+                                  dataset.node_data[static_cast<size_t>(t)].train_idx);
 }
 
-// One node type, balanced random: nodes and training nodes under hard caps (in-edges are not a
-// constraint: on small types with skewed degrees it would force node imbalance).
+// One node type, balanced random (the homogeneous method's core): nodes and training nodes under
+// hard caps (in-edges are not a constraint: on small types with skewed degrees it would force
+// node imbalance).
 Array assign_random_type(const HeteroDataset& dataset, int t, const PartitionOptions& options) {
   const int64_t n = dataset.graph.num_nodes(t);
   const std::vector<uint8_t> train = training_flags(dataset, t);
@@ -57,22 +52,8 @@ Array assign_random_type(const HeteroDataset& dataset, int t, const PartitionOpt
   internal::BalancedPlacer placer(
       internal::balance_caps(totals, options.num_parts, options.balance_tolerance),
       options.num_parts);
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  PhiloxStream rng(options.seed, {{0x72616e64u /* "rand" */, static_cast<uint32_t>(t) + 1, 0, 0}});
-  for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(i) + 1));
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
-  }
-  Array assignment = Array::empty(DType::kInt32, {n});
-  int32_t* part_of = assignment.data<int32_t>();
-  for (int64_t v : order) {
-    const bool is_train = train[static_cast<size_t>(v)] != 0;
-    const int64_t part = placer.least_loaded(0, is_train);
-    placer.place(part, 0, is_train);
-    part_of[v] = static_cast<int32_t>(part);
-  }
-  return assignment;
+  return internal::place_in_random_order(n, nullptr, train, std::move(placer), options,
+                                         static_cast<uint32_t>(t) + 1);
 }
 
 // METIS over the type-merged graph, one one-hot constraint per node type.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -29,8 +30,12 @@ struct BalanceCaps {
 BalanceCaps balance_caps(const std::array<int64_t, kNumConstraints>& total, int64_t num_parts,
                          double tolerance);
 
-// One byte per node: 1 for training nodes (dataset.train_idx), 0 otherwise.
-std::vector<uint8_t> training_flags(const Dataset& dataset);
+// One byte per node of `n`: 1 for training nodes (`train_idx`, of a dataset or of a node type),
+// 0 otherwise.
+std::vector<uint8_t> training_flags(int64_t n, const std::optional<Array>& train_idx);
+inline std::vector<uint8_t> training_flags(const Dataset& dataset) {
+  return training_flags(dataset.graph.num_nodes(), dataset.train_idx);
+}
 
 // Places nodes one at a time under hard caps; shared by random, hotness and stream.
 class BalancedPlacer {
@@ -57,6 +62,12 @@ class BalancedPlacer {
 
 Array assign_random(const Dataset& dataset, const PartitionOptions& options,
                     const std::vector<uint8_t>& train);
+// The random method's core, for a dataset or one node type: nodes [0, n) in a seeded Fisher-Yates
+// order (Philox: options.seed, `stream`), each to the least loaded part of `placer`; a node's
+// in-edges count as its degree in `in_edges` (null: not a constraint).
+Array place_in_random_order(int64_t n, const Csr* in_edges, const std::vector<uint8_t>& train,
+                            BalancedPlacer placer, const PartitionOptions& options,
+                            uint32_t stream);
 Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
                    const std::vector<uint8_t>& train);
 // Calls its argument visit(v, u) once per directed edge of a graph.
