@@ -201,6 +201,13 @@ TEST_F(HeteroPartitionTest, DamagedDirectoriesAreRefusedPrecisely) {
   EXPECT_THROW(load_node_map(out("damaged"), "author"), IoError);
   EXPECT_THAT([&] { load_node_map(out("damaged"), "venue"); },
               ThrowsMessage<ValueError>(HasSubstr("unknown node type 'venue'")));
+  // One node-map loader and one verify for both kinds: "" names the only node type.
+  EXPECT_THAT([&] { load_node_map(out("damaged"), ""); },
+              ThrowsMessage<ValueError>(HasSubstr("name a node type")));
+  const std::vector<std::string> problems = verify_partitioned_dataset(out("damaged"));
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_THAT(problems[0], HasSubstr("author.node_map.npy"));
+  EXPECT_THAT(problems[1], HasSubstr("part-1/volley.json: crc32: expected"));
 }
 
 }  // namespace
