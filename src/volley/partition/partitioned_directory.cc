@@ -312,7 +312,8 @@ OpenedPart open_part(const PartitionedDirectory& model, int64_t part) {
 namespace {
 
 // One edge type's CSR of a part against the totals: indptr, source ids in [0, `sources`), edge
-// ids in [0, `edges`). `file` names its arrays ("indices.npy", "T__R__S.indices.npy").
+// ids in [0, `edges`). `prefix`: the edge type's name, which starts its files' names in a typed
+// part ("S__R__D.indices.npy"), or "" (version 1: "indices.npy").
 void validate_edges(const Csr& graph, const std::string& part_dir, const std::string& prefix,
                     const std::string& source_type, int64_t sources, int64_t edges) {
   check_indptr(graph, prefix.empty() ? part_dir : fmt::format("{}: {}", part_dir, prefix));
