@@ -237,10 +237,7 @@ HeteroPartitionResult partition_hetero_dataset(const HeteroDataset& dataset,
   result.quality = hetero_partition_quality(dataset, assignment, options.num_parts);
   const HeteroGraph& graph = dataset.graph;
   for (const Array& part : assignment) {
-    std::vector<int64_t> offsets(static_cast<size_t>(options.num_parts) + 1, 0);
-    for (int32_t p : part.span<int32_t>()) ++offsets[static_cast<size_t>(p) + 1];
-    std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
-    result.books.emplace_back(std::move(offsets));
+    result.books.push_back(internal::book_of(part, options.num_parts));
   }
   result.part_edges.assign(static_cast<size_t>(options.num_parts),
                            std::vector<int64_t>(static_cast<size_t>(graph.num_edge_types()), 0));

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include "volley/core/parallel.h"
 #include "volley/partition/internal/partitioned_dataset.h"
@@ -54,6 +55,13 @@ int64_t count_cut_edges(const Csr& graph, const int32_t* source_part, const int3
     row = last;
   }
   return cut.load();
+}
+
+PartitionBook book_of(const Array& assignment, int64_t num_parts) {
+  std::vector<int64_t> offsets(static_cast<size_t>(num_parts) + 1, 0);
+  for (int32_t p : assignment.span<int32_t>()) ++offsets[static_cast<size_t>(p) + 1];
+  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
+  return PartitionBook(std::move(offsets));
 }
 
 }  // namespace internal
@@ -278,12 +286,7 @@ PartitionResult partition_dataset(const Dataset& dataset, const std::string& out
   quality.metis_remote_access_fraction = assigned.metis_remote;
   quality.random_remote_access_fraction = assigned.random_remote;
 
-  std::vector<int64_t> offsets(static_cast<size_t>(options.num_parts) + 1, 0);
-  for (int64_t p = 0; p < options.num_parts; ++p) {
-    offsets[static_cast<size_t>(p) + 1] =
-        offsets[static_cast<size_t>(p)] + loads.nodes[static_cast<size_t>(p)];
-  }
-  result.book = PartitionBook(std::move(offsets));
+  result.book = internal::book_of(assigned.assignment, options.num_parts);
   internal::write_partitioned_dataset(dataset, assigned.assignment, assigned.cached, options,
                                       result, output,
                                       [&] { return internal::elapsed_since(start); });

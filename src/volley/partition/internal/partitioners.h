@@ -16,6 +16,7 @@
 #include "volley/core/array.h"
 #include "volley/graph/dataset.h"
 #include "volley/partition/partition.h"
+#include "volley/partition/partition_book.h"
 
 namespace volley::internal {
 
@@ -126,6 +127,9 @@ Array refine_by_hotness(const Dataset& dataset, const Array& initial,
 // parallel over row chunks of about `chunk_bytes` of indices whose mapped pages are dropped after.
 int64_t count_cut_edges(const Csr& graph, const int32_t* source_part, const int32_t* row_part,
                         int64_t chunk_bytes);
+// The book of an assignment (int32 [N] in [0, num_parts)): part p owns as many new ids as it has
+// nodes, in part order (a dataset's, or one node type's).
+PartitionBook book_of(const Array& assignment, int64_t num_parts);
 // Seconds since `start` (the timings of a partitioning run).
 inline double elapsed_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
