@@ -60,7 +60,72 @@ PartitionOptions make_options(const std::string& method, int64_t num_parts, doub
 
 }  // namespace
 
-// partition_dataset over a directory path or an in-memory Dataset: one binding, two inputs.
+// A heterogeneous run as a dict keyed by node / edge type (hetero_partition.h).
+nb::dict hetero_result_dict(const HeteroPartitionResult& result, const HeteroGraph& graph) {
+  nb::dict books, balance, cut_per_type, quality, d;
+  for (int t = 0; t < graph.num_node_types(); ++t) {
+    const std::string& name = graph.node_types()[static_cast<size_t>(t)].name;
+    books[name.c_str()] = nb::cast(result.books[static_cast<size_t>(t)].offsets());
+    balance[name.c_str()] = result.quality.node_balance[static_cast<size_t>(t)];
+  }
+  for (int r = 0; r < graph.num_edge_types(); ++r) {
+    const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
+    cut_per_type[nb::make_tuple(type.src, type.relation, type.dst)] =
+        result.quality.cut_edges_per_type[static_cast<size_t>(r)];
+  }
+  quality["edge_cut_fraction"] = result.quality.edge_cut_fraction;
+  quality["cut_edges"] = result.quality.cut_edges;
+  quality["cut_edges_per_type"] = cut_per_type;
+  quality["node_balance"] = balance;
+  quality["edge_balance"] = result.quality.edge_balance;
+  d["offsets"] = books;
+  d["part_edges"] = nb::cast(result.part_edges);
+  d["quality"] = quality;
+  d["seconds"] = result.seconds;
+  d["assign_seconds"] = result.assign_seconds;
+  return d;
+}
+
+// One partitioning run of either kind, as a dict (`offsets` a list, or {node type: list}).
+nb::dict run_partition(const Dataset& dataset, const std::string& output,
+                       const PartitionOptions& options) {
+  PartitionResult result;
+  {
+    nb::gil_scoped_release release;
+    result = partition_dataset(dataset, output, options);
+  }
+  return result_dict(result);
+}
+nb::dict run_partition(const HeteroDataset& dataset, const std::string& output,
+                       const PartitionOptions& options) {
+  HeteroPartitionResult result;
+  {
+    nb::gil_scoped_release release;
+    result = partition_hetero_dataset(dataset, output, options);
+  }
+  return hetero_result_dict(result, dataset.graph);
+}
+// A dataset directory of either kind (the kind read from its manifest).
+nb::dict run_partition(const std::string& input, const std::string& output,
+                       const PartitionOptions& options) {
+  if (!is_hetero_dataset_directory(input)) {
+    PartitionResult result;
+    {
+      nb::gil_scoped_release release;
+      result = partition_dataset(input, output, options);
+    }
+    return result_dict(result);
+  }
+  HeteroDataset dataset;
+  {
+    nb::gil_scoped_release release;
+    validate_partition_options(options);
+    dataset = load_hetero_dataset(input, {.memory_map = true, .validate_graph = true});
+  }
+  return run_partition(dataset, output, options);
+}
+
+// partition_dataset over a dataset directory, a Dataset or a HeteroDataset: one binding.
 template <typename Input>
 void def_partition(nb::module_& m, const char* name, const char* input_name, const char* doc) {
   m.def(
@@ -69,14 +134,9 @@ void def_partition(nb::module_& m, const char* name, const char* input_name, con
          const std::string& method, double tolerance, uint64_t seed,
          const std::vector<int64_t>& fanouts, int64_t batch_size, int64_t cache_bytes,
          bool simulate_epoch) {
-        const PartitionOptions options = make_options(method, num_parts, tolerance, seed, fanouts,
-                                                      batch_size, cache_bytes, simulate_epoch);
-        PartitionResult result;
-        {
-          nb::gil_scoped_release release;
-          result = partition_dataset(input, output, options);
-        }
-        return result_dict(result);
+        return run_partition(input, output,
+                             make_options(method, num_parts, tolerance, seed, fanouts, batch_size,
+                                          cache_bytes, simulate_epoch));
       },
       nb::arg(input_name), nb::arg("output"), nb::arg("num_parts"), nb::kw_only(),
       nb::arg("method") = "metis", nb::arg("balance_tolerance") = 0.05, nb::arg("seed") = 0,
@@ -84,7 +144,7 @@ void def_partition(nb::module_& m, const char* name, const char* input_name, con
       nb::arg("cache_bytes") = 0, nb::arg("simulate_epoch") = false, doc);
 }
 
-// PartitionBook and Partition.
+// PartitionBook, Partition and HeteroPartition.
 static void bind_partition_classes(nb::module_& m) {
   nb::class_<PartitionBook>(m, "PartitionBook",
                             "Which partition owns a new node id (see partition_book.h).")
@@ -122,6 +182,17 @@ static void bind_partition_classes(nb::module_& m) {
       .def_prop_ro("cache_features", [](const Partition& partition) {
         return array_to_python(partition.cache_features);
       });
+  nb::class_<HeteroPartition>(m, "HeteroPartition",
+                              "One partition of a heterogeneous partitioned dataset.")
+      .def_ro("part", &HeteroPartition::part)
+      .def_prop_ro("data", [](const HeteroPartition& p) { return p.data; })
+      .def_prop_ro("books", [](const HeteroPartition& p) {
+        nb::dict books;
+        for (size_t t = 0; t < p.manifest.node_types.size(); ++t) {
+          books[p.manifest.node_types[t].name.c_str()] = nb::cast(p.manifest.books[t]);
+        }
+        return books;
+      });
 }
 
 // Partitioning: metis_available, partition_dataset(_in_memory), assign_partitions.
@@ -130,9 +201,11 @@ static void bind_partitioners(nb::module_& m) {
         "Whether this build has METIS (the metis and hotness methods need it).");
   def_partition<std::string>(
       m, "partition_dataset", "input",
-      "Partitions the dataset directory `input` into the directory `output`.");
+      "Partitions the dataset directory `input` (either kind) into the directory `output`.");
   def_partition<Dataset>(m, "partition_dataset_in_memory", "dataset",
                          "Partitions an in-memory Dataset into the directory `output`.");
+  def_partition<HeteroDataset>(m, "partition_dataset_in_memory", "dataset",
+                               "Partitions an in-memory HeteroDataset into `output`.");
   m.def(
       "assign_partitions",
       [](const Dataset& dataset, int64_t num_parts, const std::string& method, double tolerance,
@@ -157,32 +230,44 @@ static void bind_partition_readers(nb::module_& m) {
   m.def(
       "load_partition",
       [](const std::string& directory, int64_t part, bool memory_map, bool verify_checksums,
-         bool validate_graph) {
-        return load_partition(directory, part,
-                              {.memory_map = memory_map,
-                               .verify_checksums = verify_checksums,
-                               .validate_graph = validate_graph});
+         bool validate_graph) -> nb::object {
+        const PartitionLoadOptions options{.memory_map = memory_map,
+                                           .verify_checksums = verify_checksums,
+                                           .validate_graph = validate_graph};
+        if (is_hetero_partitioned_directory(directory)) {
+          HeteroPartition typed;
+          {
+            nb::gil_scoped_release release;
+            typed = load_hetero_partition(directory, part, options);
+          }
+          return nb::cast(std::move(typed));
+        }
+        Partition partition;
+        {
+          nb::gil_scoped_release release;
+          partition = load_partition(directory, part, options);
+        }
+        return nb::cast(std::move(partition));
       },
       nb::arg("directory"), nb::arg("part"), nb::kw_only(), nb::arg("memory_map") = true,
       nb::arg("verify_checksums") = false, nb::arg("validate_graph") = true,
-      nb::call_guard<nb::gil_scoped_release>(), "Loads one partition.");
-  m.def(
-      "partition_manifest_json",
-      [](const std::string& directory) { return read_partition_manifest(directory).json; },
-      nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>(),
-      "partition.json of a partitioned dataset (checked), as text.");
+      "Loads one partition: a Partition, or a HeteroPartition of a heterogeneous directory.");
+  m.def("partition_manifest_json", &read_partition_manifest_text, nb::arg("directory"),
+        nb::call_guard<nb::gil_scoped_release>(),
+        "partition.json of a partitioned dataset of either kind (checked), as text.");
   m.def(
       "load_node_map",
-      [](const std::string& directory, bool verify_checksums) {
+      [](const std::string& directory, const std::string& node_type, bool verify_checksums) {
         Array map;
         {
           nb::gil_scoped_release release;
-          map = load_node_map(directory, verify_checksums);
+          map = load_node_map(directory, node_type, verify_checksums);
         }
         return array_to_python(map);
       },
-      nb::arg("directory"), nb::kw_only(), nb::arg("verify_checksums") = false,
-      "node_map.npy: int64 [N], old id -> new id.");
+      nb::arg("directory"), nb::arg("node_type") = "", nb::kw_only(),
+      nb::arg("verify_checksums") = false,
+      "The node map of `node_type` (\"\": the only one): int64 [N_T], old id -> new id.");
   m.def(
       "invert_node_map",
       [](const InputArray& node_map) {
@@ -197,122 +282,15 @@ static void bind_partition_readers(nb::module_& m) {
       nb::arg("node_map"), "new id -> old id.");
   m.def("verify_partitioned_dataset", &verify_partitioned_dataset, nb::arg("directory"),
         nb::call_guard<nb::gil_scoped_release>(),
-        "Checks every file of a partitioned dataset; returns the problems.");
+        "Checks every file of a partitioned dataset of either kind; returns the problems.");
   m.def("is_partitioned_directory", &is_partitioned_directory, nb::arg("path"));
-}
-
-// Heterogeneous partitioning (hetero_partition.h; python/volley/hetero_partition.py wraps it):
-// books, loads and quality of a run as a dict keyed by node / edge type.
-nb::dict hetero_result_dict(const HeteroPartitionResult& result, const HeteroGraph& graph) {
-  nb::dict books, balance, cut_per_type, quality, d;
-  for (int t = 0; t < graph.num_node_types(); ++t) {
-    const std::string& name = graph.node_types()[static_cast<size_t>(t)].name;
-    books[name.c_str()] = nb::cast(result.books[static_cast<size_t>(t)].offsets());
-    balance[name.c_str()] = result.quality.node_balance[static_cast<size_t>(t)];
-  }
-  for (int r = 0; r < graph.num_edge_types(); ++r) {
-    const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
-    cut_per_type[nb::make_tuple(type.src, type.relation, type.dst)] =
-        result.quality.cut_edges_per_type[static_cast<size_t>(r)];
-  }
-  quality["edge_cut_fraction"] = result.quality.edge_cut_fraction;
-  quality["cut_edges"] = result.quality.cut_edges;
-  quality["cut_edges_per_type"] = cut_per_type;
-  quality["node_balance"] = balance;
-  quality["edge_balance"] = result.quality.edge_balance;
-  d["offsets"] = books;
-  d["part_edges"] = nb::cast(result.part_edges);
-  d["quality"] = quality;
-  d["seconds"] = result.seconds;
-  d["assign_seconds"] = result.assign_seconds;
-  return d;
-}
-
-HeteroDataset hetero_input(const std::string& directory) {
-  return load_hetero_dataset(directory, {.memory_map = true, .validate_graph = true});
-}
-const HeteroDataset& hetero_input(const HeteroDataset& dataset) { return dataset; }
-
-// partition_hetero_dataset over a directory path or an in-memory HeteroDataset.
-template <typename Input>
-void def_hetero_partition(nb::module_& m, const char* name, const char* input_name) {
-  m.def(
-      name,
-      [](const Input& input, const std::string& output, int64_t num_parts,
-         const std::string& method, double tolerance, uint64_t seed) {
-        const PartitionOptions options =
-            make_options(method, num_parts, tolerance, seed, {15, 10, 5}, 1024, 0, false);
-        HeteroPartitionResult result;
-        HeteroGraph graph;
-        {
-          nb::gil_scoped_release release;
-          validate_partition_options(options);
-          const HeteroDataset& dataset = hetero_input(input);
-          result = partition_hetero_dataset(dataset, output, options);
-          graph = dataset.graph;
-        }
-        return hetero_result_dict(result, graph);
-      },
-      nb::arg(input_name), nb::arg("output"), nb::arg("num_parts"), nb::kw_only(),
-      nb::arg("method") = "metis", nb::arg("balance_tolerance") = 0.05, nb::arg("seed") = 0,
-      "Partitions a heterogeneous dataset (hetero_partition.h); a dict of offsets per node "
-      "type, part_edges [K][edge type], quality, seconds.");
-}
-
-static void bind_hetero_partition(nb::module_& m) {
-  nb::class_<HeteroPartition>(m, "HeteroPartition",
-                              "One partition of a heterogeneous partitioned dataset.")
-      .def_ro("part", &HeteroPartition::part)
-      .def_prop_ro("data", [](const HeteroPartition& p) { return p.data; })
-      .def_prop_ro("books", [](const HeteroPartition& p) {
-        nb::dict books;
-        for (size_t t = 0; t < p.manifest.node_types.size(); ++t) {
-          books[p.manifest.node_types[t].name.c_str()] = nb::cast(p.manifest.books[t]);
-        }
-        return books;
-      });
-  def_hetero_partition<std::string>(m, "partition_hetero_dataset", "input");
-  def_hetero_partition<HeteroDataset>(m, "partition_hetero_dataset_in_memory", "dataset");
-  m.def(
-      "load_hetero_partition",
-      [](const std::string& directory, int64_t part, bool memory_map, bool verify_checksums,
-         bool validate_graph) {
-        return load_hetero_partition(directory, part,
-                                     {.memory_map = memory_map,
-                                      .verify_checksums = verify_checksums,
-                                      .validate_graph = validate_graph});
-      },
-      nb::arg("directory"), nb::arg("part"), nb::kw_only(), nb::arg("memory_map") = true,
-      nb::arg("verify_checksums") = false, nb::arg("validate_graph") = true,
-      nb::call_guard<nb::gil_scoped_release>(), "Loads one heterogeneous partition.");
-  m.def(
-      "load_hetero_node_map",
-      [](const std::string& directory, const std::string& node_type, bool verify_checksums) {
-        Array map;
-        {
-          nb::gil_scoped_release release;
-          map = load_hetero_node_map(directory, node_type, verify_checksums);
-        }
-        return array_to_python(map);
-      },
-      nb::arg("directory"), nb::arg("node_type"), nb::kw_only(),
-      nb::arg("verify_checksums") = false, "T.node_map.npy: int64 [N_T], old id -> new id.");
   m.def("is_hetero_partitioned_directory", &is_hetero_partitioned_directory, nb::arg("path"));
-  m.def("verify_hetero_partitioned_dataset", &verify_hetero_partitioned_dataset,
-        nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>(),
-        "Checks every file of a heterogeneous partitioned dataset; returns the problems.");
-  m.def(
-      "hetero_partition_manifest_json",
-      [](const std::string& directory) { return read_hetero_partition_manifest(directory).json; },
-      nb::arg("directory"), nb::call_guard<nb::gil_scoped_release>(),
-      "partition.json of a heterogeneous partitioned dataset (checked), as text.");
 }
 
 void bind_partition(nb::module_& m) {
   bind_partition_classes(m);
   bind_partitioners(m);
   bind_partition_readers(m);
-  bind_hetero_partition(m);
 }
 
 }  // namespace volley::python

@@ -184,3 +184,22 @@ def test_cli_verify_reports_a_damaged_part_in_both_formats(tmp_path):
     assert report["kind"] == "partitioned" and report["verify"]["ok"] is False
     assert len(report["verify"]["problems"]) == 1
     assert "part-1/part.json: crc32" in report["verify"]["problems"][0]
+
+
+def test_one_set_of_functions_serves_both_kinds(tmp_path):
+    """volley.partition's readers take a directory of either kind: node maps by node type, the
+    manifest, ids to the new numbering; time files only where the format has them."""
+    from volley.partition import read_partition_manifest, to_new_ids, write_times
+
+    volley.partition(clustered_dataset(), tmp_path / "typed", 2, method="random")
+    authors = as_numpy(load_node_map(tmp_path / "typed", node_type="author"))
+    np.testing.assert_array_equal(
+        as_numpy(to_new_ids(tmp_path / "typed", [3, 1], node_type="author")), authors[[3, 1]])
+    assert read_partition_manifest(tmp_path / "typed")["version"] == 2
+    with pytest.raises(volley.VolleyValueError, match="name a node type"):
+        load_node_map(tmp_path / "typed")
+    volley.partition(volley.datasets.bundled_dir("cora"), tmp_path / "plain", 2, method="random")
+    assert read_partition_manifest(tmp_path / "plain")["version"] == 1
+    assert as_numpy(load_node_map(tmp_path / "plain")).shape == (2708,)
+    with pytest.raises(volley.VolleyValueError, match="homogeneous"):
+        write_times(tmp_path / "plain", node_time={})

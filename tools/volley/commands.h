@@ -146,24 +146,13 @@ extern const char* const kNoDistService;
 // partition_command.cc): prints the description and returns true, or returns false when `path`
 // is neither.
 bool describe_partitioned(const std::string& path, bool as_json, bool verify);
-// `volley info --verify` on a partitioned directory (either kind) that has `problems`: lists them
-// (one JSON object with a failed "verify" under --json) and throws IoError naming the first; does
-// nothing when there are none (partition_command.cc).
-void report_partitioned_problems(const std::string& path, bool as_json,
-                                 const std::vector<std::string>& problems);
-// `volley info --json` on a partitioned directory (either kind): its manifest's JSON with "path",
-// "kind": "partitioned" and, when `verified`, a passed "verify" (partition_command.cc).
-void print_partitioned_json(const std::string& manifest_json, const std::string& path,
-                            bool verified);
-// `volley partition` on a heterogeneous dataset directory (partition_hetero.cc): partitions and
-// prints the quality figures (or partition.json with `as_json`).
-void run_hetero_partition(const std::string& input, const std::string& output,
-                          const volley::PartitionOptions& options, bool as_json);
-// `volley info` on a part-P directory of a heterogeneous partitioned directory
-// (partition_hetero.cc): prints it and returns true, or returns false when `path` is not one.
-bool describe_hetero_part(const std::string& path, bool as_json, bool verify);
-// The text description of a heterogeneous partitioned directory (partition_hetero.cc).
-void print_hetero_partitioned(const std::string& path);
+// `volley info` on part `part` of the heterogeneous partitioned directory `parent`, at `path`
+// (partition_hetero.cc).
+void describe_hetero_part(const std::string& path, const std::string& parent, int64_t part,
+                          bool as_json, bool verify);
+// The text description of a heterogeneous partitioned directory (partition_hetero.cc); `header`:
+// its name, method and type counts first, its time files last.
+void print_hetero_partitioned(const std::string& path, bool header);
 // `volley info` on a heterogeneous dataset directory (info_hetero.cc).
 void describe_hetero_dataset(const std::string& path, bool as_json, bool verify);
 // `volley info --verify` (info_command.cc): nothing when `problems` is empty; else prints them

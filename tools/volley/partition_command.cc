@@ -1,11 +1,11 @@
 // `volley partition DATASET OUTPUT --parts K --method random|metis|hotness|stream [--fanout ...]
-//  [--cache-bytes ...]` and the `volley info` view of a partitioned dataset.
-// Prints the quality figures (edge cut, balance, remote reads in a simulated epoch) that are also
-// stored in OUTPUT/partition.json; --json prints them as one JSON object.
+//  [--cache-bytes ...]` on a dataset directory of either kind, and the `volley info` view of a
+// partitioned directory of either kind and of its part-P directories (the heterogeneous figures:
+// partition_hetero.cc). Prints the quality figures (edge cut, balance, remote reads in a simulated
+// epoch) stored in OUTPUT/partition.json; --json prints partition.json as one JSON object.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -54,22 +54,6 @@ int64_t parse_bytes(const std::string& text) {
   return static_cast<int64_t>(value * scale);
 }
 
-Json optional_json(const std::optional<double>& value) {
-  return value ? Json(*value) : Json(nullptr);
-}
-
-Json quality_json(const PartitionQuality& quality) {
-  return {{"edge_cut_fraction", quality.edge_cut_fraction},
-          {"cut_edges", quality.cut_edges},
-          {"node_balance", quality.node_balance},
-          {"edge_balance", quality.edge_balance},
-          {"train_balance", quality.train_balance},
-          {"remote_access_fraction", optional_json(quality.remote_access_fraction)},
-          {"remote_access_fraction_cached", optional_json(quality.remote_access_fraction_cached)},
-          {"metis_remote_access_fraction", optional_json(quality.metis_remote_access_fraction)},
-          {"random_remote_access_fraction", optional_json(quality.random_remote_access_fraction)}};
-}
-
 void print_quality(const PartitionQuality& quality, int64_t num_edges) {
   std::printf("edge cut: %s (%lld of %lld edges)\n", percent(quality.edge_cut_fraction).c_str(),
               static_cast<long long>(quality.cut_edges), static_cast<long long>(num_edges));
@@ -113,9 +97,12 @@ std::string read_file_text(const std::string& path) {
   return text.str();
 }
 
-// One partition's directory: its rows hold global neighbor ids, so it is described through the
-// partitioned dataset it belongs to.
-void describe_one_partition(const std::string& path, bool as_json, bool verify) {
+// A part-P directory of either kind: its partitioned directory and part number (part.json).
+struct PartPath {
+  std::string parent;
+  int64_t part = 0;
+};
+PartPath part_path(const std::string& path) {
   fs::path part_dir = fs::path(path).lexically_normal();
   if (part_dir.filename().empty()) part_dir = part_dir.parent_path();  // "out/part-2/"
   const std::string parent = part_dir.parent_path().string();
@@ -124,10 +111,15 @@ void describe_one_partition(const std::string& path, bool as_json, bool verify) 
   VOLLEY_REQUIRE(
       part_json.is_object() && part_json.contains("part") && part_json["part"].is_number_integer(),
       IoError, "{}/part.json: part: expected an integer, found none", path);
-  const int64_t part = part_json["part"].get<int64_t>();
-  const Partition partition =
-      load_partition(parent.empty() ? "." : parent, part,
-                     {.memory_map = true, .verify_checksums = verify, .validate_graph = true});
+  return {parent.empty() ? "." : parent, part_json["part"].get<int64_t>()};
+}
+
+// One partition's directory: its rows hold global neighbor ids, so it is described through the
+// partitioned dataset it belongs to.
+void describe_one_partition(const std::string& path, const std::string& parent, int64_t part,
+                            bool as_json, bool verify) {
+  const Partition partition = load_partition(
+      parent, part, {.memory_map = true, .verify_checksums = verify, .validate_graph = true});
   const Dataset& data = partition.data;
   const int64_t cached = partition.cache_ids ? partition.cache_ids->numel() : 0;
   auto size_of = [](const std::optional<Array>& ids) { return ids ? ids->numel() : 0; };
@@ -166,6 +158,24 @@ void describe_one_partition(const std::string& path, bool as_json, bool verify) 
   if (verify) std::printf("verify: ok (checksums and graph ids)\n");
 }
 
+// The text description of a homogeneous partitioned directory (`header`: its name, method and
+// sizes before the quality figures and the parts).
+void print_partitioned(const std::string& path, bool header) {
+  const PartitionManifest manifest = read_partition_manifest(path);
+  if (header) {
+    std::printf("partitioned dataset: %s (%s)\n", manifest.name.c_str(), path.c_str());
+    std::printf("method: %s, %lld partitions\n",
+                std::string(partition_method_name(manifest.method)).c_str(),
+                static_cast<long long>(manifest.book.num_parts()));
+    std::printf(
+        "nodes: %lld, edges: %lld, feature dim: %lld, classes: %lld\n",
+        static_cast<long long>(manifest.num_nodes), static_cast<long long>(manifest.num_edges),
+        static_cast<long long>(manifest.feature_dim), static_cast<long long>(manifest.num_classes));
+  }
+  print_quality(manifest.quality, manifest.num_edges);
+  print_parts(manifest.book, manifest.part_edges, manifest.part_train, manifest.part_cached);
+}
+
 struct PartitionArguments {
   std::string input;
   std::string output;
@@ -191,38 +201,30 @@ void run_partition_command(const PartitionArguments& arguments) {
   options.balance_tolerance = arguments.tolerance;
   options.seed = arguments.seed;
   options.simulate_epoch = arguments.simulate;
-  if (is_hetero_dataset_directory(arguments.input)) {
-    run_hetero_partition(arguments.input, arguments.output, options, arguments.json);
-    return;
+  const bool typed = is_hetero_dataset_directory(arguments.input);
+  std::pair<double, double> seconds;  // the whole call, the assignment
+  if (typed) {
+    const HeteroPartitionResult result =
+        partition_hetero_dataset(arguments.input, arguments.output, options);
+    seconds = {result.seconds, result.assign_seconds};
+  } else {
+    const PartitionResult result = partition_dataset(arguments.input, arguments.output, options);
+    seconds = {result.seconds, result.assign_seconds};
   }
-  const PartitionResult result = partition_dataset(arguments.input, arguments.output, options);
-  const int64_t num_edges =
-      std::accumulate(result.part_edges.begin(), result.part_edges.end(), int64_t{0});
   if (arguments.json) {
-    std::printf("%s\n", Json({{"input", arguments.input},
-                              {"output", arguments.output},
-                              {"method", arguments.method},
-                              {"num_parts", options.num_parts},
-                              {"offsets", result.book.offsets()},
-                              {"part_edges", result.part_edges},
-                              {"part_train", result.part_train},
-                              {"part_cached", result.part_cached},
-                              {"quality", quality_json(result.quality)},
-                              {"seconds", result.seconds},
-                              {"assign_seconds", result.assign_seconds}})
-                            .dump()
-                            .c_str());
+    Json json = Json::parse(read_partition_manifest_text(arguments.output));
+    json["input"] = arguments.input;
+    json["output"] = arguments.output;
+    std::printf("%s\n", json.dump().c_str());
     return;
   }
-  std::printf("partitioned %s into %lld parts with %s in %.1f s (assignment %.1f s) -> %s\n",
-              arguments.input.c_str(), static_cast<long long>(options.num_parts),
-              arguments.method.c_str(), result.seconds, result.assign_seconds,
-              arguments.output.c_str());
-  print_quality(result.quality, num_edges);
-  print_parts(result.book, result.part_edges, result.part_train, result.part_cached);
+  std::printf("partitioned %s%s into %lld parts with %s in %.1f s (assignment %.1f s) -> %s\n",
+              typed ? "heterogeneous " : "", arguments.input.c_str(),
+              static_cast<long long>(options.num_parts), arguments.method.c_str(), seconds.first,
+              seconds.second, arguments.output.c_str());
+  typed ? print_hetero_partitioned(arguments.output, /*header=*/false)
+        : print_partitioned(arguments.output, /*header=*/false);
 }
-
-}  // namespace
 
 void report_partitioned_problems(const std::string& path, bool as_json,
                                  const std::vector<std::string>& problems) {
@@ -252,41 +254,25 @@ void print_partitioned_json(const std::string& manifest_json, const std::string&
   std::printf("%s\n", json.dump().c_str());
 }
 
-// The text description of a homogeneous partitioned directory.
-void print_partitioned(const std::string& path) {
-  const PartitionManifest manifest = read_partition_manifest(path);
-  std::printf("partitioned dataset: %s (%s)\n", manifest.name.c_str(), path.c_str());
-  std::printf("method: %s, %lld partitions\n",
-              std::string(partition_method_name(manifest.method)).c_str(),
-              static_cast<long long>(manifest.book.num_parts()));
-  std::printf(
-      "nodes: %lld, edges: %lld, feature dim: %lld, classes: %lld\n",
-      static_cast<long long>(manifest.num_nodes), static_cast<long long>(manifest.num_edges),
-      static_cast<long long>(manifest.feature_dim), static_cast<long long>(manifest.num_classes));
-  print_quality(manifest.quality, manifest.num_edges);
-  print_parts(manifest.book, manifest.part_edges, manifest.part_train, manifest.part_cached);
-}
+}  // namespace
 
 bool describe_partitioned(const std::string& path, bool as_json, bool verify) {
   std::error_code error;
   if (fs::is_regular_file(fs::path(path) / "part.json", error)) {
-    if (!describe_hetero_part(path, as_json, verify)) describe_one_partition(path, as_json, verify);
+    const PartPath part = part_path(path);
+    is_hetero_partitioned_directory(part.parent)
+        ? describe_hetero_part(path, part.parent, part.part, as_json, verify)
+        : describe_one_partition(path, part.parent, part.part, as_json, verify);
     return true;
   }
-  const bool typed = is_hetero_partitioned_directory(path);
-  if (!typed && !is_partitioned_directory(path)) return false;
-  if (verify) {
-    report_partitioned_problems(
-        path, as_json,
-        typed ? verify_hetero_partitioned_dataset(path) : verify_partitioned_dataset(path));
-  }
+  if (!is_partitioned_directory(path)) return false;
+  if (verify) report_partitioned_problems(path, as_json, verify_partitioned_dataset(path));
   if (as_json) {
-    print_partitioned_json(
-        typed ? read_hetero_partition_manifest(path).json : read_partition_manifest(path).json,
-        path, verify);
+    print_partitioned_json(read_partition_manifest_text(path), path, verify);
     return true;
   }
-  typed ? print_hetero_partitioned(path) : print_partitioned(path);
+  is_hetero_partitioned_directory(path) ? print_hetero_partitioned(path, /*header=*/true)
+                                        : print_partitioned(path, /*header=*/true);
   if (verify) std::printf("verify: ok (every file matches its manifest, checksums included)\n");
   return true;
 }

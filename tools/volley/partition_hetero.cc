@@ -1,7 +1,7 @@
-// `volley partition` on a heterogeneous dataset directory, and the `volley info` view of a
-// heterogeneous partitioned directory (format: volley/partition/hetero_partition.h).
+// The `volley info` figures of a heterogeneous partitioned directory and of its part-P directories
+// (format: volley/partition/hetero_partition.h); `volley partition` prints them too
+// (partition_command.cc).
 #include <cstdio>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,7 +15,6 @@
 namespace volley::cli {
 namespace {
 
-namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 // Edge cut (total and per edge type), per-type node balance, edge balance.
@@ -54,6 +53,28 @@ void print_parts(const std::vector<NodeTypeInfo>& types, const std::vector<Parti
     std::printf("part %lld: %s\n", static_cast<long long>(p), line.c_str());
   }
 }
+
+// The types with times for temporal sampling over the service (the directory's time files; a
+// bad one is named, `--verify` fails on it).
+void print_times(const HeteroPartitionManifest& manifest) {
+  HeteroPartitionTimes times;
+  try {
+    times = load_hetero_partition_times(manifest);
+  } catch (const Error& error) {
+    std::printf("times: unusable: %s\n", error.what());
+    return;
+  }
+  std::string timed;
+  for (size_t t = 0; t < times.node_time.size(); ++t) {
+    if (times.node_time[t]) timed += " " + manifest.node_types[t].name + " (node time)";
+  }
+  for (size_t e = 0; e < times.edge_time.size(); ++e) {
+    if (times.edge_time[e]) timed += " " + manifest.edge_types[e].name() + " (edge time)";
+  }
+  if (!timed.empty()) std::printf("times:%s\n", timed.c_str());
+}
+
+}  // namespace
 
 // One part-P directory of a heterogeneous partitioned dataset (`parent`): owned id ranges and
 // counts per type.
@@ -100,71 +121,19 @@ void describe_hetero_part(const std::string& path, const std::string& parent, in
   if (verify) std::printf("verify: ok (checksums and graph ids)\n");
 }
 
-// The types with times for temporal sampling over the service (the directory's time files; a
-// bad one is named, `--verify` fails on it).
-void print_times(const HeteroPartitionManifest& manifest) {
-  HeteroPartitionTimes times;
-  try {
-    times = load_hetero_partition_times(manifest);
-  } catch (const Error& error) {
-    std::printf("times: unusable: %s\n", error.what());
-    return;
-  }
-  std::string timed;
-  for (size_t t = 0; t < times.node_time.size(); ++t) {
-    if (times.node_time[t]) timed += " " + manifest.node_types[t].name + " (node time)";
-  }
-  for (size_t e = 0; e < times.edge_time.size(); ++e) {
-    if (times.edge_time[e]) timed += " " + manifest.edge_types[e].name() + " (edge time)";
-  }
-  if (!timed.empty()) std::printf("times:%s\n", timed.c_str());
-}
-
-}  // namespace
-
-void run_hetero_partition(const std::string& input, const std::string& output,
-                          const PartitionOptions& options, bool as_json) {
-  const HeteroPartitionResult result = partition_hetero_dataset(input, output, options);
-  const HeteroPartitionManifest manifest = read_hetero_partition_manifest(output);
-  if (as_json) {
-    Json json = Json::parse(manifest.json);
-    json["input"] = input;
-    json["output"] = output;
-    std::printf("%s\n", json.dump().c_str());
-    return;
-  }
-  std::printf(
-      "partitioned heterogeneous %s into %lld parts with %s in %.1f s (assignment %.1f s) "
-      "-> %s\n",
-      input.c_str(), static_cast<long long>(options.num_parts),
-      std::string(partition_method_name(options.method)).c_str(), result.seconds,
-      result.assign_seconds, output.c_str());
-  print_quality(result.quality, manifest.node_types, manifest.edge_types, manifest.num_edges);
-  print_parts(manifest.node_types, manifest.books);
-}
-
-bool describe_hetero_part(const std::string& path, bool as_json, bool verify) {
-  fs::path part_dir = fs::path(path).lexically_normal();
-  if (part_dir.filename().empty()) part_dir = part_dir.parent_path();  // "out/part-2/"
-  const std::string parent = part_dir.parent_path().empty() ? "." : part_dir.parent_path().string();
-  const std::string name = part_dir.filename().string();
-  const bool numbered = name.size() > 5 && name.size() < 15 && name.starts_with("part-") &&
-                        name.find_first_not_of("0123456789", 5) == std::string::npos;
-  if (!numbered || !is_hetero_partitioned_directory(parent)) return false;
-  describe_hetero_part(path, parent, std::stoll(name.substr(5)), as_json, verify);
-  return true;
-}
-
-void print_hetero_partitioned(const std::string& path) {
+void print_hetero_partitioned(const std::string& path, bool header) {
   const HeteroPartitionManifest manifest = read_hetero_partition_manifest(path);
-  std::printf("heterogeneous partitioned dataset: %s (%s)\n", manifest.name.c_str(), path.c_str());
-  std::printf("method: %s, %lld partitions, %zu node types, %zu edge types\n",
-              std::string(partition_method_name(manifest.method)).c_str(),
-              static_cast<long long>(manifest.num_parts), manifest.node_types.size(),
-              manifest.edge_types.size());
+  if (header) {
+    std::printf("heterogeneous partitioned dataset: %s (%s)\n", manifest.name.c_str(),
+                path.c_str());
+    std::printf("method: %s, %lld partitions, %zu node types, %zu edge types\n",
+                std::string(partition_method_name(manifest.method)).c_str(),
+                static_cast<long long>(manifest.num_parts), manifest.node_types.size(),
+                manifest.edge_types.size());
+  }
   print_quality(manifest.quality, manifest.node_types, manifest.edge_types, manifest.num_edges);
   print_parts(manifest.node_types, manifest.books);
-  print_times(manifest);
+  if (header) print_times(manifest);
 }
 
 }  // namespace volley::cli

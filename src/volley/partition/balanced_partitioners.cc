@@ -25,10 +25,10 @@ BalanceCaps balance_caps(const std::array<int64_t, kNumConstraints>& total, int6
   return caps;
 }
 
-std::vector<uint8_t> training_flags(const Dataset& dataset) {
-  std::vector<uint8_t> flags(static_cast<size_t>(dataset.graph.num_nodes()), 0);
-  if (dataset.train_idx) {
-    for (int64_t id : dataset.train_idx->span<int64_t>()) flags[static_cast<size_t>(id)] = 1;
+std::vector<uint8_t> training_flags(int64_t n, const std::optional<Array>& train_idx) {
+  std::vector<uint8_t> flags(static_cast<size_t>(n), 0);
+  if (train_idx) {
+    for (int64_t id : train_idx->span<int64_t>()) flags[static_cast<size_t>(id)] = 1;
   }
   return flags;
 }
@@ -125,31 +125,37 @@ std::array<int64_t, kNumConstraints> constraint_totals(const Dataset& dataset,
 
 }  // namespace
 
-Array assign_random(const Dataset& dataset, const PartitionOptions& options,
-                    const std::vector<uint8_t>& train) {
-  const Csr& graph = dataset.graph;
-  const int64_t n = graph.num_nodes();
+Array place_in_random_order(int64_t n, const Csr* in_edges, const std::vector<uint8_t>& train,
+                            BalancedPlacer placer, const PartitionOptions& options,
+                            uint32_t stream) {
   // A seeded Fisher–Yates shuffle (Philox: the same order on every platform).
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), int64_t{0});
-  PhiloxStream rng(options.seed, {{0x72616e64u /* "rand" */, 0, 0, 0}});
+  PhiloxStream rng(options.seed, {{0x72616e64u /* "rand" */, stream, 0, 0}});
   for (int64_t i = n - 1; i > 0; --i) {
     const auto j = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(i) + 1));
     std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
   }
-  BalancedPlacer placer(
-      balance_caps(constraint_totals(dataset, train), options.num_parts, options.balance_tolerance),
-      options.num_parts);
   Array assignment = Array::empty(DType::kInt32, {n});
   int32_t* part_of = assignment.data<int32_t>();
   for (int64_t v : order) {
-    const int64_t degree = graph.degree(v);
+    const int64_t degree = in_edges != nullptr ? in_edges->degree(v) : 0;
     const bool is_train = train[static_cast<size_t>(v)] != 0;
     const int64_t part = placer.least_loaded(degree, is_train);
     placer.place(part, degree, is_train);
     part_of[v] = static_cast<int32_t>(part);
   }
   return assignment;
+}
+
+Array assign_random(const Dataset& dataset, const PartitionOptions& options,
+                    const std::vector<uint8_t>& train) {
+  return place_in_random_order(
+      dataset.graph.num_nodes(), &dataset.graph, train,
+      BalancedPlacer(balance_caps(constraint_totals(dataset, train), options.num_parts,
+                                  options.balance_tolerance),
+                     options.num_parts),
+      options, 0);
 }
 
 Array assign_stream(const Dataset& dataset, const PartitionOptions& options,

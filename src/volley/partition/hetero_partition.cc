@@ -1,27 +1,20 @@
 // Front end of heterogeneous partitioning (hetero_partition.h): options, the per-type random and
 // the type-merged METIS assignment, quality figures, and the timing of partition_hetero_dataset.
-// The directory is written in hetero_partitioned_writer.cc and read in
-// hetero_partitioned_reader.cc.
+// The directory is written in hetero_partitioned_writer.cc and read in partitioned_reader.cc.
 #include "volley/partition/hetero_partition.h"
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <numeric>
 
-#include "volley/core/philox.h"
-#include "volley/partition/internal/hetero_partitioned_dataset.h"
+#include "volley/partition/internal/partitioned_dataset.h"
 #include "volley/partition/internal/partitioners.h"
 
 namespace volley {
 namespace {
-
-double elapsed_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // Options the heterogeneous partitioner accepts, and at least K nodes in every node type.
 void check_hetero(const HeteroDataset& dataset, const PartitionOptions& options) {
@@ -44,16 +37,13 @@ void check_hetero(const HeteroDataset& dataset, const PartitionOptions& options)
 }
 
 std::vector<uint8_t> training_flags(const HeteroDataset& dataset, int t) {
-  std::vector<uint8_t> flags(static_cast<size_t>(dataset.graph.num_nodes(t)), 0);
-  const auto& train = dataset.node_data[static_cast<size_t>(t)].train_idx;
-  if (train) {
-    for (int64_t id : train->span<int64_t>()) flags[static_cast<size_t>(id)] = 1;
-  }
-  return flags;
+  return internal::training_flags(dataset.graph.num_nodes(t),
+                                  dataset.node_data[static_cast<size_t>(t)].train_idx);
 }
 
-// One node type, balanced random: nodes and training nodes under hard caps (in-edges are not a
-// constraint: on small types with skewed degrees it would force node imbalance).
+// One node type, balanced random (the homogeneous method's core): nodes and training nodes under
+// hard caps (in-edges are not a constraint: on small types with skewed degrees it would force
+// node imbalance).
 Array assign_random_type(const HeteroDataset& dataset, int t, const PartitionOptions& options) {
   const int64_t n = dataset.graph.num_nodes(t);
   const std::vector<uint8_t> train = training_flags(dataset, t);
@@ -62,22 +52,8 @@ Array assign_random_type(const HeteroDataset& dataset, int t, const PartitionOpt
   internal::BalancedPlacer placer(
       internal::balance_caps(totals, options.num_parts, options.balance_tolerance),
       options.num_parts);
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  PhiloxStream rng(options.seed, {{0x72616e64u /* "rand" */, static_cast<uint32_t>(t) + 1, 0, 0}});
-  for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(i) + 1));
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
-  }
-  Array assignment = Array::empty(DType::kInt32, {n});
-  int32_t* part_of = assignment.data<int32_t>();
-  for (int64_t v : order) {
-    const bool is_train = train[static_cast<size_t>(v)] != 0;
-    const int64_t part = placer.least_loaded(0, is_train);
-    placer.place(part, 0, is_train);
-    part_of[v] = static_cast<int32_t>(part);
-  }
-  return assignment;
+  return internal::place_in_random_order(n, nullptr, train, std::move(placer), options,
+                                         static_cast<uint32_t>(t) + 1);
 }
 
 // METIS over the type-merged graph, one one-hot constraint per node type.
@@ -190,14 +166,6 @@ std::vector<Array> assign_stream_typed(const HeteroDataset& dataset,
   return result;
 }
 
-double balance_of(const std::vector<int64_t>& loads) {
-  const int64_t total = std::accumulate(loads.begin(), loads.end(), int64_t{0});
-  if (total == 0) return 1.0;
-  const int64_t largest = *std::max_element(loads.begin(), loads.end());
-  return static_cast<double>(largest) * static_cast<double>(loads.size()) /
-         static_cast<double>(total);
-}
-
 }  // namespace
 
 std::vector<Array> assign_hetero_partitions(const HeteroDataset& dataset,
@@ -240,24 +208,21 @@ HeteroPartitionQuality hetero_partition_quality(const HeteroDataset& dataset,
     const int32_t* dst =
         assignment[static_cast<size_t>(graph.node_type_index(type.dst))].data<int32_t>();
     const Csr& csr = graph.edges(r);
-    int64_t cut = 0;
     for (int64_t v = 0; v < csr.num_nodes(); ++v) {
       edge_loads[static_cast<size_t>(dst[v])] += csr.degree(v);
-      for (int64_t pos = csr.begin(v); pos < csr.end(v); ++pos) {
-        cut += src[csr.neighbor(pos)] != dst[v] ? 1 : 0;
-      }
     }
+    const int64_t cut = internal::count_cut_edges(csr, src, dst, int64_t{64} << 20);
     quality.cut_edges_per_type.push_back(cut);
     quality.cut_edges += cut;
   }
   const int64_t total = graph.total_edges();
   quality.edge_cut_fraction =
       total > 0 ? static_cast<double>(quality.cut_edges) / static_cast<double>(total) : 0.0;
-  quality.edge_balance = balance_of(edge_loads);
+  quality.edge_balance = internal::balance_of(edge_loads);
   for (const Array& part : assignment) {
     std::vector<int64_t> loads(static_cast<size_t>(num_parts), 0);
     for (int32_t p : part.span<int32_t>()) ++loads[static_cast<size_t>(p)];
-    quality.node_balance.push_back(balance_of(loads));
+    quality.node_balance.push_back(internal::balance_of(loads));
   }
   return quality;
 }
@@ -268,14 +233,11 @@ HeteroPartitionResult partition_hetero_dataset(const HeteroDataset& dataset,
   const auto start = std::chrono::steady_clock::now();
   const std::vector<Array> assignment = assign_hetero_partitions(dataset, options);
   HeteroPartitionResult result;
-  result.assign_seconds = elapsed_since(start);
+  result.assign_seconds = internal::elapsed_since(start);
   result.quality = hetero_partition_quality(dataset, assignment, options.num_parts);
   const HeteroGraph& graph = dataset.graph;
   for (const Array& part : assignment) {
-    std::vector<int64_t> offsets(static_cast<size_t>(options.num_parts) + 1, 0);
-    for (int32_t p : part.span<int32_t>()) ++offsets[static_cast<size_t>(p) + 1];
-    std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
-    result.books.emplace_back(std::move(offsets));
+    result.books.push_back(internal::book_of(part, options.num_parts));
   }
   result.part_edges.assign(static_cast<size_t>(options.num_parts),
                            std::vector<int64_t>(static_cast<size_t>(graph.num_edge_types()), 0));
@@ -289,8 +251,8 @@ HeteroPartitionResult partition_hetero_dataset(const HeteroDataset& dataset,
     }
   }
   internal::write_hetero_partitioned_dataset(dataset, assignment, options, result, output,
-                                             [&] { return elapsed_since(start); });
-  result.seconds = elapsed_since(start);
+                                             [&] { return internal::elapsed_since(start); });
+  result.seconds = internal::elapsed_since(start);
   return result;
 }
 

@@ -33,7 +33,7 @@
 //                                "edge_balance"}, "options": {...}, "seconds": {...}}
 //   T.node_map.npy  int64 [N_T]: new id of each old id of type T
 //   T.node_time.npy, S__R__D.edge_time.npy  (optional, added after partitioning, e.g. by
-//                   Python's volley.hetero_partition.write_times; not in partition.json) int64
+//                   Python's volley.partition.write_times; not in partition.json) int64
 //                   [N_T] the node time of every NEW id of T / int64 [E] the time of every edge
 //                   of S__R__D by edge id: temporal sampling over the service reads the whole
 //                   arrays in every part (a neighbor owned elsewhere is admitted by its time)
@@ -47,13 +47,15 @@
 //                   test_idx are LOCAL row numbers. Plus part.json ({"format": "volley-partition",
 //                   "version": 2, "part", "num_parts", "node_types": [{"name", "first_node",
 //                   "num_nodes", "num_nodes_total"}]}).
-// Edges are written one edge type at a time (O(E of that type) memory), features streamed in
-// chunks (never held), into a staging directory renamed onto `output` at the end.
+// Written and read by the one writer and reader of both kinds (partition.h): each edge type's rows
+// and each node type's features streamed to the parts in chunks (never held), into a staging
+// directory renamed onto `output` at the end; parts carry no edge times.
 //
 //   PartitionOptions options{.method = PartitionMethod::kMetis, .num_parts = 4};
 //   HeteroPartitionResult result = partition_hetero_dataset("data/mag", "data/mag-4", options);
 //   HeteroPartition part = load_hetero_partition("data/mag-4", 2);
 //   part.book("author").owner_of(id);   part.data.graph.edges({"author", "writes", "paper"});
+//   Array authors = load_node_map("data/mag-4", "author");   // partition.h, either kind
 //
 // Errors: ValueError for bad options (naming the option and value, e.g. "num_parts = 30 exceeds
 // the 24 nodes of node type 'institution'"); IoError for unreadable / unwritable files and for a
@@ -149,10 +151,7 @@ struct HeteroPartition {
 HeteroPartition load_hetero_partition(const std::string& directory, int64_t part,
                                       const PartitionLoadOptions& options = {});
 
-// "T.node_map.npy" (int64 [N_T], old id → new id of node type T), checked against partition.json
-// (shape, and CRC with `verify_checksums`).
-Array load_hetero_node_map(const std::string& directory, std::string_view node_type,
-                           bool verify_checksums = false);
+// Node maps: load_node_map(directory, node_type) (partition.h), one loader for both kinds.
 
 // The optional time files of a partitioned directory (format above), memory-mapped.
 struct HeteroPartitionTimes {
@@ -163,9 +162,6 @@ struct HeteroPartitionTimes {
 // that is not 1-d int64 of the type's length, IoError for an unreadable one.
 HeteroPartitionTimes load_hetero_partition_times(const HeteroPartitionManifest& manifest);
 
-// Checks every file of a heterogeneous partitioned directory (partition.json, every node map and
-// every part, checksums and graph validation included, the time files present); one line per
-// problem, empty when intact.
-std::vector<std::string> verify_hetero_partitioned_dataset(const std::string& directory);
+// Verification: verify_partitioned_dataset (partition.h) checks either kind.
 
 }  // namespace volley

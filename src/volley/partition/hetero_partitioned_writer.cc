@@ -1,7 +1,7 @@
-// Writing the heterogeneous partitioned directory (format: hetero_partition.h): node maps, then
-// each edge type's rows split by owner (one edge type in memory at a time), each node type's
-// features streamed through K writers, labels and splits, each part's manifests, and
-// partition.json last, in a staging directory renamed onto the output (partitioned_output.cc).
+// Writing the heterogeneous partitioned directory (format: hetero_partition.h): node maps, then the
+// parts through the one part writer of both kinds (partitioned_parts.cc: each edge type's rows and
+// each node type's arrays streamed to K writers), each part's manifests, and partition.json last,
+// in a staging directory renamed onto the output (partitioned_output.cc).
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,7 +13,6 @@
 #include "volley/core/files.h"
 #include "volley/graph/io/npy.h"
 #include "volley/partition/internal/format.h"
-#include "volley/partition/internal/hetero_partitioned_dataset.h"
 #include "volley/partition/internal/partitioned_dataset.h"
 
 namespace volley::internal {
@@ -23,138 +22,54 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using namespace partition_format;
 
+// One part's HeteroDatasetWriter, its node and edge types by index.
+class TypedParts : public PartArrays {
+ public:
+  TypedParts(std::string directory, std::string name, std::vector<NodeTypeInfo> node_types,
+             std::vector<EdgeType> edge_types)
+      : directory(directory),
+        writer(std::move(directory), std::move(name), node_types, edge_types),
+        node_types_(std::move(node_types)),
+        edge_types_(std::move(edge_types)) {}
+  std::string path_of(Owner owner, std::string_view field) const override {
+    return owner.edge ? writer.edge_path(edge_type(owner), field)
+                      : writer.node_path(node_type(owner), field);
+  }
+  void add_array(Owner owner, std::string_view field, const Array& array) override {
+    owner.edge ? writer.add_edge_array(edge_type(owner), field, array)
+               : writer.add_node_array(node_type(owner), field, array);
+  }
+  void add_written(Owner owner, std::string_view field, DType dtype, std::vector<int64_t> shape,
+                   uint32_t crc32) override {
+    owner.edge ? writer.add_edge_written(edge_type(owner), field, dtype, std::move(shape), crc32)
+               : writer.add_node_written(node_type(owner), field, dtype, std::move(shape), crc32);
+  }
+  std::string directory;
+  HeteroDatasetWriter writer;
+
+ private:
+  const std::string& node_type(Owner owner) const {
+    return node_types_[static_cast<size_t>(owner.index)].name;
+  }
+  const EdgeType& edge_type(Owner owner) const {
+    return edge_types_[static_cast<size_t>(owner.index)];
+  }
+  std::vector<NodeTypeInfo> node_types_;
+  std::vector<EdgeType> edge_types_;
+};
+
 // What every step of one write shares.
 struct HeteroWrite {
   const HeteroDataset& dataset;
-  const std::vector<Array>& assignment;  // [type]: int32 part of each old id
   const HeteroPartitionResult& result;
-  std::vector<std::vector<int64_t>> new_id;                 // [type][old id]
-  std::vector<std::string> part_dirs;                       // [K]
-  std::vector<std::unique_ptr<HeteroDatasetWriter>> parts;  // [K]
+  PartList parts;  // [K]: TypedParts
 
   int64_t num_parts() const { return static_cast<int64_t>(parts.size()); }
+  TypedParts& part(int64_t p) { return static_cast<TypedParts&>(*parts[static_cast<size_t>(p)]); }
   const std::string& type_name(int t) const {
     return dataset.graph.node_types()[static_cast<size_t>(t)].name;
   }
-  const int32_t* part_of(int t) const { return assignment[static_cast<size_t>(t)].data<int32_t>(); }
-  int64_t local_row(int t, int64_t old) const {
-    const int64_t id = new_id[static_cast<size_t>(t)][static_cast<size_t>(old)];
-    return id - result.books[static_cast<size_t>(t)].begin(part_of(t)[old]);
-  }
 };
-
-// Each part's directory and heterogeneous dataset writer (owned counts per node type).
-void open_parts(const std::string& output, HeteroWrite& write, int64_t num_parts) {
-  const HeteroGraph& graph = write.dataset.graph;
-  for (int64_t p = 0; p < num_parts; ++p) {
-    write.part_dirs.push_back(join_path(output, part_directory_name(p)));
-    std::vector<NodeTypeInfo> types;
-    for (int t = 0; t < graph.num_node_types(); ++t) {
-      types.push_back({write.type_name(t), write.result.books[static_cast<size_t>(t)].size(p)});
-    }
-    write.parts.push_back(std::make_unique<HeteroDatasetWriter>(
-        write.part_dirs.back(), fmt::format("{}.part-{}", write.dataset.name, p), types,
-        graph.edge_types()));
-  }
-}
-
-// One edge type's rows, split by the owner of their destination; neighbors renumbered (new
-// global source ids) and sorted by (new id, edge id).
-template <typename Index>
-void write_edge_type(HeteroWrite& write, int r) {
-  const HeteroGraph& graph = write.dataset.graph;
-  const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
-  const Csr& csr = graph.edges(r);
-  const int src = graph.node_type_index(type.src);
-  const int dst = graph.node_type_index(type.dst);
-  const int32_t* owner = write.part_of(dst);
-  const std::vector<int64_t>& new_src = write.new_id[static_cast<size_t>(src)];
-  const auto k = static_cast<size_t>(write.num_parts());
-  std::vector<std::vector<int64_t>> indptr(k, std::vector<int64_t>{0}), edge_ids(k);
-  std::vector<std::vector<Index>> indices(k);
-  std::vector<std::vector<float>> weights(k);
-  const float* source_weights = csr.has_weights() ? csr.weights()->data<float>() : nullptr;
-  std::vector<std::pair<int64_t, int64_t>> row;  // (new source id, CSR position)
-  for (int64_t v = 0; v < csr.num_nodes(); ++v) {
-    const auto p = static_cast<size_t>(owner[v]);
-    row.clear();
-    for (int64_t pos = csr.begin(v); pos < csr.end(v); ++pos) {
-      row.emplace_back(new_src[static_cast<size_t>(csr.neighbor(pos))], pos);
-    }
-    std::sort(row.begin(), row.end(), [&](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : csr.edge_id(a.second) < csr.edge_id(b.second);
-    });
-    for (const auto& [neighbor, pos] : row) {
-      indices[p].push_back(static_cast<Index>(neighbor));
-      edge_ids[p].push_back(csr.edge_id(pos));
-      if (source_weights != nullptr) weights[p].push_back(source_weights[pos]);
-    }
-    indptr[p].push_back(static_cast<int64_t>(indices[p].size()));
-  }
-  for (size_t p = 0; p < k; ++p) {
-    HeteroDatasetWriter& part = *write.parts[p];
-    part.add_edge_array(type, "indptr", Array::from_vector(indptr[p]));
-    part.add_edge_array(type, "indices", Array::from_vector(indices[p]));
-    part.add_edge_array(type, "edge_ids", Array::from_vector(edge_ids[p]));
-    if (source_weights != nullptr)
-      part.add_edge_array(type, "weights", Array::from_vector(weights[p]));
-    std::vector<int64_t>().swap(indptr[p]);
-    std::vector<int64_t>().swap(edge_ids[p]);
-    std::vector<Index>().swap(indices[p]);
-  }
-}
-
-// Node type t's features, streamed through one writer per part.
-void write_type_features(HeteroWrite& write, int t, int64_t chunk_bytes) {
-  const Array& features = *write.dataset.node_data[static_cast<size_t>(t)].features;
-  const PartitionBook& book = write.result.books[static_cast<size_t>(t)];
-  std::vector<std::unique_ptr<NpyWriter>> writers;
-  for (int64_t p = 0; p < write.num_parts(); ++p) {
-    writers.push_back(std::make_unique<NpyWriter>(
-        write.parts[static_cast<size_t>(p)]->node_path(write.type_name(t), "features"),
-        features.dtype(), std::vector<int64_t>{book.size(p), features.dim(1)}));
-  }
-  write_features(features, write.part_of(t), write.num_parts(), writers, chunk_bytes);
-  for (int64_t p = 0; p < write.num_parts(); ++p) {
-    writers[static_cast<size_t>(p)]->close();
-    write.parts[static_cast<size_t>(p)]->add_node_written(
-        write.type_name(t), "features", features.dtype(), {book.size(p), features.dim(1)},
-        writers[static_cast<size_t>(p)]->crc32());
-  }
-}
-
-// Node type t's labels (by local row) and splits (sorted local rows).
-void write_type_labels_and_splits(HeteroWrite& write, int t) {
-  const NodeTypeData& data = write.dataset.node_data[static_cast<size_t>(t)];
-  const PartitionBook& book = write.result.books[static_cast<size_t>(t)];
-  const int32_t* part_of = write.part_of(t);
-  const auto k = static_cast<size_t>(write.num_parts());
-  if (data.labels) {
-    std::vector<Array> labels;
-    for (size_t p = 0; p < k; ++p) {
-      labels.push_back(Array::empty(DType::kInt64, {book.size(static_cast<int64_t>(p))}));
-    }
-    const int64_t* source = data.labels->data<int64_t>();
-    for (int64_t v = 0; v < data.labels->numel(); ++v) {
-      labels[static_cast<size_t>(part_of[v])].data<int64_t>()[write.local_row(t, v)] = source[v];
-    }
-    for (size_t p = 0; p < k; ++p)
-      write.parts[p]->add_node_array(write.type_name(t), "labels", labels[p]);
-  }
-  const std::pair<const char*, const std::optional<Array>*> splits[] = {
-      {"train_idx", &data.train_idx}, {"val_idx", &data.val_idx}, {"test_idx", &data.test_idx}};
-  for (const auto& [field, ids] : splits) {
-    if (!ids->has_value()) continue;
-    std::vector<std::vector<int64_t>> local(k);
-    for (int64_t v : (*ids)->span<int64_t>()) {
-      local[static_cast<size_t>(part_of[v])].push_back(write.local_row(t, v));
-    }
-    for (size_t p = 0; p < k; ++p) {
-      std::sort(local[p].begin(), local[p].end());
-      write.parts[p]->add_node_array(write.type_name(t), field, Array::from_vector(local[p]));
-    }
-  }
-}
 
 // Finishes part p (its volley.json and part.json); returns its partition.json entry.
 Json finish_part(HeteroWrite& write, int64_t p) {
@@ -176,21 +91,14 @@ Json finish_part(HeteroWrite& write, int64_t p) {
     edges[graph.edge_types()[static_cast<size_t>(r)].name()] =
         write.result.part_edges[i][static_cast<size_t>(r)];
   }
-  write.parts[i]->finish(classes);
+  write.part(p).writer.finish(classes);
   const Json part_json = {{"format", kPartFormatName},
-                          {"version", kHeteroFormatVersion},
+                          {"version", kTypedFormatVersion},
                           {"part", p},
                           {"num_parts", write.num_parts()},
                           {"node_types", types}};
-  const std::string part_text = part_json.dump(2) + "\n";
-  write_file_atomically(join_path(write.part_dirs[i], kPartFile), part_text);
-  const std::string dataset_text =
-      read_file_text(join_path(write.part_dirs[i], kDatasetManifestFile), "dataset manifest");
-  return {{"directory", part_directory_name(p)},
-          {"num_nodes", nodes},
-          {"num_edges", edges},
-          {"volley_json_crc32", crc32_hex(text_crc(dataset_text))},
-          {"part_json_crc32", crc32_hex(text_crc(part_text))}};
+  return finish_part_entry(write.part(p).directory, p, part_json,
+                           {{"num_nodes", nodes}, {"num_edges", edges}});
 }
 
 Json manifest_json(const HeteroWrite& write, const PartitionOptions& options,
@@ -201,15 +109,14 @@ Json manifest_json(const HeteroWrite& write, const PartitionOptions& options,
   for (int t = 0; t < graph.num_node_types(); ++t) {
     const auto i = static_cast<size_t>(t);
     const NodeTypeData& data = write.dataset.node_data[i];
-    node_types.push_back(
-        {{"name", write.type_name(t)},
-         {"num_nodes", graph.num_nodes(t)},
-         {"num_classes", data.num_classes},
-         {"feature_dim", data.features ? data.features->dim(1) : 0},
-         {"offsets", write.result.books[i].offsets()},
-         {"node_map", array_json(hetero_node_map_file(write.type_name(t)), DType::kInt64,
-                                 {graph.num_nodes(t)}, node_map_crcs[i])},
-         {"balance", quality.node_balance[i]}});
+    node_types.push_back({{"name", write.type_name(t)},
+                          {"num_nodes", graph.num_nodes(t)},
+                          {"num_classes", data.num_classes},
+                          {"feature_dim", data.features ? data.features->dim(1) : 0},
+                          {"offsets", write.result.books[i].offsets()},
+                          {"node_map", array_json(node_map_file(write.type_name(t)), DType::kInt64,
+                                                  {graph.num_nodes(t)}, node_map_crcs[i])},
+                          {"balance", quality.node_balance[i]}});
     balance[write.type_name(t)] = quality.node_balance[i];
   }
   for (int r = 0; r < graph.num_edge_types(); ++r) {
@@ -221,7 +128,7 @@ Json manifest_json(const HeteroWrite& write, const PartitionOptions& options,
                           {"cut_edges", quality.cut_edges_per_type[static_cast<size_t>(r)]}});
   }
   return {{"format", kFormatName},
-          {"version", kHeteroFormatVersion},
+          {"version", kTypedFormatVersion},
           {"heterogeneous", true},
           {"name", write.dataset.name},
           {"method", partition_method_name(options.method)},
@@ -243,31 +150,45 @@ void write_everything(const HeteroDataset& dataset, const std::vector<Array>& as
                       const std::string& output, const std::function<double()>& elapsed) {
   prepare_output(output);
   const HeteroGraph& graph = dataset.graph;
-  HeteroWrite write{dataset, assignment, result, {}, {}, {}};
+  HeteroWrite write{dataset, result, {}};
+  std::vector<std::vector<int64_t>> new_id;  // [type][old id]
   std::vector<uint32_t> node_map_crcs;
   for (int t = 0; t < graph.num_node_types(); ++t) {
-    write.new_id.push_back(
-        renumber(result.books[static_cast<size_t>(t)], write.part_of(t), graph.num_nodes(t)));
-    const std::vector<int64_t>& ids = write.new_id.back();
-    NpyWriter map(join_path(output, hetero_node_map_file(write.type_name(t))), DType::kInt64,
-                  {static_cast<int64_t>(ids.size())});
-    map.write(ids.data(), ids.size() * sizeof(int64_t));
-    map.close();
-    node_map_crcs.push_back(map.crc32());
+    new_id.push_back(renumber(result.books[static_cast<size_t>(t)],
+                              assignment[static_cast<size_t>(t)].data<int32_t>(),
+                              graph.num_nodes(t)));
+    node_map_crcs.push_back(
+        write_root_array(output, node_map_file(write.type_name(t)), new_id.back()));
   }
-  open_parts(output, write, options.num_parts);
-  for (int r = 0; r < graph.num_edge_types(); ++r) {
-    if (graph.edges(r).index_dtype() == DType::kInt32) {
-      write_edge_type<int32_t>(write, r);
-    } else {
-      write_edge_type<int64_t>(write, r);
+  std::vector<TypeRenumbering> types;
+  for (int t = 0; t < graph.num_node_types(); ++t) {
+    const auto i = static_cast<size_t>(t);
+    types.push_back({assignment[i].data<int32_t>(), new_id[i], result.books[i]});
+  }
+  for (int64_t p = 0; p < options.num_parts; ++p) {
+    std::vector<NodeTypeInfo> counts;
+    for (int t = 0; t < graph.num_node_types(); ++t) {
+      counts.push_back({write.type_name(t), result.books[static_cast<size_t>(t)].size(p)});
     }
+    write.parts.push_back(std::make_unique<TypedParts>(join_path(output, part_directory_name(p)),
+                                                       fmt::format("{}.part-{}", dataset.name, p),
+                                                       counts, graph.edge_types()));
+  }
+  // Parts carry no edge times (the time files sit at the root: hetero_partition.h).
+  for (int r = 0; r < graph.num_edge_types(); ++r) {
+    const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
+    std::vector<int64_t> part_edges;
+    for (const auto& edges : result.part_edges) part_edges.push_back(edges[static_cast<size_t>(r)]);
+    write_edge_type(write.parts, r, graph.edges(r),
+                    types[static_cast<size_t>(graph.node_type_index(type.src))],
+                    types[static_cast<size_t>(graph.node_type_index(type.dst))], part_edges,
+                    /*with_times=*/false, options.chunk_bytes);
   }
   for (int t = 0; t < graph.num_node_types(); ++t) {
-    if (dataset.node_data[static_cast<size_t>(t)].features) {
-      write_type_features(write, t, options.chunk_bytes);
-    }
-    write_type_labels_and_splits(write, t);
+    const NodeTypeData& data = dataset.node_data[static_cast<size_t>(t)];
+    write_node_type(write.parts, t,
+                    {data.features, data.labels, data.train_idx, data.val_idx, data.test_idx},
+                    types[static_cast<size_t>(t)], options.chunk_bytes);
   }
   Json parts = Json::array();
   for (int64_t p = 0; p < write.num_parts(); ++p) parts.push_back(finish_part(write, p));

@@ -7,12 +7,64 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include "volley/core/parallel.h"
 #include "volley/partition/internal/partitioned_dataset.h"
 #include "volley/partition/internal/partitioners.h"
 
 namespace volley {
+
+namespace internal {
+
+double balance_of(const std::vector<int64_t>& loads) {
+  int64_t total = 0;
+  int64_t largest = 0;
+  for (int64_t load : loads) {
+    total += load;
+    largest = std::max(largest, load);
+  }
+  if (total == 0) return 1.0;
+  return static_cast<double>(largest) * static_cast<double>(loads.size()) /
+         static_cast<double>(total);
+}
+
+int64_t count_cut_edges(const Csr& graph, const int32_t* source_part, const int32_t* row_part,
+                        int64_t chunk_bytes) {
+  const int64_t n = graph.num_nodes();
+  const size_t index_bytes = dtype_size(graph.index_dtype());
+  const int64_t chunk_edges = std::max<int64_t>(1, chunk_bytes / static_cast<int64_t>(index_bytes));
+  std::atomic<int64_t> cut{0};
+  int64_t row = 0;
+  while (row < n) {
+    const int64_t first_edge = graph.begin(row);
+    int64_t last = row + 1;
+    while (last < n && graph.end(last) - first_edge <= chunk_edges) ++last;
+    parallel_for(row, last, 1024, [&](int64_t first, int64_t end) {
+      int64_t local = 0;
+      for (int64_t v = first; v < end; ++v) {
+        const int32_t home = row_part[v];
+        for (int64_t pos = graph.begin(v); pos < graph.end(v); ++pos) {
+          local += source_part[graph.neighbor(pos)] != home ? 1 : 0;
+        }
+      }
+      cut.fetch_add(local, std::memory_order_relaxed);
+    });
+    release_mapped_pages(graph.indices(), static_cast<size_t>(first_edge) * index_bytes,
+                         static_cast<size_t>(graph.begin(last)) * index_bytes);
+    row = last;
+  }
+  return cut.load();
+}
+
+PartitionBook book_of(const Array& assignment, int64_t num_parts) {
+  std::vector<int64_t> offsets(static_cast<size_t>(num_parts) + 1, 0);
+  for (int32_t p : assignment.span<int32_t>()) ++offsets[static_cast<size_t>(p) + 1];
+  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
+  return PartitionBook(std::move(offsets));
+}
+
+}  // namespace internal
 
 std::string_view partition_method_name(PartitionMethod method) {
   switch (method) {
@@ -81,22 +133,6 @@ void check_dataset(const Dataset& dataset, const PartitionOptions& options) {
   }
 }
 
-double elapsed_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double balance_of(const std::vector<int64_t>& loads) {
-  int64_t total = 0;
-  int64_t largest = 0;
-  for (int64_t load : loads) {
-    total += load;
-    largest = std::max(largest, load);
-  }
-  if (total == 0) return 1.0;
-  return static_cast<double>(largest) * static_cast<double>(loads.size()) /
-         static_cast<double>(total);
-}
-
 struct Loads {
   std::vector<int64_t> nodes, edges, train;
 };
@@ -118,36 +154,6 @@ Loads loads_of(const Dataset& dataset, const Array& assignment, int64_t num_part
   return loads;
 }
 
-// Edges whose endpoints lie in different partitions, in row chunks whose mapped pages are
-// dropped afterwards (bounded memory for the stream method).
-int64_t count_cut_edges(const Csr& graph, const Array& assignment, int64_t chunk_bytes) {
-  const int32_t* part_of = assignment.data<int32_t>();
-  const int64_t n = graph.num_nodes();
-  const size_t index_bytes = dtype_size(graph.index_dtype());
-  const int64_t chunk_edges = std::max<int64_t>(1, chunk_bytes / static_cast<int64_t>(index_bytes));
-  std::atomic<int64_t> cut{0};
-  int64_t row = 0;
-  while (row < n) {
-    const int64_t first_edge = graph.begin(row);
-    int64_t last = row + 1;
-    while (last < n && graph.end(last) - first_edge <= chunk_edges) ++last;
-    parallel_for(row, last, 1024, [&](int64_t first, int64_t end) {
-      int64_t local = 0;
-      for (int64_t v = first; v < end; ++v) {
-        const int32_t home = part_of[v];
-        for (int64_t pos = graph.begin(v); pos < graph.end(v); ++pos) {
-          local += part_of[graph.neighbor(pos)] != home ? 1 : 0;
-        }
-      }
-      cut.fetch_add(local, std::memory_order_relaxed);
-    });
-    internal::release_mapped_pages(graph.indices(), static_cast<size_t>(first_edge) * index_bytes,
-                                   static_cast<size_t>(graph.begin(last)) * index_bytes);
-    row = last;
-  }
-  return cut.load();
-}
-
 // Checks an assignment made elsewhere (tests, Python callers): int32 [N] in [0, K).
 void check_assignment(const Array& assignment, int64_t num_nodes, int64_t num_parts) {
   VOLLEY_REQUIRE(assignment.dtype() == DType::kInt32 && assignment.shape().size() == 1 &&
@@ -165,14 +171,15 @@ void check_assignment(const Array& assignment, int64_t num_nodes, int64_t num_pa
 PartitionQuality cut_and_balance(const Dataset& dataset, const Array& assignment,
                                  const Loads& loads, int64_t chunk_bytes) {
   PartitionQuality quality;
-  quality.cut_edges = count_cut_edges(dataset.graph, assignment, chunk_bytes);
+  const int32_t* part_of = assignment.data<int32_t>();
+  quality.cut_edges = internal::count_cut_edges(dataset.graph, part_of, part_of, chunk_bytes);
   quality.edge_cut_fraction =
       dataset.graph.num_edges() > 0
           ? static_cast<double>(quality.cut_edges) / static_cast<double>(dataset.graph.num_edges())
           : 0.0;
-  quality.node_balance = balance_of(loads.nodes);
-  quality.edge_balance = balance_of(loads.edges);
-  quality.train_balance = balance_of(loads.train);
+  quality.node_balance = internal::balance_of(loads.nodes);
+  quality.edge_balance = internal::balance_of(loads.edges);
+  quality.train_balance = internal::balance_of(loads.train);
   return quality;
 }
 
@@ -259,7 +266,7 @@ PartitionResult partition_dataset(const Dataset& dataset, const std::string& out
   const auto start = std::chrono::steady_clock::now();
   Assigned assigned = assign(dataset, options, /*with_cache=*/true);
   PartitionResult result;
-  result.assign_seconds = elapsed_since(start);
+  result.assign_seconds = internal::elapsed_since(start);
 
   const Loads loads = loads_of(dataset, assigned.assignment, options.num_parts);
   result.part_nodes = loads.nodes;
@@ -279,15 +286,11 @@ PartitionResult partition_dataset(const Dataset& dataset, const std::string& out
   quality.metis_remote_access_fraction = assigned.metis_remote;
   quality.random_remote_access_fraction = assigned.random_remote;
 
-  std::vector<int64_t> offsets(static_cast<size_t>(options.num_parts) + 1, 0);
-  for (int64_t p = 0; p < options.num_parts; ++p) {
-    offsets[static_cast<size_t>(p) + 1] =
-        offsets[static_cast<size_t>(p)] + loads.nodes[static_cast<size_t>(p)];
-  }
-  result.book = PartitionBook(std::move(offsets));
+  result.book = internal::book_of(assigned.assignment, options.num_parts);
   internal::write_partitioned_dataset(dataset, assigned.assignment, assigned.cached, options,
-                                      result, output, [&] { return elapsed_since(start); });
-  result.seconds = elapsed_since(start);
+                                      result, output,
+                                      [&] { return internal::elapsed_since(start); });
+  result.seconds = internal::elapsed_since(start);
   return result;
 }
 

@@ -1,5 +1,8 @@
 // volley/partition/partition.h — cutting a graph into K partitions, and partitioned datasets.
-// (Heterogeneous datasets: hetero_partition.h, a version-2 partitioned directory.)
+// (Heterogeneous datasets: hetero_partition.h, a version-2 partitioned directory.) One writer and
+// one reader serve both kinds: a homogeneous directory is the one-type case of a typed one (one
+// node type with its book and node map, one edge type), so the node-map loader, the manifest and
+// part checks and verify_partitioned_dataset below take a directory of either kind.
 //
 // One entry point, four methods (PartitionOptions::method):
 //   kRandom   balanced random: nodes in a seeded random order, each to the partition whose
@@ -39,9 +42,10 @@
 //   node_time.npy    int64 [N] (when the input has node times): the time of each NEW id, and
 //                    "node_time": {file, dtype, shape, crc32} in partition.json (every part's
 //                    sampler needs its neighbors' times, which may be owned elsewhere)
-//   Rows of a part are in new-id order; when the input's rows were sorted by time (edge time,
-//   else the neighbor's node time; sort_rows_by_time) they are sorted by (time, new id), so they
-//   stay sorted and temporal_strategy "last" works on the parts.
+//   Rows of a part are in new-id order, each row's neighbors sorted by (new id, edge id); when the
+//   input's rows were sorted by time (edge time, else the neighbor's node time;
+//   sort_rows_by_time) by (time, new id, edge id), so they stay sorted and temporal_strategy
+//   "last" works on the parts.
 //   part-P/          a dataset directory (dataset.h) of the n_P owned nodes: row r is new id
 //                    offsets[P] + r; `indices` are neighbor ids in the NEW GLOBAL numbering (so
 //                    they may exceed n_P: load it with load_partition, not load_dataset's graph
@@ -177,9 +181,15 @@ struct PartitionManifest {
   std::string json;  // the whole manifest text, for tools
 };
 
-// Whether `path` is a partitioned dataset directory (has a partition.json).
+// Whether `path` is a partitioned dataset directory of either kind (has a partition.json).
 bool is_partitioned_directory(const std::string& path);
+// partition.json of a homogeneous (version 1) directory. Both kinds' manifests are read by one
+// reader: the homogeneous layout is the one-type case of the heterogeneous one (one node type with
+// its book and node map, one edge type); IoError naming load_hetero_partition for a version-2 one.
 PartitionManifest read_partition_manifest(const std::string& directory);
+// partition.json of a directory of either kind as text, checked as the kind's reader checks it
+// (read_partition_manifest, read_hetero_partition_manifest): for tools.
+std::string read_partition_manifest_text(const std::string& directory);
 
 // One partition, loaded without the rest of the graph.
 struct Partition {
@@ -212,14 +222,18 @@ struct PartitionLoadOptions {
 Partition load_partition(const std::string& directory, int64_t part,
                          const PartitionLoadOptions& options = {});
 
-// node_map.npy (int64 [N], old id → new id), checked against partition.json (shape, and CRC
-// with `verify_checksums`).
-Array load_node_map(const std::string& directory, bool verify_checksums = false);
+// The node map of `node_type` in a partitioned directory of either kind (int64 [N_T], old id →
+// new id: node_map.npy, or "T.node_map.npy" in a heterogeneous one), checked against
+// partition.json (shape, and CRC with `verify_checksums`). "" names the only node type (the one
+// of a homogeneous directory); ValueError listing the node types for an unknown one.
+Array load_node_map(const std::string& directory, std::string_view node_type = "",
+                    bool verify_checksums = false);
 // The inverse permutation (new id → old id); ValueError if `node_map` is not a permutation.
 Array invert_node_map(const Array& node_map);
 
-// Checks every file of a partitioned directory (manifests, node map, every part with checksums
-// and graph validation); one line per problem, empty when intact.
+// Checks every file of a partitioned directory of either kind (partition.json, every node map,
+// every part with checksums and graph validation, and a heterogeneous one's time files); one line
+// per problem, empty when intact.
 std::vector<std::string> verify_partitioned_dataset(const std::string& directory);
 
 }  // namespace volley

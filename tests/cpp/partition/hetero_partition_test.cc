@@ -50,7 +50,7 @@ using Edge = std::tuple<int64_t, int64_t, int64_t>;  // (dst, src, edge id), old
 
 // new id -> old id of node type `type`, checking the map is a permutation.
 std::vector<int64_t> old_of(const std::string& dir, const std::string& type) {
-  const Array map = load_hetero_node_map(dir, type, /*verify_checksums=*/true);
+  const Array map = load_node_map(dir, type, /*verify_checksums=*/true);
   std::vector<int64_t> old(static_cast<size_t>(map.numel()), -1);
   for (int64_t v = 0; v < map.numel(); ++v) {
     const int64_t id = map.data<int64_t>()[v];
@@ -198,9 +198,16 @@ TEST_F(HeteroPartitionTest, DamagedDirectoriesAreRefusedPrecisely) {
                                            HasSubstr("as partition.json says"))));
   // A node map truncated.
   fs::resize_file(fs::path(out("damaged")) / "author.node_map.npy", 200);
-  EXPECT_THROW(load_hetero_node_map(out("damaged"), "author"), IoError);
-  EXPECT_THAT([&] { load_hetero_node_map(out("damaged"), "venue"); },
+  EXPECT_THROW(load_node_map(out("damaged"), "author"), IoError);
+  EXPECT_THAT([&] { load_node_map(out("damaged"), "venue"); },
               ThrowsMessage<ValueError>(HasSubstr("unknown node type 'venue'")));
+  // One node-map loader and one verify for both kinds: "" names the only node type.
+  EXPECT_THAT([&] { load_node_map(out("damaged"), ""); },
+              ThrowsMessage<ValueError>(HasSubstr("name a node type")));
+  const std::vector<std::string> problems = verify_partitioned_dataset(out("damaged"));
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_THAT(problems[0], HasSubstr("author.node_map.npy"));
+  EXPECT_THAT(problems[1], HasSubstr("part-1/volley.json: crc32: expected"));
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ void expect_faithful(const std::string& source_dir, const std::string& output, i
   ASSERT_EQ(manifest.book.num_parts(), parts);
   ASSERT_EQ(manifest.book.num_nodes(), n);
   // Renumbering round-trips: node_map is a permutation, its inverse undoes it.
-  const Array node_map = load_node_map(output, /*verify_checksums=*/true);
+  const Array node_map = load_node_map(output, "", /*verify_checksums=*/true);
   const Array old_of = invert_node_map(node_map);
   for (int64_t v = 0; v < n; ++v) {
     ASSERT_EQ(old_of.data<int64_t>()[node_map.data<int64_t>()[v]], v);
@@ -283,7 +283,7 @@ TEST_F(PartitionTest, CorruptOrMismatchedFilesAreRefusedPrecisely) {
   partition_dataset(source(), good, options);
   flip_byte(good + "/node_map.npy", 3);
   try {
-    load_node_map(good, /*verify_checksums=*/true);
+    load_node_map(good, "", /*verify_checksums=*/true);
     ADD_FAILURE() << "corrupt node map accepted";
   } catch (const IoError& error) {
     EXPECT_THAT(error.what(), HasSubstr("node_map.npy: crc32: expected"));

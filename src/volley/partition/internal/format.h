@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,7 +30,14 @@ inline constexpr char kCacheIdsFile[] = "cache_ids.npy";
 inline constexpr char kCacheFeaturesFile[] = "cache_features.npy";
 inline constexpr char kFormatName[] = "volley-partitioned-dataset";
 inline constexpr char kPartFormatName[] = "volley-partition";
-inline constexpr int64_t kFormatVersion = 1;
+inline constexpr int64_t kFormatVersion = 1;       // homogeneous (partition.h)
+inline constexpr int64_t kTypedFormatVersion = 2;  // heterogeneous (hetero_partition.h)
+
+// A node type's node map at the directory's root: "<type>.node_map.npy", or node_map.npy for the
+// one unnamed node type of version 1.
+inline std::string node_map_file(std::string_view node_type) {
+  return node_type.empty() ? std::string(kNodeMapFile) : fmt::format("{}.node_map.npy", node_type);
+}
 
 // "part-<p>": part p's directory inside the partitioned dataset directory.
 inline std::string part_directory_name(int64_t part) { return fmt::format("part-{}", part); }

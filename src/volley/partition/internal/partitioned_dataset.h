@@ -1,14 +1,21 @@
-// volley/partition/internal/partitioned_dataset.h — writing the partitioned dataset directory
-// (format: partition.h). Reading is public (load_partition and friends).
+// volley/partition/internal/partitioned_dataset.h — writing the partitioned dataset directory of
+// either kind (formats: partition.h, hetero_partition.h). Reading is public (load_partition and
+// friends; the one reader: partitioned_directory.h).
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "volley/graph/dataset.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/graph/io/npy.h"
+#include "volley/partition/hetero_partition.h"
 #include "volley/partition/partition.h"
 
 namespace volley::internal {
@@ -28,10 +35,64 @@ void write_staged(const std::string& output, int64_t num_parts,
                   const std::function<void(const std::string& staging)>& write);
 void prepare_output(const std::string& staging);
 
-// Streams the rows of `features` ([N, D], N the rows of one node type; possibly mapped) to the
-// writer of each row's part (`part_of`, int32 [N]), in row order, `chunk_bytes` at a time.
-void write_features(const Array& features, const int32_t* part_of, int64_t num_parts,
-                    std::vector<std::unique_ptr<NpyWriter>>& writers, int64_t chunk_bytes);
+// --- the one part writer of both kinds (partitioned_parts.cc) ---------------------------------
+// A homogeneous dataset is the one-type case: one node type and one edge type (index 0).
+
+// Where one part's arrays go: a node array of node type `t` or an edge array of edge type `r`
+// (Owner{kind, index}); a part's DatasetWriter (one of each) or HeteroDatasetWriter behind it.
+struct Owner {
+  bool edge = false;
+  int index = 0;
+};
+class PartArrays {
+ public:
+  virtual ~PartArrays() = default;
+  virtual std::string path_of(Owner owner, std::string_view field) const = 0;
+  virtual void add_array(Owner owner, std::string_view field, const Array& array) = 0;
+  virtual void add_written(Owner owner, std::string_view field, DType dtype,
+                           std::vector<int64_t> shape, uint32_t crc32) = 0;
+};
+using PartList = std::vector<std::unique_ptr<PartArrays>>;  // [K]
+
+// How one node type is renumbered: its part of each old id, the new ids, the book.
+struct TypeRenumbering {
+  const int32_t* part_of;              // [N_T]
+  const std::vector<int64_t>& new_id;  // [N_T]
+  const PartitionBook& book;
+};
+
+// One node type's arrays, as the source holds them (Dataset and NodeTypeData alike).
+struct NodeArrays {
+  const std::optional<Array>& features;  // [N_T, D], possibly mapped
+  const std::optional<Array>& labels;    // int64 [N_T]
+  const std::optional<Array>& train_idx;
+  const std::optional<Array>& val_idx;
+  const std::optional<Array>& test_idx;
+};
+
+// Edge type r's rows (`csr`: rows are `dst` nodes, indices `src` ids) to the part owning each row,
+// in one streaming pass, `chunk_bytes` of edges at a time: indptr, indices renumbered to new
+// global source ids (each row sorted by (time, new id, edge id): time only with `with_times` and
+// rows sorted by time in the input, see partition.h), edge_ids, weights, and with `with_times` the
+// input's edge times. `part_edges[p]`: the edges part p receives.
+void write_edge_type(PartList& parts, int r, const Csr& csr, const TypeRenumbering& src,
+                     const TypeRenumbering& dst, const std::vector<int64_t>& part_edges,
+                     bool with_times, int64_t chunk_bytes);
+
+// Node type t's features (streamed, `chunk_bytes` at a time), labels (by local row) and splits
+// (sorted local rows), each to the part owning the node.
+void write_node_type(PartList& parts, int t, const NodeArrays& arrays, const TypeRenumbering& type,
+                     int64_t chunk_bytes);
+
+// An int64 [N] file at the root (a node map, node_time.npy); returns its CRC-32.
+uint32_t write_root_array(const std::string& output, const std::string& file,
+                          const std::vector<int64_t>& values);
+
+// Writes part p's part.json (`part_json`) into `part_dir` (after its volley.json) and returns its
+// partition.json entry: {"directory", the items of `counts`, the CRCs of both manifests}.
+nlohmann::ordered_json finish_part_entry(const std::string& part_dir, int64_t p,
+                                         const nlohmann::ordered_json& part_json,
+                                         const nlohmann::ordered_json& counts);
 
 // Writes `output` from `dataset` and `assignment` (int32 [N]) in one streaming pass per array
 // kind (edges, then features), with K writers open at a time. `cached[p]` lists the old ids of
@@ -41,5 +102,16 @@ void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
                                const std::vector<std::vector<int64_t>>& cached,
                                const PartitionOptions& options, const PartitionResult& result,
                                const std::string& output, const std::function<double()>& elapsed);
+
+// Writes `output` from `dataset` and `assignment` (int32 [N_T] per node type): the node maps,
+// each part's heterogeneous dataset directory and part.json, then partition.json, in a staging
+// directory renamed onto `output`. `result` holds the books, loads and quality; `elapsed` the
+// seconds so far, for the manifest.
+void write_hetero_partitioned_dataset(const HeteroDataset& dataset,
+                                      const std::vector<Array>& assignment,
+                                      const PartitionOptions& options,
+                                      const HeteroPartitionResult& result,
+                                      const std::string& output,
+                                      const std::function<double()>& elapsed);
 
 }  // namespace volley::internal

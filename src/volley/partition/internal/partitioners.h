@@ -6,14 +6,17 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "volley/core/array.h"
 #include "volley/graph/dataset.h"
 #include "volley/partition/partition.h"
+#include "volley/partition/partition_book.h"
 
 namespace volley::internal {
 
@@ -28,8 +31,12 @@ struct BalanceCaps {
 BalanceCaps balance_caps(const std::array<int64_t, kNumConstraints>& total, int64_t num_parts,
                          double tolerance);
 
-// One byte per node: 1 for training nodes (dataset.train_idx), 0 otherwise.
-std::vector<uint8_t> training_flags(const Dataset& dataset);
+// One byte per node of `n`: 1 for training nodes (`train_idx`, of a dataset or of a node type),
+// 0 otherwise.
+std::vector<uint8_t> training_flags(int64_t n, const std::optional<Array>& train_idx);
+inline std::vector<uint8_t> training_flags(const Dataset& dataset) {
+  return training_flags(dataset.graph.num_nodes(), dataset.train_idx);
+}
 
 // Places nodes one at a time under hard caps; shared by random, hotness and stream.
 class BalancedPlacer {
@@ -56,6 +63,12 @@ class BalancedPlacer {
 
 Array assign_random(const Dataset& dataset, const PartitionOptions& options,
                     const std::vector<uint8_t>& train);
+// The random method's core, for a dataset or one node type: nodes [0, n) in a seeded Fisher-Yates
+// order (Philox: options.seed, `stream`), each to the least loaded part of `placer`; a node's
+// in-edges count as its degree in `in_edges` (null: not a constraint).
+Array place_in_random_order(int64_t n, const Csr* in_edges, const std::vector<uint8_t>& train,
+                            BalancedPlacer placer, const PartitionOptions& options,
+                            uint32_t stream);
 Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
                    const std::vector<uint8_t>& train);
 // Calls its argument visit(v, u) once per directed edge of a graph.
@@ -108,6 +121,21 @@ AccessFigures measure_accesses(const Dataset& dataset, const Array& assignment,
 Array refine_by_hotness(const Dataset& dataset, const Array& initial,
                         const PartitionOptions& options, const std::vector<uint8_t>& train,
                         const std::vector<uint32_t>& reads_per_part);
+
+// Edges of `graph` (rows: nodes whose part is `row_part`; indices: sources whose part is
+// `source_part`, the same array for a homogeneous graph) that cross partitions, counted in
+// parallel over row chunks of about `chunk_bytes` of indices whose mapped pages are dropped after.
+int64_t count_cut_edges(const Csr& graph, const int32_t* source_part, const int32_t* row_part,
+                        int64_t chunk_bytes);
+// The book of an assignment (int32 [N] in [0, num_parts)): part p owns as many new ids as it has
+// nodes, in part order (a dataset's, or one node type's).
+PartitionBook book_of(const Array& assignment, int64_t num_parts);
+// Seconds since `start` (the timings of a partitioning run).
+inline double elapsed_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+// Largest load / mean load (1 when all are 0).
+double balance_of(const std::vector<int64_t>& loads);
 
 // Drops the pages of a memory-mapped array's bytes [first, end) from this process (they are
 // re-read from the file if touched again): keeps the resident memory of a streaming pass
