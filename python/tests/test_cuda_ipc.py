@@ -46,7 +46,13 @@ def _typed_graph() -> volley.HeteroGraph:
 
 
 def _sampler(kind: str, mode: str, device: str):
-    """The sampler of each graph kind, placed on `device`."""
+    """The sampler of each graph kind, placed on `device`; or ("feature") a GPU feature cache
+    sharded over devices 0 and 1 (the rest pinned) in a hot order, gathered on `device`."""
+    if kind == "feature":
+        rows = np.random.default_rng(8).normal(size=(1500, 12)).astype(np.float32)
+        hot = np.random.default_rng(9).permutation(1500)
+        return volley.Feature(rows, device=device, devices=[0, 1], hot_order=hot,
+                              device_cache_size=300 * 12 * 4)
     if kind == "typed":
         return volley.HeteroNeighborSampler(_typed_graph(), [6, 4], device=device, mode=mode,
                                             seed=11)
@@ -55,7 +61,10 @@ def _sampler(kind: str, mode: str, device: str):
 
 def _digest(sampler) -> str:
     digest = hashlib.sha256()
-    if isinstance(sampler, volley.HeteroNeighborSampler):
+    if isinstance(sampler, volley.Feature):
+        ids = np.arange(0, 1500, 3, dtype=np.int64)
+        arrays = [sampler[ids]]
+    elif isinstance(sampler, volley.HeteroNeighborSampler):
         out = sampler.sample({"paper": SEEDS}, batch_index=3)
         arrays = [*out["node"].values(), *out["row"].values(), *out["col"].values(),
                   *out["edge"].values()]
@@ -67,8 +76,21 @@ def _digest(sampler) -> str:
     return digest.hexdigest()
 
 
+class _Tiers:
+    """A GPU feature's tiers, read as placed graphs are (``ipc_handles``)."""
+
+    def __init__(self, feature):
+        self.feature = feature
+
+    def ipc_handles(self) -> tuple:
+        return tuple(tier["shared_name"] for tier in self.feature.tiers)
+
+
 def _placed_graphs(sampler) -> list:
-    """The placed CudaGraphs behind a sampler: its graph's, or each edge type's."""
+    """The placed CudaGraphs behind a sampler: its graph's, or each edge type's (a feature: its
+    tiers)."""
+    if isinstance(sampler, volley.Feature):
+        return [_Tiers(sampler)]
     if isinstance(sampler, volley.HeteroNeighborSampler):
         return [sampler._placed.edges(e) for e in range(len(sampler.graph.edge_types))]
     return [sampler._placed]
@@ -96,11 +118,12 @@ def send(kind: str, mode: str, device: str, path: str) -> None:
     sampler = _sampler(kind, mode, device)
     before = _digest(sampler)
     payload = pickle.dumps(sampler)
-    assert sampler._placed.shareable
     with open(path, "wb") as out:
         out.write(payload)
-    with open(path + ".placed", "wb") as out:  # the placed graph alone
-        out.write(pickle.dumps(sampler._placed))
+    if kind != "feature":
+        assert sampler._placed.shareable
+        with open(path + ".placed", "wb") as out:  # the placed graph alone
+            out.write(pickle.dumps(sampler._placed))
     assert _digest(sampler) == before, "sharing the placed graph changed its batches"
     print(before, *_segment_inodes(*_placed_graphs(sampler)), flush=True)
     sys.stdin.readline()
@@ -110,7 +133,8 @@ def receive(path: str) -> None:
     """Unpickles the sampler of `path`; prints its batch digest and segment inodes."""
     with open(path, "rb") as payload:
         sampler = pickle.load(payload)
-    assert sampler._placed.shareable and sampler.mode in ("GPU", "UVA")
+    if not isinstance(sampler, volley.Feature):
+        assert sampler._placed.shareable and sampler.mode in ("GPU", "UVA")
     print(_digest(sampler), *_segment_inodes(*_placed_graphs(sampler)), flush=True)
 
 
@@ -244,15 +268,19 @@ def test_placed_graph_pickles_by_handle_and_shareable_placement_copies_nothing()
 
 
 @needs_emulation
-def test_a_feature_on_a_device_refuses_pickling_by_name():
-    out = _in_emulated_process(
-        "import pickle\n"
-        "feature = volley.Feature(np.ones((10, 4), np.float32), device='cuda')\n"
-        "try:\n"
-        "    pickle.dumps(feature)\n"
-        "except TypeError as error:\n"
-        "    print('refused', 'CUDA device' in str(error))\n")
-    assert out == "refused True"
+def test_pickled_gpu_feature_opens_the_same_tiers_and_gathers_the_same(tmp_path):
+    """A GPU feature cache sharded over two emulated devices, pickled in one process: the
+    receiver gathers the same rows from the sender's shards and pinned rows (the same segments,
+    not copies)."""
+    path = str(tmp_path / "feature.pkl")
+    sender = Sender("GPU", "cuda:1", path, _env(devices=2), "feature")
+    try:
+        received = _run("receive", path, env=_env(devices=2)).split()
+    finally:
+        assert sender.close() == 0
+    assert received[0] == sender.digest, "the receiver's rows differ from the sender's"
+    assert len(sender.inodes) == 3  # two device shards and the pinned rows
+    assert received[1:] == sender.inodes, "the receiver must map the sender's segments, not copies"
 
 
 if __name__ == "__main__":
