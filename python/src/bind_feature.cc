@@ -240,6 +240,10 @@ void bind_store_properties(StoreClass& store) {
           "rows_read_ahead", [](const FeatureStore& self) { return self.disk_stats().read_ahead; },
           "Rows read into the lookahead cache ahead of their batch (read_ahead=True) so far.")
       .def_prop_ro("shared_name", &FeatureStore::shared_name)
+      .def_prop_ro("shareable", &FeatureStore::shareable,
+                   "A GPU store whose arrays other processes open by handle.")
+      .def("to_shareable", &FeatureStore::to_shareable, nb::call_guard<nb::gil_scoped_release>(),
+           "This GPU store with every array in shareable memory (copied once if not).")
       .def_prop_ro(
           "tiers",
           [](const FeatureStore& self) {

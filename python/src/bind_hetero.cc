@@ -215,19 +215,10 @@ void bind_hetero_sampler(nb::module_& m) {
              const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
              bool replace, bool weighted, uint64_t seed, bool disjoint,
              const std::string& time_source, const std::string& temporal_strategy,
-             const NodeTimes& node_time, const EdgeTimes& edge_time, int device,
-             const std::string& mode) {
+             const NodeTimes& node_time, const EdgeTimes& edge_time) {
             HeteroSamplerOptions options =
                 hetero_sampler_options(fanouts, fanouts_by_type, replace, weighted, seed, disjoint,
                                        time_source, temporal_strategy);
-            if (device >= 0) {  // CUDA (GPU or UVA placement); no times (refused by name)
-              const CudaSamplingMode parsed = parse_cuda_sampling_mode(mode);
-              nb::gil_scoped_release release;
-              new (self) HeteroNeighborSampler(
-                  CudaHeteroGraph::place(graph, {.mode = parsed, .device = device}),
-                  std::move(options));
-              return;
-            }
             HeteroTimes times = hetero_times(node_time, edge_time);
             nb::gil_scoped_release release;
             new (self) HeteroNeighborSampler(graph, std::move(options), std::move(times));
@@ -236,7 +227,21 @@ void bind_hetero_sampler(nb::module_& m) {
           nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
           nb::arg("disjoint") = false, nb::arg("time_source") = "none",
           nb::arg("temporal_strategy") = "uniform", nb::arg("node_time") = NodeTimes{},
-          nb::arg("edge_time") = EdgeTimes{}, nb::arg("device") = -1, nb::arg("mode") = "UVA")
+          nb::arg("edge_time") = EdgeTimes{}, "CPU sampling over a host graph.")
+      .def(
+          "__init__",
+          [](HeteroNeighborSampler* self, const CudaHeteroGraph& placed,
+             const std::vector<int64_t>& fanouts,
+             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
+             bool replace, bool weighted, uint64_t seed) {
+            HeteroSamplerOptions options = hetero_sampler_options(
+                fanouts, fanouts_by_type, replace, weighted, seed, false, "none", "uniform");
+            nb::gil_scoped_release release;
+            new (self) HeteroNeighborSampler(placed, std::move(options));
+          },
+          nb::arg("placed"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
+          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
+          "CUDA sampling over a graph already placed (CudaHeteroGraph; e.g. opened by handle).")
       .def_prop_ro("on_cuda", &HeteroNeighborSampler::on_cuda)
       .def(
           "sample",

@@ -192,6 +192,40 @@ nb::object store_state(const FeatureStore& store) {
   return handle_of(store.tiers()[0].rows(), "features");
 }
 
+// A GPU store by handles: (devices, shard handles, lookup handles or None, pinned handle,
+// cliques, hot rows per clique, pinned_first). ValueError unless every array is shareable.
+nb::object gpu_store_state(const FeatureStore& store) {
+  VOLLEY_REQUIRE(store.shareable(), ValueError,
+                 "this GPU feature store is not in shareable memory: call to_shareable() first");
+  const FeatureStore::GpuParts parts = store.gpu_parts();
+  nb::list shards, lookups;
+  for (const Array& shard : parts.shards) shards.append(handle_of(shard, "shard"));
+  for (const std::optional<Array>& lookup : parts.lookups)
+    lookups.append(handle_of(lookup, "lookup"));
+  return nb::make_tuple(parts.devices, shards, lookups, handle_of(parts.pinned, "pinned rows"),
+                        parts.cliques, parts.hot_rows, parts.pinned_first);
+}
+
+FeatureStore gpu_store_from_state(nb::handle state) {
+  VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 7, ValueError,
+                 "a GPU feature store's state is a tuple of 7 entries");
+  FeatureStore::GpuParts parts;
+  parts.devices = nb::cast<std::vector<int>>(state[0]);
+  std::vector<ArrayHandle> shards;
+  std::vector<std::optional<ArrayHandle>> lookups;
+  for (nb::handle shard : state[1]) shards.push_back(parse_handle(shard, "shard"));
+  for (nb::handle lookup : state[2]) lookups.push_back(parse_optional_handle(lookup, "lookup"));
+  const ArrayHandle pinned = parse_handle(state[3], "pinned rows");
+  parts.cliques = nb::cast<std::vector<std::vector<int>>>(state[4]);
+  parts.hot_rows = nb::cast<std::vector<int64_t>>(state[5]);
+  parts.pinned_first = nb::cast<int64_t>(state[6]);
+  nb::gil_scoped_release release;
+  for (const ArrayHandle& shard : shards) parts.shards.push_back(attach(shard));
+  for (const std::optional<ArrayHandle>& lookup : lookups) parts.lookups.push_back(attach(lookup));
+  parts.pinned = attach(pinned);
+  return FeatureStore::from_gpu_parts(std::move(parts));
+}
+
 // --- CudaGraph ------------------------------------------------------------------------------
 
 nb::object placed_state(const CudaGraph& graph) {
@@ -302,6 +336,10 @@ void bind_share(nb::module_& m) {
         "The store as one shared tier in id order (kept when it already is one).");
   m.def("feature_store_is_shared", &store_is_shared, nb::arg("store"));
   m.def("feature_store_state", &store_state, nb::arg("store"));
+  m.def("gpu_feature_store_state", &gpu_store_state, nb::arg("store"),
+        "A shareable GPU store's handles and layout (FeatureStore::gpu_parts).");
+  m.def("gpu_feature_store_from_state", &gpu_store_from_state, nb::arg("state"),
+        "Opens a GPU store by its handles: the same device and pinned memory (no copy).");
   m.def(
       "feature_store_from_state",
       [](nb::handle state) {

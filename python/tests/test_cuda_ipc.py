@@ -37,42 +37,95 @@ def _graph() -> volley.Graph:
     return volley.Graph.from_edge_index(edges, num_nodes=1500, undirected=True)
 
 
-def _digest(sampler: volley.NeighborSampler) -> str:
-    sub = sampler.sample_subgraph(SEEDS, batch_index=3)
+def _typed_graph() -> volley.HeteroGraph:
+    rng = np.random.default_rng(6)
+    return volley.HeteroGraph.from_edge_index_dict(
+        {("author", "writes", "paper"): rng.integers(0, 400, size=(2, 3000), dtype=np.int64),
+         ("paper", "cites", "paper"): rng.integers(0, 400, size=(2, 5000), dtype=np.int64)},
+        num_nodes_dict={"author": 400, "paper": 400})
+
+
+def _sampler(kind: str, mode: str, device: str):
+    """The sampler of each graph kind, placed on `device`; or ("feature") a GPU feature cache
+    sharded over devices 0 and 1 (the rest pinned) in a hot order, gathered on `device`."""
+    if kind == "feature":
+        rows = np.random.default_rng(8).normal(size=(1500, 12)).astype(np.float32)
+        hot = np.random.default_rng(9).permutation(1500)
+        return volley.Feature(rows, device=device, devices=[0, 1], hot_order=hot,
+                              device_cache_size=300 * 12 * 4)
+    if kind == "typed":
+        return volley.HeteroNeighborSampler(_typed_graph(), [6, 4], device=device, mode=mode,
+                                            seed=11)
+    return volley.NeighborSampler(_graph(), [6, 4], device=device, mode=mode, seed=11)
+
+
+def _digest(sampler) -> str:
     digest = hashlib.sha256()
-    for array in (sub.n_id, sub.row, sub.col, sub.e_id):
+    if isinstance(sampler, volley.Feature):
+        ids = np.arange(0, 1500, 3, dtype=np.int64)
+        arrays = [sampler[ids]]
+    elif isinstance(sampler, volley.HeteroNeighborSampler):
+        out = sampler.sample({"paper": SEEDS}, batch_index=3)
+        arrays = [*out["node"].values(), *out["row"].values(), *out["col"].values(),
+                  *out["edge"].values()]
+    else:
+        sub = sampler.sample_subgraph(SEEDS, batch_index=3)
+        arrays = [sub.n_id, sub.row, sub.col, sub.e_id]
+    for array in arrays:
         digest.update(np.ascontiguousarray(volley._tensor.to_numpy(array)).tobytes())
     return digest.hexdigest()
 
 
-def _segment_inodes(placed) -> list:
-    """The inodes of the memfd segments behind a placed graph's indptr and indices: equal in
-    two processes exactly when both map the same memory."""
+class _Tiers:
+    """A GPU feature's tiers, read as placed graphs are (``ipc_handles``)."""
+
+    def __init__(self, feature):
+        self.feature = feature
+
+    def ipc_handles(self) -> tuple:
+        return tuple(tier["shared_name"] for tier in self.feature.tiers)
+
+
+def _placed_graphs(sampler) -> list:
+    """The placed CudaGraphs behind a sampler: its graph's, or each edge type's (a feature: its
+    tiers)."""
+    if isinstance(sampler, volley.Feature):
+        return [_Tiers(sampler)]
+    if isinstance(sampler, volley.HeteroNeighborSampler):
+        return [sampler._placed.edges(e) for e in range(len(sampler.graph.edge_types))]
+    return [sampler._placed]
+
+
+def _segment_inodes(*placed) -> list:
+    """The inodes of the memfd segments behind placed graphs' indptr and indices: equal in two
+    processes exactly when both map the same memory."""
     inodes = []
-    for text in placed.ipc_handles():
-        assert text.startswith("ipc:"), text
-        pid, fd = text.split(":memfd:")[1].split(":")[:2]
-        inodes.append(os.stat(f"/proc/{pid}/fd/{fd}").st_ino)
+    for graph in placed:
+        for text in graph.ipc_handles():
+            assert text.startswith("ipc:"), text
+            pid, fd = text.split(":memfd:")[1].split(":")[:2]
+            inodes.append(os.stat(f"/proc/{pid}/fd/{fd}").st_ino)
     return inodes
 
 
 # --- the processes --------------------------------------------------------------------------
 
 
-def send(mode: str, device: str, path: str) -> None:
-    """Places a sampler's graph, pickles the sampler to `path` (and its placed graph alone to
-    `path`.placed), prints its batch digest and the segment inodes, then waits for a line on
-    stdin (the receiver is done) before exiting."""
-    sampler = volley.NeighborSampler(_graph(), [6, 4], device=device, mode=mode, seed=11)
+def send(kind: str, mode: str, device: str, path: str) -> None:
+    """Places a sampler's graph (`kind`: "graph" or "typed"), pickles the sampler to `path` (and
+    its placed graph alone to `path`.placed), prints its batch digest and the segment inodes,
+    then waits for a line on stdin (the receiver is done) before exiting."""
+    sampler = _sampler(kind, mode, device)
     before = _digest(sampler)
     payload = pickle.dumps(sampler)
-    assert sampler._placed.shareable
     with open(path, "wb") as out:
         out.write(payload)
-    with open(path + ".placed", "wb") as out:  # the placed graph alone
-        out.write(pickle.dumps(sampler._placed))
+    if kind != "feature":
+        assert sampler._placed.shareable
+        with open(path + ".placed", "wb") as out:  # the placed graph alone
+            out.write(pickle.dumps(sampler._placed))
     assert _digest(sampler) == before, "sharing the placed graph changed its batches"
-    print(before, *_segment_inodes(sampler._placed), flush=True)
+    print(before, *_segment_inodes(*_placed_graphs(sampler)), flush=True)
     sys.stdin.readline()
 
 
@@ -80,8 +133,9 @@ def receive(path: str) -> None:
     """Unpickles the sampler of `path`; prints its batch digest and segment inodes."""
     with open(path, "rb") as payload:
         sampler = pickle.load(payload)
-    assert sampler._placed.shareable and sampler.mode in ("GPU", "UVA")
-    print(_digest(sampler), *_segment_inodes(sampler._placed), flush=True)
+    if not isinstance(sampler, volley.Feature):
+        assert sampler._placed.shareable and sampler.mode in ("GPU", "UVA")
+    print(_digest(sampler), *_segment_inodes(*_placed_graphs(sampler)), flush=True)
 
 
 def receive_error(*paths: str) -> None:
@@ -117,9 +171,9 @@ def _run(role: str, *args: str, env: dict) -> str:
 class Sender:
     """A sender process kept alive until `close` (the handles name its memory)."""
 
-    def __init__(self, mode: str, device: str, path: str, env: dict):
+    def __init__(self, mode: str, device: str, path: str, env: dict, kind: str = "graph"):
         self.process = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "send", mode, device, path], env=env,
+            [sys.executable, os.path.abspath(__file__), "send", kind, mode, device, path], env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline().split()
         if not line:
@@ -148,10 +202,12 @@ needs_emulation = pytest.mark.skipif(
 
 
 @needs_emulation
+@pytest.mark.parametrize("kind", ["graph", "typed"])
 @pytest.mark.parametrize("mode", ["GPU", "UVA"])
-def test_pickled_gpu_sampler_opens_the_same_placed_graph_and_samples_the_same(tmp_path, mode):
+def test_pickled_gpu_sampler_opens_the_same_placed_graph_and_samples_the_same(tmp_path, mode,
+                                                                              kind):
     path = str(tmp_path / "sampler.pkl")
-    sender = Sender(mode, "cuda:1", path, _env(devices=2))
+    sender = Sender(mode, "cuda:1", path, _env(devices=2), kind)
     try:
         received = _run("receive", path, env=_env(devices=2)).split()
     finally:
@@ -212,15 +268,19 @@ def test_placed_graph_pickles_by_handle_and_shareable_placement_copies_nothing()
 
 
 @needs_emulation
-def test_a_feature_on_a_device_refuses_pickling_by_name():
-    out = _in_emulated_process(
-        "import pickle\n"
-        "feature = volley.Feature(np.ones((10, 4), np.float32), device='cuda')\n"
-        "try:\n"
-        "    pickle.dumps(feature)\n"
-        "except TypeError as error:\n"
-        "    print('refused', 'CUDA device' in str(error))\n")
-    assert out == "refused True"
+def test_pickled_gpu_feature_opens_the_same_tiers_and_gathers_the_same(tmp_path):
+    """A GPU feature cache sharded over two emulated devices, pickled in one process: the
+    receiver gathers the same rows from the sender's shards and pinned rows (the same segments,
+    not copies)."""
+    path = str(tmp_path / "feature.pkl")
+    sender = Sender("GPU", "cuda:1", path, _env(devices=2), "feature")
+    try:
+        received = _run("receive", path, env=_env(devices=2)).split()
+    finally:
+        assert sender.close() == 0
+    assert received[0] == sender.digest, "the receiver's rows differ from the sender's"
+    assert len(sender.inodes) == 3  # two device shards and the pinned rows
+    assert received[1:] == sender.inodes, "the receiver must map the sender's segments, not copies"
 
 
 if __name__ == "__main__":

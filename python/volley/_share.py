@@ -76,21 +76,28 @@ def attach_dataset(state: tuple) -> Any:
 
 
 def share_feature_store(store: Any) -> Any:
-    """The store as one shared tier in id order (itself when it already is one).
-
-    Cache tiers are per process: a tiered store is flattened into one shared copy of all rows.
-    """
+    """The store in memory other processes open by handle: host tiers as one shared tier in id
+    order (kept when it already is one); GPU tiers in shareable device and pinned memory, their
+    layout kept (kept when they are already)."""
+    if store.on_cuda:
+        return store.to_shareable()
     return store if _volley.feature_store_is_shared(store) else _volley.share_feature_store(store)
 
 
 def feature_store_state(store: Any) -> tuple:
-    """The handle of a shared store's rows (what a pickle carries)."""
-    return _volley.feature_store_state(store)
+    """Handles of a shared store (``share_feature_store`` first): ("host", handle) or ("gpu",
+    the GPU tiers' handles and layout)."""
+    if store.on_cuda:
+        return ("gpu", _volley.gpu_feature_store_state(store))
+    return ("host", _volley.feature_store_state(store))
 
 
 def attach_feature_store(state: tuple) -> Any:
-    """The native store attached to the shared rows of ``feature_store_state``."""
-    return _volley.feature_store_from_state(state)
+    """The native store opened on the memory ``feature_store_state`` names (zero-copy)."""
+    kind, handles = state
+    if kind == "gpu":
+        return _volley.gpu_feature_store_from_state(handles)
+    return _volley.feature_store_from_state(handles)
 
 
 # --- memory accounting ----------------------------------------------------------------------

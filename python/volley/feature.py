@@ -345,6 +345,8 @@ class Feature:
     def _from_store(cls, store: _NativeStore) -> "Feature":
         feature = cls()
         feature._store = store
+        if store.on_cuda:  # (a GPU store opened by handle)
+            feature._device, feature._devices = store.device, list(store.devices)
         return feature
 
     def _hot_order_ids(self) -> Any:
@@ -551,33 +553,20 @@ class Feature:
         return int(self._native().num_rows)
 
     def share_memory_(self) -> "Feature":
-        """Moves the rows into shared memory, once, and returns self.
+        """Moves the rows into memory other processes open by handle, once; returns self.
 
-        A store that is already one shared tier (``shared=True``, or shared before) is kept. A
-        tiered store becomes one shared tier holding every row in id order (cache tiers are per
-        process). Afterwards pickling the feature sends a handle and the receiving process
-        attaches to the same memory (zero-copy); the memory is freed when the last process lets
-        go, even after ``kill -9`` (see ``volley._share``).
-
-        Returns:
-            self.
-
-        Raises:
-            VolleyValueError: a Feature on a CUDA device (its tiers are device and pinned memory).
+        Host tiers: a store that is one shared tier (``shared=True``, or shared before) is
+        kept; a tiered store becomes one shared tier holding every row in id order (cache tiers
+        are per process). On a CUDA device the device shards and pinned rows keep their layout
+        and move to memory opened by CUDA IPC handle (pinned rows: a memfd segment page-locked
+        in each process), as placed graphs do (docs/guide/gpu.md). Pickling then sends handles
+        and the receiving process opens the same memory; it is freed when the last process lets
+        go, even after ``kill -9`` (host tiers; see ``volley._share``).
         """
-        if self._device is not None:
-            raise VolleyValueError(
-                "a Feature on a CUDA device cannot be shared: share the CPU Feature"
-            )
         self._store = _share.share_feature_store(self._native())
         return self
 
     def __reduce__(self) -> Any:
-        if self._device is not None:
-            raise VolleyTypeError(
-                "a Feature on a CUDA device cannot be pickled: pickle the CPU Feature (or share "
-                "it) and create the device Feature in the receiving process"
-            )
         store = self._native()
         if store.shared_name:  # shared=True: attach the named segment
             return (Feature.attach, (store.shared_name,))

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
-from . import _cuda, _policy, _temporal, _tensor
+from . import _cuda, _policy, _temporal, _tensor, _volley
 from ._volley import HeteroNeighborSampler as _NativeSampler
 from ._volley import VolleyNotImplementedError, VolleyTypeError, VolleyValueError
 from .hetero import EdgeType, HeteroDataset, HeteroGraph, edge_type_of
@@ -132,11 +132,23 @@ class HeteroNeighborSampler:
             seed=self._seed, default=default, disjoint=bool(disjoint),
             node_time=dict(self._node_time) or None, edge_time=dict(edge_times) or None,
             temporal_strategy=str(temporal_strategy), device=ordinal, mode=self._mode)
-        self._native = _NativeSampler(
-            graph._native, fanouts, by_type, replace=bool(replace), weighted=bool(weighted),
-            seed=self._seed, disjoint=bool(disjoint), time_source=self._time_source,
-            temporal_strategy=str(temporal_strategy), node_time=list(self._node_time.items()),
-            edge_time=edge_times, device=-1 if ordinal is None else ordinal, mode=self._mode)
+        self._placed = None  # the graph placed for the GPU (a native CudaHeteroGraph)
+        self._native_options = (fanouts, by_type, bool(replace), bool(weighted), self._seed)
+        if ordinal is not None:
+            self._use_placed(_volley.CudaHeteroGraph.place(graph._native, self._mode, ordinal))
+        else:
+            self._native = _NativeSampler(
+                graph._native, fanouts, by_type, replace=bool(replace), weighted=bool(weighted),
+                seed=self._seed, disjoint=bool(disjoint), time_source=self._time_source,
+                temporal_strategy=str(temporal_strategy),
+                node_time=list(self._node_time.items()), edge_time=edge_times)
+
+    def _use_placed(self, placed: Any) -> None:
+        """Samples with the CUDA kernels over ``placed`` (a native ``CudaHeteroGraph``: placed
+        here, or opened by handle in another process), kept as ``self._placed``."""
+        self._placed = placed
+        self._device, self._mode = placed.device, placed.mode
+        self._native = _NativeSampler(placed, *self._native_options)
 
     @property
     def graph(self) -> HeteroGraph:
@@ -252,16 +264,36 @@ class HeteroNeighborSampler:
                 _temporal.as_times(seed_time[t], f"seed times of node type '{t}'")
                 for t, _ in groups]
 
+    def share_memory_(self) -> "HeteroNeighborSampler":
+        """On a CUDA device: moves the placed graph, once, to memory other processes open by
+        handle (CUDA IPC for device memory, pinned memory registered in each process), so that
+        a pickled copy samples from the same placement, with no second copy on the device (as
+        ``NeighborSampler.share_memory_``). On the CPU: nothing (the graph pickles by value)."""
+        if self._placed is not None and not self._placed.shareable:
+            self._placed.share_memory_()  # in place: one copy, the old arrays freed
+            self._use_placed(self._placed)
+        return self
+
     def __reduce__(self) -> tuple:
         """Pickled as its graph (by value, as ``HeteroGraph`` pickles) and its options: the copy
-        gives the same batches. On a CUDA device the copy places the graph again, on the same
-        device (typed graphs do not travel by IPC handle yet)."""
-        return _rebuild_hetero_sampler, (self._graph, self._arguments)
+        gives the same batches. On a CUDA device also the placed graph, by handle
+        (``share_memory_`` first): the copy opens this process's placement instead of placing
+        the graph again."""
+        if self._placed is None:
+            return _rebuild_hetero_sampler, (self._graph, self._arguments)
+        self.share_memory_()
+        cpu = dict(self._arguments, device=None, mode=None)
+        return _rebuild_hetero_sampler, (self._graph, cpu, self._placed)
 
     def __repr__(self) -> str:
         return f"HeteroNeighborSampler(graph={self._graph!r}, seed={self._seed})"
 
 
-def _rebuild_hetero_sampler(graph: HeteroGraph, arguments: dict) -> HeteroNeighborSampler:
-    """Unpickles a ``HeteroNeighborSampler``."""
-    return HeteroNeighborSampler(graph, **arguments)
+def _rebuild_hetero_sampler(graph: HeteroGraph, arguments: dict,
+                            placed: Any = None) -> HeteroNeighborSampler:
+    """Unpickles a ``HeteroNeighborSampler``: its options over its graph, and on a CUDA device
+    the placed graph opened by handle."""
+    sampler = HeteroNeighborSampler(graph, **arguments)
+    if placed is not None:
+        sampler._use_placed(placed)
+    return sampler

@@ -241,6 +241,31 @@ class FeatureStore {
   int device() const;
   // Every device that holds a shard of the cache, in the order given (empty for a host store).
   std::vector<int> devices() const;
+
+  // A GPU store's arrays and layout, what another process of this machine opens by handle
+  // (core/ipc.h) to gather from the same device and pinned memory, as placed graphs are shared.
+  struct GpuParts {
+    std::vector<int> devices;                   // one shard per device, in devices() order
+    std::vector<Array> shards;                  // device memory of devices[v]: its cached rows
+    std::vector<std::optional<Array>> lookups;  // on devices[v]: every row's placement slot
+                                                // (int32 or int64); none in id order
+    Array pinned;                               // pinned memory: placement slots [pinned_first, N)
+    std::vector<std::vector<int>> cliques;      // indices into devices, members in shard order
+    std::vector<int64_t> hot_rows;              // per clique: the slots [0, hot_rows) it caches
+    int64_t pinned_first = 0;
+  };
+  // The parts of a GPU store (shared, not copied); ValueError for a host store.
+  GpuParts gpu_parts() const;
+  // The GPU store of `parts` (e.g. each array opened by handle): nothing is copied but each
+  // device's table of its clique's shard pointers (and, in a hot order, the host copy of the
+  // lookup); peer access enabled within each clique. ValueError naming what disagrees: an array
+  // not on its device or not pinned, shapes or dtypes that differ, a clique naming no device.
+  static FeatureStore from_gpu_parts(GpuParts parts);
+  // Whether every array of a GPU store is shareable by IPC handle (false for a host store).
+  bool shareable() const;
+  // This GPU store with every array shareable: itself when it is, else the arrays that are not
+  // are copied once into shareable memory of the same place (core/ipc.h shareable_array).
+  FeatureStore to_shareable() const;
   // Tier and slot of row `id` (IndexError when out of range). GPU stores: as a gather on
   // `device` reads it (-1: the first device; ValueError for a device without a shard), so the
   // tier is that device's shard, a peer's shard or the pinned tier.

@@ -10,6 +10,7 @@
 #include "volley/core/cuda_device.h"
 #include "volley/core/error.h"
 #include "volley/core/internal/emulated_device.h"
+#include "volley/core/ipc.h"
 #include "volley/feature/gather.h"
 #include "volley/feature/internal/store_state.h"
 
@@ -191,28 +192,9 @@ void place_shards(const Array& matrix, const std::vector<int64_t>& order, bool i
   for (Array& shard : shards) state.tiers.emplace_back(std::move(shard));
 }
 
-// Each view's shard table (its clique's shard pointers, on its device) and, with a hot order,
-// its copy of the lookup (placement slot per row).
-void upload_tables(const std::vector<int64_t>& order, bool in_id_order,
-                   FeatureStore::State& state) {
-  const int64_t n = state.num_rows;
-  Buffer lookup_staging;
-  size_t lookup_bytes = 0;
-  if (!in_id_order) {
-    state.host_lookup.resize(static_cast<size_t>(n));
-    for (int64_t slot = 0; slot < n; ++slot)
-      state.host_lookup[static_cast<size_t>(order[static_cast<size_t>(slot)])] = slot;
-    state.device_lookup_is_32bit = n < (int64_t{1} << 31);
-    lookup_bytes = static_cast<size_t>(n) * (state.device_lookup_is_32bit ? 4 : 8);
-    lookup_staging = Buffer::allocate_pinned(std::max<size_t>(lookup_bytes, 1));
-    if (state.device_lookup_is_32bit) {
-      auto* entries = reinterpret_cast<int32_t*>(lookup_staging.data());
-      for (int64_t id = 0; id < n; ++id)
-        entries[id] = static_cast<int32_t>(state.host_lookup[static_cast<size_t>(id)]);
-    } else {
-      std::memcpy(lookup_staging.data(), state.host_lookup.data(), lookup_bytes);
-    }
-  }
+// Each view's shard table: its clique's shard pointers, on its device (pointers of this
+// process: rebuilt wherever the shards are opened).
+void upload_shard_tables(FeatureStore::State& state) {
   for (FeatureStore::State::DeviceView& view : state.views) {
     const std::vector<int>& clique = state.cliques[static_cast<size_t>(view.clique)];
     Buffer table = Buffer::allocate_pinned(clique.size() * sizeof(const std::byte*));
@@ -223,8 +205,30 @@ void upload_tables(const std::vector<int64_t>& order, bool in_id_order,
       view.shard_address_bits |= reinterpret_cast<uintptr_t>(pointers[member]);
     }
     view.shard_table = upload(table, table.size(), view.device);
-    if (!in_id_order) view.lookup = upload(lookup_staging, lookup_bytes, view.device);
   }
+}
+
+// With a hot order, the placement slot of every row: on the host (locate()) and a copy on each
+// view's device.
+void upload_lookups(const std::vector<int64_t>& order, bool in_id_order,
+                    FeatureStore::State& state) {
+  if (in_id_order) return;
+  const int64_t n = state.num_rows;
+  state.host_lookup.resize(static_cast<size_t>(n));
+  for (int64_t slot = 0; slot < n; ++slot)
+    state.host_lookup[static_cast<size_t>(order[static_cast<size_t>(slot)])] = slot;
+  state.device_lookup_is_32bit = n < (int64_t{1} << 31);
+  const size_t lookup_bytes = static_cast<size_t>(n) * (state.device_lookup_is_32bit ? 4 : 8);
+  Buffer staging = Buffer::allocate_pinned(std::max<size_t>(lookup_bytes, 1));
+  if (state.device_lookup_is_32bit) {
+    auto* entries = reinterpret_cast<int32_t*>(staging.data());
+    for (int64_t id = 0; id < n; ++id)
+      entries[id] = static_cast<int32_t>(state.host_lookup[static_cast<size_t>(id)]);
+  } else {
+    std::memcpy(staging.data(), state.host_lookup.data(), lookup_bytes);
+  }
+  for (FeatureStore::State::DeviceView& view : state.views)
+    view.lookup = upload(staging, lookup_bytes, view.device);
 }
 
 }  // namespace
@@ -265,8 +269,156 @@ void build_gpu_tiers(const Array& matrix, const FeatureStoreOptions& options,
       std::max<size_t>(static_cast<size_t>(cold_rows) * state.row_bytes, 1));
   fill_rows(matrix, cold_ids, in_id_order, state.row_bytes, pinned.data());
   state.tiers.emplace_back(Array(pinned, state.dtype, tier_shape(state, cold_rows)));
-  upload_tables(order, in_id_order, state);
+  upload_shard_tables(state);
+  upload_lookups(order, in_id_order, state);
 }
+
+}  // namespace feature_internal
+
+namespace fi = feature_internal;
+
+FeatureStore::GpuParts FeatureStore::gpu_parts() const {
+  VOLLEY_REQUIRE(defined() && state_->on_cuda(), ValueError,
+                 "gpu_parts: this feature store has no GPU tiers");
+  GpuParts parts;
+  for (size_t v = 0; v < state_->views.size(); ++v) {
+    const State::DeviceView& view = state_->views[v];
+    parts.devices.push_back(view.device);
+    parts.shards.push_back(state_->tiers[v].rows());
+    parts.lookups.push_back(
+        view.lookup.empty()
+            ? std::nullopt
+            : std::optional<Array>(
+                  Array(view.lookup, state_->device_lookup_is_32bit ? DType::kInt32 : DType::kInt64,
+                        {state_->num_rows})));
+  }
+  parts.pinned = state_->tiers.back().rows();
+  parts.cliques = state_->cliques;
+  for (const std::vector<int>& clique : state_->cliques)
+    parts.hot_rows.push_back(state_->views[static_cast<size_t>(clique.front())].hot_rows);
+  parts.pinned_first = state_->pinned_first;
+  return parts;
+}
+
+namespace {
+
+// The layout of `parts` checked; ValueError naming what disagrees.
+void check_gpu_parts(const FeatureStore::GpuParts& parts) {
+  const size_t views = parts.devices.size();
+  VOLLEY_REQUIRE(views > 0 && parts.shards.size() == views && parts.lookups.size() == views &&
+                     parts.cliques.size() == parts.hot_rows.size(),
+                 ValueError,
+                 "GPU feature parts: {} devices, {} shards, {} lookups, {} cliques with {} hot "
+                 "row counts (one shard and lookup per device, one count per clique)",
+                 views, parts.shards.size(), parts.lookups.size(), parts.cliques.size(),
+                 parts.hot_rows.size());
+  const Array& pinned = parts.pinned;
+  VOLLEY_REQUIRE(pinned.defined() && pinned.buffer().location() == Location::kPinnedHost,
+                 ValueError, "GPU feature parts: the cold rows must be in pinned memory, got {}",
+                 pinned.defined() ? pinned.describe() : std::string("none"));
+  for (size_t v = 0; v < views; ++v) {
+    const Array& shard = parts.shards[v];
+    VOLLEY_REQUIRE(shard.defined() && shard.buffer().location() == Location::kCuda &&
+                       shard.buffer().device() == parts.devices[v] &&
+                       shard.dtype() == pinned.dtype() && shard.ndim() == pinned.ndim() &&
+                       (shard.ndim() == 1 || shard.dim(1) == pinned.dim(1)),
+                   ValueError,
+                   "GPU feature parts: the shard of cuda:{} must be device memory there, of the "
+                   "pinned rows' dtype and width ({}), got {}",
+                   parts.devices[v], pinned.describe(),
+                   shard.defined() ? shard.describe() : std::string("none"));
+  }
+  std::vector<int> seen(views, 0);
+  for (const std::vector<int>& clique : parts.cliques) {
+    VOLLEY_REQUIRE(!clique.empty(), ValueError, "GPU feature parts: an empty clique");
+    for (const int member : clique) {
+      VOLLEY_REQUIRE(member >= 0 && static_cast<size_t>(member) < views &&
+                         seen[static_cast<size_t>(member)]++ == 0,
+                     ValueError,
+                     "GPU feature parts: clique member {} is not a device index of [0, {}) or "
+                     "is in two cliques",
+                     member, views);
+    }
+  }
+}
+
+}  // namespace
+
+FeatureStore FeatureStore::from_gpu_parts(GpuParts parts) {
+  check_gpu_parts(parts);
+  const Array& pinned = parts.pinned;
+  auto state = std::make_shared<State>();
+  state->ndim = pinned.ndim();
+  state->width = pinned.ndim() == 2 ? pinned.dim(1) : 1;
+  state->dtype = pinned.dtype();
+  state->row_bytes = static_cast<size_t>(state->width) * dtype_size(state->dtype);
+  state->num_rows = parts.pinned_first + pinned.dim(0);
+  state->pinned_first = parts.pinned_first;
+  state->device = parts.devices.front();
+  state->cliques = parts.cliques;
+  state->views.resize(parts.devices.size());
+  for (size_t c = 0; c < parts.cliques.size(); ++c) {
+    for (const int member : parts.cliques[c]) {
+      State::DeviceView& view = state->views[static_cast<size_t>(member)];
+      view.device = parts.devices[static_cast<size_t>(member)];
+      view.clique = static_cast<int>(c);
+      view.hot_rows = parts.hot_rows[c];
+      for (const int peer : parts.cliques[c])
+        cuda_enable_peer_access(view.device, parts.devices[static_cast<size_t>(peer)]);
+    }
+  }
+  for (Array& shard : parts.shards) state->tiers.emplace_back(std::move(shard));
+  state->tiers.emplace_back(pinned);
+  fi::upload_shard_tables(*state);
+  for (size_t v = 0; v < parts.lookups.size(); ++v) {
+    const std::optional<Array>& lookup = parts.lookups[v];
+    if (!lookup) continue;
+    VOLLEY_REQUIRE(
+        lookup->numel() == state->num_rows && lookup->buffer().location() == Location::kCuda,
+        ValueError,
+        "GPU feature parts: the lookup of cuda:{} must hold {} slots on "
+        "the device, got {}",
+        parts.devices[v], state->num_rows, lookup->describe());
+    state->views[v].lookup = lookup->buffer();
+    state->device_lookup_is_32bit = lookup->dtype() == DType::kInt32;
+  }
+  if (parts.lookups.front()) {  // the host copy, for locate()
+    const Array& lookup = *parts.lookups.front();
+    state->host_lookup.resize(static_cast<size_t>(state->num_rows));
+    std::vector<int32_t> narrow(state->device_lookup_is_32bit ? state->host_lookup.size() : 0);
+    void* target = state->device_lookup_is_32bit ? static_cast<void*>(narrow.data())
+                                                 : static_cast<void*>(state->host_lookup.data());
+    cuda_copy(target, lookup.raw_data(), lookup.nbytes(), nullptr);
+    cuda_synchronize(nullptr);
+    if (state->device_lookup_is_32bit)
+      std::copy(narrow.begin(), narrow.end(), state->host_lookup.begin());
+  }
+  FeatureStore store;
+  store.state_ = std::move(state);
+  return store;
+}
+
+bool FeatureStore::shareable() const {
+  if (!defined() || !state_->on_cuda()) return false;
+  bool shared = true;
+  for (const Tier& tier : state_->tiers) shared = shared && ipc_shareable(tier.rows().buffer());
+  for (const State::DeviceView& view : state_->views)
+    shared = shared && (view.lookup.empty() || ipc_shareable(view.lookup));
+  return shared;
+}
+
+FeatureStore FeatureStore::to_shareable() const {
+  if (shareable()) return *this;
+  GpuParts parts = gpu_parts();
+  for (Array& shard : parts.shards) shard = shareable_array(shard);
+  for (std::optional<Array>& lookup : parts.lookups) {
+    if (lookup) lookup = shareable_array(*lookup);
+  }
+  parts.pinned = shareable_array(parts.pinned);
+  return from_gpu_parts(std::move(parts));
+}
+
+namespace feature_internal {
 
 RowLocation locate_on_gpu(const FeatureStore::State& state, int64_t id, int device) {
   const FeatureStore::State::DeviceView* view = state.view_of(device < 0 ? state.device : device);

@@ -158,10 +158,29 @@ class CudaGraph {
 //
 //   CudaHeteroGraph placed = CudaHeteroGraph::place(hetero, {.mode = CudaSamplingMode::kUva});
 //   HeteroNeighborSampler sampler(placed, {.fanouts = {15, 10}, .seed = 42});
+//
+// Shared between processes as the homogeneous CudaGraph is, edge type by edge type: place with
+// CudaGraphOptions::shareable (or to_shareable()), hand each edge type's arrays over by handle,
+// and from_parts rebuilds the graph around the opened CudaGraphs (no copy).
 class CudaHeteroGraph {
  public:
   CudaHeteroGraph() = default;  // undefined: defined() == false
   static CudaHeteroGraph place(const HeteroGraph& graph, const CudaGraphOptions& options = {});
+  // The graph of placed edge types (one CudaGraph per edge type, in `edge_types` order), all
+  // in `mode` on `device`. Nothing is copied. ValueError naming the edge type whose graph is
+  // undefined, placed elsewhere, or whose row count is not its destination type's node count,
+  // or whose end is not a node type; and for a count mismatch of the lists.
+  static CudaHeteroGraph from_parts(std::vector<NodeTypeInfo> node_types,
+                                    std::vector<EdgeType> edge_types, std::vector<CudaGraph> edges,
+                                    CudaSamplingMode mode, int device);
+  // Whether every edge type's arrays are shareable by IPC handle (core/ipc.h).
+  bool shareable() const;
+  // This graph with every edge type shareable (CudaGraph::to_shareable: the arrays that are
+  // not are copied once; itself when all are).
+  CudaHeteroGraph to_shareable() const;
+  // Bytes of all edge types in device memory / in pinned host memory.
+  size_t device_bytes() const;
+  size_t pinned_bytes() const;
 
   bool defined() const { return defined_; }
   CudaSamplingMode mode() const { return mode_; }

@@ -1,6 +1,7 @@
 // The CUDA branch of HeteroNeighborSampler (every build): graph placement (CudaHeteroGraph),
 // argument checks on the host with the CPU sampler's messages, and dispatch to the driver
 // behind internal/cuda_sampler_backend.h (cuda/hetero_driver.h).
+#include <algorithm>
 #include <unordered_map>
 
 #include "volley/core/error.h"
@@ -12,15 +13,70 @@
 namespace volley {
 
 CudaHeteroGraph CudaHeteroGraph::place(const HeteroGraph& graph, const CudaGraphOptions& options) {
-  CudaHeteroGraph placed;
-  placed.node_types_ = graph.node_types();
-  placed.edge_types_ = graph.edge_types();
+  std::vector<CudaGraph> edges;
   for (int e = 0; e < graph.num_edge_types(); ++e)
-    placed.edges_.push_back(CudaGraph::place(graph.edges(e), options));
-  placed.mode_ = options.mode;
-  placed.device_ = options.device;
+    edges.push_back(CudaGraph::place(graph.edges(e), options));
+  return from_parts(graph.node_types(), graph.edge_types(), std::move(edges), options.mode,
+                    options.device);
+}
+
+CudaHeteroGraph CudaHeteroGraph::from_parts(std::vector<NodeTypeInfo> node_types,
+                                            std::vector<EdgeType> edge_types,
+                                            std::vector<CudaGraph> edges, CudaSamplingMode mode,
+                                            int device) {
+  VOLLEY_REQUIRE(edges.size() == edge_types.size(), ValueError,
+                 "{} placed graphs for {} edge types (one per edge type)", edges.size(),
+                 edge_types.size());
+  CudaHeteroGraph placed;
+  placed.node_types_ = std::move(node_types);
+  for (size_t e = 0; e < edges.size(); ++e) {
+    const std::string name = edge_types[e].name();
+    const CudaGraph& graph = edges[e];
+    VOLLEY_REQUIRE(graph.defined() && graph.mode() == mode && graph.device() == device, ValueError,
+                   "edge type {}: its graph is {}, not placed in {} mode on device {} as the "
+                   "others",
+                   name,
+                   graph.defined()
+                       ? fmt::format("in {} mode on device {}",
+                                     cuda_sampling_mode_name(graph.mode()), graph.device())
+                       : std::string("not placed"),
+                   cuda_sampling_mode_name(mode), device);
+    placed.node_type_index(edge_types[e].src);  // both ends known node types (ValueError)
+    const int64_t rows = placed.num_nodes(placed.node_type_index(edge_types[e].dst));
+    VOLLEY_REQUIRE(graph.num_nodes() == rows, ValueError,
+                   "edge type {}: its graph has {} rows, its destination type '{}' {} nodes", name,
+                   graph.num_nodes(), edge_types[e].dst, rows);
+  }
+  placed.edge_types_ = std::move(edge_types);
+  placed.edges_ = std::move(edges);
+  placed.mode_ = mode;
+  placed.device_ = device;
   placed.defined_ = true;
   return placed;
+}
+
+bool CudaHeteroGraph::shareable() const {
+  return defined_ && std::all_of(edges_.begin(), edges_.end(),
+                                 [](const CudaGraph& graph) { return graph.shareable(); });
+}
+
+CudaHeteroGraph CudaHeteroGraph::to_shareable() const {
+  VOLLEY_REQUIRE(defined_, ValueError, "an empty (default) CudaHeteroGraph cannot be shared");
+  CudaHeteroGraph shared = *this;
+  for (CudaGraph& graph : shared.edges_) graph = graph.to_shareable();
+  return shared;
+}
+
+size_t CudaHeteroGraph::device_bytes() const {
+  size_t bytes = 0;
+  for (const CudaGraph& graph : edges_) bytes += graph.device_bytes();
+  return bytes;
+}
+
+size_t CudaHeteroGraph::pinned_bytes() const {
+  size_t bytes = 0;
+  for (const CudaGraph& graph : edges_) bytes += graph.pinned_bytes();
+  return bytes;
 }
 
 int CudaHeteroGraph::node_type_index(std::string_view name) const {

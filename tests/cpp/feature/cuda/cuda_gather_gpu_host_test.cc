@@ -7,6 +7,7 @@
 // peer access gathers on every device what one device and the CPU gather, each row routed to
 // the own shard, a peer's or pinned memory as an independent model of the placement says.
 // Label gpu-host.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -384,6 +385,66 @@ TEST(ShardedCacheGpuHost, AnUnboundedBudgetCachesEveryRowInEveryClique) {
     for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(got[i], labels[static_cast<size_t>(ids[i])]);
     EXPECT_NE(store.locate(50, device).tier, 4);
   }
+}
+
+// A GPU store rebuilt from its parts (what another process opens by handle) gathers the same
+// rows on every device and places them where the original does; to_shareable moves every array
+// to shareable memory once (a shareable store is kept); parts that disagree are refused by name.
+TEST(ShardedCacheGpuHost, PartsRebuildTheStoreAndShareableCopiesOnce) {
+  const int64_t n = 300, width = 4, per_device = 25;
+  const Array matrix = random_matrix(DType::kFloat32, n, width, 9);
+  const size_t row_bytes = width * sizeof(float);
+  std::vector<int64_t> ids(n), shuffled(n);
+  std::iota(ids.begin(), ids.end(), int64_t{0});
+  std::iota(shuffled.begin(), shuffled.end(), int64_t{0});
+  std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(5));
+  internal::ScopedCudaEmulation emulated(devices_of(topologies()[2]));  // pairs
+  for (const bool hot_order : {false, true}) {
+    SCOPED_TRACE(fmt::format("hot order {}", hot_order));
+    std::optional<Array> order;
+    if (hot_order) order = Array::from_vector(shuffled);
+    const FeatureStore store =
+        FeatureStore::build(matrix, sharded(per_device * row_bytes, {2, 0, 1, 3}, order));
+    EXPECT_FALSE(store.shareable());
+    const FeatureStore shared = store.to_shareable();
+    ASSERT_TRUE(shared.shareable());
+    EXPECT_EQ(shared.to_shareable().tiers()[0].rows().raw_data(),
+              shared.tiers()[0].rows().raw_data());  // kept, not copied again
+    const FeatureStore rebuilt = FeatureStore::from_gpu_parts(shared.gpu_parts());
+    EXPECT_EQ(rebuilt.devices(), store.devices());
+    EXPECT_EQ(rebuilt.num_rows(), n);
+    for (const int device : {0, 1, 2, 3}) {
+      std::vector<std::byte> want(n * row_bytes), got(n * row_bytes);
+      store.gather(ids, want.data(), {.device = device});
+      rebuilt.gather(ids, got.data(), {.device = device});
+      EXPECT_EQ(std::memcmp(want.data(), got.data(), got.size()), 0) << device;
+      for (const int64_t id : {int64_t{0}, int64_t{77}, n - 1}) {
+        const RowLocation a = store.locate(id, device), b = rebuilt.locate(id, device);
+        EXPECT_EQ(std::make_pair(a.tier, a.slot), std::make_pair(b.tier, b.slot)) << id;
+      }
+    }
+  }
+  const FeatureStore store =
+      FeatureStore::build(matrix, sharded(per_device * row_bytes, {0, 1}, {}));
+  const auto refused = [&](auto edit) {
+    FeatureStore::GpuParts parts = store.gpu_parts();
+    edit(parts);
+    return message_of<ValueError>([&] { FeatureStore::from_gpu_parts(parts); });
+  };
+  EXPECT_THAT(refused([](auto& p) { p.shards.pop_back(); }),
+              ::testing::HasSubstr("2 devices, 1 shards"));
+  EXPECT_THAT(refused([](auto& p) { std::swap(p.devices[0], p.devices[1]); }),
+              ::testing::HasSubstr("the shard of cuda:1 must be device memory there"));
+  EXPECT_THAT(refused([](auto& p) { p.pinned = p.shards[0]; }),
+              ::testing::HasSubstr("the cold rows must be in pinned memory"));
+  EXPECT_THAT(refused([](auto& p) {
+                p.cliques = {{0, 1}, {1}};
+                p.hot_rows = {50, 25};
+              }),
+              ::testing::HasSubstr("clique member 1 is not a device index of [0, 2) or is in two"));
+  EXPECT_THAT(message_of<ValueError>([&] { FeatureStore(matrix).gpu_parts(); }),
+              ::testing::HasSubstr("has no GPU tiers"));
+  EXPECT_FALSE(FeatureStore(matrix).shareable());
 }
 
 }  // namespace

@@ -185,5 +185,63 @@ TEST(HeteroSamplerGpuHost, ErrorsAreTheCpuSamplers) {
               ::testing::HasSubstr("needs a placed graph"));
 }
 
+// A placed typed graph rebuilt from its edge types' placed graphs (what another process opens
+// by handle) samples what the placement does; shareable placement copies nothing; a part that
+// disagrees with the types is refused naming its edge type.
+TEST(HeteroSamplerGpuHost, FromPartsAndShareablePlacement) {
+  internal::ScopedCudaEmulation emulated;
+  const HeteroGraph graph = varied_mag_graph(200, /*reverse=*/true, 5);
+  HeteroSamplerOptions options;
+  options.fanouts = {3, 2};
+  const std::vector<int64_t> seeds{1, 5, 9, 40};
+  for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
+    const CudaHeteroGraph placed = CudaHeteroGraph::place(graph, {.mode = mode});
+    EXPECT_FALSE(placed.shareable());
+    const CudaHeteroGraph shared = placed.to_shareable();
+    ASSERT_TRUE(shared.shareable());
+    EXPECT_EQ(shared.device_bytes(), placed.device_bytes());
+    EXPECT_EQ(shared.pinned_bytes(), placed.pinned_bytes());
+    const CudaHeteroGraph again = shared.to_shareable();  // already shareable: the same arrays
+    std::vector<CudaGraph> parts;
+    for (int e = 0; e < graph.num_edge_types(); ++e) {
+      EXPECT_EQ(again.edges(e).indices().raw_data(), shared.edges(e).indices().raw_data());
+      parts.push_back(CudaGraph::from_arrays(shared.edges(e).arrays()));
+    }
+    const CudaHeteroGraph rebuilt = CudaHeteroGraph::from_parts(
+        graph.node_types(), graph.edge_types(), parts, mode, /*device=*/0);
+    expect_same_hetero(HeteroNeighborSampler(rebuilt, options).sample({{"paper", seeds}}, 3),
+                       HeteroNeighborSampler(graph, options).sample({{"paper", seeds}}, 3),
+                       std::string(cuda_sampling_mode_name(mode)));
+  }
+  const CudaHeteroGraph placed = CudaHeteroGraph::place(graph);
+  std::vector<CudaGraph> parts;
+  for (int e = 0; e < graph.num_edge_types(); ++e) parts.push_back(placed.edges(e));
+  const auto from = [&](std::vector<CudaGraph> edges, CudaSamplingMode mode) {
+    return message_of<ValueError>([&] {
+      CudaHeteroGraph::from_parts(graph.node_types(), graph.edge_types(), std::move(edges), mode,
+                                  0);
+    });
+  };
+  EXPECT_THAT(from({parts.begin(), parts.end() - 1}, CudaSamplingMode::kGpu),
+              ::testing::HasSubstr("placed graphs for"));
+  const std::string first = graph.edge_types()[0].name();
+  EXPECT_THAT(from(parts, CudaSamplingMode::kUva),
+              ::testing::HasSubstr("edge type " + first +
+                                   ": its graph is in GPU mode on device 0, "
+                                   "not placed in UVA mode"));
+  std::vector<CudaGraph> swapped = parts;
+  int other = 1;
+  while (other < graph.num_edge_types() &&
+         graph.edges(other).num_nodes() == graph.edges(0).num_nodes())
+    ++other;
+  ASSERT_LT(other, graph.num_edge_types());
+  std::swap(swapped[0], swapped[static_cast<size_t>(other)]);
+  EXPECT_THAT(from(swapped, CudaSamplingMode::kGpu),
+              ::testing::HasSubstr("edge type " + first + ": its graph has"));
+  swapped = parts;
+  swapped[0] = CudaGraph();
+  EXPECT_THAT(from(swapped, CudaSamplingMode::kGpu), ::testing::HasSubstr("is not placed"));
+}
+
 }  // namespace
 }  // namespace volley
