@@ -53,6 +53,15 @@ def _sampler(kind: str, mode: str, device: str):
         hot = np.random.default_rng(9).permutation(1500)
         return volley.Feature(rows, device=device, devices=[0, 1], hot_order=hot,
                               device_cache_size=300 * 12 * 4)
+    if kind == "loader":
+        from torch_geometric.data import Data
+        import torch
+
+        edges = torch.from_numpy(np.random.default_rng(5).integers(0, 1500, (2, 12000)))
+        x = torch.from_numpy(np.random.default_rng(6).normal(size=(1500, 8)).astype(np.float32))
+        return volley.loader.NeighborLoader(Data(edge_index=edges, x=x, num_nodes=1500), [6, 4],
+                                            input_nodes=torch.from_numpy(SEEDS), batch_size=20,
+                                            device=device, mode=mode, seed=11)
     if kind == "typed":
         return volley.HeteroNeighborSampler(_typed_graph(), [6, 4], device=device, mode=mode,
                                             seed=11)
@@ -64,6 +73,10 @@ def _digest(sampler) -> str:
     if isinstance(sampler, volley.Feature):
         ids = np.arange(0, 1500, 3, dtype=np.int64)
         arrays = [sampler[ids]]
+    elif isinstance(sampler, volley.loader.NeighborLoader):
+        sampler.set_epoch(0)
+        batch = next(iter(sampler))
+        arrays = [batch.n_id.cpu(), batch.edge_index.cpu(), batch.x.cpu()]
     elif isinstance(sampler, volley.HeteroNeighborSampler):
         out = sampler.sample({"paper": SEEDS}, batch_index=3)
         arrays = [*out["node"].values(), *out["row"].values(), *out["col"].values(),
@@ -91,6 +104,8 @@ def _placed_graphs(sampler) -> list:
     tiers)."""
     if isinstance(sampler, volley.Feature):
         return [_Tiers(sampler)]
+    if isinstance(sampler, volley.loader.NeighborLoader):
+        return [sampler._cuda_rows[0]]
     if isinstance(sampler, volley.HeteroNeighborSampler):
         return [sampler._placed.edges(e) for e in range(len(sampler.graph.edge_types))]
     return [sampler._placed]
@@ -120,7 +135,7 @@ def send(kind: str, mode: str, device: str, path: str) -> None:
     payload = pickle.dumps(sampler)
     with open(path, "wb") as out:
         out.write(payload)
-    if kind != "feature":
+    if kind not in ("feature", "loader"):
         assert sampler._placed.shareable
         with open(path + ".placed", "wb") as out:  # the placed graph alone
             out.write(pickle.dumps(sampler._placed))
@@ -133,7 +148,7 @@ def receive(path: str) -> None:
     """Unpickles the sampler of `path`; prints its batch digest and segment inodes."""
     with open(path, "rb") as payload:
         sampler = pickle.load(payload)
-    if not isinstance(sampler, volley.Feature):
+    if not isinstance(sampler, (volley.Feature, volley.loader.NeighborLoader)):
         assert sampler._placed.shareable and sampler.mode in ("GPU", "UVA")
     print(_digest(sampler), *_segment_inodes(*_placed_graphs(sampler)), flush=True)
 
@@ -265,6 +280,23 @@ def test_placed_graph_pickles_by_handle_and_shareable_placement_copies_nothing()
         "assert (again.num_nodes, again.num_edges, again.mode) == (1500, plain.num_edges, 'GPU')\n"
         "print('ok')\n")
     assert out == "ok"
+
+
+@needs_emulation
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
+def test_pickled_cuda_loader_opens_the_sender_placed_graph(tmp_path, mode):
+    """A CUDA NeighborLoader pickled in one process (as torch.multiprocessing hands it to a
+    rank): the copy samples from the sender's placed graph, not a placement of its own, and
+    gives the same first batch."""
+    pytest.importorskip("torch_geometric")
+    path = str(tmp_path / "loader.pkl")
+    sender = Sender(mode, "cuda:0", path, _env(devices=1), "loader")
+    try:
+        received = _run("receive", path, env=_env(devices=1)).split()
+    finally:
+        assert sender.close() == 0
+    assert received[0] == sender.digest, "the copy's first batch differs from the sender's"
+    assert received[1:] == sender.inodes, "the copy must map the sender's placed graph"
 
 
 @needs_emulation

@@ -22,7 +22,9 @@ default.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence, Tuple
+import contextlib
+import contextvars
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from . import _tensor
 from . import _volley
@@ -149,6 +151,21 @@ def current_stream(device: int) -> int:
     return int(torch.cuda.current_stream(device).cuda_stream)
 
 
+_ADOPTED: contextvars.ContextVar = contextvars.ContextVar("volley_adopted_placements", default=())
+
+
+@contextlib.contextmanager
+def adopting(placed: Sequence[Any]) -> Iterator[None]:
+    """Within it, ``place_graph`` returns a graph of ``placed`` (native ``CudaGraph``s, e.g.
+    opened by handle) that matches the request (size, mode, device) instead of placing anew: an
+    unpickled CUDA loader samples from its sender's placement."""
+    token = _ADOPTED.set(tuple(placed))
+    try:
+        yield
+    finally:
+        _ADOPTED.reset(token)
+
+
 def place_graph(graph: Any, mode: str, device: int, shareable: bool = False) -> Any:
     """The native ``CudaGraph`` of a ``volley.Graph``: copied to the device (GPU) or to pinned
     host memory (UVA).
@@ -164,4 +181,8 @@ def place_graph(graph: Any, mode: str, device: int, shareable: bool = False) -> 
     Raises:
         VolleyRuntimeError: a build without CUDA, no such device, or a failed copy.
     """
+    for placed in _ADOPTED.get():
+        if (placed.num_nodes, placed.num_edges, placed.mode, placed.device) == (
+                graph.num_nodes, graph.num_edges, mode, device):
+            return placed
     return _volley.CudaGraph.place(graph._csr, mode, device, shareable)

@@ -66,9 +66,13 @@ class _Reordered:
         return self._loader._to_batch(raw)
 
 
-def _rebuild(cls: type, args: tuple, kwargs: dict, epoch: int) -> Any:
-    """Unpickles a loader: a new one from the same arguments, at the same epoch."""
-    loader = cls(*args, **kwargs)
+def _rebuild(cls: type, args: tuple, kwargs: dict, epoch: int, placed: tuple = ()) -> Any:
+    """Unpickles a loader: a new one from the same arguments, at the same epoch; a CUDA loader
+    opens the sender's placed graph (``placed``, by handle) instead of placing its own."""
+    from . import _cuda
+
+    with _cuda.adopting(placed):
+        loader = cls(*args, **kwargs)
     loader._epoch = epoch
     return loader
 
@@ -271,4 +275,15 @@ class LoaderBase(_TorchDataLoader):
         else:
             kwargs["seed"] = self.seed
         kwargs.pop("generator", None)  # the seed it gave is fixed above
-        return (_rebuild, (type(self), tuple(args), kwargs, self._epoch))
+        return (_rebuild, (type(self), tuple(args), kwargs, self._epoch, self._shared_placement()))
+
+    def _shared_placement(self) -> tuple:
+        """The graph a CUDA loader placed, for a copy to open by handle (moved, once, to memory
+        other processes open, and the native loader rebuilt over it); () on the CPU."""
+        rows = getattr(self, "_cuda_rows", None)
+        if rows is None:
+            return ()
+        if not rows[0].shareable:
+            rows[0].share_memory_()  # in place: one copy, the old arrays freed with the old loader
+            self._native = self._create_native(self.input_nodes)
+        return (rows[0],)
