@@ -388,6 +388,33 @@ def test_hetero_loader_batches_equal_cpu(mode):
     assert count == len(cpu) > 1
 
 
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
+def test_hetero_link_loader_batches_equal_cpu(mode):
+    """The typed link loader on a device: the CPU link loader's batches (supervision edges,
+    binary negatives, sampled subgraphs), on the device."""
+    from volley.loader import LinkNeighborLoader
+
+    data = _weighted_toy_hetero()
+    edge_type = data.edge_types[0]
+    kwargs = dict(edge_label_index=(edge_type, None), batch_size=16, seed=5, num_workers=2,
+                  neg_sampling="binary")
+    cpu = LinkNeighborLoader(data, [3, 2], **kwargs)
+    gpu = LinkNeighborLoader(data, [3, 2], device="cuda", mode=mode, **kwargs)
+    assert gpu.node_sampler.device == 0 and gpu.node_sampler.mode == mode
+    count = 0
+    for want, got in zip(cpu, gpu):
+        assert _on_device(got[edge_type].edge_label_index)
+        for node_type in want.node_types:
+            assert torch.equal(got[node_type].n_id.cpu(), want[node_type].n_id), node_type
+        for key in ("edge_label_index", "edge_label", "input_id"):
+            assert torch.equal(got[edge_type][key].cpu(), want[edge_type][key]), key
+        for t in want.edge_types:
+            assert torch.equal(got[t].edge_index.cpu(), want[t].edge_index), t
+        count += 1
+    assert count == len(cpu) > 1
+
+
 def test_hetero_gpu_sampling_refuses_disjoint_and_temporal():
     data = _weighted_toy_hetero()
     graph = volley.HeteroGraph.from_pyg(data)

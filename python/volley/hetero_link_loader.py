@@ -215,6 +215,8 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
             if time is not None:  # pair j takes the time of positive j mod B
                 store.edge_label_time = _tensor.to_output(
                     np.resize(time, store.edge_label_index.shape[1]))
+        if self.device is not None:  # sampled on the device, assembled on the host
+            batch = batch.to(self.device)
         return self.transform(batch) if self.transform is not None else batch
 
     def _negative_sampler(self, weights: dict, node_time: dict, distribution: str,

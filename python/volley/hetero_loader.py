@@ -89,7 +89,7 @@ class HeteroNeighborLoader(NeighborLoader):
             ``disjoint`` or temporal with ``subgraph_type="induced"``, weighted temporal
             sampling. VolleyNotImplementedError: a custom ``neighbor_sampler`` (as for a
             ``Data``); what is not supported for heterogeneous graphs yet: a CUDA device with
-            disjoint or temporal sampling or for the link loader.
+            disjoint or temporal sampling.
 
     ``transform_sampler_output`` gets the batch's PyG ``HeteroSamplerOutput``; the attributes of
     the node and edge types whose ids it replaces are indexed anew.
@@ -145,8 +145,6 @@ class HeteroNeighborLoader(NeighborLoader):
         refused = {
             f"device={device!r} with disjoint or temporal sampling (they run on the CPU)":
                 _cuda.parse_device(device) is not None and (bool(disjoint) or temporal),
-            f"device={device!r} for the heterogeneous link loader":
-                _cuda.parse_device(device) is not None and not self._takes_input_nodes,
         }
         for what, asked in refused.items():
             if asked:
