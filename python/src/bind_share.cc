@@ -193,7 +193,7 @@ nb::object store_state(const FeatureStore& store) {
 }
 
 // A GPU store by handles: (devices, shard handles, lookup handles or None, pinned handle,
-// cliques, hot rows per clique, pinned_first). ValueError unless every array is shareable.
+// cliques, hot rows per clique). ValueError unless every array is shareable.
 nb::object gpu_store_state(const FeatureStore& store) {
   VOLLEY_REQUIRE(store.shareable(), ValueError,
                  "this GPU feature store is not in shareable memory: call to_shareable() first");
@@ -203,12 +203,12 @@ nb::object gpu_store_state(const FeatureStore& store) {
   for (const std::optional<Array>& lookup : parts.lookups)
     lookups.append(handle_of(lookup, "lookup"));
   return nb::make_tuple(parts.devices, shards, lookups, handle_of(parts.pinned, "pinned rows"),
-                        parts.cliques, parts.hot_rows, parts.pinned_first);
+                        parts.cliques, parts.hot_rows);
 }
 
 FeatureStore gpu_store_from_state(nb::handle state) {
-  VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 7, ValueError,
-                 "a GPU feature store's state is a tuple of 7 entries");
+  VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 6, ValueError,
+                 "a GPU feature store's state is a tuple of 6 entries");
   FeatureStore::GpuParts parts;
   parts.devices = nb::cast<std::vector<int>>(state[0]);
   std::vector<ArrayHandle> shards;
@@ -218,7 +218,6 @@ FeatureStore gpu_store_from_state(nb::handle state) {
   const ArrayHandle pinned = parse_handle(state[3], "pinned rows");
   parts.cliques = nb::cast<std::vector<std::vector<int>>>(state[4]);
   parts.hot_rows = nb::cast<std::vector<int64_t>>(state[5]);
-  parts.pinned_first = nb::cast<int64_t>(state[6]);
   nb::gil_scoped_release release;
   for (const ArrayHandle& shard : shards) parts.shards.push_back(attach(shard));
   for (const std::optional<ArrayHandle>& lookup : lookups) parts.lookups.push_back(attach(lookup));

@@ -86,6 +86,15 @@ def to_output(array: Any) -> Any:
     return torch.utils.dlpack.from_dlpack(array)
 
 
+def to_output_copy(array: Any) -> Any:
+    """``to_output(array)`` copied out of the array's memory (a loader's ``copy=True``: batch
+    memory the pipeline reuses); None stays None."""
+    value = to_output(array)
+    if value is None:
+        return None
+    return value.clone() if hasattr(value, "clone") else value.copy()
+
+
 def to_input(value: Any) -> Any:
     """Prepares a user-supplied array for the native module (no copy when possible).
 

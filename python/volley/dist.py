@@ -323,7 +323,6 @@ class DistNeighborLoader(NeighborLoader):
         self.topology = topology
         self.data = None
         self.disjoint = bool(disjoint) or time_attr is not None  # PyG: temporal means disjoint
-        self._token = token or ""
         tls = dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
         self._connection = _connection(token, deadline, connect_timeout, tls)
         rank_and_world = dict(rank=rank, world_size=world_size)

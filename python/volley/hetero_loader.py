@@ -142,14 +142,10 @@ class HeteroNeighborLoader(NeighborLoader):
             raise VolleyNotImplementedError(
                 f"neighbor_sampler={type(neighbor_sampler).__name__}: a custom PyG sampler cannot "
                 "drive Volley's C++ pipeline; pass None")
-        refused = {
-            f"device={device!r} with disjoint or temporal sampling (they run on the CPU)":
-                _cuda.parse_device(device) is not None and (bool(disjoint) or temporal),
-        }
-        for what, asked in refused.items():
-            if asked:
-                raise VolleyNotImplementedError(
-                    f"{what} is not supported for heterogeneous graphs yet")
+        if _cuda.parse_device(device) is not None and (bool(disjoint) or temporal):
+            raise VolleyNotImplementedError(
+                f"device={device!r} with disjoint or temporal sampling (they run on the CPU) is "
+                "not supported for heterogeneous graphs yet")
         self.subgraph_type = _pyg_compat.subgraph_type_name(subgraph_type, directed)
         self.data = data.to_pyg() if isinstance(data, HeteroDataset) else data
         self.graph = _typed_graph(data, weight_attr)
@@ -334,7 +330,7 @@ class HeteroNeighborLoader(NeighborLoader):
             return {k: _pyg_compat.restore(tables[k], out(v)) if k in tables else out(v)
                     for k, v in attrs.items()}
 
-        out = _tensor.to_output if not self.copy else (lambda v: _copied(_tensor.to_output(v)))
+        out = _tensor.to_output_copy if self.copy else _tensor.to_output
         nodes, trees, rows = {}, {}, {}
         for node_type, part in zip(self.graph.node_types, raw["node_types"]):
             nodes[node_type] = out(part["n_id"])
@@ -511,13 +507,6 @@ def _bidirectional(nodes: Dict[str, Any], edges: Dict[Any, Tuple[Any, Any]]) -> 
 
     return {t: (torch.stack([out.row[t], out.col[t]]), (out.edge or {}).get(t))
             for t in edges}
-
-
-def _copied(value: Any) -> Any:
-    """``value`` copied out of the pipeline's batch memory (``copy=True``)."""
-    if value is None:
-        return None
-    return value.clone() if hasattr(value, "clone") else value.copy()
 
 
 def _gatherable(value: Any) -> Any:

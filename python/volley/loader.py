@@ -509,12 +509,7 @@ class NeighborLoader(LoaderBase):
         self.__dict__["_node_sampler"] = sampler
 
     def _to_batch(self, raw: dict) -> Any:
-        def out(value: Any) -> Any:
-            value = _tensor.to_output(value)
-            if value is not None and self.copy:
-                value = value.clone() if hasattr(value, "clone") else value.copy()
-            return value
-
+        out = _tensor.to_output_copy if self.copy else _tensor.to_output
         fields = dict(
             x=out(raw["x"]),
             y=out(raw["y"]),

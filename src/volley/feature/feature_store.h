@@ -249,10 +249,9 @@ class FeatureStore {
     std::vector<Array> shards;                  // device memory of devices[v]: its cached rows
     std::vector<std::optional<Array>> lookups;  // on devices[v]: every row's placement slot
                                                 // (int32 or int64); none in id order
-    Array pinned;                               // pinned memory: placement slots [pinned_first, N)
-    std::vector<std::vector<int>> cliques;      // indices into devices, members in shard order
-    std::vector<int64_t> hot_rows;              // per clique: the slots [0, hot_rows) it caches
-    int64_t pinned_first = 0;
+    Array pinned;  // pinned memory: the slots no clique caches, [min(hot_rows), N)
+    std::vector<std::vector<int>> cliques;  // indices into devices, members in shard order
+    std::vector<int64_t> hot_rows;          // per clique: the slots [0, hot_rows) it caches
   };
   // The parts of a GPU store (shared, not copied); ValueError for a host store.
   GpuParts gpu_parts() const;

@@ -296,7 +296,6 @@ FeatureStore::GpuParts FeatureStore::gpu_parts() const {
   parts.cliques = state_->cliques;
   for (const std::vector<int>& clique : state_->cliques)
     parts.hot_rows.push_back(state_->views[static_cast<size_t>(clique.front())].hot_rows);
-  parts.pinned_first = state_->pinned_first;
   return parts;
 }
 
@@ -306,7 +305,7 @@ namespace {
 void check_gpu_parts(const FeatureStore::GpuParts& parts) {
   const size_t views = parts.devices.size();
   VOLLEY_REQUIRE(views > 0 && parts.shards.size() == views && parts.lookups.size() == views &&
-                     parts.cliques.size() == parts.hot_rows.size(),
+                     !parts.cliques.empty() && parts.cliques.size() == parts.hot_rows.size(),
                  ValueError,
                  "GPU feature parts: {} devices, {} shards, {} lookups, {} cliques with {} hot "
                  "row counts (one shard and lookup per device, one count per clique)",
@@ -352,8 +351,9 @@ FeatureStore FeatureStore::from_gpu_parts(GpuParts parts) {
   state->width = pinned.ndim() == 2 ? pinned.dim(1) : 1;
   state->dtype = pinned.dtype();
   state->row_bytes = static_cast<size_t>(state->width) * dtype_size(state->dtype);
-  state->num_rows = parts.pinned_first + pinned.dim(0);
-  state->pinned_first = parts.pinned_first;
+  // The pinned rows start where the clique that caches the fewest slots stops (place_shards).
+  state->pinned_first = *std::min_element(parts.hot_rows.begin(), parts.hot_rows.end());
+  state->num_rows = state->pinned_first + pinned.dim(0);
   state->device = parts.devices.front();
   state->cliques = parts.cliques;
   state->views.resize(parts.devices.size());
