@@ -105,3 +105,35 @@ same_in_every_torch = pytest.mark.skipif(
     reason="does not depend on torch / PyG / numpy versions; runs in the first leg, skipped in "
            "the second and in the wheel's check for CI time",
 )
+
+
+def free_port() -> int:
+    """A TCP port on the loopback that nothing listens on now."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def gloo_env(**extra: str) -> dict:
+    """The environment for gloo ranks on this host: one OpenMP thread, the loopback interface."""
+    import os
+
+    return dict(os.environ, OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo", **extra)
+
+
+# Gloo's full-mesh connect between ranks on one host fails now and then with "Connection closed
+# by peer", inside init_process_group and before any Volley code runs (a race PyTorch's own gloo
+# tests show too). A group that failed that way, and only that way, is started again.
+GLOO_CONNECT_RACE = "connectFullMesh failed"
+
+
+def run_gloo_group(start, attempts: int = 3):
+    """Calls ``start()`` -> (returncode, output) until it succeeds, fails for another reason than
+    gloo's connect race, or has failed ``attempts`` times; its last (returncode, output)."""
+    for _ in range(attempts):
+        returncode, output = start()
+        if returncode == 0 or GLOO_CONNECT_RACE not in output:
+            break
+    return returncode, output

@@ -21,7 +21,7 @@ from volley.loader import NeighborLoader
 torch = pytest.importorskip("torch")
 pytest.importorskip("torch_geometric")
 from torch_geometric.data import Data, HeteroData  # noqa: E402
-from conftest import runs_other_interpreters
+from conftest import free_port, gloo_env, run_gloo_group, runs_other_interpreters
 
 PAPERS, AUTHORS = 120, 40
 WRITES = ("author", "writes", "paper")
@@ -250,14 +250,17 @@ def test_hetero_loader_reads_torch_distributed_under_torchrun(tmp_path):
     what ``rank=r, world_size=2`` gives in a single process."""
     script = tmp_path / "ranks.py"
     script.write_text(TORCHRUN_SCRIPT)
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    run = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-         "--redirects", "1", "--tee", "1",  # (a torch 1.13 bug on Python 3.11 needs both)
-         "--master_port", str(29500 + os.getpid() % 1000), str(script), str(tmp_path),
-         os.path.dirname(__file__)],
-        env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-3000:]
+    def start():
+        run = subprocess.run(
+            [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+             "--redirects", "1", "--tee", "1",  # (a torch 1.13 bug on Python 3.11 needs both)
+             "--master_addr", "127.0.0.1", "--master_port", str(free_port()), str(script),
+             str(tmp_path), os.path.dirname(__file__)],
+            env=gloo_env(), capture_output=True, text=True, timeout=120)
+        return run.returncode, run.stderr
+
+    returncode, stderr = run_gloo_group(start)
+    assert returncode == 0, stderr[-3000:]
     shares = [np.load(tmp_path / f"rank{r}.npy") for r in range(2)]
     assert len(shares[0]) == len(shares[1]) == 30  # 60 inputs over 2 ranks
     assert not set(shares[0].tolist()) & set(shares[1].tolist())

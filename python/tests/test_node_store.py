@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import volley
-from conftest import runs_other_interpreters
+from conftest import free_port, gloo_env, runs_other_interpreters
 from volley import NodeStore
 
 torch = pytest.importorskip("torch")
@@ -28,7 +28,7 @@ PYTHONPATH = os.path.dirname(os.path.dirname(volley.__file__))
 def run_python(code, stdin=None, **kwargs):
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict(os.environ, PYTHONPATH=PYTHONPATH), **kwargs)
+                            env=gloo_env(PYTHONPATH=PYTHONPATH), **kwargs)
 
 
 @pytest.mark.parametrize("shared", [False, True])
@@ -280,8 +280,6 @@ def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path):
     """Two gloo ranks train one embedding per placement (a local table each, a shared store, a
     store on two servers) in mode="sync": each equals one process applying rank 0's then rank
     1's gradients of every step, and the local replicas are identical."""
-    import socket
-
     placements = ["local", "shared"] + (["servers"] if volley._volley._has_dist else [])
     reference = volley.nn.Embedding(12, 5, seed=4)
     path = str(tmp_path / "store")
@@ -293,12 +291,10 @@ def test_two_ddp_ranks_in_sync_mode_equal_one_process(tmp_path):
         stores[placement] = volley.nn.Embedding(12, 5, seed=4, store=store)
         with open(f"{path}.{placement}", "wb") as file:
             pickle.dump(store, file)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     ranks = [subprocess.Popen([sys.executable, "-c", DDP_RANK, str(rank), str(port), path,
                                ",".join(placements)],
-                              env=dict(os.environ, PYTHONPATH=PYTHONPATH),
+                              env=gloo_env(PYTHONPATH=PYTHONPATH),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for rank in (0, 1)]
     for rank in ranks:
         out, err = rank.communicate(timeout=120)

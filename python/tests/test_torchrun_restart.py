@@ -14,13 +14,12 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 
 import pytest
 
-from conftest import runs_other_interpreters
+from conftest import free_port, gloo_env, run_gloo_group, runs_other_interpreters
 
 pytest.importorskip("torch")
 
@@ -32,37 +31,35 @@ TRAINING = ["--dataset", "cora", "--epochs", "2", "--batch-size", "16", "--fanou
 CHECKSUM = re.compile(r"model checksum ([0-9a-f]{16}) after (\d+) batches")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def torchrun(*args: str, timeout: float = 90) -> str:
     """Runs the example under ``torchrun`` with two ranks; its output (stdout and stderr).
     The whole process group is killed when it outlives ``timeout`` seconds."""
     import volley
 
-    env = dict(os.environ, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.path.dirname(os.path.dirname(volley.__file__)))
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-               "--max_restarts", "1", "--master_addr", "127.0.0.1",
-               "--master_port", str(_free_port()),
-               "--redirects", "1", "--tee", "1",  # (a torch 1.13 bug on Python 3.11 needs both)
-               SCRIPT, *TRAINING, *args]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env=env, start_new_session=True)
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        pytest.fail(f"torchrun ran past {timeout} s:\n{output[-4000:]}")
-    finally:
-        if process.poll() is None:
+    env = gloo_env(PYTHONPATH=os.path.dirname(os.path.dirname(volley.__file__)))
+
+    def start():
+        command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                   "--max_restarts", "1", "--master_addr", "127.0.0.1",
+                   "--master_port", str(free_port()),
+                   "--redirects", "1", "--tee", "1",  # (a torch 1.13 bug on Python 3.11 needs both)
+                   SCRIPT, *TRAINING, *args]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, env=env, start_new_session=True)
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    assert process.returncode == 0, output[-4000:]
+            output, _ = process.communicate()
+            pytest.fail(f"torchrun ran past {timeout} s:\n{output[-4000:]}")
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        return process.returncode, output
+
+    returncode, output = run_gloo_group(start)
+    assert returncode == 0, output[-4000:]
     return output
 
 
