@@ -19,6 +19,7 @@
 #include "volley/feature/feature_store.h"
 #include "volley/feature/hotness.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/loader/cuda_loader.h"  // gather_to_device
 
 namespace volley::python {
@@ -304,6 +305,22 @@ void bind_hotness(nb::module_& m) {
       "Rows by how many batches of a simulated epoch sample them, most first (int64 [N]).");
 }
 
+void check_dataset_field(const std::string& field) {
+  VOLLEY_REQUIRE(field == "features" || field == "labels", ValueError,
+                 "dataset_store field must be \"features\" or \"labels\", got \"{}\"", field);
+}
+
+// A store over a dataset's array as it is, or with the disk tier and row cache asked for.
+std::optional<FeatureStore> dataset_store(const std::optional<Array>& array, int64_t cache_bytes,
+                                          const std::string& policy, std::optional<bool> disk) {
+  if (!array) return std::nullopt;
+  if (cache_bytes < 0 && policy == "dynamic" && !disk) return FeatureStore(*array);
+  FeatureStoreOptions options;
+  disk_options(options, cache_bytes, policy, disk, /*io_uring=*/true);
+  nb::gil_scoped_release release;
+  return FeatureStore::build(*array, options);
+}
+
 }  // namespace
 
 void bind_feature(nb::module_& m) {
@@ -326,20 +343,27 @@ void bind_feature(nb::module_& m) {
       "dataset_store",
       [](const Dataset& dataset, const std::string& field, int64_t cache_bytes,
          const std::string& policy, std::optional<bool> disk) -> std::optional<FeatureStore> {
-        VOLLEY_REQUIRE(field == "features" || field == "labels", ValueError,
-                       "dataset_store field must be \"features\" or \"labels\", got \"{}\"", field);
-        const std::optional<Array>& array = field == "features" ? dataset.features : dataset.labels;
-        if (!array) return std::nullopt;
-        if (cache_bytes < 0 && policy == "dynamic" && !disk) return FeatureStore(*array);
-        FeatureStoreOptions options;
-        disk_options(options, cache_bytes, policy, disk, /*io_uring=*/true);
-        nb::gil_scoped_release release;
-        return FeatureStore::build(*array, options);
+        check_dataset_field(field);
+        return dataset_store(field == "features" ? dataset.features : dataset.labels, cache_bytes,
+                             policy, disk);
       },
       nb::arg("dataset"), nb::arg("field"), nb::arg("cache_bytes") = -1,
       nb::arg("policy") = "dynamic", nb::arg("disk").none() = nb::none(),
       "A store over a dataset's features or labels as they are (a mapped dataset stays mapped; "
       "one larger than half the RAM gets the disk tier), with the row cache of from_npy.");
+  m.def(
+      "dataset_store",
+      [](const HeteroDataset& dataset, const std::string& field, const std::string& node_type,
+         int64_t cache_bytes, const std::string& policy,
+         std::optional<bool> disk) -> std::optional<FeatureStore> {
+        check_dataset_field(field);
+        const NodeTypeData& node = dataset.node(node_type);
+        return dataset_store(field == "features" ? node.features : node.labels, cache_bytes, policy,
+                             disk);
+      },
+      nb::arg("dataset"), nb::arg("field"), nb::arg("node_type"), nb::arg("cache_bytes") = -1,
+      nb::arg("policy") = "dynamic", nb::arg("disk").none() = nb::none(),
+      "The same for node type `node_type` of a typed dataset (ValueError naming an unknown type).");
   m.def("disk_io_support", &disk_io_support,
         "How this process reads a disk tier: \"io_uring\" or \"pread (io_uring refused: ...)\".");
   bind_hotness(m);

@@ -248,3 +248,74 @@ def test_a_mapped_file_truncated_under_a_running_loader_is_an_error_not_a_signal
                 pass
     np.save(path, table)
     np.testing.assert_array_equal(to_numpy(volley.Feature(str(path))[np.arange(3)]), table[:3])
+
+
+def _typed_batches(loader):
+    return [{t: (to_numpy(b[t].n_id).copy(), to_numpy(b[t].x).copy())
+             for t in b.node_types if "x" in b[t]} for b in loader]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_typed_lookahead_tables_read_the_batches_ahead_with_the_same_batches(tmp_path, workers):
+    """A HeteroData whose node types' x are lookahead disk tiers: the typed loader announces its
+    batches ahead to every type's store (their rows read ahead only with a window), and its
+    batches equal those over the tables in memory."""
+    pyg_data = pytest.importorskip("torch_geometric.data")
+    import torch
+    from volley.loader import NeighborLoader
+
+    rng = np.random.default_rng(3)
+    sizes = {"paper": 300, "author": 200}
+    tables = {t: rng.standard_normal((n, 8)).astype(np.float32) for t, n in sizes.items()}
+    for t, table in tables.items():
+        np.save(tmp_path / f"{t}.npy", table)
+    plain = pyg_data.HeteroData()
+    for t, table in tables.items():
+        plain[t].x, plain[t].num_nodes = torch.from_numpy(table), sizes[t]
+    edges = np.stack([rng.integers(0, 200, 1500), rng.integers(0, 300, 1500)])
+    plain["author", "writes", "paper"].edge_index = torch.from_numpy(edges)
+    plain["paper", "rev_writes", "author"].edge_index = torch.from_numpy(edges[::-1].copy())
+    arguments = dict(input_nodes="paper", batch_size=24, shuffle=True, seed=4,
+                     num_workers=workers)
+    want = _typed_batches(NeighborLoader(plain, [3, 2], **arguments))
+    for window in (0, 3):
+        data = plain.clone()
+        for t in sizes:
+            data[t].x = volley.Feature(str(tmp_path / f"{t}.npy"), cache_bytes="1K",
+                                       policy="lookahead", disk=True, read_ahead=True)
+        got = _typed_batches(NeighborLoader(data, [3, 2], lookahead=window, **arguments))
+        assert len(got) == len(want) == 13
+        for a, b in zip(want, got):
+            assert a.keys() == b.keys() == set(sizes)
+            for t in a:
+                np.testing.assert_array_equal(a[t][0], b[t][0])
+                assert a[t][1].tobytes() == b[t][1].tobytes()
+        for t in sizes:
+            ahead = data[t].x._native().rows_read_ahead
+            assert (ahead > 0) == (window > 0), (t, window, ahead)
+
+
+def test_a_typed_datasets_features_take_the_row_cache_options(tmp_path):
+    """A HeteroDataset's features go through its native stores, as a Dataset's do: cache_bytes
+    shared among the node types with features by their bytes, the same batches."""
+    from test_hetero import toy_hetero
+    from volley.loader import NeighborLoader
+
+    data = toy_hetero(papers=400)
+    data["author"].x = data["paper"].x.new_ones((40, 12))
+    volley.HeteroDataset.from_pyg(data, name="toy").save(tmp_path / "toy")
+    dataset = volley.load_dataset(tmp_path / "toy")
+    arguments = dict(input_nodes="paper", batch_size=32, shuffle=True, seed=2)
+    want = _typed_batches(NeighborLoader(dataset, [2, 2], **arguments))
+    loader = NeighborLoader(dataset, [2, 2], cache_bytes=3200, policy="static", **arguments)
+    cached = {t: feature.tiers for t, (_, feature) in loader._dataset_x.items()}
+    # paper: 400 x 4 float32 (6,400 bytes), author: 40 x 12 (1,920): shares of 3,200 bytes by
+    # bytes (2,461 and 738), in whole rows of 16 and 48 bytes.
+    assert cached["paper"][0]["rows"] == 3200 * 6400 // 8320 // 16 == 153
+    assert cached["author"][0]["rows"] == 3200 * 1920 // 8320 // 48 == 15
+    got = _typed_batches(loader)
+    assert len(got) == len(want) == 13
+    for a, b in zip(want, got):
+        for t in a:
+            np.testing.assert_array_equal(a[t][0], b[t][0])
+            np.testing.assert_array_equal(a[t][1], b[t][1])

@@ -316,9 +316,13 @@ def test_one_signature_serves_both_graph_kinds():
     assert HeteroNeighborLoader.__init__ is NeighborLoader.__init__
     assert inspect.signature(HeteroNeighborLoader) == inspect.signature(NeighborLoader)
     data = toy_hetero()
-    for option, value in [("lookahead", 4), ("cache_bytes", 1 << 20)]:  # a Dataset's disk tier
-        with pytest.raises(volley.VolleyTypeError, match=f"unexpected keyword argument '{option}'"):
-            NeighborLoader(data, [2], input_nodes="paper", batch_size=4, **{option: value})
+    with pytest.raises(volley.VolleyTypeError, match="unexpected keyword argument '_on_batch_st"):
+        NeighborLoader(data, [2], input_nodes="paper", batch_size=4, _on_batch_start=print)
+    # The row cache of a dataset's features: refused for a HeteroData as for a Data.
+    with pytest.raises(volley.VolleyValueError, match="row cache of a volley.Dataset's features"):
+        NeighborLoader(data, [2], input_nodes="paper", batch_size=4, cache_bytes=1 << 20)
+    assert NeighborLoader(data, [2], input_nodes="paper", batch_size=4,
+                          lookahead=4)._options.lookahead == 4
     torch_geometric = pytest.importorskip("torch_geometric")
     import torch
 

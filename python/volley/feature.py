@@ -33,7 +33,7 @@ sharded within each peer-access clique and replicated across cliques (docs/guide
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -322,24 +322,35 @@ class Feature:
         if mode == "CPU" and native is not None and native.features is not None:
             return cls._from_dataset(native, cache_bytes, policy)
         if wants_cache:
-            raise VolleyValueError(
-                "cache_bytes/policy size the row cache of a volley.Dataset's features in CPU "
-                "mode; for other data pass x=volley.Feature(path, cache_bytes=..., policy=...)"
-            )
+            raise VolleyValueError("cache_bytes/policy size the row cache of a volley.Dataset's "
+                                   "features in CPU mode (a volley.HeteroDataset's in any mode); "
+                                   "for other data pass x=volley.Feature(path, cache_bytes=...)")
         return x
 
     @classmethod
-    def _from_dataset(cls, native: Any, cache_bytes: Any, policy: Optional[str]) -> "Feature":
+    def _from_dataset(cls, native: Any, cache_bytes: Any, policy: Optional[str],
+                      node_type: Optional[str] = None) -> "Feature":
         """A dataset's features through the native store (the disk tier past half the RAM),
-        with ``cache_bytes`` / ``policy`` as for a path (``NeighborLoader`` passes them on)."""
+        with ``cache_bytes`` / ``policy`` as for a path (``NeighborLoader`` passes them on);
+        ``node_type``: that type's features of a typed dataset."""
         given = cache_bytes is not None
-        store = _dataset_store(
-            native,
-            "features",
-            cache_bytes=_tensor.byte_size(cache_bytes, "cache_bytes") if given else -1,
-            policy=_check_policy(policy, given),
-        )
-        return cls._from_store(store)
+        options = dict(cache_bytes=_tensor.byte_size(cache_bytes, "cache_bytes") if given else -1,
+                       policy=_check_policy(policy, given))
+        typed = () if node_type is None else (node_type,)
+        return cls._from_store(_dataset_store(native, "features", *typed, **options))
+
+    @classmethod
+    def _typed_loader_rows(cls, dataset: Any, cache_bytes: Any,
+                           policy: Optional[str]) -> Dict[str, "Feature"]:
+        """``_loader_rows`` per node type of a ``volley.HeteroDataset`` (None: other data) that
+        has features; ``cache_bytes`` is shared among them in proportion to their bytes."""
+        if dataset is None:
+            return cls._loader_rows(None, {}, "CPU", cache_bytes, policy)  # (refuses a cache)
+        sizes = {t: _tensor.to_numpy(x).nbytes for t, x in dataset.x_dict.items()}
+        budget = cache_bytes and _tensor.byte_size(cache_bytes, "cache_bytes")
+        total = sum(sizes.values()) or 1
+        return {t: cls._from_dataset(dataset._native, budget and budget * n // total, policy, t)
+                for t, n in sizes.items()}
 
     @classmethod
     def _from_store(cls, store: _NativeStore) -> "Feature":

@@ -103,11 +103,9 @@ class HeteroNeighborLoader(NeighborLoader):
     # loader's super().__init__ reaches it before LinkNeighborLoader's in the MRO.
     __init__ = NeighborLoader.__init__
 
-    # NeighborLoader's arguments that a typed graph does not take (homogeneous features' dtype,
-    # row cache, lookahead, per-batch hook), with their defaults: any other value is refused as an
-    # unknown argument, as PyG refuses one.
-    _HOMOGENEOUS_ONLY = {"cache_bytes": None, "policy": None, "lookahead": None,
-                         "_on_batch_start": None}
+    # NeighborLoader's arguments that a typed graph does not take (the per-batch hook), with their
+    # defaults: any other value is refused as an unknown argument, as PyG refuses one.
+    _HOMOGENEOUS_ONLY = {"_on_batch_start": None}
     copy = False  # hand out copies of the pipeline's batch memory
     _x_dtype = None  # feature_dtype: x of every node type converted to it (None: as stored)
 
@@ -121,6 +119,7 @@ class HeteroNeighborLoader(NeighborLoader):
         generator: Any, seed: Optional[int], weighted: bool, prefetch: Optional[int],
         rank: Optional[int], world_size: Optional[int], device: Any, mode: Optional[str],
         default: Optional[List[int]], copy: bool, feature_dtype: Optional[str],
+        cache_bytes: Any, policy: Optional[str], lookahead: Optional[int],
         kwargs: Dict[str, Any], **homogeneous_only: Any,
     ) -> None:
         """``NeighborLoader.__init__``'s body for a typed graph (its signature, written once,
@@ -148,6 +147,13 @@ class HeteroNeighborLoader(NeighborLoader):
                 "not supported for heterogeneous graphs yet")
         self.subgraph_type = _pyg_compat.subgraph_type_name(subgraph_type, directed)
         self.data = data.to_pyg() if isinstance(data, HeteroDataset) else data
+        # A HeteroDataset's features through its native stores (the disk tier past half the RAM,
+        # the row cache of cache_bytes / policy), in place of to_pyg's x while that stays.
+        from .feature import Feature
+
+        rows = Feature._typed_loader_rows(
+            data if isinstance(data, HeteroDataset) else None, cache_bytes, policy)
+        self._dataset_x = {t: (self.data[t].x, x) for t, x in rows.items()}
         self.graph = _typed_graph(data, weight_attr)
         if seed is None:
             seed = _pyg_compat.seed_from_generator(generator)
@@ -156,8 +162,9 @@ class HeteroNeighborLoader(NeighborLoader):
             self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
                 input_nodes, self.graph.num_nodes_dict)
         self._set_options(batch_size, shuffle, drop_last, num_workers, prefetch, seed, rank,
-                          world_size, feature_dtype)
-        self.copy, self._x_dtype = bool(copy), feature_dtype
+                          world_size, feature_dtype, lookahead)
+        # (a HeteroDataset's x is float32 unless asked otherwise, as to_pyg gives it)
+        self.copy, self._x_dtype = bool(copy), feature_dtype or ("float32" if rows else None)
         times = self._temporal(time_attr, input_time, temporal_strategy)
         self.disjoint = bool(disjoint) or bool(times)
         self.node_sampler = HeteroNeighborSampler(
@@ -210,15 +217,17 @@ class HeteroNeighborLoader(NeighborLoader):
 
     def _set_options(self, batch_size: Any, shuffle: Any, drop_last: Any, num_workers: Any,
                      prefetch: Any, seed: Any, rank: Any, world_size: Any,
-                     feature_dtype: Optional[str] = None) -> None:
+                     feature_dtype: Optional[str] = None, lookahead: Optional[int] = None) -> None:
         """The epoch policy's options (``_policy.loader_options``: the homogeneous loader's
-        checks, epoch order, rank split and epoch seeds, and of ``feature_dtype``), and their
-        values as attributes."""
+        checks, epoch order, rank split and epoch seeds, and of ``feature_dtype`` and
+        ``lookahead``), and their values as attributes."""
         inputs = len(self.input_nodes) if self._takes_input_nodes else 0
         self._options = _policy.loader_options(
             None, num_inputs=inputs, batch_size=batch_size, shuffle=shuffle,
             drop_last=drop_last, num_workers=num_workers, prefetch=prefetch, seed=seed,
             rank=rank, world_size=world_size, feature_dtype=feature_dtype or "float32")
+        if lookahead is not None:
+            self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
         self._adopt_options()
         self.prefetch = self._options.prefetch or 2 * self.num_workers
 
@@ -238,6 +247,9 @@ class HeteroNeighborLoader(NeighborLoader):
                 if key != "num_nodes" and (isinstance(value, Feature) or (
                     hasattr(value, "shape") and len(value.shape) > 0
                     and value.shape[0] == counts[node_type]))}
+            given, x = getattr(self, "_dataset_x", {}).get(node_type, (None, None))
+            if x is not None and store.get("x") is given:  # (the dataset's rows, not replaced)
+                nodes[node_type]["x"] = x
         for edge_type in self.graph.edge_types:
             store = self.data[edge_type]
             count = self.graph.num_edges_dict[edge_type]

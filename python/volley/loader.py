@@ -125,7 +125,8 @@ class NeighborLoader(LoaderBase):
             refused there (VolleyValueError).
         cache_bytes, policy: the row cache of a ``volley.Dataset``'s features, as
             ``volley.Feature(path, cache_bytes=..., policy=...)`` (CPU mode; features larger
-            than half the RAM are read through the disk tier by themselves).
+            than half the RAM are read through the disk tier by themselves); of a
+            ``volley.HeteroDataset``'s, per node type, ``cache_bytes`` shared by feature bytes.
         lookahead: with ``policy="lookahead"``, how many batches past the one being built the
             loader samples to tell the cache which rows come (default 8; 0: none). Each batch
             is still sampled once (the samples ahead are kept): the batches do not change.

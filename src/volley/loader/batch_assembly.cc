@@ -101,14 +101,23 @@ void BatchAssembly::gather_tables(const Tables& tables, std::span<const int64_t>
   }
 }
 
+void BatchAssembly::sample_typed(const std::vector<HeteroSeeds>& groups, uint64_t seed,
+                                 int64_t index, HeteroSampledSubgraph& out) const {
+  thread_local HeteroSamplerScratch scratch;  // global -> local maps per node type, per thread
+  typed_source->sample(groups, seed, static_cast<uint64_t>(index), out, scratch);
+}
+
 void BatchAssembly::fill_typed(const std::vector<HeteroSeeds>& groups, uint64_t seed, int64_t index,
                                int threads, int64_t prefetch, Batch& batch,
                                const std::function<void(HeteroSampledSubgraph&)>& edit) const {
-  // One scratch (global -> local maps per node type) and one subgraph per worker thread.
-  thread_local HeteroSamplerScratch scratch;
-  thread_local HeteroSampledSubgraph sub;
-  typed_source->sample(groups, seed, static_cast<uint64_t>(index), sub, scratch);
+  thread_local HeteroSampledSubgraph sub;  // one per worker thread, reused across its batches
+  sample_typed(groups, seed, index, sub);
   if (edit) edit(sub);
+  fill_typed(sub, threads, prefetch, batch);
+}
+
+void BatchAssembly::fill_typed(const HeteroSampledSubgraph& sub, int threads, int64_t prefetch,
+                               Batch& batch) const {
   const auto table = [](const auto& lists, size_t t) -> const Tables& {
     static const Tables none;
     return t < lists.size() ? lists[t] : none;

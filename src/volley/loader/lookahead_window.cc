@@ -5,29 +5,37 @@
 
 namespace volley::loader_internal {
 
-LookaheadWindow::LookaheadWindow(FeatureStore store, int64_t tag, int64_t num_batches,
-                                 int64_t depth, SampleBatch sample)
-    : store_(std::move(store)),
+template <class Subgraph>
+LookaheadWindowOf<Subgraph>::LookaheadWindowOf(std::vector<Target> targets, int64_t tag,
+                                               int64_t num_batches, int64_t depth,
+                                               SampleBatch sample)
+    : targets_(std::move(targets)),
       tag_(tag),
       num_batches_(num_batches),
       depth_(std::max<int64_t>(depth, 0)),
       sample_(std::move(sample)) {}
 
-LookaheadWindow::~LookaheadWindow() {
+template <class Subgraph>
+LookaheadWindowOf<Subgraph>::~LookaheadWindowOf() {
   for (const auto& [index, slot] : slots_) {
-    if (slot.done && !slot.error) store_.begin_batch(tag_ + index);
+    if (slot.done && !slot.error) begin(index);
   }
 }
 
-void LookaheadWindow::sample_and_announce(int64_t index) {
-  SampledSubgraph subgraph;
+template <class Subgraph>
+void LookaheadWindowOf<Subgraph>::begin(int64_t index) const {
+  for (const Target& target : targets_) target.store.begin_batch(tag_ + index);
+}
+
+template <class Subgraph>
+void LookaheadWindowOf<Subgraph>::sample_and_announce(int64_t index) {
+  Subgraph subgraph;
   std::exception_ptr error;
   try {
     sample_(index, subgraph);
-    const Array& nodes = subgraph.nodes;
-    store_.announce_batch(
-        tag_ + index,
-        std::span<const int64_t>(nodes.data<int64_t>(), static_cast<size_t>(nodes.numel())));
+    for (const Target& target : targets_) {
+      target.store.announce_batch(tag_ + index, target.rows(subgraph));
+    }
   } catch (...) {
     error = std::current_exception();
   }
@@ -41,7 +49,8 @@ void LookaheadWindow::sample_and_announce(int64_t index) {
   done_changed_.notify_all();
 }
 
-void LookaheadWindow::take(int64_t index, SampledSubgraph& out) {
+template <class Subgraph>
+void LookaheadWindowOf<Subgraph>::take(int64_t index, Subgraph& out) {
   int64_t first = 0;
   int64_t last = -1;
   {
@@ -63,16 +72,28 @@ void LookaheadWindow::take(int64_t index, SampledSubgraph& out) {
     slot = std::move(entry->second);
     slots_.erase(entry);
   }
-  store_.begin_batch(tag_ + index);
+  begin(index);
   if (slot.error) std::rethrow_exception(slot.error);
   out = std::move(slot.subgraph);
 }
 
-int64_t LookaheadWindow::kept() const {
+template <class Subgraph>
+int64_t LookaheadWindowOf<Subgraph>::kept() const {
   std::lock_guard<std::mutex> lock(mutex_);
   int64_t count = 0;
   for (const auto& entry : slots_) count += entry.second.done ? 1 : 0;
   return count;
 }
+
+LookaheadWindow::Target batch_nodes_target(FeatureStore store) {
+  return {std::move(store), [](const SampledSubgraph& subgraph) {
+            const Array& nodes = subgraph.nodes;
+            return std::span<const int64_t>(nodes.data<int64_t>(),
+                                            static_cast<size_t>(nodes.numel()));
+          }};
+}
+
+template class LookaheadWindowOf<SampledSubgraph>;
+template class LookaheadWindowOf<HeteroSampledSubgraph>;
 
 }  // namespace volley::loader_internal

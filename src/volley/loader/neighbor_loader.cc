@@ -399,15 +399,42 @@ struct NeighborLoader::EpochWork {
   int threads = 1;
   int64_t prefetch = 1;
   int64_t batches = 0;
-  // kLookahead features: the batches sampled ahead and announced to the store (null: none).
+  // kLookahead tables: the batches sampled ahead and announced to their stores (null: none);
+  // `window` for the features of a homogeneous graph, `typed_window` for a typed graph's tables.
   std::unique_ptr<loader_internal::LookaheadWindow> window;
+  std::unique_ptr<loader_internal::TypedLookaheadWindow> typed_window;
 
   EpochWork() = default;
   EpochWork(const EpochWork&) = delete;
   EpochWork& operator=(const EpochWork&) = delete;
   std::vector<int64_t> seeds_of(int64_t index, int64_t* input_ids) const;
+  // A typed batch's seeds and their input times (empty: none); input_ids as seeds_of's.
+  std::pair<std::vector<int64_t>, std::vector<int64_t>> typed_seeds(int64_t index,
+                                                                    int64_t* input_ids) const;
+  // Samples typed batch `index` into `out` (its seeds viewed while they live).
+  void sample_typed(int64_t index, int64_t* input_ids, HeteroSampledSubgraph& out) const;
   Batch make_batch(int64_t index, SampledSubgraph& subgraph) const;
 };
+
+std::pair<std::vector<int64_t>, std::vector<int64_t>> NeighborLoader::EpochWork::typed_seeds(
+    int64_t index, int64_t* input_ids) const {
+  std::vector<int64_t> seeds = seeds_of(index, input_ids);
+  std::vector<int64_t> times;
+  if (options.input_time) {
+    const int64_t begin = index * options.batch_size;
+    const std::span<const int64_t> positions(order.data<int64_t>() + begin, seeds.size());
+    times = loader_internal::seed_times_at(*options.input_time, positions);
+  }
+  return {std::move(seeds), std::move(times)};
+}
+
+void NeighborLoader::EpochWork::sample_typed(int64_t index, int64_t* input_ids,
+                                             HeteroSampledSubgraph& out) const {
+  const auto [seeds, times] = typed_seeds(index, input_ids);
+  const loader_internal::BatchAssembly& assembly = shared->assembly;
+  const std::string& type = assembly.typed_source->node_types()[assembly.input_type].name;
+  assembly.sample_typed({HeteroSeeds{type, seeds, times}}, options.sampler.seed, index, out);
+}
 
 std::vector<int64_t> NeighborLoader::EpochWork::seeds_of(int64_t index, int64_t* input_ids) const {
   const int64_t begin = index * options.batch_size;
@@ -420,6 +447,37 @@ std::vector<int64_t> NeighborLoader::EpochWork::seeds_of(int64_t index, int64_t*
     seeds[static_cast<size_t>(i)] = inputs[positions[begin + i]];
   }
   return seeds;
+}
+
+void NeighborLoader::open_window(EpochWork& work) const {
+  // Batch b is announced as tag + b, the tag unique to this epoch in the process.
+  static std::atomic<int64_t> epochs{0};
+  const int64_t depth = options_.lookahead;
+  EpochWork* raw = &work;  // the window lives in `work`: no cycle
+  const loader_internal::BatchAssembly& assembly = shared_->assembly;
+  if (assembly.typed_source) {
+    std::vector<loader_internal::TypedLookaheadWindow::Target> targets;
+    for (size_t t = 0; t < assembly.typed_attributes.node.size(); ++t) {
+      for (const auto& [name, store] : assembly.typed_attributes.node[t]) {
+        if (!store.wants_lookahead()) continue;
+        targets.push_back({store, [t](const HeteroSampledSubgraph& sub) {
+                             return std::span<const int64_t>(sub.nodes[t]);
+                           }});
+      }
+    }
+    if (targets.empty()) return;
+    work.typed_window = std::make_unique<loader_internal::TypedLookaheadWindow>(
+        std::move(targets), (epochs.fetch_add(1) + 1) << 32, work.batches, depth,
+        [raw](int64_t b, HeteroSampledSubgraph& out) { raw->sample_typed(b, nullptr, out); });
+  } else if (shared_->lookahead && !options_.input_time) {
+    work.window = std::make_unique<loader_internal::LookaheadWindow>(
+        std::vector{loader_internal::batch_nodes_target(*shared_->lookahead)},
+        (epochs.fetch_add(1) + 1) << 32, work.batches, depth,
+        [raw](int64_t b, SampledSubgraph& out) {
+          raw->shared->assembly.source->sample(raw->seeds_of(b, nullptr), raw->options.sampler,
+                                               static_cast<uint64_t>(b), out);
+        });
+  }
 }
 
 std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index, int64_t first_batch) const {
@@ -435,18 +493,7 @@ std::unique_ptr<Epoch> NeighborLoader::start_epoch(int64_t epoch_index, int64_t 
       std::min<int64_t>(resolve_threads(options_.num_threads), std::max<int64_t>(1, batches)));
   work->prefetch = options_.prefetch == 0 ? 2 * work->threads : std::max(options_.prefetch, 1);
   work->batches = batches;
-  if (shared_->lookahead && options_.lookahead > 0 && !options_.input_time &&
-      !shared_->assembly.typed_source && first_batch == 0) {  // (only what it caches differs)
-    // Batch b is announced as tag + b, the tag unique to this epoch in the process.
-    static std::atomic<int64_t> epochs{0};
-    EpochWork* raw = work.get();  // the window lives in *work: no cycle
-    work->window = std::make_unique<loader_internal::LookaheadWindow>(
-        *shared_->lookahead, (epochs.fetch_add(1) + 1) << 32, batches, options_.lookahead,
-        [raw](int64_t b, SampledSubgraph& out) {
-          raw->shared->assembly.source->sample(raw->seeds_of(b, nullptr), raw->options.sampler,
-                                               static_cast<uint64_t>(b), out);
-        });
-  }
+  if (options_.lookahead > 0 && first_batch == 0) open_window(*work);  // (what it caches differs)
   Epoch::Producers producers;
   producers.threads = work->threads;
   producers.prefetch = work->prefetch;
@@ -468,18 +515,19 @@ Batch NeighborLoader::EpochWork::make_batch(int64_t index, SampledSubgraph& subg
   batch.batch_size = count;
   batch.input_ids = Array::empty(DType::kInt64, {count});
   int64_t* input_ids = batch.input_ids.data<int64_t>();
-  const std::vector<int64_t> seeds = seeds_of(index, input_ids);
   const loader_internal::BatchAssembly& assembly = shared->assembly;
   if (assembly.typed_source) {
-    const std::span<const int64_t> positions(input_ids, static_cast<size_t>(count));
-    const std::vector<int64_t> times =
-        options.input_time ? loader_internal::seed_times_at(*options.input_time, positions)
-                           : std::vector<int64_t>{};
-    const std::string& type = assembly.typed_source->node_types()[assembly.input_type].name;
-    assembly.fill_typed({HeteroSeeds{type, seeds, times}}, options.sampler.seed, index, threads,
-                        prefetch, batch);
+    thread_local HeteroSampledSubgraph sub;  // one per worker thread, reused across its batches
+    if (typed_window) {
+      seeds_of(index, input_ids);
+      typed_window->take(index, sub);  // sampled once, ahead, by this or another worker
+    } else {
+      sample_typed(index, input_ids, sub);
+    }
+    assembly.fill_typed(sub, threads, prefetch, batch);
     return batch;
   }
+  const std::vector<int64_t> seeds = seeds_of(index, input_ids);
   const BatchSource& source = *assembly.source;
   if (window) {
     window->take(index, subgraph);  // sampled once, ahead, by this or another worker

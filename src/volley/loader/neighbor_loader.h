@@ -56,15 +56,16 @@ struct LoaderOptions {
   bool drop_last = false;
   int num_threads = 0;  // worker threads; 0 = hardware threads
   int prefetch = 0;     // batches in flight or ready ahead of the consumer; 0 = 2 × threads
-  // Features in a kLookahead store (feature_store.h): before building batch i the loader samples
-  // batches up to i + lookahead (sampling is a pure function of the seed and batch index) and
-  // announces their rows to the store, whose cache keeps the rows used soonest (and, with the
-  // store's read_ahead, reads their missing rows ahead). Each batch is sampled once: the sampler
+  // Features in a kLookahead store (feature_store.h) — for a typed graph, any node type's tables
+  // in such stores: before building batch i the loader samples batches up to i + lookahead
+  // (sampling is a pure function of the seed and batch index) and announces their rows to the
+  // stores, whose caches keep the rows used soonest (and, with the store's read_ahead, read
+  // their missing rows ahead). Each batch is sampled once: the sampler
   // output of the batches ahead is kept until their worker builds them, so the batches are
   // bit-identical to a loader without lookahead, whatever the thread count. Memory: the store's
   // cache_bytes, the prefetched batches, plus the sampler output (ids and edges, no feature
-  // rows) of at most lookahead + prefetch batches. 0: none. Other stores, temporal sampling and
-  // the GPU loaders ignore it.
+  // rows) of at most lookahead + prefetch batches. 0: none. Other stores, the GPU loaders, the
+  // link loaders and homogeneous temporal sampling ignore it.
   int lookahead = 8;
   uint64_t seed = 0;
   // Data-parallel training: this process is rank `rank` of `world_size` (0 <= rank <
@@ -169,6 +170,8 @@ class NeighborLoader {
  private:
   struct Shared;
   struct EpochWork;
+  // Opens `work`'s lookahead window over the tables in kLookahead stores (none: no window).
+  void open_window(EpochWork& work) const;
   std::shared_ptr<const Shared> shared_;
   std::shared_ptr<const CudaNeighborLoader> cuda_;  // set: the GPU pipeline builds the batches
   Array input_nodes_;

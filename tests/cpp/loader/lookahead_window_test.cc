@@ -29,7 +29,8 @@ TEST(LookaheadWindow, SamplesEveryBatchOnceForItsOwnWorker) {
     for (const int workers : {1, 2, 4}) {
       std::vector<std::atomic<int>> calls(kBatches);
       const FeatureStore store(Array::from_vector(std::vector<float>(2000, 1.0f)));
-      LookaheadWindow window(store, 0, kBatches, depth, fake_sampler(calls, -1));
+      LookaheadWindow window({batch_nodes_target(store)}, 0, kBatches, depth,
+                             fake_sampler(calls, -1));
       std::atomic<int64_t> next{0};
       std::atomic<int64_t> most_kept{0};
       std::vector<std::thread> threads;
@@ -61,7 +62,7 @@ TEST(LookaheadWindow, ASamplingErrorSurfacesAtItsBatchOnly) {
   constexpr int64_t kBatches = 10;
   std::vector<std::atomic<int>> calls(kBatches);
   const FeatureStore store(Array::from_vector(std::vector<float>(2000, 1.0f)));
-  LookaheadWindow window(store, 0, kBatches, 3, fake_sampler(calls, 5));
+  LookaheadWindow window({batch_nodes_target(store)}, 0, kBatches, 3, fake_sampler(calls, 5));
   SampledSubgraph out;
   for (int64_t b = 0; b < kBatches; ++b) {
     if (b == 5) {

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "test_graphs.h"
+#include "test_util.h"
+#include "volley/graph/io/npy.h"
 #include "volley/loader/neighbor_loader.h"
 
 namespace volley {
@@ -118,6 +121,75 @@ TEST(TypedLoader, RanksShareEveryEpochAsTheHomogeneousLoaderDoes) {
   const std::set<int64_t> distinct(seen.begin(), seen.end());
   EXPECT_EQ(static_cast<int64_t>(distinct.size()), papers);
   EXPECT_LT(static_cast<int64_t>(seen.size()) - papers, 3);
+}
+
+// Float rows of node type `type` (row r: r + c / 8) in a .npy under `dir`, as a store that
+// reads it from the disk with a kLookahead row cache of a tenth of its rows (reading announced
+// rows ahead), or mapped.
+FeatureStore rows_of(const std::string& dir, const std::string& type, bool lookahead) {
+  const int64_t n = graph().num_nodes(type);
+  const std::string path = dir + "/" + type + ".npy";
+  if (lookahead) {
+    Array rows = Array::empty(DType::kFloat32, {n, 8});
+    for (int64_t i = 0; i < n * 8; ++i) rows.data<float>()[i] = (i / 8) + (i % 8) / 8.0f;
+    write_npy(path, rows);
+    return FeatureStore::from_npy(path, {.source_reads = SourceReads::kDisk,
+                                         .cache_bytes = static_cast<size_t>(n / 10 * 32),
+                                         .cache_policy = CachePolicy::kLookahead,
+                                         .read_ahead = true});
+  }
+  return FeatureStore::from_npy(path, {.source_reads = SourceReads::kMapped});
+}
+
+// Tables in kLookahead stores steer their caches with the batches ahead (one window over every
+// node type's store), and the batches are bit-identical to those over mapped tables, for any
+// window and thread count: each batch is sampled once, ahead, as the homogeneous loader does.
+TEST(TypedLoader, LookaheadTablesGetTheBatchesAheadAndTheSameBatches) {
+  TempDir dir;
+  const std::vector<std::string> types = {"paper", "author"};
+  for (const int lookahead : {0, 2, 8}) {
+    for (const int threads : {1, 3}) {
+      TypedAttributes cached;
+      TypedAttributes plain;
+      cached.node.resize(graph().node_types().size());
+      plain.node.resize(graph().node_types().size());
+      for (const std::string& type : types) {
+        cached.node[small_mag_type(type)].emplace_back("x", rows_of(dir.path(), type, true));
+        plain.node[small_mag_type(type)].emplace_back("x", rows_of(dir.path(), type, false));
+      }
+      const LoaderOptions options{.batch_size = 48,
+                                  .shuffle = true,
+                                  .num_threads = threads,
+                                  .lookahead = lookahead,
+                                  .seed = 3};
+      const NeighborLoader want(make_sampler(), "paper", std::nullopt, options, plain);
+      const NeighborLoader got(make_sampler(), "paper", std::nullopt, options, cached);
+      for (int64_t epoch = 0; epoch < 2; ++epoch) {
+        auto a = want.start_epoch(epoch);
+        auto b = got.start_epoch(epoch);
+        while (auto x = a->next()) {
+          auto y = b->next();
+          ASSERT_TRUE(y.has_value());
+          for (const std::string& type : types) {
+            const size_t t = small_mag_type(type);
+            EXPECT_EQ(values(x->node_types[t].nodes), values(y->node_types[t].nodes));
+            const Array& p = x->node_types[t].attrs.at(0).second;
+            const Array& q = y->node_types[t].attrs.at(0).second;
+            ASSERT_EQ(p.nbytes(), q.nbytes());
+            ASSERT_EQ(std::memcmp(p.data<float>(), q.data<float>(), p.nbytes()), 0) << type;
+          }
+        }
+        EXPECT_FALSE(b->next().has_value());
+      }
+      for (const std::string& type : types) {  // every type's store was told what comes
+        const FeatureStore::DiskStats stats =
+            cached.node[small_mag_type(type)][0].second.disk_stats();
+        EXPECT_GT(stats.hits, 0) << type;
+        if (lookahead == 0) EXPECT_EQ(stats.read_ahead, 0) << type;
+        if (lookahead > 0) EXPECT_GT(stats.read_ahead, 0) << type << " lookahead " << lookahead;
+      }
+    }
+  }
 }
 
 TEST(TypedLoader, RejectsBadArgumentsNamingTheType) {

@@ -46,6 +46,11 @@ struct BatchAssembly {
   void fill_typed(const std::vector<HeteroSeeds>& groups, uint64_t seed, int64_t index, int threads,
                   int64_t prefetch, Batch& batch,
                   const std::function<void(HeteroSampledSubgraph&)>& edit = nullptr) const;
+  // Its two steps: the sampling (a scratch per thread), and the batch of a sampled subgraph.
+  void sample_typed(const std::vector<HeteroSeeds>& groups, uint64_t seed, int64_t index,
+                    HeteroSampledSubgraph& out) const;
+  void fill_typed(const HeteroSampledSubgraph& sub, int threads, int64_t prefetch,
+                  Batch& batch) const;
 
   // A buffer of `bytes` from the pool: feature buffers of delivered batches are recycled once
   // no one else holds them (large batches would otherwise pay for fresh pages — faults and

@@ -1,11 +1,14 @@
 // volley/loader/internal/lookahead_window.h — the CPU loader's lookahead window over one epoch
-// (LoaderOptions::lookahead, over features in a kLookahead store): batches sampled ahead of the
-// one being built, announced to the store, and kept until their own worker builds them, so that
-// every batch is sampled exactly once.
+// (LoaderOptions::lookahead, over tables in a kLookahead store): batches sampled ahead of the one
+// being built, announced to the stores, and kept until their own worker builds them, so that
+// every batch is sampled exactly once. One window for both graph kinds: `Subgraph` is a
+// SampledSubgraph (the features, gathered at the batch's nodes) or a HeteroSampledSubgraph (each
+// store a node type's table, gathered at that type's nodes).
 //
-//   LookaheadWindow window(store, tag, batches, depth, [&](int64_t b, SampledSubgraph& out) {
-//     source.sample(seeds_of(b), options, b, out);
-//   });
+//   LookaheadWindow window({{store, nodes_of}}, tag, batches, depth,
+//                          [&](int64_t b, SampledSubgraph& out) {
+//                            source.sample(seeds_of(b), options, b, out);
+//                          });
 //   window.take(index, subgraph);   // on the worker building batch `index`, before its gather
 //
 // Sampling is a pure function of (seed, batch index), so a batch sampled ahead by any worker is
@@ -25,30 +28,39 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <span>
+#include <vector>
 
 #include "volley/feature/feature_store.h"
+#include "volley/sampling/hetero_sampler.h"
 #include "volley/sampling/neighbor_sampler.h"
 
 namespace volley::loader_internal {
 
-class LookaheadWindow {
+template <class Subgraph>
+class LookaheadWindowOf {
  public:
-  using SampleBatch = std::function<void(int64_t index, SampledSubgraph& out)>;
-  // Batch b is announced to `store` as tag + b; the epoch has `num_batches` batches; take(i)
-  // first samples the batches up to i + depth. `sample` is called from the workers, outside any
-  // lock.
-  LookaheadWindow(FeatureStore store, int64_t tag, int64_t num_batches, int64_t depth,
-                  SampleBatch sample);
-  // Batches announced but never built leave the store's window (call once the workers are gone).
-  ~LookaheadWindow();
-  LookaheadWindow(const LookaheadWindow&) = delete;
-  LookaheadWindow& operator=(const LookaheadWindow&) = delete;
+  using SampleBatch = std::function<void(int64_t index, Subgraph& out)>;
+  // A store the window steers, and the rows of a sampled batch that its gather will read.
+  struct Target {
+    FeatureStore store;
+    std::function<std::span<const int64_t>(const Subgraph&)> rows;
+  };
+  // Batch b is announced to every target's store as tag + b (its rows of b); the epoch has
+  // `num_batches` batches; take(i) first samples the batches up to i + depth. `sample` is called
+  // from the workers, outside any lock.
+  LookaheadWindowOf(std::vector<Target> targets, int64_t tag, int64_t num_batches, int64_t depth,
+                    SampleBatch sample);
+  // Batches announced but never built leave the stores' windows (call once the workers are gone).
+  ~LookaheadWindowOf();
+  LookaheadWindowOf(const LookaheadWindowOf&) = delete;
+  LookaheadWindowOf& operator=(const LookaheadWindowOf&) = delete;
 
   // Samples and announces the batches up to index + depth that no worker has claimed yet, then
   // waits until batch `index` is sampled (by this or another worker), moves its subgraph into
-  // `out` and takes the batch out of the store's window (FeatureStore::begin_batch). Rethrows
+  // `out` and takes the batch out of the stores' windows (FeatureStore::begin_batch). Rethrows
   // the exception that sampling batch `index` raised.
-  void take(int64_t index, SampledSubgraph& out);
+  void take(int64_t index, Subgraph& out);
 
   // Batches sampled and not yet taken (tests: the memory bound).
   int64_t kept() const;
@@ -56,12 +68,13 @@ class LookaheadWindow {
  private:
   struct Slot {
     bool done = false;
-    SampledSubgraph subgraph;
+    Subgraph subgraph;
     std::exception_ptr error;
   };
   void sample_and_announce(int64_t index);
+  void begin(int64_t index) const;
 
-  FeatureStore store_;
+  std::vector<Target> targets_;
   int64_t tag_;
   int64_t num_batches_;
   int64_t depth_;
@@ -71,5 +84,12 @@ class LookaheadWindow {
   int64_t next_to_claim_ = 0;
   std::map<int64_t, Slot> slots_;  // claimed and not taken
 };
+
+// The homogeneous window (the features, at the batch's nodes) and the typed one.
+using LookaheadWindow = LookaheadWindowOf<SampledSubgraph>;
+using TypedLookaheadWindow = LookaheadWindowOf<HeteroSampledSubgraph>;
+
+// The target of a homogeneous loader's features: gathered at every node of the batch.
+LookaheadWindow::Target batch_nodes_target(FeatureStore store);
 
 }  // namespace volley::loader_internal
