@@ -1,5 +1,6 @@
-// python/src/bind_share.cc — moving graphs, datasets and feature stores into shared memory, and
-// rebuilding them in another process from handles (python/volley/_share.py drives these).
+// python/src/bind_share.cc — moving graphs and datasets (of both kinds) and feature stores into
+// shared memory, and rebuilding them in another process from handles (python/volley/_share.py
+// drives these).
 //
 // Sharing copies each array that is not yet in shared memory into its own anonymous memfd
 // segment (Buffer::create_shareable: nothing in /dev/shm, nothing to leak after kill -9); arrays
@@ -14,6 +15,8 @@
 
 #include <cstring>
 #include <numeric>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "bindings.h"
@@ -21,6 +24,7 @@
 #include "volley/feature/feature_store.h"
 #include "volley/graph/csr.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/sampling/cuda_graph.h"
 
 namespace volley::python {
@@ -150,16 +154,137 @@ Csr attach_csr(const CsrHandles& handles) {
                           attach(handles.weights), handles.orientation, /*validate=*/false);
 }
 
-// --- Dataset --------------------------------------------------------------------------------
+// --- Datasets -------------------------------------------------------------------------------
+// A homogeneous Dataset and a typed one's node types (NodeTypeData) hold the same optional
+// arrays (a Dataset also its edge split): one visit over them shares, names and attaches both.
+
+template <class Owner, class Visit>
+void for_each_field(Owner& owner, Visit&& visit) {
+  visit("features", owner.features);
+  visit("labels", owner.labels);
+  visit("train_idx", owner.train_idx);
+  visit("val_idx", owner.val_idx);
+  visit("test_idx", owner.test_idx);
+  if constexpr (std::is_same_v<std::remove_const_t<Owner>, Dataset>) {
+    visit("train_edges", owner.train_edges);
+    visit("val_edges", owner.val_edges);
+    visit("test_edges", owner.test_edges);
+    visit("val_neg_edges", owner.val_neg_edges);
+    visit("test_neg_edges", owner.test_neg_edges);
+  }
+}
+
+template <class Owner>
+void share_fields(Owner& owner) {
+  for_each_field(owner, [](const char* name, std::optional<Array>& array) {
+    array = share_array(array, name);
+  });
+}
+
+template <class Owner>
+bool fields_shared(const Owner& owner) {
+  bool shared = true;
+  for_each_field(owner, [&](const char*, const std::optional<Array>& array) {
+    shared = shared && (!array || is_shared(*array));
+  });
+  return shared;
+}
+
+template <class Owner>
+nb::list field_handles(const Owner& owner) {
+  nb::list handles;
+  for_each_field(owner, [&](const char* name, const std::optional<Array>& array) {
+    handles.append(handle_of(array, name));
+  });
+  return handles;
+}
+
+// The handles of field_handles, parsed (GIL held); attach_fields then runs without the GIL.
+template <class Owner>
+std::vector<std::optional<ArrayHandle>> parse_fields(nb::handle handles) {
+  std::vector<std::optional<ArrayHandle>> parsed;
+  Owner probe;
+  size_t count = 0;
+  for_each_field(probe, [&](const char*, std::optional<Array>&) { ++count; });
+  VOLLEY_REQUIRE(nb::isinstance<nb::list>(handles) && nb::len(handles) == count, ValueError,
+                 "a shared dataset's fields are a list of {} handles", count);
+  size_t i = 0;
+  for_each_field(probe, [&](const char* name, std::optional<Array>&) {
+    parsed.push_back(parse_optional_handle(handles[i++], name));
+  });
+  return parsed;
+}
+
+template <class Owner>
+void attach_fields(Owner& owner, const std::vector<std::optional<ArrayHandle>>& parsed) {
+  size_t i = 0;
+  for_each_field(owner,
+                 [&](const char*, std::optional<Array>& array) { array = attach(parsed[i++]); });
+}
 
 Dataset share_dataset(const Dataset& dataset) {
   Dataset shared = dataset;
   shared.graph = share_csr(dataset.graph);
-  shared.features = share_array(dataset.features, "features");
-  shared.labels = share_array(dataset.labels, "labels");
-  shared.train_idx = share_array(dataset.train_idx, "train_idx");
-  shared.val_idx = share_array(dataset.val_idx, "val_idx");
-  shared.test_idx = share_array(dataset.test_idx, "test_idx");
+  share_fields(shared);
+  return shared;
+}
+
+HeteroGraph share_hetero_graph(const HeteroGraph& graph) {
+  std::vector<std::pair<EdgeType, Csr>> edges;
+  for (int e = 0; e < graph.num_edge_types(); ++e) {
+    edges.emplace_back(graph.edge_types()[static_cast<size_t>(e)], share_csr(graph.edges(e)));
+  }
+  return HeteroGraph(graph.node_types(), std::move(edges), /*validate=*/false);
+}
+
+bool hetero_graph_is_shared(const HeteroGraph& graph) {
+  for (int e = 0; e < graph.num_edge_types(); ++e) {
+    if (!csr_is_shared(graph.edges(e))) return false;
+  }
+  return true;
+}
+
+// (node types [(name, count)], edge types [("S__R__D", csr_state)]).
+nb::object hetero_graph_state(const HeteroGraph& graph) {
+  nb::list nodes, edges;
+  for (const NodeTypeInfo& type : graph.node_types())
+    nodes.append(nb::make_tuple(type.name, type.num_nodes));
+  for (int e = 0; e < graph.num_edge_types(); ++e) {
+    edges.append(nb::make_tuple(graph.edge_types()[static_cast<size_t>(e)].name(),
+                                csr_state(graph.edges(e))));
+  }
+  return nb::make_tuple(nodes, edges);
+}
+
+struct HeteroGraphHandles {
+  std::vector<NodeTypeInfo> node_types;
+  std::vector<std::pair<EdgeType, CsrHandles>> edge_types;
+};
+
+HeteroGraphHandles parse_hetero_graph_state(nb::handle state) {
+  VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 2, ValueError,
+                 "a shared typed graph's state is a tuple (node types, edge types)");
+  HeteroGraphHandles handles;
+  for (nb::handle type : state[0]) {
+    handles.node_types.push_back({nb::cast<std::string>(type[0]), nb::cast<int64_t>(type[1])});
+  }
+  for (nb::handle type : state[1]) {
+    handles.edge_types.emplace_back(EdgeType::from_name(nb::cast<std::string>(type[0])),
+                                    parse_csr_state(type[1]));
+  }
+  return handles;
+}
+
+HeteroGraph attach_hetero_graph(const HeteroGraphHandles& handles) {
+  std::vector<std::pair<EdgeType, Csr>> edges;
+  for (const auto& [type, csr] : handles.edge_types) edges.emplace_back(type, attach_csr(csr));
+  return HeteroGraph(handles.node_types, std::move(edges), /*validate=*/false);
+}
+
+HeteroDataset share_hetero_dataset(const HeteroDataset& dataset) {
+  HeteroDataset shared = dataset;
+  shared.graph = share_hetero_graph(dataset.graph);
+  for (NodeTypeData& node : shared.node_data) share_fields(node);
   return shared;
 }
 
@@ -236,6 +361,88 @@ nb::object placed_state(const CudaGraph& graph) {
       arrays.first_row_unsorted_by_node_time, arrays.first_row_unsorted_by_edge_time);
 }
 
+// Datasets of both kinds and typed graphs: share, is_shared, state, from_state.
+void bind_dataset_sharing(nb::module_& m) {
+  m.def("share_dataset", &share_dataset, nb::arg("dataset"),
+        nb::call_guard<nb::gil_scoped_release>(),
+        "The dataset with every array in shared memory (arrays already shared are kept).");
+  m.def("dataset_is_shared", [](const Dataset& dataset) {
+    return csr_is_shared(dataset.graph) && fields_shared(dataset);
+  });
+  m.def(
+      "dataset_state",
+      [](const Dataset& dataset) {
+        return nb::make_tuple(dataset.name, dataset.num_classes, csr_state(dataset.graph),
+                              field_handles(dataset));
+      },
+      nb::arg("dataset"));
+  m.def(
+      "dataset_from_state",
+      [](nb::handle state) {
+        VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 4, ValueError,
+                       "a shared-dataset state is a tuple of 4 entries");
+        Dataset dataset;
+        dataset.name = nb::cast<std::string>(state[0]);
+        dataset.num_classes = nb::cast<int64_t>(state[1]);
+        const CsrHandles graph = parse_csr_state(state[2]);
+        const auto fields = parse_fields<Dataset>(state[3]);
+        nb::gil_scoped_release release;
+        dataset.graph = attach_csr(graph);
+        attach_fields(dataset, fields);
+        return dataset;
+      },
+      nb::arg("state"), "Attaches to a shared dataset by its handles (zero-copy).");
+  m.def("share_hetero_graph", &share_hetero_graph, nb::arg("graph"),
+        nb::call_guard<nb::gil_scoped_release>(),
+        "The typed graph with every edge type's arrays in shared memory (shared ones kept).");
+  m.def("hetero_graph_is_shared", &hetero_graph_is_shared, nb::arg("graph"));
+  m.def("hetero_graph_state", &hetero_graph_state, nb::arg("graph"));
+  m.def(
+      "hetero_graph_from_state",
+      [](nb::handle state) {
+        const HeteroGraphHandles handles = parse_hetero_graph_state(state);
+        nb::gil_scoped_release release;
+        return attach_hetero_graph(handles);
+      },
+      nb::arg("state"), "Attaches to a shared typed graph by its handles (zero-copy).");
+  m.def("share_hetero_dataset", &share_hetero_dataset, nb::arg("dataset"),
+        nb::call_guard<nb::gil_scoped_release>(),
+        "The typed dataset with every array in shared memory (arrays already shared are kept).");
+  m.def("hetero_dataset_is_shared", [](const HeteroDataset& dataset) {
+    bool shared = hetero_graph_is_shared(dataset.graph);
+    for (const NodeTypeData& node : dataset.node_data) shared = shared && fields_shared(node);
+    return shared;
+  });
+  m.def("hetero_dataset_state", [](const HeteroDataset& dataset) {
+    nb::list nodes;
+    for (const NodeTypeData& node : dataset.node_data)
+      nodes.append(nb::make_tuple(node.num_classes, field_handles(node)));
+    return nb::make_tuple(dataset.name, hetero_graph_state(dataset.graph), nodes);
+  });
+  m.def(
+      "hetero_dataset_from_state",
+      [](nb::handle state) {
+        VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 3, ValueError,
+                       "a shared typed dataset's state is a tuple of 3 entries");
+        HeteroDataset dataset;
+        dataset.name = nb::cast<std::string>(state[0]);
+        const HeteroGraphHandles graph = parse_hetero_graph_state(state[1]);
+        std::vector<std::pair<int64_t, std::vector<std::optional<ArrayHandle>>>> nodes;
+        for (nb::handle node : state[2]) {
+          nodes.emplace_back(nb::cast<int64_t>(node[0]), parse_fields<NodeTypeData>(node[1]));
+        }
+        nb::gil_scoped_release release;
+        dataset.graph = attach_hetero_graph(graph);
+        for (const auto& [classes, fields] : nodes) {
+          NodeTypeData& node = dataset.node_data.emplace_back();
+          node.num_classes = classes;
+          attach_fields(node, fields);
+        }
+        return dataset;
+      },
+      nb::arg("state"), "Attaches to a shared typed dataset by its handles (zero-copy).");
+}
+
 }  // namespace
 
 void make_cuda_graph_shareable(CudaGraph& graph) {
@@ -285,50 +492,7 @@ void bind_share(nb::module_& m) {
       },
       nb::arg("state"), "Attaches to a shared graph by its handles (zero-copy).");
 
-  m.def("share_dataset", &share_dataset, nb::arg("dataset"),
-        nb::call_guard<nb::gil_scoped_release>(),
-        "The dataset with every array in shared memory (arrays already shared are kept).");
-  m.def("dataset_is_shared", [](const Dataset& dataset) {
-    const auto shared = [](const std::optional<Array>& array) {
-      return !array || is_shared(*array);
-    };
-    return csr_is_shared(dataset.graph) && shared(dataset.features) && shared(dataset.labels) &&
-           shared(dataset.train_idx) && shared(dataset.val_idx) && shared(dataset.test_idx);
-  });
-  m.def(
-      "dataset_state",
-      [](const Dataset& dataset) {
-        return nb::make_tuple(
-            dataset.name, dataset.num_classes, csr_state(dataset.graph),
-            handle_of(dataset.features, "features"), handle_of(dataset.labels, "labels"),
-            handle_of(dataset.train_idx, "train_idx"), handle_of(dataset.val_idx, "val_idx"),
-            handle_of(dataset.test_idx, "test_idx"));
-      },
-      nb::arg("dataset"));
-  m.def(
-      "dataset_from_state",
-      [](nb::handle state) {
-        VOLLEY_REQUIRE(nb::isinstance<nb::tuple>(state) && nb::len(state) == 8, ValueError,
-                       "a shared-dataset state is a tuple of 8 entries");
-        const std::string name = nb::cast<std::string>(state[0]);
-        const int64_t num_classes = nb::cast<int64_t>(state[1]);
-        CsrHandles graph = parse_csr_state(state[2]);
-        std::optional<ArrayHandle> fields[5];
-        const char* names[5] = {"features", "labels", "train_idx", "val_idx", "test_idx"};
-        for (int i = 0; i < 5; ++i) fields[i] = parse_optional_handle(state[3 + i], names[i]);
-        nb::gil_scoped_release release;
-        Dataset dataset;
-        dataset.name = name;
-        dataset.num_classes = num_classes;
-        dataset.graph = attach_csr(graph);
-        dataset.features = attach(fields[0]);
-        dataset.labels = attach(fields[1]);
-        dataset.train_idx = attach(fields[2]);
-        dataset.val_idx = attach(fields[3]);
-        dataset.test_idx = attach(fields[4]);
-        return dataset;
-      },
-      nb::arg("state"), "Attaches to a shared dataset by its handles (zero-copy).");
+  bind_dataset_sharing(m);
 
   m.def("share_feature_store", &share_store, nb::arg("store"),
         nb::call_guard<nb::gil_scoped_release>(),

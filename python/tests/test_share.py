@@ -91,7 +91,7 @@ def test_share_memory_moves_arrays_once_and_keeps_values():
     np.testing.assert_array_equal(np.asarray(dataset.x), x_before)
     np.testing.assert_array_equal(np.asarray(dataset.graph.indices), indices_before)
     state = volley._volley.dataset_state(dataset._native)
-    assert state[3][0].startswith("memfd:")
+    assert state[3][0][0].startswith("memfd:")  # the features' handle
     dataset.share_memory_()  # idempotent: the same segments
     assert volley._volley.dataset_state(dataset._native) == state
 
@@ -106,6 +106,51 @@ def test_pickle_round_trip_attaches_instead_of_copying():
     assert float(dataset.x[0, 0]) == 42.0
     graph = pickle.loads(pickle.dumps(dataset.graph))
     np.testing.assert_array_equal(np.asarray(graph.indptr), dataset.graph.indptr)
+
+
+def test_an_edge_split_travels_with_its_dataset(tmp_path):
+    """A split dataset's supervision and negative edges are shared and pickled with it."""
+    volley.split_edges(_dataset(), tmp_path / "split", seed=0)
+    dataset = volley.load_dataset(tmp_path / "split")
+    copy = pickle.loads(pickle.dumps(dataset))
+    assert copy.is_shared
+    for name in ("train_edges", "val_edges", "test_edges", "val_neg_edges", "test_neg_edges"):
+        np.testing.assert_array_equal(as_numpy(getattr(copy, name)),
+                                      as_numpy(getattr(dataset, name)))
+
+
+def test_typed_graphs_and_datasets_pickle_by_handle_as_homogeneous_ones():
+    """A HeteroDataset (and its HeteroGraph) shares once and pickles by handle: the copy reads
+    the same memory, every type's arrays and counts equal."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch_geometric")
+    from test_hetero import toy_hetero
+
+    dataset = volley.HeteroDataset.from_pyg(toy_hetero(seed=4, papers=3000), name="toy")
+    assert not dataset.is_shared and not dataset.graph.is_shared
+    payload = pickle.dumps(dataset)  # shares first, in place
+    assert dataset.is_shared and dataset.graph.is_shared
+    assert len(payload) < 4_000, "handles, not arrays"
+    copy = pickle.loads(payload)
+    assert copy.is_shared and copy.name == "toy"
+    assert copy.num_classes_dict == dataset.num_classes_dict
+    assert copy.graph.num_nodes_dict == dataset.graph.num_nodes_dict
+    for edge_type in dataset.edge_types:
+        assert torch.equal(copy.graph.edge_index(edge_type), dataset.graph.edge_index(edge_type))
+    for field in ("x_dict", "y_dict", "train_idx_dict"):
+        mine, theirs = getattr(dataset, field), getattr(copy, field)
+        assert mine.keys() == theirs.keys()
+        for node_type in mine:
+            assert torch.equal(theirs[node_type], mine[node_type])
+    copy.x_dict["paper"][0, 0] = 42.0  # the same memory, not a copy
+    assert float(dataset.x_dict["paper"][0, 0]) == 42.0
+    state = volley._volley.hetero_dataset_state(dataset._native)
+    dataset.share_memory_()  # idempotent: the same segments
+    assert volley._volley.hetero_dataset_state(dataset._native) == state
+    graph = pickle.loads(pickle.dumps(dataset.graph))
+    assert graph.is_shared and graph.num_edges_dict == dataset.graph.num_edges_dict
+    with pytest.raises(volley.VolleyValueError, match="tuple"):
+        volley._volley.hetero_dataset_from_state(("toy",))
 
 
 def test_pickling_an_unshared_object_shares_it_first():

@@ -3,7 +3,7 @@ them, its name and graph, and the PyG class that ``to_pyg`` builds."""
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Callable, Tuple
 
 from . import _tensor
 from ._volley import VolleyImportError
@@ -14,6 +14,34 @@ class NativeDatasetView:
 
     _graph_class: type
     _native: Any
+    # The kind's native sharing functions (``volley._share``): share, is shared, state, attach.
+    _sharing: Tuple[Callable[[Any], Any], ...]
+
+    def share_memory_(self) -> Any:
+        """Moves the graph and every array into shared memory, once, and returns self.
+
+        Arrays already in shared memory are kept (idempotent); memory-mapped arrays are copied
+        into shared memory too (one copy for all processes). Afterwards pickling the dataset
+        sends handles and the receiving process attaches to the same memory — zero-copy;
+        ``dataset.graph``, its arrays and the loaders built on it use the shared arrays.
+        Pickling an unshared dataset shares it first. Views taken before the call keep the old
+        memory. See ``volley._share`` for lifetime rules (nothing leaks, even after
+        ``kill -9``).
+
+        Returns:
+            self.
+        """
+        self._native = self._sharing[0](self._native)
+        return self
+
+    @property
+    def is_shared(self) -> bool:
+        """Whether the graph and every array are in shared memory."""
+        return bool(self._sharing[1](self._native))
+
+    def __reduce__(self) -> tuple:
+        self.share_memory_()  # pickling an unshared dataset shares it first
+        return _attach_dataset, (type(self), self._sharing[2](self._native))
 
     @classmethod
     def _from_native(cls, native: Any) -> Any:
@@ -47,3 +75,8 @@ class NativeDatasetView:
             raise VolleyImportError(
                 f"{what} needs torch_geometric (pip install torch_geometric)") from error
         return torch, getattr(pyg_data, class_name)
+
+
+def _attach_dataset(cls: type, state: tuple) -> Any:
+    """Unpickles a dataset of class ``cls`` by attaching to its shared arrays."""
+    return cls._from_native(cls._sharing[3](state))

@@ -1,8 +1,9 @@
 """Sharing Volley objects between processes on one machine: shared memory, pickled by handle.
 
-``Graph``, ``Dataset``, ``Feature`` and ``NeighborSampler`` have ``share_memory_()``: it copies
-each of their arrays that is not in shared memory yet into an anonymous shared segment (Linux
-``memfd_create``) once, keeps arrays that already are, and returns the object. Pickling one of
+``Graph``, ``Dataset``, ``HeteroGraph``, ``HeteroDataset``, ``Feature`` and ``NeighborSampler``
+have ``share_memory_()``: it copies each of their arrays that is not in shared memory yet into an
+anonymous shared segment (Linux ``memfd_create``) once, keeps arrays that already are, and
+returns the object. Pickling one of
 them — ``torch.multiprocessing.spawn`` arguments, ``multiprocessing`` queues,
 ``torch.distributed.broadcast_object_list`` — then sends *handles* (segment, offset, dtype,
 shape), and unpickling attaches to the same memory: nothing is copied, and every process's
@@ -70,6 +71,41 @@ def dataset_state(native: Any) -> tuple:
 def attach_dataset(state: tuple) -> Any:
     """The native dataset attached to the shared arrays of ``dataset_state``."""
     return _volley.dataset_from_state(state)
+
+
+# --- typed graphs and datasets (HeteroGraph, HeteroDataset) ----------------------------------
+
+
+def share_hetero_graph(native: Any) -> Any:
+    """The native typed graph with every edge type's arrays in shared memory."""
+    return native if _volley.hetero_graph_is_shared(native) else _volley.share_hetero_graph(native)
+
+
+def hetero_graph_state(native: Any) -> tuple:
+    """The handles of a shared native typed graph (node types, and each edge type's)."""
+    return _volley.hetero_graph_state(native)
+
+
+def attach_hetero_graph(state: tuple) -> Any:
+    """The native typed graph attached to the shared arrays of ``hetero_graph_state``."""
+    return _volley.hetero_graph_from_state(state)
+
+
+def share_hetero_dataset(native: Any) -> Any:
+    """The native typed dataset with every array in shared memory."""
+    if _volley.hetero_dataset_is_shared(native):
+        return native
+    return _volley.share_hetero_dataset(native)
+
+
+def hetero_dataset_state(native: Any) -> tuple:
+    """The handles of a shared native typed dataset's arrays."""
+    return _volley.hetero_dataset_state(native)
+
+
+def attach_hetero_dataset(state: tuple) -> Any:
+    """The native typed dataset attached to the shared arrays of ``hetero_dataset_state``."""
+    return _volley.hetero_dataset_from_state(state)
 
 
 # --- FeatureStore ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any, List, NamedTuple, Optional, Union
 
 import numpy as np
 
-from . import _share, _tensor
+from . import _share, _tensor, _volley
 from ._volley import Dataset as _NativeDataset
 from ._volley import dataset_store as _dataset_store
 from ._volley import VolleyTypeError, VolleyValueError
@@ -54,6 +54,8 @@ class Dataset(NativeDatasetView):
     """
 
     _graph_class = Graph
+    _sharing = (_share.share_dataset, _volley.dataset_is_shared, _share.dataset_state,
+                _share.attach_dataset)
 
     def __init__(
         self,
@@ -261,34 +263,6 @@ class Dataset(NativeDatasetView):
         mask[ids] = True
         return _tensor.to_output(mask)
 
-    def share_memory_(self) -> "Dataset":
-        """Moves the graph and every array into shared memory, once, and returns self.
-
-        Arrays already in shared memory are kept (idempotent); memory-mapped arrays are copied
-        into shared memory too (one copy for all processes). Afterwards pickling the dataset
-        sends handles and the receiving process attaches to the same memory — zero-copy;
-        ``dataset.graph``, ``.x``, ``.feature`` and the loaders built on it use the shared
-        arrays. Pickling an unshared dataset shares it first. Views taken before the call keep
-        the old memory. See ``volley._share`` for lifetime rules (nothing leaks, even after
-        ``kill -9``).
-
-        Returns:
-            self.
-        """
-        self._native = _share.share_dataset(self._native)
-        return self
-
-    @property
-    def is_shared(self) -> bool:
-        """Whether the graph and every array are in shared memory."""
-        from ._volley import dataset_is_shared
-
-        return dataset_is_shared(self._native)
-
-    def __reduce__(self) -> tuple:
-        self.share_memory_()  # pickling an unshared dataset shares it first
-        return _rebuild_dataset, (_share.dataset_state(self._native),)
-
     def save(self, path: PathLike) -> None:
         """Writes the dataset as a dataset directory (see ``save_dataset``)."""
         save_dataset(self, path)
@@ -338,11 +312,6 @@ class Dataset(NativeDatasetView):
             f"Dataset(name={self.name!r}, num_nodes={self.num_nodes}, num_edges={self.num_edges}, "
             f"x={x}, num_classes={self.num_classes}" + (f", {splits}" if splits else "") + ")"
         )
-
-
-def _rebuild_dataset(state: tuple) -> Dataset:
-    """Unpickles a ``Dataset`` by attaching to its shared arrays."""
-    return Dataset._from_native(_share.attach_dataset(state))
 
 
 def load_dataset(path: PathLike, *, mmap: bool = True, verify: bool = False) -> Any:

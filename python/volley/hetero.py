@@ -20,9 +20,8 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _tensor
+from . import _share, _tensor, _volley
 from ._dataset_base import NativeDatasetView
-from ._volley import Csr as _Csr
 from ._volley import HeteroDatasetNative as _NativeDataset
 from ._volley import HeteroGraph as _NativeGraph
 from ._volley import HeteroNeighborSampler as _NativeSampler
@@ -190,14 +189,21 @@ class HeteroGraph:
         """``{edge_type: edge_index}`` (see ``edge_index``)."""
         return {t: self.edge_index(t) for t in self.edge_types}
 
+    def share_memory_(self) -> "HeteroGraph":
+        """Moves every edge type's arrays into shared memory, once, and returns self: as
+        ``Graph.share_memory_`` (pickling then sends handles; an unshared graph is shared
+        first)."""
+        self._native = _share.share_hetero_graph(self._native)
+        return self
+
+    @property
+    def is_shared(self) -> bool:
+        """Whether every edge type's arrays are in shared memory."""
+        return bool(_volley.hetero_graph_is_shared(self._native))
+
     def __reduce__(self) -> tuple:
-        """Pickles by value (arrays copied; not shared memory)."""
-        edges = []
-        for edge_type in self.edge_types:
-            csr = self._native.edges(edge_type)
-            edges.append((edge_type, np.asarray(csr.indptr), np.asarray(csr.indices),
-                          _copy_or_none(csr.edge_ids), _copy_or_none(csr.weights)))
-        return _rebuild_hetero_graph, (list(self._native.node_types), edges)
+        self.share_memory_()  # pickling an unshared graph shares it first
+        return _attach_hetero_graph, (_share.hetero_graph_state(self._native),)
 
     def __repr__(self) -> str:
         nodes = ", ".join(f"{n}={c}" for n, c in self._native.node_types)
@@ -205,16 +211,9 @@ class HeteroGraph:
         return f"HeteroGraph(nodes: {nodes}; edges: {edges})"
 
 
-def _copy_or_none(array: Any) -> Any:
-    return None if array is None else np.array(array)
-
-
-def _rebuild_hetero_graph(node_types: list, edges: list) -> HeteroGraph:
-    """Unpickles a ``HeteroGraph``."""
-    csrs = [(tuple(t), _Csr.from_arrays(np.array(indptr), np.array(indices), ids, weights,
-                                        "in", False))
-            for t, indptr, indices, ids, weights in edges]
-    return HeteroGraph(_NativeGraph([tuple(n) for n in node_types], csrs, False))
+def _attach_hetero_graph(state: tuple) -> HeteroGraph:
+    """Unpickles a ``HeteroGraph`` by attaching to its shared arrays."""
+    return HeteroGraph(_share.attach_hetero_graph(state))
 
 
 class HeteroDataset(NativeDatasetView):
@@ -232,6 +231,8 @@ class HeteroDataset(NativeDatasetView):
     """
 
     _graph_class = HeteroGraph
+    _sharing = (_share.share_hetero_dataset, _volley.hetero_dataset_is_shared,
+                _share.hetero_dataset_state, _share.attach_hetero_dataset)
 
     def __init__(
         self,
@@ -410,28 +411,10 @@ class HeteroDataset(NativeDatasetView):
                 data[edge_type].edge_weight = graph.graph(edge_type).weights
         return data
 
-    def __reduce__(self) -> tuple:
-        """Pickles by value (arrays copied; not shared memory)."""
-        fields = {field: {t: np.array(_tensor.to_numpy(v)) for t, v in values.items()}
-                  for field, values in (("x", self.x_dict), ("y", self.y_dict),
-                                        ("train", self.train_idx_dict),
-                                        ("val", self.val_idx_dict),
-                                        ("test", self.test_idx_dict))}
-        classes = {t: d.num_classes for t, d in zip(self.node_types, self._native.node_data)}
-        return _rebuild_hetero_dataset, (self.graph, fields, classes, self.name)
-
     def __repr__(self) -> str:
         x = {t: list(v.shape) for t, v in self.x_dict.items()}
         return (f"HeteroDataset(name={self.name!r}, {self.graph!r}, x={x}, "
                 f"num_classes={self.num_classes_dict})")
-
-
-def _rebuild_hetero_dataset(graph: HeteroGraph, fields: dict, classes: dict,
-                            name: str) -> HeteroDataset:
-    """Unpickles a ``HeteroDataset``."""
-    return HeteroDataset(graph, fields["x"], fields["y"], train_idx_dict=fields["train"],
-                         val_idx_dict=fields["val"], test_idx_dict=fields["test"],
-                         num_classes_dict=classes, name=name)
 
 
 def load_hetero_dataset(path: PathLike, *, mmap: bool = True,

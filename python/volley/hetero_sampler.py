@@ -265,17 +265,19 @@ class HeteroNeighborSampler:
                 for t, _ in groups]
 
     def share_memory_(self) -> "HeteroNeighborSampler":
-        """On a CUDA device: moves the placed graph, once, to memory other processes open by
-        handle (CUDA IPC for device memory, pinned memory registered in each process), so that
-        a pickled copy samples from the same placement, with no second copy on the device (as
-        ``NeighborSampler.share_memory_``). On the CPU: nothing (the graph pickles by value)."""
+        """Moves the graph into shared memory (``HeteroGraph.share_memory_``), and on a CUDA
+        device the placed graph, once, to memory other processes open by handle (CUDA IPC for
+        device memory, pinned memory registered in each process), so that a pickled copy
+        samples from the same memory, with no second copy (as ``NeighborSampler.share_memory_``).
+        """
+        self._graph.share_memory_()
         if self._placed is not None and not self._placed.shareable:
             self._placed.share_memory_()  # in place: one copy, the old arrays freed
             self._use_placed(self._placed)
         return self
 
     def __reduce__(self) -> tuple:
-        """Pickled as its graph (by value, as ``HeteroGraph`` pickles) and its options: the copy
+        """Pickled as its graph (by handle, as ``HeteroGraph`` pickles) and its options: the copy
         gives the same batches. On a CUDA device also the placed graph, by handle
         (``share_memory_`` first): the copy opens this process's placement instead of placing
         the graph again."""
