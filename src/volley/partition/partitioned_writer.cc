@@ -203,7 +203,7 @@ void write_typed_partitioned_dataset(const WriteSource& source, const KindWriter
       write.node_map_crcs.push_back(
           write_root_array(staging, node_map_file(source.node_types[t]), write.new_id.back()));
     }
-    for (size_t t = 0; t < source.node_types.size(); ++t) {
+    for (size_t t = 0; t < source.node_types.size(); ++t) {  // refer into the finished new_id
       types.push_back({source.assignment[t].data<int32_t>(), write.new_id[t], source.books[t]});
     }
     for (int64_t p = 0; p < options.num_parts; ++p) {
