@@ -115,125 +115,230 @@ int64_t BalancedPlacer::least_loaded(int64_t degree, bool train) const {
   return best;
 }
 
+int64_t TypedGraph::total_edges() const {
+  int64_t total = 0;
+  for (const EdgeType& type : edge_types) total += type.csr->num_edges();
+  return total;
+}
+
+TypedGraph typed_graph(const Dataset& dataset) {
+  TypedGraph graph;
+  graph.node_types.push_back({dataset.graph.num_nodes(), training_flags(dataset)});
+  graph.edge_types.push_back({0, 0, &dataset.graph});
+  graph.balance_in_edges = true;
+  return graph;
+}
+
+TypedGraph typed_graph(const HeteroDataset& dataset) {
+  const HeteroGraph& hetero = dataset.graph;
+  TypedGraph graph;
+  for (int t = 0; t < hetero.num_node_types(); ++t) {
+    graph.node_types.push_back(
+        {hetero.num_nodes(t),
+         training_flags(hetero.num_nodes(t), dataset.node_data[static_cast<size_t>(t)].train_idx)});
+  }
+  for (int r = 0; r < hetero.num_edge_types(); ++r) {
+    const auto& type = hetero.edge_types()[static_cast<size_t>(r)];
+    graph.edge_types.push_back(
+        {hetero.node_type_index(type.src), hetero.node_type_index(type.dst), &hetero.edges(r)});
+  }
+  return graph;
+}
+
 namespace {
 
-std::array<int64_t, kNumConstraints> constraint_totals(const Dataset& dataset,
-                                                       const std::vector<uint8_t>& train) {
-  return {dataset.graph.num_nodes(), dataset.graph.num_edges(),
-          std::accumulate(train.begin(), train.end(), int64_t{0})};
+// The edge types ending at one node type, and a node's in-edges over all of them.
+struct InEdges {
+  std::vector<const TypedGraph::EdgeType*> types;
+  int64_t degree(int64_t v) const {
+    int64_t degree = 0;
+    for (const auto* type : types) degree += type->csr->degree(v);
+    return degree;
+  }
+  int64_t total() const {
+    int64_t total = 0;
+    for (const auto* type : types) total += type->csr->num_edges();
+    return total;
+  }
+};
+InEdges edges_into(const TypedGraph& graph, size_t t) {
+  InEdges edges;
+  for (const TypedGraph::EdgeType& type : graph.edge_types) {
+    if (static_cast<size_t>(type.dst) == t) edges.types.push_back(&type);
+  }
+  return edges;
+}
+// The in-edges that are a balance constraint of node type t: all with balance_in_edges, else none.
+InEdges constrained_edges(const TypedGraph& graph, size_t t) {
+  return graph.balance_in_edges ? edges_into(graph, t) : InEdges{};
+}
+
+// Node type t's placer: its nodes, constrained in-edges and training nodes under hard caps.
+BalancedPlacer type_placer(const TypedGraph& graph, size_t t, const InEdges& constrained,
+                           const PartitionOptions& options) {
+  const std::vector<uint8_t>& train = graph.node_types[t].train;
+  const std::array<int64_t, kNumConstraints> totals{
+      graph.node_types[t].num_nodes, constrained.total(),
+      std::accumulate(train.begin(), train.end(), int64_t{0})};
+  return BalancedPlacer(balance_caps(totals, options.num_parts, options.balance_tolerance),
+                        options.num_parts);
 }
 
 }  // namespace
 
-Array place_in_random_order(int64_t n, const Csr* in_edges, const std::vector<uint8_t>& train,
-                            BalancedPlacer placer, const PartitionOptions& options,
-                            uint32_t stream) {
-  // A seeded Fisher–Yates shuffle (Philox: the same order on every platform).
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), int64_t{0});
-  PhiloxStream rng(options.seed, {{0x72616e64u /* "rand" */, stream, 0, 0}});
-  for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(i) + 1));
-    std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
-  }
-  Array assignment = Array::empty(DType::kInt32, {n});
-  int32_t* part_of = assignment.data<int32_t>();
-  for (int64_t v : order) {
-    const int64_t degree = in_edges != nullptr ? in_edges->degree(v) : 0;
-    const bool is_train = train[static_cast<size_t>(v)] != 0;
-    const int64_t part = placer.least_loaded(degree, is_train);
-    placer.place(part, degree, is_train);
-    part_of[v] = static_cast<int32_t>(part);
-  }
-  return assignment;
-}
-
-Array assign_random(const Dataset& dataset, const PartitionOptions& options,
-                    const std::vector<uint8_t>& train) {
-  return place_in_random_order(
-      dataset.graph.num_nodes(), &dataset.graph, train,
-      BalancedPlacer(balance_caps(constraint_totals(dataset, train), options.num_parts,
-                                  options.balance_tolerance),
-                     options.num_parts),
-      options, 0);
-}
-
-Array assign_stream(const Dataset& dataset, const PartitionOptions& options,
-                    const std::vector<uint8_t>& train) {
-  const Csr& graph = dataset.graph;
-  const int64_t n = graph.num_nodes();
-  const int64_t e = graph.num_edges();
-  const int64_t k = options.num_parts;
-  BalancedPlacer placer(
-      balance_caps(constraint_totals(dataset, train), k, options.balance_tolerance), k);
-  // Fennel's objective: neighbors in the partition - alpha * gamma * size^(gamma - 1), gamma 1.5,
-  // alpha = sqrt(K) * E / N^1.5 (the paper's choice).
-  constexpr double kGamma = 1.5;
-  const double alpha = n > 0 ? std::sqrt(static_cast<double>(k)) * static_cast<double>(e) /
-                                   std::pow(static_cast<double>(n), kGamma)
-                             : 0.0;
-  const double mean_nodes = static_cast<double>(n) / static_cast<double>(k);
-  Array assignment = Array::empty(DType::kInt32, {n});
-  int32_t* part_of = assignment.data<int32_t>();
-  std::fill(part_of, part_of + n, -1);
-  std::vector<int64_t> neighbors_in(static_cast<size_t>(k));
-  const size_t index_bytes = dtype_size(graph.index_dtype());
-  const int64_t chunk_edges =
-      std::max<int64_t>(1, options.chunk_bytes / static_cast<int64_t>(index_bytes));
-
-  ProgressBar bar("stream", e);
-  int64_t row = 0;
-  while (row < n) {
-    // Rows [row, last) hold about chunk_edges edges (at least one row).
-    const int64_t first_edge = graph.begin(row);
-    int64_t last = row + 1;
-    while (last < n && graph.end(last) - first_edge <= chunk_edges) ++last;
-    for (int64_t v = row; v < last; ++v) {
-      std::fill(neighbors_in.begin(), neighbors_in.end(), 0);
-      for (int64_t pos = graph.begin(v); pos < graph.end(v); ++pos) {
-        const int64_t u = graph.neighbor(pos);
-        VOLLEY_REQUIRE(u >= 0 && u < n, IndexError,
-                       "indices[{}] = {} out of range for a graph with {} nodes", pos, u, n);
-        const int32_t owner = part_of[u];
-        if (owner >= 0) ++neighbors_in[static_cast<size_t>(owner)];
-      }
-      const int64_t degree = graph.degree(v);
+std::vector<Array> assign_random(const TypedGraph& graph, const PartitionOptions& options) {
+  std::vector<Array> result;
+  for (size_t t = 0; t < graph.node_types.size(); ++t) {
+    const int64_t n = graph.node_types[t].num_nodes;
+    const std::vector<uint8_t>& train = graph.node_types[t].train;
+    const InEdges constrained = constrained_edges(graph, t);
+    BalancedPlacer placer = type_placer(graph, t, constrained, options);
+    // A seeded Fisher–Yates shuffle (Philox: the same order on every platform).
+    const auto stream = static_cast<uint32_t>(graph.balance_in_edges ? 0 : t + 1);
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    PhiloxStream rng(options.seed, {{0x72616e64u /* "rand" */, stream, 0, 0}});
+    for (int64_t i = n - 1; i > 0; --i) {
+      const auto j = static_cast<int64_t>(rng.bounded64(static_cast<uint64_t>(i) + 1));
+      std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+    }
+    Array assignment = Array::empty(DType::kInt32, {n});
+    int32_t* part_of = assignment.data<int32_t>();
+    for (int64_t v : order) {
+      const int64_t node_degree = constrained.degree(v);
       const bool is_train = train[static_cast<size_t>(v)] != 0;
-      int64_t best = -1;
-      double best_score = -std::numeric_limits<double>::infinity();
-      // First choice: partitions where v fits and whose constraints stay within `tolerance` of
-      // each other (a partition that takes only hubs would fill its edge cap with few nodes and
-      // leave the last nodes of the stream nowhere to go); then any partition where v fits.
-      for (int attempt = 0; attempt < 2 && best < 0; ++attempt) {
-        for (int64_t p = 0; p < k; ++p) {
-          if (!placer.fits(p, degree, is_train)) continue;
-          if (attempt == 0 && !placer.keeps_even(p, degree, is_train, options.balance_tolerance)) {
-            continue;
-          }
-          // Fennel's size penalty, with the size measured by the partition's heaviest constraint
-          // (nodes, in-edges or training nodes relative to their means), so that a partition full
-          // of hubs looks as big as one full of leaves and the constraints fill evenly.
-          const double size = placer.relative_load(p) * mean_nodes;
-          const double score = static_cast<double>(neighbors_in[static_cast<size_t>(p)]) -
-                               alpha * kGamma * std::sqrt(size);
-          if (score > best_score || (score == best_score && best >= 0 &&
-                                     placer.relative_load(p) < placer.relative_load(best))) {
-            best_score = score;
-            best = p;
-          }
+      const int64_t part = placer.least_loaded(node_degree, is_train);
+      placer.place(part, node_degree, is_train);
+      part_of[v] = static_cast<int32_t>(part);
+    }
+    result.push_back(std::move(assignment));
+  }
+  return result;
+}
+
+namespace {
+
+// Fennel's objective: neighbors in the partition - alpha * gamma * size^(gamma - 1), gamma 1.5,
+// alpha = sqrt(K) * E / N^1.5 (the paper's choice; E the in-edges of the node's type).
+constexpr double kGamma = 1.5;
+
+// One node type's streaming pass: what stays fixed while its nodes are placed.
+struct FennelType {
+  BalancedPlacer placer;
+  InEdges constrained;
+  double penalty = 0.0;  // alpha * gamma
+  double mean_nodes = 0.0;
+  bool even_first = false;  // balance_in_edges: see choose
+  double tolerance = 0.0;
+
+  // The partition for a node with `neighbors_in` placed in-neighbors per partition. With
+  // `even_first`, first among partitions where it fits and whose constraints stay within
+  // `tolerance` of each other (a partition that takes only hubs would fill its edge cap with few
+  // nodes and leave the last nodes of the stream nowhere to go), ties to the less loaded; then
+  // any partition where it fits; then the least loaded.
+  int64_t choose(const std::vector<int64_t>& neighbors_in, int64_t degree, bool is_train) const {
+    int64_t best = -1;
+    double best_score = -std::numeric_limits<double>::infinity();
+    for (int attempt = even_first ? 0 : 1; attempt < 2 && best < 0; ++attempt) {
+      for (int64_t p = 0; p < static_cast<int64_t>(neighbors_in.size()); ++p) {
+        if (!placer.fits(p, degree, is_train)) continue;
+        if (attempt == 0 && !placer.keeps_even(p, degree, is_train, tolerance)) continue;
+        // Fennel's size penalty, with the size measured by the partition's heaviest constraint
+        // (nodes, in-edges or training nodes relative to their means), so that a partition full
+        // of hubs looks as big as one full of leaves and the constraints fill evenly.
+        const double size = placer.relative_load(p) * mean_nodes;
+        const double score =
+            static_cast<double>(neighbors_in[static_cast<size_t>(p)]) - penalty * std::sqrt(size);
+        if (score > best_score || (even_first && score == best_score && best >= 0 &&
+                                   placer.relative_load(p) < placer.relative_load(best))) {
+          best_score = score;
+          best = p;
         }
       }
-      if (best < 0) best = placer.least_loaded(degree, is_train);
-      placer.place(best, degree, is_train);
-      part_of[v] = static_cast<int32_t>(best);
     }
-    const int64_t end_edge = graph.begin(last);
-    release_mapped_pages(graph.indices(), static_cast<size_t>(first_edge) * index_bytes,
-                         static_cast<size_t>(end_edge) * index_bytes);
-    bar.advance(end_edge - first_edge);
-    row = last;
+    return best >= 0 ? best : placer.least_loaded(degree, is_train);
   }
-  return assignment;
+};
+
+FennelType fennel_type(const TypedGraph& graph, size_t t, const PartitionOptions& options) {
+  InEdges constrained = constrained_edges(graph, t);
+  BalancedPlacer placer = type_placer(graph, t, constrained, options);
+  const int64_t n = graph.node_types[t].num_nodes;
+  const int64_t edges_in = edges_into(graph, t).total();
+  const auto k = static_cast<double>(options.num_parts);
+  const double alpha = n > 0 ? std::sqrt(k) * static_cast<double>(edges_in) /
+                                   std::pow(static_cast<double>(n), kGamma)
+                             : 0.0;
+  return {.placer = std::move(placer),
+          .constrained = std::move(constrained),
+          .penalty = alpha * kGamma,
+          .mean_nodes = static_cast<double>(n) / k,
+          .even_first = graph.balance_in_edges,
+          .tolerance = options.balance_tolerance};
+}
+
+// The in-edges of rows [first, end) of `edges`, in bytes of their indices.
+int64_t chunk_bytes_of(const InEdges& edges, int64_t first, int64_t end) {
+  int64_t bytes = 0;
+  for (const auto* type : edges.types) {
+    bytes += (type->csr->begin(end) - type->csr->begin(first)) *
+             static_cast<int64_t>(dtype_size(type->csr->index_dtype()));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<Array> assign_stream(const TypedGraph& graph, const PartitionOptions& options) {
+  std::vector<Array> result;
+  for (const TypedGraph::NodeType& type : graph.node_types) {
+    result.push_back(Array::empty(DType::kInt32, {type.num_nodes}));
+    std::fill_n(result.back().data<int32_t>(), type.num_nodes, -1);
+  }
+  std::vector<int64_t> neighbors_in(static_cast<size_t>(options.num_parts));
+  ProgressBar bar("stream", graph.total_edges());
+  for (size_t t = 0; t < graph.node_types.size(); ++t) {
+    const int64_t n = graph.node_types[t].num_nodes;
+    const InEdges edges = edges_into(graph, t);
+    FennelType fennel = fennel_type(graph, t, options);
+    int32_t* part_of = result[t].data<int32_t>();
+    int64_t row = 0;
+    while (row < n) {
+      // Rows [row, last) hold about chunk_bytes of indices (at least one row).
+      int64_t last = row + 1;
+      while (last < n && chunk_bytes_of(edges, row, last + 1) <= options.chunk_bytes) ++last;
+      for (int64_t v = row; v < last; ++v) {
+        std::fill(neighbors_in.begin(), neighbors_in.end(), 0);
+        for (const auto* type : edges.types) {
+          const Csr& csr = *type->csr;
+          const int32_t* source_part = result[static_cast<size_t>(type->src)].data<int32_t>();
+          const int64_t sources = graph.node_types[static_cast<size_t>(type->src)].num_nodes;
+          for (int64_t pos = csr.begin(v); pos < csr.end(v); ++pos) {
+            const int64_t u = csr.neighbor(pos);
+            VOLLEY_REQUIRE(u >= 0 && u < sources, IndexError,
+                           "indices[{}] = {} out of range for a graph with {} nodes", pos, u,
+                           sources);
+            const int32_t owner = source_part[u];
+            if (owner >= 0) ++neighbors_in[static_cast<size_t>(owner)];
+          }
+        }
+        const int64_t degree = fennel.constrained.degree(v);
+        const bool is_train = graph.node_types[t].train[static_cast<size_t>(v)] != 0;
+        const int64_t best = fennel.choose(neighbors_in, degree, is_train);
+        fennel.placer.place(best, degree, is_train);
+        part_of[v] = static_cast<int32_t>(best);
+      }
+      for (const auto* type : edges.types) {
+        const size_t index_bytes = dtype_size(type->csr->index_dtype());
+        release_mapped_pages(type->csr->indices(),
+                             static_cast<size_t>(type->csr->begin(row)) * index_bytes,
+                             static_cast<size_t>(type->csr->begin(last)) * index_bytes);
+        bar.advance(type->csr->begin(last) - type->csr->begin(row));
+      }
+      row = last;
+    }
+  }
+  return result;
 }
 
 void release_mapped_pages(const Array& array, size_t first_byte, size_t end_byte) {

@@ -1,20 +1,10 @@
 // volley/partition/hetero_partition.h — cutting a heterogeneous dataset (hetero_dataset.h) into K
 // partitions, and reading its partitioned directory.
 //
-// Methods (PartitionOptions::method; options as in partition.h, balance_tolerance and seed used):
-//   kRandom  per node type, nodes in a seeded random order, each to the partition whose relative
-//            load (nodes of the type, training nodes of the type) is lowest, under the hard caps
-//            of the homogeneous method: every type balanced (in-edges balance by chance only);
-//   kMetis   k-way METIS on the type-merged symmetrised graph (global id = type offset + local
-//            id, node types in the dataset's order, every edge type's edges), with one balance
-//            constraint per node type (one-hot vertex weights), so every type is balanced.
-//   kStream  Fennel (as the homogeneous method), one pass over the node types in order and each
-//            type's nodes in id order: a node goes where most of its already placed in-neighbors
-//            (any type, every edge type ending at its type) are, minus Fennel's size penalty of
-//            its type's partition, under the type's caps. Needs reverse edge types to see a
-//            type's neighbors placed before it (without them, such a type is placed by balance).
-//            O(N + K) state besides the mapped graph; each type's edges' pages dropped after it.
-// kHotness is homogeneous only (ValueError). Each node type needs at least K nodes.
+// Methods: partition.h, one code path for both kinds (options as there, balance_tolerance and seed
+// used): each node type balanced on its own, its nodes and (random, stream) its training nodes;
+// in-edges balance by chance only. kHotness and simulate_epoch are homogeneous only (ValueError).
+// Each node type needs at least K nodes.
 //
 // Renumbering is PER TYPE: within node type T, partition p owns new ids
 // [offsets_T[p], offsets_T[p + 1]) (a PartitionBook per type), nodes keeping their relative old

@@ -1,11 +1,6 @@
-// Writing the heterogeneous partitioned directory (format: hetero_partition.h): node maps, then the
-// parts through the one part writer of both kinds (partitioned_parts.cc: each edge type's rows and
-// each node type's arrays streamed to K writers), each part's manifests, and partition.json last,
-// in a staging directory renamed onto the output (partitioned_output.cc).
-#include <unistd.h>
-
-#include <algorithm>
-#include <filesystem>
+// The heterogeneous kind of the one partitioned directory writer (partitioned_writer.cc; format:
+// hetero_partition.h): each part a heterogeneous dataset directory, every node and edge type's
+// fields in the manifests.
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -18,7 +13,6 @@
 namespace volley::internal {
 namespace {
 
-namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using namespace partition_format;
 
@@ -58,143 +52,104 @@ class TypedParts : public PartArrays {
   std::vector<EdgeType> edge_types_;
 };
 
-// What every step of one write shares.
-struct HeteroWrite {
-  const HeteroDataset& dataset;
-  const HeteroPartitionResult& result;
-  PartList parts;  // [K]: TypedParts
+// The heterogeneous kind (format version 2): one HeteroDatasetWriter per part, every node and edge
+// type's fields in the manifests' node_types and edge_types.
+class HeteroKind : public KindWriter {
+ public:
+  HeteroKind(const HeteroDataset& dataset, const HeteroPartitionResult& result,
+             const PartitionOptions& options)
+      : dataset_(dataset), graph_(dataset.graph), result_(result), options_(options) {}
 
-  int64_t num_parts() const { return static_cast<int64_t>(parts.size()); }
-  TypedParts& part(int64_t p) { return static_cast<TypedParts&>(*parts[static_cast<size_t>(p)]); }
-  const std::string& type_name(int t) const {
-    return dataset.graph.node_types()[static_cast<size_t>(t)].name;
-  }
-};
-
-// Finishes part p (its volley.json and part.json); returns its partition.json entry.
-Json finish_part(HeteroWrite& write, int64_t p) {
-  const auto i = static_cast<size_t>(p);
-  const HeteroGraph& graph = write.dataset.graph;
-  std::vector<std::pair<std::string, int64_t>> classes;
-  Json types = Json::array(), nodes = Json::object(), edges = Json::object();
-  for (int t = 0; t < graph.num_node_types(); ++t) {
-    const PartitionBook& book = write.result.books[static_cast<size_t>(t)];
-    classes.emplace_back(write.type_name(t),
-                         write.dataset.node_data[static_cast<size_t>(t)].num_classes);
-    types.push_back({{"name", write.type_name(t)},
-                     {"first_node", book.begin(p)},
-                     {"num_nodes", book.size(p)},
-                     {"num_nodes_total", graph.num_nodes(t)}});
-    nodes[write.type_name(t)] = book.size(p);
-  }
-  for (int r = 0; r < graph.num_edge_types(); ++r) {
-    edges[graph.edge_types()[static_cast<size_t>(r)].name()] =
-        write.result.part_edges[i][static_cast<size_t>(r)];
-  }
-  write.part(p).writer.finish(classes);
-  const Json part_json = {{"format", kPartFormatName},
-                          {"version", kTypedFormatVersion},
-                          {"part", p},
-                          {"num_parts", write.num_parts()},
-                          {"node_types", types}};
-  return finish_part_entry(write.part(p).directory, p, part_json,
-                           {{"num_nodes", nodes}, {"num_edges", edges}});
-}
-
-Json manifest_json(const HeteroWrite& write, const PartitionOptions& options,
-                   const std::vector<uint32_t>& node_map_crcs, Json parts, double seconds) {
-  const HeteroGraph& graph = write.dataset.graph;
-  const HeteroPartitionQuality& quality = write.result.quality;
-  Json node_types = Json::array(), edge_types = Json::array(), balance = Json::object();
-  for (int t = 0; t < graph.num_node_types(); ++t) {
-    const auto i = static_cast<size_t>(t);
-    const NodeTypeData& data = write.dataset.node_data[i];
-    node_types.push_back({{"name", write.type_name(t)},
-                          {"num_nodes", graph.num_nodes(t)},
-                          {"num_classes", data.num_classes},
-                          {"feature_dim", data.features ? data.features->dim(1) : 0},
-                          {"offsets", write.result.books[i].offsets()},
-                          {"node_map", array_json(node_map_file(write.type_name(t)), DType::kInt64,
-                                                  {graph.num_nodes(t)}, node_map_crcs[i])},
-                          {"balance", quality.node_balance[i]}});
-    balance[write.type_name(t)] = quality.node_balance[i];
-  }
-  for (int r = 0; r < graph.num_edge_types(); ++r) {
-    const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
-    edge_types.push_back({{"src", type.src},
-                          {"relation", type.relation},
-                          {"dst", type.dst},
-                          {"num_edges", graph.edges(r).num_edges()},
-                          {"cut_edges", quality.cut_edges_per_type[static_cast<size_t>(r)]}});
-  }
-  return {{"format", kFormatName},
-          {"version", kTypedFormatVersion},
-          {"heterogeneous", true},
-          {"name", write.dataset.name},
-          {"method", partition_method_name(options.method)},
-          {"num_parts", options.num_parts},
-          {"node_types", node_types},
-          {"edge_types", edge_types},
-          {"parts", std::move(parts)},
-          {"quality",
-           {{"cut_edges", quality.cut_edges},
-            {"edge_cut_fraction", quality.edge_cut_fraction},
-            {"node_balance", balance},
-            {"edge_balance", quality.edge_balance}}},
-          {"options", {{"balance_tolerance", options.balance_tolerance}, {"seed", options.seed}}},
-          {"seconds", {{"assign", write.result.assign_seconds}, {"total", seconds}}}};
-}
-
-void write_everything(const HeteroDataset& dataset, const std::vector<Array>& assignment,
-                      const PartitionOptions& options, const HeteroPartitionResult& result,
-                      const std::string& output, const std::function<double()>& elapsed) {
-  prepare_output(output);
-  const HeteroGraph& graph = dataset.graph;
-  HeteroWrite write{dataset, result, {}};
-  std::vector<std::vector<int64_t>> new_id;  // [type][old id]
-  std::vector<uint32_t> node_map_crcs;
-  for (int t = 0; t < graph.num_node_types(); ++t) {
-    new_id.push_back(renumber(result.books[static_cast<size_t>(t)],
-                              assignment[static_cast<size_t>(t)].data<int32_t>(),
-                              graph.num_nodes(t)));
-    node_map_crcs.push_back(
-        write_root_array(output, node_map_file(write.type_name(t)), new_id.back()));
-  }
-  std::vector<TypeRenumbering> types;
-  for (int t = 0; t < graph.num_node_types(); ++t) {
-    const auto i = static_cast<size_t>(t);
-    types.push_back({assignment[i].data<int32_t>(), new_id[i], result.books[i]});
-  }
-  for (int64_t p = 0; p < options.num_parts; ++p) {
+  std::unique_ptr<PartArrays> open_part(std::string directory, std::string name,
+                                        int64_t p) const override {
     std::vector<NodeTypeInfo> counts;
-    for (int t = 0; t < graph.num_node_types(); ++t) {
-      counts.push_back({write.type_name(t), result.books[static_cast<size_t>(t)].size(p)});
+    for (int t = 0; t < graph_.num_node_types(); ++t) {
+      counts.push_back({type_name(t), result_.books[static_cast<size_t>(t)].size(p)});
     }
-    write.parts.push_back(std::make_unique<TypedParts>(join_path(output, part_directory_name(p)),
-                                                       fmt::format("{}.part-{}", dataset.name, p),
-                                                       counts, graph.edge_types()));
+    return std::make_unique<TypedParts>(std::move(directory), std::move(name), counts,
+                                        graph_.edge_types());
   }
-  // Parts carry no edge times (the time files sit at the root: hetero_partition.h).
-  for (int r = 0; r < graph.num_edge_types(); ++r) {
-    const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
-    std::vector<int64_t> part_edges;
-    for (const auto& edges : result.part_edges) part_edges.push_back(edges[static_cast<size_t>(r)]);
-    write_edge_type(write.parts, r, graph.edges(r),
-                    types[static_cast<size_t>(graph.node_type_index(type.src))],
-                    types[static_cast<size_t>(graph.node_type_index(type.dst))], part_edges,
-                    /*with_times=*/false, options.chunk_bytes);
+
+  Json finish_part(TypedWrite& write, int64_t p) const override {
+    auto& part = static_cast<TypedParts&>(*write.parts[static_cast<size_t>(p)]);
+    std::vector<std::pair<std::string, int64_t>> classes;
+    Json types = Json::array(), nodes = Json::object(), edges = Json::object();
+    for (int t = 0; t < graph_.num_node_types(); ++t) {
+      const PartitionBook& book = result_.books[static_cast<size_t>(t)];
+      classes.emplace_back(type_name(t), dataset_.node_data[static_cast<size_t>(t)].num_classes);
+      types.push_back({{"name", type_name(t)},
+                       {"first_node", book.begin(p)},
+                       {"num_nodes", book.size(p)},
+                       {"num_nodes_total", graph_.num_nodes(t)}});
+      nodes[type_name(t)] = book.size(p);
+    }
+    for (int r = 0; r < graph_.num_edge_types(); ++r) {
+      edges[graph_.edge_types()[static_cast<size_t>(r)].name()] =
+          result_.part_edges[static_cast<size_t>(p)][static_cast<size_t>(r)];
+    }
+    part.writer.finish(classes);
+    const Json part_json = {{"format", kPartFormatName},
+                            {"version", kTypedFormatVersion},
+                            {"part", p},
+                            {"num_parts", options_.num_parts},
+                            {"node_types", types}};
+    return finish_part_entry(part.directory, p, part_json,
+                             {{"num_nodes", nodes}, {"num_edges", edges}});
   }
-  for (int t = 0; t < graph.num_node_types(); ++t) {
-    const NodeTypeData& data = dataset.node_data[static_cast<size_t>(t)];
-    write_node_type(write.parts, t,
-                    {data.features, data.labels, data.train_idx, data.val_idx, data.test_idx},
-                    types[static_cast<size_t>(t)], options.chunk_bytes);
+
+  Json manifest(const TypedWrite& write, const std::string& /*output*/, Json parts,
+                double seconds) const override {
+    const HeteroPartitionQuality& quality = result_.quality;
+    Json node_types = Json::array(), edge_types = Json::array(), balance = Json::object();
+    for (int t = 0; t < graph_.num_node_types(); ++t) {
+      const auto i = static_cast<size_t>(t);
+      const NodeTypeData& data = dataset_.node_data[i];
+      node_types.push_back({{"name", type_name(t)},
+                            {"num_nodes", graph_.num_nodes(t)},
+                            {"num_classes", data.num_classes},
+                            {"feature_dim", data.features ? data.features->dim(1) : 0},
+                            {"offsets", result_.books[i].offsets()},
+                            {"node_map", array_json(node_map_file(type_name(t)), DType::kInt64,
+                                                    {graph_.num_nodes(t)}, write.node_map_crcs[i])},
+                            {"balance", quality.node_balance[i]}});
+      balance[type_name(t)] = quality.node_balance[i];
+    }
+    for (int r = 0; r < graph_.num_edge_types(); ++r) {
+      const EdgeType& type = graph_.edge_types()[static_cast<size_t>(r)];
+      edge_types.push_back({{"src", type.src},
+                            {"relation", type.relation},
+                            {"dst", type.dst},
+                            {"num_edges", graph_.edges(r).num_edges()},
+                            {"cut_edges", quality.cut_edges_per_type[static_cast<size_t>(r)]}});
+    }
+    return {
+        {"format", kFormatName},
+        {"version", kTypedFormatVersion},
+        {"heterogeneous", true},
+        {"name", dataset_.name},
+        {"method", partition_method_name(options_.method)},
+        {"num_parts", options_.num_parts},
+        {"node_types", node_types},
+        {"edge_types", edge_types},
+        {"parts", std::move(parts)},
+        {"quality",
+         {{"cut_edges", quality.cut_edges},
+          {"edge_cut_fraction", quality.edge_cut_fraction},
+          {"node_balance", balance},
+          {"edge_balance", quality.edge_balance}}},
+        {"options", {{"balance_tolerance", options_.balance_tolerance}, {"seed", options_.seed}}},
+        {"seconds", {{"assign", result_.assign_seconds}, {"total", seconds}}}};
   }
-  Json parts = Json::array();
-  for (int64_t p = 0; p < write.num_parts(); ++p) parts.push_back(finish_part(write, p));
-  const Json manifest = manifest_json(write, options, node_map_crcs, std::move(parts), elapsed());
-  write_file_atomically(join_path(output, kManifestFile), manifest.dump(2) + "\n");
-}
+
+ private:
+  const std::string& type_name(int t) const {
+    return graph_.node_types()[static_cast<size_t>(t)].name;
+  }
+  const HeteroDataset& dataset_;
+  const HeteroGraph& graph_;
+  const HeteroPartitionResult& result_;
+  const PartitionOptions& options_;
+};
 
 }  // namespace
 
@@ -204,9 +159,22 @@ void write_hetero_partitioned_dataset(const HeteroDataset& dataset,
                                       const HeteroPartitionResult& result,
                                       const std::string& output,
                                       const std::function<double()>& elapsed) {
-  write_staged(output, options.num_parts, [&](const std::string& staging) {
-    write_everything(dataset, assignment, options, result, staging, elapsed);
-  });
+  const HeteroGraph& graph = dataset.graph;
+  WriteSource source{dataset.name, {}, {}, assignment, result.books, {}, {}, result.part_edges};
+  for (int t = 0; t < graph.num_node_types(); ++t) {
+    const NodeTypeData& data = dataset.node_data[static_cast<size_t>(t)];
+    source.node_types.push_back(graph.node_types()[static_cast<size_t>(t)].name);
+    source.arrays.push_back(
+        {data.features, data.labels, data.train_idx, data.val_idx, data.test_idx});
+  }
+  for (int r = 0; r < graph.num_edge_types(); ++r) {
+    const EdgeType& type = graph.edge_types()[static_cast<size_t>(r)];
+    source.edge_ends.emplace_back(graph.node_type_index(type.src), graph.node_type_index(type.dst));
+    source.edges.push_back(&graph.edges(r));
+  }
+  // Parts carry no edge times (the time files sit at the root: hetero_partition.h).
+  write_typed_partitioned_dataset(source, HeteroKind(dataset, result, options), options, output,
+                                  elapsed);
 }
 
 }  // namespace volley::internal

@@ -1,4 +1,5 @@
-// k-way METIS on the symmetrised graph, with node, in-edge and training-node balance.
+// k-way METIS on the symmetrised type-merged graph: one node constraint per node type, and for a
+// homogeneous graph (the one-type case) in-edge and training-node balance too.
 //
 // Memory: the symmetrised adjacency is built once as METIS's idx_t (32-bit on Debian) arrays —
 // 4 bytes per directed adjacency entry (at most 2E) plus 4 per node and 4 per node and
@@ -29,6 +30,9 @@ bool metis_available() {
 #ifdef VOLLEY_WITH_METIS
 namespace volley::internal {
 namespace {
+
+// Calls its argument visit(v, u) once per directed edge of a graph.
+using EdgeVisitor = std::function<void(const std::function<void(int64_t, int64_t)>& visit)>;
 
 const char* metis_status_text(int status) {
   switch (status) {
@@ -90,8 +94,11 @@ Adjacency symmetrised_adjacency(int64_t n, const EdgeVisitor& for_each_edge) {
   return {std::move(xadj), std::move(adjncy)};
 }
 
-}  // namespace
-
+// k-way METIS (options.num_parts, .seed, .balance_tolerance as every constraint's ubvec) on the
+// symmetrised graph of `n` nodes whose `e` directed edges `for_each_edge` visits (twice; self
+// loops and duplicates dropped), with `num_constraints` weights per node (`weights`, row-major
+// [n, num_constraints]). `after_adjacency` runs once the adjacency is built (before METIS: to
+// drop mapped pages). int32 [n] assignment.
 Array metis_kway(int64_t n, int64_t e, const EdgeVisitor& for_each_edge,
                  std::vector<int64_t> weights, int64_t num_constraints,
                  const PartitionOptions& options, const std::function<void()>& after_adjacency) {
@@ -130,47 +137,81 @@ Array metis_kway(int64_t n, int64_t e, const EdgeVisitor& for_each_edge,
   return assignment;
 }
 
-Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
-                   const std::vector<uint8_t>& train) {
-  const Csr& graph = dataset.graph;
-  const int64_t n = graph.num_nodes();
-  const int64_t e = graph.num_edges();
-  // Constraints: nodes always; in-edges when there are edges; training nodes when there are any.
-  const bool has_train = std::find(train.begin(), train.end(), 1) != train.end();
-  std::vector<int> constraints = {0};
-  if (e > 0) constraints.push_back(1);
-  if (has_train) constraints.push_back(2);
-  std::vector<int64_t> weights(static_cast<size_t>(n) * constraints.size());
-  for (int64_t v = 0; v < n; ++v) {
-    for (size_t c = 0; c < constraints.size(); ++c) {
-      int64_t weight = 1;
-      if (constraints[c] == 1) weight = graph.degree(v);
-      if (constraints[c] == 2) weight = train[static_cast<size_t>(v)];
-      weights[static_cast<size_t>(v) * constraints.size() + c] = weight;
+// The weights of the type-merged graph's nodes (row-major [n, constraints]): one one-hot node
+// constraint per node type; with balance_in_edges also the in-degree (when there are edges) and
+// whether the node trains (when any does).
+std::vector<int64_t> merged_weights(const TypedGraph& graph, const std::vector<int64_t>& offset,
+                                    int64_t* num_constraints) {
+  const size_t types = graph.node_types.size();
+  bool has_train = false;
+  for (const TypedGraph::NodeType& type : graph.node_types) {
+    has_train |= std::find(type.train.begin(), type.train.end(), 1) != type.train.end();
+  }
+  const bool degree = graph.balance_in_edges && graph.total_edges() > 0;
+  const bool train = graph.balance_in_edges && has_train;
+  const size_t width = types + (degree ? 1 : 0) + (train ? 1 : 0);
+  std::vector<int64_t> weights(static_cast<size_t>(offset.back()) * width, 0);
+  for (size_t t = 0; t < types; ++t) {
+    for (int64_t v = 0; v < graph.node_types[t].num_nodes; ++v) {
+      const size_t row = static_cast<size_t>(offset[t] + v) * width;
+      weights[row + t] = 1;
+      if (train) weights[row + width - 1] = graph.node_types[t].train[static_cast<size_t>(v)];
     }
   }
+  if (degree) {
+    for (const TypedGraph::EdgeType& type : graph.edge_types) {
+      for (int64_t v = 0; v < type.csr->num_nodes(); ++v) {
+        weights[static_cast<size_t>(offset[static_cast<size_t>(type.dst)] + v) * width + types] +=
+            type.csr->degree(v);
+      }
+    }
+  }
+  *num_constraints = static_cast<int64_t>(width);
+  return weights;
+}
+
+}  // namespace
+
+std::vector<Array> assign_metis(const TypedGraph& graph, const PartitionOptions& options) {
+  const size_t types = graph.node_types.size();
+  std::vector<int64_t> offset(types + 1, 0);
+  for (size_t t = 0; t < types; ++t) offset[t + 1] = offset[t] + graph.node_types[t].num_nodes;
+  int64_t num_constraints = 0;
+  std::vector<int64_t> weights = merged_weights(graph, offset, &num_constraints);
   const EdgeVisitor for_each_edge = [&](const std::function<void(int64_t, int64_t)>& visit) {
-    for (int64_t v = 0; v < n; ++v) {
-      for (int64_t pos = graph.begin(v); pos < graph.end(v); ++pos) visit(v, graph.neighbor(pos));
+    for (const TypedGraph::EdgeType& type : graph.edge_types) {
+      const int64_t src = offset[static_cast<size_t>(type.src)];
+      const int64_t dst = offset[static_cast<size_t>(type.dst)];
+      const Csr& csr = *type.csr;
+      for (int64_t v = 0; v < csr.num_nodes(); ++v) {
+        for (int64_t pos = csr.begin(v); pos < csr.end(v); ++pos) {
+          visit(dst + v, src + csr.neighbor(pos));
+        }
+      }
     }
   };
-  return metis_kway(n, e, for_each_edge, std::move(weights),
-                    static_cast<int64_t>(constraints.size()), options,
-                    [&] { release_mapped_pages(graph.indices(), 0, graph.indices().nbytes()); });
+  const Array merged =
+      metis_kway(offset.back(), graph.total_edges(), for_each_edge, std::move(weights),
+                 num_constraints, options, [&] {
+                   for (const TypedGraph::EdgeType& type : graph.edge_types) {
+                     release_mapped_pages(type.csr->indices(), 0, type.csr->indices().nbytes());
+                   }
+                 });
+  std::vector<Array> result;
+  for (size_t t = 0; t < types; ++t) {
+    Array part = Array::empty(DType::kInt32, {graph.node_types[t].num_nodes});
+    std::copy_n(merged.data<int32_t>() + offset[t], graph.node_types[t].num_nodes,
+                part.data<int32_t>());
+    result.push_back(std::move(part));
+  }
+  return result;
 }
 
 }  // namespace volley::internal
 #else
 namespace volley::internal {
 
-Array metis_kway(int64_t, int64_t, const EdgeVisitor&, std::vector<int64_t>, int64_t,
-                 const PartitionOptions&, const std::function<void()>&) {
-  throw RuntimeError(
-      "the metis method needs METIS, but this Volley was built without it (apt install "
-      "libmetis-dev and rebuild); use --method random");
-}
-
-Array assign_metis(const Dataset&, const PartitionOptions&, const std::vector<uint8_t>&) {
+std::vector<Array> assign_metis(const TypedGraph&, const PartitionOptions&) {
   throw RuntimeError(
       "the metis and hotness methods need METIS, but this Volley was built without it "
       "(apt install libmetis-dev and rebuild); use --method stream or random");

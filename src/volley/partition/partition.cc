@@ -1,6 +1,7 @@
-// Front end of partitioning: options, dispatch to a strategy, quality figures, and the timing of
-// partition_dataset. The directory format is written in partitioned_writer.cc and read in
-// partitioned_reader.cc.
+// Front end of partitioning, both kinds (partition.h, hetero_partition.h): options, dispatch to a
+// strategy (a homogeneous dataset is the one-type case of the typed graph they take), loads and
+// quality figures, and the timing of partition_dataset / partition_hetero_dataset. The directory
+// is written in partitioned_writer.cc and read in partitioned_reader.cc.
 #include "volley/partition/partition.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <numeric>
 
 #include "volley/core/parallel.h"
+#include "volley/partition/hetero_partition.h"
 #include "volley/partition/internal/partitioned_dataset.h"
 #include "volley/partition/internal/partitioners.h"
 
@@ -133,53 +135,130 @@ void check_dataset(const Dataset& dataset, const PartitionOptions& options) {
   }
 }
 
+// Options the heterogeneous partitioner accepts, and at least K nodes in every node type.
+void check_hetero(const HeteroDataset& dataset, const PartitionOptions& options) {
+  validate_partition_options(options);
+  VOLLEY_REQUIRE(options.method != PartitionMethod::kHotness, ValueError,
+                 "partition: method '{}' is not available for heterogeneous datasets (expected "
+                 "random, metis or stream)",
+                 partition_method_name(options.method));
+  VOLLEY_REQUIRE(!options.simulate_epoch, ValueError,
+                 "partition: simulate_epoch is not available for heterogeneous datasets");
+  for (const NodeTypeInfo& type : dataset.graph.node_types()) {
+    VOLLEY_REQUIRE(type.num_nodes >= options.num_parts, ValueError,
+                   "partition: num_parts = {} exceeds the {} nodes of node type '{}' (every "
+                   "partition must own nodes of every type)",
+                   options.num_parts, type.num_nodes, type.name);
+    VOLLEY_REQUIRE(type.num_nodes < (int64_t{1} << 31) - 1, ValueError,
+                   "partition: node type '{}' has {} nodes, too many for the int32 assignment",
+                   type.name, type.num_nodes);
+  }
+}
+
+// Random, METIS or stream on either kind.
+std::vector<Array> assign_typed(const internal::TypedGraph& graph,
+                                const PartitionOptions& options) {
+  switch (options.method) {
+    case PartitionMethod::kRandom:
+      return internal::assign_random(graph, options);
+    case PartitionMethod::kMetis:
+      return internal::assign_metis(graph, options);
+    case PartitionMethod::kStream:
+      return internal::assign_stream(graph, options);
+    case PartitionMethod::kHotness:
+      break;
+  }
+  throw ValueError("partition: the hotness method is homogeneous only");
+}
+
+// Checks an assignment made elsewhere (tests, Python callers): one int32 [N_T] in [0, K) per node
+// type ("assignment" of a homogeneous dataset, "assignment['T']" of node type T).
+void check_assignment(const internal::TypedGraph& graph, const std::vector<std::string>& names,
+                      const std::vector<Array>& assignment, int64_t num_parts) {
+  VOLLEY_REQUIRE(num_parts >= 1, ValueError, "num_parts must be >= 1, got {}", num_parts);
+  VOLLEY_REQUIRE(assignment.size() == graph.node_types.size(), ValueError,
+                 "assignment: expected one array per node type ({}), found {}",
+                 graph.node_types.size(), assignment.size());
+  for (size_t t = 0; t < assignment.size(); ++t) {
+    const std::string where =
+        names.empty() ? "assignment" : fmt::format("assignment['{}']", names[t]);
+    const Array& part = assignment[t];
+    const int64_t n = graph.node_types[t].num_nodes;
+    VOLLEY_REQUIRE(part.dtype() == DType::kInt32 && part.shape().size() == 1 && part.numel() == n,
+                   ValueError, "{}: expected int32[{}], found {}", where, n, part.describe());
+    const int32_t* part_of = part.data<int32_t>();
+    for (int64_t v = 0; v < n; ++v) {
+      VOLLEY_REQUIRE(part_of[v] >= 0 && part_of[v] < num_parts, IndexError,
+                     "{}[{}] = {} out of range for {} partitions", where, v, part_of[v], num_parts);
+    }
+  }
+}
+
+// What each partition holds: nodes and training nodes per node type ([type][K]), in-edges per
+// edge type ([K][edge type]).
 struct Loads {
-  std::vector<int64_t> nodes, edges, train;
+  std::vector<std::vector<int64_t>> nodes, train, edges;
 };
 
-Loads loads_of(const Dataset& dataset, const Array& assignment, int64_t num_parts) {
-  const Csr& graph = dataset.graph;
-  const int32_t* part_of = assignment.data<int32_t>();
-  Loads loads{std::vector<int64_t>(static_cast<size_t>(num_parts), 0),
-              std::vector<int64_t>(static_cast<size_t>(num_parts), 0),
-              std::vector<int64_t>(static_cast<size_t>(num_parts), 0)};
-  for (int64_t v = 0; v < graph.num_nodes(); ++v) {
-    ++loads.nodes[static_cast<size_t>(part_of[v])];
-    loads.edges[static_cast<size_t>(part_of[v])] += graph.degree(v);
+Loads loads_of(const internal::TypedGraph& graph, const std::vector<Array>& assignment,
+               int64_t num_parts) {
+  const auto k = static_cast<size_t>(num_parts);
+  Loads loads;
+  for (size_t t = 0; t < graph.node_types.size(); ++t) {
+    loads.nodes.emplace_back(k, 0);
+    loads.train.emplace_back(k, 0);
+    const int32_t* part_of = assignment[t].data<int32_t>();
+    for (int64_t v = 0; v < graph.node_types[t].num_nodes; ++v) {
+      ++loads.nodes[t][static_cast<size_t>(part_of[v])];
+      loads.train[t][static_cast<size_t>(part_of[v])] +=
+          graph.node_types[t].train[static_cast<size_t>(v)];
+    }
   }
-  const std::vector<uint8_t> train = internal::training_flags(dataset);
-  for (int64_t v = 0; v < graph.num_nodes(); ++v) {
-    loads.train[static_cast<size_t>(part_of[v])] += train[static_cast<size_t>(v)];
+  loads.edges.assign(k, std::vector<int64_t>(graph.edge_types.size(), 0));
+  for (size_t r = 0; r < graph.edge_types.size(); ++r) {
+    const Csr& csr = *graph.edge_types[r].csr;
+    const int32_t* dst = assignment[static_cast<size_t>(graph.edge_types[r].dst)].data<int32_t>();
+    for (int64_t v = 0; v < csr.num_nodes(); ++v) {
+      loads.edges[static_cast<size_t>(dst[v])][r] += csr.degree(v);
+    }
   }
   return loads;
 }
 
-// Checks an assignment made elsewhere (tests, Python callers): int32 [N] in [0, K).
-void check_assignment(const Array& assignment, int64_t num_nodes, int64_t num_parts) {
-  VOLLEY_REQUIRE(assignment.dtype() == DType::kInt32 && assignment.shape().size() == 1 &&
-                     assignment.numel() == num_nodes,
-                 ValueError, "assignment: expected int32[{}], found {}", num_nodes,
-                 assignment.describe());
-  const int32_t* part_of = assignment.data<int32_t>();
-  for (int64_t v = 0; v < num_nodes; ++v) {
-    VOLLEY_REQUIRE(part_of[v] >= 0 && part_of[v] < num_parts, IndexError,
-                   "assignment[{}] = {} out of range for {} partitions", v, part_of[v], num_parts);
+// Edge cut (in all and per edge type), node balance per node type, in-edge balance.
+HeteroPartitionQuality cut_and_balance(const internal::TypedGraph& graph,
+                                       const std::vector<Array>& assignment, const Loads& loads,
+                                       int64_t chunk_bytes) {
+  HeteroPartitionQuality quality;
+  for (const internal::TypedGraph::EdgeType& type : graph.edge_types) {
+    const int64_t cut = internal::count_cut_edges(
+        *type.csr, assignment[static_cast<size_t>(type.src)].data<int32_t>(),
+        assignment[static_cast<size_t>(type.dst)].data<int32_t>(), chunk_bytes);
+    quality.cut_edges_per_type.push_back(cut);
+    quality.cut_edges += cut;
   }
+  const int64_t total = graph.total_edges();
+  quality.edge_cut_fraction =
+      total > 0 ? static_cast<double>(quality.cut_edges) / static_cast<double>(total) : 0.0;
+  std::vector<int64_t> edge_loads;
+  for (const std::vector<int64_t>& part : loads.edges) {
+    edge_loads.push_back(std::accumulate(part.begin(), part.end(), int64_t{0}));
+  }
+  quality.edge_balance = internal::balance_of(edge_loads);
+  for (const std::vector<int64_t>& nodes : loads.nodes) {
+    quality.node_balance.push_back(internal::balance_of(nodes));
+  }
+  return quality;
 }
 
-// Edge cut and node / edge / training-node balance of an assignment.
-PartitionQuality cut_and_balance(const Dataset& dataset, const Array& assignment,
-                                 const Loads& loads, int64_t chunk_bytes) {
+// The homogeneous figures: the one node type's and edge type's, and training-node balance.
+PartitionQuality homogeneous_quality(const HeteroPartitionQuality& typed, const Loads& loads) {
   PartitionQuality quality;
-  const int32_t* part_of = assignment.data<int32_t>();
-  quality.cut_edges = internal::count_cut_edges(dataset.graph, part_of, part_of, chunk_bytes);
-  quality.edge_cut_fraction =
-      dataset.graph.num_edges() > 0
-          ? static_cast<double>(quality.cut_edges) / static_cast<double>(dataset.graph.num_edges())
-          : 0.0;
-  quality.node_balance = internal::balance_of(loads.nodes);
-  quality.edge_balance = internal::balance_of(loads.edges);
-  quality.train_balance = internal::balance_of(loads.train);
+  quality.cut_edges = typed.cut_edges;
+  quality.edge_cut_fraction = typed.edge_cut_fraction;
+  quality.node_balance = typed.node_balance.front();
+  quality.edge_balance = typed.edge_balance;
+  quality.train_balance = internal::balance_of(loads.train.front());
   return quality;
 }
 
@@ -187,10 +266,21 @@ PartitionQuality cut_and_balance(const Dataset& dataset, const Array& assignment
 
 PartitionQuality partition_quality(const Dataset& dataset, const Array& assignment,
                                    int64_t num_parts) {
-  VOLLEY_REQUIRE(num_parts >= 1, ValueError, "num_parts must be >= 1, got {}", num_parts);
-  check_assignment(assignment, dataset.graph.num_nodes(), num_parts);
-  const Loads loads = loads_of(dataset, assignment, num_parts);
-  return cut_and_balance(dataset, assignment, loads, int64_t{64} << 20);
+  const internal::TypedGraph graph = internal::typed_graph(dataset);
+  check_assignment(graph, {}, {assignment}, num_parts);
+  const Loads loads = loads_of(graph, {assignment}, num_parts);
+  return homogeneous_quality(cut_and_balance(graph, {assignment}, loads, int64_t{64} << 20), loads);
+}
+
+HeteroPartitionQuality hetero_partition_quality(const HeteroDataset& dataset,
+                                                const std::vector<Array>& assignment,
+                                                int64_t num_parts) {
+  const internal::TypedGraph graph = internal::typed_graph(dataset);
+  std::vector<std::string> names;
+  for (const NodeTypeInfo& type : dataset.graph.node_types()) names.push_back(type.name);
+  check_assignment(graph, names, assignment, num_parts);
+  return cut_and_balance(graph, assignment, loads_of(graph, assignment, num_parts),
+                         int64_t{64} << 20);
 }
 
 namespace {
@@ -202,34 +292,31 @@ struct Assigned {
   std::optional<double> metis_remote, random_remote;
 };
 
+// hotness: METIS's assignment refined by the reads of a simulated epoch (`metis_remote`: that
+// epoch's remote share).
+Array assign_hotness(const Dataset& dataset, const internal::TypedGraph& graph,
+                     const PartitionOptions& options, std::optional<double>* metis_remote) {
+  const Array initial = internal::assign_metis(graph, options).front();
+  std::vector<uint32_t> reads;
+  const internal::AccessFigures metis =
+      internal::measure_accesses(dataset, initial, options, 0, &reads);
+  if (metis_remote != nullptr) *metis_remote = metis.remote_fraction();
+  return internal::refine_by_hotness(dataset, initial, options, graph.node_types.front().train,
+                                     reads);
+}
+
 Assigned assign(const Dataset& dataset, const PartitionOptions& options, bool with_cache) {
   validate_partition_options(options);
   check_dataset(dataset, options);
-  const std::vector<uint8_t> train = internal::training_flags(dataset);
+  const internal::TypedGraph graph = internal::typed_graph(dataset);
   Assigned result;
-  switch (options.method) {
-    case PartitionMethod::kRandom:
-      result.assignment = internal::assign_random(dataset, options, train);
-      break;
-    case PartitionMethod::kMetis:
-      result.assignment = internal::assign_metis(dataset, options, train);
-      break;
-    case PartitionMethod::kStream:
-      result.assignment = internal::assign_stream(dataset, options, train);
-      break;
-    case PartitionMethod::kHotness: {
-      const Array initial = internal::assign_metis(dataset, options, train);
-      std::vector<uint32_t> reads;
-      const internal::AccessFigures metis =
-          internal::measure_accesses(dataset, initial, options, 0, &reads);
-      result.metis_remote = metis.remote_fraction();
-      result.assignment = internal::refine_by_hotness(dataset, initial, options, train, reads);
-      std::vector<uint32_t>().swap(reads);
-      const Array random = internal::assign_random(dataset, options, train);
-      result.random_remote =
-          internal::measure_accesses(dataset, random, options, 0).remote_fraction();
-      break;
-    }
+  if (options.method != PartitionMethod::kHotness) {
+    result.assignment = assign_typed(graph, options).front();
+  } else {
+    result.assignment = assign_hotness(dataset, graph, options, &result.metis_remote);
+    const Array random = internal::assign_random(graph, options).front();
+    result.random_remote =
+        internal::measure_accesses(dataset, random, options, 0).remote_fraction();
   }
   const bool simulate = options.method == PartitionMethod::kHotness || options.simulate_epoch;
   if (simulate) {
@@ -254,11 +341,13 @@ Array assign_partitions(const Dataset& dataset, const PartitionOptions& options)
   // hotness: the moved assignment, without the final measurement.
   validate_partition_options(quiet);
   check_dataset(dataset, quiet);
-  const std::vector<uint8_t> train = internal::training_flags(dataset);
-  const Array initial = internal::assign_metis(dataset, quiet, train);
-  std::vector<uint32_t> reads;
-  internal::measure_accesses(dataset, initial, quiet, 0, &reads);
-  return internal::refine_by_hotness(dataset, initial, quiet, train, reads);
+  return assign_hotness(dataset, internal::typed_graph(dataset), quiet, nullptr);
+}
+
+std::vector<Array> assign_hetero_partitions(const HeteroDataset& dataset,
+                                            const PartitionOptions& options) {
+  check_hetero(dataset, options);
+  return assign_typed(internal::typed_graph(dataset), options);
 }
 
 PartitionResult partition_dataset(const Dataset& dataset, const std::string& output,
@@ -268,17 +357,19 @@ PartitionResult partition_dataset(const Dataset& dataset, const std::string& out
   PartitionResult result;
   result.assign_seconds = internal::elapsed_since(start);
 
-  const Loads loads = loads_of(dataset, assigned.assignment, options.num_parts);
-  result.part_nodes = loads.nodes;
-  result.part_edges = loads.edges;
-  result.part_train = loads.train;
+  const internal::TypedGraph graph = internal::typed_graph(dataset);
+  const Loads loads = loads_of(graph, {assigned.assignment}, options.num_parts);
+  result.part_nodes = loads.nodes.front();
+  for (const std::vector<int64_t>& part : loads.edges) result.part_edges.push_back(part.front());
+  result.part_train = loads.train.front();
   result.part_cached.assign(static_cast<size_t>(options.num_parts), 0);
   for (int64_t p = 0; p < options.num_parts; ++p) {
     result.part_cached[static_cast<size_t>(p)] = static_cast<int64_t>(
         assigned.cached.empty() ? 0 : assigned.cached[static_cast<size_t>(p)].size());
   }
   PartitionQuality& quality = result.quality;
-  quality = cut_and_balance(dataset, assigned.assignment, loads, options.chunk_bytes);
+  quality = homogeneous_quality(
+      cut_and_balance(graph, {assigned.assignment}, loads, options.chunk_bytes), loads);
   if (assigned.figures) {
     quality.remote_access_fraction = assigned.figures->remote_fraction();
     quality.remote_access_fraction_cached = assigned.figures->remote_fraction_cached();
@@ -294,6 +385,26 @@ PartitionResult partition_dataset(const Dataset& dataset, const std::string& out
   return result;
 }
 
+HeteroPartitionResult partition_hetero_dataset(const HeteroDataset& dataset,
+                                               const std::string& output,
+                                               const PartitionOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<Array> assignment = assign_hetero_partitions(dataset, options);
+  HeteroPartitionResult result;
+  result.assign_seconds = internal::elapsed_since(start);
+  const internal::TypedGraph graph = internal::typed_graph(dataset);
+  Loads loads = loads_of(graph, assignment, options.num_parts);
+  result.quality = cut_and_balance(graph, assignment, loads, int64_t{64} << 20);
+  for (const Array& part : assignment) {
+    result.books.push_back(internal::book_of(part, options.num_parts));
+  }
+  result.part_edges = std::move(loads.edges);
+  internal::write_hetero_partitioned_dataset(dataset, assignment, options, result, output,
+                                             [&] { return internal::elapsed_since(start); });
+  result.seconds = internal::elapsed_since(start);
+  return result;
+}
+
 PartitionResult partition_dataset(const std::string& input, const std::string& output,
                                   const PartitionOptions& options) {
   validate_partition_options(options);
@@ -304,6 +415,14 @@ PartitionResult partition_dataset(const std::string& input, const std::string& o
       input, {.memory_map = true, .verify_checksums = false, .validate_graph = !stream});
   if (stream) internal::check_indptr(dataset.graph, input);
   return partition_dataset(dataset, output, options);
+}
+
+HeteroPartitionResult partition_hetero_dataset(const std::string& input, const std::string& output,
+                                               const PartitionOptions& options) {
+  validate_partition_options(options);
+  const HeteroDataset dataset =
+      load_hetero_dataset(input, {.memory_map = true, .validate_graph = true});
+  return partition_hetero_dataset(dataset, output, options);
 }
 
 }  // namespace volley

@@ -4,26 +4,35 @@
 // node type with its book and node map, one edge type), so the node-map loader, the manifest and
 // part checks and verify_partitioned_dataset below take a directory of either kind.
 //
-// One entry point, four methods (PartitionOptions::method):
-//   kRandom   balanced random: nodes in a seeded random order, each to the partition whose
-//             relative load (nodes, in-edges, training nodes) is lowest;
-//   kMetis    k-way METIS (libmetis) on the symmetrised graph (no self loops, no duplicates),
-//             three balance constraints per node: 1, its in-degree, whether it trains;
-//   kHotness  GLT's frequency partitioner done right: start from METIS, simulate one epoch of
-//             each partition's training seeds with the neighbor sampler (same fanouts, batch
-//             size and Philox seeds as training), count how often each partition reads each node,
-//             then move every non-training node to the partition that reads it most, hottest
-//             first, when that partition has room under the same balance caps. Training nodes
-//             (the seeds) stay, so the simulated reads stay exact and every move lowers the
-//             epoch's remote reads (a moved seed would change the very reads being counted).
-//             Each partition caches the rows of the remote nodes it reads most, within
-//             `cache_bytes`;
-//   kStream   Fennel (Tsourakakis et al., WSDM'14), one pass over the rows in id order, reading
-//             the CSR arrays in chunks (mapped pages are dropped after each chunk): O(N + K)
-//             state, never the whole graph in memory. Each node goes where most of its already
-//             placed in-neighbors are, minus Fennel's size penalty (size measured by the
-//             partition's heaviest constraint), among partitions with room whose constraints
-//             stay within `tolerance` of each other (so the last nodes still fit somewhere).
+// One entry point per kind (partition_dataset; partition_hetero_dataset, hetero_partition.h), four
+// methods (PartitionOptions::method). Random, METIS and stream are one code path for both kinds: a
+// homogeneous dataset is the one-type case of a typed graph, whose node types are placed in their
+// order, each balanced on its own; a homogeneous one's in-edges are balanced too (a typed one's by
+// chance only):
+//   kRandom   balanced random: per node type, nodes in a seeded random order, each to the
+//             partition whose relative load (nodes, in-edges, training nodes) is lowest;
+//   kMetis    k-way METIS (libmetis) on the symmetrised graph (no self loops, no duplicates; node
+//             types merged: global id = type offset + id, every edge type's edges), one balance
+//             constraint per node type (one-hot vertex weights), and for a homogeneous graph two
+//             more per node: its in-degree, whether it trains;
+//   kHotness  (homogeneous only) GLT's frequency partitioner done right: start from METIS,
+//             simulate one epoch of each partition's training seeds with the neighbor sampler
+//             (same fanouts, batch size and Philox seeds as training), count how often each
+//             partition reads each node, then move every non-training node to the partition that
+//             reads it most, hottest first, when that partition has room under the same balance
+//             caps. Training nodes (the seeds) stay, so the simulated reads stay exact and every
+//             move lowers the epoch's remote reads (a moved seed would change the very reads
+//             being counted). Each partition caches the rows of the remote nodes it reads most,
+//             within `cache_bytes`;
+//   kStream   Fennel (Tsourakakis et al., WSDM'14), one pass over the node types in order and each
+//             type's rows in id order, reading the CSR arrays in chunks (mapped pages are dropped
+//             after each chunk): O(N + K) state, never the whole graph in memory. Each node goes
+//             where most of its already placed in-neighbors are (of any type, over every edge type
+//             ending at its type: a typed graph needs reverse edge types to see the neighbors of a
+//             type placed before it), minus Fennel's size penalty (size measured by the
+//             partition's heaviest constraint), among partitions with room; for a homogeneous
+//             graph first among those whose constraints stay within `tolerance` of each other (so
+//             the last nodes still fit somewhere).
 // Balance: each partition's load of each constraint is capped at max((1 + tolerance) * mean,
 // ceil(mean)); random, hotness and stream enforce it (hard caps), METIS treats it as its
 // `ubvec` (it usually holds; the figures say when it did not).

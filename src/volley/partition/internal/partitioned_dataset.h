@@ -94,19 +94,63 @@ nlohmann::ordered_json finish_part_entry(const std::string& part_dir, int64_t p,
                                          const nlohmann::ordered_json& part_json,
                                          const nlohmann::ordered_json& counts);
 
-// Writes `output` from `dataset` and `assignment` (int32 [N]) in one streaming pass per array
-// kind (edges, then features), with K writers open at a time. `cached[p]` lists the old ids of
-// partition p's cached remote nodes, hottest first (may be empty). `result` holds the book,
-// loads and quality; `elapsed` gives the seconds spent so far, for the manifest.
+// --- the one directory writer of both kinds (partitioned_writer.cc) ---------------------------
+
+// What a write holds once the nodes are renumbered: each node type's new ids and node map CRC,
+// and the parts' writers.
+struct TypedWrite {
+  std::vector<std::vector<int64_t>> new_id;  // [type][old id]
+  std::vector<uint32_t> node_map_crcs;       // [type]
+  PartList parts;                            // [K]
+};
+
+// One kind's side of a write: its parts' writers (a DatasetWriter or HeteroDatasetWriter each) and
+// its manifests (a homogeneous one adds node times and caches).
+class KindWriter {
+ public:
+  virtual ~KindWriter() = default;
+  // Part p's writer into `directory`, its dataset named `name`.
+  virtual std::unique_ptr<PartArrays> open_part(std::string directory, std::string name,
+                                                int64_t p) const = 0;
+  // Finishes part p (its dataset manifest, part.json); returns its partition.json entry.
+  virtual nlohmann::ordered_json finish_part(TypedWrite& write, int64_t p) const = 0;
+  // partition.json (`output`: the staging directory, for root files of the kind).
+  virtual nlohmann::ordered_json manifest(const TypedWrite& write, const std::string& output,
+                                          nlohmann::ordered_json parts, double seconds) const = 0;
+};
+
+// The source of a write: per node type its name ("" for the homogeneous one), arrays, assignment
+// (int32 [N_T]) and book; per edge type its CSR with source and destination type; the edges each
+// part receives ([K][edge type]); whether parts carry the input's edge times.
+struct WriteSource {
+  std::string name;  // the dataset's
+  std::vector<std::string> node_types;
+  std::vector<NodeArrays> arrays;
+  const std::vector<Array>& assignment;
+  const std::vector<PartitionBook>& books;
+  std::vector<std::pair<int, int>> edge_ends;  // [edge type]: (src, dst) node type
+  std::vector<const Csr*> edges;               // [edge type]
+  const std::vector<std::vector<int64_t>>& part_edges;
+  bool with_times = false;
+};
+
+// Writes `output` (formats: partition.h, hetero_partition.h) in a staging directory renamed onto
+// it (write_staged): the node maps, every edge type's rows and node type's arrays streamed to the
+// K parts (write_edge_type, write_node_type), each part finished and partition.json last by `kind`.
+// `elapsed` gives the seconds spent so far, for the manifest.
+void write_typed_partitioned_dataset(const WriteSource& source, const KindWriter& kind,
+                                     const PartitionOptions& options, const std::string& output,
+                                     const std::function<double()>& elapsed);
+
+// The homogeneous kind: `assignment` (int32 [N]), `cached[p]` the old ids of partition p's cached
+// remote nodes, hottest first (may be empty); `result` holds the book, loads and quality.
 void write_partitioned_dataset(const Dataset& dataset, const Array& assignment,
                                const std::vector<std::vector<int64_t>>& cached,
                                const PartitionOptions& options, const PartitionResult& result,
                                const std::string& output, const std::function<double()>& elapsed);
 
-// Writes `output` from `dataset` and `assignment` (int32 [N_T] per node type): the node maps,
-// each part's heterogeneous dataset directory and part.json, then partition.json, in a staging
-// directory renamed onto `output`. `result` holds the books, loads and quality; `elapsed` the
-// seconds so far, for the manifest.
+// The heterogeneous kind: `assignment` (int32 [N_T] per node type); `result` holds the books, loads
+// and quality.
 void write_hetero_partitioned_dataset(const HeteroDataset& dataset,
                                       const std::vector<Array>& assignment,
                                       const PartitionOptions& options,

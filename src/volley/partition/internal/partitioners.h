@@ -1,8 +1,10 @@
-// volley/partition/internal/partitioners.h — the assignment strategies behind partition.h.
+// volley/partition/internal/partitioners.h — the assignment strategies behind partition.h and
+// hetero_partition.h.
 //
-// Each strategy maps a Dataset (arrays possibly memory-mapped) to an int32 [N] assignment. The
-// front end (partition.cc) validates options and dispatches; nothing here checks user input
-// beyond what only the strategy knows (e.g. METIS's own failures).
+// Random, METIS and stream map a TypedGraph (a homogeneous dataset is its one-type case; arrays
+// possibly memory-mapped) to one int32 assignment per node type; hotness maps a Dataset to an
+// int32 [N] one. The front end (partition.cc) validates options and dispatches; nothing here
+// checks user input beyond what only the strategy knows (e.g. METIS's own failures).
 #pragma once
 
 #include <array>
@@ -15,6 +17,7 @@
 
 #include "volley/core/array.h"
 #include "volley/graph/dataset.h"
+#include "volley/graph/hetero_dataset.h"
 #include "volley/partition/partition.h"
 #include "volley/partition/partition_book.h"
 
@@ -61,31 +64,45 @@ class BalancedPlacer {
   std::vector<std::array<int64_t, kNumConstraints>> load_;
 };
 
-Array assign_random(const Dataset& dataset, const PartitionOptions& options,
-                    const std::vector<uint8_t>& train);
-// The random method's core, for a dataset or one node type: nodes [0, n) in a seeded Fisher-Yates
-// order (Philox: options.seed, `stream`), each to the least loaded part of `placer`; a node's
-// in-edges count as its degree in `in_edges` (null: not a constraint).
-Array place_in_random_order(int64_t n, const Csr* in_edges, const std::vector<uint8_t>& train,
-                            BalancedPlacer placer, const PartitionOptions& options,
-                            uint32_t stream);
-Array assign_metis(const Dataset& dataset, const PartitionOptions& options,
-                   const std::vector<uint8_t>& train);
-// Calls its argument visit(v, u) once per directed edge of a graph.
-using EdgeVisitor = std::function<void(const std::function<void(int64_t, int64_t)>& visit)>;
+// The graph the assignment strategies see: node types (count, training flags) and edge types (the
+// index of the source and destination type, the CSR over destination rows whose indices are
+// source ids). A homogeneous dataset is the one-type case: one node type, one edge type (0 -> 0).
+struct TypedGraph {
+  struct NodeType {
+    int64_t num_nodes = 0;
+    std::vector<uint8_t> train;  // training_flags of the type
+  };
+  struct EdgeType {
+    int src = 0;
+    int dst = 0;
+    const Csr* csr = nullptr;
+  };
+  std::vector<NodeType> node_types;
+  std::vector<EdgeType> edge_types;
+  // The homogeneous balance: a node's in-degree is a constraint besides its count and whether it
+  // trains (the in-edges its partition stores; METIS then balances training nodes too), Fennel
+  // first tries partitions that keep the constraints even and breaks ties by load, and the random
+  // order is Philox stream 0. Without it (a typed graph) each node type's nodes are balanced (and
+  // its training nodes, except by METIS) and node type t's random order is stream t + 1.
+  bool balance_in_edges = false;
 
-// k-way METIS (options.num_parts, .seed, .balance_tolerance as every constraint's ubvec) on the
-// symmetrised graph of `n` nodes whose `e` directed edges `for_each_edge` visits (twice; self
-// loops and duplicates dropped), with `num_constraints` weights per node (`weights`, row-major
-// [n, num_constraints]). `after_adjacency` runs once the adjacency is built (before METIS: to
-// drop mapped pages). int32 [n] assignment. RuntimeError when METIS fails or is absent.
-Array metis_kway(int64_t n, int64_t e, const EdgeVisitor& for_each_edge,
-                 std::vector<int64_t> weights, int64_t num_constraints,
-                 const PartitionOptions& options,
-                 const std::function<void()>& after_adjacency = {});
+  int64_t total_edges() const;
+};
+// The one-type view of `dataset` (balance_in_edges) and the typed view of a heterogeneous one; both
+// refer to the dataset's graph, which must outlive them.
+TypedGraph typed_graph(const Dataset& dataset);
+TypedGraph typed_graph(const HeteroDataset& dataset);
 
-Array assign_stream(const Dataset& dataset, const PartitionOptions& options,
-                    const std::vector<uint8_t>& train);
+// The strategies, one int32 [N_T] assignment per node type (values in [0, options.num_parts)).
+// random: per node type, the nodes in a seeded Fisher-Yates order (Philox: options.seed), each to
+// the least loaded partition under hard caps. metis: k-way METIS on the type-merged symmetrised
+// graph (global id = type offset + id), one one-hot node constraint per node type (RuntimeError
+// when METIS fails or is absent). stream: Fennel, one pass over the node types in order and each
+// type's nodes in id order, reading the CSRs in chunks of options.chunk_bytes (mapped pages dropped
+// after each); IndexError for a source id out of its type's range.
+std::vector<Array> assign_random(const TypedGraph& graph, const PartitionOptions& options);
+std::vector<Array> assign_metis(const TypedGraph& graph, const PartitionOptions& options);
+std::vector<Array> assign_stream(const TypedGraph& graph, const PartitionOptions& options);
 
 // One simulated epoch per partition: the training nodes it owns, shuffled (Philox, options.seed,
 // partition), in batches of options.batch_size, each sampled with options.fanouts. `on_part`
