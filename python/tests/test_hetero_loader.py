@@ -316,8 +316,8 @@ def test_one_signature_serves_both_graph_kinds():
     assert HeteroNeighborLoader.__init__ is NeighborLoader.__init__
     assert inspect.signature(HeteroNeighborLoader) == inspect.signature(NeighborLoader)
     data = toy_hetero()
-    with pytest.raises(volley.VolleyTypeError, match="unexpected keyword argument '_on_batch_st"):
-        NeighborLoader(data, [2], input_nodes="paper", batch_size=4, _on_batch_start=print)
+    with pytest.raises(volley.VolleyTypeError, match="unexpected keyword argument 'sizes'"):
+        NeighborLoader(data, [2], input_nodes="paper", batch_size=4, sizes=[2])
     # The row cache of a dataset's features: refused for a HeteroData as for a Data.
     with pytest.raises(volley.VolleyValueError, match="row cache of a volley.Dataset's features"):
         NeighborLoader(data, [2], input_nodes="paper", batch_size=4, cache_bytes=1 << 20)

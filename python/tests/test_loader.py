@@ -130,13 +130,22 @@ def test_batches_stay_valid_while_referenced():
         assert torch.equal(batch.x, data.x[batch.n_id])
 
 
-def test_worker_failure_surfaces_as_exception():
+@pytest.mark.parametrize("kind", ["Data", "HeteroData"])
+def test_worker_failure_surfaces_as_exception(kind):
+    """A batch that fails on a worker raises at its place in the epoch, which then ends: for
+    both graph kinds (one pipeline)."""
     def fail_on_third(index):
         if index == 2:
             raise KeyError("injected failure")
 
-    loader = NeighborLoader(random_data(), [3], batch_size=10, num_workers=2, seed=0,
-                            _on_batch_start=fail_on_third)
+    if kind == "Data":
+        data, typed = random_data(), {}
+    else:
+        from test_hetero import toy_hetero
+
+        data, typed = toy_hetero(), {"input_nodes": "paper"}
+    loader = NeighborLoader(data, [3], batch_size=10, num_workers=2, seed=0,
+                            _on_batch_start=fail_on_third, **typed)
     iterator = iter(loader)
     next(iterator)
     next(iterator)

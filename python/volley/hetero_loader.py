@@ -103,9 +103,6 @@ class HeteroNeighborLoader(NeighborLoader):
     # loader's super().__init__ reaches it before LinkNeighborLoader's in the MRO.
     __init__ = NeighborLoader.__init__
 
-    # NeighborLoader's arguments that a typed graph does not take (the per-batch hook), with their
-    # defaults: any other value is refused as an unknown argument, as PyG refuses one.
-    _HOMOGENEOUS_ONLY = {"_on_batch_start": None}
     copy = False  # hand out copies of the pipeline's batch memory
     _x_dtype = None  # feature_dtype: x of every node type converted to it (None: as stored)
 
@@ -120,13 +117,10 @@ class HeteroNeighborLoader(NeighborLoader):
         rank: Optional[int], world_size: Optional[int], device: Any, mode: Optional[str],
         default: Optional[List[int]], copy: bool, feature_dtype: Optional[str],
         cache_bytes: Any, policy: Optional[str], lookahead: Optional[int],
-        kwargs: Dict[str, Any], **homogeneous_only: Any,
+        _on_batch_start: Optional[Callable[[int], None]], kwargs: Dict[str, Any],
     ) -> None:
         """``NeighborLoader.__init__``'s body for a typed graph (its signature, written once,
         holds the defaults and the documentation)."""
-        kwargs = dict(kwargs)
-        kwargs.update({name: value for name, value in homogeneous_only.items()
-                       if value != self._HOMOGENEOUS_ONLY.get(name)})
         _pyg_compat.check_loader_kwargs(kwargs)
         data = _pyg_compat.from_remote_backend(data)
         temporal = time_attr is not None or input_time is not None
@@ -162,7 +156,7 @@ class HeteroNeighborLoader(NeighborLoader):
             self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
                 input_nodes, self.graph.num_nodes_dict)
         self._set_options(batch_size, shuffle, drop_last, num_workers, prefetch, seed, rank,
-                          world_size, feature_dtype, lookahead)
+                          world_size, feature_dtype, lookahead, _on_batch_start)
         # (a HeteroDataset's x is float32 unless asked otherwise, as to_pyg gives it)
         self.copy, self._x_dtype = bool(copy), feature_dtype or ("float32" if rows else None)
         times = self._temporal(time_attr, input_time, temporal_strategy)
@@ -217,15 +211,17 @@ class HeteroNeighborLoader(NeighborLoader):
 
     def _set_options(self, batch_size: Any, shuffle: Any, drop_last: Any, num_workers: Any,
                      prefetch: Any, seed: Any, rank: Any, world_size: Any,
-                     feature_dtype: Optional[str] = None, lookahead: Optional[int] = None) -> None:
+                     feature_dtype: Optional[str] = None, lookahead: Optional[int] = None,
+                     on_batch_start: Optional[Callable[[int], None]] = None) -> None:
         """The epoch policy's options (``_policy.loader_options``: the homogeneous loader's
-        checks, epoch order, rank split and epoch seeds, and of ``feature_dtype`` and
-        ``lookahead``), and their values as attributes."""
+        checks, epoch order, rank split and epoch seeds, and of ``feature_dtype``, ``lookahead``
+        and the per-batch hook), and their values as attributes."""
         inputs = len(self.input_nodes) if self._takes_input_nodes else 0
         self._options = _policy.loader_options(
             None, num_inputs=inputs, batch_size=batch_size, shuffle=shuffle,
             drop_last=drop_last, num_workers=num_workers, prefetch=prefetch, seed=seed,
-            rank=rank, world_size=world_size, feature_dtype=feature_dtype or "float32")
+            rank=rank, world_size=world_size, feature_dtype=feature_dtype or "float32",
+            on_batch_start=on_batch_start)
         if lookahead is not None:
             self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
         self._adopt_options()
