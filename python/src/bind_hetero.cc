@@ -210,8 +210,7 @@ void bind_hetero_sampler(nb::module_& m) {
                                     "See src/volley/sampling/hetero_sampler.h.")
       .def(
           "__init__",
-          [](HeteroNeighborSampler* self, const HeteroGraph& graph,
-             const std::vector<int64_t>& fanouts,
+          [](HeteroNeighborSampler* self, nb::handle graph, const std::vector<int64_t>& fanouts,
              const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
              bool replace, bool weighted, uint64_t seed, bool disjoint,
              const std::string& time_source, const std::string& temporal_strategy,
@@ -220,28 +219,28 @@ void bind_hetero_sampler(nb::module_& m) {
                 hetero_sampler_options(fanouts, fanouts_by_type, replace, weighted, seed, disjoint,
                                        time_source, temporal_strategy);
             HeteroTimes times = hetero_times(node_time, edge_time);
+            if (nb::isinstance<CudaHeteroGraph>(graph)) {
+              const auto& placed = nb::cast<const CudaHeteroGraph&>(graph);
+              nb::gil_scoped_release release;
+              new (self) HeteroNeighborSampler(placed, std::move(options), std::move(times));
+              return;
+            }
+            if (!nb::isinstance<HeteroGraph>(graph))
+              throw nb::type_error(("graph must be a HeteroGraph or a CudaHeteroGraph, got " +
+                                    std::string(nb::type_name(graph.type()).c_str()))
+                                       .c_str());
+            const auto& host = nb::cast<const HeteroGraph&>(graph);
             nb::gil_scoped_release release;
-            new (self) HeteroNeighborSampler(graph, std::move(options), std::move(times));
+            new (self) HeteroNeighborSampler(host, std::move(options), std::move(times));
           },
           nb::arg("graph"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
           nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
           nb::arg("disjoint") = false, nb::arg("time_source") = "none",
           nb::arg("temporal_strategy") = "uniform", nb::arg("node_time") = NodeTimes{},
-          nb::arg("edge_time") = EdgeTimes{}, "CPU sampling over a host graph.")
-      .def(
-          "__init__",
-          [](HeteroNeighborSampler* self, const CudaHeteroGraph& placed,
-             const std::vector<int64_t>& fanouts,
-             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
-             bool replace, bool weighted, uint64_t seed) {
-            HeteroSamplerOptions options = hetero_sampler_options(
-                fanouts, fanouts_by_type, replace, weighted, seed, false, "none", "uniform");
-            nb::gil_scoped_release release;
-            new (self) HeteroNeighborSampler(placed, std::move(options));
-          },
-          nb::arg("placed"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
-          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
-          "CUDA sampling over a graph already placed (CudaHeteroGraph; e.g. opened by handle).")
+          nb::arg("edge_time") = EdgeTimes{},
+          "CPU sampling over a host graph (HeteroGraph), or CUDA sampling over a placed one "
+          "(CudaHeteroGraph; e.g. opened by handle; temporal: placed from attach_hetero_times, "
+          "with the same times).")
       .def_prop_ro("on_cuda", &HeteroNeighborSampler::on_cuda)
       .def(
           "sample",
@@ -271,6 +270,21 @@ void bind_hetero(nb::module_& m) {
   bind_hetero_graph(m);
   bind_hetero_dataset(m);
   bind_hetero_sampler(m);
+  m.def(
+      "attach_hetero_times",
+      [](const HeteroGraph& graph, const std::string& time_source, bool weighted,
+         const NodeTimes& node_time, const EdgeTimes& edge_time) {
+        HeteroSamplerOptions options;
+        options.time_source = time_source_from_name(time_source);
+        options.weighted = weighted;
+        HeteroTimes times = hetero_times(node_time, edge_time);
+        nb::gil_scoped_release release;
+        return attach_hetero_times(graph, options, times);
+      },
+      nb::arg("graph"), nb::arg("time_source"), nb::arg("weighted"), nb::arg("node_time"),
+      nb::arg("edge_time"),
+      "The graph a temporal sampler reads (hetero_sampler.h): each timed edge type's entry "
+      "times attached, its rows sorted by them; what a GPU sampler's graph is placed from.");
 }
 
 }  // namespace volley::python

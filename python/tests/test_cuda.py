@@ -372,13 +372,21 @@ def test_hetero_loader_batches_equal_cpu(mode):
     cpu = NeighborLoader(data, fanouts, **kwargs)
     gpu = NeighborLoader(data, fanouts, device="cuda", mode=mode, **kwargs)
     assert gpu.node_sampler.device == 0 and gpu.node_sampler.mode == mode
+    _expect_same_typed_batches(cpu, gpu, ("n_id", "x", "y"))
+
+
+def _expect_same_typed_batches(cpu, gpu, node_fields):
+    """The device loader's batches (on the device) equal the CPU loader's (or a list of its
+    batches): `node_fields` and num_sampled_nodes per node type, edge_index and e_id per edge
+    type, the input ids."""
     count = 0
     for want, got in zip(cpu, gpu):
         assert _on_device(got["paper"].x) and _on_device(got["paper"].n_id)
         for node_type in want.node_types:
-            for field in ("n_id", "x", "y"):
+            for field in node_fields:
                 if field in want[node_type]:
-                    assert torch.equal(got[node_type][field].cpu(), want[node_type][field]), field
+                    assert torch.equal(got[node_type][field].cpu(), want[node_type][field]), (
+                        node_type, field)
             assert list(got[node_type].num_sampled_nodes) == list(want[node_type].num_sampled_nodes)
         for edge_type in want.edge_types:
             for field in ("edge_index", "e_id"):
@@ -415,13 +423,40 @@ def test_hetero_link_loader_batches_equal_cpu(mode):
     assert count == len(cpu) > 1
 
 
-def test_hetero_gpu_sampling_refuses_disjoint_and_temporal():
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
+@pytest.mark.parametrize("kind", ["disjoint", "node_time", "edge_time"])
+def test_hetero_tree_loader_batches_equal_cpu(kind, mode):
+    """Disjoint and temporal (time_attr: paper node times, authors untimed; or edge times with
+    input_time and the "last" strategy) typed loaders on a device: the CPU loader's batches,
+    each node's tree (batch) included, input nodes repeating."""
+    from test_hetero import CITES, REV, WRITES
+
     data = _weighted_toy_hetero()
-    graph = volley.HeteroGraph.from_pyg(data)
-    with pytest.raises(volley.VolleyNotImplementedError, match="disjoint and temporal"):
-        volley.HeteroNeighborSampler(graph, [2], device="cuda", disjoint=True)
-    with pytest.raises(volley.VolleyNotImplementedError, match="with disjoint or temporal"):
-        NeighborLoader(data, [2], batch_size=4, input_nodes="paper", device="cuda", disjoint=True)
+    rng = np.random.default_rng(7)
+    train = torch.arange(0, 300, 3).repeat(2)
+    kwargs = dict(batch_size=40, input_nodes=("paper", train), seed=6, shuffle=True)
+    if kind == "disjoint":
+        kwargs.update(disjoint=True)
+    elif kind == "node_time":
+        data["paper"].time = torch.from_numpy(rng.integers(0, 50, 300))
+        kwargs.update(time_attr="time")
+    else:
+        for edge_type in (WRITES, CITES, REV):
+            data[edge_type].time = torch.from_numpy(
+                rng.integers(0, 50, data[edge_type].edge_index.shape[1]))
+        kwargs.update(time_attr="time", temporal_strategy="last",
+                      input_time=torch.from_numpy(rng.integers(0, 60, len(train))))
+    cpu = NeighborLoader(data, [4, 3], num_workers=2, **kwargs)
+    gpu = NeighborLoader(data, [4, 3], device="cuda", mode=mode, **kwargs)
+    assert gpu.node_sampler.device == 0 and gpu.node_sampler.disjoint
+    want = list(cpu)
+    assert all("batch" in batch[t] for batch in want for t in ("paper", "author"))
+    _expect_same_typed_batches(want, gpu, ("n_id", "x", "batch"))
+
+
+def test_hetero_gpu_sampler_checks_its_mode():
+    graph = volley.HeteroGraph.from_pyg(_weighted_toy_hetero())
     with pytest.raises(ValueError, match="mode must be 'GPU'"):
         volley.HeteroNeighborSampler(graph, [2], device="cuda", mode="zero-copy")
 

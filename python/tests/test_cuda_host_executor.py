@@ -39,6 +39,9 @@ DEVICE_TESTS = (
     "test_hetero_loader_batches_equal_cpu[UVA]",
     "test_hetero_link_loader_batches_equal_cpu[GPU]",
     "test_hetero_link_loader_batches_equal_cpu[UVA]",
+    "test_hetero_tree_loader_batches_equal_cpu[disjoint-GPU]",
+    "test_hetero_tree_loader_batches_equal_cpu[node_time-UVA]",
+    "test_hetero_tree_loader_batches_equal_cpu[edge_time-GPU]",
 )
 REAL_GPU_ONLY = ("test_sampler_results_on_a_side_stream", "test_loader_memory_does_not_grow_over_1000_batches")
 

@@ -66,8 +66,7 @@ class HeteroNeighborLoader(NeighborLoader):
         device, mode: ``device="cuda"`` (or ``"cuda:N"``, ``N``, a ``torch.device``) samples
             with the CUDA kernels — ``mode="UVA"`` (default, the graph in pinned host memory) or
             ``"GPU"`` (in device memory); the batches equal the CPU loader's and are moved to
-            the device. ``mode="CPU"`` samples on the CPU. Not with disjoint or temporal
-            sampling.
+            the device, disjoint and temporal ones too. ``mode="CPU"`` samples on the CPU.
         The other arguments of PyG's loader are accepted where they change nothing
         (``is_sorted``, ``filter_per_worker``, ``pin_memory``, the worker-process options).
 
@@ -88,8 +87,7 @@ class HeteroNeighborLoader(NeighborLoader):
             an input type without node time): the message names the type. As for a ``Data``:
             ``disjoint`` or temporal with ``subgraph_type="induced"``, weighted temporal
             sampling. VolleyNotImplementedError: a custom ``neighbor_sampler`` (as for a
-            ``Data``); what is not supported for heterogeneous graphs yet: a CUDA device with
-            disjoint or temporal sampling.
+            ``Data``).
 
     ``transform_sampler_output`` gets the batch's PyG ``HeteroSamplerOutput``; the attributes of
     the node and edge types whose ids it replaces are indexed anew.
@@ -135,10 +133,6 @@ class HeteroNeighborLoader(NeighborLoader):
             raise VolleyNotImplementedError(
                 f"neighbor_sampler={type(neighbor_sampler).__name__}: a custom PyG sampler cannot "
                 "drive Volley's C++ pipeline; pass None")
-        if _cuda.parse_device(device) is not None and (bool(disjoint) or temporal):
-            raise VolleyNotImplementedError(
-                f"device={device!r} with disjoint or temporal sampling (they run on the CPU) is "
-                "not supported for heterogeneous graphs yet")
         self.subgraph_type = _pyg_compat.subgraph_type_name(subgraph_type, directed)
         self.data = data.to_pyg() if isinstance(data, HeteroDataset) else data
         # A HeteroDataset's features through its native stores (the disk tier past half the RAM,

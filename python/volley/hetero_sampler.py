@@ -17,7 +17,7 @@ seed's time, in a tree of its own (disjoint, ``batch`` says which):
     >>> batch["batch"]["author"]                          # the tree (seed position) of each
 
 On a GPU (``device="cuda"``, ``mode="GPU"`` or ``"UVA"``): the same batches, element for element,
-sampled by the CUDA kernels and returned in host memory; not disjoint or temporal.
+sampled by the CUDA kernels and returned in host memory, disjoint and temporal ones too.
     >>> sampler = volley.HeteroNeighborSampler(graph, [15, 10], device="cuda", mode="UVA")
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from . import _cuda, _policy, _temporal, _tensor, _volley
 from ._volley import HeteroNeighborSampler as _NativeSampler
-from ._volley import VolleyNotImplementedError, VolleyTypeError, VolleyValueError
+from ._volley import VolleyTypeError, VolleyValueError
 from .hetero import EdgeType, HeteroDataset, HeteroGraph, edge_type_of
 
 
@@ -59,7 +59,8 @@ class HeteroNeighborSampler:
             most recent ones).
         device: ``None``/``"cpu"`` (the CPU sampler), ``"cuda"``, ``"cuda:N"``, ``N`` or a
             ``torch.device``: sample with the CUDA kernels (every edge type placed on that
-            device); the batches equal the CPU sampler's and come back in host memory.
+            device, with the times attached when temporal); the batches equal the CPU
+            sampler's, disjoint and temporal ones too, and come back in host memory.
         mode: with a CUDA device, ``"UVA"`` (default: the graph in pinned host memory) or
             ``"GPU"`` (in device memory); ``"CPU"`` samples on the CPU.
 
@@ -70,7 +71,8 @@ class HeteroNeighborSampler:
             node and edge times, an unknown ``temporal_strategy``, ``weighted`` with times.
         VolleyTypeError: ``graph`` is neither a ``HeteroGraph``, a ``HeteroDataset`` nor a
             ``HeteroData``.
-        VolleyNotImplementedError: disjoint or temporal sampling on a CUDA device.
+        VolleyValueError: on a CUDA device, a disjoint batch whose trees times the largest
+            node type's count pass the int64 range (the message gives both).
         VolleyRuntimeError: a CUDA device in a build without CUDA or on a machine without it.
     """
 
@@ -95,10 +97,6 @@ class HeteroNeighborSampler:
         if self._mode == "CPU":
             ordinal = None
         self._device = ordinal
-        if ordinal is not None and (disjoint or time_attr is not None or node_time or edge_time):
-            raise VolleyNotImplementedError(
-                "disjoint and temporal heterogeneous sampling run on the CPU only (device="
-                f"{device!r}); sample them with device=None")
         if time_attr is not None:
             if isinstance(graph, (HeteroGraph, HeteroDataset)) or node_time or edge_time:
                 raise VolleyValueError(
@@ -133,22 +131,27 @@ class HeteroNeighborSampler:
             node_time=dict(self._node_time) or None, edge_time=dict(edge_times) or None,
             temporal_strategy=str(temporal_strategy), device=ordinal, mode=self._mode)
         self._placed = None  # the graph placed for the GPU (a native CudaHeteroGraph)
-        self._native_options = (fanouts, by_type, bool(replace), bool(weighted), self._seed)
+        self._native_options = dict(
+            fanouts=fanouts, fanouts_by_type=by_type, replace=bool(replace),
+            weighted=bool(weighted), seed=self._seed, disjoint=bool(disjoint),
+            time_source=self._time_source, temporal_strategy=str(temporal_strategy),
+            node_time=list(self._node_time.items()), edge_time=edge_times)
         if ordinal is not None:
-            self._use_placed(_volley.CudaHeteroGraph.place(graph._native, self._mode, ordinal))
+            native = graph._native
+            if self._time_source != "none":  # the GPU reads the times the CPU sampler reads
+                native = _volley.attach_hetero_times(
+                    native, self._time_source, bool(weighted), self._native_options["node_time"],
+                    edge_times)
+            self._use_placed(_volley.CudaHeteroGraph.place(native, self._mode, ordinal))
         else:
-            self._native = _NativeSampler(
-                graph._native, fanouts, by_type, replace=bool(replace), weighted=bool(weighted),
-                seed=self._seed, disjoint=bool(disjoint), time_source=self._time_source,
-                temporal_strategy=str(temporal_strategy),
-                node_time=list(self._node_time.items()), edge_time=edge_times)
+            self._native = _NativeSampler(graph._native, **self._native_options)
 
     def _use_placed(self, placed: Any) -> None:
         """Samples with the CUDA kernels over ``placed`` (a native ``CudaHeteroGraph``: placed
         here, or opened by handle in another process), kept as ``self._placed``."""
         self._placed = placed
         self._device, self._mode = placed.device, placed.mode
-        self._native = _NativeSampler(placed, *self._native_options)
+        self._native = _NativeSampler(placed, **self._native_options)
 
     @property
     def graph(self) -> HeteroGraph:

@@ -159,6 +159,9 @@ class CudaGraph {
 //   CudaHeteroGraph placed = CudaHeteroGraph::place(hetero, {.mode = CudaSamplingMode::kUva});
 //   HeteroNeighborSampler sampler(placed, {.fanouts = {15, 10}, .seed = 42});
 //
+// A temporal sampler places the timed graph, attach_hetero_times(hetero, options, times)
+// (hetero_sampler.h): each timed edge type's entry times as its edge_time, rows sorted by them.
+//
 // Shared between processes as the homogeneous CudaGraph is, edge type by edge type: place with
 // CudaGraphOptions::shareable (or to_shareable()), hand each edge type's arrays over by handle,
 // and from_parts rebuilds the graph around the opened CudaGraphs (no copy).

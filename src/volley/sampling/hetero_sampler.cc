@@ -61,21 +61,8 @@ std::vector<TypedSeeds> typed_seeds(const HeteroGraph& graph, const std::vector<
     }
     groups.push_back({.type = type, .ids = group.ids, .name = group.node_type});
     if (options.time_source == TimeSource::kNone) continue;
-    if (!group.times.empty()) {
-      VOLLEY_REQUIRE(group.times.size() == group.ids.size(), ValueError,
-                     "seeds of node type '{}': {} times for {} seeds (one time per seed)",
-                     group.node_type, group.times.size(), group.ids.size());
-      scratch.seed_times.insert(scratch.seed_times.end(), group.times.begin(), group.times.end());
-      continue;
-    }
-    const int64_t* own = node_time.empty() ? nullptr : node_time[static_cast<size_t>(type)];
-    VOLLEY_REQUIRE(own != nullptr || group.ids.empty(), ValueError,
-                   "seeds of node type '{}' need a time each (seed times / input_time): {}",
-                   group.node_type,
-                   options.time_source == TimeSource::kEdge
-                       ? "sampling by edge time has no node time to default to"
-                       : "the node type has no node time to default to");
-    for (const int64_t id : group.ids) scratch.seed_times.push_back(own[id]);
+    sampling_internal::append_seed_times(group, type, options.time_source, node_time,
+                                         scratch.seed_times);
   }
   return groups;
 }
@@ -169,19 +156,6 @@ std::vector<std::vector<int64_t>> resolve_hetero_fanouts(const std::vector<EdgeT
 }
 
 namespace {
-// Per node type (graph order): the node time `times` gives it (kNode), else null.
-std::vector<const int64_t*> seed_node_times(const HeteroGraph& graph,
-                                            const HeteroSamplerOptions& options,
-                                            const HeteroTimes& times) {
-  std::vector<const int64_t*> result;
-  if (options.time_source != TimeSource::kNode) return result;
-  result.assign(static_cast<size_t>(graph.num_node_types()), nullptr);
-  for (const auto& [name, time] : times.node_time) {  // checked by attach_hetero_times
-    result[static_cast<size_t>(graph.node_type_index(name))] = time.data<int64_t>();
-  }
-  return result;
-}
-
 // Fills `out` (its vectors cleared, their capacity kept). `graph`: the timed graph.
 void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& seeds,
                      const std::vector<std::vector<int64_t>>& fanouts,
@@ -191,8 +165,8 @@ void sample_resolved(const HeteroGraph& graph, const std::vector<HeteroSeeds>& s
   const size_t types = static_cast<size_t>(graph.num_node_types());
   const size_t edge_types = static_cast<size_t>(graph.num_edge_types());
   const bool disjoint = options.disjoint || options.time_source != TimeSource::kNone;
-  const auto groups =
-      typed_seeds(graph, seeds, options, seed_node_times(graph, options, times), scratch);
+  const auto groups = typed_seeds(
+      graph, seeds, options, sampling_internal::seed_node_times(graph, options, times), scratch);
   const auto edges = typed_edges(graph, fanouts, options, seed,
                                  scratch.seed_times.empty() ? nullptr : scratch.seed_times.data());
   TypedLists& lists = scratch.lists;

@@ -69,8 +69,12 @@
 // On a GPU (HeteroNeighborSampler over a CudaHeteroGraph, cuda_graph.h): the same batches,
 // element for element, for the same (seeds, options, batch index) — each (hop, edge type) is one
 // expansion by the homogeneous GPU sampler's kernels (cuda/hetero_driver.h) — returned in host
-// memory. Neither disjoint nor temporal sampling (ValueError naming the option: use the CPU
-// sampler); the other errors as above.
+// memory; disjoint and temporal sampling too. Temporal sampling reads the times the CPU sampler
+// reads: place the timed graph, CudaHeteroGraph::place(attach_hetero_times(graph, options,
+// times)), and give the sampler the same `times` (seeds without times take their node times
+// from it). Disjoint sampling numbers a node of tree r as r * S + id on the device, S the largest
+// node type's count: a batch whose trees × S passes int64 is refused (ValueError naming S and
+// the trees). The other errors as above.
 // Thread safety: a HeteroNeighborSampler may be shared by threads (a call that finds its
 // scratch busy uses a fresh one); sample_hetero_neighbors is reentrant.
 #pragma once
@@ -194,9 +198,13 @@ class HeteroNeighborSampler {
   // CPU sampling. Validates the options against the graph and attaches `times`
   // (attach_hetero_times; ValueError as above).
   HeteroNeighborSampler(HeteroGraph graph, HeteroSamplerOptions options, HeteroTimes times = {});
-  // CUDA sampling (GPU or UVA, as `graph` was placed). ValueError for an undefined graph, the
-  // fanouts (as above), disjoint or temporal options. No CUDA call.
-  HeteroNeighborSampler(CudaHeteroGraph graph, HeteroSamplerOptions options);
+  // CUDA sampling (GPU or UVA, as `graph` was placed). Temporal: `graph` placed from
+  // attach_hetero_times(graph, options, times), `times` the same (see above). ValueError for an
+  // undefined graph, the fanouts, the times (as above: the checks that need no host graph, the
+  // node times), a timed edge type placed without its entry times or with rows unsorted by them.
+  // No CUDA call.
+  HeteroNeighborSampler(CudaHeteroGraph graph, HeteroSamplerOptions options,
+                        HeteroTimes times = {});
   ~HeteroNeighborSampler();
   HeteroNeighborSampler(HeteroNeighborSampler&&) noexcept;
   HeteroNeighborSampler& operator=(HeteroNeighborSampler&&) noexcept;
@@ -239,7 +247,7 @@ class HeteroNeighborSampler {
   HeteroGraph graph_;
   HeteroGraph timed_;  // attach_hetero_times(graph_): what sample() reads
   HeteroSamplerOptions options_;
-  HeteroTimes times_;  // kNode: seed groups without times read their node times here
+  HeteroTimes times_;  // kNode: seed groups without times read their node times here (CPU, GPU)
   std::vector<std::vector<int64_t>> fanouts_;
   std::unique_ptr<std::mutex> mutex_;
   HeteroSamplerScratch scratch_;

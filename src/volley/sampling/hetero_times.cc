@@ -7,6 +7,7 @@
 
 #include "volley/core/error.h"
 #include "volley/sampling/hetero_sampler.h"
+#include "volley/sampling/internal/hetero_seeds.h"
 
 namespace volley {
 namespace {
@@ -80,19 +81,8 @@ Csr attach_entry_times(const Csr& csr, const Array* node_time, const Array* edge
 
 HeteroGraph attach_hetero_times(const HeteroGraph& graph, const HeteroSamplerOptions& options,
                                 const HeteroTimes& times) {
-  const bool given = !times.node_time.empty() || !times.edge_time.empty();
-  if (options.time_source == TimeSource::kNone) {
-    VOLLEY_REQUIRE(!given, ValueError,
-                   "times were given, but the options ask for no temporal sampling (set "
-                   "time_source / time_attr)");
-    return graph;
-  }
-  VOLLEY_REQUIRE(!options.weighted, ValueError,
-                 "temporal sampling does not support weighted sampling yet");
+  if (!sampling_internal::check_time_options(options, times)) return graph;
   const bool by_edge = options.time_source == TimeSource::kEdge;
-  VOLLEY_REQUIRE(by_edge ? times.node_time.empty() : times.edge_time.empty(), ValueError,
-                 "{} times were given, but temporal sampling is by {} time",
-                 by_edge ? "node" : "edge", by_edge ? "edge" : "node");
   std::vector<const Array*> nodes, edges;
   if (by_edge) {
     edges = edge_times(graph, times);

@@ -42,6 +42,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "volley/core/internal/executor.h"
@@ -214,6 +215,34 @@ struct EdgeLists {
   internal::Scratch<Executor> rows, cols, edge_ids;
   Levels levels;
 };
+
+// Seeds into `list.nodes` (reserved by the caller): for disjoint sampling (tree_size > 0) as keys
+// (first_root + i) * tree_size + seeds[i] — seed i roots tree first_root + i — else the ids.
+template <class Executor>
+void upload_seeds(Executor& executor, NodeList<Executor>& list, std::span<const int64_t> seeds,
+                  int64_t first_root, int64_t tree_size) {
+  const size_t bytes = seeds.size() * sizeof(int64_t);
+  if (bytes == 0) return;
+  if (tree_size == 0) {
+    executor.upload(list.nodes.data(), seeds.data(), bytes);
+    return;
+  }
+  std::vector<int64_t> keys(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i)
+    keys[i] = (first_root + static_cast<int64_t>(i)) * tree_size + seeds[i];
+  executor.upload(list.nodes.data(), keys.data(), bytes);
+}
+
+// Disjoint sampling, at the end of a batch: `list`'s keys split in place into nodes and, into
+// `trees` (grown to the list's bound), each node's tree.
+template <class Executor>
+void split_trees(Executor& executor, NodeList<Executor>& list, int64_t tree_size,
+                 internal::Scratch<Executor>& trees) {
+  trees.reserve(static_cast<size_t>(list.levels.bound) * sizeof(int64_t));
+  executor.for_each_counted(
+      list.levels.size(),
+      SplitKeysBody{tree_size, list.nodes.template as<int64_t>(), trees.template as<int64_t>()});
+}
 
 // A frontier: the nodes the previous level added to a node list (Levels::previous()).
 struct Frontier {

@@ -53,17 +53,9 @@ class SamplerBackend final : public CudaSamplerBackend {
   // what the bodies need for temporal picks (inactive unless there are seed times).
   TemporalRows upload_seeds(const DeviceGraphView& view, std::span<const int64_t> seeds,
                             const BackendOptions& options, int64_t tree_size) {
-    const size_t seed_bytes = seeds.size() * sizeof(int64_t);
-    if (tree_size > 0) {
-      std::vector<int64_t> keys(seeds.size());
-      for (size_t i = 0; i < seeds.size(); ++i) {
-        keys[i] = static_cast<int64_t>(i) * tree_size + seeds[i];
-      }
-      executor_.upload(nodes_.nodes.data(), keys.data(), seed_bytes);
-    } else {
-      executor_.upload(nodes_.nodes.data(), seeds.data(), seed_bytes);
-    }
+    sampling_internal::upload_seeds(executor_, nodes_, seeds, 0, tree_size);
     if (options.seed_times.empty()) return {};
+    const size_t seed_bytes = seeds.size() * sizeof(int64_t);
     seed_times_.reserve(seed_bytes);
     executor_.upload(seed_times_.data(), options.seed_times.data(), seed_bytes);
     return {view.edge_time, view.node_time, seed_times_.template as<int64_t>(), options.last};
@@ -100,10 +92,7 @@ class SamplerBackend final : public CudaSamplerBackend {
     nodes_.finish();
     out.batch = Buffer();
     if (disjoint) {
-      batch_.reserve(static_cast<size_t>(nodes_.levels.bound) * sizeof(int64_t));
-      executor_.for_each_counted(nodes_.levels.size(),
-                                 SplitKeysBody{tree_size, nodes_.nodes.template as<int64_t>(),
-                                               batch_.template as<int64_t>()});
+      split_trees(executor_, nodes_, tree_size, batch_);
       out.batch = batch_.buffer();
     }
     const std::vector<int64_t>& marks = tally_.read();

@@ -101,13 +101,23 @@ struct HeteroBackendOptions {
   std::span<const std::vector<int64_t>> fanouts;  // per edge type, one per hop (same length)
   std::span<const uint64_t> stream_seeds;         // per edge type: edge_type_stream_seed
   PickRule rule;                                  // pick_rule_of(options)
+  // Disjoint sampling (tree_size > 0): each seed a tree of its own, numbered across the node
+  // types; seed i of node type t roots tree roots[t] + i. A node of tree r is the key
+  // r * tree_size + id, so tree_size is at least every node type's count (one size for all
+  // types) and trees * tree_size fits in int64 (checked by the front end).
+  int64_t tree_size = 0;
+  std::span<const int64_t> roots = {};  // per node type (disjoint)
+  // Temporal sampling (implies disjoint): one host time per tree, and the strategy. An edge
+  // type is timed where its view has edge_time or node_time; the others admit every entry.
+  std::span<const int64_t> seed_times = {};
+  bool last = false;
 };
 
 // One batch in host memory, laid out as HeteroSampledSubgraph (hetero_sampler.h) without
-// num_seeds and batch: per node type nodes / nodes_per_hop, per edge type rows / cols /
-// edge_ids / edges_per_hop.
+// num_seeds: per node type nodes / nodes_per_hop (disjoint: batch, each node's tree; else
+// empty), per edge type rows / cols / edge_ids / edges_per_hop.
 struct HeteroBackendResult {
-  std::vector<std::vector<int64_t>> nodes, nodes_per_hop;
+  std::vector<std::vector<int64_t>> nodes, nodes_per_hop, batch;
   std::vector<std::vector<int64_t>> rows, cols, edge_ids, edges_per_hop;
 };
 
@@ -115,8 +125,9 @@ struct HeteroBackendResult {
 class CudaHeteroSamplerBackend {
  public:
   virtual ~CudaHeteroSamplerBackend() = default;
-  // Arguments were checked by the front end: seeds[t] holds the seeds of node type t (distinct,
-  // in range; empty for a type without seeds), fanouts resolved per edge type. The result is
+  // Arguments were checked by the front end: seeds[t] holds the seeds of node type t (in range;
+  // distinct unless disjoint; empty for a type without seeds), fanouts resolved per edge type,
+  // tree numbering and seed times as HeteroBackendOptions says. The result is
   // complete in host memory on return (the call waits for `stream`).
   virtual void sample(const HeteroDeviceView& graph,
                       std::span<const std::span<const int64_t>> seeds,

@@ -4,7 +4,9 @@
 // and UVA placement — on a generated mag-shaped graph whose edge types mix weights, int32 and
 // int64 indices and missing edge ids, for several fanout shapes (one list, per edge type, -1 on
 // hubs, 0), with and without replacement, weighted and not, seeds of several types; on a graph
-// whose frontiers empty; on a hub that outgrows the first hash table. Its errors are the CPU
+// whose frontiers empty; on a hub that outgrows the first hash table; disjoint and temporal
+// (node and edge time, uniform and last) batches on mag graphs and random typed graphs, seeds
+// repeating and trees numbered across seed groups out of graph order. Its errors are the CPU
 // sampler's. Label gpu-host.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 
 #include "sampling/expect_subgraph.h"
 #include "sampling/hetero_test_graphs.h"
+#include "test_graphs.h"
 #include "test_util.h"
 #include "volley/core/internal/emulated_device.h"
 #include "volley/sampling/cuda_graph.h"
@@ -21,39 +24,51 @@
 namespace volley {
 namespace {
 
-// Seed groups with their own storage (HeteroSeeds holds spans).
+// Seed groups with their own storage (HeteroSeeds holds spans); `times`: per group (temporal),
+// none where missing or empty.
 struct SeedGroups {
   std::vector<std::pair<std::string, std::vector<int64_t>>> groups;
+  std::vector<std::vector<int64_t>> times = {};
   std::vector<HeteroSeeds> seeds() const {
     std::vector<HeteroSeeds> out;
-    for (const auto& [type, ids] : groups) out.push_back({type, ids});
+    for (size_t g = 0; g < groups.size(); ++g) {
+      out.push_back({groups[g].first, groups[g].second});
+      if (g < times.size()) out.back().times = times[g];
+    }
     return out;
   }
 };
 
-// Batch `batch` of every (placement, replace, weighted) on both samplers; returns the edges
-// compared.
+// Batch `batch` of every (placement, replace, weighted) on both samplers — temporal (`times`,
+// options.time_source set): (placement, replace, uniform or last), the GPU's graph placed from
+// attach_hetero_times; returns the edges compared.
 int64_t compare_with_cpu(const HeteroGraph& graph, HeteroSamplerOptions options,
-                         const std::vector<SeedGroups>& batches, const std::string& name) {
+                         const std::vector<SeedGroups>& batches, const std::string& name,
+                         const HeteroTimes& times = {}) {
   internal::ScopedCudaEmulation emulated;
+  const bool temporal = options.time_source != TimeSource::kNone;
+  const HeteroGraph timed = attach_hetero_times(graph, options, times);
   int64_t compared = 0;
   for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
-    const CudaHeteroGraph placed = CudaHeteroGraph::place(graph, {.mode = mode});
+    const CudaHeteroGraph placed = CudaHeteroGraph::place(timed, {.mode = mode});
     EXPECT_EQ(placed.mode(), mode);
     for (int variant = 0; variant < 4; ++variant) {
       options.replace = (variant & 1) != 0;
-      options.weighted = (variant & 2) != 0;
+      options.weighted = !temporal && (variant & 2) != 0;
+      options.temporal_strategy =
+          temporal && (variant & 2) != 0 ? TemporalStrategy::kLast : TemporalStrategy::kUniform;
       options.seed = 101 * static_cast<uint64_t>(variant) + 7;
-      HeteroNeighborSampler cpu(graph, options);
-      HeteroNeighborSampler gpu(placed, options);
+      HeteroNeighborSampler cpu(graph, options, times);
+      HeteroNeighborSampler gpu(placed, options, times);
       EXPECT_TRUE(gpu.on_cuda());
       for (uint64_t batch = 0; batch < batches.size(); ++batch) {
         const auto seeds = batches[batch].seeds();
         const HeteroSampledSubgraph expected = cpu.sample(seeds, batch);
-        expect_same_hetero(
-            gpu.sample(seeds, batch), expected,
-            fmt::format("{} {} replace {} weighted {} batch {}", name,
-                        cuda_sampling_mode_name(mode), options.replace, options.weighted, batch));
+        EXPECT_EQ(expected.batch.empty(), !options.disjoint && !temporal);
+        expect_same_hetero(gpu.sample(seeds, batch), expected,
+                           fmt::format("{} {} replace {} weighted {} variant {} batch {}", name,
+                                       cuda_sampling_mode_name(mode), options.replace,
+                                       options.weighted, variant, batch));
         compared += expected.total_edges();
         if (::testing::Test::HasFailure()) return compared;
       }
@@ -66,11 +81,26 @@ EdgeType edge(const char* src, const char* relation, const char* dst) {
   return {src, relation, dst};
 }
 
+// `count` values in [0, bound).
+std::vector<int64_t> draw(std::mt19937_64& rng, int64_t count, uint64_t bound) {
+  std::vector<int64_t> out(static_cast<size_t>(count));
+  for (auto& value : out) value = static_cast<int64_t>(rng() % bound);
+  return out;
+}
+
+// A seed group of `count` ids of node type `type`: distinct, or (`repeat`) with some repeating,
+// as a disjoint batch's seeds may.
+std::pair<std::string, std::vector<int64_t>> seed_group(const HeteroGraph& graph, const char* type,
+                                                        size_t count, std::mt19937_64& rng,
+                                                        bool repeat = false) {
+  std::vector<int64_t> ids = distinct_ids(graph.num_nodes(type), count, rng);
+  for (size_t i = 3; repeat && i < ids.size(); i += 4) ids[i] = ids[i - 2];
+  return {type, std::move(ids)};
+}
+
 std::vector<SeedGroups> mag_batches(const HeteroGraph& graph, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  auto ids = [&](const char* type, size_t count) {
-    return std::make_pair(std::string(type), distinct_ids(graph.num_nodes(type), count, rng));
-  };
+  auto ids = [&](const char* type, size_t count) { return seed_group(graph, type, count, rng); };
   return {SeedGroups{{ids("paper", 64)}},
           SeedGroups{{ids("author", 20), ids("paper", 300), ids("institution", 3)}},
           SeedGroups{{ids("field_of_study", 1)}}, SeedGroups{{ids("paper", 1)}}};
@@ -150,8 +180,127 @@ TEST(HeteroSamplerGpuHost, HubsOutgrowTheFirstTable) {
   EXPECT_GT(compare_with_cpu(graph, options, batches, "hub"), 6000);
 }
 
-// Bad seeds and options give the CPU sampler's errors; disjoint and temporal sampling are
-// refused by name.
+// Disjoint batches: trees numbered across the groups in the order given (not the graph's), a
+// seed repeating within a group, empty groups, no seeds at all.
+std::vector<SeedGroups> disjoint_batches(const HeteroGraph& graph, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto ids = [&](const char* type, size_t count) {
+    return seed_group(graph, type, count, rng, /*repeat=*/true);
+  };
+  return {SeedGroups{{ids("paper", 40)}},
+          SeedGroups{{ids("institution", 2), ids("author", 12), ids("paper", 30)}},
+          SeedGroups{{ids("field_of_study", 3), {"author", {}}}}, SeedGroups{}};
+}
+
+TEST(HeteroSamplerGpuHost, DisjointEqualsTheCpuSampler) {
+  const HeteroGraph varied = varied_mag_graph(800, /*reverse=*/true, 6);
+  HeteroSamplerOptions options;
+  options.disjoint = true;
+  options.fanouts = {3, 2};
+  int64_t compared = compare_with_cpu(varied, options, disjoint_batches(varied, 2), "varied");
+  options.fanouts_by_type = {{edge("paper", "cites", "paper"), {-1, 1}}};
+  compared += compare_with_cpu(small_mag(), options, disjoint_batches(small_mag(), 3), "mag");
+  EXPECT_GT(compared, 10000);
+}
+
+// small_mag()'s times: papers and authors timed (institutions and fields of study not), or the
+// edges of three edge types (the others untimed); times in [0, 1000).
+HeteroTimes mag_times(TimeSource source, uint64_t seed) {
+  const HeteroGraph& graph = small_mag();
+  std::mt19937_64 rng(seed);
+  auto times = [&](int64_t count) { return Array::from_vector(draw(rng, count, 1000)); };
+  HeteroTimes out;
+  if (source == TimeSource::kNode) {
+    for (const char* type : {"paper", "author"})
+      out.node_time.emplace_back(type, times(graph.num_nodes(type)));
+    return out;
+  }
+  for (int e = 0; e < graph.num_edge_types(); e += 2)
+    out.edge_time.emplace_back(graph.edge_types()[static_cast<size_t>(e)],
+                               times(graph.edges(e).num_edges()));
+  return out;
+}
+
+// Temporal batches over small_mag(): seed times in [0, 1000); by node time, paper seeds without
+// times (their own node times).
+std::vector<SeedGroups> temporal_batches(TimeSource source, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto ids = [&](const char* type, size_t count) {
+    return seed_group(small_mag(), type, count, rng, /*repeat=*/true);
+  };
+  auto times = [&](int64_t count) { return draw(rng, count, 1000); };
+  const bool by_node = source == TimeSource::kNode;
+  return {SeedGroups{{ids("paper", 50)}, {by_node ? std::vector<int64_t>{} : times(50)}},
+          SeedGroups{{ids("author", 20), ids("paper", 10)}, {times(20), times(10)}},
+          SeedGroups{{ids("institution", 2), ids("paper", 5)}, {times(2), times(5)}}};
+}
+
+TEST(HeteroSamplerGpuHost, TemporalEqualsTheCpuSampler) {
+  int64_t compared = 0;
+  for (const TimeSource source : {TimeSource::kNode, TimeSource::kEdge}) {
+    for (const std::vector<int64_t>& fanouts : {std::vector<int64_t>{4, 3}, {-1, 2}}) {
+      HeteroSamplerOptions options;
+      options.time_source = source;
+      options.fanouts = fanouts;
+      compared += compare_with_cpu(small_mag(), options, temporal_batches(source, 5),
+                                   fmt::format("mag {}", fanouts[0]), mag_times(source, 4));
+      if (HasFailure()) return;
+    }
+  }
+  EXPECT_GT(compared, 10000);
+}
+
+// Random typed graphs: three node types of very different counts (so one tree size serves
+// types far smaller than it), four edge types between random ends (one a self type), times on
+// some types; disjoint, by node time and by edge time.
+TEST(HeteroSamplerGpuHost, RandomTypedGraphsEqualTheCpuSampler) {
+  int64_t compared = 0;
+  for (uint64_t seed = 0; seed < 4; ++seed) {
+    std::mt19937_64 rng(seed);
+    const std::vector<NodeTypeInfo> types = {{"a", 3 + static_cast<int64_t>(rng() % 5)},
+                                             {"b", 200 + static_cast<int64_t>(rng() % 400)},
+                                             {"c", 40 + static_cast<int64_t>(rng() % 40)}};
+    std::vector<std::pair<EdgeType, Csr>> edges;
+    for (int e = 0; e < 4; ++e) {
+      const size_t src = e == 0 ? 1 : rng() % 3, dst = e == 0 ? 1 : rng() % 3;
+      const int64_t count = 3 * types[dst].num_nodes;
+      const auto from = draw(rng, count, static_cast<uint64_t>(types[src].num_nodes));
+      const auto to = draw(rng, count, static_cast<uint64_t>(types[dst].num_nodes));
+      edges.emplace_back(EdgeType{types[src].name, "r" + std::to_string(e), types[dst].name},
+                         build_bipartite_csr(Array::from_vector(from), Array::from_vector(to),
+                                             types[src].num_nodes, types[dst].num_nodes));
+    }
+    const HeteroGraph graph(types, std::move(edges));
+    auto values = [&](int64_t count, uint64_t bound) { return draw(rng, count, bound); };
+    const std::vector<SeedGroups> batches = {
+        SeedGroups{{{"c", values(6, 40)}, {"b", values(20, 200)}},
+                   {values(6, 100), values(20, 100)}},
+        SeedGroups{{{"a", values(3, 3)}, {"b", values(9, 200)}}, {values(3, 100), values(9, 100)}}};
+    HeteroSamplerOptions options;
+    options.fanouts = {3, -1};
+    options.disjoint = true;
+    compared += compare_with_cpu(graph, options, batches, fmt::format("random {}", seed));
+    options.disjoint = seed % 2 == 0;  // temporal sampling is disjoint either way
+    options.time_source = TimeSource::kNode;
+    HeteroTimes node_times;
+    for (const size_t t : {size_t{1}, size_t{0}})  // b and a timed, c not
+      node_times.node_time.emplace_back(types[t].name,
+                                        Array::from_vector(values(types[t].num_nodes, 100)));
+    compared += compare_with_cpu(graph, options, batches, "node time", node_times);
+    options.time_source = TimeSource::kEdge;
+    HeteroTimes edge_times;
+    for (int e : {0, 3})
+      edge_times.edge_time.emplace_back(
+          graph.edge_types()[static_cast<size_t>(e)],
+          Array::from_vector(values(graph.edges(e).num_edges(), 100)));
+    compared += compare_with_cpu(graph, options, batches, "edge time", edge_times);
+    if (HasFailure()) return;
+  }
+  EXPECT_GT(compared, 1000);
+}
+
+// Bad seeds and options give the CPU sampler's errors; a temporal sampler over a graph placed
+// without its times and a batch whose tree keys pass int64 are refused by name.
 TEST(HeteroSamplerGpuHost, ErrorsAreTheCpuSamplers) {
   internal::ScopedCudaEmulation emulated;
   const HeteroGraph graph = varied_mag_graph(200, /*reverse=*/false, 4);
@@ -173,16 +322,39 @@ TEST(HeteroSamplerGpuHost, ErrorsAreTheCpuSamplers) {
   bad.fanouts_by_type = {{edge("paper", "cites", "author"), {1, 1}}};
   EXPECT_EQ(message_of<ValueError>([&] { HeteroNeighborSampler(placed, bad); }),
             message_of<ValueError>([&] { HeteroNeighborSampler(graph, bad); }));
-  bad = options;
-  bad.disjoint = true;
-  EXPECT_THAT(message_of<ValueError>([&] { HeteroNeighborSampler(placed, bad); }),
-              ::testing::HasSubstr("non-disjoint, untimed subgraphs only, got disjoint=true"));
-  bad.disjoint = false;
-  bad.time_source = TimeSource::kNode;
-  EXPECT_THAT(message_of<ValueError>([&] { HeteroNeighborSampler(placed, bad); }),
-              ::testing::HasSubstr("time_source=set; use the CPU sampler"));
   EXPECT_THAT(message_of<ValueError>([&] { HeteroNeighborSampler(CudaHeteroGraph(), options); }),
               ::testing::HasSubstr("needs a placed graph"));
+  // Temporal: the untimed placement lacks the entry times; seeds without times by edge time.
+  HeteroSamplerOptions timed = options;
+  timed.time_source = TimeSource::kEdge;
+  const std::vector<int64_t> edge_time(static_cast<size_t>(graph.edges(0).num_edges()), 5);
+  const HeteroTimes times{.edge_time = {{graph.edge_types()[0], Array::from_vector(edge_time)}}};
+  EXPECT_THAT(message_of<ValueError>([&] { HeteroNeighborSampler(placed, timed, times); }),
+              ::testing::HasSubstr("edge type " + graph.edge_types()[0].name() +
+                                   " is sampled by time, but its placed graph has no entry"));
+  HeteroNeighborSampler timed_cpu(graph, timed, times);
+  HeteroNeighborSampler timed_gpu(CudaHeteroGraph::place(attach_hetero_times(graph, timed, times)),
+                                  timed, times);
+  const std::vector<HeteroSeeds> untimed_seeds{{"paper", good}};
+  const std::string want = message_of<ValueError>([&] { timed_cpu.sample(untimed_seeds, 0); });
+  EXPECT_THAT(want, ::testing::HasSubstr("need a time each"));
+  EXPECT_EQ(message_of<ValueError>([&] { timed_gpu.sample(untimed_seeds, 0); }), want);
+  // Disjoint keys tree * S + id, S the largest node type's count (a node type of 2^62 nodes).
+  std::vector<NodeTypeInfo> node_types = graph.node_types();
+  node_types.push_back({"huge", int64_t{1} << 62});
+  std::vector<CudaGraph> parts;
+  for (int e = 0; e < graph.num_edge_types(); ++e) parts.push_back(placed.edges(e));
+  HeteroSamplerOptions disjoint = options;
+  disjoint.disjoint = true;
+  HeteroNeighborSampler wide(
+      CudaHeteroGraph::from_parts(node_types, graph.edge_types(), parts, CudaSamplingMode::kGpu, 0),
+      disjoint);
+  EXPECT_EQ(wide.sample({{"paper", std::vector<int64_t>{7}}}, 0).batch.size(), node_types.size());
+  EXPECT_THAT(message_of<ValueError>([&] {
+                wide.sample({{"paper", good}}, 0);
+              }),
+              ::testing::HasSubstr("r * 4611686018427387904 + v (the largest node type's "
+                                   "count): 2 trees pass the int64 range"));
 }
 
 // A placed typed graph rebuilt from its edge types' placed graphs (what another process opens
