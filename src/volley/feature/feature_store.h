@@ -75,14 +75,14 @@
 // disk tier (see "Disk tier" below: its row cache in host memory, kDynamic or kLookahead, and
 // its reader). A gather on device d reads the ids on the host (device ids are copied there in
 // stream order, and checked there), reads the rows d's clique does not cache through the disk
-// tier into a pinned staging buffer at their batch positions, then runs the one gather kernel,
-// which takes rows from d's shard, a peer's shard or that staging buffer; the call then waits
-// for the stream. A failed read (IoError) or a bad id (IndexError) is raised before the kernel
-// runs: `out` is left as it was. A store whose cliques cache every row drops the disk tier (an
-// ordinary GPU store). Refused (ValueError): kDisk with a kPinnedHost tier listed, kDisk over a
-// matrix that is not a mapped file, cache_policy kStatic; such a store has no GpuParts (its cold
-// rows are a file: open it in each process). Verified on emulated devices only (the host
-// executor, gpu-host tests), not yet on GPUs.
+// tier into a pinned staging buffer at their batch positions (allocated per gather), then runs
+// the one gather kernel, which takes rows from d's shard, a peer's shard or that staging
+// buffer; the call then waits for the stream. A failed read (IoError) or a bad id (IndexError)
+// is raised before the kernel runs: `out` is left as it was. A store whose cliques cache every
+// row drops the disk tier (an ordinary GPU store). Refused (ValueError): kDisk with a
+// kPinnedHost tier listed, kDisk over a matrix that is not a mapped file, cache_policy kStatic;
+// such a store has no GpuParts (its cold rows are a file: open it in each process). Verified on
+// emulated devices only (the host executor, gpu-host tests), not yet on GPUs.
 //
 // Disk tier: the last (source) tier of a store over a mapped file may be read from the disk
 // instead of through the map. The rows a gather needs that no faster tier or the row cache
