@@ -187,8 +187,9 @@ void bind_store_construction(StoreClass& store) {
           "from_npy",
           [](const std::string& path, const Tiers& tiers,
              const std::optional<InputArray>& hot_order, int64_t cache_bytes,
-             const std::string& policy, std::optional<bool> disk, bool io_uring, bool read_ahead) {
-            FeatureStoreOptions options = store_options(tiers, hot_order);
+             const std::string& policy, std::optional<bool> disk, bool io_uring, bool read_ahead,
+             int device, const std::vector<int>& devices) {
+            FeatureStoreOptions options = store_options(tiers, hot_order, device, devices);
             disk_options(options, cache_bytes, policy, disk, io_uring, read_ahead);
             nb::gil_scoped_release release;
             return FeatureStore::from_npy(path, options);
@@ -196,12 +197,15 @@ void bind_store_construction(StoreClass& store) {
           nb::arg("path"), nb::arg("tiers") = Tiers(), nb::arg("hot_order").none() = nb::none(),
           nb::arg("cache_bytes") = -1, nb::arg("policy") = "dynamic",
           nb::arg("disk").none() = nb::none(), nb::arg("io_uring") = true,
-          nb::arg("read_ahead") = false,
+          nb::arg("read_ahead") = false, nb::arg("device") = 0,
+          nb::arg("devices") = std::vector<int>(),
           "Maps an .npy file read-only (nothing read up front), optionally with cache tiers. "
           "disk: None picks the disk tier for a file larger than half the RAM, True / False "
           "force it; cache_bytes (-1: a quarter of the RAM) and policy (\"static\", "
           "\"dynamic\" or \"lookahead\") size the row cache; io_uring=False reads with pread; "
-          "read_ahead (policy \"lookahead\") reads announced batches' rows ahead.")
+          "read_ahead (policy \"lookahead\") reads announced batches' rows ahead. GPU tiers "
+          "([(\"cuda\", bytes)], `device`, `devices` as for build): the rows no device caches "
+          "stay in the file, read through the disk tier, when `disk` picks it; else pinned.")
       .def_static(
           "create_shared",
           [](const InputArray& matrix, const std::string& name) {

@@ -207,10 +207,16 @@ def test_sampler_results_on_a_side_stream():
 
 
 @needs_gpu
-@pytest.mark.parametrize("cache", [None, "4K"])
-def test_feature_gather_equals_cpu(cache):
+@pytest.mark.parametrize("cache", [None, "4K", "disk"])
+def test_feature_gather_equals_cpu(cache, tmp_path):
+    """Rows in device memory, the rest pinned or (disk) left in the .npy file."""
     _, x, _ = _graph_data(2000, 100, dim=16)
-    feature = volley.Feature(x, device="cuda", device_cache_size=cache)
+    if cache == "disk":
+        np.save(tmp_path / "x.npy", x.numpy())
+        feature = volley.Feature(tmp_path / "x.npy", device="cuda", device_cache_size="4K", disk=True)
+        assert feature.tiers[-1]["location"] == "mapped_file" and feature.disk_io
+    else:
+        feature = volley.Feature(x, device="cuda", device_cache_size=cache)
     ids = torch.randint(0, 2000, (777,))
     for id_input in (ids, _to_device(ids), ids.numpy()):
         rows = feature[id_input]
@@ -247,6 +253,24 @@ def test_loader_batches_equal_cpu(mode):
             assert list(got.num_sampled_nodes) == list(want.num_sampled_nodes)
             count += 1
         assert count == len(cpu)
+
+
+@needs_gpu
+def test_loader_over_features_on_the_disk_equals_cpu(tmp_path):
+    """x a GPU Feature whose uncached rows stay in its .npy file: the UVA loader's batches are the
+    CPU loader's, those rows read from the disk."""
+    edge_index, x, y = _graph_data(3000, 40000, dim=12, seed=5)
+    np.save(tmp_path / "x.npy", x.numpy())
+    on_disk = volley.Feature(tmp_path / "x.npy", device="cuda", device_cache_size=200 * 48, disk=True)
+    common = dict(batch_size=64, input_nodes=torch.arange(0, 3000, 3), shuffle=True, seed=99)
+    cpu = NeighborLoader(_Data(edge_index, x, y, 3000), [6, 4, 3], **common)
+    gpu = NeighborLoader(_Data(edge_index, on_disk, y, 3000), [6, 4, 3], device="cuda", mode="UVA", **common)
+    count = 0
+    for want, got in zip(cpu, gpu):
+        for field in ("x", "y", "edge_index", "n_id"):
+            assert torch.equal(getattr(got, field).cpu(), getattr(want, field)), field
+        count += 1
+    assert count == len(cpu) and on_disk.disk_stats[1] > 0
 
 
 @needs_gpu

@@ -26,6 +26,8 @@ DEVICE_TESTS = (
     "test_sampler_equals_cpu[UVA]",
     "test_feature_gather_equals_cpu[None]",
     "test_feature_gather_equals_cpu[4K]",
+    "test_feature_gather_equals_cpu[disk]",
+    "test_loader_over_features_on_the_disk_equals_cpu",
     "test_loader_batches_equal_cpu[GPU]",
     "test_loader_batches_equal_cpu[UVA]",
     "test_loader_batches_equal_cpu[CPU]",

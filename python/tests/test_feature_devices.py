@@ -3,7 +3,9 @@
 Argument checks run everywhere. The gathers run on emulated devices: a child process started
 with ``VOLLEY_HOST_EXECUTOR=1``, four emulated devices and a peer-access matrix of two cliques
 ({0, 1} and {2, 3}), gathers on every device and compares with the CPU rows; it also runs with
-no peer access at all (four cliques of one). Real GPUs: scripts/gpu_check.sh.
+no peer access at all (four cliques of one). Another child leaves the rows no clique caches in
+the ``.npy`` file (``disk=True``) and compares with the CPU rows and the pinned placement.
+Real GPUs: scripts/gpu_check.sh.
 """
 
 from __future__ import annotations
@@ -102,8 +104,8 @@ def _can_emulate() -> bool:
     return result.returncode == 0 and result.stdout.strip() == "True"
 
 
-@pytest.mark.parametrize("peers, min_clique", [("1100,1100,0011,0011", 2), ("none", 1)])
-def test_sharded_gathers_equal_the_cpu_rows_on_emulated_devices(peers, min_clique):
+def _run_on_four_devices(script: str, peers: str, *args: str) -> subprocess.CompletedProcess:
+    """``script`` in a child process on four emulated devices with the peer matrix ``peers``."""
     if not _can_emulate():
         pytest.skip("this build has no host executor (the CUDA toolkit's CCCL headers were not found)")
     env = dict(
@@ -112,9 +114,68 @@ def test_sharded_gathers_equal_the_cpu_rows_on_emulated_devices(peers, min_cliqu
         VOLLEY_HOST_EXECUTOR_DEVICES="4",
         VOLLEY_HOST_EXECUTOR_PEERS=peers,
     )
-    script = f"MIN_CLIQUE = {min_clique}\n" + CHILD
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    command = [sys.executable, "-c", script, *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("peers, min_clique", [("1100,1100,0011,0011", 2), ("none", 1)])
+def test_sharded_gathers_equal_the_cpu_rows_on_emulated_devices(peers, min_clique):
+    result = _run_on_four_devices(f"MIN_CLIQUE = {min_clique}\n" + CHILD, peers)
     assert result.returncode == 0 and "sharded gathers ok" in result.stdout, result.stdout + result.stderr[-4000:]
+
+
+DISK_CHILD = textwrap.dedent(
+    """
+    import os, pickle, sys, numpy as np, torch, volley
+    x = np.random.default_rng(1).standard_normal((300, 6)).astype(np.float32)
+    path = os.path.join(sys.argv[1], "x.npy")
+    np.save(path, x)
+    ids = torch.from_numpy(np.random.default_rng(2).integers(0, 300, 900))
+    order = torch.from_numpy(np.random.default_rng(3).permutation(300))
+    expected = torch.from_numpy(x)[ids]
+    for hot_order in (None, order):
+        for device in range(4):
+            kwargs = dict(devices=[0, 1, 2, 3], device=device, device_cache_size=20 * 6 * 4,
+                          hot_order=hot_order)
+            pinned = volley.Feature(path, **kwargs)  # a small file: pinned, as before
+            disk = volley.Feature(path, disk=True, **kwargs)
+            assert pinned.tiers[-1]["location"] == "pinned_host" and pinned.disk_io == ""
+            assert disk.tiers[-1]["location"] == "mapped_file", disk.tiers
+            assert disk.tiers[-1]["rows"] == 300 and disk.disk_io != ""
+            assert "disk (300 rows" in repr(disk), repr(disk)
+            assert torch.equal(disk[ids], expected), device
+            assert torch.equal(pinned[ids], expected), device
+            hits, misses = disk.disk_stats
+            assert hits + misses == 900 and misses > 0, (hits, misses)
+    for kwargs, message in [
+        (dict(policy="static"), "not static"),
+        (dict(policy="lookahead", device_cache_size=1 << 20), None),
+    ]:
+        try:
+            feature = volley.Feature(path, devices=[0, 1], disk=True, **kwargs)
+            assert message is None, kwargs
+            assert torch.equal(feature[ids], expected) and feature.disk_io == ""  # all cached
+        except volley.VolleyValueError as error:
+            assert message is not None and message in str(error), error
+    try:
+        pickle.dumps(disk)
+        raise SystemExit("a GPU feature over the disk was pickled")
+    except volley.VolleyValueError as error:
+        assert "reads its cold rows from the disk" in str(error), error
+    assert torch.equal(disk[ids], expected)
+    print("disk gathers ok")
+    """
+)
+
+
+def test_rows_left_on_the_disk_gather_the_cpu_rows_on_emulated_devices(tmp_path):
+    result = _run_on_four_devices(DISK_CHILD, "1100,1100,0011,0011", str(tmp_path))
+    assert result.returncode == 0 and "disk gathers ok" in result.stdout, result.stdout + result.stderr[-4000:]
+
+
+def test_disk_for_an_array_on_a_device_names_the_option():
+    with pytest.raises(volley.VolleyValueError, match=r"disk=True: the disk tier reads a mapped \.npy file"):
+        volley.Feature(X, device=0, disk=True)
 
 
 def test_a_malformed_peer_matrix_is_a_clear_error():

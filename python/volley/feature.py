@@ -22,9 +22,9 @@ with ``volley.Feature`` (``csr_topo`` may be a ``volley.Graph``; its degrees ord
 a machine without a GPU, ``device_cache_size`` becomes the host cache tier.
 
 On a GPU (``device="cuda"``): the hottest rows (``device_cache_size`` / ``cache_bytes`` of them;
-all rows when neither is given) live in device memory, the rest in pinned host memory read by
-the GPU directly (UVA); ``feature[n_id]`` gathers on the GPU and returns a CUDA tensor, ready on
-torch's current stream.
+all rows when neither is given) live in device memory, the rest in pinned host memory (UVA) or,
+for a path with ``disk``, in the file, read through the disk tier; ``feature[n_id]`` gathers on
+the GPU and returns a CUDA tensor, ready on torch's current stream.
 
 On several GPUs (``devices=[0, 1, 2, 3]``, Quiver's "p2p_clique_replicate"): the cache is
 sharded within each peer-access clique and replicated across cliques (docs/guide/gpu.md).
@@ -33,14 +33,13 @@ sharded within each peer-access clique and replicated across cliques (docs/guide
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _cuda, _policy, _share, _tensor
 from . import _volley
 from ._volley import FeatureStore as _NativeStore
-from ._volley import dataset_store as _dataset_store
 from ._volley import disk_io_support as _disk_io_support
 from ._volley import VolleyRuntimeError, VolleyTypeError, VolleyValueError
 from ._volley import hotness_by_degree as _hotness_by_degree
@@ -205,6 +204,8 @@ class Feature:
             first). Needs the disk tier (``disk=True`` or a file past half the RAM).
         disk: for a path, None picks the disk tier by itself when the file exceeds half the RAM
             (rows read with io_uring and O_DIRECT past the page cache); True / False force it.
+            With ``device``: the rows no device caches stay in the file, read at each gather
+            through the disk tier (its row cache: SIEVE, a quarter of the RAM; or "lookahead").
         io_uring: False reads the disk tier with pread (io_uring is detected at open anyway;
             ``volley.disk_io_support()`` says which).
         read_ahead: with "lookahead", read announced rows ahead (off by default: no gain seen).
@@ -221,7 +222,8 @@ class Feature:
             and ignored on the CPU.
         devices: distinct visible CUDA devices (ordinals or ``"cuda:N"``) holding the device
             cache together, each up to ``cache_bytes`` / ``device_cache_size`` bytes of rows,
-            sharded per peer-access clique; ``device`` (default: the first) gathers.
+            sharded per peer-access clique; ``device`` (default: the first) gathers. The rows no
+            clique caches: pinned, or on the disk as ``disk`` says.
         device: None (the CPU tiers above) or a CUDA device (``"cuda"``, ``"cuda:N"``, an
             ordinal, a ``torch.device``): the rows go to that GPU's tiers — the hottest
             ``cache_bytes`` (or ``device_cache_size``) bytes of rows in device memory, all rows
@@ -231,7 +233,8 @@ class Feature:
 
     Raises:
         VolleyValueError / VolleyIndexError: a bad hot order or unsupported array; ``devices``
-            empty, with a device twice or unknown, or without ``device``.
+            empty, with a device twice or unknown, or without ``device``; ``disk=True`` for an
+            array; ``policy="static"`` on a GPU over the disk.
         VolleyOSError: an unreadable ``.npy`` file.
         VolleyRuntimeError: a CUDA ``device`` in a build without CUDA or on a machine without
             that device; ``devices`` where no CUDA device is visible.
@@ -274,6 +277,8 @@ class Feature:
             device_cache_size, "device_cache_size")
         self._cache_given = cache_bytes is not None or device_cache_size is not None
         self._policy = _check_policy(policy, self._cache_given)
+        # On a device cache_bytes sizes the device cache; the disk's row cache is SIEVE by default.
+        self._device_policy = _check_policy(policy, False)
         self._disk = disk
         self._io_uring = bool(io_uring)
         self._read_ahead = bool(read_ahead)
@@ -311,48 +316,6 @@ class Feature:
         return feature
 
     @classmethod
-    def _loader_rows(
-        cls, native: Any, x: Any, mode: str, cache_bytes: Any, policy: Optional[str]
-    ) -> Any:
-        """The features ``NeighborLoader`` reads: in CPU mode a ``volley.Dataset``'s features
-        (``native``: its native dataset, None for other data) through its native store (the
-        disk tier past half the RAM; ``cache_bytes`` / ``policy`` size its row cache), else
-        ``x`` as given."""
-        wants_cache = cache_bytes is not None or policy is not None
-        if mode == "CPU" and native is not None and native.features is not None:
-            return cls._from_dataset(native, cache_bytes, policy)
-        if wants_cache:
-            raise VolleyValueError("cache_bytes/policy size the row cache of a volley.Dataset's "
-                                   "features in CPU mode (a volley.HeteroDataset's in any mode); "
-                                   "for other data pass x=volley.Feature(path, cache_bytes=...)")
-        return x
-
-    @classmethod
-    def _from_dataset(cls, native: Any, cache_bytes: Any, policy: Optional[str],
-                      node_type: Optional[str] = None) -> "Feature":
-        """A dataset's features through the native store (the disk tier past half the RAM),
-        with ``cache_bytes`` / ``policy`` as for a path (``NeighborLoader`` passes them on);
-        ``node_type``: that type's features of a typed dataset."""
-        given = cache_bytes is not None
-        options = dict(cache_bytes=_tensor.byte_size(cache_bytes, "cache_bytes") if given else -1,
-                       policy=_check_policy(policy, given))
-        typed = () if node_type is None else (node_type,)
-        return cls._from_store(_dataset_store(native, "features", *typed, **options))
-
-    @classmethod
-    def _typed_loader_rows(cls, dataset: Any, cache_bytes: Any,
-                           policy: Optional[str]) -> Dict[str, "Feature"]:
-        """``_loader_rows`` per node type of a ``volley.HeteroDataset`` (None: other data) that
-        has features; ``cache_bytes`` is shared among them in proportion to their bytes."""
-        if dataset is None:
-            return cls._loader_rows(None, {}, "CPU", cache_bytes, policy)  # (refuses a cache)
-        sizes = {t: _tensor.to_numpy(x).nbytes for t, x in dataset.x_dict.items()}
-        budget = cache_bytes and _tensor.byte_size(cache_bytes, "cache_bytes")
-        total = sum(sizes.values()) or 1
-        return {t: cls._from_dataset(dataset._native, budget and budget * n // total, policy, t)
-                for t, n in sizes.items()}
-
-    @classmethod
     def _from_store(cls, store: _NativeStore) -> "Feature":
         feature = cls()
         feature._store = store
@@ -375,6 +338,10 @@ class Feature:
         return _as_ids(order, 0)
 
     def _build(self, data: Any) -> None:
+        if self._disk and not isinstance(data, (str, os.PathLike, _NativeStore)):
+            raise VolleyValueError(
+                "disk=True: the disk tier reads a mapped .npy file; pass its path, not an array"
+            )
         if self._device is not None:
             self._build_device(data)
             return
@@ -396,10 +363,6 @@ class Feature:
                 read_ahead=self._read_ahead,
             )
         else:
-            if self._disk:
-                raise VolleyValueError(
-                    "disk=True: the disk tier reads a mapped .npy file; pass its path, not an array"
-                )
             matrix = _tensor.to_input(data)
             if self._shared:
                 if tiers or hot_order is not None:
@@ -413,20 +376,25 @@ class Feature:
                 self._store = _NativeStore(matrix)
 
     def _build_device(self, data: Any) -> None:
-        """The GPU tiers (``device=``): one native FeatureStore with a device tier (the hottest
-        ``cache_bytes``, all rows without a size) and a pinned host tier for the rest."""
+        """The GPU tiers (``device=``): a device tier of the hottest ``cache_bytes`` (all rows
+        without a size), the rest pinned (for a path: left in the file when ``disk`` says so)."""
         if isinstance(data, _NativeStore):
             raise VolleyValueError(
                 "a native FeatureStore cannot be moved to a CUDA device; pass the array"
             )
-        if isinstance(data, (str, os.PathLike)):
-            data = np.load(os.fspath(data), mmap_mode="r")
-        matrix = _tensor.to_input(data)
         hot_order = self._hot_order_ids()
         budget = self._cache_bytes if self._cache_bytes > 0 else -1
-        devices = [self._device] + [d for d in self._devices if d != self._device]  # gathers: first
+        devices = ([self._device] + [d for d in self._devices if d != self._device]
+                   if self._devices else [])  # the gathering device first
+        if isinstance(data, (str, os.PathLike)):  # the cold rows pinned, or left on the disk
+            self._store = _NativeStore.from_npy(
+                os.fspath(data), [("cuda", budget)], hot_order, policy=self._device_policy,
+                disk=self._disk, io_uring=self._io_uring, read_ahead=self._read_ahead,
+                device=self._device, devices=devices)
+            return
+        matrix = _tensor.to_input(data)
         self._store = _NativeStore.build(
-            matrix, [("cuda", budget)], hot_order, self._device, devices if self._devices else [])
+            matrix, [("cuda", budget)], hot_order, self._device, devices)
 
     @property
     def device(self) -> Any:

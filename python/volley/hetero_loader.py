@@ -137,10 +137,10 @@ class HeteroNeighborLoader(NeighborLoader):
         self.data = data.to_pyg() if isinstance(data, HeteroDataset) else data
         # A HeteroDataset's features through its native stores (the disk tier past half the RAM,
         # the row cache of cache_bytes / policy), in place of to_pyg's x while that stays.
-        from .feature import Feature
+        from ._loader_rows import typed_loader_rows
 
-        rows = Feature._typed_loader_rows(
-            data if isinstance(data, HeteroDataset) else None, cache_bytes, policy)
+        rows = typed_loader_rows(data if isinstance(data, HeteroDataset) else None, cache_bytes,
+                                 policy)
         self._dataset_x = {t: (self.data[t].x, x) for t, x in rows.items()}
         self.graph = _typed_graph(data, weight_attr)
         if seed is None:

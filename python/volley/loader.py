@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from . import _cuda, _policy, _pyg_compat, _rows, _temporal, _tensor
+from . import _cuda, _loader_rows, _policy, _pyg_compat, _rows, _temporal, _tensor
 from . import _volley
 from ._volley import NeighborLoader as _NativeLoader
 from ._batch import Batch
@@ -280,7 +280,7 @@ class NeighborLoader(LoaderBase):
             self._edge_tables = [t for t in self._edge_tables if t.name not in reserved]
             self._graph_attrs = {k: v for k, v in self._graph_attrs.items() if k not in reserved}
         native = self.data._native if isinstance(self.data, Dataset) else None
-        x = Feature._loader_rows(native, x, self.mode, cache_bytes, policy)  # disk tier, row cache
+        x = _loader_rows.loader_rows(native, x, self.mode, cache_bytes, policy)  # disk, cache
         if self.mode == "CPU":
             self._rows = (self.graph._csr, _rows.rows_input(x), _rows.rows_input(y))
         else:

@@ -162,35 +162,18 @@ std::shared_ptr<DiskTier> open_disk_tier(const Array& matrix, const FeatureStore
   return tier;
 }
 
-void gather_with_disk(const FeatureStore::State& state, std::span<const int64_t> ids,
-                      DType out_dtype, std::byte* out) {
-  const DiskTier& disk = *state.disk;
-  const size_t out_row_bytes = static_cast<size_t>(state.width) * dtype_size(out_dtype);
-  const bool convert = out_dtype != state.dtype;
-  const auto source = static_cast<int>(state.tiers.size() - 1);
-  // Rows of the disk tier are staged here when they need converting.
-  Buffer staging = convert ? Buffer::allocate(ids.size() * state.row_bytes) : Buffer();
+void read_source_rows(const DiskTier& disk, std::span<const int64_t> ids,
+                      std::span<std::byte* const> destinations, int64_t faster_hits) {
   std::vector<int64_t> miss_ids;
   std::vector<std::byte*> miss_rows;
-  std::vector<size_t> converted;  // positions staged for conversion
-  int64_t hits = 0;
+  int64_t hits = faster_hits;
   for (size_t i = 0; i < ids.size(); ++i) {
-    const RowLocation where = locate_host(state, ids[i]);
-    std::byte* destination =
-        convert ? staging.data() + i * state.row_bytes : out + i * out_row_bytes;
-    if (where.tier != source) {
-      gather_kernel(state.map, ids.subspan(i, 1), out_dtype, out + i * out_row_bytes,
-                    StoreMode::kCached, 0);
-      ++hits;
-      continue;
-    }
-    if (convert) converted.push_back(i);
-    if (disk.cache && disk.cache->read(ids[i], destination)) {
+    if (disk.cache && disk.cache->read(ids[i], destinations[i])) {
       ++hits;
       continue;
     }
     miss_ids.push_back(ids[i]);
-    miss_rows.push_back(destination);
+    miss_rows.push_back(destinations[i]);
   }
   if (disk.lookahead) hits += disk.lookahead->take_cached(miss_ids, miss_rows);  // one lock
   disk.reader->read(miss_ids, miss_rows);
@@ -199,6 +182,34 @@ void gather_with_disk(const FeatureStore::State& state, std::span<const int64_t>
     if (disk.cache) disk.cache->insert(miss_ids, filled);
     if (disk.lookahead) disk.lookahead->insert(miss_ids, filled);
   }
+  disk.hits.fetch_add(hits, std::memory_order_relaxed);
+  disk.misses.fetch_add(static_cast<int64_t>(miss_ids.size()), std::memory_order_relaxed);
+}
+
+void gather_with_disk(const FeatureStore::State& state, std::span<const int64_t> ids,
+                      DType out_dtype, std::byte* out) {
+  const size_t out_row_bytes = static_cast<size_t>(state.width) * dtype_size(out_dtype);
+  const bool convert = out_dtype != state.dtype;
+  const auto source = static_cast<int>(state.tiers.size() - 1);
+  // Rows of the disk tier are staged here when they need converting.
+  Buffer staging = convert ? Buffer::allocate(ids.size() * state.row_bytes) : Buffer();
+  std::vector<int64_t> source_ids;
+  std::vector<std::byte*> source_rows;
+  std::vector<size_t> converted;  // positions staged for conversion
+  int64_t hits = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const RowLocation where = locate_host(state, ids[i]);
+    if (where.tier != source) {
+      gather_kernel(state.map, ids.subspan(i, 1), out_dtype, out + i * out_row_bytes,
+                    StoreMode::kCached, 0);
+      ++hits;
+      continue;
+    }
+    if (convert) converted.push_back(i);
+    source_ids.push_back(ids[i]);
+    source_rows.push_back(convert ? staging.data() + i * state.row_bytes : out + i * out_row_bytes);
+  }
+  read_source_rows(*state.disk, source_ids, source_rows, hits);
   if (convert) {
     RowMap staged = state.map;
     staged.bases[0] = staging.data();
@@ -209,8 +220,6 @@ void gather_with_disk(const FeatureStore::State& state, std::span<const int64_t>
                     out + i * out_row_bytes, StoreMode::kCached, 0);
     }
   }
-  disk.hits.fetch_add(hits, std::memory_order_relaxed);
-  disk.misses.fetch_add(static_cast<int64_t>(miss_ids.size()), std::memory_order_relaxed);
 }
 
 }  // namespace volley::feature_internal

@@ -11,9 +11,9 @@
 //                     tier" below), behind an optional host-memory row cache;
 //   device memory     (kCuda) a GPU cache of the hottest rows;
 //   pinned host       (kPinnedHost) page-locked host memory the GPU reads directly (UVA).
-// A store whose tiers are GPU tiers (a device tier and/or a pinned tier) is gathered by a CUDA
-// kernel on its device; a store of host tiers by the CPU kernel. gather() picks the kernel from
-// where the tiers live and writes where `out` lives.
+// A store whose tiers are GPU tiers (a device tier and/or a pinned tier, or a device tier over
+// the disk tier) is gathered by a CUDA kernel on its device; a store of host tiers by the CPU
+// kernel. gather() picks the kernel from where the tiers live and writes where `out` lives.
 //
 //   FeatureStore x(features);                              // one tier: the array itself, no copy
 //   FeatureStore big = FeatureStore::from_npy("papers/features.npy");   // mapped, not loaded
@@ -30,6 +30,9 @@
 //       big_matrix, {.tiers = {{.location = Location::kCuda, .byte_budget = 8ull << 30,
 //                               .devices = {0, 1, 2, 3}}}});   // over peers, replicated across
 //   four.gather(ids_on_2, out_on_2, {.stream = stream_on_2});    // cliques; gathered on cuda:2
+//   FeatureStore far = FeatureStore::from_npy("papers/features.npy",   // 8 GiB per GPU, the
+//       {.tiers = {{.location = Location::kCuda, .byte_budget = 8ull << 30,  // rest read from
+//                   .devices = {0, 1}}}, .source_reads = SourceReads::kDisk});  // the disk
 //
 // Ids → rows: with a single tier in id order there is no lookup (row id is slot id). Otherwise
 // one packed lookup entry per row gives (tier, slot): uint32 with the tier in bits 28–31 when
@@ -64,6 +67,22 @@
 // replicated on every device. The gathering device is options.device, else the device `out`
 // lives on, else the device the ids live on, else the first device. One device is the case of
 // one clique of one.
+//
+// GPU tiers over the disk: the rows no clique caches need not be copied to pinned memory. For
+// GPU tiers of a cuda tier alone over a mapped file, options.source_reads chooses as for a host
+// store (kDisk, or kAuto with a file past kDiskTierRamShare of RAM): then they stay in the file,
+// which is the store's last tier (every row, in id order; locate() gives slot = id), behind a
+// disk tier (see "Disk tier" below: its row cache in host memory, kDynamic or kLookahead, and
+// its reader). A gather on device d reads the ids on the host (device ids are copied there in
+// stream order, and checked there), reads the rows d's clique does not cache through the disk
+// tier into a pinned staging buffer at their batch positions (allocated per gather), then runs
+// the one gather kernel, which takes rows from d's shard, a peer's shard or that staging
+// buffer; the call then waits for the stream. A failed read (IoError) or a bad id (IndexError)
+// is raised before the kernel runs: `out` is left as it was. A store whose cliques cache every
+// row drops the disk tier (an ordinary GPU store). Refused (ValueError): kDisk with a
+// kPinnedHost tier listed, kDisk over a matrix that is not a mapped file, cache_policy kStatic;
+// such a store has no GpuParts (its cold rows are a file: open it in each process). Verified on
+// emulated devices only (the host executor, gpu-host tests), not yet on GPUs.
 //
 // Disk tier: the last (source) tier of a store over a mapped file may be read from the disk
 // instead of through the map. The rows a gather needs that no faster tier or the row cache
@@ -124,7 +143,9 @@ class Tier {
 //   GPU tiers: {kCuda} (device cache; the rows it cannot hold go to pinned host memory),
 //   {kCuda, kPinnedHost} (the same, said explicitly) or {kPinnedHost} (every row pinned: UVA
 //   only). The pinned tier always takes every remaining row (its budget is ignored): the GPU
-//   cannot read the pageable source matrix. Host and GPU tiers do not mix.
+//   cannot read the pageable source matrix. {kCuda} over a mapped file may leave the remaining
+//   rows in the file instead, read through the disk tier ("GPU tiers over the disk" above).
+//   Host and GPU tiers do not mix in one list.
 struct TierSpec {
   Location location = Location::kHost;  // kHost, kSharedMemory, kCuda or kPinnedHost
   size_t byte_budget = Buffer::npos;    // rows that fit entirely; npos = all remaining rows
@@ -160,7 +181,8 @@ struct FeatureStoreOptions {
   // int64 row ids, hottest first (see hotness.h); may list fewer than N rows (the rest follow in
   // id order). Absent: id order. Must hold distinct ids in [0, N).
   std::optional<Array> hot_order;
-  // Disk tier (host stores over a mapped file only).
+  // Disk tier (stores over a mapped file: host tiers, or a cuda tier alone, see "GPU tiers over
+  // the disk").
   SourceReads source_reads = SourceReads::kAuto;
   // Host memory for the row cache in front of the disk tier; npos = the default share of RAM
   // (for a store without a disk tier: none). With kStatic, any store gets a host tier of the
@@ -216,10 +238,12 @@ class FeatureStore {
   // does not exist or is not a feature segment).
   static FeatureStore attach_shared(const std::string& name);
   // A tiered store: the hottest rows go to options.tiers in order, as their byte budgets allow;
-  // the rest stay in `matrix` (not copied) — or, for GPU tiers, go to pinned host memory.
+  // the rest stay in `matrix` (not copied) — or, for GPU tiers, go to pinned host memory unless
+  // they stay on the disk ("GPU tiers over the disk").
   // ValueError for a bad option (a tier location not listed at TierSpec, host and GPU tiers
   // mixed, more than 7 tiers, a malformed hot order, a negative device, a device listed twice,
-  // zero-width rows for GPU tiers), IndexError for a hot order id out of range; RuntimeError for
+  // zero-width rows for GPU tiers, a disk option GPU tiers refuse), IndexError for a hot order
+  // id out of range; RuntimeError for
   // GPU tiers in a build without CUDA ("this build of Volley has no CUDA support"), a missing
   // device, or a failed allocation or copy.
   static FeatureStore build(const Array& matrix, const FeatureStoreOptions& options);
@@ -253,21 +277,25 @@ class FeatureStore {
     std::vector<std::vector<int>> cliques;  // indices into devices, members in shard order
     std::vector<int64_t> hot_rows;          // per clique: the slots [0, hot_rows) it caches
   };
-  // The parts of a GPU store (shared, not copied); ValueError for a host store.
+  // The parts of a GPU store (shared, not copied); ValueError for a host store or a GPU store
+  // over the disk.
   GpuParts gpu_parts() const;
   // The GPU store of `parts` (e.g. each array opened by handle): nothing is copied but each
   // device's table of its clique's shard pointers (and, in a hot order, the host copy of the
   // lookup); peer access enabled within each clique. ValueError naming what disagrees: an array
   // not on its device or not pinned, shapes or dtypes that differ, a clique naming no device.
   static FeatureStore from_gpu_parts(GpuParts parts);
-  // Whether every array of a GPU store is shareable by IPC handle (false for a host store).
+  // Whether every array of a GPU store is shareable by IPC handle (false for a host store and a
+  // GPU store over the disk).
   bool shareable() const;
   // This GPU store with every array shareable: itself when it is, else the arrays that are not
-  // are copied once into shareable memory of the same place (core/ipc.h shareable_array).
+  // are copied once into shareable memory of the same place (core/ipc.h shareable_array);
+  // ValueError as gpu_parts().
   FeatureStore to_shareable() const;
   // Tier and slot of row `id` (IndexError when out of range). GPU stores: as a gather on
   // `device` reads it (-1: the first device; ValueError for a device without a shard), so the
-  // tier is that device's shard, a peer's shard or the pinned tier.
+  // tier is that device's shard, a peer's shard or the pinned tier (over the disk: the file,
+  // slot = id).
   RowLocation locate(int64_t id, int device = -1) const;
   // The segment name when the store is a single shared-memory tier made by create_shared, else "".
   const std::string& shared_name() const;
@@ -297,7 +325,8 @@ class FeatureStore {
   // of the output dtype. Host stores: both in host-accessible memory. GPU stores: ids in host
   // memory, or in memory of the store's device (or pinned); `out` in device memory of the
   // store's device or in pinned host memory (the kernel writes it, in stream order), or in
-  // pageable host memory (gathered on the device, then copied back; the call waits). Throws
+  // pageable host memory (gathered on the device, then copied back; the call waits; over the
+  // disk it always waits). Throws
   // IndexError / ValueError as described above (a bad shape, dtype or location of ids / out).
   void gather(const Array& ids, const Array& out, const GatherOptions& options = {}) const;
   // Host ids into host memory `out` (ids.size() × width() elements of the output dtype), for

@@ -12,6 +12,7 @@
 #include "volley/core/internal/emulated_device.h"
 #include "volley/core/ipc.h"
 #include "volley/feature/gather.h"
+#include "volley/feature/internal/disk_tier.h"
 #include "volley/feature/internal/store_state.h"
 
 namespace volley {
@@ -153,7 +154,11 @@ Array fill_shard(const Array& matrix, const std::vector<int64_t>& order, bool in
   }
   const size_t bytes = ids.size() * state.row_bytes;
   Buffer staging = Buffer::allocate_pinned(std::max<size_t>(bytes, 1));
-  fill_rows(matrix, ids, in_id_order && size == 1, state.row_bytes, staging.data());
+  if (state.disk) {  // a file past its share of RAM: sorted, coalesced reads
+    read_disk_rows(state, ids, staging.data());
+  } else {
+    fill_rows(matrix, ids, in_id_order && size == 1, state.row_bytes, staging.data());
+  }
   return Array(upload(staging, bytes, device), state.dtype,
                tier_shape(state, static_cast<int64_t>(ids.size())));
 }
@@ -243,6 +248,7 @@ void build_gpu_tiers(const Array& matrix, const FeatureStoreOptions& options,
   const DeviceTiers spec = device_tiers(options);
   VOLLEY_REQUIRE(state.row_bytes > 0, ValueError,
                  "GPU feature tiers need rows of at least one element, got {}", matrix.describe());
+  const bool on_disk = wants_gpu_disk(matrix, options);
   const int64_t n = state.num_rows;
   std::vector<int64_t> order = placement_order(options.hot_order, n);  // checks the hot order
   if (!cuda_built()) no_cuda_support();
@@ -260,15 +266,22 @@ void build_gpu_tiers(const Array& matrix, const FeatureStoreOptions& options,
   // In unsigned arithmetic: an "everything" budget (~0) over 1-byte rows is past int64's range.
   const auto per_device = static_cast<int64_t>(
       std::min<uint64_t>(static_cast<uint64_t>(n), spec.budget / state.row_bytes));
+  if (on_disk && per_device < n)
+    state.disk = open_disk_tier(matrix, options, cache_budget(options));
   place_shards(matrix, order, in_id_order, per_device, spec.devices, state);
-  // The pinned tier: every slot some clique does not cache, filled in its final home.
-  const int64_t cold_rows = n - state.pinned_first;
-  const std::span<const int64_t> cold_ids(order.data() + state.pinned_first,
-                                          static_cast<size_t>(cold_rows));
-  Buffer pinned = Buffer::allocate_pinned(
-      std::max<size_t>(static_cast<size_t>(cold_rows) * state.row_bytes, 1));
-  fill_rows(matrix, cold_ids, in_id_order, state.row_bytes, pinned.data());
-  state.tiers.emplace_back(Array(pinned, state.dtype, tier_shape(state, cold_rows)));
+  if (state.disk && state.pinned_first < n) {
+    state.tiers.emplace_back(matrix);  // the cold rows stay in the file, read per gather
+  } else {
+    state.disk.reset();  // every clique caches every row: the disk is never read
+    // The pinned tier: every slot some clique does not cache, filled in its final home.
+    const int64_t cold_rows = n - state.pinned_first;
+    const std::span<const int64_t> cold_ids(order.data() + state.pinned_first,
+                                            static_cast<size_t>(cold_rows));
+    Buffer pinned = Buffer::allocate_pinned(
+        std::max<size_t>(static_cast<size_t>(cold_rows) * state.row_bytes, 1));
+    fill_rows(matrix, cold_ids, in_id_order, state.row_bytes, pinned.data());
+    state.tiers.emplace_back(Array(pinned, state.dtype, tier_shape(state, cold_rows)));
+  }
   upload_shard_tables(state);
   upload_lookups(order, in_id_order, state);
 }
@@ -280,6 +293,11 @@ namespace fi = feature_internal;
 FeatureStore::GpuParts FeatureStore::gpu_parts() const {
   VOLLEY_REQUIRE(defined() && state_->on_cuda(), ValueError,
                  "gpu_parts: this feature store has no GPU tiers");
+  VOLLEY_REQUIRE(!state_->disk, ValueError,
+                 "gpu_parts: this GPU feature store reads its cold rows from the disk ('{}'), "
+                 "not from pinned memory another process can open; open the file in each "
+                 "process (FeatureStore::from_npy with the same options)",
+                 state_->disk->reader->path());
   GpuParts parts;
   for (size_t v = 0; v < state_->views.size(); ++v) {
     const State::DeviceView& view = state_->views[v];
@@ -399,7 +417,7 @@ FeatureStore FeatureStore::from_gpu_parts(GpuParts parts) {
 }
 
 bool FeatureStore::shareable() const {
-  if (!defined() || !state_->on_cuda()) return false;
+  if (!defined() || !state_->on_cuda() || state_->disk) return false;
   bool shared = true;
   for (const Tier& tier : state_->tiers) shared = shared && ipc_shareable(tier.rows().buffer());
   for (const State::DeviceView& view : state_->views)
@@ -426,8 +444,8 @@ RowLocation locate_on_gpu(const FeatureStore::State& state, int64_t id, int devi
                  "cuda:{} holds no shard of this feature store (devices {})", device,
                  device_list(state));
   const int64_t slot = state.host_lookup.empty() ? id : state.host_lookup[static_cast<size_t>(id)];
-  if (slot >= view->hot_rows) {
-    return {static_cast<int>(state.tiers.size() - 1), slot - state.pinned_first};
+  if (slot >= view->hot_rows) {  // pinned rows from pinned_first on; the file: every row
+    return {static_cast<int>(state.tiers.size() - 1), state.disk ? id : slot - state.pinned_first};
   }
   const std::vector<int>& clique = state.cliques[static_cast<size_t>(view->clique)];
   const auto size = static_cast<int64_t>(clique.size());
@@ -445,19 +463,21 @@ bool device_reachable(const Buffer& buffer, int device) {
 // The gather kernel of `device` on the CUDA executor, or on the host executor when host-executor
 // devices stand in for CUDA (cuda_emulated(): every pointer is host memory, so there the plan's
 // shards are checked against the emulated peer-access matrix, as the hardware would fault).
-int64_t run_gather(const FeatureStore::State& state, int device, const int64_t* ids, int64_t n,
-                   void* out, void* stream, bool check) {
+int64_t run_gather(const FeatureStore::State& state, const DeviceGatherPlan& plan,
+                   const int64_t* ids, int64_t n, void* out, void* stream, bool check) {
 #if defined(VOLLEY_WITH_GPU_HOST)
   if (cuda_emulated()) {
+    const int device = plan.device;
     const FeatureStore::State::DeviceView& view = *state.view_of(device);
     for (const int member : state.cliques[static_cast<size_t>(view.clique)]) {
       VOLLEY_ASSERT(internal::emulated_can_access_peer(
           device, state.views[static_cast<size_t>(member)].device));
     }
-    return launch_host_gather(state.plan(device), ids, n, out, check);
+    return launch_host_gather(plan, ids, n, out, check);
   }
 #endif
-  return launch_device_gather(state.plan(device), ids, n, out, stream, check);
+  (void)state;
+  return launch_device_gather(plan, ids, n, out, stream, check);
 }
 
 // The device whose kernel gathers: options.device, else where out lives, else where the ids
@@ -506,12 +526,28 @@ void gather_on_gpu(const FeatureStore::State& state, const Array& ids, const Arr
                  out.buffer().device(), device);
   if (n == 0) return;
   const int64_t* id_pointer = ids.data<int64_t>();
-  Buffer staged_ids, staged_out;
-  if (!ids_on_device) {  // checked here, then uploaded
-    for (int64_t i = 0; i < n; ++i) {
-      if (id_pointer[i] < 0 || id_pointer[i] >= state.num_rows)
-        throw_bad_id(id_pointer[i], i, state.num_rows);
+  // Over the disk, the rows no clique of `device` caches are read on the host first: device ids
+  // are copied here in stream order (and then checked here, before anything is read or written).
+  std::vector<int64_t> host_ids;
+  if (state.disk && ids_on_device) {
+    if (!ids.buffer().host_accessible()) {
+      host_ids.resize(static_cast<size_t>(n));
+      cuda_copy(host_ids.data(), id_pointer, ids.nbytes(), options.stream);
     }
+    cuda_synchronize(options.stream);
+  }
+  const int64_t* checked = host_ids.empty() ? id_pointer : host_ids.data();
+  Buffer staged_ids, staged_out, disk_rows;
+  if (!ids_on_device || (state.disk && options.check_ids)) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (checked[i] < 0 || checked[i] >= state.num_rows)
+        throw_bad_id(checked[i], i, state.num_rows);
+    }
+  }
+  DeviceGatherPlan plan = state.plan(device);
+  if (state.disk)
+    disk_rows = stage_disk_rows(state, device, {checked, static_cast<size_t>(n)}, plan);
+  if (!ids_on_device) {  // checked above, then uploaded
     staged_ids = Buffer::allocate_device(ids.nbytes(), device);
     cuda_copy(staged_ids.data(), id_pointer, ids.nbytes(), options.stream);
     id_pointer = reinterpret_cast<const int64_t*>(staged_ids.data());
@@ -522,7 +558,7 @@ void gather_on_gpu(const FeatureStore::State& state, const Array& ids, const Arr
     out_pointer = staged_out.data();
   }
   const bool check = options.check_ids && ids_on_device;
-  const int64_t bad = run_gather(state, device, id_pointer, n, out_pointer, options.stream, check);
+  const int64_t bad = run_gather(state, plan, id_pointer, n, out_pointer, options.stream, check);
   if (bad >= 0) {
     int64_t id = 0;
     cuda_copy(&id, id_pointer + bad, sizeof id, options.stream);
@@ -531,7 +567,8 @@ void gather_on_gpu(const FeatureStore::State& state, const Array& ids, const Arr
   }
   if (!staged_out.empty()) cuda_copy(out.raw_data(), out_pointer, out.nbytes(), options.stream);
   // Staging buffers are freed on return: wait until the stream is done with them.
-  if (!staged_ids.empty() || !staged_out.empty()) cuda_synchronize(options.stream);
+  if (!staged_ids.empty() || !staged_out.empty() || !disk_rows.empty())
+    cuda_synchronize(options.stream);
 }
 
 }  // namespace feature_internal

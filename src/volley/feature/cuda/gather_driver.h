@@ -1,5 +1,6 @@
 // volley/feature/cuda/gather_driver.h — the row gather of FeatureStore's GPU tiers (the own
-// cache shard, peers' shards, pinned host memory), written once for both executors
+// cache shard, peers' shards, pinned host memory or the pinned staging of rows read from the
+// disk), written once for both executors
 // (core/internal/executor.h): gather_kernel.cu runs it with the CUDA executor,
 // gather_kernel_host.cc with the host executor (gpu-host tests).
 //
@@ -26,7 +27,8 @@
 namespace volley::feature_internal {
 
 // Entry type of the lookup: int32_t, int64_t, or void (no lookup: the slot of a row is its id).
-// Slots route as DeviceGatherPlan says: the own shard, a peer's shard or the pinned tier.
+// Slots route as DeviceGatherPlan says: the own shard, a peer's shard or the pinned tier (or
+// the gather's staging of rows read from the disk).
 template <typename Vector, typename Entry>
 struct GatherBody {
   static constexpr const char* kName = "gather rows";
@@ -58,7 +60,8 @@ struct GatherBody {
     }
     const std::byte* source;
     if (slot >= plan.hot_rows) {
-      source = plan.pinned_rows + (slot - plan.pinned_first) * row_bytes;
+      const int64_t cold = plan.cold_by_position ? row : slot - plan.pinned_first;
+      source = plan.pinned_rows + cold * row_bytes;
     } else if (plan.shards == 1) {  // one device in the clique: no division
       source = plan.shard_rows[0] + slot * row_bytes;
     } else {

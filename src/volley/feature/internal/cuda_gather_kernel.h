@@ -20,13 +20,17 @@ namespace volley::feature_internal {
 // `shards` devices: slot s is row s / shards of shard s % shards (the device's own shard or a
 // peer's, read over peer access). Pinned host memory holds slots [pinned_first, num_rows)
 // (pinned_first <= hot_rows; slots in between are also in the cache). One device alone is the
-// one-shard case: its cache holds slots [0, hot_rows), pinned memory the rest.
+// one-shard case: its cache holds slots [0, hot_rows), pinned memory the rest. With
+// cold_by_position (GPU tiers over the disk) the pinned rows are instead one gather's staging
+// of the rows it read from the disk: the row of position i of the batch, when its slot is not
+// in the cache, is pinned_rows' row i.
 struct DeviceGatherPlan {
   const std::byte* const* shard_rows = nullptr;  // device-readable table of `shards` pointers
   int shards = 1;
   uintptr_t shard_address_bits = 0;        // the OR of the shard pointers (vector width)
   const std::byte* pinned_rows = nullptr;  // pinned host tier (device-readable)
   int64_t pinned_first = 0;                // the slot of pinned_rows' first row
+  bool cold_by_position = false;           // pinned_rows by batch position, not by slot
   // Per row: its placement slot (int32 or int64 entries); null: the slot is the id.
   const void* lookup = nullptr;
   bool lookup_is_32bit = true;

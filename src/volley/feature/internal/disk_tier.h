@@ -75,6 +75,11 @@ std::shared_ptr<DiskTier> open_disk_tier(const Array& matrix, const FeatureStore
                                          size_t cache_bytes);
 // The row-cache budget `options` asks for (npos: the default share of RAM).
 size_t cache_budget(const FeatureStoreOptions& options);
+// Rows ids[i] of the source tier (in range) into destinations[i]: from the row cache where it
+// holds them, the others read from the disk and offered to the cache. Counts the cache's hits
+// plus `faster_hits` (rows the caller served from faster tiers) and the rows read.
+void read_source_rows(const DiskTier& disk, std::span<const int64_t> ids,
+                      std::span<std::byte* const> destinations, int64_t faster_hits);
 // The CPU gather of a store with a disk tier (ids already checked).
 void gather_with_disk(const FeatureStore::State& state, std::span<const int64_t> ids,
                       DType out_dtype, std::byte* out);

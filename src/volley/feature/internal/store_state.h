@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,8 @@ struct FeatureStore::State {
   // pinned rows (kPinnedHost)}. Rows are ranked by placement slot (hot order, then id order);
   // each peer-access clique caches slots [0, its hot_rows) dealt round-robin over its members'
   // shards, and the pinned tier holds slots [pinned_first, num_rows). One device: one clique of
-  // one shard.
+  // one shard. Over the disk (`disk` set): the last tier is the mapped matrix itself (every row,
+  // in id order), and a gather reads the rows its device's clique does not cache through `disk`.
   struct DeviceView {
     int device = 0;
     int clique = 0;        // index into `cliques`
@@ -78,6 +80,23 @@ void gather_on_gpu(const FeatureStore::State& state, const Array& ids, const Arr
 // Tier and slot of row `id` (in range) as a gather on `device` reads it (-1: the first device);
 // ValueError for a device that holds no shard of the store.
 RowLocation locate_on_gpu(const FeatureStore::State& state, int64_t id, int device);
+
+// GPU tiers over the disk (gpu_disk_tier.cc). Whether the rows no clique caches stay in the file
+// of `matrix`, read through a disk tier, instead of a pinned copy: options.source_reads as for a
+// host store, and only when no pinned_host tier is listed. ValueError for source_reads kDisk
+// with a pinned_host tier or over a matrix that is not a mapped file, and for cache_policy
+// kStatic when the disk is chosen.
+bool wants_gpu_disk(const Array& matrix, const FeatureStoreOptions& options);
+// Rows `ids` read from the disk tier's file into `destination`, one after another.
+void read_disk_rows(const FeatureStore::State& state, std::span<const int64_t> ids,
+                    std::byte* destination);
+// For a gather on `device` (a device of the store): the rows of `host_ids` that its clique does
+// not cache, read through the disk tier (row cache, then the disk) into a new pinned buffer at
+// their batch positions, and `plan` pointed at it (cold_by_position). Empty (plan unchanged)
+// when the clique caches every row; out-of-range ids are skipped (the kernel zero-fills them).
+// IoError from the disk before anything is written.
+Buffer stage_disk_rows(const FeatureStore::State& state, int device,
+                       std::span<const int64_t> host_ids, DeviceGatherPlan& plan);
 
 // Tier and slot of row `id` of a host store (id in range).
 inline RowLocation locate_host(const FeatureStore::State& state, int64_t id) {

@@ -1,7 +1,8 @@
 // The GPU gather returns exactly the CPU gather's bytes for every dtype, row width and tier mix,
 // reports bad ids, and does not leak; a cache sharded over every visible GPU (two or more: the
-// peer-access cliques the driver reports) gathers the same bytes on each of them. Skips without
-// a CUDA device (the sharded test: with fewer than two). (A .cc: public API only.)
+// peer-access cliques the driver reports) gathers the same bytes on each of them, also with the
+// rows no clique caches left in the .npy file (GPU tiers over the disk). Skips without a CUDA
+// device (the sharded test: with fewer than two). (A .cc: public API only.)
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -12,8 +13,10 @@
 #include <optional>
 #include <random>
 
+#include "test_util.h"
 #include "volley/core/cuda_device.h"
 #include "volley/feature/feature_store.h"
+#include "volley/graph/io/npy.h"
 
 namespace volley {
 namespace {
@@ -65,6 +68,21 @@ std::vector<std::byte> to_host(const Array& device_array) {
   cuda_copy(bytes.data(), device_array.raw_data(), bytes.size(), nullptr);
   cuda_synchronize(nullptr);
   return bytes;
+}
+
+// Rows `ids` gathered by a matrix store on `device`, from ids in its memory into its memory on a
+// side stream, copied back to the host.
+std::vector<std::byte> gather_from_device_ids(const FeatureStore& store,
+                                              const std::vector<int64_t>& ids, int device) {
+  CudaStream stream = CudaStream::create(device);
+  const auto n = static_cast<int64_t>(ids.size());
+  const Array device_ids(Buffer::allocate_device(ids.size() * 8, device), DType::kInt64, {n});
+  cuda_copy(device_ids.raw_data(), ids.data(), ids.size() * 8, stream.handle());
+  const Array out(Buffer::allocate_device(ids.size() * store.row_bytes(), device), store.dtype(),
+                  {n, store.width()});
+  store.gather(device_ids, out, {.stream = stream.handle()});  // on `device`: out is there
+  stream.synchronize();
+  return to_host(out);
 }
 
 TEST(CudaGather, EqualsTheCpuGatherForEveryDtypeWidthAndTierMix) {
@@ -225,15 +243,9 @@ TEST(CudaGatherMultiGpu, ShardedCacheEqualsTheCpuGatherOnEveryDevice) {
                                                 .devices = devices}},
                                      .hot_order = order});
     for (const int device : devices) {
-      CudaStream stream = CudaStream::create(device);
-      const Array device_ids(Buffer::allocate_device(ids.size() * 8, device), DType::kInt64,
-                             {static_cast<int64_t>(ids.size())});
-      cuda_copy(device_ids.raw_data(), ids.data(), ids.size() * 8, stream.handle());
-      const Array out(Buffer::allocate_device(expected.nbytes(), device), DType::kFloat32,
-                      {static_cast<int64_t>(ids.size()), 64});
-      store.gather(device_ids, out, {.stream = stream.handle()});  // on `device`: out is there
-      stream.synchronize();
-      EXPECT_EQ(std::memcmp(to_host(out).data(), expected.raw_data(), expected.nbytes()), 0)
+      EXPECT_EQ(std::memcmp(gather_from_device_ids(store, ids, device).data(), expected.raw_data(),
+                            expected.nbytes()),
+                0)
           << "cuda:" << device << " hot order " << hot_order << ": " << store.describe();
       const Array host = store.gather(ids, {.device = device});
       EXPECT_EQ(std::memcmp(host.raw_data(), expected.raw_data(), expected.nbytes()), 0);
@@ -245,6 +257,41 @@ TEST(CudaGatherMultiGpu, ShardedCacheEqualsTheCpuGatherOnEveryDevice) {
       }
       EXPECT_EQ(local, per_device) << "cuda:" << device;
     }
+  }
+}
+
+// GPU tiers over the disk on every visible GPU (up to 8; one is enough): the rows no clique
+// caches stay in the .npy file and each gather reads them through the disk tier into pinned
+// staging that the kernel reads; device ids into device memory on a side stream, host ids into
+// host memory, each the CPU's rows, the disk rows read from the disk.
+TEST(CudaGather, ColdRowsOnTheDiskEqualTheCpuGatherOnEveryDevice) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  std::vector<int> devices(static_cast<size_t>(std::min(cuda_device_count(), 8)));
+  std::iota(devices.begin(), devices.end(), 0);
+  const TempDir dir;
+  const std::string file = dir / "x.npy";
+  const int64_t n = 100000, width = 32;
+  const Array matrix = random_matrix(DType::kFloat32, n, width, 23);
+  write_npy(file, matrix);
+  std::mt19937_64 rng(4);
+  std::vector<int64_t> ids(20000);
+  for (auto& id : ids) id = static_cast<int64_t>(rng() % n);
+  const Array expected = FeatureStore(matrix).gather(ids);
+  const FeatureStore store = FeatureStore::from_npy(
+      file,
+      {.tiers = {{.location = Location::kCuda, .byte_budget = 5000 * 128, .devices = devices}},
+       .source_reads = SourceReads::kDisk,
+       .cache_bytes = 0});
+  ASSERT_FALSE(store.disk_io().empty()) << store.describe();
+  for (const int device : devices) {
+    const int64_t misses = store.disk_stats().misses;
+    EXPECT_EQ(std::memcmp(gather_from_device_ids(store, ids, device).data(), expected.raw_data(),
+                          expected.nbytes()),
+              0)
+        << "cuda:" << device << ": " << store.describe();
+    EXPECT_GT(store.disk_stats().misses, misses) << "cuda:" << device;
+    const Array host = store.gather(ids, {.device = device});
+    EXPECT_EQ(std::memcmp(host.raw_data(), expected.raw_data(), expected.nbytes()), 0);
   }
 }
 
