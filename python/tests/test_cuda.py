@@ -301,6 +301,27 @@ def test_temporal_loader_batches_equal_cpu(mode, strategy):
 
 @needs_gpu
 @pytest.mark.parametrize("mode", ["GPU", "UVA"])
+def test_disjoint_loader_batches_equal_cpu(mode):
+    """disjoint=True on the CUDA loader: each seed its own tree (a repeated input node too), the
+    CPU loader's batches, batch vector included."""
+    edge_index, x, y = _graph_data(1200, 15000, dim=5, seed=3)
+    data = _Data(edge_index, x, y, 1200)
+    common = dict(batch_size=40, input_nodes=torch.arange(0, 1200, 7).repeat(2), disjoint=True,
+                  shuffle=True, seed=9)
+    cpu = NeighborLoader(data, [4, 3], num_workers=2, **common)
+    gpu = NeighborLoader(data, [4, 3], device="cuda", mode=mode, **common)
+    assert gpu._native.on_cuda
+    count = 0
+    for want, got in zip(cpu, gpu):
+        assert _on_device(got.batch)
+        for field in ("x", "y", "edge_index", "n_id", "e_id", "input_id", "batch"):
+            assert torch.equal(getattr(got, field).cpu(), getattr(want, field)), field
+        count += 1
+    assert count == len(cpu) > 0
+
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["GPU", "UVA"])
 def test_temporal_sampler_equals_cpu(mode):
     edge_index, _, _ = _graph_data(800, 9000, seed=4)
     rng = np.random.default_rng(6)

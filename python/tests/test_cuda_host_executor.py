@@ -33,6 +33,8 @@ DEVICE_TESTS = (
     "test_loader_batches_equal_cpu[CPU]",
     "test_temporal_loader_batches_equal_cpu[uniform-GPU]",
     "test_temporal_loader_batches_equal_cpu[last-UVA]",
+    "test_disjoint_loader_batches_equal_cpu[GPU]",
+    "test_disjoint_loader_batches_equal_cpu[UVA]",
     "test_temporal_sampler_equals_cpu[GPU]",
     "test_temporal_sampler_equals_cpu[UVA]",
     "test_hetero_sampler_equals_cpu[GPU]",

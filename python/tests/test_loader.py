@@ -262,3 +262,21 @@ def test_one_native_loader_serves_every_epoch_of_a_rank():
                                 seed=4)
         order = single.rank_positions(epoch)
         np.testing.assert_array_equal(positions, np.resize(order, 201)[1::3])
+
+
+@pytest.mark.parametrize("kind", ["Data", "HeteroData"])
+def test_disjoint_inputs_may_repeat_a_tree_each(kind):
+    """With disjoint sampling an input node may repeat (a tree each), for both graph kinds; without
+    it, inputs are distinct."""
+    seeds = torch.tensor([3, 3, 5])
+    if kind == "Data":
+        data, inputs = random_data(), seeds
+    else:
+        from test_hetero import toy_hetero
+
+        data, inputs = toy_hetero(), ("paper", seeds)
+    batch = next(iter(NeighborLoader(data, [2], input_nodes=inputs, batch_size=3, disjoint=True)))
+    store = batch if kind == "Data" else batch["paper"]
+    assert store.n_id[:3].tolist() == [3, 3, 5] and store.batch[:3].tolist() == [0, 1, 2]
+    with pytest.raises(volley.VolleyValueError, match="appears twice"):
+        NeighborLoader(data, [2], input_nodes=inputs, batch_size=3)

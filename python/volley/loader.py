@@ -38,7 +38,6 @@ from ._batch import Batch
 from ._data_loader import LoaderBase
 from ._epoch import EpochIterator
 from .dataset import Dataset
-from .feature import Feature
 from .graph import Graph
 
 
@@ -121,8 +120,8 @@ class NeighborLoader(LoaderBase):
             stream's order once no tensor refers to it. ``num_workers`` is unused there;
             ``x`` is gathered in its stored dtype and converted to ``feature_dtype`` on the GPU,
             by the CPU loader's rules. Attributes besides ``x`` and ``y`` are indexed on the
-            device by torch; ``subgraph_type`` other than directional and ``disjoint`` are
-            refused there (VolleyValueError).
+            device by torch; ``subgraph_type`` other than directional is refused there
+            (VolleyValueError).
         cache_bytes, policy: the row cache of a ``volley.Dataset``'s features, as
             ``volley.Feature(path, cache_bytes=..., policy=...)`` (CPU mode; features larger
             than half the RAM are read through the disk tier by themselves); of a

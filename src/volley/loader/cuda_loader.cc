@@ -216,10 +216,9 @@ CudaNeighborLoader::CudaNeighborLoader(CudaGraph graph, std::optional<FeatureSto
                    "labels must hold integers (batches carry them as int64), got {}",
                    dtype_name(labels_->dtype()));
   }
-  // Temporal sampling takes a node more than once (at different times), as the CPU loader does.
-  const bool temporal = options_.sampler.time_source != TimeSource::kNone;
-  input_nodes_ =
-      loader_internal::checked_input_nodes(input_nodes, graph_.num_nodes(), /*distinct=*/!temporal);
+  input_nodes_ = loader_internal::checked_input_nodes(
+      input_nodes, graph_.num_nodes(),
+      /*distinct=*/!loader_internal::grows_trees(options_.sampler));
   loader_internal::check_loader_options(options_, input_nodes_.numel());
   loader_internal::check_input_time(options_, input_nodes_.numel());
 }

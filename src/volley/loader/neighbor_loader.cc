@@ -146,6 +146,10 @@ Array seeded_permutation(int64_t n, uint64_t seed) {
 
 namespace loader_internal {
 
+bool grows_trees(const NeighborSamplerOptions& sampler) {
+  return sampler.disjoint || sampler.time_source != TimeSource::kNone;
+}
+
 Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t n, bool distinct) {
   Array inputs;
   if (input_nodes) {
@@ -299,10 +303,8 @@ TypedInputs checked_typed_inputs(const std::vector<NodeTypeInfo>& types,
   }
   const int64_t n = found->num_nodes;
   check_loader_options(options, input_nodes ? input_nodes->numel() : n);
-  // Temporal sampling takes a node more than once (at different times), as PyG does; disjoint
-  // sampling grows a tree per seed, a repeated one included.
   const bool temporal = sampler.time_source != TimeSource::kNone;
-  Array inputs = checked_input_nodes(input_nodes, n, /*distinct=*/!temporal && !sampler.disjoint);
+  Array inputs = checked_input_nodes(input_nodes, n, /*distinct=*/!grows_trees(sampler));
   if (options.input_time) {
     VOLLEY_REQUIRE(temporal, ValueError, "input_time was given, but the sampler samples no times");
     VOLLEY_REQUIRE(options.input_time->ndim() == 1 &&
@@ -339,9 +341,8 @@ NeighborLoader::NeighborLoader(std::shared_ptr<const BatchSource> source,
                    "features of dtype {} cannot be delivered as {}",
                    dtype_name(source->feature_dtype()), dtype_name(options_.feature_dtype));
   }
-  // Temporal sampling takes a node more than once (at different times), as PyG does.
-  const bool temporal = options_.sampler.time_source != TimeSource::kNone;
-  Array inputs = loader_internal::checked_input_nodes(input_nodes, n, /*distinct=*/!temporal);
+  Array inputs = loader_internal::checked_input_nodes(
+      input_nodes, n, /*distinct=*/!loader_internal::grows_trees(options_.sampler));
   loader_internal::check_input_time(options_, inputs.numel());
   input_nodes_ = inputs;
   auto shared = std::make_shared<Shared>();

@@ -189,6 +189,9 @@ namespace loader_internal {
 // the offending id and position.
 Array checked_input_nodes(const std::optional<Array>& input_nodes, int64_t num_nodes,
                           bool distinct = true);
+// Whether the sampler grows a tree per seed (disjoint or temporal sampling): then an input node
+// may repeat (a tree each; temporal: at different times), as PyG allows; else inputs are distinct.
+bool grows_trees(const NeighborSamplerOptions& sampler);
 // The LoaderOptions::input_time checks against `num_inputs` input nodes (ValueError as stated
 // there), and the seed times of a batch: input_time at `positions`.
 void check_input_time(const LoaderOptions& options, int64_t num_inputs);

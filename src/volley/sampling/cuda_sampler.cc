@@ -217,12 +217,10 @@ void check_seeds(int64_t num_nodes, std::span<const int64_t> seeds, bool distinc
 // Fanout checks come first so they need no graph.
 void check_cuda_sampler_options(const CudaGraph& graph, const NeighborSamplerOptions& options) {
   const bool temporal = options.time_source != TimeSource::kNone;
-  VOLLEY_REQUIRE(
-      options.subgraph_type == SubgraphType::kDirectional && (!options.disjoint || temporal),
-      ValueError,
-      "the CUDA sampler samples directional, non-disjoint subgraphs only, got "
-      "subgraph_type={}, disjoint={}; use the CPU sampler (mode=\"CPU\") for these",
-      subgraph_type_name(options.subgraph_type), options.disjoint);
+  VOLLEY_REQUIRE(options.subgraph_type == SubgraphType::kDirectional, ValueError,
+                 "the CUDA sampler samples directional subgraphs only, got subgraph_type={}; use "
+                 "the CPU sampler (mode=\"CPU\") for these",
+                 subgraph_type_name(options.subgraph_type));
   if (!graph.defined()) {
     validate_sampler_options(options, /*graph_has_weights=*/true);  // the option checks alone
     throw ValueError(
@@ -285,11 +283,13 @@ SampledSubgraph NeighborSampler::sample_cuda(std::span<const int64_t> seeds,
   VOLLEY_REQUIRE(!temporal || seed_times.size() == seeds.size(), ValueError,
                  "seed_times has {} entries, but there are {} seeds (one time per seed)",
                  seed_times.size(), seeds.size());
-  sampling_internal::check_seeds(cuda_graph_.num_nodes(), seeds, /*distinct=*/!temporal);
+  // Trees (disjoint sampling, temporal included): a seed may repeat, each grows its own.
+  const bool trees = temporal || options_.disjoint;
+  sampling_internal::check_seeds(cuda_graph_.num_nodes(), seeds, /*distinct=*/!trees);
   SampledSubgraph out;
   if (seeds.empty()) {  // the CPU sampler's empty result, without touching the device
     out.nodes = out.rows = out.cols = out.edge_ids = Array(Buffer(), DType::kInt64, {0});
-    if (temporal) out.batch = out.nodes;
+    if (trees) out.batch = out.nodes;
     out.nodes_per_hop.assign(options_.fanouts.size() + 1, 0);
     out.edges_per_hop.assign(options_.fanouts.size(), 0);
     return out;
@@ -311,7 +311,7 @@ SampledSubgraph NeighborSampler::sample_cuda(std::span<const int64_t> seeds,
   sampling_internal::BackendResult result;
   backend_->sample(view, seeds,
                    {options_.fanouts, sampling_internal::pick_rule_of(options_), options_.seed,
-                    temporal, seed_times, options_.temporal_strategy == TemporalStrategy::kLast},
+                    trees, seed_times, options_.temporal_strategy == TemporalStrategy::kLast},
                    batch_index, stream, result);
   auto array = [](const Buffer& buffer, int64_t count) {
     return Array(buffer.slice(0, static_cast<size_t>(count) * sizeof(int64_t)), DType::kInt64,

@@ -405,8 +405,8 @@ TEST(SubgraphType, DisjointTreesAreTheSingleSeedSamples) {
   EXPECT_EQ(message_of<ValueError>([&] { sample_neighbors(graph, seeds, options, 0); }),
             "disjoint sampling does not support subgraph_type='induced'");
   EXPECT_EQ(message_of<ValueError>([&] { NeighborSampler(CudaGraph(), options); }),
-            "the CUDA sampler samples directional, non-disjoint subgraphs only, got "
-            "subgraph_type=induced, disjoint=true; use the CPU sampler (mode=\"CPU\") for these");
+            "the CUDA sampler samples directional subgraphs only, got subgraph_type=induced; use "
+            "the CPU sampler (mode=\"CPU\") for these");
   EXPECT_EQ(subgraph_type_from_name("bidirectional"), SubgraphType::kBidirectional);
   EXPECT_EQ(message_of<ValueError>([] { subgraph_type_from_name("up"); }),
             "subgraph_type must be 'directional', 'bidirectional' or 'induced', got 'up'");

@@ -285,6 +285,30 @@ TEST(CudaSamplerGpuHost, TemporalThroughThePublicSampler) {
             "temporal sampling by edge time needs the graph's edge_time, but it has none");
 }
 
+// Untimed disjoint sampling through the public sampler: every seed its own tree (a repeated seed
+// too), the CPU sampler's batch and batch vector in both placements; no seeds, an empty batch.
+TEST(CudaSamplerGpuHost, DisjointThroughThePublicSampler) {
+  internal::ScopedCudaEmulation emulated;
+  const Csr graph = skewed_random_graph(300, 4000, 9, {.weighted = false});
+  const std::vector<int64_t> seeds{3, 3, 41, 7, 299, 41};
+  for (const bool replace : {false, true}) {
+    const NeighborSamplerOptions options{
+        .fanouts = {5, -1, 2}, .replace = replace, .seed = 12, .disjoint = true};
+    const SampledSubgraph expected = sample_neighbors(graph, seeds, options, 6);
+    for (auto mode : {CudaSamplingMode::kGpu, CudaSamplingMode::kUva}) {
+      NeighborSampler sampler(CudaGraph::place(graph, {.mode = mode}), options);
+      const SampledSubgraph got = sampler.sample(seeds, 6).to_host();
+      const std::string what =
+          fmt::format("mode {}, replace {}", cuda_sampling_mode_name(mode), replace);
+      expect_same_subgraph(expected, got, what);
+      EXPECT_EQ(got.batch.to_vector<int64_t>(), expected.batch.to_vector<int64_t>()) << what;
+      const SampledSubgraph none = sampler.sample(std::vector<int64_t>{}, 0).to_host();
+      EXPECT_EQ(none.batch.numel(), 0) << what;
+      EXPECT_TRUE(none.batch.defined()) << what;
+    }
+  }
+}
+
 TEST(CudaSamplerGpuHost, EqualsTheCpuSamplerOnRandomGraphs) {
   const std::vector<std::vector<int64_t>> fanouts = {{15, 10, 5}, {-1, 3}, {2, 0, 4}, {100, 2},
                                                      {1},         {3, -1}, {0},       {}};
