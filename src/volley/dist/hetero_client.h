@@ -51,30 +51,9 @@
 
 namespace volley::dist {
 
-// One node type of the service.
-struct HeteroNodeTypeService {
-  std::string name;
-  PartitionBook book;       // new ids [book.begin(p), book.end(p)) live on part p
-  int64_t feature_dim = 0;  // 0: no features
-  DType feature_dtype = DType::kFloat32;
-  std::optional<DType> label_dtype;
-  int64_t num_classes = 0;
-  bool has_node_time = false;  // the partitioned directory holds its node times
-};
-
-// What the servers serve, as agreed at connect().
-struct HeteroServiceInfo {
-  std::string dataset_name;
-  std::string fingerprint;
-  std::vector<HeteroNodeTypeService> node_types;  // the dataset's order
-  std::vector<EdgeType> edge_types;               // the dataset's order
-  std::vector<int64_t> num_edges;                 // per edge type
-  std::vector<bool> has_weights;                  // per edge type
-  std::vector<bool> has_edge_time;                // per edge type
-
-  // The index of node type `name`; ValueError listing the node types when unknown.
-  int node_type_index(std::string_view name) const;
-};
+// What the servers serve (client.h: the one description of either kind, here a typed one).
+using HeteroNodeTypeService = NodeTypeService;
+using HeteroServiceInfo = TypedServiceInfo;
 
 class DistHeteroGraph {
  public:
