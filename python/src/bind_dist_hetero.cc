@@ -63,52 +63,11 @@ namespace {
 
 using dist::DistHeteroGraph;
 
-void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
-  graph
-      .def_static(
-          "connect",
-          [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
-             double connect_seconds, const std::string& tls_ca, const std::string& tls_cert,
-             const std::string& tls_key) {
-            dist::ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds,
-                               dist::ClientOptions{}.max_message_bytes, tls_ca, tls_cert, tls_key);
-            nb::gil_scoped_release release;
-            return DistHeteroGraph::connect(std::move(addresses), std::move(options));
-          },
-          nb::arg("addresses"), nb::kw_only(), nb::arg("token") = "",
-          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
-          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "")
-      .def_static(
-          "connect_local",
-          [](std::vector<std::string> addresses, const std::string& local_directory,
-             int64_t local_part, const dist::Server* server, const std::string& token,
-             double deadline_seconds, double connect_seconds, const std::string& tls_ca,
-             const std::string& tls_cert, const std::string& tls_key) {
-            dist::ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds,
-                               dist::ClientOptions{}.max_message_bytes, tls_ca, tls_cert, tls_key);
-            nb::gil_scoped_release release;
-            if (server != nullptr) {
-              return DistHeteroGraph::connect(std::move(addresses), std::move(options),
-                                              server->hetero_partition(), server->fingerprint());
-            }
-            return DistHeteroGraph::connect(std::move(addresses), std::move(options),
-                                            local_directory, local_part);
-          },
-          nb::arg("addresses"), nb::arg("local_directory"), nb::arg("local_part"),
-          nb::arg("server").none(), nb::kw_only(), nb::arg("token") = "",
-          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
-          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
-          "Worker mode: part `local_part` of `local_directory` (or the in-process `server`'s "
-          "partition) sampled and gathered in-process.");
-}
-
 void bind_dist_hetero_graph(nb::module_& m) {
   nb::class_<DistHeteroGraph> graph(m, "DistHeteroGraph",
                                     "Heterogeneous partitions served over gRPC, as one graph (see "
                                     "volley/dist/hetero_client.h).");
-  bind_dist_hetero_connect(graph);
+  def_client_connect(graph, [](const dist::Server& server) { return server.hetero_partition(); });
   graph.def_prop_ro("local_part", &DistHeteroGraph::local_part)
       .def_prop_ro("info",
                    [](const DistHeteroGraph& graph) { return hetero_info_to_python(graph.info()); })

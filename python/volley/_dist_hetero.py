@@ -217,10 +217,11 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         if local is None:
             self.client = native.connect(addresses, **connection)
         elif isinstance(local, tuple):  # (directory, part): loaded and sampled in-process
-            self.client = native.connect_local(addresses, os.fspath(local[0]), int(local[1]),
-                                               None, **connection)
+            self.client = native.connect(addresses, local_directory=os.fspath(local[0]),
+                                         local_part=int(local[1]), **connection)
         else:  # this process's Server (volley.dist.serve): its partition, shared
-            self.client = native.connect_local(addresses, "", -1, local._native, **connection)
+            self.client = native.connect_to_server_partition(addresses, local._native,
+                                                             **connection)
         return self.client.info
 
     @staticmethod

@@ -414,16 +414,8 @@ std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> add
                                                     ClientOptions options,
                                                     const std::string& local_directory,
                                                     std::optional<int64_t> local_part) {
-  if (!local_part) {
-    VOLLEY_REQUIRE(local_directory.empty(), ValueError,
-                   "local_directory '{}' given without local_part", local_directory);
-    return connect(std::move(addresses), std::move(options), nullptr, "");
-  }
-  VOLLEY_REQUIRE(!local_directory.empty(), ValueError,
-                 "local_part {} given without local_directory", *local_part);
-  auto partition = std::make_shared<const Partition>(load_partition(local_directory, *local_part));
-  return connect(std::move(addresses), std::move(options), std::move(partition),
-                 dataset_fingerprint(local_directory));
+  return internal::connect_from_directory<DistGraph>(std::move(addresses), std::move(options),
+                                                     local_directory, local_part, load_partition);
 }
 
 std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> addresses,

@@ -78,18 +78,11 @@ void local_typed_rows(const DistHeteroGraph::State& state, int type, rpc::RowsRe
 }  // namespace
 
 std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(std::vector<std::string> addresses,
-                                                                ClientOptions options) {
-  return connect(std::move(addresses), std::move(options), nullptr, "");
-}
-
-std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(std::vector<std::string> addresses,
                                                                 ClientOptions options,
                                                                 const std::string& local_directory,
-                                                                int64_t local_part) {
-  auto local =
-      std::make_shared<const HeteroPartition>(load_hetero_partition(local_directory, local_part));
-  return connect(std::move(addresses), std::move(options), std::move(local),
-                 dataset_fingerprint(local_directory));
+                                                                std::optional<int64_t> local_part) {
+  return internal::connect_from_directory<DistHeteroGraph>(
+      std::move(addresses), std::move(options), local_directory, local_part, load_hetero_partition);
 }
 
 std::shared_ptr<const DistHeteroGraph> DistHeteroGraph::connect(

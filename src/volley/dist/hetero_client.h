@@ -60,20 +60,18 @@ class DistHeteroGraph {
   // Connects to `addresses` (addresses[p] serves part p of a heterogeneous partitioned dataset;
   // "a|b" lists its replicas, as DistGraph's) and checks every server: protocol, part,
   // heterogeneous, same fingerprint (ValueError naming the address otherwise). Waits up to
-  // options.connect_seconds for servers still starting.
-  static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
-                                                        ClientOptions options = {});
+  // options.connect_seconds for servers still starting. Worker mode: `local_directory` and
+  // `local_part` name the part this process holds, loaded (ValueError for one without the
+  // other, as DistGraph::connect).
+  static std::shared_ptr<const DistHeteroGraph> connect(
+      std::vector<std::string> addresses, ClientOptions options = {},
+      const std::string& local_directory = "", std::optional<int64_t> local_part = std::nullopt);
   // Worker mode: `local` (part local->part, e.g. an in-process Server's hetero_partition(), with
   // its dataset `fingerprint`) is sampled and gathered in-process, without RPC; its address may
   // be "". ValueError when the servers serve another dataset or the part counts differ.
   static std::shared_ptr<const DistHeteroGraph> connect(
       std::vector<std::string> addresses, ClientOptions options,
       std::shared_ptr<const HeteroPartition> local, std::string fingerprint);
-  // The same, loading part `local_part` of the partitioned directory `local_directory`.
-  static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
-                                                        ClientOptions options,
-                                                        const std::string& local_directory,
-                                                        int64_t local_part);
   ~DistHeteroGraph();
 
   const HeteroServiceInfo& info() const;

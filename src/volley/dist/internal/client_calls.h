@@ -213,6 +213,28 @@ struct ServiceClient : PartClients {
       local_rows;
 };
 
+// Either client's connect from a partitioned directory (`Client`: DistGraph, DistHeteroGraph):
+// worker mode with part `local_part` of `local_directory`, loaded by `load` (load_partition,
+// load_hetero_partition), or no local part when neither is given; ValueError for one without
+// the other.
+template <typename Client, typename Load>
+std::shared_ptr<const Client> connect_from_directory(std::vector<std::string> addresses,
+                                                     ClientOptions options,
+                                                     const std::string& local_directory,
+                                                     std::optional<int64_t> local_part, Load load) {
+  if (!local_part) {
+    VOLLEY_REQUIRE(local_directory.empty(), ValueError,
+                   "local_directory '{}' given without local_part", local_directory);
+    return Client::connect(std::move(addresses), std::move(options), nullptr, "");
+  }
+  VOLLEY_REQUIRE(!local_directory.empty(), ValueError,
+                 "local_part {} given without local_directory", *local_part);
+  using Local = decltype(load(local_directory, *local_part, {}));
+  return Client::connect(std::move(addresses), std::move(options),
+                         std::make_shared<const Local>(load(local_directory, *local_part, {})),
+                         dataset_fingerprint(local_directory));
+}
+
 // ValueError unless the local part belongs to a dataset of `parts` parts (`local_parts`).
 void check_local_parts(int64_t local_parts, int64_t parts);
 
