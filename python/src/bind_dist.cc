@@ -44,11 +44,7 @@ nb::dict info_to_python(const ServiceInfo& info) {
   d["num_nodes"] = info.book.num_nodes();
   d["num_parts"] = info.book.num_parts();
   d["num_edges"] = info.num_edges;
-  d["feature_dim"] = info.feature_dim;
-  d["feature_dtype"] = std::string(dtype_name(info.feature_dtype));
-  d["label_dtype"] =
-      info.label_dtype ? nb::cast(std::string(dtype_name(*info.label_dtype))) : nb::none();
-  d["num_classes"] = info.num_classes;
+  rows_to_python(d, info);
   d["has_weights"] = info.has_weights;
   d["has_edge_time"] = info.has_edge_time;
   d["has_node_time"] = info.has_node_time;
@@ -113,27 +109,19 @@ void bind_dist_graph(nb::module_& m) {
       .def(
           "gather_features",
           [](const DistGraph& graph, const InputArray& ids, const std::string& dtype) {
-            const Array id_array = host_ids_array(ids, "ids");
-            const DType out_dtype = dtype.empty() ? graph.feature_dtype() : dtype_from_name(dtype);
-            Array rows;
-            {
-              nb::gil_scoped_release release;
-              rows = graph.gather_features(id_array.span<int64_t>(), out_dtype);
-            }
-            return array_to_python(rows);
+            return gathered_rows(ids, "ids", [&](std::span<const int64_t> span) {
+              const DType out = dtype.empty() ? graph.feature_dtype() : dtype_from_name(dtype);
+              return graph.gather_features(span, out);
+            });
           },
           nb::arg("ids"), nb::arg("dtype") = "",
           "Feature rows of `ids` [n, D] in `dtype` (\"\": as stored).")
       .def(
           "gather_labels",
           [](const DistGraph& graph, const InputArray& ids) {
-            const Array id_array = host_ids_array(ids, "ids");
-            Array labels;
-            {
-              nb::gil_scoped_release release;
-              labels = graph.gather_labels(id_array.span<int64_t>());
-            }
-            return array_to_python(labels);
+            return gathered_rows(ids, "ids", [&](std::span<const int64_t> span) {
+              return graph.gather_labels(span);
+            });
           },
           nb::arg("ids"), "Labels of `ids` (int64 [n]).");
 }

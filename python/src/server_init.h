@@ -1,6 +1,7 @@
 // python/src/server_init.h — the options of the dist bindings from keyword arguments: the
 // Server binding's `__init__` (ServerOptions, so `volley.dist.serve` passes every option to either
-// kind of partition), the clients' ClientOptions and their connect calls.
+// kind of partition), the clients' ClientOptions, their connect calls, and what both clients'
+// bindings give back: a node type's rows in the info dicts, gathered rows as arrays.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -10,10 +11,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "bindings.h"
 #include "volley/dist/server.h"
 
 namespace volley::python {
@@ -127,6 +131,31 @@ void def_client_connect(nanobind::class_<ClientType, Bases...>& cls, PartitionOf
           nb::arg("max_message_bytes") = int64_t{512} << 20, nb::arg("tls_ca") = "",
           nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
           "Worker mode sharing the partition an in-process Server already holds.");
+}
+
+// A node type's rows (`rows`: a homogeneous service's ServiceInfo, a typed one's
+// NodeTypeService) into an info dict: feature_dim, feature_dtype, label_dtype, num_classes.
+template <typename Rows>
+void rows_to_python(nanobind::dict& d, const Rows& rows) {
+  namespace nb = nanobind;
+  d["feature_dim"] = rows.feature_dim;
+  d["feature_dtype"] = std::string(dtype_name(rows.feature_dtype));
+  d["label_dtype"] =
+      rows.label_dtype ? nb::cast(std::string(dtype_name(*rows.label_dtype))) : nb::none();
+  d["num_classes"] = rows.num_classes;
+}
+
+// The rows a client gathers for `ids` (`what` names them in errors) as an array: `gather(ids)`
+// with the GIL released.
+template <typename Gather>
+nanobind::object gathered_rows(const InputArray& ids, std::string_view what, Gather&& gather) {
+  const Array id_array = host_ids_array(ids, what);
+  Array rows;
+  {
+    nanobind::gil_scoped_release release;
+    rows = gather(id_array.span<int64_t>());
+  }
+  return array_to_python(rows);
 }
 
 }  // namespace volley::python
