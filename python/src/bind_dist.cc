@@ -44,11 +44,7 @@ nb::dict info_to_python(const ServiceInfo& info) {
   d["num_nodes"] = info.book.num_nodes();
   d["num_parts"] = info.book.num_parts();
   d["num_edges"] = info.num_edges;
-  d["feature_dim"] = info.feature_dim;
-  d["feature_dtype"] = std::string(dtype_name(info.feature_dtype));
-  d["label_dtype"] =
-      info.label_dtype ? nb::cast(std::string(dtype_name(*info.label_dtype))) : nb::none();
-  d["num_classes"] = info.num_classes;
+  rows_to_python(d, info);
   d["has_weights"] = info.has_weights;
   d["has_edge_time"] = info.has_edge_time;
   d["has_node_time"] = info.has_node_time;
@@ -86,49 +82,10 @@ void bind_server(nb::module_& m) {
            "Blocks until shutdown().");
 }
 
-void bind_dist_graph_connect(nb::class_<DistGraph, BatchSource>& graph) {
-  graph
-      .def_static(
-          "connect",
-          [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
-             double connect_seconds, int64_t max_message_bytes,
-             const std::optional<std::string>& local_directory, std::optional<int64_t> local_part,
-             const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
-            ClientOptions options = client_options(token, deadline_seconds, connect_seconds,
-                                                   max_message_bytes, tls_ca, tls_cert, tls_key);
-            nb::gil_scoped_release release;
-            return DistGraph::connect(std::move(addresses), std::move(options),
-                                      local_directory.value_or(""), local_part);
-          },
-          nb::arg("addresses"), nb::kw_only(), nb::arg("token") = "",
-          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
-          nb::arg("max_message_bytes") = int64_t{512} << 20,
-          nb::arg("local_directory").none() = nb::none(), nb::arg("local_part").none() = nb::none(),
-          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
-          "Connects to the servers (addresses[p] serves part p). Worker mode: local_directory "
-          "and local_part name the partition held in this process.")
-      .def_static(
-          "connect_to_server_partition",
-          [](std::vector<std::string> addresses, const Server& server, const std::string& token,
-             double deadline_seconds, double connect_seconds, int64_t max_message_bytes,
-             const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
-            ClientOptions options = client_options(token, deadline_seconds, connect_seconds,
-                                                   max_message_bytes, tls_ca, tls_cert, tls_key);
-            nb::gil_scoped_release release;
-            return DistGraph::connect(std::move(addresses), std::move(options), server.partition(),
-                                      server.fingerprint());
-          },
-          nb::arg("addresses"), nb::arg("server"), nb::kw_only(), nb::arg("token") = "",
-          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
-          nb::arg("max_message_bytes") = int64_t{512} << 20, nb::arg("tls_ca") = "",
-          nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
-          "Worker mode sharing the partition an in-process Server already holds.");
-}
-
 void bind_dist_graph(nb::module_& m) {
   nb::class_<DistGraph, BatchSource> graph(
       m, "DistGraph", "Partitions served over gRPC, as one graph (see volley/dist/client.h).");
-  bind_dist_graph_connect(graph);
+  def_client_connect(graph, [](const Server& server) { return server.partition(); });
   graph.def_prop_ro("info", [](const DistGraph& graph) { return info_to_python(graph.info()); })
       .def_prop_ro("addresses", &DistGraph::addresses)
       .def_prop_ro("local_part", &DistGraph::local_part)
@@ -152,27 +109,19 @@ void bind_dist_graph(nb::module_& m) {
       .def(
           "gather_features",
           [](const DistGraph& graph, const InputArray& ids, const std::string& dtype) {
-            const Array id_array = host_ids_array(ids, "ids");
-            const DType out_dtype = dtype.empty() ? graph.feature_dtype() : dtype_from_name(dtype);
-            Array rows;
-            {
-              nb::gil_scoped_release release;
-              rows = graph.gather_features(id_array.span<int64_t>(), out_dtype);
-            }
-            return array_to_python(rows);
+            return gathered_rows(ids, "ids", [&](std::span<const int64_t> span) {
+              const DType out = dtype.empty() ? graph.feature_dtype() : dtype_from_name(dtype);
+              return graph.gather_features(span, out);
+            });
           },
           nb::arg("ids"), nb::arg("dtype") = "",
           "Feature rows of `ids` [n, D] in `dtype` (\"\": as stored).")
       .def(
           "gather_labels",
           [](const DistGraph& graph, const InputArray& ids) {
-            const Array id_array = host_ids_array(ids, "ids");
-            Array labels;
-            {
-              nb::gil_scoped_release release;
-              labels = graph.gather_labels(id_array.span<int64_t>());
-            }
-            return array_to_python(labels);
+            return gathered_rows(ids, "ids", [&](std::span<const int64_t> span) {
+              return graph.gather_labels(span);
+            });
           },
           nb::arg("ids"), "Labels of `ids` (int64 [n]).");
 }

@@ -41,11 +41,7 @@ nb::dict hetero_info_to_python(const dist::HeteroServiceInfo& info) {
     t["name"] = type.name;
     t["num_nodes"] = type.book.num_nodes();
     t["offsets"] = type.book.offsets();
-    t["feature_dim"] = type.feature_dim;
-    t["feature_dtype"] = std::string(dtype_name(type.feature_dtype));
-    t["label_dtype"] =
-        type.label_dtype ? nb::cast(std::string(dtype_name(*type.label_dtype))) : nb::none();
-    t["num_classes"] = type.num_classes;
+    rows_to_python(t, type);
     t["has_node_time"] = type.has_node_time;
     node_types.append(t);
   }
@@ -63,52 +59,11 @@ namespace {
 
 using dist::DistHeteroGraph;
 
-void bind_dist_hetero_connect(nb::class_<DistHeteroGraph>& graph) {
-  graph
-      .def_static(
-          "connect",
-          [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
-             double connect_seconds, const std::string& tls_ca, const std::string& tls_cert,
-             const std::string& tls_key) {
-            dist::ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds,
-                               dist::ClientOptions{}.max_message_bytes, tls_ca, tls_cert, tls_key);
-            nb::gil_scoped_release release;
-            return DistHeteroGraph::connect(std::move(addresses), std::move(options));
-          },
-          nb::arg("addresses"), nb::kw_only(), nb::arg("token") = "",
-          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
-          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "")
-      .def_static(
-          "connect_local",
-          [](std::vector<std::string> addresses, const std::string& local_directory,
-             int64_t local_part, const dist::Server* server, const std::string& token,
-             double deadline_seconds, double connect_seconds, const std::string& tls_ca,
-             const std::string& tls_cert, const std::string& tls_key) {
-            dist::ClientOptions options =
-                client_options(token, deadline_seconds, connect_seconds,
-                               dist::ClientOptions{}.max_message_bytes, tls_ca, tls_cert, tls_key);
-            nb::gil_scoped_release release;
-            if (server != nullptr) {
-              return DistHeteroGraph::connect(std::move(addresses), std::move(options),
-                                              server->hetero_partition(), server->fingerprint());
-            }
-            return DistHeteroGraph::connect(std::move(addresses), std::move(options),
-                                            local_directory, local_part);
-          },
-          nb::arg("addresses"), nb::arg("local_directory"), nb::arg("local_part"),
-          nb::arg("server").none(), nb::kw_only(), nb::arg("token") = "",
-          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
-          nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
-          "Worker mode: part `local_part` of `local_directory` (or the in-process `server`'s "
-          "partition) sampled and gathered in-process.");
-}
-
 void bind_dist_hetero_graph(nb::module_& m) {
   nb::class_<DistHeteroGraph> graph(m, "DistHeteroGraph",
                                     "Heterogeneous partitions served over gRPC, as one graph (see "
                                     "volley/dist/hetero_client.h).");
-  bind_dist_hetero_connect(graph);
+  def_client_connect(graph, [](const dist::Server& server) { return server.hetero_partition(); });
   graph.def_prop_ro("local_part", &DistHeteroGraph::local_part)
       .def_prop_ro("info",
                    [](const DistHeteroGraph& graph) { return hetero_info_to_python(graph.info()); })
@@ -143,29 +98,23 @@ void bind_dist_hetero_graph(nb::module_& m) {
           "gather_features",
           [](const DistHeteroGraph& graph, const std::string& node_type, const InputArray& ids,
              const std::string& dtype) {
-            const Array id_array = host_ids_array(ids, "ids of node type " + node_type);
-            const auto& info =
-                graph.info()
-                    .node_types[static_cast<size_t>(graph.info().node_type_index(node_type))];
-            const DType out_dtype = dtype.empty() ? info.feature_dtype : dtype_from_name(dtype);
-            Array rows;
-            {
-              nb::gil_scoped_release release;
-              rows = graph.gather_features(node_type, id_array.span<int64_t>(), out_dtype);
-            }
-            return array_to_python(rows);
+            return gathered_rows(
+                ids, "ids of node type " + node_type, [&](std::span<const int64_t> span) {
+                  const auto& type =
+                      graph.info()
+                          .node_types[static_cast<size_t>(graph.info().node_type_index(node_type))];
+                  const DType out = dtype.empty() ? type.feature_dtype : dtype_from_name(dtype);
+                  return graph.gather_features(node_type, span, out);
+                });
           },
           nb::arg("node_type"), nb::arg("ids"), nb::arg("dtype") = "")
       .def(
           "gather_labels",
           [](const DistHeteroGraph& graph, const std::string& node_type, const InputArray& ids) {
-            const Array id_array = host_ids_array(ids, "ids of node type " + node_type);
-            Array labels;
-            {
-              nb::gil_scoped_release release;
-              labels = graph.gather_labels(node_type, id_array.span<int64_t>());
-            }
-            return array_to_python(labels);
+            return gathered_rows(ids, "ids of node type " + node_type,
+                                 [&](std::span<const int64_t> span) {
+                                   return graph.gather_labels(node_type, span);
+                                 });
           },
           nb::arg("node_type"), nb::arg("ids"));
 }

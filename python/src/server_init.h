@@ -1,17 +1,23 @@
 // python/src/server_init.h — the options of the dist bindings from keyword arguments: the
 // Server binding's `__init__` (ServerOptions, so `volley.dist.serve` passes every option to either
-// kind of partition) and the clients' ClientOptions.
+// kind of partition), the clients' ClientOptions, their connect calls, and what both clients'
+// bindings give back: a node type's rows in the info dicts, gathered rows as arrays.
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "bindings.h"
 #include "volley/dist/server.h"
 
 namespace volley::python {
@@ -76,6 +82,80 @@ inline dist::ClientOptions client_options(std::string token, double deadline_sec
   options.connect_seconds = connect_seconds;
   options.max_message_bytes = max_message_bytes;
   return options;
+}
+
+// Adds a client binding's connect calls, for either graph kind (`ClientType`: DistGraph,
+// DistHeteroGraph): `connect(addresses, *, token, deadline_seconds, connect_seconds,
+// max_message_bytes, local_directory, local_part, tls_ca, tls_cert, tls_key)`, worker mode when
+// local_directory and local_part name the part held in this process, and
+// `connect_to_server_partition(addresses, server, *, ...)`, worker mode sharing the partition
+// an in-process Server already holds (`partition_of(server)`). The GIL is released meanwhile.
+template <typename ClientType, typename... Bases, typename PartitionOf>
+void def_client_connect(nanobind::class_<ClientType, Bases...>& cls, PartitionOf partition_of) {
+  namespace nb = nanobind;
+  cls.def_static(
+         "connect",
+         [](std::vector<std::string> addresses, const std::string& token, double deadline_seconds,
+            double connect_seconds, int64_t max_message_bytes,
+            const std::optional<std::string>& local_directory, std::optional<int64_t> local_part,
+            const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
+           dist::ClientOptions options =
+               client_options(token, deadline_seconds, connect_seconds, max_message_bytes, tls_ca,
+                              tls_cert, tls_key);
+           nb::gil_scoped_release release;
+           return ClientType::connect(std::move(addresses), std::move(options),
+                                      local_directory.value_or(""), local_part);
+         },
+         nb::arg("addresses"), nb::kw_only(), nb::arg("token") = "",
+         nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+         nb::arg("max_message_bytes") = int64_t{512} << 20,
+         nb::arg("local_directory").none() = nb::none(), nb::arg("local_part").none() = nb::none(),
+         nb::arg("tls_ca") = "", nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
+         "Connects to the servers (addresses[p] serves part p). Worker mode: local_directory "
+         "and local_part name the partition held in this process.")
+      .def_static(
+          "connect_to_server_partition",
+          [partition_of](std::vector<std::string> addresses, const dist::Server& server,
+                         const std::string& token, double deadline_seconds, double connect_seconds,
+                         int64_t max_message_bytes, const std::string& tls_ca,
+                         const std::string& tls_cert, const std::string& tls_key) {
+            dist::ClientOptions options =
+                client_options(token, deadline_seconds, connect_seconds, max_message_bytes, tls_ca,
+                               tls_cert, tls_key);
+            nb::gil_scoped_release release;
+            return ClientType::connect(std::move(addresses), std::move(options),
+                                       partition_of(server), server.fingerprint());
+          },
+          nb::arg("addresses"), nb::arg("server"), nb::kw_only(), nb::arg("token") = "",
+          nb::arg("deadline_seconds") = 30.0, nb::arg("connect_seconds") = 30.0,
+          nb::arg("max_message_bytes") = int64_t{512} << 20, nb::arg("tls_ca") = "",
+          nb::arg("tls_cert") = "", nb::arg("tls_key") = "",
+          "Worker mode sharing the partition an in-process Server already holds.");
+}
+
+// A node type's rows (`rows`: a homogeneous service's ServiceInfo, a typed one's
+// NodeTypeService) into an info dict: feature_dim, feature_dtype, label_dtype, num_classes.
+template <typename Rows>
+void rows_to_python(nanobind::dict& d, const Rows& rows) {
+  namespace nb = nanobind;
+  d["feature_dim"] = rows.feature_dim;
+  d["feature_dtype"] = std::string(dtype_name(rows.feature_dtype));
+  d["label_dtype"] =
+      rows.label_dtype ? nb::cast(std::string(dtype_name(*rows.label_dtype))) : nb::none();
+  d["num_classes"] = rows.num_classes;
+}
+
+// The rows a client gathers for `ids` (`what` names them in errors) as an array: `gather(ids)`
+// with the GIL released.
+template <typename Gather>
+nanobind::object gathered_rows(const InputArray& ids, std::string_view what, Gather&& gather) {
+  const Array id_array = host_ids_array(ids, what);
+  Array rows;
+  {
+    nanobind::gil_scoped_release release;
+    rows = gather(id_array.span<int64_t>());
+  }
+  return array_to_python(rows);
 }
 
 }  // namespace volley::python

@@ -200,7 +200,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         """Connects (worker: every server, the local part in-process; server-client: the one
         server that streams the batches, ``dist._stream_server``) and returns what the service
         describes."""
-        from ._dist_service import _native, part_addresses
+        from ._dist_service import _native, connect_client, part_addresses
 
         addresses = part_addresses(addresses)
         self.addresses, self.client = addresses, None
@@ -213,14 +213,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
             return probe.info
         if not addresses:
             raise VolleyValueError("addresses must list every partition's server in part order")
-        native = _native().DistHeteroGraph
-        if local is None:
-            self.client = native.connect(addresses, **connection)
-        elif isinstance(local, tuple):  # (directory, part): loaded and sampled in-process
-            self.client = native.connect_local(addresses, os.fspath(local[0]), int(local[1]),
-                                               None, **connection)
-        else:  # this process's Server (volley.dist.serve): its partition, shared
-            self.client = native.connect_local(addresses, "", -1, local._native, **connection)
+        self.client, _ = connect_client(_native().DistHeteroGraph, addresses, local, connection)
         return self.client.info
 
     @staticmethod

@@ -403,19 +403,8 @@ class DistGraph:
             connect_seconds=self._connect_timeout,
             **self._tls,
         )
-        self._local: Optional[Tuple[str, int]] = None
-        if isinstance(local, Server):
-            self._native = native.DistGraph.connect_to_server_partition(
-                self._addresses, local._native, **options
-            )
-        elif local is not None:
-            directory, part = _local_pair(local)
-            self._local = (directory, part)
-            self._native = native.DistGraph.connect(
-                self._addresses, local_directory=directory, local_part=part, **options
-            )
-        else:
-            self._native = native.DistGraph.connect(self._addresses, **options)
+        self._native, self._local = connect_client(native.DistGraph, self._addresses, local,
+                                                   options)
         self._info = dict(self._native.info)
 
     @property
@@ -499,6 +488,21 @@ def _reconnect(addresses: List[str], options: Dict[str, Any]) -> DistGraph:
 def connect(addresses: Sequence[str], **options: Any) -> DistGraph:
     """``DistGraph(addresses, **options)``: connects to the servers of every partition."""
     return DistGraph(addresses, **options)
+
+
+def connect_client(native_class: Any, addresses: List[str], local: Local,
+                   options: Dict[str, Any]) -> Tuple[Any, Optional[Tuple[str, int]]]:
+    """A native client of either graph kind (``_volley.DistGraph``, ``DistHeteroGraph``)
+    connected to ``addresses`` with the connection keywords ``options``, and the ``(directory,
+    part)`` it holds: ``local`` a ``Server`` of this process (its partition shared), a
+    ``(directory, part)`` pair (loaded and sampled in-process), or None (every part by RPC)."""
+    if isinstance(local, Server):
+        return native_class.connect_to_server_partition(addresses, local._native, **options), None
+    if local is None:
+        return native_class.connect(addresses, **options), None
+    directory, part = _local_pair(local)
+    return (native_class.connect(addresses, local_directory=directory, local_part=part, **options),
+            (directory, part))
 
 
 def _local_pair(local: Any) -> Tuple[str, int]:

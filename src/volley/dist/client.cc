@@ -10,6 +10,7 @@
 
 #include "volley/core/files.h"
 #include "volley/dist/internal/client_calls.h"
+#include "volley/feature/gather.h"
 #include "volley/graph/io/npy.h"
 #include "volley/partition/hetero_partition.h"
 
@@ -324,33 +325,6 @@ Servers connect_parts(const std::vector<std::string>& addresses, const ClientOpt
   return servers;
 }
 
-// What an Info answer from `address` describes.
-ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address) {
-  VOLLEY_REQUIRE(!reply.heterogeneous(), ValueError,
-                 "{} serves part {} of the heterogeneous partitioned dataset '{}': connect with "
-                 "DistHeteroGraph (Python: DistNeighborLoader with input_nodes=(node type, ids))",
-                 address, reply.part(), quoted(reply.dataset_name(), 64));
-  ServiceInfo info;
-  info.dataset_name = reply.dataset_name();
-  info.fingerprint = reply.fingerprint();
-  info.book = PartitionBook(std::vector<int64_t>(reply.offsets().begin(), reply.offsets().end()));
-  info.num_edges = reply.num_edges();
-  info.feature_dim = reply.feature_dim();
-  info.feature_dtype =
-      reply.feature_dim() > 0 ? parse_dtype(reply.feature_dtype(), address) : DType::kFloat32;
-  if (!reply.label_dtype().empty()) info.label_dtype = parse_dtype(reply.label_dtype(), address);
-  info.num_classes = reply.num_classes();
-  info.has_weights = reply.has_weights();
-  VOLLEY_REQUIRE(
-      reply.orientation().empty() || reply.orientation() == "in" || reply.orientation() == "out",
-      ValueError, "server {} reports an unknown orientation '{}'", address,
-      quoted(reply.orientation(), 64));
-  info.orientation = reply.orientation() == "out" ? Orientation::kOut : Orientation::kIn;
-  info.has_edge_time = reply.has_edge_time();
-  info.has_node_time = reply.has_node_time();
-  return info;
-}
-
 void check_client_options(const std::vector<std::string>& addresses, const ClientOptions& options) {
   VOLLEY_REQUIRE(!addresses.empty(), ValueError,
                  "no server addresses given: list one host:port per partition, in part order");
@@ -394,28 +368,44 @@ int64_t targets_per_call(const PartLimits& limits, int64_t bytes_per_target,
 
 namespace {
 
-using internal::Call;
-using internal::check_info;
-using internal::make_channel;
-using internal::prepare;
-using internal::quoted;
-using internal::service_info;
+// What the local partition (worker mode) describes, as a server's Info would: the one-type case
+// (its edge count, which a part does not know, comes from the servers).
+TypedServiceInfo local_service(const Partition& local, std::string fingerprint) {
+  const Dataset& data = local.data;
+  TypedServiceInfo info;
+  // A part's dataset is named "<name>.part-<p>": report the whole dataset's name, as servers do.
+  info.dataset_name = data.name;
+  if (const std::string suffix = fmt::format(".part-{}", local.part);
+      info.dataset_name.ends_with(suffix)) {
+    info.dataset_name.resize(info.dataset_name.size() - suffix.size());
+  }
+  info.fingerprint = std::move(fingerprint);
+  NodeTypeService& type = info.node_types.emplace_back();
+  type.book = local.book;
+  internal::describe_rows(data, type);
+  type.has_node_time = local.node_time.has_value();
+  info.edge_types.push_back({"", "", ""});
+  info.num_edges.push_back(0);
+  info.has_weights.push_back(data.graph.has_weights());
+  info.has_edge_time.push_back(data.graph.has_edge_time());
+  return info;
+}
 
-// Info from every remote server (all in flight at once; wait_for_ready so servers that are still
-// starting are waited for, up to connect_seconds), checked against each other and `local`.
-void handshake(DistGraph::State& state, const std::string& local_fingerprint) {
-  const auto calls = internal::info_from_all(state.servers, state.options);
-  internal::check_parts(calls, state.servers, state.options, local_fingerprint,
-                        local_fingerprint.empty() ? "" : "the local partition",
-                        [&](int64_t p, const rpc::InfoReply& reply) {
-                          const std::string& address = state.addresses[static_cast<size_t>(p)];
-                          state.limits[static_cast<size_t>(p)] =
-                              internal::part_limits(reply, state.options);
-                          if (state.info.num_edges == 0) state.info.num_edges = reply.num_edges();
-                          if (state.info.fingerprint.empty()) {
-                            state.info = service_info(reply, address);
-                          }
-                        });
+// Rows of `kind` of `ids` (owned by the local part) into `rows`, as its server answers GetRows.
+void local_rows(const Partition& local, rpc::RowsRequest::Kind kind, std::span<const int64_t> ids,
+                DType out_dtype, std::byte* rows) {
+  if (kind == rpc::RowsRequest::DEGREES) {
+    auto* degrees = reinterpret_cast<int64_t*>(rows);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      degrees[i] = local.data.graph.degree(ids[i] - local.first_node());
+    }
+    return;
+  }
+  const Array& table =
+      kind == rpc::RowsRequest::FEATURES ? *local.data.features : *local.data.labels;
+  std::vector<int64_t> local_ids(ids.begin(), ids.end());
+  for (int64_t& id : local_ids) id -= local.first_node();
+  gather_rows(table, local_ids, out_dtype, rows);
 }
 
 }  // namespace
@@ -424,16 +414,8 @@ std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> add
                                                     ClientOptions options,
                                                     const std::string& local_directory,
                                                     std::optional<int64_t> local_part) {
-  if (!local_part) {
-    VOLLEY_REQUIRE(local_directory.empty(), ValueError,
-                   "local_directory '{}' given without local_part", local_directory);
-    return connect(std::move(addresses), std::move(options), nullptr, "");
-  }
-  VOLLEY_REQUIRE(!local_directory.empty(), ValueError,
-                 "local_part {} given without local_directory", *local_part);
-  auto partition = std::make_shared<const Partition>(load_partition(local_directory, *local_part));
-  return connect(std::move(addresses), std::move(options), std::move(partition),
-                 dataset_fingerprint(local_directory));
+  return internal::connect_from_directory<DistGraph>(std::move(addresses), std::move(options),
+                                                     local_directory, local_part, load_partition);
 }
 
 std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> addresses,
@@ -446,37 +428,20 @@ std::shared_ptr<const DistGraph> DistGraph::connect(std::vector<std::string> add
   auto state = std::make_unique<State>();
   state->options = std::move(options);
   state->addresses = std::move(addresses);
-  const auto parts = static_cast<int64_t>(state->addresses.size());
+  const int64_t parts = state->num_parts();
   if (local) {
-    VOLLEY_REQUIRE(local->book.num_parts() == parts, ValueError,
-                   "the local partition belongs to a dataset of {} parts, but {} addresses were "
-                   "given; list one per part",
-                   local->book.num_parts(), parts);
-    state->local = local;
+    internal::check_local_parts(local->book.num_parts(), parts);
     state->local_part = local->part;
+    state->service = local_service(*local, std::move(fingerprint));
+    state->local_rows = [partition = local.get()](int, rpc::RowsRequest::Kind kind,
+                                                  std::span<const int64_t> ids, DType out_dtype,
+                                                  std::byte* rows) {
+      local_rows(*partition, kind, ids, out_dtype, rows);
+    };
+    state->local = std::move(local);
   }
-  state->servers = internal::connect_parts(state->addresses, state->options, state->local_part);
-  state->limits.resize(static_cast<size_t>(parts));
-  if (local) {
-    ServiceInfo& info = state->info;
-    const Dataset& data = local->data;
-    // A part's dataset is named "<name>.part-<p>": report the whole dataset's name, as servers do.
-    info.dataset_name = data.name;
-    if (const std::string suffix = fmt::format(".part-{}", local->part);
-        info.dataset_name.ends_with(suffix)) {
-      info.dataset_name.resize(info.dataset_name.size() - suffix.size());
-    }
-    info.fingerprint = fingerprint;
-    info.book = local->book;
-    info.feature_dim = data.features ? data.features->dim(1) : 0;
-    info.feature_dtype = data.features ? data.features->dtype() : DType::kFloat32;
-    if (data.labels) info.label_dtype = data.labels->dtype();
-    info.num_classes = data.num_classes;
-    info.has_weights = data.graph.has_weights();
-    info.has_edge_time = data.graph.has_edge_time();
-    info.has_node_time = local->node_time.has_value();
-  }
-  handshake(*state, fingerprint);
+  internal::connect_service(*state, /*typed=*/false);
+  state->info = internal::flat_service_info(state->service);
   VOLLEY_REQUIRE(state->info.book.num_parts() == parts, ValueError,
                  "the servers describe {} parts, but {} addresses were given",
                  state->info.book.num_parts(), parts);

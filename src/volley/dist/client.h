@@ -45,8 +45,10 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "volley/graph/hetero_graph.h"
 #include "volley/loader/neighbor_loader.h"
 #include "volley/partition/partition.h"
 
@@ -78,7 +80,36 @@ struct ClientOptions {
   int64_t max_message_bytes = int64_t{512} << 20;
 };
 
-// What the servers serve, as agreed at connect().
+// One node type of a service: who owns which ids, and what rows its nodes have.
+struct NodeTypeService {
+  std::string name;         // "" in the homogeneous form
+  PartitionBook book;       // new ids [book.begin(p), book.end(p)) live on part p
+  int64_t feature_dim = 0;  // 0: no features
+  DType feature_dtype = DType::kFloat32;
+  std::optional<DType> label_dtype;
+  int64_t num_classes = 0;
+  bool has_node_time = false;  // the partitioned dataset holds its node times
+};
+
+// What the servers serve, as agreed at connect(), of either graph kind: the one description both
+// clients read (DistHeteroGraph as HeteroServiceInfo). A heterogeneous dataset's node types and
+// edge types in the dataset's order; a homogeneous one is its one-type case, one node type named
+// "" and one edge type ("", "", ""), whose flat form DistGraph reports as ServiceInfo.
+struct TypedServiceInfo {
+  std::string dataset_name;
+  std::string fingerprint;  // CRC-32 of partition.json, hex
+  std::vector<NodeTypeService> node_types;
+  std::vector<EdgeType> edge_types;
+  std::vector<int64_t> num_edges;              // per edge type
+  std::vector<bool> has_weights;               // per edge type
+  std::vector<bool> has_edge_time;             // per edge type
+  Orientation orientation = Orientation::kIn;  // of the CSR rows (homogeneous)
+
+  // The index of node type `name`; ValueError listing the node types when unknown.
+  int node_type_index(std::string_view name) const;
+};
+
+// What the servers serve, as agreed at connect(): the flat form of a homogeneous service.
 struct ServiceInfo {
   std::string dataset_name;
   std::string fingerprint;  // CRC-32 of partition.json, hex
@@ -165,8 +196,6 @@ class DistGraph final : public BatchSource {
   std::unique_ptr<State> state_;
 };
 
-struct HeteroServiceInfo;  // hetero_client.h
-
 // What the batches of a ServerClientLoader carry besides their subgraph, and of which seeds.
 struct StreamedFields {
   bool features = true;  // x (of every node type that has features), when the service has them
@@ -205,7 +234,7 @@ class ServerClientLoader {
   int64_t num_inputs() const;
   // What the server serves: a homogeneous service's info (typed_info() null), or a typed one's.
   const ServiceInfo& info() const;
-  const HeteroServiceInfo* typed_info() const;
+  const TypedServiceInfo* typed_info() const;
   // `first_batch` > 0 resumes the epoch there (the server starts its stream at that batch;
   // ValueError unless 0 <= first_batch <= num_batches()).
   std::unique_ptr<BatchStream> start_epoch(int64_t epoch_index, int64_t first_batch = 0) const;

@@ -1,6 +1,7 @@
 // The row gather of both clients (internal/service_view.h: each id's row from its owner, GetRows
 // calls to every remote part in flight at once, the local part's rows gathered in-process,
-// scattered back into the caller's order), and DistGraph's feature and label rows over it.
+// scattered back into the caller's order), the view of either client's service, and DistGraph's
+// feature and label rows over it.
 #include <cstring>
 #include <memory>
 #include <span>
@@ -123,37 +124,31 @@ void gather_across(const ServiceView& service, int type, rpc::RowsRequest::Kind 
       });
 }
 
-ServiceView view_of(const DistGraph::State& state) {
+ServiceView view_of(const ServiceClient& state) {
+  const TypedServiceInfo& info = state.service;
   ServiceView service{state.options, state.addresses, state.servers, state.limits,
-                      state.info.fingerprint};
+                      info.fingerprint};
   service.local_part = state.local_part;
-  service.books = {&state.info.book};
-  service.type_names = {""};
-  service.edges = {{0, 0, ""}};
-  service.max_degree = [&state](size_t part, size_t) { return state.limits[part].max_degree; };
-  service.local_rows = [&state](int, rpc::RowsRequest::Kind kind, std::span<const int64_t> ids,
-                                DType out_dtype, std::byte* rows) {
-    const Partition& local = *state.local;
-    if (kind == rpc::RowsRequest::DEGREES) {
-      auto* degrees = reinterpret_cast<int64_t*>(rows);
-      for (size_t i = 0; i < ids.size(); ++i) {
-        degrees[i] = local.data.graph.degree(ids[i] - local.first_node());
-      }
-      return;
-    }
-    const Array& table =
-        kind == rpc::RowsRequest::FEATURES ? *local.data.features : *local.data.labels;
-    std::vector<int64_t> local_ids(ids.begin(), ids.end());
-    for (int64_t& id : local_ids) id -= local.first_node();
-    gather_rows(table, local_ids, out_dtype, rows);
+  for (const NodeTypeService& type : info.node_types) {
+    service.books.push_back(&type.book);
+    service.type_names.push_back(type.name);
+  }
+  for (const EdgeType& type : info.edge_types) {  // the one-type case's is named ""
+    service.edges.push_back({info.node_type_index(type.src), info.node_type_index(type.dst),
+                             type.src.empty() ? "" : type.name()});
+  }
+  service.max_degree = [&state](size_t part, size_t e) {
+    const auto& longest = state.max_degree[part];
+    return e < longest.size() ? longest[e] : int64_t{-1};
   };
+  service.local_rows = state.local_rows;
   return service;
 }
 
-void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kind kind,
-                            std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
-                            std::byte* out) {
-  gather_across(view_of(state), 0, kind, ids, out_dtype, row_bytes, out);
+void gather_service_rows(const ServiceClient& state, int type, rpc::RowsRequest::Kind kind,
+                         std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
+                         std::byte* out) {
+  gather_across(view_of(state), type, kind, ids, out_dtype, row_bytes, out);
 }
 
 }  // namespace internal
@@ -165,16 +160,16 @@ void DistGraph::gather_features(std::span<const int64_t> ids, DType out_dtype,
   VOLLEY_REQUIRE(gather_supports(state_->info.feature_dtype, out_dtype), ValueError,
                  "features of dtype {} cannot be delivered as {}",
                  dtype_name(state_->info.feature_dtype), dtype_name(out_dtype));
-  internal::gather_rows_from_parts(
-      *state_, rpc::RowsRequest::FEATURES, ids, out_dtype,
+  internal::gather_service_rows(
+      *state_, 0, rpc::RowsRequest::FEATURES, ids, out_dtype,
       static_cast<size_t>(state_->info.feature_dim) * dtype_size(out_dtype), out);
 }
 
 void DistGraph::gather_labels(std::span<const int64_t> ids, int64_t* out) const {
   VOLLEY_REQUIRE(has_labels(), ValueError, "the served dataset '{}' has no labels",
                  state_->info.dataset_name);
-  internal::gather_rows_from_parts(*state_, rpc::RowsRequest::LABELS, ids, DType::kInt64,
-                                   sizeof(int64_t), reinterpret_cast<std::byte*>(out));
+  internal::gather_service_rows(*state_, 0, rpc::RowsRequest::LABELS, ids, DType::kInt64,
+                                sizeof(int64_t), reinterpret_cast<std::byte*>(out));
 }
 
 Array DistGraph::gather_features(std::span<const int64_t> ids, DType out_dtype) const {

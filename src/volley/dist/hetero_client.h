@@ -51,50 +51,27 @@
 
 namespace volley::dist {
 
-// One node type of the service.
-struct HeteroNodeTypeService {
-  std::string name;
-  PartitionBook book;       // new ids [book.begin(p), book.end(p)) live on part p
-  int64_t feature_dim = 0;  // 0: no features
-  DType feature_dtype = DType::kFloat32;
-  std::optional<DType> label_dtype;
-  int64_t num_classes = 0;
-  bool has_node_time = false;  // the partitioned directory holds its node times
-};
-
-// What the servers serve, as agreed at connect().
-struct HeteroServiceInfo {
-  std::string dataset_name;
-  std::string fingerprint;
-  std::vector<HeteroNodeTypeService> node_types;  // the dataset's order
-  std::vector<EdgeType> edge_types;               // the dataset's order
-  std::vector<int64_t> num_edges;                 // per edge type
-  std::vector<bool> has_weights;                  // per edge type
-  std::vector<bool> has_edge_time;                // per edge type
-
-  // The index of node type `name`; ValueError listing the node types when unknown.
-  int node_type_index(std::string_view name) const;
-};
+// What the servers serve (client.h: the one description of either kind, here a typed one).
+using HeteroNodeTypeService = NodeTypeService;
+using HeteroServiceInfo = TypedServiceInfo;
 
 class DistHeteroGraph {
  public:
   // Connects to `addresses` (addresses[p] serves part p of a heterogeneous partitioned dataset;
   // "a|b" lists its replicas, as DistGraph's) and checks every server: protocol, part,
   // heterogeneous, same fingerprint (ValueError naming the address otherwise). Waits up to
-  // options.connect_seconds for servers still starting.
-  static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
-                                                        ClientOptions options = {});
+  // options.connect_seconds for servers still starting. Worker mode: `local_directory` and
+  // `local_part` name the part this process holds, loaded (ValueError for one without the
+  // other, as DistGraph::connect).
+  static std::shared_ptr<const DistHeteroGraph> connect(
+      std::vector<std::string> addresses, ClientOptions options = {},
+      const std::string& local_directory = "", std::optional<int64_t> local_part = std::nullopt);
   // Worker mode: `local` (part local->part, e.g. an in-process Server's hetero_partition(), with
   // its dataset `fingerprint`) is sampled and gathered in-process, without RPC; its address may
   // be "". ValueError when the servers serve another dataset or the part counts differ.
   static std::shared_ptr<const DistHeteroGraph> connect(
       std::vector<std::string> addresses, ClientOptions options,
       std::shared_ptr<const HeteroPartition> local, std::string fingerprint);
-  // The same, loading part `local_part` of the partitioned directory `local_directory`.
-  static std::shared_ptr<const DistHeteroGraph> connect(std::vector<std::string> addresses,
-                                                        ClientOptions options,
-                                                        const std::string& local_directory,
-                                                        int64_t local_part);
   ~DistHeteroGraph();
 
   const HeteroServiceInfo& info() const;

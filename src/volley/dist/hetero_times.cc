@@ -6,9 +6,24 @@
 #include <fmt/format.h>
 
 #include "volley/core/error.h"
-#include "volley/dist/internal/hetero_client_state.h"
 
 namespace volley::dist::internal {
+namespace {
+
+// The pick options of one typed hop of edge type `type` (its rows `csr`): the heterogeneous
+// sampler's (hetero_sampler.h) — its per-edge-type stream seed, weights only where the edge type
+// has them.
+NeighborSamplerOptions hetero_hop_options(const EdgeType& type, const Csr& csr, bool replace,
+                                          bool weighted, uint64_t seed) {
+  NeighborSamplerOptions options;
+  options.replace = replace;
+  options.weighted = weighted && csr.has_weights();
+  options.seed = edge_type_stream_seed(seed, type);
+  return options;
+}
+
+}  // namespace
+
 HeteroHopTimes::HeteroHopTimes(std::shared_ptr<const HeteroPartition> partition)
     : partition_(std::move(partition)), times_(load_hetero_partition_times(partition_->manifest)) {
   by_node_.resize(times_.edge_time.size());

@@ -126,8 +126,8 @@ std::vector<int64_t> DistGraph::degrees() const {
     std::vector<int64_t> ids(static_cast<size_t>(n));
     for (int64_t v = 0; v < n; ++v) ids[static_cast<size_t>(v)] = v;
     std::vector<int64_t> degrees(static_cast<size_t>(n));
-    internal::gather_rows_from_parts(state, rpc::RowsRequest::DEGREES, ids, DType::kInt64,
-                                     sizeof(int64_t), reinterpret_cast<std::byte*>(degrees.data()));
+    internal::gather_service_rows(state, 0, rpc::RowsRequest::DEGREES, ids, DType::kInt64,
+                                  sizeof(int64_t), reinterpret_cast<std::byte*>(degrees.data()));
     state.degrees = std::move(degrees);
   }
   return *state.degrees;

@@ -9,7 +9,6 @@
 #include "volley/dist/client.h"
 #include "volley/dist/hetero_client.h"
 #include "volley/dist/internal/client_calls.h"
-#include "volley/dist/internal/hetero_client_state.h"
 #include "volley/feature/gather.h"
 
 namespace volley::dist {
@@ -21,14 +20,13 @@ using internal::make_channel;
 using internal::pack;
 using internal::parse_dtype;
 using internal::prepare;
-using internal::service_info;
 
 struct ServerClientLoader::State {
   std::string address;
   ClientOptions client;
   std::unique_ptr<internal::PartServers> servers;  // the streaming servers (replicas)
   ServiceInfo info;
-  std::optional<HeteroServiceInfo> typed;  // a heterogeneous service
+  std::optional<TypedServiceInfo> typed;  // a heterogeneous service
   Array input_nodes;
   LoaderOptions options;
   StreamedFields fields;
@@ -383,7 +381,7 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
   // Check here what the server would refuse, so mistakes surface at construction.
   StreamedFields& wanted = state->fields;
   if (reply.heterogeneous()) {
-    state->typed = internal::hetero_service_info(reply, state->address);
+    state->typed = internal::service_description(reply, state->address, /*typed=*/true);
     state->info.dataset_name = state->typed->dataset_name;
     state->info.fingerprint = state->typed->fingerprint;
     state->input_nodes = checked_typed_inputs(*state->typed, input_nodes, state->options, wanted);
@@ -392,7 +390,8 @@ ServerClientLoader::ServerClientLoader(std::string address, ClientOptions client
                    "input_nodes: server {} serves the homogeneous partitioned dataset '{}', which "
                    "has no node type '{}'",
                    state->address, reply.dataset_name(), wanted.input_type);
-    state->info = service_info(reply, state->address);
+    state->info = internal::flat_service_info(
+        internal::service_description(reply, state->address, /*typed=*/false));
     wanted.features = wanted.features && state->info.feature_dim > 0;
     wanted.labels = wanted.labels && state->info.label_dtype.has_value();
     state->input_nodes = checked_inputs(state->info, input_nodes, state->options, wanted.features);
@@ -406,7 +405,7 @@ ServerClientLoader::~ServerClientLoader() = default;
 int64_t ServerClientLoader::num_batches() const { return state_->num_batches; }
 int64_t ServerClientLoader::num_inputs() const { return state_->input_nodes.numel(); }
 const ServiceInfo& ServerClientLoader::info() const { return state_->info; }
-const HeteroServiceInfo* ServerClientLoader::typed_info() const {
+const TypedServiceInfo* ServerClientLoader::typed_info() const {
   return state_->typed ? &*state_->typed : nullptr;
 }
 

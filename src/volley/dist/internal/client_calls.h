@@ -1,6 +1,6 @@
 // volley/dist/internal/client_calls.h — what the client's files share (internal): the state of a
-// connected DistGraph, one RPC in flight, the fan-out of one request to every part, and the
-// mapping of a failed call to the Volley error that names the part and address.
+// connected client of either kind, one RPC in flight, the fan-out of one request to every part, and
+// the mapping of a failed call to the Volley error that names the part and address.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,8 +54,26 @@ DType parse_dtype(const std::string& name, const std::string& address);
 void check_info(const grpc::Status& status, const rpc::InfoReply& reply, const std::string& address,
                 int64_t part, double connect_seconds);
 
-// What an Info answer from `address` describes.
-ServiceInfo service_info(const rpc::InfoReply& reply, const std::string& address);
+// What an Info answer from `address` describes, for a client of the kind `typed` asks for
+// (service_connect.cc): a homogeneous server's as the one-type case. ValueError naming the
+// address for a server of the other kind (saying which client connects to it), an unknown dtype
+// or orientation, a node type whose book has another part count, or an edge type between
+// unknown node types.
+TypedServiceInfo service_description(const rpc::InfoReply& reply, const std::string& address,
+                                     bool typed);
+
+// The flat form (ServiceInfo) of a homogeneous description.
+ServiceInfo flat_service_info(const TypedServiceInfo& service);
+
+// What a local part's rows of one node type (a Dataset's or a NodeTypeData's) are, as a server's
+// Info describes them.
+template <typename Data>
+void describe_rows(const Data& data, NodeTypeService& out) {
+  out.feature_dim = data.features ? data.features->dim(1) : 0;
+  if (data.features) out.feature_dtype = data.features->dtype();
+  if (data.labels) out.label_dtype = data.labels->dtype();
+  out.num_classes = data.num_classes;
+}
 
 // The servers of one part: its replicas (an address "host:port|host:port" lists several), each
 // with its own channel. Calls are spread over the replicas in turn; a replica whose call failed
@@ -181,10 +200,62 @@ struct PartClients {
   }
 };
 
+// What a client of either graph kind holds once connected: the service's one description
+// (TypedServiceInfo; the homogeneous one-type case for DistGraph), the longest row of every edge
+// type at every part, and in worker mode the local part's rows. The clients' states extend it.
+struct ServiceClient : PartClients {
+  TypedServiceInfo service;
+  std::vector<std::vector<int64_t>> max_degree;  // [part][edge type]; -1: unknown
+  // Worker mode: rows of `kind` of the nodes `ids` of node type `type` (owned by the local part)
+  // into `rows`, as the servers answer GetRows.
+  std::function<void(int type, rpc::RowsRequest::Kind kind, std::span<const int64_t> ids,
+                     DType out_dtype, std::byte* rows)>
+      local_rows;
+};
+
+// Either client's connect from a partitioned directory (`Client`: DistGraph, DistHeteroGraph):
+// worker mode with part `local_part` of `local_directory`, loaded by `load` (load_partition,
+// load_hetero_partition), or no local part when neither is given; ValueError for one without
+// the other.
+template <typename Client, typename Load>
+std::shared_ptr<const Client> connect_from_directory(std::vector<std::string> addresses,
+                                                     ClientOptions options,
+                                                     const std::string& local_directory,
+                                                     std::optional<int64_t> local_part, Load load) {
+  if (!local_part) {
+    VOLLEY_REQUIRE(local_directory.empty(), ValueError,
+                   "local_directory '{}' given without local_part", local_directory);
+    return Client::connect(std::move(addresses), std::move(options), nullptr, "");
+  }
+  VOLLEY_REQUIRE(!local_directory.empty(), ValueError,
+                 "local_part {} given without local_directory", *local_part);
+  using Local = decltype(load(local_directory, *local_part, {}));
+  return Client::connect(std::move(addresses), std::move(options),
+                         std::make_shared<const Local>(load(local_directory, *local_part, {})),
+                         dataset_fingerprint(local_directory));
+}
+
+// ValueError unless the local part belongs to a dataset of `parts` parts (`local_parts`).
+void check_local_parts(int64_t local_parts, int64_t parts);
+
+// Connects `state` (its options, addresses and local_part set; its service already described
+// when it has a local part) to the servers of every other part and checks them: Info from all at
+// once (info_from_all, waiting for servers still starting), each checked (check_parts: protocol,
+// part, dataset) and described as a client of the kind `typed` asks for (service_description);
+// the first answer describes the service when no local part did, counts the local part cannot
+// know (an edge type's num_edges of 0) come from the answers. Sets limits and max_degree.
+void connect_service(ServiceClient& state, bool typed);
+
+// Rows of `kind` of `ids` (ids of node type `type`) into `out` (`row_bytes` a row, rows of
+// `out_dtype`): gather_across (service_view.h) over the client's service.
+void gather_service_rows(const ServiceClient& state, int type, rpc::RowsRequest::Kind kind,
+                         std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
+                         std::byte* out);
+
 }  // namespace internal
 
-struct DistGraph::State : internal::PartClients {
-  ServiceInfo info;
+struct DistGraph::State : internal::ServiceClient {
+  ServiceInfo info;  // the flat form of `service`
   std::shared_ptr<const Partition> local;
   // Link prediction (link_client.cc): the degrees, fetched on first use; whether the local
   // part's rows are sorted.
@@ -192,18 +263,9 @@ struct DistGraph::State : internal::PartClients {
   mutable std::optional<std::vector<int64_t>> degrees;
   mutable std::once_flag local_sorted_once;
   mutable bool local_sorted = false;
-
-  int64_t num_parts() const { return info.book.num_parts(); }
 };
 
 namespace internal {
-
-// Rows of `ids` (features, labels, or int64 degrees) from their owners into `out` (row_bytes
-// per row), in calls under each server's limits; the local part's from memory
-// (feature_client.cc). IndexError for an id outside the graph.
-void gather_rows_from_parts(const DistGraph::State& state, rpc::RowsRequest::Kind kind,
-                            std::span<const int64_t> ids, DType out_dtype, size_t row_bytes,
-                            std::byte* out);
 
 // One call's share of a request: targets [begin, end) of part `part`.
 struct Piece {

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "volley/dist/client.h"
-#include "volley/dist/hetero_client.h"
 #include "volley/dist/internal/client_calls.h"
 #include "volley/sampling/subgraph_builder.h"
 
@@ -61,10 +60,9 @@ struct ServiceView {
   }
 };
 
-// The view of each client's state, with its local part's rows (local_rows): DistGraph's
-// (feature_client.cc) and DistHeteroGraph's (hetero_rows.cc). sample_local is the caller's.
-ServiceView view_of(const DistGraph::State& state);
-ServiceView view_of(const DistHeteroGraph::State& state);
+// The view of either client's state (feature_client.cc): its service's node types and edge
+// types, its local part's rows (ServiceClient::local_rows). sample_local is the caller's.
+ServiceView view_of(const ServiceClient& state);
 
 // One batch into `lists` (a HostSubgraph's or a HeteroSampledSubgraph's, TypedLists): the seed
 // `groups` (ids checked by the caller; ValueError for a repeated one unless disjoint), `fanouts`
