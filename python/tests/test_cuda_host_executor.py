@@ -16,6 +16,8 @@ import pytest
 
 from volley import _volley
 
+from conftest import runs_other_interpreters
+
 pytest.importorskip("torch")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,6 +66,7 @@ def test_the_host_executor_device_is_off_by_default():
     assert _volley.cuda_emulated() is False
 
 
+@runs_other_interpreters
 def test_gpu_paths_run_on_the_host_executor_device():
     if not _can_emulate():
         pytest.skip("this build has no host executor (the CUDA toolkit's CCCL headers were not found)")

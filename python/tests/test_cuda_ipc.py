@@ -20,11 +20,12 @@ import pytest
 
 import volley
 
-from conftest import same_in_every_torch
+from conftest import runs_other_interpreters, same_in_every_torch
 
 # The hand-off is native (handles, mappings); the subprocesses only import the package: once, on
-# the first leg, is enough.
-pytestmark = same_in_every_torch
+# the first leg, is enough. Every test starts other Python processes (seconds each under ASan);
+# the gpu-host C++ tests run the hand-off under ASan and TSan.
+pytestmark = [same_in_every_torch, runs_other_interpreters]
 
 PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(volley.__file__)))
 SEEDS = np.arange(0, 400, 7, dtype=np.int64)

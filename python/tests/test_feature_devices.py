@@ -21,7 +21,7 @@ import pytest
 import volley
 from volley import _volley
 
-from conftest import same_in_every_torch
+from conftest import runs_other_interpreters, same_in_every_torch
 
 # The routing over devices is native; the subprocesses only import the package: once, on the
 # first leg, is enough.
@@ -118,6 +118,7 @@ def _run_on_four_devices(script: str, peers: str, *args: str) -> subprocess.Comp
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
 
 
+@runs_other_interpreters
 @pytest.mark.parametrize("peers, min_clique", [("1100,1100,0011,0011", 2), ("none", 1)])
 def test_sharded_gathers_equal_the_cpu_rows_on_emulated_devices(peers, min_clique):
     result = _run_on_four_devices(f"MIN_CLIQUE = {min_clique}\n" + CHILD, peers)
@@ -168,6 +169,7 @@ DISK_CHILD = textwrap.dedent(
 )
 
 
+@runs_other_interpreters
 def test_rows_left_on_the_disk_gather_the_cpu_rows_on_emulated_devices(tmp_path):
     result = _run_on_four_devices(DISK_CHILD, "1100,1100,0011,0011", str(tmp_path))
     assert result.returncode == 0 and "disk gathers ok" in result.stdout, result.stdout + result.stderr[-4000:]
@@ -178,6 +180,7 @@ def test_disk_for_an_array_on_a_device_names_the_option():
         volley.Feature(X, device=0, disk=True)
 
 
+@runs_other_interpreters
 def test_a_malformed_peer_matrix_is_a_clear_error():
     if not _can_emulate():
         pytest.skip("this build has no host executor")
