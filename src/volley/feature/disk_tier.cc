@@ -8,6 +8,7 @@
 
 #include "volley/core/error.h"
 #include "volley/feature/cpu/gather_kernel.h"
+#include "volley/feature/internal/slot_copy.h"
 #include "volley/feature/internal/store_state.h"
 
 namespace volley::feature_internal {
@@ -37,7 +38,7 @@ bool SieveCache::read(int64_t id, std::byte* into) const {
   if (slot < 0) return false;
   const uint32_t before = version_[slot].load(std::memory_order_acquire);
   if ((before & 1U) != 0 || id_of_[slot].load(std::memory_order_relaxed) != id) return false;
-  std::memcpy(into, rows_.data() + static_cast<size_t>(slot) * row_bytes_, row_bytes_);
+  slot_copy(into, rows_.data() + static_cast<size_t>(slot) * row_bytes_, row_bytes_);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (version_[slot].load(std::memory_order_relaxed) != before ||
       id_of_[slot].load(std::memory_order_relaxed) != id) {
@@ -89,7 +90,7 @@ void SieveCache::insert(std::span<const int64_t> ids, std::span<const std::byte*
     version_[slot].store(version + 1, std::memory_order_relaxed);  // odd: being rewritten
     std::atomic_thread_fence(std::memory_order_release);
     id_of_[slot].store(id, std::memory_order_relaxed);
-    std::memcpy(rows_.data() + static_cast<size_t>(slot) * row_bytes_, rows[i], row_bytes_);
+    slot_copy(rows_.data() + static_cast<size_t>(slot) * row_bytes_, rows[i], row_bytes_);
     version_[slot].store(version + 2, std::memory_order_release);
     visited_[slot].store(0, std::memory_order_relaxed);
     push_head(slot);

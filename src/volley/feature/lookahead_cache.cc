@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "volley/feature/internal/disk_reader.h"
+#include "volley/feature/internal/slot_copy.h"
 
 namespace volley::feature_internal {
 
@@ -145,7 +146,7 @@ int64_t LookaheadCache::take_cached(std::vector<int64_t>& ids, std::vector<std::
     if (slot >= 0) {
       const uint32_t before = version_[slot].load(std::memory_order_acquire);
       if ((before & 1U) == 0 && slot_id_[slot].load(std::memory_order_relaxed) == id) {
-        std::memcpy(into[i], rows_.data() + static_cast<size_t>(slot) * row_bytes_, row_bytes_);
+        slot_copy(into[i], rows_.data() + static_cast<size_t>(slot) * row_bytes_, row_bytes_);
         std::atomic_thread_fence(std::memory_order_acquire);
         if (version_[slot].load(std::memory_order_relaxed) == before) continue;  // a hit
       }
@@ -169,7 +170,7 @@ void LookaheadCache::insert(std::span<const int64_t> ids, std::span<const std::b
     // (A reserved row is cached twice meanwhile; commit() frees the second slot.)
     if (row.slot >= 0 || !admits(id, key_of(row))) continue;
     const int32_t slot = take_slot();
-    std::memcpy(rows_.data() + static_cast<size_t>(slot) * row_bytes_, rows[i], row_bytes_);
+    slot_copy(rows_.data() + static_cast<size_t>(slot) * row_bytes_, rows[i], row_bytes_);
     place(id, slot);
     publish(id, slot);
   }
