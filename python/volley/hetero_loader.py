@@ -103,6 +103,8 @@ class HeteroNeighborLoader(NeighborLoader):
 
     copy = False  # hand out copies of the pipeline's batch memory
     _x_dtype = None  # feature_dtype: x of every node type converted to it (None: as stored)
+    # A HeteroDataset's features per node type: (to_pyg's x, the Feature over its store).
+    _dataset_x: Dict[str, Tuple[Any, Any]] = {}
 
     def _init_typed(
         self, *, data: Any, num_neighbors: Any, input_nodes: Any, input_time: Any, replace: bool,
@@ -237,7 +239,7 @@ class HeteroNeighborLoader(NeighborLoader):
                 if key != "num_nodes" and (isinstance(value, Feature) or (
                     hasattr(value, "shape") and len(value.shape) > 0
                     and value.shape[0] == counts[node_type]))}
-            given, x = getattr(self, "_dataset_x", {}).get(node_type, (None, None))
+            given, x = self._dataset_x.get(node_type, (None, None))
             if x is not None and store.get("x") is given:  # (the dataset's rows, not replaced)
                 nodes[node_type]["x"] = x
         for edge_type in self.graph.edge_types:
