@@ -55,7 +55,7 @@
 namespace volley::dist {
 
 // The wire protocol version (volley.proto); client and servers must match.
-inline constexpr uint32_t kProtocolVersion = 3;
+inline constexpr uint32_t kProtocolVersion = 4;
 
 // TLS for the service (PEM files; read once, when the server starts or the client connects;
 // IoError naming a file that cannot be read). The token still authorizes every call.

@@ -39,7 +39,6 @@ struct HopScratch {
   std::vector<std::vector<int64_t>> tree;
   std::vector<std::vector<std::vector<int64_t>>> targets, times;
   std::vector<std::vector<HopSample>> picks;
-  HopSample answer;  // one call's, before it joins its part's picks
 
   // Ready for a batch (the lists keep their capacity from batch to batch).
   void reset(size_t node_types, size_t edge_types, size_t parts) {
@@ -134,38 +133,52 @@ struct Across {
         ->SampleHop(&call.context, &call.request, &call.reply, record_status(call, done));
   }
 
-  // A call's answer appended to the part's picks: the call's error, or RuntimeError naming the
-  // part for a malformed one (counts that do not match the targets, the neighbors, or their
-  // type's range).
+  // A call's answer appended to the part's picks (one copy out of the reply, ids widened on the
+  // way): the call's error, or RuntimeError naming the part for a malformed one (counts that do
+  // not match the targets, the neighbors, or their type's range), the picks then unchanged.
   void receive(size_t e, size_t p, size_t asked, const HopCall& call) {
     if (!call.status.ok()) service.fail_call(call.status, static_cast<int64_t>(p), "SampleHop");
-    HopSample& answer = s.answer;
-    const bool well_formed = unpack(call.reply.counts(), answer.counts) &&
-                             unpack(call.reply.neighbors(), answer.neighbors) &&
-                             unpack(call.reply.edge_ids(), answer.edge_ids) &&
-                             answer.counts.size() == asked &&
-                             answer.neighbors.size() == answer.edge_ids.size();
+    HopSample& into = s.picks[e][p];
+    const size_t counts_before = into.counts.size(), picks_before = into.neighbors.size();
+    const bool well_formed =
+        append_int32(call.reply.counts(), into.counts) &&
+        append_ids(call.reply.neighbors(), call.reply.neighbor_bytes(), into.neighbors) &&
+        append_ids(call.reply.edge_ids(), call.reply.edge_id_bytes(), into.edge_ids) &&
+        into.counts.size() - counts_before == asked &&
+        into.neighbors.size() == into.edge_ids.size();
     int64_t total = 0;
     if (well_formed) {
-      for (const int32_t c : answer.counts) total += c < 0 ? INT64_MIN / 2 : c;
+      for (size_t i = counts_before; i < into.counts.size(); ++i) {
+        total += into.counts[i] < 0 ? INT64_MIN / 2 : into.counts[i];
+      }
     }
+    const int64_t n = service.books[static_cast<size_t>(service.edges[e].src)]->num_nodes();
+    const std::span<const int64_t> neighbors =
+        std::span<const int64_t>(into.neighbors)
+            .subspan(std::min(picks_before, into.neighbors.size()));
+    const bool in_range = std::all_of(neighbors.begin(), neighbors.end(), [n](int64_t neighbor) {
+      return neighbor >= 0 && neighbor < n;
+    });
+    if (well_formed && total == static_cast<int64_t>(neighbors.size()) && in_range) return;
     const std::string& name = service.edges[e].name;
-    VOLLEY_REQUIRE(well_formed && total == static_cast<int64_t>(answer.neighbors.size()),
-                   RuntimeError,
+    const size_t counts = into.counts.size() - counts_before, picks = neighbors.size();
+    const size_t edge_ids = into.edge_ids.size() - std::min(picks_before, into.edge_ids.size());
+    const auto outside = std::find_if(neighbors.begin(), neighbors.end(), [n](int64_t neighbor) {
+      return neighbor < 0 || neighbor >= n;
+    });
+    const int64_t bad = outside == neighbors.end() ? 0 : *outside;
+    into.counts.resize(counts_before);
+    into.neighbors.resize(picks_before);
+    into.edge_ids.resize(picks_before);
+    const bool counted = well_formed && total == static_cast<int64_t>(picks);
+    VOLLEY_REQUIRE(counted, RuntimeError,
                    "part {} at {}: malformed SampleHop reply{}{} ({} counts for {} targets, {} "
                    "neighbors, {} edge ids)",
-                   p, service.addresses[p], name.empty() ? "" : " for edge type ", name,
-                   answer.counts.size(), asked, answer.neighbors.size(), answer.edge_ids.size());
-    const int64_t n = service.books[static_cast<size_t>(service.edges[e].src)]->num_nodes();
-    for (const int64_t neighbor : answer.neighbors) {
-      VOLLEY_REQUIRE(neighbor >= 0 && neighbor < n, RuntimeError,
-                     "part {} at {}: SampleHop{}{} returned node {} outside [0, {})", p,
-                     service.addresses[p], name.empty() ? "" : " of edge type ", name, neighbor, n);
-    }
-    HopSample& into = s.picks[e][p];
-    into.counts.insert(into.counts.end(), answer.counts.begin(), answer.counts.end());
-    into.neighbors.insert(into.neighbors.end(), answer.neighbors.begin(), answer.neighbors.end());
-    into.edge_ids.insert(into.edge_ids.end(), answer.edge_ids.begin(), answer.edge_ids.end());
+                   p, service.addresses[p], name.empty() ? "" : " for edge type ", name, counts,
+                   asked, picks, edge_ids);
+    throw RuntimeError(fmt::format("part {} at {}: SampleHop{}{} returned node {} outside [0, {})",
+                                   p, service.addresses[p], name.empty() ? "" : " of edge type ",
+                                   name, bad, n));
   }
 
   int64_t fanout_of(size_t e, int hop) const { return fanouts[e][static_cast<size_t>(hop)]; }

@@ -298,8 +298,8 @@ grpc::Status Server::State::sample_hop_into(const rpc::HopRequest& request,
                sampler, request.batch(), hop_times, sample, &scratch);
   }
   pack(std::span<const int32_t>(sample.counts), reply.mutable_counts());
-  pack(std::span<const int64_t>(sample.neighbors), reply.mutable_neighbors());
-  pack(std::span<const int64_t>(sample.edge_ids), reply.mutable_edge_ids());
+  reply.set_neighbor_bytes(internal::pack_ids(sample.neighbors, reply.mutable_neighbors()));
+  reply.set_edge_id_bytes(internal::pack_ids(sample.edge_ids, reply.mutable_edge_ids()));
   return grpc::Status::OK;
 }
 
