@@ -76,33 +76,21 @@ SampleFigures run_sampling(const Csr& graph, const std::vector<int64_t>& seeds,
   const int64_t available = static_cast<int64_t>(seeds.size()) / settings.batch_size;
   VOLLEY_REQUIRE(available >= 1, ValueError, "--batch-size {} exceeds the {} seeds available",
                  settings.batch_size, seeds.size());
-  std::atomic<int64_t> next{0}, edges{0}, nodes{0};
-  auto work = [&] {
-    SamplerScratch scratch;
-    int64_t my_edges = 0, my_nodes = 0;
-    for (int64_t b = next++; b < settings.batches; b = next++) {
-      const int64_t slot = b % available;
-      std::span<const int64_t> batch(seeds.data() + slot * settings.batch_size,
-                                     static_cast<size_t>(settings.batch_size));
-      const auto result =
-          seed_times == nullptr
-              ? sample_neighbors(graph, batch, options, static_cast<uint64_t>(b), &scratch)
-              : sample_neighbors(graph, batch,
-                                 std::span<const int64_t>(
-                                     seed_times->data() + slot * settings.batch_size, batch.size()),
-                                 options, static_cast<uint64_t>(b), &scratch);
-      my_edges += result.num_edges();
-      my_nodes += result.num_nodes();
-    }
-    edges += my_edges;
-    nodes += my_nodes;
-  };
-  const auto start = Clock::now();
-  const double cpu_start = process_cpu_seconds();
-  std::vector<std::thread> workers;
-  for (int t = 0; t < settings.threads; ++t) workers.emplace_back(work);
-  for (auto& worker : workers) worker.join();
-  return {edges.load(), nodes.load(), seconds_since(start), process_cpu_seconds() - cpu_start};
+  return run_batches<SamplerScratch>(
+      settings.threads, settings.batches, [&](int64_t b, SamplerScratch& scratch) {
+        const int64_t slot = b % available;
+        std::span<const int64_t> batch(seeds.data() + slot * settings.batch_size,
+                                       static_cast<size_t>(settings.batch_size));
+        const auto result =
+            seed_times == nullptr
+                ? sample_neighbors(graph, batch, options, static_cast<uint64_t>(b), &scratch)
+                : sample_neighbors(
+                      graph, batch,
+                      std::span<const int64_t>(seed_times->data() + slot * settings.batch_size,
+                                               batch.size()),
+                      options, static_cast<uint64_t>(b), &scratch);
+        return std::pair{result.num_edges(), result.num_nodes()};
+      });
 }
 
 nlohmann::json figures_json(const char* bench, const SampleSettings& settings,
@@ -240,7 +228,8 @@ void for_each_configuration(const SampleSettings& settings, Measure&& measure) {
   }
 }
 
-// A heterogeneous dataset is benched by bench_hetero.cc (CPU only): true when it was one.
+// A heterogeneous dataset is sampled by bench_hetero.h (CPU only) through the same sweep and
+// lines: true when it was one.
 bool bench_hetero_sample(const SampleSettings& settings) {
   if (!is_hetero_dataset_directory(settings.dataset)) return false;
   VOLLEY_REQUIRE(settings.device == "cpu", ValueError,
@@ -250,9 +239,14 @@ bool bench_hetero_sample(const SampleSettings& settings) {
                  "sampling has no bench yet: time it through volley.loader.NeighborLoader with "
                  "time_attr)",
                  settings.dataset);
-  run_hetero_sample_bench({settings.dataset, settings.fanout, settings.batch_sizes,
-                           settings.thread_counts, settings.batches, settings.warmup,
-                           settings.replace, settings.weighted, settings.seed});
+  const HeteroSampleBench bench(settings.dataset, settings.fanout, settings.replace,
+                                settings.weighted, settings.seed);
+  for_each_configuration(settings, [&](const SampleSettings& one) {
+    if (one.warmup > 0) bench.run(one.batch_size, 1, one.warmup);
+    auto line = figures_json("sample", one, bench.run(one.batch_size, one.threads, one.batches));
+    line.update(bench.describe());
+    std::cout << line.dump() << std::endl;
+  });
   return true;
 }
 

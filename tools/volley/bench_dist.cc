@@ -164,37 +164,15 @@ struct Seeds {
 
 // Batches [first, first + count) sampled from `source` by `threads` threads, each taking whole
 // batches (what the loader's workers do).
-SampleFigures run_batches(const BatchSource& source, const Seeds& seeds,
-                          const NeighborSamplerOptions& options, int64_t first, int64_t count,
-                          int threads, ProgressBar* bar) {
-  std::atomic<int64_t> next{first}, edges{0}, nodes{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&] {
-    SampledSubgraph subgraph;
-    int64_t my_edges = 0, my_nodes = 0;
-    try {
-      for (int64_t b = next++; b < first + count; b = next++) {
-        source.sample(seeds.batch(b), options, static_cast<uint64_t>(b), subgraph);
-        my_edges += subgraph.num_edges();
-        my_nodes += subgraph.num_nodes();
-        if (bar) bar->advance();
-      }
-    } catch (...) {
-      std::lock_guard lock(error_mutex);
-      if (!error) error = std::current_exception();
-      next = first + count;
-    }
-    edges += my_edges;
-    nodes += my_nodes;
-  };
-  const auto start = Clock::now();
-  const double cpu_start = process_cpu_seconds();
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t) workers.emplace_back(work);
-  for (auto& worker : workers) worker.join();
-  if (error) std::rethrow_exception(error);
-  return {edges.load(), nodes.load(), seconds_since(start), process_cpu_seconds() - cpu_start};
+SampleFigures run_source_batches(const BatchSource& source, const Seeds& seeds,
+                                 const NeighborSamplerOptions& options, int64_t first,
+                                 int64_t count, int threads, ProgressBar* bar) {
+  return run_batches<SampledSubgraph>(threads, count, [&](int64_t i, SampledSubgraph& subgraph) {
+    const int64_t b = first + i;
+    source.sample(seeds.batch(b), options, static_cast<uint64_t>(b), subgraph);
+    if (bar) bar->advance();
+    return std::pair{subgraph.num_edges(), subgraph.num_nodes()};
+  });
 }
 
 // The first `count` batches from `dist` must equal sample_neighbors on `whole`.
@@ -354,9 +332,9 @@ std::vector<Row> timed_rows(const DistSettings& settings, const NeighborSamplerO
   auto measure = [&](Row row, const BatchSource& source, const Seeds& seeds) {
     ProgressBar bar(fmt::format("{} ({}p, {} thr)", row.mode, row.parts, row.loader_threads),
                     warm + settings.batches);
-    run_batches(source, seeds, options, settings.batches, warm, row.loader_threads, &bar);
+    run_source_batches(source, seeds, options, settings.batches, warm, row.loader_threads, &bar);
     row.figures =
-        run_batches(source, seeds, options, 0, settings.batches, row.loader_threads, &bar);
+        run_source_batches(source, seeds, options, 0, settings.batches, row.loader_threads, &bar);
     bar.finish();
     rows.push_back(row);
   };

@@ -41,12 +41,13 @@ std::vector<int64_t> parse_fanouts(const std::string& text) {
   return fanouts;
 }
 
-std::vector<int64_t> bench_seed_pool(const Dataset& dataset, uint64_t seed) {
+std::vector<int64_t> bench_seed_pool(const std::optional<Array>& train_idx, int64_t num_nodes,
+                                     uint64_t seed) {
   std::vector<int64_t> pool;
-  if (dataset.train_idx && dataset.train_idx->numel() > 0) {
-    pool = dataset.train_idx->to_vector<int64_t>();
+  if (train_idx && train_idx->numel() > 0) {
+    pool = train_idx->to_vector<int64_t>();
   } else {
-    pool.resize(static_cast<size_t>(dataset.graph.num_nodes()));
+    pool.resize(static_cast<size_t>(num_nodes));
     std::iota(pool.begin(), pool.end(), 0);
   }
   const Array order = seeded_permutation(static_cast<int64_t>(pool.size()), seed);

@@ -10,11 +10,13 @@
 #include <cmath>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace volley {
+class Csr;
 struct PartitionOptions;
-}
+}  // namespace volley
 
 namespace volley::cli {
 
@@ -153,6 +155,16 @@ void describe_hetero_part(const std::string& path, const std::string& parent, in
 // The text description of a heterogeneous partitioned directory (partition_hetero.cc); `header`:
 // its name, method and type counts first, its time files last.
 void print_hetero_partitioned(const std::string& path, bool header);
+// Minimum, mean and maximum of a degree sequence.
+struct DegreeStats {
+  int64_t min = 0;
+  double mean = 0.0;
+  int64_t max = 0;
+};
+// The degrees of `graph`'s rows and of its `num_columns` neighbor ids (info_command.cc): a
+// homogeneous graph's in- and out-degrees (num_columns = its nodes), an edge type's over its
+// destination and source types.
+std::pair<DegreeStats, DegreeStats> row_column_degrees(const Csr& graph, int64_t num_columns);
 // `volley info` on a heterogeneous dataset directory (info_hetero.cc).
 void describe_hetero_dataset(const std::string& path, bool as_json, bool verify);
 // `volley info --verify` (info_command.cc): nothing when `problems` is empty; else prints them

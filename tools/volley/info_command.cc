@@ -33,12 +33,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(parts, ", "));
 }
 
-struct DegreeStats {
-  int64_t min = 0;
-  double mean = 0.0;
-  int64_t max = 0;
-};
-
 DegreeStats stats_of(const std::vector<int64_t>& degrees, int64_t num_edges) {
   DegreeStats stats;
   if (degrees.empty()) return stats;
@@ -49,17 +43,9 @@ DegreeStats stats_of(const std::vector<int64_t>& degrees, int64_t num_edges) {
   return stats;
 }
 
-// In- and out-degrees: one is the row length, the other is counted over `indices`.
+// In- and out-degrees of a homogeneous graph: which of rows and columns is which.
 std::pair<DegreeStats, DegreeStats> degree_stats(const Csr& graph) {
-  const int64_t n = graph.num_nodes();
-  std::vector<int64_t> row_degree(static_cast<size_t>(n));
-  std::vector<int64_t> column_degree(static_cast<size_t>(n), 0);
-  for (int64_t v = 0; v < n; ++v) row_degree[static_cast<size_t>(v)] = graph.degree(v);
-  for (int64_t k = 0; k < graph.num_edges(); ++k) {
-    ++column_degree[static_cast<size_t>(graph.neighbor(k))];
-  }
-  const DegreeStats rows = stats_of(row_degree, graph.num_edges());
-  const DegreeStats columns = stats_of(column_degree, graph.num_edges());
+  const auto [rows, columns] = row_column_degrees(graph, graph.num_nodes());
   if (graph.orientation() == Orientation::kIn) return {rows, columns};
   return {columns, rows};
 }
@@ -303,6 +289,18 @@ void describe_npy(const std::string& path, bool as_json) {
 }
 
 }  // namespace
+
+std::pair<DegreeStats, DegreeStats> row_column_degrees(const Csr& graph, int64_t num_columns) {
+  std::vector<int64_t> row_degree(static_cast<size_t>(graph.num_nodes()));
+  std::vector<int64_t> column_degree(static_cast<size_t>(num_columns), 0);
+  for (int64_t v = 0; v < graph.num_nodes(); ++v) {
+    row_degree[static_cast<size_t>(v)] = graph.degree(v);
+  }
+  for (int64_t k = 0; k < graph.num_edges(); ++k) {
+    ++column_degree[static_cast<size_t>(graph.neighbor(k))];
+  }
+  return {stats_of(row_degree, graph.num_edges()), stats_of(column_degree, graph.num_edges())};
+}
 
 void report_problems_or_throw(const std::string& path, const std::vector<std::string>& problems,
                               bool as_json, nlohmann::ordered_json& json) {

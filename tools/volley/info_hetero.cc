@@ -16,26 +16,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-struct Degrees {
-  int64_t max_in = 0;   // longest row (destination in-degree)
-  int64_t max_out = 0;  // most frequent source
-  double mean_in = 0;
-};
-
-Degrees degrees_of(const Csr& csr, int64_t num_src) {
-  Degrees degrees;
-  std::vector<int64_t> out(static_cast<size_t>(num_src), 0);
-  for (int64_t v = 0; v < csr.num_nodes(); ++v) {
-    degrees.max_in = std::max(degrees.max_in, csr.degree(v));
-  }
-  for (int64_t k = 0; k < csr.num_edges(); ++k) ++out[static_cast<size_t>(csr.neighbor(k))];
-  if (!out.empty()) degrees.max_out = *std::max_element(out.begin(), out.end());
-  degrees.mean_in = csr.num_nodes() > 0 ? static_cast<double>(csr.num_edges()) /
-                                              static_cast<double>(csr.num_nodes())
-                                        : 0.0;
-  return degrees;
-}
-
 Json node_json(const NodeTypeInfo& type, const NodeTypeData& data) {
   auto size = [](const std::optional<Array>& ids) { return ids ? ids->numel() : 0; };
   Json json = {{"name", type.name}, {"num_nodes", type.num_nodes}};
@@ -83,7 +63,7 @@ void describe_hetero_dataset(const std::string& path, bool as_json, bool verify)
   for (int e = 0; e < graph.num_edge_types(); ++e) {
     const EdgeType& type = graph.edge_types()[static_cast<size_t>(e)];
     const Csr& csr = graph.edges(e);
-    const Degrees degrees = degrees_of(csr, graph.num_nodes(type.src));
+    const auto [in_degree, out_degree] = row_column_degrees(csr, graph.num_nodes(type.src));
     edges.push_back({{"name", type.name()},
                      {"src", type.src},
                      {"relation", type.relation},
@@ -92,14 +72,14 @@ void describe_hetero_dataset(const std::string& path, bool as_json, bool verify)
                      {"index_dtype", dtype_name(csr.index_dtype())},
                      {"edge_ids", csr.has_edge_ids()},
                      {"weights", csr.has_weights()},
-                     {"in_degree", {{"mean", degrees.mean_in}, {"max", degrees.max_in}}},
-                     {"out_degree_max", degrees.max_out}});
+                     {"in_degree", {{"mean", in_degree.mean}, {"max", in_degree.max}}},
+                     {"out_degree_max", out_degree.max}});
     lines.push_back(fmt::format(
         "  {}: {} edges, {} indices, edge ids {}, weights {}, in-degree mean {:.2f} max {}, "
         "out-degree max {}",
         type.name(), grouped(csr.num_edges()), dtype_name(csr.index_dtype()),
         csr.has_edge_ids() ? "stored" : "CSR positions", csr.has_weights() ? "yes" : "no",
-        degrees.mean_in, grouped(degrees.max_in), grouped(degrees.max_out)));
+        in_degree.mean, grouped(in_degree.max), grouped(out_degree.max)));
   }
   if (as_json) {
     json["name"] = dataset.name;

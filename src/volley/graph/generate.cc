@@ -321,9 +321,19 @@ void fill_feature_rows(const GeneratorOptions& options, const std::vector<float>
   });
 }
 
-// Writes features.npy in batches of about 16 MiB: while one batch is written (and its CRC
-// taken) on a separate thread, the pool generates the next one into the other buffer.
-void stream_features(const GeneratorOptions& options, DatasetWriter& writer) {
+Array int64_array_of(std::span<const int32_t> ids) {
+  Array array = Array::empty(DType::kInt64, {static_cast<int64_t>(ids.size())});
+  std::copy(ids.begin(), ids.end(), array.data<int64_t>());
+  return array;
+}
+
+}  // namespace
+
+namespace generator_internal {
+
+// In batches of about 16 MiB: while one batch is written (and its CRC taken) on a separate
+// thread, the pool generates the next one into the other buffer.
+uint32_t stream_features(const GeneratorOptions& options, const std::string& path) {
   const int64_t n = options.num_nodes, dim = options.feature_dim;
   const size_t row_bytes = static_cast<size_t>(dim) * dtype_size(options.feature_dtype);
   const int64_t batch_rows =
@@ -331,7 +341,7 @@ void stream_features(const GeneratorOptions& options, DatasetWriter& writer) {
   const std::vector<float> centroids = class_centroids(options);
   std::vector<std::byte> buffers[2];
   for (auto& buffer : buffers) buffer.resize(static_cast<size_t>(batch_rows) * row_bytes);
-  NpyWriter features(writer.path_of("features"), options.feature_dtype, {n, dim});
+  NpyWriter features(path, options.feature_dtype, {n, dim});
   ProgressBar progress("features", n);
   std::future<void> pending_write;
   for (int64_t first = 0, batch = 0; first < n; first += batch_rows, ++batch) {
@@ -348,16 +358,10 @@ void stream_features(const GeneratorOptions& options, DatasetWriter& writer) {
   if (pending_write.valid()) pending_write.get();
   progress.finish();
   features.close();
-  writer.add_written("features", options.feature_dtype, {n, dim}, features.crc32());
+  return features.crc32();
 }
 
-Array int64_array_of(std::span<const int32_t> ids) {
-  Array array = Array::empty(DType::kInt64, {static_cast<int64_t>(ids.size())});
-  std::copy(ids.begin(), ids.end(), array.data<int64_t>());
-  return array;
-}
-
-}  // namespace
+}  // namespace generator_internal
 
 void validate_generator_options(const GeneratorOptions& options) {
   const int64_t n = options.num_nodes, m = options.num_edges;
@@ -507,7 +511,10 @@ GeneratedDataset generate_dataset(const GeneratorOptions& options, const std::st
     writer.add_array("val_idx", split.val_idx);
     writer.add_array("test_idx", split.test_idx);
   }
-  if (options.feature_dim > 0) stream_features(options, writer);
+  if (options.feature_dim > 0) {
+    writer.add_written("features", options.feature_dtype, {options.num_nodes, options.feature_dim},
+                       stream_features(options, writer.path_of("features")));
+  }
   writer.finish(options.num_nodes, result.num_edges, options.num_classes, Orientation::kIn);
   return result;
 }

@@ -12,7 +12,6 @@
 #include "volley/core/progress.h"
 #include "volley/graph/hetero_dataset.h"
 #include "volley/graph/internal/generator.h"
-#include "volley/graph/io/npy.h"
 
 namespace volley {
 namespace {
@@ -242,20 +241,9 @@ GeneratedDataset generate_hetero_dataset(const GeneratorOptions& options,
     writer.add_node_array("paper", "test_idx", split.test_idx);
   }
   if (options.feature_dim > 0) {
-    const int64_t n = options.num_nodes, dim = options.feature_dim;
-    const size_t row_bytes = static_cast<size_t>(dim) * dtype_size(options.feature_dtype);
-    const int64_t batch =
-        std::clamp<int64_t>(static_cast<int64_t>((size_t{16} << 20) / row_bytes), 1, n);
-    NpyWriter features(writer.node_path("paper", "features"), options.feature_dtype, {n, dim});
-    ProgressBar progress("features", n);
-    for (int64_t first = 0; first < n; first += batch) {
-      const Array rows = generate_features(options, first, std::min(batch, n - first));
-      features.write(rows.raw_data(), rows.nbytes());
-      progress.advance(rows.shape()[0]);
-    }
-    progress.finish();
-    features.close();
-    writer.add_node_written("paper", "features", options.feature_dtype, {n, dim}, features.crc32());
+    writer.add_node_written("paper", "features", options.feature_dtype,
+                            {options.num_nodes, options.feature_dim},
+                            stream_features(options, writer.node_path("paper", "features")));
   }
   writer.finish({{"paper", options.num_classes}});
   return result;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "volley/core/philox.h"
@@ -111,5 +112,10 @@ struct TemporalStream {
   Array dst;     // int64 [M]: item node of event e
 };
 TemporalStream generate_temporal(const GeneratorOptions& options);
+
+// Streams the features of options.num_nodes rows (generate_features's values) into a new .npy
+// file at `path` ([num_nodes, feature_dim] of feature_dtype; options validated, feature_dim > 0);
+// returns the CRC-32 of its data bytes. Either kind of dataset writer registers the file.
+uint32_t stream_features(const GeneratorOptions& options, const std::string& path);
 
 }  // namespace volley::generator_internal

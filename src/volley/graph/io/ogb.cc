@@ -17,7 +17,7 @@
 #include "volley/core/progress.h"
 #include "volley/graph/csr.h"
 #include "volley/graph/dataset.h"
-#include "volley/graph/internal/ogb_split.h"
+#include "volley/graph/internal/ogb_files.h"
 #include "volley/graph/io/gzip_lines.h"
 #include "volley/graph/io/npy.h"
 
@@ -25,6 +25,9 @@ namespace volley {
 namespace {
 
 namespace fs = std::filesystem;
+
+using graph_internal::ByteProgress;
+using graph_internal::parse_number;
 
 constexpr int64_t kRowsPerBlock = 4096;       // feature rows parsed before each write
 constexpr size_t kIndicesPerWrite = 1 << 20;  // neighbors copied out per write of indices.npy
@@ -38,30 +41,6 @@ std::string quoted(std::string_view line) {
   }
   return fmt::format("'{}{}'", text, line.size() > 60 ? "..." : "");
 }
-
-template <typename T>
-bool parse_number(std::string_view text, T* value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *value);
-  return error == std::errc() && end == text.data() + text.size() && !text.empty();
-}
-
-// One bar over every file read, in compressed bytes.
-class ByteProgress {
- public:
-  explicit ByteProgress(int64_t total) : bar_("convert ogb", total) {}
-  // Advances the bar to where `lines` is; call every few thousand lines and at the file's end.
-  void update(const GzipLines& lines) {
-    const int64_t offset = lines.compressed_offset();
-    if (offset > last_) bar_.advance(offset - last_);
-    last_ = offset;
-  }
-  void start_file() { last_ = 0; }
-  void finish() { bar_.finish(); }
-
- private:
-  ProgressBar bar_;
-  int64_t last_ = 0;
-};
 
 // A file of `bytes` in `directory`, mapped read-write and unlinked at once: scratch space backed
 // by the page cache, never left behind (not even after a crash).
@@ -252,93 +231,6 @@ void write_feature_block(const std::vector<float>& block, int64_t rows, int64_t 
   }
 }
 
-// Streams node-feat.csv.gz into features.npy; returns D.
-int64_t write_features(const std::string& path, int64_t n, DType dtype, DatasetWriter& writer,
-                       ByteProgress& progress) {
-  VOLLEY_REQUIRE(dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kUInt8,
-                 ValueError, "OGB features can be stored as float32, float16 or uint8, not {}",
-                 dtype_name(dtype));
-  GzipLines lines(path);
-  progress.start_file();
-  std::string_view line;
-  if (!lines.next(&line)) {
-    VOLLEY_REQUIRE(n == 0, ValueError, "{}: empty, but the graph has {} nodes", path, n);
-    return 0;
-  }
-  const int64_t dim = std::count(line.begin(), line.end(), ',') + 1;
-  NpyWriter out(writer.path_of("features"), dtype, {n, dim});
-  std::vector<float> block(static_cast<size_t>(kRowsPerBlock * dim));
-  int64_t row = 0, in_block = 0;
-  do {
-    VOLLEY_REQUIRE(row < n, ValueError, "{}: more than {} rows, one per node", path, n);
-    parse_feature_row(line, lines, dim, block.data() + in_block * dim);
-    ++row;
-    if (++in_block == kRowsPerBlock) {
-      write_feature_block(block, in_block, dim, row - in_block, dtype, path, out);
-      in_block = 0;
-      progress.update(lines);
-    }
-  } while (lines.next(&line));
-  write_feature_block(block, in_block, dim, row - in_block, dtype, path, out);
-  progress.update(lines);
-  VOLLEY_REQUIRE(row == n, ValueError, "{}: {} rows, but the graph has {} nodes", path, row, n);
-  out.close();
-  writer.add_written("features", dtype, {n, dim}, out.crc32());
-  return dim;
-}
-
-// Reads node-label.csv.gz (one class per line; "nan" marks an unlabelled node, stored as -1);
-// returns the number of classes.
-int64_t write_labels(const std::string& path, int64_t n, DatasetWriter& writer,
-                     ByteProgress& progress) {
-  GzipLines lines(path);
-  progress.start_file();
-  Array labels = Array::empty(DType::kInt64, {n});
-  int64_t* label = labels.data<int64_t>();
-  int64_t row = 0, max_label = -1;
-  std::string_view line;
-  while (lines.next(&line)) {
-    VOLLEY_REQUIRE(line.find(',') == std::string_view::npos, ValueError,
-                   "{}:{}: {} columns; Volley stores one class per node, so multi-label tasks "
-                   "(ogbn-proteins) are not supported",
-                   path, lines.line_number(), std::count(line.begin(), line.end(), ',') + 1);
-    VOLLEY_REQUIRE(row < n, ValueError, "{}: more than {} labels, one per node", path, n);
-    double value = 0;
-    const bool number = parse_number(line, &value);
-    const bool ok = number && (std::isnan(value) ||
-                               (value >= 0 && std::floor(value) == value && value < 9.0e15));
-    VOLLEY_REQUIRE(ok, ValueError, "{}:{}: expected a class id (integer >= 0) or nan, found {}",
-                   path, lines.line_number(), quoted(line));
-    label[row] = std::isnan(value) ? -1 : static_cast<int64_t>(value);
-    max_label = std::max(max_label, label[row]);
-    if ((++row & 0xffff) == 0) progress.update(lines);
-  }
-  progress.update(lines);
-  VOLLEY_REQUIRE(row == n, ValueError, "{}: {} labels, but the graph has {} nodes", path, row, n);
-  writer.add_array("labels", labels);
-  return max_label + 1;
-}
-
-// One split file: node ids, one per line. Returns how many.
-int64_t write_split(const std::string& path, int64_t n, const std::string& field,
-                    DatasetWriter& writer, ByteProgress& progress) {
-  GzipLines lines(path);
-  progress.start_file();
-  std::vector<int64_t> ids;
-  std::string_view line;
-  while (lines.next(&line)) {
-    int64_t id = 0;
-    VOLLEY_REQUIRE(parse_number(line, &id), ValueError, "{}:{}: expected a node id, found {}", path,
-                   lines.line_number(), quoted(line));
-    VOLLEY_REQUIRE(id >= 0 && id < n, IndexError, "{}:{}: node id {} out of range for {} nodes",
-                   path, lines.line_number(), id, n);
-    ids.push_back(id);
-  }
-  progress.update(lines);
-  writer.add_array(field, Array::from_vector(ids));
-  return static_cast<int64_t>(ids.size());
-}
-
 int64_t read_num_nodes(const std::string& path) {
   GzipLines lines(path);
   std::string_view line;
@@ -388,6 +280,85 @@ std::string choose_ogb_split(const fs::path& root, const std::string& wanted) {
   return present.empty() ? "" : present[0];
 }
 
+WrittenFeatures write_ogb_features(const std::string& path, int64_t n, DType dtype,
+                                   const std::string& out_path, ByteProgress& progress) {
+  VOLLEY_REQUIRE(dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kUInt8,
+                 ValueError, "OGB features can be stored as float32, float16 or uint8, not {}",
+                 dtype_name(dtype));
+  GzipLines lines(path);
+  progress.start_file();
+  std::string_view line;
+  if (!lines.next(&line)) {
+    VOLLEY_REQUIRE(n == 0, ValueError, "{}: empty, but the graph has {} nodes", path, n);
+    return {};
+  }
+  const int64_t dim = std::count(line.begin(), line.end(), ',') + 1;
+  NpyWriter out(out_path, dtype, {n, dim});
+  std::vector<float> block(static_cast<size_t>(kRowsPerBlock * dim));
+  int64_t row = 0, in_block = 0;
+  do {
+    VOLLEY_REQUIRE(row < n, ValueError, "{}: more than {} rows, one per node", path, n);
+    parse_feature_row(line, lines, dim, block.data() + in_block * dim);
+    ++row;
+    if (++in_block == kRowsPerBlock) {
+      write_feature_block(block, in_block, dim, row - in_block, dtype, path, out);
+      in_block = 0;
+      progress.update(lines);
+    }
+  } while (lines.next(&line));
+  write_feature_block(block, in_block, dim, row - in_block, dtype, path, out);
+  progress.update(lines);
+  VOLLEY_REQUIRE(row == n, ValueError, "{}: {} rows, but the graph has {} nodes", path, row, n);
+  out.close();
+  return {dim, out.crc32()};
+}
+
+std::pair<Array, int64_t> read_ogb_labels(const std::string& path, int64_t n,
+                                          ByteProgress& progress) {
+  GzipLines lines(path);
+  progress.start_file();
+  Array labels = Array::empty(DType::kInt64, {n});
+  int64_t* label = labels.data<int64_t>();
+  int64_t row = 0, max_label = -1;
+  std::string_view line;
+  while (lines.next(&line)) {
+    VOLLEY_REQUIRE(line.find(',') == std::string_view::npos, ValueError,
+                   "{}:{}: {} columns; Volley stores one class per node, so multi-label tasks "
+                   "(ogbn-proteins) are not supported",
+                   path, lines.line_number(), std::count(line.begin(), line.end(), ',') + 1);
+    VOLLEY_REQUIRE(row < n, ValueError, "{}: more than {} labels, one per node", path, n);
+    double value = 0;
+    const bool number = parse_number(line, &value);
+    const bool ok = number && (std::isnan(value) ||
+                               (value >= 0 && std::floor(value) == value && value < 9.0e15));
+    VOLLEY_REQUIRE(ok, ValueError, "{}:{}: expected a class id (integer >= 0) or nan, found {}",
+                   path, lines.line_number(), quoted(line));
+    label[row] = std::isnan(value) ? -1 : static_cast<int64_t>(value);
+    max_label = std::max(max_label, label[row]);
+    if ((++row & 0xffff) == 0) progress.update(lines);
+  }
+  progress.update(lines);
+  VOLLEY_REQUIRE(row == n, ValueError, "{}: {} labels, but the graph has {} nodes", path, row, n);
+  return {std::move(labels), max_label + 1};
+}
+
+Array read_ogb_split(const std::string& path, int64_t n, ByteProgress& progress) {
+  GzipLines lines(path);
+  progress.start_file();
+  std::vector<int64_t> ids;
+  std::string_view line;
+  while (lines.next(&line)) {
+    int64_t id = 0;
+    VOLLEY_REQUIRE(parse_number(line, &id), ValueError, "{}:{}: expected a node id, found {}", path,
+                   lines.line_number(), quoted(line));
+    VOLLEY_REQUIRE(id >= 0 && id < n, IndexError, "{}:{}: node id {} out of range for {} nodes",
+                   path, lines.line_number(), id, n);
+    ids.push_back(id);
+  }
+  progress.update(lines);
+  return Array::from_vector(ids);
+}
+
 }  // namespace graph_internal
 
 bool is_ogb_directory(const std::string& directory) {
@@ -435,16 +406,26 @@ OgbConversion convert_ogb_node_dataset(const std::string& input, const std::stri
   result.num_edges =
       write_graph((raw / "edge.csv.gz").string(), n, options, output, writer, progress);
   if (has_features) {
-    result.feature_dim =
-        write_features(features.string(), n, options.feature_dtype, writer, progress);
+    const auto written = graph_internal::write_ogb_features(
+        features.string(), n, options.feature_dtype, writer.path_of("features"), progress);
+    result.feature_dim = written.dim;
+    if (written.dim > 0) {
+      writer.add_written("features", options.feature_dtype, {n, written.dim}, written.crc32);
+    }
   }
-  if (has_labels) result.num_classes = write_labels(labels.string(), n, writer, progress);
+  if (has_labels) {
+    auto [array, classes] = graph_internal::read_ogb_labels(labels.string(), n, progress);
+    writer.add_array("labels", array);
+    result.num_classes = classes;
+  }
   if (!result.split.empty()) {
     int64_t* sizes[] = {&result.num_train, &result.num_val, &result.num_test};
     for (int i = 0; i < 3; ++i) {
       const fs::path file = split_dir / split_files[i].first;
       VOLLEY_REQUIRE(fs::is_regular_file(file, error), IoError, "{}: missing", file.string());
-      *sizes[i] = write_split(file.string(), n, split_files[i].second, writer, progress);
+      const Array ids = graph_internal::read_ogb_split(file.string(), n, progress);
+      writer.add_array(split_files[i].second, ids);
+      *sizes[i] = ids.numel();
     }
   }
   writer.finish(n, result.num_edges, result.num_classes, Orientation::kIn);

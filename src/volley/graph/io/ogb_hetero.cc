@@ -1,26 +1,17 @@
 #include "volley/graph/io/ogb_hetero.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <filesystem>
-#include <map>
 
 #include "volley/graph/hetero_dataset.h"
-#include "volley/graph/internal/ogb_split.h"
+#include "volley/graph/internal/ogb_files.h"
 #include "volley/graph/io/gzip_lines.h"
-#include "volley/graph/io/npy.h"
 
 namespace volley {
 namespace {
 
 namespace fs = std::filesystem;
-
-template <typename T>
-bool parse_number(std::string_view text, T* value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *value);
-  return error == std::errc() && end == text.data() + text.size() && !text.empty();
-}
+using graph_internal::parse_number;
 
 std::vector<std::string_view> split_commas(std::string_view line) {
   std::vector<std::string_view> parts;
@@ -81,61 +72,6 @@ Csr read_relation(const std::string& path, const EdgeType& type, int64_t num_src
                              std::nullopt, type.name());
 }
 
-// Streams TYPE's node-feat.csv.gz into the writer; returns the width.
-int64_t write_features(const std::string& path, const NodeTypeInfo& type,
-                       HeteroDatasetWriter& writer) {
-  GzipLines lines(path);
-  std::string_view line;
-  std::vector<float> row;
-  std::optional<NpyWriter> out;
-  int64_t dim = 0, rows = 0;
-  while (lines.next(&line)) {
-    const auto parts = split_commas(line);
-    if (!out) {
-      dim = static_cast<int64_t>(parts.size());
-      out.emplace(writer.node_path(type.name, "features"), DType::kFloat32,
-                  std::vector<int64_t>{type.num_nodes, dim});
-    }
-    VOLLEY_REQUIRE(static_cast<int64_t>(parts.size()) == dim && rows < type.num_nodes, ValueError,
-                   "{}:{}: expected {} values on one of {} rows", path, lines.line_number(), dim,
-                   type.num_nodes);
-    row.resize(parts.size());
-    for (size_t j = 0; j < parts.size(); ++j) {
-      VOLLEY_REQUIRE(parse_number(parts[j], &row[j]), ValueError, "{}:{}: column {}: not a number",
-                     path, lines.line_number(), j);
-    }
-    out->write(row.data(), row.size() * sizeof(float));
-    ++rows;
-  }
-  VOLLEY_REQUIRE(out && rows == type.num_nodes, ValueError,
-                 "{}: {} rows, node type {} has {} nodes", path, rows, type.name, type.num_nodes);
-  out->close();
-  writer.add_node_written(type.name, "features", DType::kFloat32, {type.num_nodes, dim},
-                          out->crc32());
-  return dim;
-}
-
-// One integer (or "nan" when `allow_nan`, read as -1) per line, each in [-1 or 0, limit).
-std::vector<int64_t> read_ints(const std::string& path, int64_t limit, bool allow_nan) {
-  std::vector<int64_t> values;
-  GzipLines lines(path);
-  std::string_view line;
-  while (lines.next(&line)) {
-    int64_t value = -1;
-    bool ok = parse_number(line, &value) || (allow_nan && line == "nan");
-    double real = 0;
-    if (!ok && parse_number(line, &real) && real == std::floor(real) && std::abs(real) < 1e15) {
-      value = static_cast<int64_t>(real);  // "3.0"
-      ok = true;
-    }
-    VOLLEY_REQUIRE(ok && value >= (allow_nan ? -1 : 0) && value < limit, ValueError,
-                   "{}:{}: expected an id in [0, {}), found '{}'", path, lines.line_number(), limit,
-                   line.substr(0, 60));
-    values.push_back(value);
-  }
-  return values;
-}
-
 }  // namespace
 
 bool is_ogb_hetero_directory(const std::string& directory) {
@@ -187,37 +123,37 @@ OgbConversion convert_ogb_hetero_dataset(const std::string& input, const std::st
   }
   std::vector<std::pair<std::string, int64_t>> classes;
   std::error_code error;
+  graph_internal::ByteProgress silent;
   for (const NodeTypeInfo& type : nodes) {
     result.num_nodes += type.num_nodes;
     const fs::path features = raw / "node-feat" / type.name / "node-feat.csv.gz";
     if (fs::is_regular_file(features, error)) {
-      result.feature_dim =
-          std::max(result.feature_dim, write_features(features.string(), type, writer));
+      const auto written =
+          graph_internal::write_ogb_features(features.string(), type.num_nodes, DType::kFloat32,
+                                             writer.node_path(type.name, "features"), silent);
+      if (written.dim > 0) {
+        writer.add_node_written(type.name, "features", DType::kFloat32,
+                                {type.num_nodes, written.dim}, written.crc32);
+      }
+      result.feature_dim = std::max(result.feature_dim, written.dim);
     }
     const fs::path labels = raw / "node-label" / type.name / "node-label.csv.gz";
     if (fs::is_regular_file(labels, error)) {
-      const auto values = read_ints(labels.string(), int64_t{1} << 40, true);
-      VOLLEY_REQUIRE(static_cast<int64_t>(values.size()) == type.num_nodes, ValueError,
-                     "{}: {} labels, node type {} has {} nodes", labels.string(), values.size(),
-                     type.name, type.num_nodes);
-      const int64_t count =
-          values.empty() ? 0 : *std::max_element(values.begin(), values.end()) + 1;
-      writer.add_node_array(type.name, "labels", Array::from_vector(values));
+      auto [array, count] =
+          graph_internal::read_ogb_labels(labels.string(), type.num_nodes, silent);
+      writer.add_node_array(type.name, "labels", array);
       classes.emplace_back(type.name, count);
       result.num_classes = std::max(result.num_classes, count);
     }
+    int64_t* sizes[] = {&result.num_train, &result.num_val, &result.num_test};
     const std::pair<const char*, const char*> splits[] = {
         {"train.csv.gz", "train_idx"}, {"valid.csv.gz", "val_idx"}, {"test.csv.gz", "test_idx"}};
-    for (const auto& [file, field] : splits) {
-      const fs::path path = root / "split" / result.split / type.name / file;
+    for (int i = 0; i < 3; ++i) {
+      const fs::path path = root / "split" / result.split / type.name / splits[i].first;
       if (result.split.empty() || !fs::is_regular_file(path, error)) continue;
-      const auto ids = read_ints(path.string(), type.num_nodes, false);
-      writer.add_node_array(type.name, field, Array::from_vector(ids));
-      if (std::string_view(field) == "train_idx")
-        result.num_train += static_cast<int64_t>(ids.size());
-      if (std::string_view(field) == "val_idx") result.num_val += static_cast<int64_t>(ids.size());
-      if (std::string_view(field) == "test_idx")
-        result.num_test += static_cast<int64_t>(ids.size());
+      const Array ids = graph_internal::read_ogb_split(path.string(), type.num_nodes, silent);
+      writer.add_node_array(type.name, splits[i].second, ids);
+      *sizes[i] += ids.numel();
     }
   }
   writer.finish(classes);
