@@ -24,7 +24,6 @@ from . import _share, _tensor, _volley
 from ._dataset_base import NativeDatasetView
 from ._volley import HeteroDatasetNative as _NativeDataset
 from ._volley import HeteroGraph as _NativeGraph
-from ._volley import HeteroNeighborSampler as _NativeSampler
 from ._volley import NodeTypeData as _NodeTypeData
 from ._volley import VolleyTypeError, VolleyValueError
 from ._volley import build_bipartite_csr as _build_bipartite_csr

@@ -160,13 +160,6 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         with no input nodes: the typed body of this class's node loader)."""
         NeighborLoader.__init__(self, data, num_neighbors, input_nodes=None, **args)
 
-    def _rebuild_native(self) -> None:
-        self._native = self._native_link_pipeline()
-
-    # PyG's loader(index): a one-batch native link loader over the supervision edges at those
-    # positions, as the homogeneous link loader builds it (its _create_native is this one's).
-    __call__ = LinkNeighborLoader.__call__
-
     def _create_native(self, inputs: Any) -> Any:  # pylint: disable=unused-argument
         return self._native_link_pipeline()
 

@@ -224,21 +224,13 @@ class LinkNeighborLoader(NeighborLoader):
             return
         if default is not None:  # one fanout list: refused as any argument PyG does not take
             kwargs["default"] = default
-        _pyg_compat.check_loader_kwargs(kwargs)
-        data = _pyg_compat.from_remote_backend(data)
-        _temporal.check_strategy(temporal_strategy)
-        if neighbor_sampler is not None:
-            raise _volley.VolleyNotImplementedError(
-                f"neighbor_sampler={type(neighbor_sampler).__name__}: pass None"
-            )
-        kind = _pyg_compat.subgraph_type_name(subgraph_type, directed)
-        self.subgraph_type = kind
-        self.filter_per_worker, self.is_sorted = filter_per_worker, bool(is_sorted)
-        self.transform_sampler_output = transform_sampler_output
-        self.pin_memory = bool(pin_memory)
+        data, seed = _pyg_compat.read_loader_arguments(
+            self, data, kwargs, temporal_strategy=temporal_strategy, neighbor_sampler=neighbor_sampler,
+            subgraph_type=subgraph_type, directed=directed, is_sorted=is_sorted,
+            filter_per_worker=filter_per_worker, pin_memory=pin_memory, seed=seed,
+            transform_sampler_output=transform_sampler_output, generator=generator)
+        kind = self.subgraph_type
         self.device, self.mode = None, "CPU"
-        if seed is None:
-            seed = _pyg_compat.seed_from_generator(generator)
         graph, x, y = self._unpack(data, weighted, weight_attr)
         graph, time_source = _temporal.attach(graph, data, time_attr, isinstance(data, Dataset))
         self.disjoint = bool(disjoint) or time_source != "none"  # PyG: temporal means disjoint
@@ -323,11 +315,6 @@ class LinkNeighborLoader(NeighborLoader):
             edge_attrs=[(t.name, t.rows) for t in self._edge_tables],
             **self._link_options,
         )
-
-    def rank_positions(self, epoch: int) -> np.ndarray:
-        """Positions in ``edge_label_index`` that this rank takes in ``epoch`` (int64, in batch
-        order): the ``input_id`` of the epoch's batches, concatenated."""
-        return self._native.epoch_positions(_policy.check_epoch(epoch))
 
     def __call__(self, index: Any) -> Any:
         """The batch of the supervision edges at positions ``index`` of ``edge_label_index``
