@@ -119,9 +119,11 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
             self.time_attr, self.temporal_strategy, self.input_time = None, temporal_strategy, None
             time_source = "none"
         self.disjoint = bool(disjoint) or time_source != "none"
-        self._set_options(batch_size, shuffle, drop_last,
-                          num_workers if num_workers else max(4, os.cpu_count() or 1), prefetch,
-                          seed, rank, world_size)
+        self._set_options(
+            None, len(self.input_nodes) if self._takes_input_nodes else 0, batch_size=batch_size,
+            shuffle=shuffle, drop_last=drop_last, prefetch=prefetch, seed=seed, rank=rank,
+            num_workers=num_workers if num_workers else max(4, os.cpu_count() or 1),
+            world_size=world_size, input_time=self.input_time)
         fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
         # The sampling options, as the local samplers take them (fanouts per edge type in
         # ``fanouts_by_type``): the service's source samples with them, or the streaming server.

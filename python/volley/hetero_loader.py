@@ -139,8 +139,11 @@ class HeteroNeighborLoader(NeighborLoader):
             self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
                 input_nodes, self.graph.num_nodes_dict)
         times = self._temporal(time_attr, input_time, temporal_strategy)
-        self._set_options(batch_size, shuffle, drop_last, num_workers, prefetch, seed, rank,
-                          world_size, feature_dtype, lookahead, _on_batch_start)
+        self._set_options(
+            None, len(self.input_nodes) if self._takes_input_nodes else 0, batch_size=batch_size,
+            shuffle=shuffle, drop_last=drop_last, num_workers=num_workers, prefetch=prefetch,
+            seed=seed, rank=rank, world_size=world_size, feature_dtype=feature_dtype or "float32",
+            on_batch_start=_on_batch_start, lookahead=lookahead, input_time=self.input_time)
         # (a HeteroDataset's x is float32 unless asked otherwise, as to_pyg gives it)
         self.copy, self._x_dtype = bool(copy), feature_dtype or ("float32" if rows else None)
         self.disjoint = bool(disjoint) or bool(times)
@@ -176,25 +179,6 @@ class HeteroNeighborLoader(NeighborLoader):
         if source == "none":
             return {}
         return {"node_time": times} if source == "node" else {"edge_time": times}
-
-    def _set_options(self, batch_size: Any, shuffle: Any, drop_last: Any, num_workers: Any,
-                     prefetch: Any, seed: Any, rank: Any, world_size: Any,
-                     feature_dtype: Optional[str] = None, lookahead: Optional[int] = None,
-                     on_batch_start: Optional[Callable[[int], None]] = None) -> None:
-        """The epoch policy's options (``_policy.loader_options``: the homogeneous loader's
-        checks, epoch order, rank split and epoch seeds, and of ``feature_dtype``, ``lookahead``
-        and the per-batch hook), and their values as attributes."""
-        inputs = len(self.input_nodes) if self._takes_input_nodes else 0
-        self._options = _policy.loader_options(
-            None, num_inputs=inputs, batch_size=batch_size, shuffle=shuffle,
-            drop_last=drop_last, num_workers=num_workers, prefetch=prefetch, seed=seed,
-            rank=rank, world_size=world_size, feature_dtype=feature_dtype or "float32",
-            on_batch_start=on_batch_start)
-        if lookahead is not None:
-            self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
-        self._adopt_options()
-        self._options.input_time = self.input_time  # (a link loader's: its edges', set later)
-        self.prefetch = self._options.prefetch or 2 * self.num_workers
 
     # --- attributes ------------------------------------------------------------------------
     def _read_attributes(self) -> None:

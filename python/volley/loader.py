@@ -334,42 +334,34 @@ class NeighborLoader(LoaderBase):
         self._epoch = 0
         self._data_class = _pyg_data_class()
         self._edge_index_class = _pyg_compat.edge_index_type() if self._data_class else None
-        self._options = _policy.loader_options(
-            _volley.NeighborSamplerOptions(
-                self.num_neighbors,
-                replace=bool(replace),
-                weighted=bool(weighted),
-                subgraph_type=subgraph_type,
-                disjoint=bool(disjoint),
-                time_source=temporal[0],
-                temporal_strategy=temporal[1],
-            ),
-            num_inputs=self._num_nodes if self.input_nodes is None else len(self.input_nodes),
-            batch_size=batch_size,
-            shuffle=shuffle,
-            drop_last=drop_last,
-            num_workers=num_workers,
-            prefetch=prefetch,
-            seed=seed,
-            rank=rank,
-            world_size=world_size,
-            feature_dtype=feature_dtype,
-            on_batch_start=on_batch_start,
-        )
-        self._adopt_options()
-        self._options.input_time = self._input_times(temporal)
-        if lookahead is not None:
-            self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
+        sampler = _volley.NeighborSamplerOptions(
+            self.num_neighbors, replace=bool(replace), weighted=bool(weighted),
+            subgraph_type=subgraph_type, disjoint=bool(disjoint), time_source=temporal[0],
+            temporal_strategy=temporal[1])
+        self._set_options(
+            sampler, self._num_nodes if self.input_nodes is None else len(self.input_nodes),
+            batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, num_workers=num_workers,
+            prefetch=prefetch, seed=seed, rank=rank, world_size=world_size,
+            feature_dtype=feature_dtype, on_batch_start=on_batch_start, lookahead=lookahead,
+            input_time=self._input_times(temporal))
         self._native = self._create_native(self.input_nodes)
 
-    def _adopt_options(self) -> None:
-        """The checked values of ``self._options`` as the loader's attributes (every loader,
-        either kind of graph)."""
+    def _set_options(self, sampler: Any, num_inputs: int, *, lookahead: Optional[int] = None,
+                     input_time: Optional[np.ndarray] = None, **options: Any) -> None:
+        """``self._options``, the native ``LoaderOptions`` of either graph kind
+        (``_policy.loader_options``: checked once, in C++; the epoch order, rank split and epoch
+        seeds; ``sampler`` None for a typed loader, whose sampler holds its own), with
+        ``lookahead`` and ``input_time``; their checked values as the loader's attributes."""
+        self._options = _policy.loader_options(sampler, num_inputs=num_inputs, **options)
+        if lookahead is not None:
+            self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
+        self._options.input_time = input_time
         options = self._options
         self.batch_size, self.shuffle, self.drop_last = (options.batch_size, options.shuffle,
                                                          options.drop_last)
         self.num_workers, self.seed = options.num_threads, options.seed
         self.rank, self.world_size = options.rank, options.world_size
+        self.prefetch = options.prefetch or 2 * self.num_workers
 
     def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
         """The native options' input_time: one time per input node (temporal sampling)."""
