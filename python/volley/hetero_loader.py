@@ -297,9 +297,13 @@ class HeteroNeighborLoader(NeighborLoader):
         store.batch_size = int(len(positions))
         if seed_time is not None:
             store.seed_time = torch.from_numpy(seed_time)
+        return self._delivered(out)
+
+    def _delivered(self, batch: Any) -> Any:
+        """A finished batch on ``device`` (sampled there, assembled on the host), transformed."""
         if self.device is not None:
-            out = out.to(self.device)
-        return self.transform(out) if self.transform is not None else out
+            batch = batch.to(self.device)
+        return self.transform(batch) if self.transform is not None else batch
 
     def _assemble(self, nodes: dict, edges: dict, counts: Any, trees: dict,
                   rows: Dict[Any, dict]) -> Any:

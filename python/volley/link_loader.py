@@ -93,6 +93,29 @@ def _edge_label(value: Any, count: int, mode: str) -> Optional[np.ndarray]:
     return labels + 1 if mode == "binary" and labels.size and labels.min() == 0 else labels
 
 
+def _link_fields(loader: Any, raw: dict, out: Callable[[Any], Any]) -> dict:
+    """A link batch's own fields, either graph kind (a typed batch puts them on the end types and
+    the supervision edge type): triplet ``src_index``, ``dst_pos_index``, ``dst_neg_index`` and,
+    temporal, ``seed_time`` (the sources' times); else ``edge_label_index``, ``edge_label`` and,
+    temporal, ``edge_label_time``."""
+    mode, amount = (loader.neg_sampling or ("none", 1.0))[:2]
+    times = None
+    if loader.edge_label_time is not None:
+        times = loader.edge_label_time[_tensor.to_numpy(raw["input_id"])]
+    if mode == "triplet":
+        dst_neg = out(raw["dst_neg_index"])
+        fields = dict(src_index=out(raw["src_index"]), dst_pos_index=out(raw["dst_pos_index"]),
+                      dst_neg_index=dst_neg.reshape(-1) if amount == 1 else dst_neg)  # PyG: [B]
+        if times is not None:  # PyG: the sources' times
+            fields["seed_time"] = out(times)
+        return fields
+    fields = dict(edge_label_index=out(raw["edge_label_index"]), edge_label=out(raw["edge_label"]))
+    if times is not None:  # PyG: positives', then negative j takes j mod B's
+        pairs = _tensor.shape_of(fields["edge_label_index"])[1]
+        fields["edge_label_time"] = out(np.resize(times, pairs) if times.size else times)
+    return fields
+
+
 class LinkNeighborLoader(NeighborLoader):
     """Mini-batches for link prediction: supervision edges, negatives, and the sampled
     neighborhood of every end point, as PyG's ``torch_geometric.loader.LinkNeighborLoader``.
@@ -362,23 +385,7 @@ class LinkNeighborLoader(NeighborLoader):
 
     def _add_fields(self, fields: dict, raw: dict, out: Callable[[Any], Any]) -> None:
         fields.pop("batch_size", None)  # PyG's link batches have none
-        mode = self.neg_sampling[0] if self.neg_sampling else "none"
-        if mode == "triplet":
-            fields["src_index"] = out(raw["src_index"])
-            fields["dst_pos_index"] = out(raw["dst_pos_index"])
-            dst_neg = out(raw["dst_neg_index"])
-            if self.neg_sampling[1] == 1:
-                dst_neg = dst_neg.reshape(-1)  # PyG squeezes [B, 1] to [B]
-            fields["dst_neg_index"] = dst_neg
-            if self.edge_label_time is not None:  # PyG: the sources' times
-                fields["seed_time"] = out(self.edge_label_time[_tensor.to_numpy(fields["input_id"])])
-            return
-        fields["edge_label_index"] = out(raw["edge_label_index"])
-        fields["edge_label"] = out(raw["edge_label"])
-        if self.edge_label_time is not None:  # PyG: positives', then negative j takes j mod B's
-            times = self.edge_label_time[_tensor.to_numpy(fields["input_id"])]
-            pairs = _tensor.shape_of(fields["edge_label_index"])[1]
-            fields["edge_label_time"] = out(np.resize(times, pairs) if times.size else times)
+        fields.update(_link_fields(self, raw, out))
 
     def describe(self) -> str:
         """The loader's options in one line."""
