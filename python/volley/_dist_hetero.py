@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from . import _policy, _volley
+from . import _policy, _temporal, _volley
 from ._policy import is_hetero_input
 from ._volley import VolleyValueError
 from .dist import DistNeighborLoader, _connection, _stream_server, _topology
@@ -111,13 +111,15 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         self.graph = _ServiceGraph(info)
         self.data = None
         self.subgraph_type = "directional"
-        if self._takes_input_nodes:
-            self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
-                input_nodes, self.graph.num_nodes_dict)
-            time_source = self._temporal(info, time_attr, input_time, temporal_strategy)
-        else:  # the link loader's seeds are edges, untimed (_dist_hetero_link refuses time)
-            self.time_attr, self.temporal_strategy, self.input_time = None, temporal_strategy, None
-            time_source = "none"
+        # The service's times by dist.py's rules (a link loader's edges are untimed: refused).
+        timed_types = {t["name"] for t in info["node_types"] if t.get("has_node_time")}
+        service = dict(dataset_name=info["dataset_name"], has_node_time=bool(timed_types),
+                       has_edge_time=any(info.get("has_edge_time", [])),
+                       time_hint="add them with volley.hetero_partition.write_times")
+        time_source = _temporal.service_time_source(service, time_attr, input_time,
+                                                    temporal_strategy, None)
+        self._set_inputs(input_nodes, input_time, time_attr, temporal_strategy, time_source,
+                         timed_types)
         self.disjoint = bool(disjoint) or time_source != "none"
         self._set_options(
             None, len(self.input_nodes) if self._takes_input_nodes else 0, batch_size=batch_size,
@@ -161,25 +163,6 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
 
         return _native().DistHeteroSource(self.client, self._sampling,
                                           feature_dtype=self._feature_dtype)
-
-    def _temporal(self, info: Dict[str, Any], time_attr: Optional[str], input_time: Any,
-                  temporal_strategy: str) -> str:
-        """Sets ``time_attr``, ``temporal_strategy`` and ``input_time`` (per input node, or None:
-        the seeds' own node times); returns the time source ("none", "node", "edge") the
-        service's times give ``time_attr`` (dist.py's rules), checked as the local loader."""
-        from . import _temporal
-
-        timed_types = {t["name"]: None for t in info["node_types"] if t.get("has_node_time")}
-        service = dict(dataset_name=info["dataset_name"], has_node_time=bool(timed_types),
-                       has_edge_time=any(info.get("has_edge_time", [])),
-                       time_hint="add them with volley.hetero_partition.write_times")
-        source = _temporal.service_time_source(service, time_attr, input_time, temporal_strategy, None)
-        self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
-        self.input_time = _temporal.input_times(
-            input_time, source, len(self.input_nodes),
-            (lambda: None) if self.input_type in timed_types else None,
-            of=f" of type '{self.input_type}'")
-        return source
 
     def _connect(self, addresses: Any, local: Any, server: Any, connection: Dict[str, Any],
                  rank: Optional[int], world_size: Optional[int], input_type: str = "",

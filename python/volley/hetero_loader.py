@@ -135,10 +135,11 @@ class HeteroNeighborLoader(NeighborLoader):
         self._dataset_x = {t: (self.data[t].x, x) for t, x in rows.items()}
         self.graph = _typed_graph(data, weight_attr)
         _policy.check_fanouts(num_neighbors, default, typed=True)
-        if self._takes_input_nodes:
-            self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
-                input_nodes, self.graph.num_nodes_dict)
-        times = self._temporal(time_attr, input_time, temporal_strategy)
+        source, times = "none", {}
+        if time_attr is not None:
+            source, times = _temporal.typed_times(self.data, time_attr)
+        self._set_inputs(input_nodes, input_time, time_attr, temporal_strategy, source, times)
+        times = {} if source == "none" else {f"{source}_time": times}  # the sampler's keyword
         self._set_options(
             None, len(self.input_nodes) if self._takes_input_nodes else 0, batch_size=batch_size,
             shuffle=shuffle, drop_last=drop_last, num_workers=num_workers, prefetch=prefetch,
@@ -161,24 +162,21 @@ class HeteroNeighborLoader(NeighborLoader):
     _call_argument = "positions"  # loader(positions): the name its errors give the argument
     _sampler_native = LoaderBase._sampler_native  # a framework sampler's batches: collate_fn
 
-    def _temporal(self, time_attr: Optional[str], input_time: Any,
-                  temporal_strategy: str) -> Dict[str, Any]:
-        """Sets ``time_attr``, ``temporal_strategy`` and ``input_time`` (per input node, or None:
-        the seeds' own node times, or no input nodes); returns the sampler's ``node_time`` /
-        ``edge_time`` keyword."""
-        self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
-        source, times = "none", {}
-        if time_attr is not None:
-            source, times = _temporal.typed_times(self.data, time_attr)
-        self.input_time = None  # the link loader's seed times come with its edges
+    def _set_inputs(self, input_nodes: Any, input_time: Any, time_attr: Optional[str],
+                    temporal_strategy: str, source: str, timed_types: Any) -> None:
+        """Sets the input nodes (``input_type``, ``input_nodes``), ``time_attr``,
+        ``temporal_strategy`` and ``input_time`` (per input node, or None: the seeds' own node
+        times, or no input nodes) of either typed loader, local or over the service: ``source``
+        is the time source, ``timed_types`` the node types with node time. A link loader's
+        inputs are its edges (set by it, with their times)."""
+        self.time_attr, self.temporal_strategy, self.input_time = time_attr, temporal_strategy, None
         if self._takes_input_nodes:
+            self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
+                input_nodes, self.graph.num_nodes_dict)
             self.input_time = _temporal.input_times(
                 input_time, source, len(self.input_nodes),
-                (lambda: None) if self.input_type in times else None,
+                (lambda: None) if self.input_type in timed_types else None,
                 of=f" of type '{self.input_type}'")
-        if source == "none":
-            return {}
-        return {"node_time": times} if source == "node" else {"edge_time": times}
 
     # --- attributes ------------------------------------------------------------------------
     def _read_attributes(self) -> None:
