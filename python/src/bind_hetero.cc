@@ -15,33 +15,11 @@
 
 namespace volley::python {
 
-TimeSource time_source_from_name(const std::string& name);  // bind_sampling.cc
+namespace {
 
-// The sampler options the Python calls give (also bind_dist_hetero.cc).
-HeteroSamplerOptions hetero_sampler_options(
-    const std::vector<int64_t>& fanouts,
-    const std::vector<std::pair<std::tuple<std::string, std::string, std::string>,
-                                std::vector<int64_t>>>& fanouts_by_type,
-    bool replace, bool weighted, uint64_t seed, bool disjoint, const std::string& time_source,
-    const std::string& temporal_strategy) {
-  HeteroSamplerOptions options;
-  options.fanouts = fanouts;
-  for (const auto& [type, list] : fanouts_by_type) {
-    options.fanouts_by_type.emplace_back(
-        EdgeType{std::get<0>(type), std::get<1>(type), std::get<2>(type)}, list);
-  }
-  options.replace = replace;
-  options.weighted = weighted;
-  options.seed = seed;
-  options.disjoint = disjoint;
-  options.time_source = time_source_from_name(time_source);
-  options.temporal_strategy = temporal_strategy_from_name(temporal_strategy);
-  return options;
-}
-
-// Seed groups as the heterogeneous samplers take them (also bind_dist_hetero.cc): `seeds` and
-// `seed_times` (one optional array per group, or none) converted into `arrays` (kept alive by
-// the caller), the groups viewing them.
+// Seed groups as the heterogeneous sampler takes them: `seeds` and `seed_times` (one optional
+// array per group, or none) converted into `arrays` (kept alive by the caller), the groups
+// viewing them.
 std::vector<HeteroSeeds> hetero_seed_groups(
     const std::vector<std::pair<std::string, InputArray>>& seeds,
     const std::vector<std::optional<InputArray>>& seed_times, std::vector<Array>& arrays) {
@@ -63,8 +41,6 @@ std::vector<HeteroSeeds> hetero_seed_groups(
   }
   return groups;
 }
-
-namespace {
 
 using EdgeTuple = std::tuple<std::string, std::string, std::string>;
 
@@ -188,8 +164,6 @@ HeteroTimes hetero_times(const NodeTimes& node_time, const EdgeTimes& edge_time)
   return times;
 }
 
-}  // namespace
-
 nb::dict hetero_subgraph_dict(HeteroSampledSubgraph& out) {
   nb::dict result;
   result["nodes"] = array_list(out.nodes);
@@ -203,21 +177,13 @@ nb::dict hetero_subgraph_dict(HeteroSampledSubgraph& out) {
   return result;
 }
 
-namespace {
-
 void bind_hetero_sampler(nb::module_& m) {
   nb::class_<HeteroNeighborSampler>(m, "HeteroNeighborSampler",
                                     "See src/volley/sampling/hetero_sampler.h.")
       .def(
           "__init__",
-          [](HeteroNeighborSampler* self, nb::handle graph, const std::vector<int64_t>& fanouts,
-             const std::vector<std::pair<EdgeTuple, std::vector<int64_t>>>& fanouts_by_type,
-             bool replace, bool weighted, uint64_t seed, bool disjoint,
-             const std::string& time_source, const std::string& temporal_strategy,
+          [](HeteroNeighborSampler* self, nb::handle graph, HeteroSamplerOptions options,
              const NodeTimes& node_time, const EdgeTimes& edge_time) {
-            HeteroSamplerOptions options =
-                hetero_sampler_options(fanouts, fanouts_by_type, replace, weighted, seed, disjoint,
-                                       time_source, temporal_strategy);
             HeteroTimes times = hetero_times(node_time, edge_time);
             if (nb::isinstance<CudaHeteroGraph>(graph)) {
               const auto& placed = nb::cast<const CudaHeteroGraph&>(graph);
@@ -233,10 +199,7 @@ void bind_hetero_sampler(nb::module_& m) {
             nb::gil_scoped_release release;
             new (self) HeteroNeighborSampler(host, std::move(options), std::move(times));
           },
-          nb::arg("graph"), nb::arg("fanouts"), nb::arg("fanouts_by_type"),
-          nb::arg("replace") = false, nb::arg("weighted") = false, nb::arg("seed") = 0,
-          nb::arg("disjoint") = false, nb::arg("time_source") = "none",
-          nb::arg("temporal_strategy") = "uniform", nb::arg("node_time") = NodeTimes{},
+          nb::arg("graph"), nb::arg("options"), nb::arg("node_time") = NodeTimes{},
           nb::arg("edge_time") = EdgeTimes{},
           "CPU sampling over a host graph (HeteroGraph), or CUDA sampling over a placed one "
           "(CudaHeteroGraph; e.g. opened by handle; temporal: placed from attach_hetero_times, "
@@ -272,17 +235,13 @@ void bind_hetero(nb::module_& m) {
   bind_hetero_sampler(m);
   m.def(
       "attach_hetero_times",
-      [](const HeteroGraph& graph, const std::string& time_source, bool weighted,
-         const NodeTimes& node_time, const EdgeTimes& edge_time) {
-        HeteroSamplerOptions options;
-        options.time_source = time_source_from_name(time_source);
-        options.weighted = weighted;
+      [](const HeteroGraph& graph, const HeteroSamplerOptions& options, const NodeTimes& node_time,
+         const EdgeTimes& edge_time) {
         HeteroTimes times = hetero_times(node_time, edge_time);
         nb::gil_scoped_release release;
         return attach_hetero_times(graph, options, times);
       },
-      nb::arg("graph"), nb::arg("time_source"), nb::arg("weighted"), nb::arg("node_time"),
-      nb::arg("edge_time"),
+      nb::arg("graph"), nb::arg("options"), nb::arg("node_time"), nb::arg("edge_time"),
       "The graph a temporal sampler reads (hetero_sampler.h): each timed edge type's entry "
       "times attached, its rows sorted by them; what a GPU sampler's graph is placed from.");
 }

@@ -167,18 +167,6 @@ nb::dict batch_to_python(BatchLike& batch) {
   return result;
 }
 
-// HeteroNeighborSampler.sample's dict of a heterogeneous batch (bind_hetero.cc): nodes,
-// num_seeds, nodes_per_hop, rows, cols, edge_ids, edges_per_hop (id lists as numpy arrays), and
-// batch when disjoint. Shared with the distributed heterogeneous client (bind_dist_hetero.cc).
-nb::dict hetero_subgraph_dict(HeteroSampledSubgraph& out);
-// HeteroNeighborSampler's options from the Python arguments (bind_hetero.cc).
-HeteroSamplerOptions hetero_sampler_options(
-    const std::vector<int64_t>& fanouts,
-    const std::vector<std::pair<std::tuple<std::string, std::string, std::string>,
-                                std::vector<int64_t>>>& fanouts_by_type,
-    bool replace, bool weighted, uint64_t seed, bool disjoint, const std::string& time_source,
-    const std::string& temporal_strategy);
-
 void bind_core(nb::module_& m);
 void bind_graph(nb::module_& m);
 void bind_dataset(nb::module_& m);

@@ -1,5 +1,6 @@
 """What both dataset kinds (``Dataset`` and ``HeteroDataset``) share: the native dataset behind
-them, its name and graph, and the PyG class that ``to_pyg`` builds."""
+them, its name and graph, and the PyG class that ``to_pyg`` builds; and what every native view
+(the datasets, a ``HeteroGraph``) shares: its memory with other processes."""
 
 from __future__ import annotations
 
@@ -9,22 +10,23 @@ from . import _tensor
 from ._volley import VolleyImportError
 
 
-class NativeDatasetView:
-    """A Python view of a native dataset (``_native``); ``_graph_class`` wraps its graph."""
+class NativeView:
+    """A Python view of a native object (``_native``: a dataset of either kind, a typed graph)
+    whose arrays other processes attach to."""
 
-    _graph_class: type
     _native: Any
     # The kind's native sharing functions (``volley._share``): share, is shared, state, attach.
     _sharing: Tuple[Callable[[Any], Any], ...]
 
     def share_memory_(self) -> Any:
-        """Moves the graph and every array into shared memory, once, and returns self.
+        """Moves the graph (every edge type's arrays) and, for a dataset, every array into shared
+        memory, once, and returns self.
 
         Arrays already in shared memory are kept (idempotent); memory-mapped arrays are copied
-        into shared memory too (one copy for all processes). Afterwards pickling the dataset
+        into shared memory too (one copy for all processes). Afterwards pickling the object
         sends handles and the receiving process attaches to the same memory — zero-copy;
         ``dataset.graph``, its arrays and the loaders built on it use the shared arrays.
-        Pickling an unshared dataset shares it first. Views taken before the call keep the old
+        Pickling an unshared object shares it first. Views taken before the call keep the old
         memory. See ``volley._share`` for lifetime rules (nothing leaks, even after
         ``kill -9``).
 
@@ -36,18 +38,24 @@ class NativeDatasetView:
 
     @property
     def is_shared(self) -> bool:
-        """Whether the graph and every array are in shared memory."""
+        """Whether the graph (every edge type's arrays) and every array are in shared memory."""
         return bool(self._sharing[1](self._native))
 
     def __reduce__(self) -> tuple:
-        self.share_memory_()  # pickling an unshared dataset shares it first
-        return _attach_dataset, (type(self), self._sharing[2](self._native))
+        self.share_memory_()  # pickling an unshared object shares it first
+        return _attach_view, (type(self), self._sharing[2](self._native))
 
     @classmethod
     def _from_native(cls, native: Any) -> Any:
-        dataset = cls.__new__(cls)
-        dataset._native = native
-        return dataset
+        view = cls.__new__(cls)
+        view._native = native
+        return view
+
+
+class NativeDatasetView(NativeView):
+    """A Python view of a native dataset (``_native``); ``_graph_class`` wraps its graph."""
+
+    _graph_class: type
 
     @property
     def name(self) -> str:
@@ -77,6 +85,7 @@ class NativeDatasetView:
         return torch, getattr(pyg_data, class_name)
 
 
-def _attach_dataset(cls: type, state: tuple) -> Any:
-    """Unpickles a dataset of class ``cls`` by attaching to its shared arrays."""
+def _attach_view(cls: type, state: tuple) -> Any:
+    """Unpickles a view of class ``cls`` (a dataset, a typed graph) by attaching to its shared
+    arrays."""
     return cls._from_native(cls._sharing[3](state))

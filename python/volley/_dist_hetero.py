@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from . import _policy, _tensor, _volley
+from . import _policy, _temporal, _volley
 from ._policy import is_hetero_input
 from ._volley import VolleyValueError
 from .dist import DistNeighborLoader, _connection, _stream_server, _topology
@@ -54,13 +54,6 @@ class _ServiceGraph:
         self.num_nodes_dict: Dict[str, int] = {t["name"]: int(t["num_nodes"])
                                                for t in info["node_types"]}
         self.num_edges_dict = dict(zip(self.edge_types, info["num_edges"]))
-
-
-def _fanout_lists(num_neighbors: Any, default: Optional[List[int]]) -> tuple:
-    """``(fanouts, [(edge type tuple, fanouts), ...])`` as the native calls take them, checked as
-    every loader checks them (``_policy.check_fanouts``)."""
-    fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
-    return fanouts, [(tuple(edge_type), values) for edge_type, values in by_type]
 
 
 class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
@@ -118,21 +111,28 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         self.graph = _ServiceGraph(info)
         self.data = None
         self.subgraph_type = "directional"
-        if self._takes_input_nodes:
-            self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
-                input_nodes, self.graph.num_nodes_dict)
-            time_source = self._temporal(info, time_attr, input_time, temporal_strategy)
-        else:  # the link loader's seeds are edges, untimed (_dist_hetero_link refuses time)
-            self.time_attr, self.temporal_strategy, self.input_time = None, temporal_strategy, None
-            time_source = "none"
+        # The service's times by dist.py's rules (a link loader's edges are untimed: refused).
+        timed_types = {t["name"] for t in info["node_types"] if t.get("has_node_time")}
+        service = dict(dataset_name=info["dataset_name"], has_node_time=bool(timed_types),
+                       has_edge_time=any(info.get("has_edge_time", [])),
+                       time_hint="add them with volley.hetero_partition.write_times")
+        time_source = _temporal.service_time_source(service, time_attr, input_time,
+                                                    temporal_strategy, None)
+        self._set_inputs(input_nodes, input_time, time_attr, temporal_strategy, time_source,
+                         timed_types)
         self.disjoint = bool(disjoint) or time_source != "none"
-        self._set_options(batch_size, shuffle, drop_last,
-                          num_workers if num_workers else max(4, os.cpu_count() or 1), prefetch,
-                          seed, rank, world_size)
-        self._fanouts, self._by_type = _fanout_lists(num_neighbors, default)
-        self._sampling = dict(replace=bool(replace), weighted=bool(weighted),
-                             disjoint=bool(disjoint), time_source=time_source,
-                             temporal_strategy=temporal_strategy)
+        self._set_options(
+            None, len(self.input_nodes) if self._takes_input_nodes else 0, batch_size=batch_size,
+            shuffle=shuffle, drop_last=drop_last, prefetch=prefetch, seed=seed, rank=rank,
+            num_workers=num_workers if num_workers else max(4, os.cpu_count() or 1),
+            world_size=world_size, input_time=self.input_time)
+        fanouts, by_type = _policy.check_fanouts(num_neighbors, default, typed=True)
+        # The sampling options, as the local samplers take them (fanouts per edge type in
+        # ``fanouts_by_type``): the service's source samples with them, or the streaming server.
+        self._sampling = _volley.NeighborSamplerOptions(
+            fanouts, replace=bool(replace), weighted=bool(weighted), disjoint=bool(disjoint),
+            time_source=time_source, temporal_strategy=temporal_strategy)
+        self._sampling.fanouts_by_type = by_type
         self._feature_dtype = feature_dtype or ""
         self.node_sampler, self._tables = None, {}  # (x and y are the service's own fields)
         self.transform = transform
@@ -142,57 +142,27 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         self._edge_attrs = {t: {} for t in self.graph.edge_types}
         self._graph_attrs: Dict[str, Any] = {}
         self._explicit_num_nodes: set = set()
-        self._native = self._native_pipeline() if self._takes_input_nodes else None
+        self._native = self._create_native(self.input_nodes) if self._takes_input_nodes else None
 
-    def _native_pipeline(self) -> Any:
+    def _create_native(self, inputs: np.ndarray) -> Any:
         """The native typed pipeline: worker topology, the typed loader over a
         ``DistHeteroSource`` (which samples across the servers and gathers ``x`` / ``y``);
         server-client, a ``ServerClientLoader`` whose server runs that loader."""
-        self._options.input_time = self.input_time
-        return self._create_native(self.input_nodes)
-
-    def _create_native(self, inputs: np.ndarray) -> Any:
         if self.topology == "worker":
             return super()._create_native(inputs)
         from ._dist_service import _native
 
         self._tables = {}
-        self._options.sampler = self._sampler_options()  # (the server's loader samples with it)
+        self._options.sampler = self._sampling  # (the server's loader samples with it)
         return _native().ServerClientLoader(
             self._server, inputs, self._options, input_type=self.input_type,
             typed_feature_dtype=self._feature_dtype, **self._connection)
 
-    def _sampler_options(self) -> Any:
-        """The typed sampling options as one ``NeighborSamplerOptions`` (fanouts per edge type
-        in ``fanouts_by_type``)."""
-        options = _volley.NeighborSamplerOptions(self._fanouts, **self._sampling)
-        options.fanouts_by_type = self._by_type
-        return options
-
     def _typed_source(self) -> Any:
         from ._dist_service import _native
 
-        return _native().DistHeteroSource(self.client, self._fanouts, self._by_type,
-                                          feature_dtype=self._feature_dtype, **self._sampling)
-
-    def _temporal(self, info: Dict[str, Any], time_attr: Optional[str], input_time: Any,
-                  temporal_strategy: str) -> str:
-        """Sets ``time_attr``, ``temporal_strategy`` and ``input_time`` (per input node, or None:
-        the seeds' own node times); returns the time source ("none", "node", "edge") the
-        service's times give ``time_attr`` (dist.py's rules), checked as the local loader."""
-        from . import _temporal
-
-        timed_types = {t["name"]: None for t in info["node_types"] if t.get("has_node_time")}
-        service = dict(dataset_name=info["dataset_name"], has_node_time=bool(timed_types),
-                       has_edge_time=any(info.get("has_edge_time", [])),
-                       time_hint="add them with volley.hetero_partition.write_times")
-        source = _temporal.service_time_source(service, time_attr, input_time, temporal_strategy, None)
-        self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
-        self.input_time = _temporal.input_times(
-            input_time, source, len(self.input_nodes),
-            (lambda: None) if self.input_type in timed_types else None,
-            of=f" of type '{self.input_type}'")
-        return source
+        return _native().DistHeteroSource(self.client, self._sampling,
+                                          feature_dtype=self._feature_dtype)
 
     def _connect(self, addresses: Any, local: Any, server: Any, connection: Dict[str, Any],
                  rank: Optional[int], world_size: Optional[int], input_type: str = "",

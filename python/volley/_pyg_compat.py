@@ -29,6 +29,31 @@ REFUSED = ("collate_fn", "dataset")
 SUBGRAPH_TYPES = ("directional", "bidirectional", "induced")
 
 
+def read_loader_arguments(loader: Any, data: Any, kwargs: Dict[str, Any], *,
+                          temporal_strategy: str, neighbor_sampler: Any, subgraph_type: Any,
+                          directed: bool, is_sorted: bool, filter_per_worker: Optional[bool],
+                          pin_memory: bool, transform_sampler_output: Any, seed: Optional[int],
+                          generator: Any) -> Tuple[Any, int]:
+    """PyG's loader arguments, checked and kept on ``loader`` alike by every local loader of
+    either graph kind (node or link): unknown keywords, ``temporal_strategy``, a custom
+    ``neighbor_sampler`` (refused), the subgraph type and the hints. Returns ``data`` (a remote
+    backend's, as Volley reads it) and the base seed (drawn from ``generator`` when None)."""
+    from ._temporal import check_strategy
+
+    check_loader_kwargs(kwargs)
+    data = from_remote_backend(data)
+    check_strategy(temporal_strategy)
+    if neighbor_sampler is not None:
+        raise _volley.VolleyNotImplementedError(
+            f"neighbor_sampler={type(neighbor_sampler).__name__}: a custom PyG sampler cannot "
+            "drive Volley's C++ pipeline; pass None")
+    loader.subgraph_type = subgraph_type_name(subgraph_type, directed)
+    loader.filter_per_worker, loader.is_sorted = filter_per_worker, bool(is_sorted)
+    loader.transform_sampler_output = transform_sampler_output
+    loader.pin_memory = bool(pin_memory)
+    return data, (seed_from_generator(generator) if seed is None else seed)
+
+
 def check_loader_kwargs(kwargs: Dict[str, Any]) -> None:
     """Refuses a DataLoader argument PyG's NeighborLoader cannot take, or an unknown one."""
     for key in kwargs:

@@ -21,10 +21,9 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _share, _tensor, _volley
-from ._dataset_base import NativeDatasetView
+from ._dataset_base import NativeDatasetView, NativeView
 from ._volley import HeteroDatasetNative as _NativeDataset
 from ._volley import HeteroGraph as _NativeGraph
-from ._volley import HeteroNeighborSampler as _NativeSampler
 from ._volley import NodeTypeData as _NodeTypeData
 from ._volley import VolleyTypeError, VolleyValueError
 from ._volley import build_bipartite_csr as _build_bipartite_csr
@@ -61,12 +60,16 @@ def edge_type_of(value: Any) -> EdgeType:
         f"an edge type is a (src, relation, dst) tuple of strings, got {value!r}")
 
 
-class HeteroGraph:
+class HeteroGraph(NativeView):
     """Typed nodes and typed edges (immutable; arrays shared, zero-copy).
 
     Build one with ``HeteroGraph.from_edge_index_dict`` or ``HeteroGraph.from_pyg``;
-    ``HeteroDataset.graph`` holds one.
+    ``HeteroDataset.graph`` holds one. ``share_memory_`` / pickling: as a dataset's
+    (``NativeView``; as ``Graph.share_memory_``).
     """
+
+    _sharing = (_share.share_hetero_graph, _volley.hetero_graph_is_shared,
+                _share.hetero_graph_state, _share.attach_hetero_graph)
 
     def __init__(self, native: _NativeGraph):
         """Wraps a native graph (use the ``from_*`` constructors instead)."""
@@ -189,31 +192,10 @@ class HeteroGraph:
         """``{edge_type: edge_index}`` (see ``edge_index``)."""
         return {t: self.edge_index(t) for t in self.edge_types}
 
-    def share_memory_(self) -> "HeteroGraph":
-        """Moves every edge type's arrays into shared memory, once, and returns self: as
-        ``Graph.share_memory_`` (pickling then sends handles; an unshared graph is shared
-        first)."""
-        self._native = _share.share_hetero_graph(self._native)
-        return self
-
-    @property
-    def is_shared(self) -> bool:
-        """Whether every edge type's arrays are in shared memory."""
-        return bool(_volley.hetero_graph_is_shared(self._native))
-
-    def __reduce__(self) -> tuple:
-        self.share_memory_()  # pickling an unshared graph shares it first
-        return _attach_hetero_graph, (_share.hetero_graph_state(self._native),)
-
     def __repr__(self) -> str:
         nodes = ", ".join(f"{n}={c}" for n, c in self._native.node_types)
         edges = ", ".join(f"{'__'.join(t)}={c}" for t, c in self.num_edges_dict.items())
         return f"HeteroGraph(nodes: {nodes}; edges: {edges})"
-
-
-def _attach_hetero_graph(state: tuple) -> HeteroGraph:
-    """Unpickles a ``HeteroGraph`` by attaching to its shared arrays."""
-    return HeteroGraph(_share.attach_hetero_graph(state))
 
 
 class HeteroDataset(NativeDatasetView):

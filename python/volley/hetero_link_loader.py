@@ -25,7 +25,8 @@ import numpy as np
 from . import _policy, _pyg_compat, _temporal, _tensor, _volley
 from ._volley import VolleyValueError
 from .hetero_loader import HeteroNeighborLoader
-from .link_loader import LinkNeighborLoader, _edge_label, _edge_label_index, _edge_label_time
+from .link_loader import (LinkNeighborLoader, _edge_label, _edge_label_index, _edge_label_time,
+                          _link_fields)
 from .loader import TYPED_LOADERS, NeighborLoader
 
 
@@ -160,13 +161,6 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
         with no input nodes: the typed body of this class's node loader)."""
         NeighborLoader.__init__(self, data, num_neighbors, input_nodes=None, **args)
 
-    def _rebuild_native(self) -> None:
-        self._native = self._native_link_pipeline()
-
-    # PyG's loader(index): a one-batch native link loader over the supervision edges at those
-    # positions, as the homogeneous link loader builds it (its _create_native is this one's).
-    __call__ = LinkNeighborLoader.__call__
-
     def _create_native(self, inputs: Any) -> Any:  # pylint: disable=unused-argument
         return self._native_link_pipeline()
 
@@ -190,34 +184,19 @@ class HeteroLinkNeighborLoader(HeteroNeighborLoader, LinkNeighborLoader):  # pyl
 
     def _to_batch(self, raw: dict) -> Any:
         """The ``HeteroData`` of a native typed link batch (``EpochIterator``)."""
-        out = _tensor.to_output
         positions = _tensor.to_numpy(raw["input_id"])
         positives = (self.edge_label_index[0, positions], self.edge_label_index[1, positions])
         batch = self._native_batch(raw, lambda nodes, edges, counts: self._exclude(
             nodes, edges, counts, positives))
-        src_type, _, dst_type = self.edge_type
-        mode, amount = self.neg_sampling[:2]
-        store = batch[self.edge_type]
-        store.input_id = out(raw["input_id"])
-        time = None if self.edge_label_time is None else self.edge_label_time[positions]
-        if mode == "triplet":
-            batch[src_type].src_index = out(raw["src_index"])
-            batch[dst_type].dst_pos_index = out(raw["dst_pos_index"])
-            negatives = out(raw["dst_neg_index"])
-            batch[dst_type].dst_neg_index = negatives.squeeze(-1) if amount == 1 else negatives
-            if time is not None:
-                batch[src_type].seed_time = _tensor.to_output(time)
-                batch[dst_type].seed_time = _tensor.to_output(time)
-        else:
-            store.edge_label_index = out(raw["edge_label_index"])
-            if raw["edge_label"] is not None:
-                store.edge_label = out(raw["edge_label"])
-            if time is not None:  # pair j takes the time of positive j mod B
-                store.edge_label_time = _tensor.to_output(
-                    np.resize(time, store.edge_label_index.shape[1]))
-        if self.device is not None:  # sampled on the device, assembled on the host
-            batch = batch.to(self.device)
-        return self.transform(batch) if self.transform is not None else batch
+        batch[self.edge_type].input_id = _tensor.to_output(raw["input_id"])
+        ends = dict(src_index=self.edge_type[0], dst_pos_index=self.edge_type[2],
+                    dst_neg_index=self.edge_type[2])
+        for key, value in _link_fields(self, raw, _tensor.to_output).items():
+            if key == "seed_time":  # on both end types
+                batch[self.edge_type[0]].seed_time = batch[self.edge_type[2]].seed_time = value
+            elif value is not None:
+                batch[ends.get(key, self.edge_type)][key] = value
+        return self._delivered(batch)
 
     def _negative_sampler(self, weights: dict, node_time: dict, distribution: str,
                           degree_power: float, reject_existing: bool, max_draws: int) -> Any:

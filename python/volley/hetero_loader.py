@@ -16,15 +16,14 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from . import _cuda, _policy, _pyg_compat, _temporal, _tensor, _volley
 from ._data_loader import LoaderBase
-from ._epoch import EpochIterator
 from .loader import TYPED_LOADERS, NeighborLoader
-from ._volley import VolleyNotImplementedError, VolleyValueError
+from ._volley import VolleyValueError
 from .hetero import HeteroDataset, HeteroGraph
 from .hetero_sampler import HeteroNeighborSampler
 
@@ -108,34 +107,24 @@ class HeteroNeighborLoader(NeighborLoader):
 
     def _init_typed(
         self, *, data: Any, num_neighbors: Any, input_nodes: Any, input_time: Any, replace: bool,
-        subgraph_type: Any, disjoint: bool, temporal_strategy: str, time_attr: Optional[str],
-        weight_attr: Optional[str], transform: Optional[Callable[[Any], Any]],
-        transform_sampler_output: Optional[Callable[[Any], Any]], is_sorted: bool,
-        filter_per_worker: Optional[bool], neighbor_sampler: Any, directed: bool,
-        batch_size: int, shuffle: bool, num_workers: int, drop_last: bool, pin_memory: bool,
-        generator: Any, seed: Optional[int], weighted: bool, prefetch: Optional[int],
-        rank: Optional[int], world_size: Optional[int], device: Any, mode: Optional[str],
-        default: Optional[List[int]], copy: bool, feature_dtype: Optional[str],
-        cache_bytes: Any, policy: Optional[str], lookahead: Optional[int],
-        _on_batch_start: Optional[Callable[[int], None]], kwargs: Dict[str, Any],
+        disjoint: bool, temporal_strategy: str, time_attr: Optional[str],
+        weight_attr: Optional[str], transform: Optional[Callable[[Any], Any]], batch_size: int,
+        shuffle: bool, num_workers: int, drop_last: bool, seed: int, weighted: bool,
+        prefetch: Optional[int], rank: Optional[int], world_size: Optional[int], device: Any,
+        mode: Optional[str], default: Optional[List[int]], copy: bool,
+        feature_dtype: Optional[str], cache_bytes: Any, policy: Optional[str],
+        lookahead: Optional[int], _on_batch_start: Optional[Callable[[int], None]], **_: Any,
     ) -> None:
         """``NeighborLoader.__init__``'s body for a typed graph (its signature, written once,
-        holds the defaults and the documentation)."""
-        _pyg_compat.check_loader_kwargs(kwargs)
-        data = _pyg_compat.from_remote_backend(data)
+        holds the defaults and the documentation; PyG's arguments are read there for both kinds,
+        ``_pyg_compat.read_loader_arguments``)."""
         temporal = time_attr is not None or input_time is not None
         ordinal, mode = _cuda.resolve(device, mode)
         # Batches land where the model is: the device's tensors (the CPU on the emulated one).
         self.device = None if ordinal is None else _cuda.torch_device(ordinal)
         # As the homogeneous loader refuses them (and the C++ sampler weighted temporal picks).
-        if (bool(disjoint) or temporal) and _pyg_compat.subgraph_type_name(
-                subgraph_type, directed) == "induced":
+        if (bool(disjoint) or temporal) and self.subgraph_type == "induced":
             raise VolleyValueError("disjoint sampling does not support subgraph_type='induced'")
-        if neighbor_sampler is not None:
-            raise VolleyNotImplementedError(
-                f"neighbor_sampler={type(neighbor_sampler).__name__}: a custom PyG sampler cannot "
-                "drive Volley's C++ pipeline; pass None")
-        self.subgraph_type = _pyg_compat.subgraph_type_name(subgraph_type, directed)
         self.data = data.to_pyg() if isinstance(data, HeteroDataset) else data
         # A HeteroDataset's features through its native stores (the disk tier past half the RAM,
         # the row cache of cache_bytes / policy), in place of to_pyg's x while that stays.
@@ -145,88 +134,54 @@ class HeteroNeighborLoader(NeighborLoader):
                                  policy)
         self._dataset_x = {t: (self.data[t].x, x) for t, x in rows.items()}
         self.graph = _typed_graph(data, weight_attr)
-        if seed is None:
-            seed = _pyg_compat.seed_from_generator(generator)
         _policy.check_fanouts(num_neighbors, default, typed=True)
-        if self._takes_input_nodes:
-            self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
-                input_nodes, self.graph.num_nodes_dict)
-        self._set_options(batch_size, shuffle, drop_last, num_workers, prefetch, seed, rank,
-                          world_size, feature_dtype, lookahead, _on_batch_start)
+        source, times = "none", {}
+        if time_attr is not None:
+            source, times = _temporal.typed_times(self.data, time_attr)
+        self._set_inputs(input_nodes, input_time, time_attr, temporal_strategy, source, times)
+        times = {} if source == "none" else {f"{source}_time": times}  # the sampler's keyword
+        self._set_options(
+            None, len(self.input_nodes) if self._takes_input_nodes else 0, batch_size=batch_size,
+            shuffle=shuffle, drop_last=drop_last, num_workers=num_workers, prefetch=prefetch,
+            seed=seed, rank=rank, world_size=world_size, feature_dtype=feature_dtype or "float32",
+            on_batch_start=_on_batch_start, lookahead=lookahead, input_time=self.input_time)
         # (a HeteroDataset's x is float32 unless asked otherwise, as to_pyg gives it)
         self.copy, self._x_dtype = bool(copy), feature_dtype or ("float32" if rows else None)
-        times = self._temporal(time_attr, input_time, temporal_strategy)
         self.disjoint = bool(disjoint) or bool(times)
         self.node_sampler = HeteroNeighborSampler(
             self.graph, num_neighbors, replace=replace, weighted=weighted or weight_attr is not None,
             seed=self.seed, default=default, disjoint=bool(disjoint),
             temporal_strategy=temporal_strategy, device=ordinal, mode=mode, **times)
-        self.transform, self.transform_sampler_output = transform, transform_sampler_output
-        self.is_sorted, self.filter_per_worker = bool(is_sorted), filter_per_worker
-        self.pin_memory = bool(pin_memory)
+        self.transform = transform
         self._epoch = 0
-        self._node_attrs, self._edge_attrs, self._graph_attrs = self._attributes()
+        self._read_attributes()
         self._explicit_num_nodes = {t for t in self.data.node_types if "num_nodes" in self.data[t]}
         self._attribute_key = _pyg_compat.attribute_key(self.data)
-        self._native = self._native_pipeline() if self._takes_input_nodes else None
+        self._native = self._create_native(self.input_nodes) if self._takes_input_nodes else None
 
-    def _reread_attributes(self) -> None:
-        """``LoaderBase._refresh_attributes`` for a ``HeteroData``: the attributes per type
-        read again, the native pipeline rebuilt over them."""
-        self._node_attrs, self._edge_attrs, self._graph_attrs = self._attributes()
-        self._rebuild_native()
-
-    def _rebuild_native(self) -> None:
-        """The native pipeline over the current attributes (``_native_pipeline``)."""
-        self._native = self._native_pipeline() if self._takes_input_nodes else None
-
-    collate_fn = LoaderBase.collate_fn  # positions of the input nodes, as ``__call__`` takes
+    _call_argument = "positions"  # loader(positions): the name its errors give the argument
     _sampler_native = LoaderBase._sampler_native  # a framework sampler's batches: collate_fn
 
-    def _temporal(self, time_attr: Optional[str], input_time: Any,
-                  temporal_strategy: str) -> Dict[str, Any]:
-        """Sets ``time_attr``, ``temporal_strategy`` and ``input_time`` (per input node, or None:
-        the seeds' own node times, or no input nodes); returns the sampler's ``node_time`` /
-        ``edge_time`` keyword."""
-        if temporal_strategy not in ("uniform", "last"):
-            raise VolleyValueError(
-                f"temporal_strategy must be 'uniform' or 'last', got {temporal_strategy!r}")
-        self.time_attr, self.temporal_strategy = time_attr, temporal_strategy
-        source, times = "none", {}
-        if time_attr is not None:
-            source, times = _temporal.typed_times(self.data, time_attr)
-        self.input_time = None  # the link loader's seed times come with its edges
+    def _set_inputs(self, input_nodes: Any, input_time: Any, time_attr: Optional[str],
+                    temporal_strategy: str, source: str, timed_types: Any) -> None:
+        """Sets the input nodes (``input_type``, ``input_nodes``), ``time_attr``,
+        ``temporal_strategy`` and ``input_time`` (per input node, or None: the seeds' own node
+        times, or no input nodes) of either typed loader, local or over the service: ``source``
+        is the time source, ``timed_types`` the node types with node time. A link loader's
+        inputs are its edges (set by it, with their times)."""
+        self.time_attr, self.temporal_strategy, self.input_time = time_attr, temporal_strategy, None
         if self._takes_input_nodes:
+            self.input_type, self.input_nodes, self._input_by_id = _policy.typed_input_nodes(
+                input_nodes, self.graph.num_nodes_dict)
             self.input_time = _temporal.input_times(
                 input_time, source, len(self.input_nodes),
-                (lambda: None) if self.input_type in times else None,
+                (lambda: None) if self.input_type in timed_types else None,
                 of=f" of type '{self.input_type}'")
-        if source == "none":
-            return {}
-        return {"node_time": times} if source == "node" else {"edge_time": times}
-
-    def _set_options(self, batch_size: Any, shuffle: Any, drop_last: Any, num_workers: Any,
-                     prefetch: Any, seed: Any, rank: Any, world_size: Any,
-                     feature_dtype: Optional[str] = None, lookahead: Optional[int] = None,
-                     on_batch_start: Optional[Callable[[int], None]] = None) -> None:
-        """The epoch policy's options (``_policy.loader_options``: the homogeneous loader's
-        checks, epoch order, rank split and epoch seeds, and of ``feature_dtype``, ``lookahead``
-        and the per-batch hook), and their values as attributes."""
-        inputs = len(self.input_nodes) if self._takes_input_nodes else 0
-        self._options = _policy.loader_options(
-            None, num_inputs=inputs, batch_size=batch_size, shuffle=shuffle,
-            drop_last=drop_last, num_workers=num_workers, prefetch=prefetch, seed=seed,
-            rank=rank, world_size=world_size, feature_dtype=feature_dtype or "float32",
-            on_batch_start=on_batch_start)
-        if lookahead is not None:
-            self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
-        self._adopt_options()
-        self.prefetch = self._options.prefetch or 2 * self.num_workers
 
     # --- attributes ------------------------------------------------------------------------
-    def _attributes(self) -> Tuple[dict, dict, dict]:
+    def _read_attributes(self) -> None:
         """Which attributes of ``data`` are node-level / edge-level (indexed per batch) and
-        which are copied as they are."""
+        which are copied as they are (``_node_attrs``, ``_edge_attrs``, ``_graph_attrs``)."""
         from .feature import Feature
 
         nodes, edges, other = {}, {}, {}
@@ -251,40 +206,9 @@ class HeteroNeighborLoader(NeighborLoader):
                 and value.shape[0] == count}
         for key, value in getattr(self.data, "_global_store", {}).items():
             other[key] = value
-        return nodes, edges, other
-
-    # --- epochs ----------------------------------------------------------------------------
-    def __len__(self) -> int:
-        """Batches per epoch of this rank."""
-        custom = self._custom_len()
-        if custom is not None:
-            return custom
-        return _volley.num_batches(len(self.input_nodes), self._options)
-
-    def rank_positions(self, epoch: int) -> np.ndarray:
-        """Positions in the input list that this rank visits in epoch ``epoch``, in batch order
-        (int64): the homogeneous loader's policy (``NeighborLoader.rank_positions``)."""
-        return _volley.epoch_positions(len(self.input_nodes), self._options,
-                                       _policy.check_epoch(epoch))
-
-    def __iter__(self) -> Iterator[Any]:
-        custom = self._custom_epoch()
-        if custom is not None:
-            return custom
-        self._refresh_attributes()
-        epoch, first = self._epoch, self._begin_epoch()
-        self._epoch += 1
-        return EpochIterator(self, self._start_native(epoch, first))
+        self._node_attrs, self._edge_attrs, self._graph_attrs = nodes, edges, other
 
     # --- the C++ pipeline ------------------------------------------------------------------
-    def _native_pipeline(self) -> Any:
-        """The homogeneous loader's C++ pipeline over the typed source (its epochs, workers,
-        ordered queue and attribute gathers). Induced and bidirectional subgraphs take the
-        native batch's nodes and recompute its edges (``_native_batch``), whose tables Python
-        then gathers."""
-        self._options.input_time = self.input_time
-        return self._create_native(self.input_nodes)
-
     def _create_native(self, inputs: np.ndarray) -> Any:
         """The native typed loader over the input nodes ``inputs`` with ``self._options`` (which
         ``_pyg_compat.sample_seeds`` replaces for ``loader(positions)``), with the attribute
@@ -358,17 +282,6 @@ class HeteroNeighborLoader(NeighborLoader):
                                                        counts, trees, rows)
         return self._assemble(nodes, edges, counts, trees, rows)
 
-    def __call__(self, positions: Any) -> Any:
-        """The batch of the input nodes at ``positions``: batch index 0 of the current epoch's
-        seed, as the homogeneous ``loader(index)`` (a one-batch native loader)."""
-        self._refresh_attributes()
-        positions = _policy.input_positions(positions, len(self.input_nodes), "positions")
-        if len(positions) == 0:
-            raise VolleyValueError("positions is empty: there is no batch of zero seeds")
-        times = None if self.input_time is None else self.input_time[positions]
-        raw = _pyg_compat.sample_seeds(self, self.input_nodes[positions], times)
-        return self._finish(self._native_batch(raw), positions)
-
     # --- one batch -------------------------------------------------------------------------
     def _finish(self, out: Any, positions: np.ndarray) -> Any:
         """The input fields of a batch of the input nodes at ``positions``; on ``device``;
@@ -382,9 +295,13 @@ class HeteroNeighborLoader(NeighborLoader):
         store.batch_size = int(len(positions))
         if seed_time is not None:
             store.seed_time = torch.from_numpy(seed_time)
+        return self._delivered(out)
+
+    def _delivered(self, batch: Any) -> Any:
+        """A finished batch on ``device`` (sampled there, assembled on the host), transformed."""
         if self.device is not None:
-            out = out.to(self.device)
-        return self.transform(out) if self.transform is not None else out
+            batch = batch.to(self.device)
+        return self.transform(batch) if self.transform is not None else batch
 
     def _assemble(self, nodes: dict, edges: dict, counts: Any, trees: dict,
                   rows: Dict[Any, dict]) -> Any:

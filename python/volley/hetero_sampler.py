@@ -31,6 +31,7 @@ from . import _cuda, _policy, _temporal, _tensor, _volley
 from ._volley import HeteroNeighborSampler as _NativeSampler
 from ._volley import VolleyTypeError, VolleyValueError
 from .hetero import EdgeType, HeteroDataset, HeteroGraph, edge_type_of
+from .sampler import NeighborSampler
 
 
 class HeteroNeighborSampler:
@@ -131,27 +132,27 @@ class HeteroNeighborSampler:
             node_time=dict(self._node_time) or None, edge_time=dict(edge_times) or None,
             temporal_strategy=str(temporal_strategy), device=ordinal, mode=self._mode)
         self._placed = None  # the graph placed for the GPU (a native CudaHeteroGraph)
-        self._native_options = dict(
-            fanouts=fanouts, fanouts_by_type=by_type, replace=bool(replace),
-            weighted=bool(weighted), seed=self._seed, disjoint=bool(disjoint),
-            time_source=self._time_source, temporal_strategy=str(temporal_strategy),
-            node_time=list(self._node_time.items()), edge_time=edge_times)
+        # One NeighborSamplerOptions, as every sampler and loader of either graph kind takes them.
+        self._native_options = _volley.NeighborSamplerOptions(
+            fanouts, replace=bool(replace), weighted=bool(weighted), seed=self._seed,
+            disjoint=bool(disjoint), time_source=self._time_source,
+            temporal_strategy=str(temporal_strategy))
+        self._native_options.fanouts_by_type = by_type
+        self._times = (list(self._node_time.items()), edge_times)
         if ordinal is not None:
             native = graph._native
             if self._time_source != "none":  # the GPU reads the times the CPU sampler reads
-                native = _volley.attach_hetero_times(
-                    native, self._time_source, bool(weighted), self._native_options["node_time"],
-                    edge_times)
+                native = _volley.attach_hetero_times(native, self._native_options, *self._times)
             self._use_placed(_volley.CudaHeteroGraph.place(native, self._mode, ordinal))
         else:
-            self._native = _NativeSampler(graph._native, **self._native_options)
+            self._native = _NativeSampler(graph._native, self._native_options, *self._times)
 
     def _use_placed(self, placed: Any) -> None:
         """Samples with the CUDA kernels over ``placed`` (a native ``CudaHeteroGraph``: placed
         here, or opened by handle in another process), kept as ``self._placed``."""
         self._placed = placed
         self._device, self._mode = placed.device, placed.mode
-        self._native = _NativeSampler(placed, **self._native_options)
+        self._native = _NativeSampler(placed, self._native_options, *self._times)
 
     @property
     def graph(self) -> HeteroGraph:
@@ -267,38 +268,14 @@ class HeteroNeighborSampler:
                 _temporal.as_times(seed_time[t], f"seed times of node type '{t}'")
                 for t, _ in groups]
 
-    def share_memory_(self) -> "HeteroNeighborSampler":
-        """Moves the graph into shared memory (``HeteroGraph.share_memory_``), and on a CUDA
-        device the placed graph, once, to memory other processes open by handle (CUDA IPC for
-        device memory, pinned memory registered in each process), so that a pickled copy
-        samples from the same memory, with no second copy (as ``NeighborSampler.share_memory_``).
-        """
-        self._graph.share_memory_()
-        if self._placed is not None and not self._placed.shareable:
-            self._placed.share_memory_()  # in place: one copy, the old arrays freed
-            self._use_placed(self._placed)
-        return self
+    # NeighborSampler's, for either graph kind: the graph shared, a GPU placement moved once to
+    # memory other processes open; pickled as the graph, the options and the placement.
+    share_memory_ = NeighborSampler.share_memory_
+    __reduce__ = NeighborSampler.__reduce__
 
-    def __reduce__(self) -> tuple:
-        """Pickled as its graph (by handle, as ``HeteroGraph`` pickles) and its options: the copy
-        gives the same batches. On a CUDA device also the placed graph, by handle
-        (``share_memory_`` first): the copy opens this process's placement instead of placing
-        the graph again."""
-        if self._placed is None:
-            return _rebuild_hetero_sampler, (self._graph, self._arguments)
-        self.share_memory_()
-        cpu = dict(self._arguments, device=None, mode=None)
-        return _rebuild_hetero_sampler, (self._graph, cpu, self._placed)
+    def _pickled_options(self) -> dict:
+        return dict(self._arguments, device=None, mode=None)
 
     def __repr__(self) -> str:
         return f"HeteroNeighborSampler(graph={self._graph!r}, seed={self._seed})"
 
-
-def _rebuild_hetero_sampler(graph: HeteroGraph, arguments: dict,
-                            placed: Any = None) -> HeteroNeighborSampler:
-    """Unpickles a ``HeteroNeighborSampler``: its options over its graph, and on a CUDA device
-    the placed graph opened by handle."""
-    sampler = HeteroNeighborSampler(graph, **arguments)
-    if placed is not None:
-        sampler._use_placed(placed)
-    return sampler

@@ -93,6 +93,29 @@ def _edge_label(value: Any, count: int, mode: str) -> Optional[np.ndarray]:
     return labels + 1 if mode == "binary" and labels.size and labels.min() == 0 else labels
 
 
+def _link_fields(loader: Any, raw: dict, out: Callable[[Any], Any]) -> dict:
+    """A link batch's own fields, either graph kind (a typed batch puts them on the end types and
+    the supervision edge type): triplet ``src_index``, ``dst_pos_index``, ``dst_neg_index`` and,
+    temporal, ``seed_time`` (the sources' times); else ``edge_label_index``, ``edge_label`` and,
+    temporal, ``edge_label_time``."""
+    mode, amount = (loader.neg_sampling or ("none", 1.0))[:2]
+    times = None
+    if loader.edge_label_time is not None:
+        times = loader.edge_label_time[_tensor.to_numpy(raw["input_id"])]
+    if mode == "triplet":
+        dst_neg = out(raw["dst_neg_index"])
+        fields = dict(src_index=out(raw["src_index"]), dst_pos_index=out(raw["dst_pos_index"]),
+                      dst_neg_index=dst_neg.reshape(-1) if amount == 1 else dst_neg)  # PyG: [B]
+        if times is not None:  # PyG: the sources' times
+            fields["seed_time"] = out(times)
+        return fields
+    fields = dict(edge_label_index=out(raw["edge_label_index"]), edge_label=out(raw["edge_label"]))
+    if times is not None:  # PyG: positives', then negative j takes j mod B's
+        pairs = _tensor.shape_of(fields["edge_label_index"])[1]
+        fields["edge_label_time"] = out(np.resize(times, pairs) if times.size else times)
+    return fields
+
+
 class LinkNeighborLoader(NeighborLoader):
     """Mini-batches for link prediction: supervision edges, negatives, and the sampled
     neighborhood of every end point, as PyG's ``torch_geometric.loader.LinkNeighborLoader``.
@@ -224,21 +247,13 @@ class LinkNeighborLoader(NeighborLoader):
             return
         if default is not None:  # one fanout list: refused as any argument PyG does not take
             kwargs["default"] = default
-        _pyg_compat.check_loader_kwargs(kwargs)
-        data = _pyg_compat.from_remote_backend(data)
-        _temporal.check_strategy(temporal_strategy)
-        if neighbor_sampler is not None:
-            raise _volley.VolleyNotImplementedError(
-                f"neighbor_sampler={type(neighbor_sampler).__name__}: pass None"
-            )
-        kind = _pyg_compat.subgraph_type_name(subgraph_type, directed)
-        self.subgraph_type = kind
-        self.filter_per_worker, self.is_sorted = filter_per_worker, bool(is_sorted)
-        self.transform_sampler_output = transform_sampler_output
-        self.pin_memory = bool(pin_memory)
+        data, seed = _pyg_compat.read_loader_arguments(
+            self, data, kwargs, temporal_strategy=temporal_strategy, neighbor_sampler=neighbor_sampler,
+            subgraph_type=subgraph_type, directed=directed, is_sorted=is_sorted,
+            filter_per_worker=filter_per_worker, pin_memory=pin_memory, seed=seed,
+            transform_sampler_output=transform_sampler_output, generator=generator)
+        kind = self.subgraph_type
         self.device, self.mode = None, "CPU"
-        if seed is None:
-            seed = _pyg_compat.seed_from_generator(generator)
         graph, x, y = self._unpack(data, weighted, weight_attr)
         graph, time_source = _temporal.attach(graph, data, time_attr, isinstance(data, Dataset))
         self.disjoint = bool(disjoint) or time_source != "none"  # PyG: temporal means disjoint
@@ -324,11 +339,6 @@ class LinkNeighborLoader(NeighborLoader):
             **self._link_options,
         )
 
-    def rank_positions(self, epoch: int) -> np.ndarray:
-        """Positions in ``edge_label_index`` that this rank takes in ``epoch`` (int64, in batch
-        order): the ``input_id`` of the epoch's batches, concatenated."""
-        return self._native.epoch_positions(_policy.check_epoch(epoch))
-
     def __call__(self, index: Any) -> Any:
         """The batch of the supervision edges at positions ``index`` of ``edge_label_index``
         (a list, tensor or array of positions), as PyG's ``loader(index)``: one batch with the
@@ -375,23 +385,7 @@ class LinkNeighborLoader(NeighborLoader):
 
     def _add_fields(self, fields: dict, raw: dict, out: Callable[[Any], Any]) -> None:
         fields.pop("batch_size", None)  # PyG's link batches have none
-        mode = self.neg_sampling[0] if self.neg_sampling else "none"
-        if mode == "triplet":
-            fields["src_index"] = out(raw["src_index"])
-            fields["dst_pos_index"] = out(raw["dst_pos_index"])
-            dst_neg = out(raw["dst_neg_index"])
-            if self.neg_sampling[1] == 1:
-                dst_neg = dst_neg.reshape(-1)  # PyG squeezes [B, 1] to [B]
-            fields["dst_neg_index"] = dst_neg
-            if self.edge_label_time is not None:  # PyG: the sources' times
-                fields["seed_time"] = out(self.edge_label_time[_tensor.to_numpy(fields["input_id"])])
-            return
-        fields["edge_label_index"] = out(raw["edge_label_index"])
-        fields["edge_label"] = out(raw["edge_label"])
-        if self.edge_label_time is not None:  # PyG: positives', then negative j takes j mod B's
-            times = self.edge_label_time[_tensor.to_numpy(fields["input_id"])]
-            pairs = _tensor.shape_of(fields["edge_label_index"])[1]
-            fields["edge_label_time"] = out(np.resize(times, pairs) if times.size else times)
+        fields.update(_link_fields(self, raw, out))
 
     def describe(self) -> str:
         """The loader's options in one line."""

@@ -210,26 +210,17 @@ class NeighborLoader(LoaderBase):
         default: Optional[List[int]] = None,
         **kwargs: Any,
     ):
+        if default is not None and not self._typed:  # one fanout list: refused as any argument
+            kwargs["default"] = default  # PyG does not take
+        data, seed = _pyg_compat.read_loader_arguments(
+            self, data, kwargs, temporal_strategy=temporal_strategy, neighbor_sampler=neighbor_sampler,
+            subgraph_type=subgraph_type, directed=directed, is_sorted=is_sorted,
+            filter_per_worker=filter_per_worker, pin_memory=pin_memory, seed=seed,
+            transform_sampler_output=transform_sampler_output, generator=generator)
         if self._typed:  # a HeteroData: the same signature, the typed loader's body
             self._init_typed(**{k: v for k, v in locals().items() if k not in ("self", "__class__")})
             return
-        if default is not None:  # one fanout list: refused as any argument PyG does not take
-            kwargs["default"] = default
-        _pyg_compat.check_loader_kwargs(kwargs)
-        data = _pyg_compat.from_remote_backend(data)
-        _temporal.check_strategy(temporal_strategy)
-        if neighbor_sampler is not None:
-            raise _volley.VolleyNotImplementedError(
-                f"neighbor_sampler={type(neighbor_sampler).__name__}: a custom PyG sampler cannot "
-                "drive Volley's C++ pipeline; pass None"
-            )
-        kind = _pyg_compat.subgraph_type_name(subgraph_type, directed)
-        self.subgraph_type, self.disjoint = kind, bool(disjoint)
-        self.filter_per_worker, self.is_sorted = filter_per_worker, bool(is_sorted)
-        self.transform_sampler_output = transform_sampler_output
-        self.pin_memory = bool(pin_memory)
-        if seed is None:
-            seed = _pyg_compat.seed_from_generator(generator)
+        kind, self.disjoint = self.subgraph_type, bool(disjoint)
         graph, x, y = self._unpack(data, weighted, weight_attr)
         graph, time_source = _temporal.attach(graph, data, time_attr, isinstance(data, Dataset))
         self.disjoint = self.disjoint or time_source != "none"  # PyG: temporal means disjoint
@@ -289,10 +280,14 @@ class NeighborLoader(LoaderBase):
         self._attribute_key = _pyg_compat.attribute_key(self.data)
 
     def _reread_attributes(self) -> None:
-        """``LoaderBase._refresh_attributes``: the rows bound again (``_bind_rows``) and the
-        native loader rebuilt over them."""
-        self._bind_rows(getattr(self.data, "x", None), getattr(self.data, "y", None))
+        """``LoaderBase._refresh_attributes`` for either graph kind: the attributes read again
+        (``_read_attributes``) and the native loader rebuilt over them."""
+        self._read_attributes()
         self._native = self._create_native(self.input_nodes)
+
+    def _read_attributes(self) -> None:
+        """A ``Data``'s attributes: the rows bound again (``_bind_rows``)."""
+        self._bind_rows(getattr(self.data, "x", None), getattr(self.data, "y", None))
 
     def _split_attributes(self, data: Any, x: Any, y: Any, feature_dtype: Optional[str]) -> Tuple[Any, Any]:
         """Sorts ``data``'s attributes (``_pyg_compat.split_loader_attributes``); returns the
@@ -339,42 +334,34 @@ class NeighborLoader(LoaderBase):
         self._epoch = 0
         self._data_class = _pyg_data_class()
         self._edge_index_class = _pyg_compat.edge_index_type() if self._data_class else None
-        self._options = _policy.loader_options(
-            _volley.NeighborSamplerOptions(
-                self.num_neighbors,
-                replace=bool(replace),
-                weighted=bool(weighted),
-                subgraph_type=subgraph_type,
-                disjoint=bool(disjoint),
-                time_source=temporal[0],
-                temporal_strategy=temporal[1],
-            ),
-            num_inputs=self._num_nodes if self.input_nodes is None else len(self.input_nodes),
-            batch_size=batch_size,
-            shuffle=shuffle,
-            drop_last=drop_last,
-            num_workers=num_workers,
-            prefetch=prefetch,
-            seed=seed,
-            rank=rank,
-            world_size=world_size,
-            feature_dtype=feature_dtype,
-            on_batch_start=on_batch_start,
-        )
-        self._adopt_options()
-        self._options.input_time = self._input_times(temporal)
-        if lookahead is not None:
-            self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
+        sampler = _volley.NeighborSamplerOptions(
+            self.num_neighbors, replace=bool(replace), weighted=bool(weighted),
+            subgraph_type=subgraph_type, disjoint=bool(disjoint), time_source=temporal[0],
+            temporal_strategy=temporal[1])
+        self._set_options(
+            sampler, self._num_nodes if self.input_nodes is None else len(self.input_nodes),
+            batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, num_workers=num_workers,
+            prefetch=prefetch, seed=seed, rank=rank, world_size=world_size,
+            feature_dtype=feature_dtype, on_batch_start=on_batch_start, lookahead=lookahead,
+            input_time=self._input_times(temporal))
         self._native = self._create_native(self.input_nodes)
 
-    def _adopt_options(self) -> None:
-        """The checked values of ``self._options`` as the loader's attributes (every loader,
-        either kind of graph)."""
+    def _set_options(self, sampler: Any, num_inputs: int, *, lookahead: Optional[int] = None,
+                     input_time: Optional[np.ndarray] = None, **options: Any) -> None:
+        """``self._options``, the native ``LoaderOptions`` of either graph kind
+        (``_policy.loader_options``: checked once, in C++; the epoch order, rank split and epoch
+        seeds; ``sampler`` None for a typed loader, whose sampler holds its own), with
+        ``lookahead`` and ``input_time``; their checked values as the loader's attributes."""
+        self._options = _policy.loader_options(sampler, num_inputs=num_inputs, **options)
+        if lookahead is not None:
+            self._options.lookahead = _tensor.check_int(lookahead, "lookahead", 0, 65536)
+        self._options.input_time = input_time
         options = self._options
         self.batch_size, self.shuffle, self.drop_last = (options.batch_size, options.shuffle,
                                                          options.drop_last)
         self.num_workers, self.seed = options.num_threads, options.seed
         self.rank, self.world_size = options.rank, options.world_size
+        self.prefetch = options.prefetch or 2 * self.num_workers
 
     def _input_times(self, temporal: tuple) -> Optional[np.ndarray]:
         """The native options' input_time: one time per input node (temporal sampling)."""
@@ -397,13 +384,14 @@ class NeighborLoader(LoaderBase):
     def rank_positions(self, epoch: int) -> np.ndarray:
         """Positions in ``input_nodes`` that this rank takes in ``epoch`` (int64, in batch order):
         the ``input_id`` of the epoch's batches, concatenated (computed by the native loader's
-        policy; a single process gets the epoch's order of all input nodes).
+        policy; a single process gets the epoch's order of all input nodes). A link loader's
+        are positions in ``edge_label_index``.
 
         The same on every rank for a given ``seed`` and epoch up to the rank: the ranks' position
         lists are disjoint except for padding, equally long, and cover every input node.
         """
-        count = self._num_nodes if self.input_nodes is None else len(self.input_nodes)
-        return _volley.epoch_positions(count, self._options, _policy.check_epoch(epoch))
+        return _volley.epoch_positions(self._num_inputs(), self._options,
+                                       _policy.check_epoch(epoch))
 
     @staticmethod
     def _unpack(data: Any, weighted: bool, weight_attr: Optional[str] = None):
@@ -443,8 +431,9 @@ class NeighborLoader(LoaderBase):
         return graph, getattr(data, "x", None), getattr(data, "y", None)
 
     def __len__(self) -> int:
+        """Batches per epoch of this rank (the native policy's count)."""
         custom = self._custom_len()
-        return self._native.num_batches if custom is None else custom
+        return _volley.num_batches(self._num_inputs(), self._options) if custom is None else custom
 
     def set_epoch(self, epoch: int) -> None:
         """Sets the epoch the next iteration runs (``DistributedSampler.set_epoch``); iterating
@@ -472,11 +461,16 @@ class NeighborLoader(LoaderBase):
         node ids. VolleyIndexError for a position outside the input nodes."""
         return self.collate_fn(index)
 
+    _call_argument = "index"  # loader(index): the name its errors give the argument
+
     def collate_fn(self, index: Any) -> Any:  # pylint: disable=method-hidden
         """The batch of the input positions ``index`` (PyG's ``collate_fn``): their input nodes
         as seeds (with their ``input_time``), ``input_id`` = ``index``; batch index 0 of the
         current epoch's seed."""
-        positions = _policy.input_positions(index, self._num_inputs(), "index")
+        positions = _policy.input_positions(index, self._num_inputs(), self._call_argument)
+        if len(positions) == 0:
+            raise _volley.VolleyValueError(
+                f"{self._call_argument} is empty: there is no batch of zero seeds")
         seeds = positions if self.input_nodes is None else self.input_nodes[positions]
         times = self._options.input_time
         self._refresh_attributes()

@@ -238,7 +238,9 @@ class NeighborSampler:
         return sub.n_id, int(sub.num_sampled_nodes[0]), adjs[::-1]
 
     def share_memory_(self) -> "NeighborSampler":
-        """Moves the graph into shared memory (``Graph.share_memory_``) and returns self.
+        """Moves the graph into shared memory (``Graph.share_memory_``; a
+        ``HeteroNeighborSampler``'s every edge type, ``HeteroGraph.share_memory_``) and returns
+        self.
 
         Pickling the sampler sends its graph by handle plus its options (and its call count, so
         the copy continues the same sequence of default batch indices); a child process then
@@ -253,23 +255,30 @@ class NeighborSampler:
         self.graph.share_memory_()
         if self._placed is not None and not self._placed.shareable:
             self._placed.share_memory_()  # in place: one copy, the old arrays freed
-            self._use_graph(self._placed)
+            self._use_placed(self._placed)
         return self
 
+    def _use_placed(self, placed: Any) -> None:
+        """Samples with the CUDA kernels over ``placed`` (a native ``CudaGraph``: placed here, or
+        opened by handle in another process)."""
+        self.device, self.mode = placed.device, placed.mode
+        self._use_graph(placed)
+
+    def _pickled_options(self) -> dict:
+        """The options a copy is built with on the CPU (``_rebuild_sampler``)."""
+        return dict(sizes=list(self.sizes), replace=self.replace, weighted=self.weighted,
+                    seed=self.seed, calls=self._calls, time_attr=self.time_attr,
+                    temporal_strategy=self.temporal_strategy)
+
     def __reduce__(self) -> tuple:
-        options = dict(
-            sizes=list(self.sizes),
-            replace=self.replace,
-            weighted=self.weighted,
-            seed=self.seed,
-            calls=self._calls,
-            time_attr=self.time_attr,
-            temporal_strategy=self.temporal_strategy,
-        )
-        if self.mode != "CPU":
+        """Pickled as its graph (by handle) and its options: the copy gives the same batches. On
+        a CUDA device also the placed graph, by handle (``share_memory_`` first): the copy opens
+        this process's placement instead of placing the graph again (either graph kind)."""
+        placed = None
+        if self._placed is not None:
             self.share_memory_()
-            options.update(device=self.device, mode=self.mode, placed=self._placed)
-        return _rebuild_sampler, (self.graph, options)
+            placed = self._placed
+        return _rebuild_sampler, (type(self), self.graph, self._pickled_options(), placed)
 
     def __repr__(self) -> str:
         return (
@@ -280,18 +289,16 @@ class NeighborSampler:
         )
 
 
-def _rebuild_sampler(graph: Graph, options: dict) -> NeighborSampler:
-    """Unpickles a ``NeighborSampler``: its graph (attached by handle) plus its options."""
-    calls = options.pop("calls", 0)
-    placed = options.pop("placed", None)
-    if placed is None:
-        sampler = NeighborSampler(graph, **options)
-    else:  # a GPU sampler: the placed graph, opened by handle (no second device copy)
-        device, mode = options.pop("device"), options.pop("mode")
-        sampler = NeighborSampler(graph, **options)
-        sampler.device, sampler.mode = device, mode
-        sampler._use_graph(placed)
-    sampler._calls = calls
+def _rebuild_sampler(cls: type, graph: Any, options: dict, placed: Any = None) -> Any:
+    """Unpickles a sampler of class ``cls`` (either graph kind): its graph (attached by handle)
+    plus its options, and on a CUDA device the placed graph, opened by handle (no second device
+    copy)."""
+    calls = options.pop("calls", None)
+    sampler = cls(graph, **options)
+    if placed is not None:
+        sampler._use_placed(placed)
+    if calls is not None:
+        sampler._calls = calls
     return sampler
 
 
