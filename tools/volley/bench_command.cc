@@ -2,6 +2,7 @@
 // "What is measured, and how"). Figures that are compared are measured in the same run.
 // `sample` and `loader` take lists (`--threads 1,2 --batch-size 512,1024`) and measure every
 // combination; `--plot FILE.png` (any bench) then draws the lines (bench_plot.h).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "bench_disk.h"
 #include "bench_hetero.h"
 #include "bench_plot.h"
+#include "bench_temporal.h"
 #include "bench_util.h"
 #include "commands.h"
 #include "volley/core/parallel.h"
@@ -47,6 +49,7 @@ struct SampleSettings {
   uint64_t seed = 0;
   bool with_features = false;
   bool time = false;  // sample --time: random edge times; untimed, uniform and last measured
+  std::vector<std::string> modes = {"none", "none-disjoint", "uniform", "last"};  // with --time
   std::string device = "cpu";  // sample: cpu or cuda
   std::string mode = "GPU";    // sample --device cuda: GPU or UVA
   int cuda_device = 0;
@@ -149,23 +152,59 @@ TimedGraph with_random_times(const Csr& graph, size_t num_seeds, uint64_t seed) 
   return out;
 }
 
-// --time: untimed ("none"), untimed disjoint ("none-disjoint": temporal sampling is disjoint;
-// CPU only), "uniform" and "last" on the same time-sorted graph and seeds, one line each with the
-// ratio of its SEPS to the untimed line's (on the CPU also per CPU second; with --device cuda on
-// the GPU).
+// One CPU line of run_temporal_sampling: `mode` sampled on `timed`, and with "bound" among the
+// modes the searches apart (bench_temporal.h): for "bound" inside the timed run, for "uniform"
+// and "last" over their rows after it.
+nlohmann::json temporal_cpu_line(const std::string& mode, const TimedGraph& timed,
+                                 const std::vector<int64_t>& seeds, const SampleSettings& one,
+                                 const NeighborSamplerOptions& options) {
+  const bool temporal = options.time_source != TimeSource::kNone;
+  const auto* times = temporal ? &timed.seed_times : nullptr;
+  const TemporalRun run{&timed.graph, seeds, timed.seed_times, one.batch_size, one.batches};
+  if (one.warmup > 0) {
+    run_sampling(timed.graph, seeds,
+                 {.batch_size = one.batch_size, .threads = 1, .batches = one.warmup}, options,
+                 times);
+  }
+  SampleFigures figures;
+  double searches = -1;
+  if (mode == "bound") {
+    VOLLEY_REQUIRE(one.threads == 1, ValueError, "--modes bound measures 1 thread only");
+    const BoundFigures bound = run_bound(run, options);
+    figures = bound.figures, searches = bound.search_seconds;
+  } else {
+    figures = run_sampling(timed.graph, seeds, one, options, times);
+    const bool bound = std::find(one.modes.begin(), one.modes.end(), "bound") != one.modes.end();
+    if (temporal && bound && one.threads == 1) searches = search_seconds(run, options);
+  }
+  nlohmann::json line = figures_json("sample", one, figures);
+  line["device"] = "cpu";
+  line["cpu_seconds"] = figures.cpu_seconds;
+  line["seps_per_cpu_second"] = figures.seps_per_cpu();
+  line["warmup"] = one.warmup;
+  if (searches >= 0) {
+    line["search_seconds"] = searches;
+    line["seps_outside_search"] = static_cast<double>(figures.edges) / (figures.seconds - searches);
+  }
+  return line;
+}
+
+// --time: the --modes (default: untimed "none", untimed "none-disjoint" (temporal sampling is
+// disjoint; CPU only), "uniform" and "last"; also "bound", untimed disjoint sampling plus the
+// searches of its rows, CPU, 1 thread) on the same time-sorted graph and seeds, one line each
+// with the ratio of its SEPS to the untimed and the disjoint lines' measured before it (on the
+// CPU also per CPU second; with --device cuda on the GPU).
 void run_temporal_sampling(const Dataset& dataset, const TimedGraph& timed,
                            const std::vector<int64_t>& seeds, const SampleSettings& one,
                            NeighborSamplerOptions options) {
-  double untimed_seps = 0, untimed_cpu_seps = 0;
-  for (const char* mode : {"none", "none-disjoint", "uniform", "last"}) {
+  double untimed_seps = 0, untimed_cpu_seps = 0, disjoint_seps = 0, disjoint_cpu_seps = 0;
+  for (const std::string& mode : one.modes) {
     // The CUDA sampler has no untimed disjoint mode (temporal sampling's trees are its own).
-    if (one.device == "cuda" && std::strcmp(mode, "none-disjoint") == 0) continue;
-    const bool temporal = std::strncmp(mode, "none", 4) != 0;
+    if (one.device == "cuda" && (mode == "none-disjoint" || mode == "bound")) continue;
+    const bool temporal = mode != "none" && mode != "none-disjoint" && mode != "bound";
     options.time_source = temporal ? TimeSource::kEdge : TimeSource::kNone;
-    options.disjoint = std::strcmp(mode, "none-disjoint") == 0;
+    options.disjoint = mode == "none-disjoint" || mode == "bound";
     if (temporal) options.temporal_strategy = temporal_strategy_from_name(mode);
-    const auto* times = temporal ? &timed.seed_times : nullptr;
-    const bool untimed = std::strcmp(mode, "none") == 0;
     nlohmann::json line;
     if (one.device == "cuda") {
       line = run_cuda_sample_bench(timed.graph, seeds, options,
@@ -173,27 +212,20 @@ void run_temporal_sampling(const Dataset& dataset, const TimedGraph& timed,
                                     .device = one.cuda_device,
                                     .batch_size = one.batch_size,
                                     .batches = one.batches,
-                                    .seed_times = times});
+                                    .seed_times = temporal ? &timed.seed_times : nullptr});
       line["fanout"] = one.fanout;
-      if (untimed) untimed_seps = line["seps"].get<double>();
     } else {
-      if (one.warmup > 0) {
-        run_sampling(timed.graph, seeds,
-                     {.batch_size = one.batch_size, .threads = 1, .batches = one.warmup}, options,
-                     times);
-      }
-      const auto figures = run_sampling(timed.graph, seeds, one, options, times);
-      line = figures_json("sample", one, figures);
-      const double cpu_seps = static_cast<double>(figures.edges) / figures.cpu_seconds;
-      if (untimed) untimed_seps = line["seps"].get<double>(), untimed_cpu_seps = cpu_seps;
-      line["device"] = "cpu";
-      line["cpu_seconds"] = figures.cpu_seconds;
-      line["seps_per_cpu_second"] = cpu_seps;
-      line["cpu_ratio_to_untimed"] = cpu_seps / untimed_cpu_seps;
-      line["warmup"] = one.warmup;
+      line = temporal_cpu_line(mode, timed, seeds, one, options);
     }
+    const double seps = line["seps"].get<double>();
+    const double cpu_seps = line.value("seps_per_cpu_second", 0.0);
+    if (mode == "none") untimed_seps = seps, untimed_cpu_seps = cpu_seps;
+    if (mode == "none-disjoint") disjoint_seps = seps, disjoint_cpu_seps = cpu_seps;
     line["temporal_strategy"] = mode;
-    line["ratio_to_untimed"] = line["seps"].get<double>() / untimed_seps;
+    if (untimed_seps > 0) line["ratio_to_untimed"] = seps / untimed_seps;
+    if (untimed_cpu_seps > 0) line["cpu_ratio_to_untimed"] = cpu_seps / untimed_cpu_seps;
+    if (disjoint_seps > 0) line["ratio_to_disjoint"] = seps / disjoint_seps;
+    if (disjoint_cpu_seps > 0) line["cpu_ratio_to_disjoint"] = cpu_seps / disjoint_cpu_seps;
     line["dataset"] = dataset.name;
     std::cout << line.dump() << std::endl;
   }
@@ -250,6 +282,22 @@ bool bench_hetero_sample(const SampleSettings& settings) {
   return true;
 }
 
+// sample --time and --modes.
+void add_time_options(CLI::App& command, SampleSettings& settings) {
+  command.add_flag("--time", settings.time,
+                   "Temporal sampling: seeded random edge times (rows sorted by them) and seed "
+                   "times; measures untimed, temporal uniform and last on that graph (CPU or "
+                   "--device cuda)");
+  command
+      .add_option("--modes", settings.modes,
+                  "With --time: what to measure, in order: none, none-disjoint, uniform, last, "
+                  "bound (untimed disjoint sampling plus the admissible-prefix searches of its "
+                  "rows; then uniform and last also report their searches timed apart)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "none-disjoint", "uniform", "last", "bound"}))
+      ->capture_default_str();
+}
+
 void add_sample(CLI::App& bench, SampleSettings& settings) {
   auto* command = bench.add_subcommand(
       "sample", "Sampled edges per second (SEPS) of the neighbor sampler (CPU, or CUDA GPU/UVA)");
@@ -268,10 +316,7 @@ void add_sample(CLI::App& bench, SampleSettings& settings) {
                     "Sample proportionally to edge weights (a dataset without weights gets seeded "
                     "random weights in [1, 100])");
   command->add_option("--seed", settings.seed, "Random seed")->check(kSeed);
-  command->add_flag("--time", settings.time,
-                    "Temporal sampling: seeded random edge times (rows sorted by them) and seed "
-                    "times; measures untimed, temporal uniform and last on that graph (CPU or "
-                    "--device cuda)");
+  add_time_options(*command, settings);
   command->add_option("--device", settings.device,
                       "cpu, or cuda: the CUDA sampler on --cuda-device (prints the copy "
                       "bandwidths of the same run next to its SEPS)");

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "volley/core/cuda_device.h"
 #include "volley/sampling/cpu/neighbor_kernel.h"
 #include "volley/sampling/internal/cuda_sampler_backend.h"
@@ -326,6 +329,59 @@ void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> t
   const auto borrowed = scratch != nullptr ? nullptr : cpu::borrow_scratch();
   cpu::sample_hop_cpu(graph, first_node, targets, hop, fanout, options, batch_index, checked,
                       borrowed ? *borrowed : SamplerScratchAccess::get(*scratch), out);
+}
+
+namespace {
+
+// temporal_degrees over one index width: chunks of rows searched together, as the kernel does.
+template <typename Index>
+void temporal_degrees_of(const Csr& graph, const cpu::TimeFilter& filter,
+                         std::span<const int64_t> nodes, std::span<const int64_t> times,
+                         int64_t* out) {
+  constexpr size_t kChunk = 256;
+  const int64_t* indptr = graph.indptr().data<int64_t>();
+  const Index* indices = graph.indices().template data<Index>();
+  std::vector<cpu::PrefixQuery> queries;
+  for (size_t begin = 0; begin < nodes.size(); begin += kChunk) {
+    const size_t end = std::min(nodes.size(), begin + kChunk);
+    queries.clear();
+    for (size_t i = begin; i < end; ++i) {
+      const int64_t row = nodes[i];
+      queries.push_back({indptr[row], indptr[row + 1] - indptr[row], times[i]});
+    }
+    if (filter.sorted) {
+      cpu::admissible_prefixes<Index>(filter, indices, queries, out + begin);
+      continue;
+    }
+    for (size_t i = begin; i < end; ++i) {
+      const cpu::PrefixQuery& q = queries[i - begin];
+      out[i] = cpu::prefix_search::count_admissible(filter, indices, q.first, 0, q.degree, q.limit);
+    }
+  }
+}
+
+}  // namespace
+
+void temporal_degrees(const Csr& graph, std::span<const int64_t> nodes,
+                      std::span<const int64_t> times, TimeKind kind, std::span<int64_t> out) {
+  VOLLEY_REQUIRE(times.size() == nodes.size() && out.size() == nodes.size(), ValueError,
+                 "temporal_degrees: {} nodes, {} times and {} outputs (one each)", nodes.size(),
+                 times.size(), out.size());
+  const bool by_edge = kind == TimeKind::kEdge;
+  VOLLEY_REQUIRE(by_edge ? graph.has_edge_time() : graph.has_node_time(), ValueError,
+                 "temporal_degrees by {} time: the graph has no {}", by_edge ? "edge" : "node",
+                 by_edge ? "edge_time" : "node_time");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    VOLLEY_REQUIRE(nodes[i] >= 0 && nodes[i] < graph.num_nodes(), IndexError,
+                   "node {} at position {} is out of range [0, {})", nodes[i], i,
+                   graph.num_nodes());
+  }
+  const cpu::TimeFilter filter = cpu::graph_time_filter(graph, by_edge, times.data());
+  if (graph.index_dtype() == DType::kInt32) {
+    temporal_degrees_of<int32_t>(graph, filter, nodes, times, out.data());
+  } else {
+    temporal_degrees_of<int64_t>(graph, filter, nodes, times, out.data());
+  }
 }
 
 namespace sampling_internal {

@@ -312,4 +312,13 @@ void sample_hop(const Csr& graph, int64_t first_node, std::span<const int64_t> t
                 int64_t fanout, const NeighborSamplerOptions& options, uint64_t batch_index,
                 const HopTimes& times, HopSample& out, SamplerScratch* scratch = nullptr);
 
+// The temporal degree of each (node, time) pair: out[i] = the entries of row nodes[i] of `graph`
+// whose time is <= times[i] — the edge's (kEdge) or the neighbor's node time (kNode). On rows
+// sorted by that time it is the admissible-prefix search temporal sampling makes for every row
+// it expands (std::upper_bound's answer, many rows searched at once); other rows are counted.
+// ValueError when the graph has no times of that kind or the lengths differ; IndexError for a
+// node outside [0, num_nodes).
+void temporal_degrees(const Csr& graph, std::span<const int64_t> nodes,
+                      std::span<const int64_t> times, TimeKind kind, std::span<int64_t> out);
+
 }  // namespace volley

@@ -4,11 +4,15 @@
 // every limit from below the first time to above the last.
 #include "volley/sampling/cpu/time_filter.h"
 
+#include "volley/graph/csr.h"
+#include "volley/sampling/neighbor_sampler.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -133,6 +137,52 @@ TEST(AdmissiblePrefixes, EqualUpperBoundForManyInterleavedRows) {
   std::vector<int64_t> none(1, -1);
   admissible_prefixes<int32_t>(by_edge, indices.data(), {}, none.data());  // no queries: no write
   EXPECT_EQ(none[0], -1);
+}
+
+// volley::temporal_degrees, the search as a public function: on rows sorted by edge time and
+// on the same rows unsorted (counted), every answer is the count of entries <= the time.
+TEST(TemporalDegrees, CountsEntriesNoLaterThanEachTime) {
+  std::mt19937_64 rng(11);
+  const int64_t nodes = 300;
+  std::vector<int64_t> src, dst;
+  for (int64_t v = 0; v < nodes; ++v) {
+    for (int64_t k = 0; k < v % 41 + (v % 7 == 0 ? 400 : 0); ++k) {
+      src.push_back(static_cast<int64_t>(rng() % nodes));
+      dst.push_back(v);
+    }
+  }
+  const Csr plain = build_csr(Array::from_vector(src), Array::from_vector(dst), std::nullopt,
+                              {.num_nodes = nodes});
+  std::vector<int64_t> times(static_cast<size_t>(plain.num_edges()));
+  for (auto& t : times) t = static_cast<int64_t>(rng() % 1000);
+  const Csr unsorted = plain.with_times(std::nullopt, Array::from_vector(times));
+  const Csr sorted = sort_rows_by_time(unsorted, TimeKind::kEdge);
+  ASSERT_LT(sorted.first_row_unsorted_by_edge_time(), 0);
+  ASSERT_GE(unsorted.first_row_unsorted_by_edge_time(), 0);
+  std::vector<int64_t> rows, limits;
+  for (int i = 0; i < 2000; ++i) {
+    rows.push_back(static_cast<int64_t>(rng() % nodes));
+    limits.push_back(static_cast<int64_t>(rng() % 1100) - 50);
+  }
+  for (const Csr* graph : {&sorted, &unsorted}) {
+    std::vector<int64_t> degrees(rows.size());
+    temporal_degrees(*graph, rows, limits, TimeKind::kEdge, degrees);
+    const int64_t* edge_time = graph->edge_time()->data<int64_t>();
+    for (size_t i = 0; i < rows.size(); ++i) {
+      int64_t expected = 0;
+      for (int64_t k = graph->begin(rows[i]); k < graph->end(rows[i]); ++k) {
+        expected += edge_time[k] <= limits[i];
+      }
+      ASSERT_EQ(degrees[i], expected) << "row " << rows[i] << ", time " << limits[i];
+    }
+  }
+  std::vector<int64_t> one(1);
+  EXPECT_THROW(temporal_degrees(sorted, std::vector<int64_t>{nodes}, std::vector<int64_t>{0},
+                                TimeKind::kEdge, one),
+               IndexError);
+  EXPECT_THROW(temporal_degrees(sorted, std::vector<int64_t>{0}, std::vector<int64_t>{0},
+                                TimeKind::kNode, one),
+               ValueError);
 }
 
 }  // namespace

@@ -122,19 +122,24 @@ void pick(const float* weights, int64_t degree, int64_t fanout, bool replace, Ph
 
 TimeFilter time_filter(const Csr& graph, const NeighborSamplerOptions& options,
                        std::span<const int64_t> seed_times) {
-  TimeFilter filter;
-  if (options.time_source == TimeSource::kNone) return filter;
-  filter.seed_times = seed_times.data();
-  const bool by_edge = options.time_source == TimeSource::kEdge;
-  if (by_edge) {
-    filter.edge_time = graph.edge_time()->data<int64_t>();
-    filter.sorted = graph.first_row_unsorted_by_edge_time() < 0;
-  } else {
-    filter.node_time = graph.node_time()->data<int64_t>();
-    filter.sorted = graph.first_row_unsorted_by_node_time() < 0;
-  }
+  if (options.time_source == TimeSource::kNone) return {};
+  TimeFilter filter =
+      graph_time_filter(graph, options.time_source == TimeSource::kEdge, seed_times.data());
   filter.last = options.temporal_strategy == TemporalStrategy::kLast;
   return filter;
+}
+
+// The temporal picks of a row with `admissible` admissible entries when they are a run of
+// positions [begin, end): none, all of them, or "last"'s; begin -1 when they are drawn.
+struct PickRun {
+  int64_t begin, end;
+};
+PickRun contiguous_picks(const TimeFilter& filter, int64_t admissible, int64_t fanout,
+                         bool replace) {
+  if (admissible == 0 || fanout == 0) return {0, 0};
+  if (fanout == -1 || (admissible <= fanout && (filter.last || !replace))) return {0, admissible};
+  if (filter.last) return {admissible - fanout, admissible};
+  return {-1, -1};
 }
 
 // Temporal picks of one target (row [row_begin, row_begin + degree)) whose tree has time
@@ -158,11 +163,9 @@ void pick_temporal(const TimeFilter& filter, const Index* indices, int64_t row_b
     admissible = static_cast<int64_t>(scratch.admissible.size());
     map = scratch.admissible.data();
   }
-  if (admissible == 0 || fanout == 0) return;
-  if (fanout == -1 || (admissible <= fanout && (filter.last || !replace))) {
-    for (int64_t p = 0; p < admissible; ++p) picked.push_back(p);
-  } else if (filter.last) {
-    for (int64_t p = admissible - fanout; p < admissible; ++p) picked.push_back(p);
+  const PickRun run = contiguous_picks(filter, admissible, fanout, replace);
+  if (run.begin >= 0) {
+    for (int64_t p = run.begin; p < run.end; ++p) picked.push_back(p);
   } else {
     // Made here rather than passed: copying a freshly stored stream into the call waited on
     // the stores (a store-forwarding stall per row).
@@ -200,11 +203,11 @@ class PrefixChunks {
 
   void search(size_t begin, size_t end) {
     auto& queries = scratch_.queries;
-    queries.clear();
+    queries.resize(end - begin);  // written in place: push_back was a call per row
     for (size_t i = begin; i < end; ++i) {
       if (i + kAhead < end) __builtin_prefetch(indptr_ + row_of_(i + kAhead).first);
       const auto [row, limit] = row_of_(i);
-      queries.push_back({indptr_[row], indptr_[row + 1] - indptr_[row], limit});
+      queries[i - begin] = {indptr_[row], indptr_[row + 1] - indptr_[row], limit};
     }
     scratch_.prefixes.resize(queries.size());
     admissible_prefixes<Index>(filter_, indices_, queries, scratch_.prefixes.data());
@@ -276,21 +279,27 @@ void expand_edges(const TypedEdges& edges, int e, int hop, bool replace, uint64_
       const int64_t k = row_begin + position;
       builder.add_edge(i, k, k);  // CSR positions; pass 2 below reads the ids
     };
+    // The picks: a run of positions (the whole row, or a temporal run), else (begin -1) drawn
+    // into scratch.picked. One emitting loop for each: GCC inlines add_edge's push_backs then.
+    PickRun run{0, degree};
     if (filter.active()) {
-      pick_temporal(filter, indices, row_begin, degree, filter.seed_times[trees[i]], fanout,
-                    edges.stream_seed, replace, neighbor_stream_counter(target, hop, batch_index),
-                    scratch, search_ahead ? prefixes[i] : -1);
+      run = search_ahead ? contiguous_picks(filter, prefixes[i], fanout, replace) : PickRun{-1, -1};
+      if (run.begin < 0) {
+        pick_temporal(filter, indices, row_begin, degree, filter.seed_times[trees[i]], fanout,
+                      edges.stream_seed, replace, neighbor_stream_counter(target, hop, batch_index),
+                      scratch, search_ahead ? prefixes[i] : -1);
+      }
+    } else if (fanout != -1 && (replace || degree > fanout)) {
+      run = {-1, -1};
+      PhiloxStream rng(edges.stream_seed, neighbor_stream_counter(target, hop, batch_index));
+      pick(weights == nullptr ? nullptr : weights + row_begin, degree, fanout, replace, rng,
+           scratch);
+    }
+    if (run.begin >= 0) {
+      for (int64_t position = run.begin; position < run.end; ++position) emit(position);
+    } else {
       for (int64_t position : scratch.picked) emit(position);
-      continue;
     }
-    const bool take_all = fanout == -1 || (!replace && degree <= fanout);
-    if (take_all) {
-      for (int64_t position = 0; position < degree; ++position) emit(position);
-      continue;
-    }
-    PhiloxStream rng(edges.stream_seed, neighbor_stream_counter(target, hop, batch_index));
-    pick(weights == nullptr ? nullptr : weights + row_begin, degree, fanout, replace, rng, scratch);
-    for (int64_t position : scratch.picked) emit(position);
   }
   positions_to_ids(indices, builder.neighbors());  // pass 2: the neighbors' ids
   builder.end_edges();
@@ -444,6 +453,19 @@ void sample_hop_rows(const Csr& graph, int64_t first_node, std::span<const int64
 
 }  // namespace
 
+TimeFilter graph_time_filter(const Csr& graph, bool by_edge, const int64_t* seed_times) {
+  TimeFilter filter;
+  filter.seed_times = seed_times;
+  if (by_edge) {
+    filter.edge_time = graph.edge_time()->data<int64_t>();
+    filter.sorted = graph.first_row_unsorted_by_edge_time() < 0;
+  } else {
+    filter.node_time = graph.node_time()->data<int64_t>();
+    filter.sorted = graph.first_row_unsorted_by_node_time() < 0;
+  }
+  return filter;
+}
+
 std::shared_ptr<NeighborScratch> borrow_scratch() {
   // Working lists beyond this are freed on return: one huge batch is not kept for ever.
   constexpr size_t kKeptListBytes = size_t{16} << 20;
@@ -498,6 +520,19 @@ void sample_typed_cpu(std::span<const TypedEdges> edges, std::span<const int64_t
   }
 }
 
+namespace {
+
+// `out`'s lists reserved for a batch an eighth larger than the scratch's last one.
+void reserve_like_last(const NeighborScratch& scratch, bool disjoint, HostSubgraph& out) {
+  const size_t edges = scratch.last_edges + scratch.last_edges / 8;
+  const size_t nodes = scratch.last_nodes + scratch.last_nodes / 8;
+  for (auto* list : {&out.rows, &out.cols, &out.edge_ids}) list->reserve(edges);
+  out.nodes.reserve(nodes);
+  if (disjoint) out.batch.reserve(nodes);
+}
+
+}  // namespace
+
 // The homogeneous batch: the one-type case of the typed kernel, then the induced or
 // bidirectional subgraph of what it sampled.
 void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
@@ -516,9 +551,11 @@ void sample_neighbors_cpu(const Csr& graph, std::span<const int64_t> seeds,
   const TypedSeeds group{.ids = seeds, .name = {}};
   TypedLists& lists = scratch.lists;
   point_at(out, lists);
+  reserve_like_last(scratch, disjoint, out);
   if (!disjoint) out.batch.clear();
   sample_typed_cpu({&edges, 1}, {&num_nodes, 1}, {&group, 1}, options.fanouts.size(), disjoint,
                    options, batch_index, scratch, lists);
+  scratch.last_edges = out.rows.size(), scratch.last_nodes = out.nodes.size();
   if (options.subgraph_type == SubgraphType::kInduced) {  // the batch's map is still in scratch
     const SlotMap map{scratch.slots[0].data(), scratch.generation};
     if (graph.index_dtype() == DType::kInt32) {

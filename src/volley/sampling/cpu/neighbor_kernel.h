@@ -59,6 +59,9 @@ struct NeighborScratch {
   std::vector<std::vector<int64_t>> tree_segments;
   std::vector<int64_t> seed_times;  // a typed temporal batch's time of each tree
   TypedLists lists;                 // a homogeneous batch's lists
+  // The last homogeneous batch's edges and nodes: the next batch's fresh lists are reserved
+  // for as many (grown from nothing, each list was copied several times a batch).
+  size_t last_edges = 0, last_nodes = 0;
 };
 
 // One edge type of a typed batch: rows of `csr` are nodes of type `dst`, its indices nodes of
@@ -71,6 +74,10 @@ struct TypedEdges {
   bool weighted = false;             // picks by csr's weights
   TimeFilter filter;                 // active: temporal picks (the seed_times are per tree)
 };
+
+// The filter of `graph`'s edge times (by_edge) or node times, its trees' times `seed_times`
+// (strategy uniform).
+TimeFilter graph_time_filter(const Csr& graph, bool by_edge, const int64_t* seed_times);
 
 // A scratch from the process-wide stock for a call that brought none (see SamplerScratch in
 // neighbor_sampler.h for the bound); it goes back when the pointer is dropped.
