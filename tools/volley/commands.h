@@ -165,8 +165,6 @@ struct DegreeStats {
 // homogeneous graph's in- and out-degrees (num_columns = its nodes), an edge type's over its
 // destination and source types.
 std::pair<DegreeStats, DegreeStats> row_column_degrees(const Csr& graph, int64_t num_columns);
-// `volley info` on a heterogeneous dataset directory (info_hetero.cc).
-void describe_hetero_dataset(const std::string& path, bool as_json, bool verify);
 // `volley info --verify` (info_command.cc): nothing when `problems` is empty; else prints them
 // (as `json`'s "verify" with `as_json`) and throws IoError naming the first.
 void report_problems_or_throw(const std::string& path, const std::vector<std::string>& problems,

@@ -43,13 +43,6 @@ DegreeStats stats_of(const std::vector<int64_t>& degrees, int64_t num_edges) {
   return stats;
 }
 
-// In- and out-degrees of a homogeneous graph: which of rows and columns is which.
-std::pair<DegreeStats, DegreeStats> degree_stats(const Csr& graph) {
-  const auto [rows, columns] = row_column_degrees(graph, graph.num_nodes());
-  if (graph.orientation() == Orientation::kIn) return {rows, columns};
-  return {columns, rows};
-}
-
 Json degree_json(const DegreeStats& stats) {
   return {{"min", stats.min}, {"mean", stats.mean}, {"max", stats.max}};
 }
@@ -61,8 +54,6 @@ std::string degree_text(const DegreeStats& stats) {
 
 void print_json(const Json& json) { std::printf("%s\n", json.dump().c_str()); }
 
-// Verifies the dataset at `path`; on problems, prints them (into `json` when as_json) and
-// throws IoError naming the first.
 // Temporal sampling's times: present, and whether every row is sorted by them.
 void add_time_json(const Csr& graph, Json& json) {
   json["node_time"] = graph.has_node_time();
@@ -105,83 +96,221 @@ void print_edge_split(const Dataset& d) {
               grouped(pairs_of(d.test_neg_edges)).c_str());
 }
 
-void describe_dataset(const std::string& path, bool as_json, bool verify) {
-  Json json = {{"path", path}, {"kind", "dataset"}};
-  if (verify) report_problems_or_throw(path, verify_dataset(path).problems, as_json, json);
+// A dataset directory of either kind as types: a homogeneous one is the one-type case (one node
+// type, one edge type over it, and its own extras: orientation, times, link split). Each node
+// type's figures and each edge type's are printed by the same functions for both kinds.
+struct DatasetView {
+  std::string name;
+  std::vector<NodeTypeInfo> node_types;
+  std::vector<NodeTypeData> node_data;  // per node type
+  std::vector<EdgeType> edge_types;
+  std::vector<Csr> edges;            // per edge type
+  std::vector<int64_t> num_sources;  // per edge type: its neighbor ids' count
+  std::optional<Dataset> one_type;   // the homogeneous dataset itself
+  bool typed() const { return !one_type; }
+};
 
-  const Dataset dataset = load_dataset(path);
-  const Csr& graph = dataset.graph;
-  const auto [in_degree, out_degree] = degree_stats(graph);
-  const bool has_split = dataset.train_idx || dataset.val_idx || dataset.test_idx;
-  auto split_size = [](const std::optional<Array>& ids) { return ids ? ids->numel() : 0; };
+DatasetView load_view(const std::string& path) {
+  DatasetView view;
+  if (is_hetero_dataset_directory(path)) {
+    HeteroDataset dataset = load_hetero_dataset(path);
+    view.name = dataset.name;
+    view.node_types = dataset.graph.node_types();
+    view.node_data = std::move(dataset.node_data);
+    view.edge_types = dataset.graph.edge_types();
+    for (int e = 0; e < dataset.graph.num_edge_types(); ++e) {
+      view.edges.push_back(dataset.graph.edges(e));
+      view.num_sources.push_back(
+          dataset.graph.num_nodes(view.edge_types[static_cast<size_t>(e)].src));
+    }
+    return view;
+  }
+  const Dataset& d = view.one_type.emplace(load_dataset(path));
+  view.name = d.name;
+  view.node_types = {{"", d.graph.num_nodes()}};
+  view.node_data = {{d.features, d.labels, d.train_idx, d.val_idx, d.test_idx, d.num_classes}};
+  view.edge_types = {{}};
+  view.edges = {d.graph};
+  view.num_sources = {d.graph.num_nodes()};
+  return view;
+}
 
-  if (as_json) {
-    json["name"] = dataset.name;
-    json["num_nodes"] = graph.num_nodes();
-    json["num_edges"] = graph.num_edges();
-    json["orientation"] = orientation_name(graph.orientation());
-    json["index_dtype"] = dtype_name(graph.index_dtype());
-    json["edge_ids"] = graph.has_edge_ids();
-    json["weights"] = graph.has_weights();
-    add_time_json(graph, json);
-    if (dataset.features) {
-      json["features"] = {{"rows", dataset.features->dim(0)},
-                          {"width", dataset.features->dim(1)},
-                          {"dtype", dtype_name(dataset.features->dtype())}};
-    } else {
-      json["features"] = nullptr;
-    }
-    json["num_classes"] = dataset.num_classes;
-    json["labels"] = dataset.labels.has_value();
-    if (has_split) {
-      json["split"] = {{"train", split_size(dataset.train_idx)},
-                       {"val", split_size(dataset.val_idx)},
-                       {"test", split_size(dataset.test_idx)}};
-    } else {
-      json["split"] = nullptr;
-    }
-    json["edge_split"] = edge_split_json(dataset);
-    json["in_degree"] = degree_json(in_degree);
-    json["out_degree"] = degree_json(out_degree);
-    json["disk_io"] = disk_io_support();
-    if (verify) json["verify"] = {{"ok", true}, {"problems", Json::array()}};
-    print_json(json);
+// In- and out-degrees of an edge type (of a homogeneous graph: which of rows and columns is which).
+std::pair<DegreeStats, DegreeStats> degree_stats(const Csr& graph, int64_t num_sources) {
+  const auto [rows, columns] = row_column_degrees(graph, num_sources);
+  if (graph.orientation() == Orientation::kIn) return {rows, columns};
+  return {columns, rows};
+}
+
+bool has_split(const NodeTypeData& data) { return data.train_idx || data.val_idx || data.test_idx; }
+int64_t split_size(const std::optional<Array>& ids) { return ids ? ids->numel() : 0; }
+
+// A node type's features, classes, labels and split.
+void add_node_json(const NodeTypeData& data, Json& json) {
+  json["features"] = data.features ? Json{{"rows", data.features->dim(0)},
+                                          {"width", data.features->dim(1)},
+                                          {"dtype", dtype_name(data.features->dtype())}}
+                                   : Json();
+  json["num_classes"] = data.num_classes;
+  json["labels"] = data.labels.has_value();
+  json["split"] = has_split(data) ? Json{{"train", split_size(data.train_idx)},
+                                         {"val", split_size(data.val_idx)},
+                                         {"test", split_size(data.test_idx)}}
+                                  : Json();
+}
+
+void print_features(const NodeTypeData& data, const char* indent) {
+  if (!data.features) {
+    std::printf("%sfeatures: none\n", indent);
     return;
   }
+  std::printf("%sfeatures: %s x %s %s\n", indent, grouped(data.features->dim(0)).c_str(),
+              grouped(data.features->dim(1)).c_str(),
+              std::string(dtype_name(data.features->dtype())).c_str());
+}
 
-  std::printf("dataset: %s (%s)\n", dataset.name.c_str(), path.c_str());
+void print_classes_and_split(const NodeTypeData& data, const char* indent) {
+  std::printf("%sclasses: %s%s\n", indent, grouped(data.num_classes).c_str(),
+              data.labels ? "" : " (no labels)");
+  if (!has_split(data)) {
+    std::printf("%ssplit: none\n", indent);
+    return;
+  }
+  std::printf(
+      "%ssplit: train %s, val %s, test %s\n", indent, grouped(split_size(data.train_idx)).c_str(),
+      grouped(split_size(data.val_idx)).c_str(), grouped(split_size(data.test_idx)).c_str());
+}
+
+// An edge type's stored arrays, then (add_degree_json, print_degrees) its degrees.
+void add_storage_json(const Csr& graph, Json& json) {
+  json["index_dtype"] = dtype_name(graph.index_dtype());
+  json["edge_ids"] = graph.has_edge_ids();
+  json["weights"] = graph.has_weights();
+}
+
+void print_storage(const Csr& graph, const char* indent) {
+  std::printf("%sindex dtype: %s\n", indent, std::string(dtype_name(graph.index_dtype())).c_str());
+  std::printf("%sedge ids: %s\n", indent, graph.has_edge_ids() ? "yes" : "no (CSR positions)");
+  std::printf("%sweights: %s\n", indent, graph.has_weights() ? "yes (float32)" : "no");
+}
+
+void add_degree_json(const Csr& graph, int64_t num_sources, Json& json) {
+  const auto [in_degree, out_degree] = degree_stats(graph, num_sources);
+  json["in_degree"] = degree_json(in_degree);
+  json["out_degree"] = degree_json(out_degree);
+}
+
+void print_degrees(const Csr& graph, int64_t num_sources, const char* indent) {
+  const auto [in_degree, out_degree] = degree_stats(graph, num_sources);
+  std::printf("%sin-degree: %s\n", indent, degree_text(in_degree).c_str());
+  std::printf("%sout-degree: %s\n", indent, degree_text(out_degree).c_str());
+}
+
+int64_t total_nodes(const DatasetView& view) {
+  int64_t total = 0;
+  for (const NodeTypeInfo& type : view.node_types) total += type.num_nodes;
+  return total;
+}
+
+int64_t total_edges(const DatasetView& view) {
+  int64_t total = 0;
+  for (const Csr& edges : view.edges) total += edges.num_edges();
+  return total;
+}
+
+// The JSON figures: a homogeneous dataset's at the top level, a typed one's per type.
+void add_dataset_json(const DatasetView& view, Json& json) {
+  json["name"] = view.name;
+  json["num_nodes"] = total_nodes(view);
+  json["num_edges"] = total_edges(view);
+  if (view.typed()) {
+    Json nodes = Json::array(), edges = Json::array();
+    for (size_t t = 0; t < view.node_types.size(); ++t) {
+      Json node = {{"name", view.node_types[t].name}, {"num_nodes", view.node_types[t].num_nodes}};
+      add_node_json(view.node_data[t], node);
+      nodes.push_back(node);
+    }
+    for (size_t e = 0; e < view.edges.size(); ++e) {
+      const EdgeType& type = view.edge_types[e];
+      Json edge = {{"name", type.name()},
+                   {"src", type.src},
+                   {"relation", type.relation},
+                   {"dst", type.dst},
+                   {"num_edges", view.edges[e].num_edges()}};
+      add_storage_json(view.edges[e], edge);
+      add_degree_json(view.edges[e], view.num_sources[e], edge);
+      edges.push_back(edge);
+    }
+    json["node_types"] = nodes;
+    json["edge_types"] = edges;
+    return;
+  }
+  const Csr& graph = view.edges.front();
+  json["orientation"] = orientation_name(graph.orientation());
+  add_storage_json(graph, json);
+  add_time_json(graph, json);
+  add_node_json(view.node_data.front(), json);
+  json["edge_split"] = edge_split_json(*view.one_type);
+  add_degree_json(graph, view.num_sources.front(), json);
+  json["disk_io"] = disk_io_support();
+}
+
+// The text: a homogeneous dataset's figures one per line, a typed one's the same lines per type.
+void print_dataset(const DatasetView& view, const std::string& path) {
+  if (view.typed()) {
+    std::printf("heterogeneous dataset: %s (%s)\n", view.name.c_str(), path.c_str());
+    std::printf("nodes: %s in %zu types; edges: %s in %zu types\n",
+                grouped(total_nodes(view)).c_str(), view.node_types.size(),
+                grouped(total_edges(view)).c_str(), view.edges.size());
+    for (size_t t = 0; t < view.node_types.size(); ++t) {
+      std::printf("node type %s: %s nodes\n", view.node_types[t].name.c_str(),
+                  grouped(view.node_types[t].num_nodes).c_str());
+      print_features(view.node_data[t], "  ");
+      print_classes_and_split(view.node_data[t], "  ");
+    }
+    for (size_t e = 0; e < view.edges.size(); ++e) {
+      std::printf("edge type %s: %s edges (in-neighbor CSR over %s)\n",
+                  view.edge_types[e].name().c_str(), grouped(view.edges[e].num_edges()).c_str(),
+                  view.edge_types[e].dst.c_str());
+      print_storage(view.edges[e], "  ");
+      print_degrees(view.edges[e], view.num_sources[e], "  ");
+    }
+    return;
+  }
+  const Csr& graph = view.edges.front();
+  std::printf("dataset: %s (%s)\n", view.name.c_str(), path.c_str());
   std::printf("nodes: %s\n", grouped(graph.num_nodes()).c_str());
   std::printf("edges: %s\n", grouped(graph.num_edges()).c_str());
   std::printf("orientation: %s (row v lists the %s)\n",
               std::string(orientation_name(graph.orientation())).c_str(),
               graph.orientation() == Orientation::kIn ? "sources of edges into v"
                                                       : "targets of edges out of v");
-  std::printf("index dtype: %s\n", std::string(dtype_name(graph.index_dtype())).c_str());
-  std::printf("edge ids: %s\n", graph.has_edge_ids() ? "yes" : "no (CSR positions)");
-  std::printf("weights: %s\n", graph.has_weights() ? "yes (float32)" : "no");
+  print_storage(graph, "");
   print_time_lines(graph);
-  if (dataset.features) {
-    std::printf("features: %s x %s %s\n", grouped(dataset.features->dim(0)).c_str(),
-                grouped(dataset.features->dim(1)).c_str(),
-                std::string(dtype_name(dataset.features->dtype())).c_str());
-  } else {
-    std::printf("features: none\n");
-  }
+  print_features(view.node_data.front(), "");
   // How a feature disk tier would read here (feature_store.h: past half the RAM).
   std::printf("disk reads: %s\n", disk_io_support().c_str());
-  std::printf("classes: %s%s\n", grouped(dataset.num_classes).c_str(),
-              dataset.labels ? "" : " (no labels)");
-  if (has_split) {
-    std::printf("split: train %s, val %s, test %s\n",
-                grouped(split_size(dataset.train_idx)).c_str(),
-                grouped(split_size(dataset.val_idx)).c_str(),
-                grouped(split_size(dataset.test_idx)).c_str());
-  } else {
-    std::printf("split: none\n");
+  print_classes_and_split(view.node_data.front(), "");
+  print_edge_split(*view.one_type);
+  print_degrees(graph, view.num_sources.front(), "");
+}
+
+// `volley info` on a dataset directory of either kind.
+void describe_dataset(const std::string& path, bool as_json, bool verify) {
+  const bool typed = is_hetero_dataset_directory(path);
+  Json json = {{"path", path}, {"kind", typed ? "hetero_dataset" : "dataset"}};
+  if (verify) {
+    report_problems_or_throw(
+        path, (typed ? verify_hetero_dataset(path) : verify_dataset(path)).problems, as_json, json);
   }
-  print_edge_split(dataset);
-  std::printf("in-degree: %s\n", degree_text(in_degree).c_str());
-  std::printf("out-degree: %s\n", degree_text(out_degree).c_str());
+  const DatasetView view = load_view(path);
+  if (as_json) {
+    add_dataset_json(view, json);
+    if (verify) json["verify"] = {{"ok", true}, {"problems", Json::array()}};
+    print_json(json);
+    return;
+  }
+  print_dataset(view, path);
   if (verify) std::printf("verify: ok (every file matches volley.json, checksums included)\n");
 }
 
@@ -342,11 +471,7 @@ void add_info_command(CLI::App& app, GlobalOptions& /*global*/) {
         throw IoError(
             fmt::format("{}: not a Volley dataset directory (it has no volley.json)", path));
       }
-      if (is_hetero_dataset_directory(path)) {
-        describe_hetero_dataset(path, arguments->json, arguments->verify);
-      } else {
-        describe_dataset(path, arguments->json, arguments->verify);
-      }
+      describe_dataset(path, arguments->json, arguments->verify);
       return;
     }
     VOLLEY_REQUIRE(!arguments->verify, ValueError,

@@ -34,7 +34,7 @@ TEST_F(HeteroCliTest, GenerateInfoVerify) {
   EXPECT_EQ(json["edge_types"][1]["name"], "paper__rev_writes__author");
   EXPECT_TRUE(json["verify"]["ok"]);
   const auto text = run(fmt::format("info '{}'", path("mag")));
-  EXPECT_THAT(text.out, HasSubstr("field_of_study: 163 nodes, no features"));
+  EXPECT_THAT(text.out, HasSubstr("node type field_of_study: 163 nodes\n  features: none\n"));
   EXPECT_THAT(text.out, HasSubstr("author__affiliated_with__institution:"));
 
   // Same seed, same bytes.
