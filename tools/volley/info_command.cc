@@ -101,6 +101,7 @@ void print_edge_split(const Dataset& d) {
 // type's figures and each edge type's are printed by the same functions for both kinds.
 struct DatasetView {
   std::string name;
+  int64_t num_nodes = 0, num_edges = 0;  // of every type
   std::vector<NodeTypeInfo> node_types;
   std::vector<NodeTypeData> node_data;  // per node type
   std::vector<EdgeType> edge_types;
@@ -115,6 +116,8 @@ DatasetView load_view(const std::string& path) {
   if (is_hetero_dataset_directory(path)) {
     HeteroDataset dataset = load_hetero_dataset(path);
     view.name = dataset.name;
+    view.num_nodes = dataset.graph.total_nodes();
+    view.num_edges = dataset.graph.total_edges();
     view.node_types = dataset.graph.node_types();
     view.node_data = std::move(dataset.node_data);
     view.edge_types = dataset.graph.edge_types();
@@ -127,6 +130,8 @@ DatasetView load_view(const std::string& path) {
   }
   const Dataset& d = view.one_type.emplace(load_dataset(path));
   view.name = d.name;
+  view.num_nodes = d.graph.num_nodes();
+  view.num_edges = d.graph.num_edges();
   view.node_types = {{"", d.graph.num_nodes()}};
   view.node_data = {{d.features, d.labels, d.train_idx, d.val_idx, d.test_idx, d.num_classes}};
   view.edge_types = {{}};
@@ -206,23 +211,11 @@ void print_degrees(const Csr& graph, int64_t num_sources, const char* indent) {
   std::printf("%sout-degree: %s\n", indent, degree_text(out_degree).c_str());
 }
 
-int64_t total_nodes(const DatasetView& view) {
-  int64_t total = 0;
-  for (const NodeTypeInfo& type : view.node_types) total += type.num_nodes;
-  return total;
-}
-
-int64_t total_edges(const DatasetView& view) {
-  int64_t total = 0;
-  for (const Csr& edges : view.edges) total += edges.num_edges();
-  return total;
-}
-
 // The JSON figures: a homogeneous dataset's at the top level, a typed one's per type.
 void add_dataset_json(const DatasetView& view, Json& json) {
   json["name"] = view.name;
-  json["num_nodes"] = total_nodes(view);
-  json["num_edges"] = total_edges(view);
+  json["num_nodes"] = view.num_nodes;
+  json["num_edges"] = view.num_edges;
   if (view.typed()) {
     Json nodes = Json::array(), edges = Json::array();
     for (size_t t = 0; t < view.node_types.size(); ++t) {
@@ -259,9 +252,8 @@ void add_dataset_json(const DatasetView& view, Json& json) {
 void print_dataset(const DatasetView& view, const std::string& path) {
   if (view.typed()) {
     std::printf("heterogeneous dataset: %s (%s)\n", view.name.c_str(), path.c_str());
-    std::printf("nodes: %s in %zu types; edges: %s in %zu types\n",
-                grouped(total_nodes(view)).c_str(), view.node_types.size(),
-                grouped(total_edges(view)).c_str(), view.edges.size());
+    std::printf("nodes: %s in %zu types; edges: %s in %zu types\n", grouped(view.num_nodes).c_str(),
+                view.node_types.size(), grouped(view.num_edges).c_str(), view.edges.size());
     for (size_t t = 0; t < view.node_types.size(); ++t) {
       std::printf("node type %s: %s nodes\n", view.node_types[t].name.c_str(),
                   grouped(view.node_types[t].num_nodes).c_str());
