@@ -40,7 +40,7 @@ import numpy as np
 from . import _policy, _temporal, _volley
 from ._policy import is_hetero_input
 from ._volley import VolleyValueError
-from .dist import DistNeighborLoader, _connection, _stream_server, _topology
+from .dist import DistNeighborLoader, _connection, _topology
 from .hetero_loader import HeteroNeighborLoader
 from .loader import TYPED_LOADERS
 
@@ -155,7 +155,7 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         self._tables = {}
         self._options.sampler = self._sampling  # (the server's loader samples with it)
         return _native().ServerClientLoader(
-            self._server, inputs, self._options, input_type=self.input_type,
+            self.server, inputs, self._options, input_type=self.input_type,
             typed_feature_dtype=self._feature_dtype, **self._connection)
 
     def _typed_source(self) -> Any:
@@ -164,26 +164,15 @@ class DistHeteroNeighborLoader(HeteroNeighborLoader, DistNeighborLoader):
         return _native().DistHeteroSource(self.client, self._sampling,
                                           feature_dtype=self._feature_dtype)
 
-    def _connect(self, addresses: Any, local: Any, server: Any, connection: Dict[str, Any],
-                 rank: Optional[int], world_size: Optional[int], input_type: str = "",
-                 ) -> Dict[str, Any]:
-        """Connects (worker: every server, the local part in-process; server-client: the one
-        server that streams the batches, ``dist._stream_server``) and returns what the service
-        describes."""
-        from ._dist_service import _native, connect_client, part_addresses
+    def _connect_worker(self, addresses: Any, local: Any) -> Dict[str, Any]:
+        """The worker topology's native typed client (``self.client``: every server, the local
+        part in-process; ``local=None``: every part by RPC) and what the service describes."""
+        from ._dist_service import _native, connect_client
 
-        addresses = part_addresses(addresses)
-        self.addresses, self.client = addresses, None
-        self._server = _stream_server(self.topology, addresses, local, server, rank, world_size)
-        if self._server is not None:
-            self._connection = connection
-            probe = _native().ServerClientLoader(
-                self._server, None, _volley.LoaderOptions(_volley.NeighborSamplerOptions()),
-                input_type=input_type, **connection)  # (an unknown type: named here)
-            return probe.info
         if not addresses:
             raise VolleyValueError("addresses must list every partition's server in part order")
-        self.client, _ = connect_client(_native().DistHeteroGraph, addresses, local, connection)
+        self.client, _ = connect_client(_native().DistHeteroGraph, addresses, local,
+                                        self._connection)
         return self.client.info
 
     @staticmethod

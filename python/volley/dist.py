@@ -316,55 +316,17 @@ class DistNeighborLoader(NeighborLoader):
         if default is not None:  # one fanout list: refused as any argument PyG does not take
             _pyg_compat.check_loader_kwargs({"default": default})
         feature_dtype = feature_dtype or "float32"
-        native = _native()
-        topology = _topology(topology, mode)
-        if not isinstance(addresses, DistGraph):
-            addresses = part_addresses(addresses)
-        self.topology = topology
+        self.topology = _topology(topology, mode)
         self.data = None
         self.disjoint = bool(disjoint) or time_attr is not None  # PyG: temporal means disjoint
-        tls = dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
-        self._connection = _connection(token, deadline, connect_timeout, tls)
         rank_and_world = dict(rank=rank, world_size=world_size)
-        self.server = _stream_server(
-            topology, addresses.addresses if isinstance(addresses, DistGraph) else addresses,
-            local, server, rank, world_size)
-        if topology == "worker":
-            if isinstance(addresses, DistGraph):
-                if local is not None:
-                    raise VolleyValueError(
-                        "pass local= to volley.dist.connect, not with a DistGraph"
-                    )
-                self.graph = addresses
-            else:
-                if local is None:
-                    raise VolleyValueError(
-                        "topology='worker' needs local=(directory, part) or local=server (the "
-                        "partition this trainer serves); to sample every partition over RPC, "
-                        "pass volley.dist.connect(addresses) instead of the addresses"
-                    )
-                if not addresses:
-                    raise VolleyValueError("addresses must list every partition's server")
-                self.graph = DistGraph(
-                    addresses, token=token, deadline=deadline, connect_timeout=connect_timeout,
-                    local=local, **tls,
-                )
-            num_nodes = self.graph.num_nodes
-            node_time = _partition_node_time(local)
-            time_source = _temporal.service_time_source(self.graph.info, time_attr, input_time,
-                                                        temporal_strategy, node_time is not None)
-        else:
-            self.graph = None
-            # The graph's size (for masks and the rank split) comes from the server's Info.
-            fanouts = native.NeighborSamplerOptions([int(k) for k in num_neighbors])
-            probe = native.ServerClientLoader(
-                self.server, None, native.LoaderOptions(fanouts, batch_size=int(batch_size)),
-                **self._connection,
-            )
-            num_nodes = int(probe.info["num_nodes"])
-            node_time = None
-            time_source = _temporal.service_time_source(probe.info, time_attr, input_time,
-                                                        temporal_strategy, False)
+        tls = dict(tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
+        info = self._connect(addresses, local, server, _connection(token, deadline, connect_timeout,
+                                                                    tls), rank, world_size)
+        num_nodes = int(info["num_nodes"])
+        node_time = _partition_node_time(local) if self.server is None else None
+        time_source = _temporal.service_time_source(info, time_attr, input_time, temporal_strategy,
+                                                    node_time is not None)
         self._setup(
             num_nodes,
             num_neighbors,
@@ -384,6 +346,47 @@ class DistNeighborLoader(NeighborLoader):
             disjoint=self.disjoint,
             temporal=(time_source, temporal_strategy, input_time, _NoGraph(num_nodes, node_time)),
         )
+
+    def _connect(self, addresses: Any, local: Any, server: Any, connection: Dict[str, Any],
+                 rank: Optional[int], world_size: Optional[int], input_type: str = "",
+                 ) -> Dict[str, Any]:
+        """Connects (worker: every server, the local part in-process, ``_connect_worker``;
+        server-client: the one server that streams the batches, ``_stream_server``) and returns
+        what the service describes, for either graph kind (``input_type``: a typed loader's input
+        node type, named by the server when it has no such type)."""
+        listed = addresses.addresses if isinstance(addresses, DistGraph) else part_addresses(
+            addresses)
+        self.addresses, self._connection, self.graph = listed, connection, None
+        self.server = _stream_server(self.topology, listed, local, server, rank, world_size)
+        if self.server is None:
+            return self._connect_worker(addresses if isinstance(addresses, DistGraph) else listed,
+                                        local)
+        probe = _native().ServerClientLoader(
+            self.server, None, _volley.LoaderOptions(_volley.NeighborSamplerOptions()),
+            input_type=input_type, **connection)  # (an unknown type: named here)
+        return dict(probe.info)
+
+    def _connect_worker(self, addresses: Any, local: Any) -> Dict[str, Any]:
+        """The worker topology's ``DistGraph`` (``self.graph``: ``addresses`` itself, or the
+        servers with the local part in-process) and what it describes."""
+        if isinstance(addresses, DistGraph):
+            if local is not None:
+                raise VolleyValueError("pass local= to volley.dist.connect, not with a DistGraph")
+            self.graph = addresses
+            return self.graph.info
+        if local is None:
+            raise VolleyValueError(
+                "topology='worker' needs local=(directory, part) or local=server (the "
+                "partition this trainer serves); to sample every partition over RPC, "
+                "pass volley.dist.connect(addresses) instead of the addresses"
+            )
+        if not addresses:
+            raise VolleyValueError("addresses must list every partition's server")
+        c = self._connection
+        self.graph = DistGraph(addresses, token=c["token"], deadline=c["deadline_seconds"],
+                               connect_timeout=c["connect_seconds"], local=local,
+                               **{k: c[k] or None for k in ("tls_ca", "tls_cert", "tls_key")})
+        return self.graph.info
 
     def _create_native(self, input_nodes: Optional[np.ndarray]) -> Any:
         if self.topology == "worker":
