@@ -15,7 +15,7 @@ class NativeView:
     whose arrays other processes attach to."""
 
     _native: Any
-    # The kind's native sharing functions (``volley._share``): share, is shared, state, attach.
+    # The kind's native sharing functions (``_volley``): share, is shared, state, attach.
     _sharing: Tuple[Callable[[Any], Any], ...]
 
     def share_memory_(self) -> Any:
@@ -33,7 +33,9 @@ class NativeView:
         Returns:
             self.
         """
-        self._native = self._sharing[0](self._native)
+        share, is_shared = self._sharing[0], self._sharing[1]
+        if not is_shared(self._native):
+            self._native = share(self._native)
         return self
 
     @property

@@ -55,59 +55,6 @@ def attach_csr(state: tuple) -> Any:
     return _volley.csr_from_state(state)
 
 
-# --- Dataset --------------------------------------------------------------------------------
-
-
-def share_dataset(native: Any) -> Any:
-    """The native dataset with its arrays in shared memory (itself when already shared)."""
-    return native if _volley.dataset_is_shared(native) else _volley.share_dataset(native)
-
-
-def dataset_state(native: Any) -> tuple:
-    """The handles of a shared native dataset's arrays (what a pickle carries)."""
-    return _volley.dataset_state(native)
-
-
-def attach_dataset(state: tuple) -> Any:
-    """The native dataset attached to the shared arrays of ``dataset_state``."""
-    return _volley.dataset_from_state(state)
-
-
-# --- typed graphs and datasets (HeteroGraph, HeteroDataset) ----------------------------------
-
-
-def share_hetero_graph(native: Any) -> Any:
-    """The native typed graph with every edge type's arrays in shared memory."""
-    return native if _volley.hetero_graph_is_shared(native) else _volley.share_hetero_graph(native)
-
-
-def hetero_graph_state(native: Any) -> tuple:
-    """The handles of a shared native typed graph (node types, and each edge type's)."""
-    return _volley.hetero_graph_state(native)
-
-
-def attach_hetero_graph(state: tuple) -> Any:
-    """The native typed graph attached to the shared arrays of ``hetero_graph_state``."""
-    return _volley.hetero_graph_from_state(state)
-
-
-def share_hetero_dataset(native: Any) -> Any:
-    """The native typed dataset with every array in shared memory."""
-    if _volley.hetero_dataset_is_shared(native):
-        return native
-    return _volley.share_hetero_dataset(native)
-
-
-def hetero_dataset_state(native: Any) -> tuple:
-    """The handles of a shared native typed dataset's arrays."""
-    return _volley.hetero_dataset_state(native)
-
-
-def attach_hetero_dataset(state: tuple) -> Any:
-    """The native typed dataset attached to the shared arrays of ``hetero_dataset_state``."""
-    return _volley.hetero_dataset_from_state(state)
-
-
 # --- FeatureStore ---------------------------------------------------------------------------
 
 

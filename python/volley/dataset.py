@@ -17,7 +17,7 @@ from typing import Any, List, NamedTuple, Optional, Union
 
 import numpy as np
 
-from . import _share, _tensor, _volley
+from . import _tensor, _volley
 from ._volley import Dataset as _NativeDataset
 from ._volley import dataset_store as _dataset_store
 from ._volley import VolleyTypeError, VolleyValueError
@@ -54,8 +54,8 @@ class Dataset(NativeDatasetView):
     """
 
     _graph_class = Graph
-    _sharing = (_share.share_dataset, _volley.dataset_is_shared, _share.dataset_state,
-                _share.attach_dataset)
+    _sharing = (_volley.share_dataset, _volley.dataset_is_shared, _volley.dataset_state,
+                _volley.dataset_from_state)
 
     def __init__(
         self,

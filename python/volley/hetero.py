@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _share, _tensor, _volley
+from . import _tensor, _volley
 from ._dataset_base import NativeDatasetView, NativeView
 from ._volley import HeteroDatasetNative as _NativeDataset
 from ._volley import HeteroGraph as _NativeGraph
@@ -68,8 +68,8 @@ class HeteroGraph(NativeView):
     (``NativeView``; as ``Graph.share_memory_``).
     """
 
-    _sharing = (_share.share_hetero_graph, _volley.hetero_graph_is_shared,
-                _share.hetero_graph_state, _share.attach_hetero_graph)
+    _sharing = (_volley.share_hetero_graph, _volley.hetero_graph_is_shared,
+                _volley.hetero_graph_state, _volley.hetero_graph_from_state)
 
     def __init__(self, native: _NativeGraph):
         """Wraps a native graph (use the ``from_*`` constructors instead)."""
@@ -213,8 +213,8 @@ class HeteroDataset(NativeDatasetView):
     """
 
     _graph_class = HeteroGraph
-    _sharing = (_share.share_hetero_dataset, _volley.hetero_dataset_is_shared,
-                _share.hetero_dataset_state, _share.attach_hetero_dataset)
+    _sharing = (_volley.share_hetero_dataset, _volley.hetero_dataset_is_shared,
+                _volley.hetero_dataset_state, _volley.hetero_dataset_from_state)
 
     def __init__(
         self,

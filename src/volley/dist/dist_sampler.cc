@@ -135,50 +135,39 @@ struct Across {
 
   // A call's answer appended to the part's picks (one copy out of the reply, ids widened on the
   // way): the call's error, or RuntimeError naming the part for a malformed one (counts that do
-  // not match the targets, the neighbors, or their type's range), the picks then unchanged.
+  // not match the targets, the neighbors, or their type's range), which ends the batch.
   void receive(size_t e, size_t p, size_t asked, const HopCall& call) {
     if (!call.status.ok()) service.fail_call(call.status, static_cast<int64_t>(p), "SampleHop");
     HopSample& into = s.picks[e][p];
-    const size_t counts_before = into.counts.size(), picks_before = into.neighbors.size();
+    const size_t counts_before = into.counts.size(), picks_before = into.neighbors.size(),
+                 ids_before = into.edge_ids.size();
     const bool well_formed =
-        append_int32(call.reply.counts(), into.counts) &&
+        append(call.reply.counts(), into.counts) &&
         append_ids(call.reply.neighbors(), call.reply.neighbor_bytes(), into.neighbors) &&
         append_ids(call.reply.edge_ids(), call.reply.edge_id_bytes(), into.edge_ids) &&
         into.counts.size() - counts_before == asked &&
-        into.neighbors.size() == into.edge_ids.size();
+        into.neighbors.size() - picks_before == into.edge_ids.size() - ids_before;
     int64_t total = 0;
     if (well_formed) {
       for (size_t i = counts_before; i < into.counts.size(); ++i) {
         total += into.counts[i] < 0 ? INT64_MIN / 2 : into.counts[i];
       }
     }
-    const int64_t n = service.books[static_cast<size_t>(service.edges[e].src)]->num_nodes();
-    const std::span<const int64_t> neighbors =
-        std::span<const int64_t>(into.neighbors)
-            .subspan(std::min(picks_before, into.neighbors.size()));
-    const bool in_range = std::all_of(neighbors.begin(), neighbors.end(), [n](int64_t neighbor) {
-      return neighbor >= 0 && neighbor < n;
-    });
-    if (well_formed && total == static_cast<int64_t>(neighbors.size()) && in_range) return;
     const std::string& name = service.edges[e].name;
-    const size_t counts = into.counts.size() - counts_before, picks = neighbors.size();
-    const size_t edge_ids = into.edge_ids.size() - std::min(picks_before, into.edge_ids.size());
-    const auto outside = std::find_if(neighbors.begin(), neighbors.end(), [n](int64_t neighbor) {
-      return neighbor < 0 || neighbor >= n;
-    });
-    const int64_t bad = outside == neighbors.end() ? 0 : *outside;
-    into.counts.resize(counts_before);
-    into.neighbors.resize(picks_before);
-    into.edge_ids.resize(picks_before);
-    const bool counted = well_formed && total == static_cast<int64_t>(picks);
-    VOLLEY_REQUIRE(counted, RuntimeError,
+    const size_t picks = into.neighbors.size() - picks_before;
+    VOLLEY_REQUIRE(well_formed && total == static_cast<int64_t>(picks), RuntimeError,
                    "part {} at {}: malformed SampleHop reply{}{} ({} counts for {} targets, {} "
                    "neighbors, {} edge ids)",
-                   p, service.addresses[p], name.empty() ? "" : " for edge type ", name, counts,
-                   asked, picks, edge_ids);
-    throw RuntimeError(fmt::format("part {} at {}: SampleHop{}{} returned node {} outside [0, {})",
-                                   p, service.addresses[p], name.empty() ? "" : " of edge type ",
-                                   name, bad, n));
+                   p, service.addresses[p], name.empty() ? "" : " for edge type ", name,
+                   into.counts.size() - counts_before, asked, picks,
+                   into.edge_ids.size() - ids_before);
+    const int64_t n = service.books[static_cast<size_t>(service.edges[e].src)]->num_nodes();
+    for (size_t j = picks_before; j < into.neighbors.size(); ++j) {
+      const int64_t neighbor = into.neighbors[j];
+      VOLLEY_REQUIRE(neighbor >= 0 && neighbor < n, RuntimeError,
+                     "part {} at {}: SampleHop{}{} returned node {} outside [0, {})", p,
+                     service.addresses[p], name.empty() ? "" : " of edge type ", name, neighbor, n);
+    }
   }
 
   int64_t fanout_of(size_t e, int hop) const { return fanouts[e][static_cast<size_t>(hop)]; }

@@ -54,8 +54,8 @@ TEST(WireIds, MalformedBytesOrWidthsLeaveTheListUnchanged) {
   EXPECT_FALSE(append_ids(std::string(8, '\0'), 2, out));   // no such width
   EXPECT_EQ(out, (std::vector<int64_t>{1, 2}));
   std::vector<int32_t> counts = {9};
-  EXPECT_FALSE(append_int32(std::string(5, '\0'), counts));
-  EXPECT_TRUE(append_int32(std::string(8, '\0'), counts));
+  EXPECT_FALSE(append(std::string(5, '\0'), counts));
+  EXPECT_TRUE(append(std::string(8, '\0'), counts));
   EXPECT_EQ(counts, (std::vector<int32_t>{9, 0, 0}));
 }
 

@@ -34,13 +34,23 @@ void pack(std::span<const T> values, std::string* out) {
   out->assign(reinterpret_cast<const char*>(values.data()), values.size_bytes());
 }
 
+// Appends packed bytes to a vector of T; false, with `out` unchanged, when the length is not a
+// multiple of sizeof(T).
+template <typename T>
+bool append(const std::string& bytes, std::vector<T>& out) {
+  if (bytes.size() % sizeof(T) != 0) return false;
+  const size_t before = out.size();
+  out.resize(before + bytes.size() / sizeof(T));
+  if (!bytes.empty()) std::memcpy(out.data() + before, bytes.data(), bytes.size());
+  return true;
+}
+
 // Packed bytes as a vector of T; false when the length is not a multiple of sizeof(T).
 template <typename T>
 bool unpack(const std::string& bytes, std::vector<T>& out) {
   if (bytes.size() % sizeof(T) != 0) return false;
-  out.resize(bytes.size() / sizeof(T));
-  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
-  return true;
+  out.clear();
+  return append(bytes, out);
 }
 
 // Non-negative ids as packed bytes of the narrowest width that holds them all: 4 bytes (int32)
@@ -65,29 +75,15 @@ inline uint32_t pack_ids(std::span<const int64_t> ids, std::string* out) {
 // Appends packed ids of `width` bytes each (pack_ids; 0 is read as 8) to `out`. False, with
 // `out` unchanged, when the width is neither 4 nor 8 or the length is not a multiple of it.
 inline bool append_ids(const std::string& bytes, uint32_t width, std::vector<int64_t>& out) {
-  if (width == 0) width = 8;
-  if ((width != 4 && width != 8) || bytes.size() % width != 0) return false;
+  if (width == 0 || width == 8) return append(bytes, out);
+  if (width != 4 || bytes.size() % width != 0) return false;
   const size_t before = out.size(), count = bytes.size() / width;
   out.resize(before + count);
-  if (width == 8) {
-    if (count > 0) std::memcpy(out.data() + before, bytes.data(), bytes.size());
-    return true;
-  }
   for (size_t i = 0; i < count; ++i) {
     int32_t id;
     std::memcpy(&id, bytes.data() + i * sizeof(int32_t), sizeof(int32_t));
     out[before + i] = id;
   }
-  return true;
-}
-
-// Appends packed int32 values to `out`; false, with `out` unchanged, when the length is not a
-// multiple of 4.
-inline bool append_int32(const std::string& bytes, std::vector<int32_t>& out) {
-  if (bytes.size() % sizeof(int32_t) != 0) return false;
-  const size_t before = out.size();
-  out.resize(before + bytes.size() / sizeof(int32_t));
-  if (!bytes.empty()) std::memcpy(out.data() + before, bytes.data(), bytes.size());
   return true;
 }
 
